@@ -1,0 +1,507 @@
+//! The I/O shell around the [`Router`]: tasks, channels, the child, signals, shutdown.
+//!
+//! Shape: one reader task per input (client stdin, agent stdout), one writer task per
+//! output (client stdout, agent stdin), all joined to a single loop that owns the router.
+//!
+//! Invariants:
+//! - Bounded memory: every channel is bounded; the loop reads a side only while the
+//!   queue that side's messages feed is empty, so a stalled peer back-pressures the
+//!   producer instead of growing a buffer. Bridge-made replies back to the sender are small
+//!   and capped by [`REPLY_BACKLOG`].
+//! - Independence: a client that stops reading stdout stalls only agent->client traffic;
+//!   client->agent traffic keeps flowing (and vice versa).
+//! - Ordering: each output is a FIFO fed by one loop, so per-direction order is kept.
+//! - Only cancel-safe futures are polled in `select!` (noted at each branch).
+//! - Shutdown always ends: stdin of the agent closed, then SIGTERM to its group after the
+//!   grace, SIGKILL after a second grace; every wait after the agent is gone is bounded.
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use nix::sys::signal::Signal;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc;
+use tokio::time::sleep_until;
+use tokio_util::codec::FramedRead;
+
+use crate::child::{self, StderrTail};
+use crate::codec::{Frame, LineCodec};
+use crate::router::{AgentExit, Out, Outbox, Router, RouterConfig};
+
+/// Messages buffered between a reader and the loop, and between the loop and a writer.
+pub const CHANNEL_CAPACITY: usize = 32;
+/// How many bridge-made replies may wait for a stalled peer before its input is paused.
+pub const REPLY_BACKLOG: usize = 256;
+const READ_BUFFER: usize = 64 * 1024;
+const WRITE_BUFFER: usize = 64 * 1024;
+
+/// Everything the bridge needs to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub agent: Vec<String>,
+    pub cwd: Option<std::path::PathBuf>,
+    pub max_line_bytes: usize,
+    pub shutdown_grace: Duration,
+    pub router: RouterConfig,
+}
+
+/// Why the bridge stops; maps to the exit code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuitReason {
+    /// The client closed our stdin.
+    ClientEof,
+    /// The agent exited (or closed its stdout) on its own.
+    AgentExited,
+    /// The bridge received this signal.
+    Signal(i32),
+}
+
+/// Failures before the bridge is running.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Spawn(#[from] child::SpawnError),
+    #[error("cannot install signal handlers: {0}")]
+    Signals(std::io::Error),
+}
+
+impl RunError {
+    /// The exit code for this failure (127 when the agent could not be started, as shells).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RunError::Spawn(_) => 127,
+            RunError::Signals(_) => 1,
+        }
+    }
+}
+
+/// Runs the bridge on the process's stdin/stdout. Returns the exit code.
+pub async fn run(cfg: Config) -> Result<i32, RunError> {
+    run_with(cfg, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+struct Shutdown {
+    reason: QuitReason,
+    term_at: Instant,
+    kill_at: Instant,
+    termed: bool,
+    killed: bool,
+}
+
+/// Runs the bridge between the given client streams and a spawned agent.
+pub async fn run_with<R, W>(cfg: Config, client_in: R, client_out: W) -> Result<i32, RunError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let mut child = child::spawn(&cfg.agent, cfg.cwd.as_ref())?;
+    let pgid = child.id().unwrap_or(0);
+    tracing::info!(agent = ?cfg.agent, pid = pgid, "agent started");
+    let (Some(agent_in), Some(agent_out), Some(agent_err)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        unreachable!("all three agent pipes are requested in child::spawn");
+    };
+
+    let tail = StderrTail::default();
+    let stderr_task = tokio::spawn(child::pump_stderr(agent_err, tail.clone()));
+
+    let (client_frames_tx, mut client_frames) = mpsc::channel(CHANNEL_CAPACITY);
+    let (agent_frames_tx, mut agent_frames) = mpsc::channel(CHANNEL_CAPACITY);
+    let client_reader = tokio::spawn(read_frames(
+        client_in,
+        cfg.max_line_bytes,
+        client_frames_tx,
+        "client",
+    ));
+    tokio::spawn(read_frames(
+        agent_out,
+        cfg.max_line_bytes,
+        agent_frames_tx,
+        "agent",
+    ));
+    let (to_client_tx, to_client_rx) = mpsc::channel(CHANNEL_CAPACITY);
+    let (to_agent_tx, to_agent_rx) = mpsc::channel(CHANNEL_CAPACITY);
+    let client_writer = tokio::spawn(write_lines(client_out, to_client_rx, "client"));
+    tokio::spawn(write_lines(agent_in, to_agent_rx, "agent"));
+    let mut to_client = Some(to_client_tx);
+    let mut to_agent = Some(to_agent_tx);
+
+    let mut sigs = Signals::new().map_err(RunError::Signals)?;
+    let mut router = Router::new(cfg.router.clone());
+    let mut outbox = Outbox::default();
+    let mut client_open = true;
+    let mut agent_open = true;
+    let mut status: Option<std::process::ExitStatus> = None;
+    let mut drain_deadline: Option<Instant> = None;
+    let mut shutdown: Option<Shutdown> = None;
+    let grace = cfg.shutdown_grace;
+
+    let start_shutdown = |shutdown: &mut Option<Shutdown>, reason: QuitReason| {
+        if shutdown.is_none() {
+            let now = Instant::now();
+            tracing::info!(
+                ?reason,
+                grace_ms = grace.as_millis() as u64,
+                "shutting down"
+            );
+            *shutdown = Some(Shutdown {
+                reason,
+                term_at: now + grace,
+                kill_at: now + grace * 2,
+                termed: false,
+                killed: false,
+            });
+        }
+    };
+
+    loop {
+        flush_ready(&mut outbox, &mut to_client, &mut to_agent);
+        if status.is_some() && (!agent_open || drain_deadline.is_some_and(|d| Instant::now() >= d))
+        {
+            break;
+        }
+        let deadline = [
+            router.next_deadline(),
+            shutdown.as_ref().and_then(|s| match (s.termed, s.killed) {
+                (false, _) => Some(s.term_at),
+                (true, false) => Some(s.kill_at),
+                _ => None,
+            }),
+            drain_deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let read_agent =
+            agent_open && outbox.to_client.is_empty() && outbox.to_agent.len() < REPLY_BACKLOG;
+        let read_client = client_open
+            && status.is_none()
+            && outbox.to_agent.is_empty()
+            && outbox.to_client.len() < REPLY_BACKLOG;
+
+        let mut lost_output = [false; 2];
+        tokio::select! {
+            biased;
+            // Cancel-safe: `Signals::recv` only polls tokio signal streams.
+            sig = sigs.recv() => {
+                let now = Instant::now();
+                tracing::info!(signal = %sig, "received signal; forwarding to agent");
+                if shutdown.is_some() {
+                    // A second signal: stop waiting.
+                    child::signal_group(pgid, Signal::SIGKILL);
+                    if let Some(s) = shutdown.as_mut() { s.termed = true; s.killed = true; }
+                } else {
+                    child::signal_group(pgid, sig);
+                    router.on_client_eof(now, &mut outbox);
+                    start_shutdown(&mut shutdown, QuitReason::Signal(sig as i32));
+                }
+            }
+            // Cancel-safe: `reserve` holds no message; dropping it loses nothing.
+            permit = reserve(&to_client), if !outbox.to_client.is_empty() => match permit {
+                Ok(permit) => send_front(permit, &mut outbox.to_client),
+                Err(_) => lost_output[0] = true,
+            },
+            permit = reserve(&to_agent), if !outbox.to_agent.is_empty() => match permit {
+                Ok(permit) => send_front(permit, &mut outbox.to_agent),
+                Err(_) => lost_output[1] = true,
+            },
+            // Cancel-safe: a sleep can be re-created.
+            _ = sleep_until_opt(deadline), if deadline.is_some() => {
+                let now = Instant::now();
+                router.on_timer(now, &mut outbox);
+                if let Some(s) = shutdown.as_mut() {
+                    if !s.termed && now >= s.term_at {
+                        tracing::warn!("agent still running after the grace period; sending SIGTERM");
+                        child::signal_group(pgid, Signal::SIGTERM);
+                        s.termed = true;
+                    } else if s.termed && !s.killed && now >= s.kill_at {
+                        tracing::warn!("agent still running after SIGTERM; sending SIGKILL");
+                        child::signal_group(pgid, Signal::SIGKILL);
+                        s.killed = true;
+                    }
+                }
+            }
+            // Cancel-safe per tokio docs (`Child::wait`).
+            st = child.wait(), if status.is_none() => {
+                let st = st.unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "cannot wait for agent");
+                    std::os::unix::process::ExitStatusExt::from_raw(1 << 8)
+                });
+                tracing::info!(status = %st, "agent exited");
+                // Leftovers of the agent's group could hold its stdout open: end them.
+                child::signal_group(pgid, Signal::SIGKILL);
+                status = Some(st);
+                drain_deadline = Some(Instant::now() + grace.max(Duration::from_millis(100)));
+            }
+            // Cancel-safe: `mpsc::Receiver::recv`.
+            frame = agent_frames.recv(), if read_agent => match frame {
+                Some(frame) => router.on_agent_frame(frame, Instant::now(), &mut outbox),
+                None => {
+                    agent_open = false;
+                    if status.is_none() {
+                        tracing::info!("agent closed its stdout");
+                        outbox.to_agent.push_back(Out::Close);
+                        start_shutdown(&mut shutdown, QuitReason::AgentExited);
+                    }
+                }
+            },
+            frame = client_frames.recv(), if read_client => match frame {
+                Some(frame) => router.on_client_frame(frame, Instant::now(), &mut outbox),
+                None => {
+                    tracing::info!("client closed stdin");
+                    client_open = false;
+                    router.on_client_eof(Instant::now(), &mut outbox);
+                    start_shutdown(&mut shutdown, QuitReason::ClientEof);
+                }
+            },
+        }
+        if lost_output[0] {
+            writer_gone(&mut outbox.to_client, &mut to_client, "client");
+        }
+        if lost_output[1] {
+            writer_gone(&mut outbox.to_agent, &mut to_agent, "agent");
+        }
+    }
+
+    // The agent is gone: wait briefly for the end of its stderr so the tail is complete.
+    let _ = tokio::time::timeout(Duration::from_millis(500), stderr_task).await;
+    let status = status.unwrap_or_default();
+    let exit = exit_of(status, tail.text());
+    router.on_agent_gone(&exit, &mut outbox);
+    client_reader.abort();
+    drop(to_agent);
+
+    // Deliver what is left for the client, bounded by the grace period.
+    let flush = async {
+        while let Some(Out::Line(line)) = outbox.to_client.pop_front() {
+            let Some(tx) = to_client.as_ref() else { break };
+            if tx.send(Out::Line(line)).await.is_err() {
+                break;
+            }
+        }
+        drop(to_client.take());
+        let _ = client_writer.await;
+    };
+    if tokio::time::timeout(grace.max(Duration::from_secs(1)), flush)
+        .await
+        .is_err()
+    {
+        tracing::warn!("client is not reading; giving up on the last messages");
+    }
+
+    let reason = shutdown.map_or((QuitReason::AgentExited, false), |s| (s.reason, s.termed));
+    let code = exit_code(&reason, &exit);
+    tracing::info!(code, "bridge exiting");
+    Ok(code)
+}
+
+fn exit_of(status: std::process::ExitStatus, stderr_tail: String) -> AgentExit {
+    use std::os::unix::process::ExitStatusExt;
+    AgentExit {
+        code: status.code(),
+        signal: status.signal(),
+        stderr_tail,
+    }
+}
+
+/// The bridge's exit code, from why it stopped and how the agent ended.
+///
+/// - signal N to the bridge: 128+N;
+/// - client EOF: 0 when the bridge had to terminate the agent, else the agent's own code;
+/// - the agent exited on its own: its code, or 128+N when killed by signal N.
+fn exit_code(reason: &(QuitReason, bool), exit: &AgentExit) -> i32 {
+    let agent_code = exit.code.unwrap_or_else(|| 128 + exit.signal.unwrap_or(0));
+    match reason {
+        (QuitReason::Signal(n), _) => 128 + n,
+        (QuitReason::ClientEof, true) => 0,
+        _ => agent_code,
+    }
+}
+
+/// Moves queued lines into the writers' channels while they have room (no await).
+fn flush_ready(
+    outbox: &mut Outbox,
+    to_client: &mut Option<mpsc::Sender<Out>>,
+    to_agent: &mut Option<mpsc::Sender<Out>>,
+) {
+    for (queue, tx, name) in [
+        (&mut outbox.to_client, to_client, "client"),
+        (&mut outbox.to_agent, to_agent, "agent"),
+    ] {
+        let mut closed = false;
+        while let Some(sender) = tx.as_ref().filter(|_| !queue.is_empty()) {
+            match sender.try_reserve() {
+                Ok(permit) => send_front(permit, queue),
+                Err(mpsc::error::TrySendError::Full(())) => break,
+                Err(mpsc::error::TrySendError::Closed(())) => {
+                    closed = true;
+                    break;
+                }
+            }
+        }
+        if closed || tx.is_none() {
+            writer_gone(queue, tx, name);
+        }
+    }
+}
+
+fn writer_gone(
+    queue: &mut std::collections::VecDeque<Out>,
+    tx: &mut Option<mpsc::Sender<Out>>,
+    name: &str,
+) {
+    if tx.is_some() || !queue.is_empty() {
+        tracing::warn!(
+            output = name,
+            dropped = queue.len(),
+            "output closed; dropping what is queued for it"
+        );
+    }
+    queue.clear();
+    *tx = None;
+}
+
+async fn reserve(
+    tx: &Option<mpsc::Sender<Out>>,
+) -> Result<mpsc::Permit<'_, Out>, mpsc::error::SendError<()>> {
+    match tx {
+        Some(tx) => tx.reserve().await,
+        None => Err(mpsc::error::SendError(())),
+    }
+}
+
+fn send_front(permit: mpsc::Permit<'_, Out>, queue: &mut std::collections::VecDeque<Out>) {
+    if let Some(item) = queue.pop_front() {
+        permit.send(item);
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    if let Some(d) = deadline {
+        sleep_until(d.into()).await;
+    }
+}
+
+/// Reads frames from `input` into `tx` until EOF, a read error, or the loop going away.
+async fn read_frames<R: AsyncRead + Unpin>(
+    input: R,
+    max_line: usize,
+    tx: mpsc::Sender<Frame>,
+    name: &'static str,
+) {
+    let mut framed = FramedRead::with_capacity(input, LineCodec::new(max_line), READ_BUFFER);
+    while let Some(item) = framed.next().await {
+        match item {
+            Ok(frame) => {
+                if tx.send(frame).await.is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(input = name, error = %e, "read error; treating as end of input");
+                return;
+            }
+        }
+    }
+}
+
+/// Writes lines from `rx` to `output`, flushing whenever the queue runs empty.
+async fn write_lines<W: AsyncWrite + Unpin>(
+    output: W,
+    mut rx: mpsc::Receiver<Out>,
+    name: &'static str,
+) {
+    let mut w = BufWriter::with_capacity(WRITE_BUFFER, output);
+    let result: std::io::Result<()> = async {
+        while let Some(mut msg) = rx.recv().await {
+            loop {
+                match msg {
+                    Out::Line(line) => {
+                        w.write_all(&line).await?;
+                        w.write_all(b"\n").await?;
+                    }
+                    Out::Close => {
+                        w.flush().await?;
+                        return w.shutdown().await;
+                    }
+                }
+                match rx.try_recv() {
+                    Ok(next) => msg = next,
+                    Err(_) => break,
+                }
+            }
+            w.flush().await?;
+        }
+        w.flush().await?;
+        w.shutdown().await
+    }
+    .await;
+    match result {
+        Ok(()) => tracing::debug!(output = name, "output closed"),
+        Err(e) => tracing::warn!(output = name, error = %e, "write failed; output closed"),
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP as one stream.
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> std::io::Result<Self> {
+        Ok(Self {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    async fn recv(&mut self) -> Signal {
+        tokio::select! {
+            _ = self.int.recv() => Signal::SIGINT,
+            _ = self.term.recv() => Signal::SIGTERM,
+            _ = self.hup.recv() => Signal::SIGHUP,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exit(code: Option<i32>, signal: Option<i32>) -> AgentExit {
+        AgentExit {
+            code,
+            signal,
+            stderr_tail: String::new(),
+        }
+    }
+
+    #[test]
+    fn exit_codes() {
+        assert_eq!(
+            exit_code(&(QuitReason::AgentExited, false), &exit(Some(3), None)),
+            3
+        );
+        assert_eq!(
+            exit_code(&(QuitReason::AgentExited, false), &exit(None, Some(9))),
+            137
+        );
+        assert_eq!(
+            exit_code(&(QuitReason::Signal(15), true), &exit(None, Some(15))),
+            143
+        );
+        assert_eq!(
+            exit_code(&(QuitReason::ClientEof, true), &exit(None, Some(15))),
+            0
+        );
+        assert_eq!(
+            exit_code(&(QuitReason::ClientEof, false), &exit(Some(0), None)),
+            0
+        );
+    }
+}

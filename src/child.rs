@@ -1,0 +1,125 @@
+//! The agent child process: spawning, its stderr, signalling its process group.
+//!
+//! Owns the agent's lifecycle outside the protocol. Invariants:
+//! - The agent runs in its own process group (pgid = its pid), so wrappers that re-launch
+//!   themselves (`npx`, gemini-cli) are signalled as a whole; `kill_on_drop` is a backstop.
+//! - The agent's stderr is copied to the bridge's stderr unchanged, and only a bounded tail
+//!   (64 KiB) is kept in memory for error reports.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, ChildStderr, Command};
+
+/// How much of the agent's stderr is kept for error reports.
+pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
+
+/// Spawning failed; carries what to tell the user.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start agent `{command}`: {source}")]
+pub struct SpawnError {
+    pub command: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// Starts the agent with piped stdio in a new process group.
+pub fn spawn(argv: &[String], cwd: Option<&PathBuf>) -> Result<Child, SpawnError> {
+    let (program, args) = argv.split_first().ok_or_else(|| SpawnError {
+        command: String::new(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "no agent command"),
+    })?;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    cmd.spawn().map_err(|source| SpawnError {
+        command: program.clone(),
+        source,
+    })
+}
+
+/// Sends `sig` to the agent's whole process group; a group already gone is not an error.
+pub fn signal_group(pgid: u32, sig: Signal) {
+    let Ok(pid) = i32::try_from(pgid) else {
+        return;
+    };
+    match killpg(Pid::from_raw(pid), sig) {
+        Ok(()) => tracing::debug!(pgid, signal = %sig, "signalled agent process group"),
+        Err(nix::errno::Errno::ESRCH) => {}
+        Err(e) => {
+            tracing::warn!(pgid, signal = %sig, error = %e, "cannot signal agent process group")
+        }
+    }
+}
+
+/// A bounded tail of the agent's stderr, shared with the task that copies it.
+#[derive(Debug, Clone, Default)]
+pub struct StderrTail(Arc<Mutex<Vec<u8>>>);
+
+impl StderrTail {
+    fn push(&self, chunk: &[u8]) {
+        let Ok(mut buf) = self.0.lock() else { return };
+        if chunk.len() >= STDERR_TAIL_BYTES {
+            buf.clear();
+            buf.extend_from_slice(&chunk[chunk.len() - STDERR_TAIL_BYTES..]);
+            return;
+        }
+        let overflow = (buf.len() + chunk.len()).saturating_sub(STDERR_TAIL_BYTES);
+        buf.drain(..overflow);
+        buf.extend_from_slice(chunk);
+    }
+
+    /// The tail as text (lossy UTF-8, cut at a character boundary).
+    pub fn text(&self) -> String {
+        self.0
+            .lock()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    }
+}
+
+/// Copies the agent's stderr to ours, unchanged, and keeps the tail. Ends at EOF.
+pub async fn pump_stderr(mut stderr: ChildStderr, tail: StderrTail) {
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match stderr.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                tail.push(&buf[..n]);
+                let mut err = std::io::stderr().lock();
+                // Our stderr going away must not stop the agent; ignore write errors.
+                let _ = err.write_all(&buf[..n]);
+                let _ = err.flush();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_keeps_the_last_bytes() {
+        let tail = StderrTail::default();
+        tail.push(&vec![b'a'; STDERR_TAIL_BYTES - 1]);
+        tail.push(b"xyz");
+        let text = tail.text();
+        assert_eq!(text.len(), STDERR_TAIL_BYTES);
+        assert!(text.ends_with("axyz"));
+        tail.push(&vec![b'b'; STDERR_TAIL_BYTES + 5]);
+        assert_eq!(tail.text(), "b".repeat(STDERR_TAIL_BYTES));
+    }
+}

@@ -1,0 +1,99 @@
+//! The command line: flags of the bridge, its subcommands, and duration parsing.
+//!
+//! Owns the mapping from argv to [`crate::bridge::Config`]. Invariant: everything after
+//! `--` is the agent command, passed on untouched.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::logging::LogFormat;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "acp-question-bridge",
+    version,
+    about = "An ACP stdio proxy that lets coding agents ask their user structured questions in any IDE",
+    override_usage = "acp-question-bridge [OPTIONS] -- <AGENT> [ARGS]...\n       acp-question-bridge <COMMAND>",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub bridge: BridgeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the built-in mock ACP agent on this process's stdio (same as `acp-mock-agent`).
+    #[command(name = "mock-agent", hide = true)]
+    MockAgent,
+}
+
+/// Flags of the bridge itself.
+#[derive(Debug, Args)]
+pub struct BridgeArgs {
+    /// Longest accepted line in bytes; longer lines are discarded up to their newline.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub max_line_bytes: usize,
+    /// How long to wait for the agent after its stdin closes or a signal, before SIGTERM
+    /// (and again before SIGKILL). Accepts `500ms`, `3s`, `2m`.
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
+    /// Log level or filter (`info`, `debug`, `acp_question_bridge=trace`); RUST_LOG overrides.
+    #[arg(long, value_name = "LEVEL", default_value = "info")]
+    pub log_level: String,
+    /// Log line format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Write logs to this file instead of stderr.
+    #[arg(long, value_name = "PATH")]
+    pub log_file: Option<PathBuf>,
+    /// Working directory of the agent.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// The agent command and its arguments, after `--`.
+    #[arg(last = true, value_name = "AGENT")]
+    pub agent: Vec<String>,
+}
+
+/// Parses `500ms`, `3s`, `2m`, `1h` (and combinations such as `1m30s`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim()).map_err(|e| format!("invalid duration `{s}`: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("3s"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn agent_after_double_dash() {
+        let cli = Cli::try_parse_from([
+            "acp-question-bridge",
+            "--shutdown-grace",
+            "500ms",
+            "--",
+            "agent",
+            "--flag",
+        ])
+        .unwrap();
+        assert_eq!(cli.bridge.agent, vec!["agent", "--flag"]);
+        assert_eq!(cli.bridge.shutdown_grace, Duration::from_millis(500));
+        assert_eq!(cli.bridge.max_line_bytes, 64 << 20);
+    }
+
+    #[test]
+    fn cli_is_consistent() {
+        <Cli as clap::CommandFactory>::command().debug_assert();
+    }
+}

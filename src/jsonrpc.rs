@@ -1,0 +1,96 @@
+//! Builders for the JSON-RPC messages the bridge itself creates.
+//!
+//! Owns the exact wire form of bridge-made messages. Everything here serializes a fresh
+//! message; forwarded messages never pass through this module.
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use crate::envelope::RequestId;
+
+/// JSON-RPC error codes the bridge uses.
+pub mod code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+    pub const SERVER_ERROR: i64 = -32000;
+    pub const REQUEST_CANCELLED: i64 = -32800;
+}
+
+fn to_line(v: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(v).unwrap_or_default())
+}
+
+/// An error response. `id` of `None` writes `"id":null`.
+pub fn error(id: Option<&RequestId>, code: i64, message: &str, data: Option<Value>) -> Bytes {
+    let mut err = json!({ "code": code, "message": message });
+    if let Some(data) = data {
+        err["data"] = data;
+    }
+    let id = id.map_or(Value::Null, RequestId::to_value);
+    to_line(&json!({ "jsonrpc": "2.0", "id": id, "error": err }))
+}
+
+/// A success response carrying `result`.
+pub fn result(id: &RequestId, result: &Value) -> Bytes {
+    // Spliced as text so the id keeps its exact JSON.
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id.as_json().as_bytes());
+    out.extend_from_slice(b",\"result\":");
+    out.extend_from_slice(&serde_json::to_vec(result).unwrap_or_else(|_| b"null".to_vec()));
+    out.push(b'}');
+    Bytes::from(out)
+}
+
+/// A request the bridge sends.
+pub fn request(id: &RequestId, method: &str, params: &Value) -> Bytes {
+    to_line(&json!({ "jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params }))
+}
+
+/// A notification the bridge sends.
+pub fn notification(method: &str, params: &Value) -> Bytes {
+    to_line(&json!({ "jsonrpc": "2.0", "method": method, "params": params }))
+}
+
+/// `$/cancel_request` for a request the peer is still showing.
+pub fn cancel_request(id: &RequestId) -> Bytes {
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{\"requestId\":",
+    );
+    out.extend_from_slice(id.as_json().as_bytes());
+    out.extend_from_slice(b"}}");
+    Bytes::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_with_null_id() {
+        let line = error(None, code::PARSE_ERROR, "Parse error", None);
+        assert_eq!(
+            &line[..],
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#
+        );
+    }
+
+    #[test]
+    fn ids_keep_their_type() {
+        let s = RequestId::string("1");
+        let line = result(&s, &json!({"ok":true}));
+        assert_eq!(
+            &line[..],
+            br#"{"jsonrpc":"2.0","id":"1","result":{"ok":true}}"#
+        );
+        let line = cancel_request(&s);
+        assert_eq!(
+            &line[..],
+            br#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"1"}}"#
+        );
+    }
+}

@@ -1,0 +1,24 @@
+//! acp-question-bridge: an ACP stdio proxy between an IDE client and an agent CLI that
+//! forwards ordinary traffic untouched and handles the question extension.
+//!
+//! Module map (see docs/ARCHITECTURE.md):
+//! - [`codec`]: newline framing with a line limit;
+//! - [`envelope`]: borrowed classification of a JSON-RPC line;
+//! - [`jsonrpc`]: builders for bridge-made messages;
+//! - [`router`]: the sans-IO routing core;
+//! - [`bridge`]: the I/O shell (tasks, channels, child, signals, shutdown);
+//! - [`child`]: the agent process;
+//! - [`cli`], [`logging`]: the command line and logs;
+//! - [`mock_agent`]: the scripted ACP agent behind `acp-mock-agent`.
+
+pub mod bridge;
+pub mod child;
+pub mod cli;
+pub mod codec;
+pub mod envelope;
+pub mod jsonrpc;
+pub mod logging;
+pub mod mock_agent;
+pub mod router;
+
+pub use bridge::{run, Config};

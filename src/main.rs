@@ -1,0 +1,54 @@
+//! The `acp-question-bridge` binary: parses the command line and runs the bridge.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use acp_question_bridge::cli::{Cli, Command};
+use acp_question_bridge::{bridge, logging, mock_agent, router::RouterConfig};
+
+/// A one-line, user-facing error on stderr (stdout is protocol only).
+#[allow(clippy::print_stderr)]
+fn fail(code: u8, msg: &str) -> ExitCode {
+    eprintln!("acp-question-bridge: {msg}");
+    ExitCode::from(code)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Some(Command::MockAgent) = cli.command {
+        return mock_agent::main();
+    }
+    let args = cli.bridge;
+    if args.agent.is_empty() {
+        return fail(
+            2,
+            "no agent command given; usage: acp-question-bridge [OPTIONS] -- <AGENT> [ARGS]...",
+        );
+    }
+    if let Err(e) = logging::init(&args.log_level, args.log_format, args.log_file.as_deref()) {
+        return fail(2, &format!("cannot open log file: {e}"));
+    }
+    let config = bridge::Config {
+        agent: args.agent,
+        cwd: args.cwd,
+        max_line_bytes: args.max_line_bytes,
+        shutdown_grace: args.shutdown_grace,
+        router: RouterConfig::default(),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(1, &format!("cannot start runtime: {e}")),
+    };
+    let result = runtime.block_on(bridge::run(config));
+    // The stdin reader may sit in a blocking read forever: do not wait for it.
+    runtime.shutdown_background();
+    match result {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => fail(u8::try_from(e.exit_code()).unwrap_or(1), &e.to_string()),
+    }
+}

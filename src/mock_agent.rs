@@ -1,0 +1,419 @@
+//! The scripted ACP agent behind `acp-mock-agent` (and `acp-question-bridge mock-agent`).
+//!
+//! A real ACP (protocol version 1) agent that behaves deterministically, driven by words in
+//! the prompt text. Used by tests, CI, the demo, benchmarks and client authors.
+//!
+//! Invariants: stdout carries protocol only (one JSON-RPC message per line); every request
+//! it receives gets exactly one response; a cancelled turn ends with `stopReason:
+//! "cancelled"`. Session ids are `mock-session-1`, `-2`, ... and its own request ids count
+//! from 0.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// The script words, shown by `--help` and in docs/MOCK_AGENT.md.
+pub const SCRIPT_HELP: &str = "\
+Script words (the first word of the prompt text picks the behaviour):
+  <anything else>        stream the prompt text back as agent_message_chunks, end_turn
+  permission             session/request_permission (allow/reject); streams
+                         `permission: <optionId|cancelled>`, end_turn
+  question               _sandboxagent/session/request_question, one single-select question
+                         (option-a / option-b); streams `answered: <answers json>` or
+                         `rejected: <reason>`, end_turn
+  questions              the multi-question form: one single-select, one multi-select, one
+                         free-text item; streams the outcome as above
+  question-timeout <MS>  like `question`, with timeoutMs = MS
+  elicit                 elicitation/create (form: an enum, a string, a boolean); streams
+                         `elicitation: <action> <content json>`, end_turn
+  flood <N> [<BYTES>]    N agent_message_chunks of about BYTES bytes (default 100), end_turn
+  slow <MS>              wait MS milliseconds, then end_turn (stopReason cancelled if cancelled)
+  garbage                write a non-JSON line to stdout, then behave as the default
+  stderr <TEXT>          write TEXT to stderr, then end_turn
+  crash <CODE>           stream one chunk, then exit with CODE without answering the prompt
+A session/cancel ends a waiting turn with stopReason \"cancelled\" (after reporting the
+outcome of a question or permission that the client resolves within one second).";
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, Value>>>>>;
+
+#[derive(Clone)]
+struct Ctx {
+    out: mpsc::Sender<String>,
+    pending: Pending,
+    next_id: Arc<Mutex<u64>>,
+}
+
+impl Ctx {
+    async fn send(&self, v: &Value) {
+        let _ = self.out.send(v.to_string()).await;
+    }
+
+    async fn respond(&self, id: &Value, result: Value) {
+        self.send(&json!({"jsonrpc":"2.0","id":id,"result":result}))
+            .await;
+    }
+
+    async fn respond_error(&self, id: &Value, code: i64, message: &str) {
+        self.send(&json!({"jsonrpc":"2.0","id":id,"error":{"code":code,"message":message}}))
+            .await;
+    }
+
+    async fn chunk(&self, session: &str, text: &str) {
+        self.send(&json!({"jsonrpc":"2.0","method":"session/update","params":{
+            "sessionId": session,
+            "update": {"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":text}}
+        }}))
+        .await;
+    }
+
+    /// Sends a request; the receiver yields its result (`Ok`) or error object (`Err`).
+    async fn request(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> oneshot::Receiver<Result<Value, Value>> {
+        let (tx, rx) = oneshot::channel();
+        let id = {
+            let mut n = self.next_id.lock().unwrap_or_else(|e| e.into_inner());
+            let id = *n;
+            *n += 1;
+            id
+        };
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, tx);
+        self.send(&json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
+            .await;
+        rx
+    }
+}
+
+/// Entry point of both binaries that run the mock agent.
+pub fn main() -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(_) => return ExitCode::from(1),
+    };
+    let code = rt.block_on(run());
+    rt.shutdown_background();
+    ExitCode::from(code)
+}
+
+async fn run() -> u8 {
+    let (out_tx, mut out_rx) = mpsc::channel::<String>(1024);
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(line) = out_rx.recv().await {
+            let mut buf = line.into_bytes();
+            buf.push(b'\n');
+            if stdout.write_all(&buf).await.is_err() {
+                return;
+            }
+            if out_rx.is_empty() && stdout.flush().await.is_err() {
+                return;
+            }
+        }
+        let _ = stdout.flush().await;
+    });
+    let ctx = Ctx {
+        out: out_tx,
+        pending: Arc::default(),
+        next_id: Arc::default(),
+    };
+    let mut sessions: HashMap<String, CancellationToken> = HashMap::new();
+    let mut session_count = 0u64;
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let id = msg.get("id").cloned();
+        let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        match (method.as_deref(), id) {
+            (None, Some(Value::Number(n))) => {
+                let Some(tx) = n.as_u64().and_then(|n| {
+                    ctx.pending
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&n)
+                }) else {
+                    continue;
+                };
+                let outcome = match msg.get("error") {
+                    Some(err) => Err(err.clone()),
+                    None => Ok(msg.get("result").cloned().unwrap_or(Value::Null)),
+                };
+                let _ = tx.send(outcome);
+            }
+            (None, _) => {}
+            (Some("initialize"), Some(id)) => ctx.respond(
+                &id,
+                json!({
+                    "protocolVersion": 1,
+                    "agentCapabilities": {
+                        "loadSession": true,
+                        "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false}
+                    },
+                    "authMethods": [],
+                    "agentInfo": {"name": "acp-mock-agent", "version": env!("CARGO_PKG_VERSION")}
+                }),
+            )
+            .await,
+            (Some("authenticate"), Some(id)) => ctx.respond(&id, json!({})).await,
+            (Some("session/new"), Some(id)) => {
+                session_count += 1;
+                let sid = format!("mock-session-{session_count}");
+                sessions.insert(sid.clone(), CancellationToken::new());
+                ctx.respond(&id, json!({ "sessionId": sid })).await;
+            }
+            (Some("session/load"), Some(id)) => {
+                let sid = params["sessionId"].as_str().unwrap_or_default().to_owned();
+                sessions.entry(sid).or_default();
+                ctx.respond(&id, json!({})).await;
+            }
+            (Some("session/prompt"), Some(id)) => {
+                let sid = params["sessionId"].as_str().unwrap_or_default().to_owned();
+                let Some(token) = sessions.get_mut(&sid) else {
+                    ctx.respond_error(&id, -32602, &format!("unknown session {sid}")).await;
+                    continue;
+                };
+                if token.is_cancelled() {
+                    *token = CancellationToken::new();
+                }
+                let token = token.clone();
+                let text = prompt_text(&params["prompt"]);
+                let ctx = ctx.clone();
+                tokio::spawn(async move {
+                    let stop = turn(&ctx, &sid, &text, &token).await;
+                    ctx.respond(&id, json!({ "stopReason": stop })).await;
+                });
+            }
+            (Some("session/cancel"), None) => {
+                if let Some(token) = params["sessionId"].as_str().and_then(|s| sessions.get(s)) {
+                    token.cancel();
+                }
+            }
+            (Some(m), Some(id)) => {
+                ctx.respond_error(&id, -32601, &format!("Method not found: {m}")).await;
+            }
+            (Some(_), None) => {}
+        }
+    }
+    drop(ctx);
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    0
+}
+
+fn prompt_text(prompt: &Value) -> String {
+    prompt
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// Runs one prompt turn; returns the stop reason.
+async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &'static str {
+    let mut words = text.split_whitespace();
+    let first = words.next().unwrap_or_default();
+    let arg = |w: Option<&str>, default: u64| w.and_then(|s| s.parse().ok()).unwrap_or(default);
+    match first {
+        "permission" => {
+            let rx = ctx.request(
+                "session/request_permission",
+                json!({
+                    "sessionId": sid,
+                    "toolCall": {"toolCallId": "mock-tool-1", "title": "Run the mock tool", "kind": "execute", "status": "pending"},
+                    "options": [
+                        {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                        {"optionId": "reject", "name": "Reject", "kind": "reject_once"}
+                    ]
+                }),
+            )
+            .await;
+            let report = |outcome: Result<Value, Value>| match outcome {
+                Ok(r) => match r["outcome"]["outcome"].as_str() {
+                    Some("selected") => format!(
+                        "permission: {}",
+                        r["outcome"]["optionId"].as_str().unwrap_or("?")
+                    ),
+                    _ => "permission: cancelled".to_owned(),
+                },
+                Err(e) => format!("permission: error {e}"),
+            };
+            wait_and_report(ctx, sid, rx, cancel, report).await
+        }
+        "question" | "questions" | "question-timeout" => {
+            let mut params = match first {
+                "questions" => json!({
+                    "sessionId": sid,
+                    "questionId": "mock-q-multi",
+                    "questions": [
+                        {"question": "Which database?", "header": "Database",
+                         "options": [{"label": "Postgres", "description": "Relational, networked"}, {"label": "SQLite"}]},
+                        {"question": "Which features?", "header": "Features", "multiple": true,
+                         "options": [{"value": "auth", "label": "Auth"}, {"value": "billing", "label": "Billing"}, {"value": "search", "label": "Search"}]},
+                        {"question": "Anything else?", "header": "Notes"}
+                    ]
+                }),
+                _ => json!({
+                    "sessionId": sid,
+                    "questionId": "mock-q-1",
+                    "prompt": "Which option?",
+                    "options": [["option-a", "Option A"], ["option-b", "Option B"]]
+                }),
+            };
+            if first == "question-timeout" {
+                params["timeoutMs"] = json!(arg(words.next(), 1000));
+            }
+            let rx = ctx
+                .request("_sandboxagent/session/request_question", params)
+                .await;
+            wait_and_report(ctx, sid, rx, cancel, report_question).await
+        }
+        "elicit" => {
+            let rx = ctx.request(
+                "elicitation/create",
+                json!({
+                    "sessionId": sid,
+                    "mode": "form",
+                    "message": "Configure the mock run",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {
+                            "color": {"type": "string", "title": "Color", "enum": ["red", "green"]},
+                            "name": {"type": "string", "title": "Name"},
+                            "confirm": {"type": "boolean", "title": "Confirm"}
+                        },
+                        "required": ["color"]
+                    }
+                }),
+            )
+            .await;
+            let report = |outcome: Result<Value, Value>| match outcome {
+                Ok(r) => format!(
+                    "elicitation: {} {}",
+                    r["action"].as_str().unwrap_or("?"),
+                    r.get("content").cloned().unwrap_or(Value::Null)
+                ),
+                Err(e) => format!("elicitation: error {e}"),
+            };
+            wait_and_report(ctx, sid, rx, cancel, report).await
+        }
+        "flood" => {
+            let n = arg(words.next(), 10);
+            let bytes = arg(words.next(), 100) as usize;
+            let text = "x".repeat(bytes.saturating_sub(120).max(1));
+            for _ in 0..n {
+                if cancel.is_cancelled() {
+                    return "cancelled";
+                }
+                ctx.chunk(sid, &text).await;
+                // Yield so a flood of millions never starves the reader.
+                tokio::task::yield_now().await;
+            }
+            "end_turn"
+        }
+        "slow" => {
+            let ms = arg(words.next(), 1000);
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(ms)) => "end_turn",
+                _ = cancel.cancelled() => "cancelled",
+            }
+        }
+        "garbage" => {
+            let _ = ctx.out.send("this line is not JSON".to_owned()).await;
+            echo(ctx, sid, text).await;
+            "end_turn"
+        }
+        "stderr" => {
+            let rest: Vec<&str> = words.collect();
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "{}", rest.join(" "));
+            let _ = err.flush();
+            "end_turn"
+        }
+        "crash" => {
+            let code = arg(words.next(), 1);
+            ctx.chunk(sid, "about to crash").await;
+            // Let the writer flush the chunk, then die without answering.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            std::process::exit(i32::try_from(code).unwrap_or(1));
+        }
+        _ => {
+            echo(ctx, sid, text).await;
+            "end_turn"
+        }
+    }
+}
+
+async fn echo(ctx: &Ctx, sid: &str, text: &str) {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    for part in words.chunks(3) {
+        ctx.chunk(sid, &format!("{} ", part.join(" "))).await;
+    }
+}
+
+fn report_question(outcome: Result<Value, Value>) -> String {
+    match outcome {
+        Ok(r) if r["status"] == "answered" => format!("answered: {}", r["answers"]),
+        Ok(r) if r["status"] == "rejected" => {
+            format!(
+                "rejected: {}",
+                r["reason"].as_str().unwrap_or("unspecified")
+            )
+        }
+        Ok(r) => format!("unexpected result: {r}"),
+        Err(e) => format!(
+            "error: {} {}",
+            e["code"],
+            e["message"].as_str().unwrap_or_default()
+        ),
+    }
+}
+
+/// Waits for the answer to a request; a cancel ends the turn as `cancelled`, after giving
+/// the client one second to resolve the request (the outcome is still reported).
+async fn wait_and_report(
+    ctx: &Ctx,
+    sid: &str,
+    mut rx: oneshot::Receiver<Result<Value, Value>>,
+    cancel: &CancellationToken,
+    report: impl Fn(Result<Value, Value>) -> String,
+) -> &'static str {
+    let cancelled = tokio::select! {
+        outcome = &mut rx => {
+            if let Ok(outcome) = outcome { ctx.chunk(sid, &report(outcome)).await; }
+            false
+        }
+        _ = cancel.cancelled() => true,
+    };
+    if cancelled {
+        if let Ok(Ok(outcome)) = tokio::time::timeout(Duration::from_secs(1), rx).await {
+            ctx.chunk(sid, &report(outcome)).await;
+        }
+        return "cancelled";
+    }
+    if cancel.is_cancelled() {
+        "cancelled"
+    } else {
+        "end_turn"
+    }
+}

@@ -1,0 +1,524 @@
+//! The sans-IO routing core: one message in, lines out.
+//!
+//! Owns all routing state: the requests in flight in each direction and (through
+//! [`crate::questions`]) the pending questions. It performs no I/O: the shell in
+//! [`crate::bridge`] feeds it frames, EOFs, exits and timer ticks, and drains the
+//! [`Outbox`] it fills.
+//!
+//! Invariants:
+//! - A message the bridge does not rewrite is pushed to the outbox as the very `Bytes` it
+//!   arrived in (byte for byte), and the outbox is a FIFO per direction, so order is kept.
+//! - In-flight requests are keyed by direction and exact id: the same id may be in flight
+//!   both ways at once, and `1` is not `"1"`.
+//! - A message that looks like a response is never answered (no error storms).
+//! - Every client request still in flight when the agent is gone gets exactly one error.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use crate::codec::Frame;
+use crate::envelope::{self, Kind, RequestId};
+use crate::jsonrpc::{self, code};
+
+/// Which peer a message came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    Agent,
+}
+
+impl Side {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Client => "client->agent",
+            Side::Agent => "agent->client",
+        }
+    }
+}
+
+/// One item for a writer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Out {
+    /// A line's content; the writer adds the `\n`.
+    Line(Bytes),
+    /// Flush and close the output (only used for the agent's stdin).
+    Close,
+}
+
+/// What the router wants written, per direction, in order.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    pub to_agent: VecDeque<Out>,
+    pub to_client: VecDeque<Out>,
+}
+
+impl Outbox {
+    fn agent(&mut self, line: Bytes) {
+        self.to_agent.push_back(Out::Line(line));
+    }
+    fn client(&mut self, line: Bytes) {
+        self.to_client.push_back(Out::Line(line));
+    }
+    fn reply(&mut self, to: Side, line: Bytes) {
+        match to {
+            Side::Client => self.client(line),
+            Side::Agent => self.agent(line),
+        }
+    }
+}
+
+/// A request waiting for its response.
+#[derive(Debug, Clone)]
+pub struct InFlight {
+    pub method: Box<str>,
+    pub session_id: Option<Box<str>>,
+    pub started: Instant,
+}
+
+/// How the agent ended, as the shell observed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentExit {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub stderr_tail: String,
+}
+
+impl AgentExit {
+    pub fn describe(&self) -> String {
+        match (self.code, self.signal) {
+            (Some(c), _) => format!("agent exited with code {c}"),
+            (None, Some(s)) => format!("agent was killed by signal {s}"),
+            (None, None) => "agent exited".to_owned(),
+        }
+    }
+}
+
+/// Settings of the routing core.
+#[derive(Debug, Clone)]
+pub struct RouterConfig {
+    /// Upper bound on requests tracked per direction; beyond it, the oldest is not evicted
+    /// but new ones are forwarded untracked (with a warning), so memory stays bounded.
+    pub max_in_flight: usize,
+}
+
+impl Default for RouterConfig {
+    fn default() -> Self {
+        Self {
+            max_in_flight: 65_536,
+        }
+    }
+}
+
+/// Counters for status and benchmarks.
+#[derive(Debug, Default, Clone)]
+pub struct Counters {
+    pub forwarded_to_agent: u64,
+    pub forwarded_to_client: u64,
+    pub dropped_from_agent: u64,
+    pub rejected_from_client: u64,
+}
+
+/// The routing state machine.
+#[derive(Debug)]
+pub struct Router {
+    cfg: RouterConfig,
+    /// Requests from the client waiting for the agent's response.
+    client_requests: HashMap<RequestId, InFlight>,
+    /// Requests from the agent waiting for the client's response.
+    agent_requests: HashMap<RequestId, InFlight>,
+    agent_gone: bool,
+    pub counters: Counters,
+}
+
+impl Router {
+    pub fn new(cfg: RouterConfig) -> Self {
+        Self {
+            cfg,
+            client_requests: HashMap::new(),
+            agent_requests: HashMap::new(),
+            agent_gone: false,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Requests in flight from `side`.
+    pub fn in_flight(&self, side: Side) -> &HashMap<RequestId, InFlight> {
+        match side {
+            Side::Client => &self.client_requests,
+            Side::Agent => &self.agent_requests,
+        }
+    }
+
+    /// The earliest moment `on_timer` has work to do.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        None
+    }
+
+    /// Runs what is due at `now`.
+    pub fn on_timer(&mut self, _now: Instant, _out: &mut Outbox) {}
+
+    /// A frame read from the client's stdout (our stdin).
+    pub fn on_client_frame(&mut self, frame: Frame, now: Instant, out: &mut Outbox) {
+        self.on_frame(Side::Client, frame, now, out);
+    }
+
+    /// A frame read from the agent's stdout.
+    pub fn on_agent_frame(&mut self, frame: Frame, now: Instant, out: &mut Outbox) {
+        self.on_frame(Side::Agent, frame, now, out);
+    }
+
+    fn on_frame(&mut self, from: Side, frame: Frame, now: Instant, out: &mut Outbox) {
+        let line = match frame {
+            Frame::Line(line) => line,
+            Frame::TooLong { bytes } => {
+                tracing::warn!(
+                    direction = from.as_str(),
+                    bytes,
+                    "discarded a line longer than --max-line-bytes"
+                );
+                self.count_dropped(from);
+                return;
+            }
+        };
+        let kind = envelope::classify(&line);
+        match kind {
+            Kind::Request { id, method, params } => {
+                let span = tracing::debug_span!("msg", direction = from.as_str(), %id, %method);
+                let _e = span.enter();
+                tracing::trace!(payload = %String::from_utf8_lossy(&line), "request");
+                let entry = InFlight {
+                    method: method.as_ref().into(),
+                    session_id: envelope::session_id(params).map(Into::into),
+                    started: now,
+                };
+                let map = match from {
+                    Side::Client => &mut self.client_requests,
+                    Side::Agent => &mut self.agent_requests,
+                };
+                if map.len() >= self.cfg.max_in_flight {
+                    tracing::warn!(
+                        limit = self.cfg.max_in_flight,
+                        "too many requests in flight; forwarding untracked"
+                    );
+                } else if map.insert(id.clone(), entry).is_some() {
+                    tracing::warn!("request id reused while a request with it is still in flight");
+                }
+                self.forward(from, line, out);
+            }
+            Kind::Notification { method, .. } => {
+                let span = tracing::debug_span!("msg", direction = from.as_str(), %method);
+                let _e = span.enter();
+                tracing::trace!(payload = %String::from_utf8_lossy(&line), "notification");
+                self.forward(from, line, out);
+            }
+            Kind::Response { id, .. } => {
+                // A response travels opposite to its request.
+                let map = match from {
+                    Side::Client => &mut self.agent_requests,
+                    Side::Agent => &mut self.client_requests,
+                };
+                let span = tracing::debug_span!("msg", direction = from.as_str(), %id);
+                let _e = span.enter();
+                match map.remove(&id) {
+                    Some(req) => tracing::debug!(
+                        method = %req.method,
+                        elapsed_us = now.saturating_duration_since(req.started).as_micros() as u64,
+                        "response"
+                    ),
+                    None => tracing::debug!("response to an unknown request id; forwarded"),
+                }
+                tracing::trace!(payload = %String::from_utf8_lossy(&line), "response");
+                self.forward(from, line, out);
+            }
+            Kind::Batch => {
+                tracing::debug!(direction = from.as_str(), "batch forwarded uninspected");
+                self.forward(from, line, out);
+            }
+            Kind::Invalid {
+                id,
+                response_like,
+                reason,
+            } => {
+                self.count_dropped(from);
+                tracing::warn!(
+                    direction = from.as_str(),
+                    reason,
+                    preview = %envelope::preview(&line),
+                    "not a JSON-RPC message; not forwarded"
+                );
+                // Never answer something that looks like a response (no error storms).
+                // The agent is answered only when it is waiting on an id.
+                let answer = !response_like && (from == Side::Client || id.is_some());
+                if answer {
+                    let msg = format!("Invalid Request: {reason}");
+                    out.reply(
+                        from,
+                        jsonrpc::error(id.as_ref(), code::INVALID_REQUEST, &msg, None),
+                    );
+                }
+            }
+            Kind::NotJson { error } => {
+                self.count_dropped(from);
+                tracing::warn!(
+                    direction = from.as_str(),
+                    %error,
+                    preview = %envelope::preview(&line),
+                    "line is not JSON; not forwarded"
+                );
+                if from == Side::Client {
+                    let msg = format!("Parse error: {error}");
+                    out.client(jsonrpc::error(None, code::PARSE_ERROR, &msg, None));
+                }
+            }
+        }
+    }
+
+    fn count_dropped(&mut self, from: Side) {
+        match from {
+            Side::Client => self.counters.rejected_from_client += 1,
+            Side::Agent => self.counters.dropped_from_agent += 1,
+        }
+    }
+
+    fn forward(&mut self, from: Side, line: Bytes, out: &mut Outbox) {
+        match from {
+            Side::Client => {
+                self.counters.forwarded_to_agent += 1;
+                out.agent(line);
+            }
+            Side::Agent => {
+                self.counters.forwarded_to_client += 1;
+                out.client(line);
+            }
+        }
+    }
+
+    /// The client closed its output: close the agent's stdin after what is queued.
+    pub fn on_client_eof(&mut self, _now: Instant, out: &mut Outbox) {
+        out.to_agent.push_back(Out::Close);
+    }
+
+    /// The agent is gone (exited and its stdout drained): every client request still
+    /// waiting on it gets one `-32603` error naming the exit.
+    pub fn on_agent_gone(&mut self, exit: &AgentExit, out: &mut Outbox) {
+        if self.agent_gone {
+            return;
+        }
+        self.agent_gone = true;
+        let mut waiting: Vec<(RequestId, InFlight)> = self.client_requests.drain().collect();
+        waiting.sort_by_key(|(_, r)| r.started);
+        for (id, req) in waiting {
+            let message = format!("{} while handling {}", exit.describe(), req.method);
+            let data = json!({
+                "exitCode": exit.code,
+                "signal": exit.signal,
+                "stderrTail": exit.stderr_tail,
+            });
+            out.client(jsonrpc::error(
+                Some(&id),
+                code::INTERNAL_ERROR,
+                &message,
+                Some(data),
+            ));
+        }
+        // Requests the agent sent can no longer be answered usefully; forget them.
+        self.agent_requests.clear();
+    }
+
+    /// How long the oldest request in flight from `side` has waited (for status/logs).
+    pub fn oldest_in_flight(&self, side: Side, now: Instant) -> Option<Duration> {
+        self.in_flight(side)
+            .values()
+            .map(|r| now.saturating_duration_since(r.started))
+            .max()
+    }
+}
+
+/// Convenience for tests and tools: the lines in one direction of an outbox as strings.
+pub fn lines(queue: &VecDeque<Out>) -> Vec<String> {
+    queue
+        .iter()
+        .map(|o| match o {
+            Out::Line(b) => String::from_utf8_lossy(b).into_owned(),
+            Out::Close => "<close>".to_owned(),
+        })
+        .collect()
+}
+
+/// Parses a line the router produced (tests and tools).
+pub fn parse(line: &str) -> Value {
+    serde_json::from_str(line).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(s: &str) -> Frame {
+        Frame::Line(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    fn setup() -> (Router, Outbox, Instant) {
+        (
+            Router::new(RouterConfig::default()),
+            Outbox::default(),
+            Instant::now(),
+        )
+    }
+
+    #[test]
+    fn forwards_byte_for_byte_both_ways() {
+        let (mut r, mut out, now) = setup();
+        let req = r#"{ "method" : "session/prompt","id":0, "jsonrpc":"2.0","params":{"n":1e400,"sessionId":"s"}}"#;
+        r.on_client_frame(frame(req), now, &mut out);
+        let note = r#"{"jsonrpc":"2.0","method":"_vendor/x","params":{"t":"\u00e9🙂"}}"#;
+        r.on_agent_frame(frame(note), now, &mut out);
+        assert_eq!(lines(&out.to_agent), vec![req]);
+        assert_eq!(lines(&out.to_client), vec![note]);
+        let inflight = &r.in_flight(Side::Client)
+            [&RequestId::from_raw(&serde_json::value::RawValue::from_string("0".into()).unwrap())];
+        assert_eq!(&*inflight.method, "session/prompt");
+        assert_eq!(inflight.session_id.as_deref(), Some("s"));
+    }
+
+    #[test]
+    fn same_id_in_both_directions_is_tracked_apart() {
+        let (mut r, mut out, now) = setup();
+        r.on_client_frame(
+            frame(r#"{"jsonrpc":"2.0","id":0,"method":"initialize"}"#),
+            now,
+            &mut out,
+        );
+        r.on_agent_frame(
+            frame(r#"{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{}}"#),
+            now,
+            &mut out,
+        );
+        assert_eq!(r.in_flight(Side::Client).len(), 1);
+        assert_eq!(r.in_flight(Side::Agent).len(), 1);
+        // The client answers the agent's request 0: only the agent's entry goes.
+        r.on_client_frame(
+            frame(r#"{"jsonrpc":"2.0","id":0,"result":{}}"#),
+            now,
+            &mut out,
+        );
+        assert_eq!(r.in_flight(Side::Client).len(), 1);
+        assert_eq!(r.in_flight(Side::Agent).len(), 0);
+    }
+
+    #[test]
+    fn string_and_number_ids_differ() {
+        let (mut r, mut out, now) = setup();
+        r.on_client_frame(
+            frame(r#"{"jsonrpc":"2.0","id":1,"method":"a"}"#),
+            now,
+            &mut out,
+        );
+        r.on_client_frame(
+            frame(r#"{"jsonrpc":"2.0","id":"1","method":"b"}"#),
+            now,
+            &mut out,
+        );
+        assert_eq!(r.in_flight(Side::Client).len(), 2);
+        r.on_agent_frame(
+            frame(r#"{"jsonrpc":"2.0","id":"1","result":null}"#),
+            now,
+            &mut out,
+        );
+        let left: Vec<_> = r
+            .in_flight(Side::Client)
+            .values()
+            .map(|v| v.method.clone())
+            .collect();
+        assert_eq!(left, vec!["a".into()]);
+    }
+
+    #[test]
+    fn client_garbage_gets_parse_error_and_is_not_forwarded() {
+        let (mut r, mut out, now) = setup();
+        r.on_client_frame(frame("not json"), now, &mut out);
+        assert!(out.to_agent.is_empty());
+        let reply = parse(&lines(&out.to_client)[0]);
+        assert_eq!(reply["id"], Value::Null);
+        assert_eq!(reply["error"]["code"], -32700);
+    }
+
+    #[test]
+    fn client_invalid_request_gets_its_id_back() {
+        let (mut r, mut out, now) = setup();
+        r.on_client_frame(
+            frame(r#"{"jsonrpc":"2.0","id":"x","method":3}"#),
+            now,
+            &mut out,
+        );
+        r.on_client_frame(frame(r#"{"id":5}"#), now, &mut out);
+        r.on_client_frame(frame("[1,2]"), now, &mut out);
+        let replies = lines(&out.to_client);
+        assert_eq!(replies.len(), 2);
+        assert_eq!(parse(&replies[0])["id"], "x");
+        assert_eq!(parse(&replies[0])["error"]["code"], -32600);
+        assert_eq!(parse(&replies[1])["id"], 5);
+        assert_eq!(lines(&out.to_agent), vec!["[1,2]"]);
+    }
+
+    #[test]
+    fn agent_garbage_and_idless_error_are_dropped_silently() {
+        let (mut r, mut out, now) = setup();
+        r.on_agent_frame(frame("Loading model..."), now, &mut out);
+        r.on_agent_frame(
+            frame(r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"}}"#),
+            now,
+            &mut out,
+        );
+        assert!(out.to_client.is_empty());
+        assert!(out.to_agent.is_empty());
+        assert_eq!(r.counters.dropped_from_agent, 2);
+    }
+
+    #[test]
+    fn over_long_line_is_dropped() {
+        let (mut r, mut out, now) = setup();
+        r.on_client_frame(Frame::TooLong { bytes: 10 }, now, &mut out);
+        assert!(out.to_client.is_empty() && out.to_agent.is_empty());
+    }
+
+    #[test]
+    fn agent_gone_answers_each_waiting_request_once() {
+        let (mut r, mut out, now) = setup();
+        r.on_client_frame(
+            frame(
+                r#"{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s"}}"#,
+            ),
+            now,
+            &mut out,
+        );
+        out.to_agent.clear();
+        let exit = AgentExit {
+            code: Some(3),
+            signal: None,
+            stderr_tail: "boom\n".into(),
+        };
+        r.on_agent_gone(&exit, &mut out);
+        r.on_agent_gone(&exit, &mut out);
+        let replies = lines(&out.to_client);
+        assert_eq!(replies.len(), 1);
+        assert_eq!(
+            replies[0],
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"agent exited with code 3 while handling session/prompt","data":{"exitCode":3,"signal":null,"stderrTail":"boom\n"}}}"#
+        );
+    }
+
+    #[test]
+    fn client_eof_closes_agent_stdin_after_queued_lines() {
+        let (mut r, mut out, now) = setup();
+        r.on_client_frame(frame(r#"{"jsonrpc":"2.0","method":"n"}"#), now, &mut out);
+        r.on_client_eof(now, &mut out);
+        assert_eq!(
+            lines(&out.to_agent),
+            vec![r#"{"jsonrpc":"2.0","method":"n"}"#, "<close>"]
+        );
+    }
+}
