@@ -353,6 +353,10 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
         "crash" => {
             let code = arg(words.next(), 1);
             ctx.chunk(sid, "about to crash").await;
+            let _ = writeln!(
+                std::io::stderr(),
+                "acp-mock-agent: crashing with code {code}"
+            );
             // Let the writer flush the chunk, then die without answering.
             tokio::time::sleep(Duration::from_millis(50)).await;
             std::process::exit(i32::try_from(code).unwrap_or(1));

@@ -1,0 +1,250 @@
+//! Test harness: runs the real `acp-question-bridge` binary (usually around the real
+//! `acp-mock-agent`) and talks to it as an IDE client would. Every wait has a timeout.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+pub const BRIDGE: &str = env!("CARGO_BIN_EXE_acp-question-bridge");
+pub const MOCK: &str = env!("CARGO_BIN_EXE_acp-mock-agent");
+/// How long any single wait in a test may take before the test fails.
+pub const WAIT: Duration = Duration::from_secs(20);
+
+pub struct Bridge {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    /// Everything the bridge wrote to stderr so far.
+    pub stderr: Arc<Mutex<String>>,
+}
+
+impl Bridge {
+    /// The bridge with `args` around the mock agent.
+    pub fn mock(args: &[&str]) -> Self {
+        let mut argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        argv.push("--".into());
+        argv.push(MOCK.into());
+        Self::spawn(&argv)
+    }
+
+    /// The bridge with exactly `argv`.
+    pub fn spawn(argv: &[String]) -> Self {
+        let mut child = Command::new(BRIDGE)
+            .args(argv)
+            .env("RUST_LOG", "debug")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn bridge");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut err = child.stderr.take().expect("stderr");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 8192];
+            while let Ok(n) = err.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Self {
+            child,
+            stdin,
+            stdout,
+            stderr,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("pid")
+    }
+
+    /// Writes raw bytes to the bridge's stdin.
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        tokio::time::timeout(WAIT, async {
+            stdin.write_all(bytes).await.expect("write");
+            stdin.flush().await.expect("flush");
+        })
+        .await
+        .expect("timed out writing to the bridge");
+    }
+
+    /// Sends one message (a line).
+    pub async fn send(&mut self, msg: &Value) {
+        let mut line = serde_json::to_vec(msg).unwrap();
+        line.push(b'\n');
+        self.send_raw(&line).await;
+    }
+
+    /// Reads the next line from the bridge's stdout (without the newline).
+    pub async fn line(&mut self) -> String {
+        let mut line = String::new();
+        let n = tokio::time::timeout(WAIT, self.stdout.read_line(&mut line))
+            .await
+            .unwrap_or_else(|_| panic!("timed out waiting for a line; stderr:\n{}", self.stderr()))
+            .expect("read");
+        assert!(n > 0, "bridge stdout closed; stderr:\n{}", self.stderr());
+        assert!(line.ends_with('\n'));
+        line.pop();
+        line
+    }
+
+    pub async fn recv(&mut self) -> Value {
+        let line = self.line().await;
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON from bridge: {e}: {line}"))
+    }
+
+    /// Reads until a message satisfies `pred`, returning it and what came before.
+    pub async fn recv_until(&mut self, pred: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
+        let mut before = Vec::new();
+        loop {
+            let msg = self.recv().await;
+            if pred(&msg) {
+                return (msg, before);
+            }
+            before.push(msg);
+        }
+    }
+
+    /// Reads until the response to `id`, returning it and the messages before it.
+    pub async fn response(&mut self, id: Value) -> (Value, Vec<Value>) {
+        self.recv_until(|m| m.get("id") == Some(&id) && m.get("method").is_none())
+            .await
+    }
+
+    /// Sends a request and waits for its response; returns the response.
+    pub async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
+            .await;
+        self.response(json!(id)).await.0
+    }
+
+    /// `initialize` + `session/new`; returns the session id.
+    pub async fn open_session(&mut self) -> String {
+        self.initialize(json!({})).await;
+        self.new_session(1000).await
+    }
+
+    pub async fn initialize(&mut self, client_caps: Value) -> Value {
+        let r = self
+            .call(
+                0,
+                "initialize",
+                json!({"protocolVersion":1,"clientCapabilities":client_caps}),
+            )
+            .await;
+        assert!(r.get("result").is_some(), "initialize failed: {r}");
+        r
+    }
+
+    pub async fn new_session(&mut self, id: i64) -> String {
+        let r = self
+            .call(id, "session/new", json!({"cwd":"/tmp","mcpServers":[]}))
+            .await;
+        r["result"]["sessionId"]
+            .as_str()
+            .expect("sessionId")
+            .to_owned()
+    }
+
+    /// Sends `session/prompt` with `text` (does not wait).
+    pub async fn prompt(&mut self, id: i64, session: &str, text: &str) {
+        self.send(
+            &json!({"jsonrpc":"2.0","id":id,"method":"session/prompt","params":{
+            "sessionId":session,"prompt":[{"type":"text","text":text}]}}),
+        )
+        .await;
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
+    /// Waits for the bridge to exit; returns its exit code (128+N for signal N).
+    pub async fn wait(&mut self) -> i32 {
+        use std::os::unix::process::ExitStatusExt;
+        let st = tokio::time::timeout(WAIT, self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("bridge did not exit; stderr:\n{}", self.stderr()))
+            .expect("wait");
+        st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
+    }
+
+    /// Reads stdout to EOF, returning the remaining lines.
+    pub async fn drain(&mut self) -> Vec<String> {
+        let mut rest = String::new();
+        tokio::time::timeout(WAIT, self.stdout.read_to_string(&mut rest))
+            .await
+            .expect("timed out draining stdout")
+            .expect("read");
+        rest.lines().map(str::to_owned).collect()
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until the bridge's stderr contains `needle`.
+    pub async fn stderr_contains(&self, needle: &str) {
+        tokio::time::timeout(WAIT, async {
+            while !self.stderr().contains(needle) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("stderr never contained {needle:?}:\n{}", self.stderr()));
+    }
+}
+
+/// Text of an `agent_message_chunk` update, if `m` is one.
+pub fn chunk_text(m: &Value) -> Option<&str> {
+    (m["method"] == "session/update"
+        && m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .then(|| m["params"]["update"]["content"]["text"].as_str())
+        .flatten()
+}
+
+/// All chunk texts among `msgs`, concatenated.
+pub fn chunks(msgs: &[Value]) -> String {
+    msgs.iter().filter_map(chunk_text).collect()
+}
+
+/// Resident memory of a process in KiB (Linux).
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A temporary directory for one test.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "acp-qb-{}-{}-{}",
+        name,
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

@@ -1,0 +1,181 @@
+//! Property test through the real binary: arbitrary JSON-RPC messages (ids of both kinds,
+//! odd whitespace and key order, unicode and escapes, huge numbers, big lines) cross the
+//! bridge in both directions byte-identical and in order.
+//!
+//! The agent is a shell that records its stdin to a file and plays a prepared file to
+//! its stdout, so what the bridge delivered can be compared byte for byte.
+
+mod common;
+
+use common::*;
+use proptest::prelude::*;
+
+fn ws() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop_oneof![Just(" "), Just("\t"), Just("")], 0..3)
+        .prop_map(|v| v.concat())
+}
+
+fn json_string() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-zA-Z0-9 _/-]{0,12}".prop_map(|s| format!("\"{s}\"")),
+        "\\PC{0,8}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+        Just(r#""\u00e9\ud83d\ude00\n\t\"\\""#.to_owned()),
+    ]
+}
+
+fn number() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<i64>().prop_map(|n| n.to_string()),
+        Just("1e400".to_owned()),
+        Just("-0.0".to_owned()),
+        Just("1234567890123456789012345678901234567890".to_owned()),
+        Just("3.141592653589793238462643383279".to_owned()),
+    ]
+}
+
+fn value() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        json_string(),
+        number(),
+        Just("true".to_owned()),
+        Just("null".to_owned())
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+            prop::collection::vec(("[a-z]{1,6}", inner, ws()), 0..4).prop_map(|v| {
+                let members: Vec<String> = v
+                    .into_iter()
+                    .map(|(k, val, w)| format!("\"{k}\"{w}:{w}{val}"))
+                    .collect();
+                format!("{{{}}}", members.join(","))
+            }),
+        ]
+    })
+}
+
+fn id() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (0u64..5).prop_map(|n| n.to_string()),
+        (0u64..5).prop_map(|n| format!("\"{n}\"")),
+        json_string(),
+        number(),
+    ]
+}
+
+fn method() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("\"session/update\"".to_owned()),
+        Just("\"_vendor/custom\"".to_owned()),
+        Just("\"fs/read_text_file\"".to_owned()),
+        Just("\"session\\/prompt\"".to_owned()),
+        "[a-z]{1,8}".prop_map(|s| format!("\"{s}\"")),
+    ]
+}
+
+/// One JSON-RPC message as a single line, members in a random order.
+fn message() -> impl Strategy<Value = String> {
+    let members = prop_oneof![
+        (id(), method(), value()).prop_map(|(i, m, p)| vec![
+            format!("\"id\":{i}"),
+            format!("\"method\":{m}"),
+            format!("\"params\":{{\"p\":{p}}}"),
+        ]),
+        (method(), value())
+            .prop_map(|(m, p)| vec![format!("\"method\":{m}"), format!("\"params\":[{p}]"),]),
+        (id(), value()).prop_map(|(i, r)| vec![format!("\"id\":{i}"), format!("\"result\":{r}")]),
+        (id(), number()).prop_map(|(i, c)| vec![
+            format!("\"id\":{i}"),
+            format!("\"error\":{{\"code\":{c},\"message\":\"m\"}}"),
+        ]),
+    ];
+    (members, ws(), any::<prop::sample::Index>(), 0usize..3).prop_map(
+        |(mut members, w, at, big)| {
+            members.push("\"jsonrpc\":\"2.0\"".to_owned());
+            let n = members.len();
+            members.rotate_left(at.index(n));
+            if big == 0 {
+                members.push(format!("\"pad\":\"{}\"", "é".repeat(300_000)));
+            }
+            format!("{w}{{{w}{}{w}}}", members.join(&format!("{w},{w}")))
+        },
+    )
+}
+
+/// Asserts equality without printing multi-MiB lines.
+fn same(got: &[String], want: &[String], what: &str) {
+    let short = |s: &str| s.chars().take(160).collect::<String>();
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            g == w,
+            "{what}: line {i} differs:\n got: {}\nwant: {}",
+            short(g),
+            short(w)
+        );
+    }
+    assert_eq!(got.len(), want.len(), "{what}: line count differs");
+}
+
+async fn roundtrip(client_lines: Vec<String>, agent_lines: Vec<String>) {
+    let dir = temp_dir("lossless");
+    let rec = dir.join("agent-stdin.jsonl");
+    let play = dir.join("agent-stdout.jsonl");
+    std::fs::write(
+        &play,
+        agent_lines
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let argv: Vec<String> = [
+        "--",
+        "sh",
+        "-c",
+        "cat \"$2\" & cat > \"$1\"; wait",
+        "sh",
+        rec.to_str().unwrap(),
+        play.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut b = Bridge::spawn(&argv);
+    let input: String = client_lines.iter().map(|l| format!("{l}\n")).collect();
+    b.send_raw(input.as_bytes()).await;
+    b.close_stdin();
+    let got_at_client = b.drain().await;
+    assert_eq!(b.wait().await, 0, "stderr: {}", b.stderr());
+    // After the agent's lines come the bridge's errors for client requests it never
+    // answered (the agent is gone): one per unanswered request, nothing else.
+    let (relayed, answered_by_bridge) =
+        got_at_client.split_at(agent_lines.len().min(got_at_client.len()));
+    same(relayed, &agent_lines, "agent->client");
+    for line in answered_by_bridge {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["error"]["code"], -32603, "unexpected extra line: {line}");
+        assert!(v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("agent exited"));
+    }
+    let recorded = std::fs::read_to_string(&rec).unwrap();
+    let got_at_agent: Vec<String> = recorded.lines().map(str::to_owned).collect();
+    same(&got_at_agent, &client_lines, "client->agent");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #[test]
+    fn any_message_crosses_byte_identical_and_in_order(
+        client in prop::collection::vec(message(), 0..20),
+        agent in prop::collection::vec(message(), 0..20),
+    ) {
+        for l in client.iter().chain(&agent) {
+            prop_assert!(serde_json::from_str::<serde::de::IgnoredAny>(l).is_ok(), "generator made invalid JSON: {}", l);
+        }
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(roundtrip(client, agent));
+    }
+}

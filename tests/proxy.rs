@@ -1,0 +1,240 @@
+//! Process tests of the core proxy: the real bridge binary around the real mock agent
+//! (or a shell agent), driven as an IDE client would drive it.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::json;
+
+#[tokio::test]
+async fn full_session_initialize_new_prompt() {
+    let mut b = Bridge::mock(&[]);
+    let init = b.initialize(json!({"fs":{"readTextFile":true}})).await;
+    assert_eq!(init["result"]["protocolVersion"], 1);
+    assert_eq!(init["result"]["agentCapabilities"]["loadSession"], true);
+    let sid = b.new_session(1).await;
+    assert_eq!(sid, "mock-session-1");
+    b.prompt(2, &sid, "hello from the client side").await;
+    let (resp, before) = b.response(json!(2)).await;
+    assert_eq!(resp["result"]["stopReason"], "end_turn");
+    assert_eq!(chunks(&before), "hello from the client side ");
+    b.close_stdin();
+    assert_eq!(b.wait().await, 0);
+}
+
+#[tokio::test]
+async fn agent_crash_mid_prompt_answers_the_prompt_and_exits_with_its_code() {
+    let mut b = Bridge::mock(&[]);
+    let sid = b.open_session().await;
+    b.prompt(7, &sid, "crash 3").await;
+    let (resp, before) = b.response(json!(7)).await;
+    assert_eq!(chunks(&before), "about to crash");
+    assert_eq!(resp["error"]["code"], -32603);
+    let msg = resp["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("exited with code 3"), "{msg}");
+    assert!(msg.contains("session/prompt"), "{msg}");
+    assert_eq!(resp["error"]["data"]["exitCode"], 3);
+    let tail = resp["error"]["data"]["stderrTail"].as_str().unwrap();
+    assert!(tail.contains("crashing with code 3"), "{tail}");
+    assert_eq!(b.wait().await, 3);
+    // Exactly one answer: nothing else follows.
+    assert!(b.drain().await.is_empty());
+}
+
+#[tokio::test]
+async fn client_eof_is_a_clean_exit() {
+    let mut b = Bridge::mock(&[]);
+    b.open_session().await;
+    b.close_stdin();
+    assert_eq!(b.wait().await, 0);
+    assert!(b.stderr().contains("client closed stdin"));
+}
+
+#[tokio::test]
+async fn sigterm_terminates_agent_and_bridge() {
+    let mut b = Bridge::mock(&["--shutdown-grace", "5s"]);
+    let sid = b.open_session().await;
+    b.prompt(5, &sid, "slow 60000").await;
+    let agent_pid = agent_pid_of(b.pid());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(b.pid() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    // The mock agent dies of the forwarded SIGTERM; the waiting prompt gets its error.
+    let (resp, _) = b.response(json!(5)).await;
+    assert_eq!(resp["error"]["code"], -32603);
+    assert_eq!(b.wait().await, 128 + 15);
+    assert!(!std::path::Path::new(&format!("/proc/{agent_pid}")).exists());
+}
+
+#[tokio::test]
+async fn agent_that_ignores_stdin_eof_is_terminated_after_the_grace() {
+    // Like codex-acp: never exits on stdin EOF.
+    let argv: Vec<String> = [
+        "--shutdown-grace",
+        "200ms",
+        "--",
+        "sh",
+        "-c",
+        "trap '' HUP; while :; do sleep 1; done",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut b = Bridge::spawn(&argv);
+    b.close_stdin();
+    assert_eq!(b.wait().await, 0);
+    assert!(b.stderr().contains("sending SIGTERM"), "{}", b.stderr());
+}
+
+#[tokio::test]
+async fn agent_ignoring_sigterm_is_killed() {
+    let argv: Vec<String> = [
+        "--shutdown-grace",
+        "200ms",
+        "--",
+        "sh",
+        "-c",
+        "trap '' TERM; while :; do sleep 1; done",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut b = Bridge::spawn(&argv);
+    b.close_stdin();
+    assert_eq!(b.wait().await, 0);
+    assert!(b.stderr().contains("sending SIGKILL"), "{}", b.stderr());
+}
+
+#[tokio::test]
+async fn agent_garbage_line_is_not_forwarded() {
+    let mut b = Bridge::mock(&[]);
+    let sid = b.open_session().await;
+    b.prompt(3, &sid, "garbage in the pipe").await;
+    let (resp, before) = b.response(json!(3)).await;
+    assert_eq!(resp["result"]["stopReason"], "end_turn");
+    assert_eq!(chunks(&before), "garbage in the pipe ");
+    assert!(b.stderr().contains("line is not JSON; not forwarded"));
+    assert!(b.stderr().contains("this line is not JSON"));
+}
+
+#[tokio::test]
+async fn client_bad_input_is_answered_and_not_forwarded() {
+    let mut b = Bridge::mock(&[]);
+    b.send_raw(b"not json\n").await;
+    let r = b.recv().await;
+    assert_eq!(r["id"], serde_json::Value::Null);
+    assert_eq!(r["error"]["code"], -32700);
+    b.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":7}\n")
+        .await;
+    let r = b.recv().await;
+    assert_eq!(r["id"], "a");
+    assert_eq!(r["error"]["code"], -32600);
+    // CRLF, a BOM and blank lines are fine; the agent answers normally.
+    b.send_raw(
+        b"\xEF\xBB\xBF\r\n\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\r\n",
+    )
+    .await;
+    let r = b.recv().await;
+    assert_eq!(r["id"], 1);
+    assert_eq!(r["result"]["protocolVersion"], 1);
+}
+
+#[tokio::test]
+async fn over_long_line_is_dropped_and_the_stream_goes_on() {
+    let mut b = Bridge::mock(&["--max-line-bytes", "1000"]);
+    let mut big = b"{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{\"p\":\"".to_vec();
+    big.extend(std::iter::repeat_n(b'a', 5000));
+    big.extend_from_slice(b"\"}}\n");
+    b.send_raw(&big).await;
+    b.open_session().await;
+    assert!(b.stderr().contains("longer than --max-line-bytes"));
+}
+
+#[tokio::test]
+async fn missing_agent_and_unspawnable_agent() {
+    let out = tokio::time::timeout(WAIT, tokio::process::Command::new(BRIDGE).output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let out = tokio::time::timeout(
+        WAIT,
+        tokio::process::Command::new(BRIDGE)
+            .args(["--", "/nonexistent/agent-cli"])
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/agent-cli"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[tokio::test]
+async fn help_and_version() {
+    for flag in ["--help", "--version"] {
+        let out = tokio::time::timeout(
+            WAIT,
+            tokio::process::Command::new(BRIDGE).arg(flag).output(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("acp-question-bridge"), "{text}");
+    }
+}
+
+/// A client that stops reading stdout while the agent floods must not stop
+/// client->agent traffic, and the bridge's memory stays bounded.
+#[tokio::test]
+async fn stalled_client_does_not_block_the_other_direction() {
+    let mut b = Bridge::mock(&[]);
+    b.initialize(json!({})).await;
+    let flood = b.new_session(1).await;
+    let other = b.new_session(2).await;
+    // ~2 GB of chunks: far more than any buffer; we never read them.
+    b.prompt(3, &flood, "flood 1000000 2000").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The agent proves it got this request by writing to stderr.
+    b.prompt(4, &other, "stderr reached-the-agent").await;
+    b.stderr_contains("reached-the-agent").await;
+    let rss = rss_kib(b.pid());
+    assert!(rss > 0 && rss < 64 * 1024, "bridge RSS {rss} KiB");
+    // Let it finish: cancel the flood and read everything.
+    b.send(&json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":flood}}))
+        .await;
+    let (resp, _) = b.response(json!(3)).await;
+    assert_eq!(resp["result"]["stopReason"], "cancelled");
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
+}
+
+/// The pid of the bridge's only child (the agent).
+fn agent_pid_of(bridge: u32) -> u32 {
+    let children = std::fs::read_to_string(format!("/proc/{bridge}/task/{bridge}/children"))
+        .unwrap_or_default();
+    let from_tasks = std::fs::read_dir(format!("/proc/{bridge}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .collect::<String>();
+    format!("{children} {from_tasks}")
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("agent pid")
+}
