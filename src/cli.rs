@@ -51,6 +51,13 @@ pub struct BridgeArgs {
     /// Write logs to this file instead of stderr.
     #[arg(long, value_name = "PATH")]
     pub log_file: Option<PathBuf>,
+    /// Reject a question not answered within this time (`timeout`); a request's
+    /// `timeoutMs` may shorten it. Default: no timeout.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub question_timeout: Option<Duration>,
+    /// Most questions one session may have pending; one more gets error -32000.
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_pending_per_session: u32,
     /// Working directory of the agent.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,

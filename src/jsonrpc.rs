@@ -35,13 +35,32 @@ pub fn error(id: Option<&RequestId>, code: i64, message: &str, data: Option<Valu
 
 /// A success response carrying `result`.
 pub fn result(id: &RequestId, result: &Value) -> Bytes {
-    // Spliced as text so the id keeps its exact JSON.
-    let mut out = Vec::with_capacity(64);
+    result_text(
+        id,
+        &serde_json::to_string(result).unwrap_or_else(|_| "null".into()),
+    )
+}
+
+/// A success response whose result is already JSON text (spliced unchanged, as the id).
+pub fn result_text(id: &RequestId, result: &str) -> Bytes {
+    let mut out = Vec::with_capacity(40 + result.len());
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     out.extend_from_slice(id.as_json().as_bytes());
     out.extend_from_slice(b",\"result\":");
-    out.extend_from_slice(&serde_json::to_vec(result).unwrap_or_else(|_| b"null".to_vec()));
+    out.extend_from_slice(result.as_bytes());
     out.push(b'}');
+    Bytes::from(out)
+}
+
+/// An error response whose `data` is already JSON text (spliced unchanged).
+pub fn error_with_raw_data(id: &RequestId, code: i64, message: &str, data: &str) -> Bytes {
+    let head = error(Some(id), code, message, None);
+    // `head` ends with `}}`: insert `,"data":...` inside the error object.
+    let mut out = Vec::with_capacity(head.len() + data.len() + 10);
+    out.extend_from_slice(&head[..head.len() - 2]);
+    out.extend_from_slice(b",\"data\":");
+    out.extend_from_slice(data.as_bytes());
+    out.extend_from_slice(b"}}");
     Bytes::from(out)
 }
 
@@ -76,6 +95,15 @@ mod tests {
         assert_eq!(
             &line[..],
             br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#
+        );
+    }
+
+    #[test]
+    fn raw_data_is_spliced() {
+        let line = error_with_raw_data(&RequestId::string("a"), -32603, "m", r#"{"n":1e400}"#);
+        assert_eq!(
+            &line[..],
+            br#"{"jsonrpc":"2.0","id":"a","error":{"code":-32603,"message":"m","data":{"n":1e400}}}"#
         );
     }
 

@@ -12,6 +12,7 @@
 //! - [`mock_agent`]: the scripted ACP agent behind `acp-mock-agent`.
 
 pub mod bridge;
+pub mod capabilities;
 pub mod child;
 pub mod cli;
 pub mod codec;
@@ -19,6 +20,7 @@ pub mod envelope;
 pub mod jsonrpc;
 pub mod logging;
 pub mod mock_agent;
+pub mod questions;
 pub mod router;
 
 pub use bridge::{run, Config};

@@ -34,7 +34,11 @@ fn main() -> ExitCode {
         cwd: args.cwd,
         max_line_bytes: args.max_line_bytes,
         shutdown_grace: args.shutdown_grace,
-        router: RouterConfig::default(),
+        router: RouterConfig {
+            question_timeout: args.question_timeout,
+            max_pending_per_session: args.max_pending_per_session as usize,
+            ..RouterConfig::default()
+        },
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

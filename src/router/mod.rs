@@ -5,6 +5,8 @@
 //! [`crate::bridge`] feeds it frames, EOFs, exits and timer ticks, and drains the
 //! [`Outbox`] it fills.
 //!
+//! The question extension's routing lives in [`questions`] (an `impl Router` block).
+//!
 //! Invariants:
 //! - A message the bridge does not rewrite is pushed to the outbox as the very `Bytes` it
 //!   arrived in (byte for byte), and the outbox is a FIFO per direction, so order is kept.
@@ -13,15 +15,19 @@
 //! - A message that looks like a response is never answered (no error storms).
 //! - Every client request still in flight when the agent is gone gets exactly one error.
 
+mod questions;
+
 use std::collections::{HashMap, VecDeque};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use crate::capabilities::{self, ClientSupport};
 use crate::codec::Frame;
 use crate::envelope::{self, Kind, RequestId};
 use crate::jsonrpc::{self, code};
+use crate::questions::registry::Registry;
 
 /// Which peer a message came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,12 +108,19 @@ pub struct RouterConfig {
     /// Upper bound on requests tracked per direction; beyond it, the oldest is not evicted
     /// but new ones are forwarded untracked (with a warning), so memory stays bounded.
     pub max_in_flight: usize,
+    /// Deadline for every question (`--question-timeout`); a request's `timeoutMs` may
+    /// shorten it.
+    pub question_timeout: Option<Duration>,
+    /// Most questions one session may have pending (`--max-pending-per-session`).
+    pub max_pending_per_session: usize,
 }
 
 impl Default for RouterConfig {
     fn default() -> Self {
         Self {
             max_in_flight: 65_536,
+            question_timeout: None,
+            max_pending_per_session: 32,
         }
     }
 }
@@ -119,6 +132,11 @@ pub struct Counters {
     pub forwarded_to_client: u64,
     pub dropped_from_agent: u64,
     pub rejected_from_client: u64,
+    pub questions_asked: u64,
+    pub questions_answered: u64,
+    pub questions_rejected: u64,
+    pub questions_invalid: u64,
+    pub late_answers_dropped: u64,
 }
 
 /// The routing state machine.
@@ -129,6 +147,12 @@ pub struct Router {
     client_requests: HashMap<RequestId, InFlight>,
     /// Requests from the agent waiting for the client's response.
     agent_requests: HashMap<RequestId, InFlight>,
+    /// Pending questions.
+    questions: Registry,
+    /// What the client's `initialize` said it can show (None before `initialize`).
+    client: Option<ClientSupport>,
+    /// Maps the monotonic clock to wall time (for `expiresAt`), fixed at creation.
+    wall_anchor: (Instant, SystemTime),
     agent_gone: bool,
     pub counters: Counters,
 }
@@ -139,9 +163,35 @@ impl Router {
             cfg,
             client_requests: HashMap::new(),
             agent_requests: HashMap::new(),
+            questions: Registry::default(),
+            client: None,
+            wall_anchor: (Instant::now(), SystemTime::now()),
             agent_gone: false,
             counters: Counters::default(),
         }
+    }
+
+    /// Pins the wall clock that `now` corresponds to (tests use a fixed date).
+    pub fn set_wall_anchor(&mut self, now: Instant, wall: SystemTime) {
+        self.wall_anchor = (now, wall);
+    }
+
+    fn wall(&self, at: Instant) -> SystemTime {
+        let (i, w) = self.wall_anchor;
+        match at.checked_duration_since(i) {
+            Some(d) => w + d,
+            None => w - i.duration_since(at),
+        }
+    }
+
+    /// What the client's `initialize` declared, once it has been seen.
+    pub fn client_support(&self) -> Option<ClientSupport> {
+        self.client
+    }
+
+    /// The pending questions.
+    pub fn questions(&self) -> &Registry {
+        &self.questions
     }
 
     /// Requests in flight from `side`.
@@ -154,11 +204,13 @@ impl Router {
 
     /// The earliest moment `on_timer` has work to do.
     pub fn next_deadline(&self) -> Option<Instant> {
-        None
+        self.questions.next_deadline()
     }
 
-    /// Runs what is due at `now`.
-    pub fn on_timer(&mut self, _now: Instant, _out: &mut Outbox) {}
+    /// Runs what is due at `now`: questions past their deadline are rejected.
+    pub fn on_timer(&mut self, now: Instant, out: &mut Outbox) {
+        self.expire_questions(now, out);
+    }
 
     /// A frame read from the client's stdout (our stdin).
     pub fn on_client_frame(&mut self, frame: Frame, now: Instant, out: &mut Outbox) {
@@ -183,12 +235,24 @@ impl Router {
                 return;
             }
         };
-        let kind = envelope::classify(&line);
+        // The view borrows a second handle to the same buffer (no copy), so `line` itself
+        // can be moved to the outbox while the view is still in use.
+        let view = line.clone();
+        let kind = envelope::classify(&view);
         match kind {
             Kind::Request { id, method, params } => {
                 let span = tracing::debug_span!("msg", direction = from.as_str(), %id, %method);
                 let _e = span.enter();
                 tracing::trace!(payload = %String::from_utf8_lossy(&line), "request");
+                if from == Side::Agent && method == crate::questions::METHOD {
+                    self.on_question_request(id, params, &line, now, out);
+                    return;
+                }
+                let mut line = line;
+                if from == Side::Client && method == "initialize" {
+                    self.client = Some(ClientSupport::from_initialize(params));
+                    line = rewrite(line, capabilities::merge_initialize_request);
+                }
                 let entry = InFlight {
                     method: method.as_ref().into(),
                     session_id: envelope::session_id(params).map(Into::into),
@@ -208,29 +272,53 @@ impl Router {
                 }
                 self.forward(from, line, out);
             }
-            Kind::Notification { method, .. } => {
+            Kind::Notification { method, params } => {
                 let span = tracing::debug_span!("msg", direction = from.as_str(), %method);
                 let _e = span.enter();
                 tracing::trace!(payload = %String::from_utf8_lossy(&line), "notification");
-                self.forward(from, line, out);
+                match (from, method.as_ref()) {
+                    (Side::Client, "session/cancel") => {
+                        self.forward(from, line, out);
+                        if let Some(session) = envelope::session_id(params) {
+                            self.cancel_session_questions(&session, out);
+                        }
+                    }
+                    (Side::Agent, "$/cancel_request") => {
+                        if !self.on_agent_cancel_request(params, &line, out) {
+                            self.forward(from, line, out);
+                        }
+                    }
+                    _ => self.forward(from, line, out),
+                }
             }
-            Kind::Response { id, .. } => {
+            Kind::Response { id, outcome } => {
+                let span = tracing::debug_span!("msg", direction = from.as_str(), %id);
+                let _e = span.enter();
+                tracing::trace!(payload = %String::from_utf8_lossy(&line), "response");
+                if from == Side::Client
+                    && self.on_client_response_to_question(&id, outcome, &line, out)
+                {
+                    return;
+                }
                 // A response travels opposite to its request.
                 let map = match from {
                     Side::Client => &mut self.agent_requests,
                     Side::Agent => &mut self.client_requests,
                 };
-                let span = tracing::debug_span!("msg", direction = from.as_str(), %id);
-                let _e = span.enter();
+                let mut line = line;
                 match map.remove(&id) {
-                    Some(req) => tracing::debug!(
-                        method = %req.method,
-                        elapsed_us = now.saturating_duration_since(req.started).as_micros() as u64,
-                        "response"
-                    ),
+                    Some(req) => {
+                        tracing::debug!(
+                            method = %req.method,
+                            elapsed_us = now.saturating_duration_since(req.started).as_micros() as u64,
+                            "response"
+                        );
+                        if from == Side::Agent && &*req.method == "initialize" && outcome.is_ok() {
+                            line = rewrite(line, capabilities::merge_initialize_response);
+                        }
+                    }
                     None => tracing::debug!("response to an unknown request id; forwarded"),
                 }
-                tracing::trace!(payload = %String::from_utf8_lossy(&line), "response");
                 self.forward(from, line, out);
             }
             Kind::Batch => {
@@ -296,8 +384,10 @@ impl Router {
         }
     }
 
-    /// The client closed its output: close the agent's stdin after what is queued.
+    /// The client closed its output: every pending question is rejected with
+    /// `client_disconnected`, then the agent's stdin is closed after what is queued.
     pub fn on_client_eof(&mut self, _now: Instant, out: &mut Outbox) {
+        self.reject_all_questions(out);
         out.to_agent.push_back(Out::Close);
     }
 
@@ -324,8 +414,10 @@ impl Router {
                 Some(data),
             ));
         }
-        // Requests the agent sent can no longer be answered usefully; forget them.
+        // Requests the agent sent can no longer be answered usefully; forget them, and
+        // let the client close what it still shows.
         self.agent_requests.clear();
+        self.withdraw_all_questions(out);
     }
 
     /// How long the oldest request in flight from `side` has waited (for status/logs).
@@ -334,6 +426,17 @@ impl Router {
             .values()
             .map(|r| now.saturating_duration_since(r.started))
             .max()
+    }
+}
+
+/// Applies a rewrite to a line; when it cannot be applied, the line goes on unchanged.
+fn rewrite(line: Bytes, f: impl Fn(&str) -> Option<String>) -> Bytes {
+    match std::str::from_utf8(&line).ok().and_then(f) {
+        Some(new) => Bytes::from(new),
+        None => {
+            tracing::warn!("cannot merge into this message; forwarding it unchanged");
+            line
+        }
     }
 }
 

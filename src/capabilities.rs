@@ -1,0 +1,241 @@
+//! Merging keys into a JSON message without re-serializing the rest of it.
+//!
+//! Owns the `initialize` capability merges of PROTOCOL.md section 2 and any other place the
+//! bridge adds a field to a message it forwards (`expiresAt`). Only the objects on the path
+//! to the new key are rebuilt; every other member keeps its exact original text (numbers,
+//! escapes, order), so a rewritten message differs from the original only by the merge.
+
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use crate::envelope::json_string;
+use crate::questions::META_KEY;
+
+/// A JSON object's members in their original order, values kept as raw text.
+pub struct RawObject<'a>(pub Vec<(String, &'a RawValue)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawObject<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = RawObject<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+                let mut members = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, &'de RawValue>()? {
+                    members.push((k, v));
+                }
+                Ok(RawObject(members))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+/// Parses the JSON object `raw` keeping only `keys`, each parsed to a `Value`. Other
+/// members are not parsed at all, so e.g. a huge number elsewhere does no harm.
+pub fn known_fields(
+    raw: &RawValue,
+    keys: &[&str],
+) -> Result<serde_json::Map<String, Value>, String> {
+    let obj: RawObject<'_> =
+        serde_json::from_str(raw.get()).map_err(|_| "must be an object".to_owned())?;
+    let mut out = serde_json::Map::new();
+    for (k, v) in obj.0 {
+        if keys.contains(&k.as_str()) {
+            let value = serde_json::from_str(v.get()).map_err(|e| format!("{k}: {e}"))?;
+            out.insert(k, value);
+        }
+    }
+    Ok(out)
+}
+
+/// What to do with a key that already exists at the end of the path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Existing {
+    Keep,
+    Replace,
+}
+
+/// Sets `key = value` in the object found at `path` inside the JSON object `text`,
+/// creating missing objects on the way. Returns `None` (leave the message as it is) when
+/// `text` or an existing member on the path is not an object.
+pub fn merge(
+    text: &str,
+    path: &[&str],
+    key: &str,
+    value: &Value,
+    existing: Existing,
+) -> Option<String> {
+    let obj: RawObject<'_> = serde_json::from_str(text).ok()?;
+    let mut members: Vec<(String, String)> = Vec::with_capacity(obj.0.len() + 1);
+    let mut done = false;
+    for (k, v) in obj.0 {
+        let raw = v.get();
+        let new = match path.split_first() {
+            Some((head, rest)) if k == *head && !done => {
+                done = true;
+                merge(raw, rest, key, value, existing)?
+            }
+            None if k == key && !done => {
+                done = true;
+                match existing {
+                    Existing::Keep => raw.to_owned(),
+                    Existing::Replace => value.to_string(),
+                }
+            }
+            _ => raw.to_owned(),
+        };
+        members.push((k, new));
+    }
+    if !done {
+        // Build the missing part of the path from the inside out.
+        let mut v = value.clone();
+        let mut name = key;
+        for seg in path.iter().rev() {
+            v = json!({ name: v });
+            name = seg;
+        }
+        members.push((name.to_owned(), v.to_string()));
+    }
+    let mut out = String::with_capacity(text.len() + 64);
+    out.push('{');
+    for (i, (k, v)) in members.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&json_string(k));
+        out.push(':');
+        out.push_str(v);
+    }
+    out.push('}');
+    Some(out)
+}
+
+/// What the client's `initialize` said about showing questions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientSupport {
+    /// `clientCapabilities._meta["sandboxagent.dev"].extensions.sessionRequestQuestion`.
+    pub native_questions: bool,
+    /// `clientCapabilities.elicitation.form` is present.
+    pub elicitation_form: bool,
+}
+
+impl ClientSupport {
+    pub fn from_initialize(params: Option<&RawValue>) -> Self {
+        let v: Value = params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(Value::Null);
+        let caps = &v["clientCapabilities"];
+        ClientSupport {
+            native_questions: caps["_meta"][META_KEY]["extensions"]["sessionRequestQuestion"]
+                == Value::Bool(true),
+            elicitation_form: caps["elicitation"]["form"].is_object(),
+        }
+    }
+}
+
+/// The client's `initialize` request with the extension flag set (the bridge answers
+/// every question, so the agent may ask).
+pub fn merge_initialize_request(line: &str) -> Option<String> {
+    merge(
+        line,
+        &[
+            "params",
+            "clientCapabilities",
+            "_meta",
+            META_KEY,
+            "extensions",
+        ],
+        "sessionRequestQuestion",
+        &Value::Bool(true),
+        Existing::Replace,
+    )
+}
+
+/// The agent's `initialize` response with the extension flag and the bridge's version
+/// added (never overwriting what the agent declared).
+pub fn merge_initialize_response(line: &str) -> Option<String> {
+    let line = merge(
+        line,
+        &[
+            "result",
+            "agentCapabilities",
+            "_meta",
+            META_KEY,
+            "extensions",
+        ],
+        "sessionRequestQuestion",
+        &Value::Bool(true),
+        Existing::Keep,
+    )?;
+    merge(
+        &line,
+        &["result", "agentCapabilities", "_meta", META_KEY],
+        "questionBridge",
+        &json!({ "version": env!("CARGO_PKG_VERSION") }),
+        Existing::Keep,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_creates_the_path_and_keeps_everything_else() {
+        let line = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}},"x":1e400}}"#;
+        assert_eq!(
+            merge_initialize_request(line).unwrap(),
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true},"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}},"x":1e400}}"#
+        );
+    }
+
+    #[test]
+    fn merge_keeps_existing_siblings_and_values() {
+        let line = r#"{"id":0,"result":{"agentCapabilities":{"_meta":{"sandboxagent.dev":{"extensions":{"other":1,"sessionRequestQuestion":false}},"z":"\u00e9"}}}}"#;
+        let merged: Value =
+            serde_json::from_str(&merge_initialize_response(line).unwrap()).unwrap();
+        let meta = &merged["result"]["agentCapabilities"]["_meta"];
+        assert_eq!(meta["z"], "é");
+        let ours = &meta["sandboxagent.dev"];
+        assert_eq!(ours["extensions"]["other"], 1);
+        assert_eq!(ours["extensions"]["sessionRequestQuestion"], false);
+        assert_eq!(ours["questionBridge"]["version"], env!("CARGO_PKG_VERSION"));
+        // Raw text of untouched members survives.
+        assert!(merge_initialize_response(line)
+            .unwrap()
+            .contains(r#""z":"\u00e9""#));
+    }
+
+    #[test]
+    fn merge_into_a_non_object_is_refused() {
+        assert_eq!(
+            merge_initialize_request(r#"{"params":{"clientCapabilities":3}}"#),
+            None
+        );
+        assert_eq!(merge("[1]", &[], "k", &json!(1), Existing::Keep), None);
+    }
+
+    #[test]
+    fn client_support_is_read() {
+        let p = RawValue::from_string(
+            r#"{"clientCapabilities":{"elicitation":{"form":{}},"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}"#.into(),
+        )
+        .unwrap();
+        assert_eq!(
+            ClientSupport::from_initialize(Some(&p)),
+            ClientSupport {
+                native_questions: true,
+                elicitation_form: true
+            }
+        );
+        assert_eq!(
+            ClientSupport::from_initialize(None),
+            ClientSupport::default()
+        );
+    }
+}

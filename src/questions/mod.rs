@@ -1,0 +1,36 @@
+//! The question extension `_sandboxagent/session/request_question`.
+//!
+//! - [`model`]: the dialect-neutral question and the validation of the agent's params;
+//! - [`answer`]: reasons, outcomes, and the normalization of client answers;
+//! - [`registry`]: the pending questions, indexed for O(1) routing.
+
+pub mod answer;
+pub mod model;
+pub mod registry;
+
+/// The extension's method name.
+pub const METHOD: &str = "_sandboxagent/session/request_question";
+/// The `_meta` key the extension's capability flags live under.
+pub const META_KEY: &str = "sandboxagent.dev";
+
+/// How a question is shown to the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Dialect {
+    /// The extension request itself, forwarded as the agent sent it.
+    Extension,
+    /// ACP `elicitation/create` in form mode.
+    Elicitation,
+    /// ACP `session/request_permission`, for one single-select item.
+    Permission,
+}
+
+impl Dialect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dialect::Extension => "extension",
+            Dialect::Elicitation => "elicitation",
+            Dialect::Permission => "permission",
+        }
+    }
+}

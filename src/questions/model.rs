@@ -1,0 +1,451 @@
+//! The dialect-neutral question model and the validation of the agent's request params.
+//!
+//! Owns PROTOCOL.md section 1.1: both accepted param forms (single `prompt` + `options`,
+//! and `questions: [...]`) and every option shape parse into one [`Question`]. Every
+//! rejection names the offending field (`questions[1].options[0]: value must be a string`)
+//! so agent authors can fix their request from the error alone.
+//!
+//! Invariants: a parsed question has 1..=16 items; every item can be answered (it has
+//! options or allows free text); option values are unique within an item.
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::capabilities::{known_fields, RawObject};
+
+/// Members of the request params the bridge reads (others are forwarded, never parsed).
+const REQUEST_KEYS: &[&str] = &[
+    "sessionId",
+    "questionId",
+    "prompt",
+    "header",
+    "options",
+    "multiSelect",
+    "multiple",
+    "allowFreeText",
+    "custom",
+    "timeoutMs",
+];
+/// Members of one `questions[i]` item the bridge reads.
+const ITEM_KEYS: &[&str] = &[
+    "question",
+    "header",
+    "options",
+    "multiSelect",
+    "multiple",
+    "allowFreeText",
+    "custom",
+];
+
+/// Most items one request may carry.
+pub const MAX_ITEMS: usize = 16;
+
+/// One selectable option.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Choice {
+    pub value: String,
+    pub label: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// One question item (a request carries one or more).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Item {
+    pub prompt: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    pub options: Vec<Choice>,
+    pub multi_select: bool,
+    pub allow_free_text: bool,
+}
+
+impl Item {
+    /// The value of the option whose value or label is `s` (a label maps to its value).
+    pub fn option_value(&self, s: &str) -> Option<&str> {
+        self.options
+            .iter()
+            .find(|c| c.value == s)
+            .or_else(|| self.options.iter().find(|c| c.label == s))
+            .map(|c| c.value.as_str())
+    }
+}
+
+/// A validated question request.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Question {
+    pub session_id: String,
+    pub question_id: String,
+    pub items: Vec<Item>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// A validation failure: `field` is a path such as `questions[1].options[0]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {problem}")]
+pub struct Invalid {
+    pub field: String,
+    pub problem: String,
+}
+
+fn invalid(field: impl Into<String>, problem: impl Into<String>) -> Invalid {
+    Invalid {
+        field: field.into(),
+        problem: problem.into(),
+    }
+}
+
+fn non_empty_string(obj: &Map<String, Value>, key: &str, at: &str) -> Result<String, Invalid> {
+    match obj.get(key) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        Some(Value::String(_)) => Err(invalid(field(at, key), "must not be empty")),
+        Some(_) => Err(invalid(field(at, key), "must be a string")),
+        None => Err(invalid(field(at, key), "is required")),
+    }
+}
+
+fn opt_string(obj: &Map<String, Value>, key: &str, at: &str) -> Result<Option<String>, Invalid> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(invalid(field(at, key), "must be a string")),
+    }
+}
+
+/// Reads a boolean that has two accepted names (`multiSelect`/`multiple`).
+fn opt_bool(obj: &Map<String, Value>, names: [&str; 2], at: &str) -> Result<Option<bool>, Invalid> {
+    let mut found = None;
+    for name in names {
+        match obj.get(name) {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(b)) => {
+                if found.is_some_and(|f| f != *b) {
+                    return Err(invalid(
+                        field(at, name),
+                        format!("contradicts `{}`", names[0]),
+                    ));
+                }
+                found = Some(*b);
+            }
+            Some(_) => return Err(invalid(field(at, name), "must be a boolean")),
+        }
+    }
+    Ok(found)
+}
+
+/// Turns a [`known_fields`] error (`"must be an object"` or `"key: why"`) into [`Invalid`].
+fn invalid_member(e: &str, at: &str) -> Invalid {
+    match e.split_once(": ") {
+        Some((key, why)) => invalid(field(at, key), format!("is not valid JSON here ({why})")),
+        None => invalid(if at.is_empty() { "params" } else { at }, e),
+    }
+}
+
+fn field(at: &str, key: &str) -> String {
+    if at.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{at}.{key}")
+    }
+}
+
+fn parse_choice(v: &Value, at: &str) -> Result<Choice, Invalid> {
+    let text = |v: &Value, what: &str| match v {
+        Value::String(s) => Ok(s.clone()),
+        _ => Err(invalid(at, format!("{what} must be a string"))),
+    };
+    match v {
+        Value::String(s) => Ok(Choice {
+            value: s.clone(),
+            label: s.clone(),
+            description: None,
+        }),
+        Value::Array(pair) => match pair.as_slice() {
+            [value, label] => Ok(Choice {
+                value: text(value, "value")?,
+                label: text(label, "label")?,
+                description: None,
+            }),
+            _ => Err(invalid(at, "must be [value, label]")),
+        },
+        Value::Object(obj) => {
+            let label = match obj.get("label") {
+                Some(l) => text(l, "label")?,
+                None => return Err(invalid(at, "label is required")),
+            };
+            let value = match obj.get("value") {
+                None | Some(Value::Null) => label.clone(),
+                Some(v) => text(v, "value")?,
+            };
+            let description = match obj.get("description") {
+                None | Some(Value::Null) => None,
+                Some(d) => Some(text(d, "description")?),
+            };
+            Ok(Choice {
+                value,
+                label,
+                description,
+            })
+        }
+        _ => Err(invalid(
+            at,
+            "must be a string, [value, label] or {value?, label, description?}",
+        )),
+    }
+}
+
+/// Parses one item from `obj`; `prompt_key` is `prompt` (single form) or `question`.
+fn parse_item(obj: &Map<String, Value>, prompt_key: &str, at: &str) -> Result<Item, Invalid> {
+    let prompt = non_empty_string(obj, prompt_key, at)?;
+    let header = opt_string(obj, "header", at)?;
+    let options_at = field(at, "options");
+    let options = match obj.get("options") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(list)) => {
+            let mut options: Vec<Choice> = Vec::with_capacity(list.len());
+            for (i, v) in list.iter().enumerate() {
+                let here = format!("{options_at}[{i}]");
+                let choice = parse_choice(v, &here)?;
+                if options.iter().any(|c| c.value == choice.value) {
+                    return Err(invalid(here, format!("duplicate value {:?}", choice.value)));
+                }
+                options.push(choice);
+            }
+            options
+        }
+        Some(_) => return Err(invalid(options_at, "must be an array")),
+    };
+    let multi_select = opt_bool(obj, ["multiSelect", "multiple"], at)?.unwrap_or(false);
+    let allow_free_text =
+        opt_bool(obj, ["allowFreeText", "custom"], at)?.unwrap_or(options.is_empty());
+    if options.is_empty() && !allow_free_text {
+        return Err(invalid(
+            if at.is_empty() { "options" } else { at },
+            "has no options and does not allow free text, so it cannot be answered",
+        ));
+    }
+    Ok(Item {
+        prompt,
+        header,
+        options,
+        multi_select,
+        allow_free_text,
+    })
+}
+
+/// Validates the params of `_sandboxagent/session/request_question`. Only the members
+/// the bridge understands are parsed; unknown ones may hold anything.
+pub fn parse_request(params: Option<&RawValue>) -> Result<Question, Invalid> {
+    let raw = params.ok_or_else(|| invalid("params", "are required"))?;
+    let members: RawObject<'_> =
+        serde_json::from_str(raw.get()).map_err(|_| invalid("params", "must be an object"))?;
+    let member = |key: &str| members.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v);
+    let obj = &known_fields(raw, REQUEST_KEYS).map_err(|e| invalid_member(&e, ""))?;
+    let session_id = non_empty_string(obj, "sessionId", "")?;
+    let question_id = non_empty_string(obj, "questionId", "")?;
+    let items = match (obj.get("prompt"), member("questions")) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "prompt",
+                "cannot be combined with `questions` (send one form)",
+            ))
+        }
+        (None, None) => return Err(invalid("questions", "is required (or `prompt`)")),
+        (Some(_), None) => vec![parse_item(obj, "prompt", "")?],
+        (None, Some(list)) => {
+            let list: Vec<&RawValue> = serde_json::from_str(list.get())
+                .map_err(|_| invalid("questions", "must be an array"))?;
+            if list.is_empty() || list.len() > MAX_ITEMS {
+                return Err(invalid(
+                    "questions",
+                    format!("must hold 1 to {MAX_ITEMS} items (has {})", list.len()),
+                ));
+            }
+            let mut items = Vec::with_capacity(list.len());
+            for (i, v) in list.into_iter().enumerate() {
+                let at = format!("questions[{i}]");
+                let q = known_fields(v, ITEM_KEYS).map_err(|e| invalid_member(&e, &at))?;
+                items.push(parse_item(&q, "question", &at)?);
+            }
+            items
+        }
+    };
+    let timeout_ms = match obj.get("timeoutMs") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(ms) if ms > 0 => Some(ms),
+            _ => return Err(invalid("timeoutMs", "must be a positive integer")),
+        },
+        Some(_) => return Err(invalid("timeoutMs", "must be a positive integer")),
+    };
+    if member("_meta").is_some_and(|m| !m.get().starts_with('{')) {
+        return Err(invalid("_meta", "must be an object"));
+    }
+    Ok(Question {
+        session_id,
+        question_id,
+        items,
+        timeout_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(params: Value) -> Result<Question, Invalid> {
+        let raw = RawValue::from_string(params.to_string()).unwrap();
+        parse_request(Some(&raw))
+    }
+
+    fn err(params: Value) -> String {
+        parse(params).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn single_form_with_pairs() {
+        let q = parse(json!({"sessionId":"s1","questionId":"q-7",
+            "prompt":"Which option?","options":[["option-a","Option A"],["option-b","Option B"]]}))
+        .unwrap();
+        assert_eq!(q.items.len(), 1);
+        let item = &q.items[0];
+        assert_eq!(item.prompt, "Which option?");
+        assert_eq!(item.options[1].value, "option-b");
+        assert_eq!(item.options[1].label, "Option B");
+        assert!(!item.multi_select);
+        assert!(!item.allow_free_text);
+    }
+
+    #[test]
+    fn multi_form_and_every_option_shape() {
+        let q = parse(json!({"sessionId":"s1","questionId":"q",
+            "questions":[
+                {"question":"Which DB?","header":"DB","options":[
+                    {"label":"Postgres","description":"d"},{"label":"SQLite"}],
+                 "multiple":false,"custom":true},
+                {"question":"Pick","options":["x",["v","L"],{"value":"w","label":"W"}],"multiSelect":true},
+                {"question":"Notes?"}
+            ], "timeoutMs": 5000, "_meta": {}, "unknownField": 1}))
+        .unwrap();
+        assert_eq!(q.timeout_ms, Some(5000));
+        let [db, pick, notes] = q.items.as_slice() else {
+            panic!()
+        };
+        assert_eq!(db.header.as_deref(), Some("DB"));
+        assert_eq!(db.options[0].value, "Postgres");
+        assert_eq!(db.options[0].description.as_deref(), Some("d"));
+        assert!(db.allow_free_text);
+        let values: Vec<_> = pick.options.iter().map(|c| c.value.as_str()).collect();
+        assert_eq!(values, ["x", "v", "w"]);
+        assert!(pick.multi_select && !pick.allow_free_text);
+        assert!(notes.options.is_empty() && notes.allow_free_text);
+        assert_eq!(pick.option_value("L"), Some("v"));
+    }
+
+    #[test]
+    fn validation_messages_name_the_field() {
+        let base = |extra: Value| {
+            let mut p = json!({"sessionId":"s","questionId":"q"});
+            p.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            p
+        };
+        assert_eq!(
+            err(json!({"questionId":"q","prompt":"p"})),
+            "sessionId: is required"
+        );
+        assert_eq!(
+            err(json!({"sessionId":"","questionId":"q","prompt":"p"})),
+            "sessionId: must not be empty"
+        );
+        assert_eq!(
+            err(json!({"sessionId":"s","questionId":7,"prompt":"p"})),
+            "questionId: must be a string"
+        );
+        assert_eq!(err(base(json!({}))), "questions: is required (or `prompt`)");
+        assert_eq!(
+            err(base(json!({"prompt":"p","questions":[]}))),
+            "prompt: cannot be combined with `questions` (send one form)"
+        );
+        assert_eq!(err(base(json!({"prompt":""}))), "prompt: must not be empty");
+        assert_eq!(
+            err(base(json!({"questions":[]}))),
+            "questions: must hold 1 to 16 items (has 0)"
+        );
+        assert_eq!(
+            err(base(
+                json!({"questions":[{"question":"a"},{"question":"b","options":[{"value":1,"label":"x"}]}]})
+            )),
+            "questions[1].options[0]: value must be a string"
+        );
+        assert_eq!(
+            err(base(json!({"prompt":"p","options":["a","b","a"]}))),
+            "options[2]: duplicate value \"a\""
+        );
+        assert_eq!(
+            err(base(
+                json!({"questions":[{"question":"a","multiple":"yes"}]})
+            )),
+            "questions[0].multiple: must be a boolean"
+        );
+        assert_eq!(
+            err(base(json!({"questions":[{"question":"a","custom":false}]}))),
+            "questions[0]: has no options and does not allow free text, so it cannot be answered"
+        );
+        assert_eq!(
+            err(base(json!({"prompt":"p","timeoutMs":0}))),
+            "timeoutMs: must be a positive integer"
+        );
+        assert_eq!(
+            err(base(json!({"prompt":"p","options":[{"description":"d"}]}))),
+            "options[0]: label is required"
+        );
+        assert_eq!(
+            err(base(
+                json!({"questions":[{"question":"a","multiSelect":true,"multiple":false}]})
+            )),
+            "questions[0].multiple: contradicts `multiSelect`"
+        );
+        assert_eq!(err(json!([1])), "params: must be an object");
+        // Unknown members are never parsed: a huge number there is fine.
+        let raw = RawValue::from_string(
+            r#"{"sessionId":"s","questionId":"q","prompt":"p","x":1e400,"_meta":{"n":1e400}}"#
+                .into(),
+        )
+        .unwrap();
+        assert!(parse_request(Some(&raw)).is_ok());
+        let raw = RawValue::from_string(
+            r#"{"sessionId":"s","questionId":"q","questions":[{"question":"a","y":1e400}]}"#.into(),
+        )
+        .unwrap();
+        assert!(parse_request(Some(&raw)).is_ok());
+        let raw = RawValue::from_string(
+            r#"{"sessionId":"s","questionId":"q","prompt":"p","timeoutMs":1e400}"#.into(),
+        )
+        .unwrap();
+        assert!(parse_request(Some(&raw))
+            .unwrap_err()
+            .to_string()
+            .starts_with("timeoutMs: is not valid JSON here"));
+        assert_eq!(
+            err(base(json!({"questions":["x"]}))),
+            "questions[0]: must be an object"
+        );
+        assert_eq!(
+            err(base(json!({"questions":[{"question":"a"}], "_meta": 1}))),
+            "_meta: must be an object"
+        );
+        let many: Vec<Value> = (0..17)
+            .map(|i| json!({"question": format!("q{i}")}))
+            .collect();
+        assert_eq!(
+            err(base(json!({ "questions": many }))),
+            "questions: must hold 1 to 16 items (has 17)"
+        );
+    }
+}

@@ -1,0 +1,261 @@
+//! The registry of pending questions.
+//!
+//! Owns every question between its request and its one answer. Lookups are O(1) by the
+//! agent's exact JSON id, by the id the client sees, and by (session, questionId); a
+//! session's questions are listed without scanning other sessions; deadlines sit in an
+//! ordered set so the next one is found in O(log n).
+//!
+//! Invariants: a question is in all indexes or in none; taking a question removes it from
+//! all of them and remembers its client id among the recently resolved ones (bounded), so
+//! a late or duplicate answer can be recognized and dropped instead of forwarded.
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::time::{Instant, SystemTime};
+
+use super::model::Question;
+use super::Dialect;
+use crate::envelope::RequestId;
+
+/// How many resolved client ids are remembered to recognize late answers.
+pub const RECENTLY_RESOLVED: usize = 4096;
+
+/// A question waiting for its answer.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    pub question: Question,
+    /// The id of the agent's request (the response to the agent carries it).
+    pub agent_id: RequestId,
+    /// The id of the request the client is showing (equal to `agent_id` for the extension).
+    pub client_id: RequestId,
+    pub dialect: Dialect,
+    pub created: Instant,
+    pub created_wall: SystemTime,
+    pub deadline: Option<Instant>,
+    pub expires_wall: Option<SystemTime>,
+}
+
+/// Pending questions of every session.
+#[derive(Debug, Default)]
+pub struct Registry {
+    by_agent_id: HashMap<RequestId, Pending>,
+    client_to_agent: HashMap<RequestId, RequestId>,
+    by_key: HashMap<(Box<str>, Box<str>), RequestId>,
+    by_session: HashMap<Box<str>, Vec<RequestId>>,
+    deadlines: BTreeSet<(Instant, RequestId)>,
+    resolved_order: VecDeque<RequestId>,
+    resolved: HashSet<RequestId>,
+}
+
+impl Registry {
+    pub fn len(&self) -> usize {
+        self.by_agent_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_agent_id.is_empty()
+    }
+
+    /// Pending questions of `session`.
+    pub fn session_len(&self, session: &str) -> usize {
+        self.by_session.get(session).map_or(0, Vec::len)
+    }
+
+    pub fn has_question(&self, session: &str, question_id: &str) -> bool {
+        self.by_key
+            .contains_key(&(Box::from(session), Box::from(question_id)))
+    }
+
+    pub fn has_agent_id(&self, id: &RequestId) -> bool {
+        self.by_agent_id.contains_key(id)
+    }
+
+    pub fn has_client_id(&self, id: &RequestId) -> bool {
+        self.client_to_agent.contains_key(id)
+    }
+
+    pub fn get(&self, agent_id: &RequestId) -> Option<&Pending> {
+        self.by_agent_id.get(agent_id)
+    }
+
+    /// The pending question the client shows under `client_id`.
+    pub fn get_by_client_id(&self, client_id: &RequestId) -> Option<&Pending> {
+        self.client_to_agent
+            .get(client_id)
+            .and_then(|a| self.by_agent_id.get(a))
+    }
+
+    /// The pending question `question_id` of `session`.
+    pub fn get_by_key(&self, session: &str, question_id: &str) -> Option<&Pending> {
+        self.by_key
+            .get(&(Box::from(session), Box::from(question_id)))
+            .and_then(|a| self.by_agent_id.get(a))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Pending> {
+        self.by_agent_id.values()
+    }
+
+    /// Whether the client once showed `client_id` and it has been resolved since.
+    pub fn was_resolved(&self, client_id: &RequestId) -> bool {
+        self.resolved.contains(client_id)
+    }
+
+    /// Adds a question. The caller has checked that its ids and key are free.
+    pub fn insert(&mut self, p: Pending) {
+        let agent_id = p.agent_id.clone();
+        let session: Box<str> = p.question.session_id.as_str().into();
+        // An id the agent reuses is a new request: it is no longer "resolved".
+        if self.resolved.remove(&p.client_id) {
+            self.resolved_order.retain(|id| id != &p.client_id);
+        }
+        self.client_to_agent
+            .insert(p.client_id.clone(), agent_id.clone());
+        self.by_key.insert(
+            (session.clone(), p.question.question_id.as_str().into()),
+            agent_id.clone(),
+        );
+        self.by_session
+            .entry(session)
+            .or_default()
+            .push(agent_id.clone());
+        if let Some(d) = p.deadline {
+            self.deadlines.insert((d, agent_id.clone()));
+        }
+        self.by_agent_id.insert(agent_id, p);
+    }
+
+    /// Removes the question the client shows under `client_id`.
+    pub fn take_by_client_id(&mut self, client_id: &RequestId) -> Option<Pending> {
+        let agent_id = self.client_to_agent.get(client_id)?.clone();
+        self.take(&agent_id)
+    }
+
+    /// Removes the question asked with the agent's request `agent_id`.
+    pub fn take(&mut self, agent_id: &RequestId) -> Option<Pending> {
+        let p = self.by_agent_id.remove(agent_id)?;
+        self.client_to_agent.remove(&p.client_id);
+        let session: &str = &p.question.session_id;
+        self.by_key.remove(&(
+            Box::from(session),
+            Box::from(p.question.question_id.as_str()),
+        ));
+        if let Some(list) = self.by_session.get_mut(session) {
+            list.retain(|id| id != agent_id);
+            if list.is_empty() {
+                self.by_session.remove(session);
+            }
+        }
+        if let Some(d) = p.deadline {
+            self.deadlines.remove(&(d, agent_id.clone()));
+        }
+        self.remember_resolved(p.client_id.clone());
+        Some(p)
+    }
+
+    fn remember_resolved(&mut self, id: RequestId) {
+        if self.resolved.insert(id.clone()) {
+            self.resolved_order.push_back(id);
+            if self.resolved_order.len() > RECENTLY_RESOLVED {
+                if let Some(old) = self.resolved_order.pop_front() {
+                    self.resolved.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// Removes and returns every question of `session`, oldest first.
+    pub fn take_session(&mut self, session: &str) -> Vec<Pending> {
+        let ids = self.by_session.get(session).cloned().unwrap_or_default();
+        ids.iter().filter_map(|id| self.take(id)).collect()
+    }
+
+    /// Removes and returns every question whose deadline is at or before `now`.
+    pub fn take_due(&mut self, now: Instant) -> Vec<Pending> {
+        let due: Vec<RequestId> = self
+            .deadlines
+            .iter()
+            .take_while(|(d, _)| *d <= now)
+            .map(|(_, id)| id.clone())
+            .collect();
+        due.iter().filter_map(|id| self.take(id)).collect()
+    }
+
+    /// Removes and returns every question, oldest first.
+    pub fn take_all(&mut self) -> Vec<Pending> {
+        let mut all: Vec<Pending> = self.by_agent_id.values().cloned().collect();
+        all.sort_by_key(|p| p.created);
+        for p in &all {
+            self.take(&p.agent_id);
+        }
+        all
+    }
+
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.first().map(|(d, _)| *d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::questions::model::parse_request;
+    use serde_json::json;
+    use std::time::Duration;
+
+    fn pending(session: &str, qid: &str, id: &str, deadline: Option<Instant>) -> Pending {
+        Pending {
+            question: parse_request(Some(
+                &serde_json::value::RawValue::from_string(
+                    json!({"sessionId":session,"questionId":qid,"prompt":"p"}).to_string(),
+                )
+                .unwrap(),
+            ))
+            .unwrap(),
+            agent_id: RequestId::string(id),
+            client_id: RequestId::string(id),
+            dialect: Dialect::Extension,
+            created: Instant::now(),
+            created_wall: SystemTime::now(),
+            deadline,
+            expires_wall: None,
+        }
+    }
+
+    #[test]
+    fn indexes_stay_consistent() {
+        let mut r = Registry::default();
+        let now = Instant::now();
+        r.insert(pending("s1", "a", "1", Some(now + Duration::from_secs(5))));
+        r.insert(pending("s1", "b", "2", None));
+        r.insert(pending("s2", "a", "3", Some(now + Duration::from_secs(1))));
+        assert_eq!(r.len(), 3);
+        assert_eq!(r.session_len("s1"), 2);
+        assert!(r.has_question("s2", "a"));
+        assert_eq!(r.next_deadline(), Some(now + Duration::from_secs(1)));
+        let s1 = r.take_session("s1");
+        assert_eq!(s1.len(), 2);
+        assert_eq!(r.session_len("s1"), 0);
+        assert!(!r.has_question("s1", "a"));
+        assert!(r.was_resolved(&RequestId::string("1")));
+        assert_eq!(r.next_deadline(), Some(now + Duration::from_secs(1)));
+        let due = r.take_due(now + Duration::from_secs(2));
+        assert_eq!(due.len(), 1);
+        assert!(r.is_empty());
+        assert_eq!(r.next_deadline(), None);
+    }
+
+    #[test]
+    fn resolved_ids_are_bounded_and_forgotten_on_reuse() {
+        let mut r = Registry::default();
+        for i in 0..RECENTLY_RESOLVED + 10 {
+            r.insert(pending("s", "q", &i.to_string(), None));
+            r.take_all();
+        }
+        assert!(!r.was_resolved(&RequestId::string("0")));
+        let last = (RECENTLY_RESOLVED + 9).to_string();
+        assert!(r.was_resolved(&RequestId::string(&last)));
+        r.insert(pending("s", "q", &last, None));
+        assert!(!r.was_resolved(&RequestId::string(&last)));
+        assert!(r.resolved.len() <= RECENTLY_RESOLVED);
+    }
+}
