@@ -25,12 +25,16 @@ Script words (the first word of the prompt text picks the behaviour):
   <anything else>        stream the prompt text back as agent_message_chunks, end_turn
   permission             session/request_permission (allow/reject); streams
                          `permission: <optionId|cancelled>`, end_turn
-  question               _sandboxagent/session/request_question, one single-select question
-                         (option-a / option-b); streams `answered: <answers json>` or
-                         `rejected: <reason>`, end_turn
-  questions              the multi-question form: one single-select, one multi-select, one
+  question [<QID>]       _sandboxagent/session/request_question, one single-select question
+                         (option-a / option-b); questionId QID or mock-q-<N>; streams
+                         `answered: <answers json>` or `rejected: <reason>` (the exact
+                         response received is in the chunk's _meta[\"acp-mock-agent\"]),
+                         end_turn
+  questions [<QID>]      the multi-question form: one single-select, one multi-select, one
                          free-text item; streams the outcome as above
-  question-timeout <MS>  like `question`, with timeoutMs = MS
+  question-timeout <MS> [<QID>]   like `question`, with timeoutMs = MS
+  question-cancel <MS> [<QID>]    like `question`, then withdraws it with $/cancel_request
+                         after MS unless answered first
   elicit                 elicitation/create (form: an enum, a string, a boolean); streams
                          `elicitation: <action> <content json>`, end_turn
   flood <N> [<BYTES>]    N agent_message_chunks of about BYTES bytes (default 100), end_turn
@@ -48,6 +52,7 @@ struct Ctx {
     out: mpsc::Sender<String>,
     pending: Pending,
     next_id: Arc<Mutex<u64>>,
+    questions: Arc<Mutex<u64>>,
 }
 
 impl Ctx {
@@ -73,12 +78,43 @@ impl Ctx {
         .await;
     }
 
+    /// A chunk that also carries, in `_meta["acp-mock-agent"]`, the exact response the
+    /// agent received (`result` or `error`), so tests and client authors can see it.
+    async fn report(&self, session: &str, text: &str, response: &Result<Value, Value>) {
+        let (key, v) = match response {
+            Ok(r) => ("result", r),
+            Err(e) => ("error", e),
+        };
+        self.send(&json!({"jsonrpc":"2.0","method":"session/update","params":{
+            "sessionId": session,
+            "update": {"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":text}},
+            "_meta": {"acp-mock-agent": {key: v}}
+        }}))
+        .await;
+    }
+
+    /// A new number for a question id (`mock-q-1`, `mock-q-2`, ...).
+    fn next_question(&self) -> u64 {
+        let mut n = self.questions.lock().unwrap_or_else(|e| e.into_inner());
+        *n += 1;
+        *n
+    }
+
     /// Sends a request; the receiver yields its result (`Ok`) or error object (`Err`).
     async fn request(
         &self,
         method: &str,
         params: Value,
     ) -> oneshot::Receiver<Result<Value, Value>> {
+        self.request_with_id(method, params).await.1
+    }
+
+    /// Like [`Ctx::request`], also returning the request's id.
+    async fn request_with_id(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> (u64, oneshot::Receiver<Result<Value, Value>>) {
         let (tx, rx) = oneshot::channel();
         let id = {
             let mut n = self.next_id.lock().unwrap_or_else(|e| e.into_inner());
@@ -92,7 +128,7 @@ impl Ctx {
             .insert(id, tx);
         self.send(&json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
             .await;
-        rx
+        (id, rx)
     }
 }
 
@@ -130,6 +166,7 @@ async fn run() -> u8 {
         out: out_tx,
         pending: Arc::default(),
         next_id: Arc::default(),
+        questions: Arc::default(),
     };
     let mut sessions: HashMap<String, CancellationToken> = HashMap::new();
     let mut session_count = 0u64;
@@ -260,11 +297,19 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
             };
             wait_and_report(ctx, sid, rx, cancel, report).await
         }
-        "question" | "questions" | "question-timeout" => {
+        "question" | "questions" | "question-timeout" | "question-cancel" => {
+            let ms = match first {
+                "question-timeout" | "question-cancel" => Some(arg(words.next(), 1000)),
+                _ => None,
+            };
+            let question_id = match words.next() {
+                Some(id) => id.to_owned(),
+                None => format!("mock-q-{}", ctx.next_question()),
+            };
             let mut params = match first {
                 "questions" => json!({
                     "sessionId": sid,
-                    "questionId": "mock-q-multi",
+                    "questionId": question_id,
                     "questions": [
                         {"question": "Which database?", "header": "Database",
                          "options": [{"label": "Postgres", "description": "Relational, networked"}, {"label": "SQLite"}]},
@@ -275,17 +320,31 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
                 }),
                 _ => json!({
                     "sessionId": sid,
-                    "questionId": "mock-q-1",
+                    "questionId": question_id,
                     "prompt": "Which option?",
                     "options": [["option-a", "Option A"], ["option-b", "Option B"]]
                 }),
             };
             if first == "question-timeout" {
-                params["timeoutMs"] = json!(arg(words.next(), 1000));
+                params["timeoutMs"] = json!(ms);
             }
-            let rx = ctx
-                .request("_sandboxagent/session/request_question", params)
+            let (id, mut rx) = ctx
+                .request_with_id("_sandboxagent/session/request_question", params)
                 .await;
+            if let Some(ms) = ms.filter(|_| first == "question-cancel") {
+                // Withdraw the question after `ms` unless it is answered first.
+                tokio::select! {
+                    outcome = &mut rx => {
+                        if let Ok(outcome) = outcome {
+                            ctx.report(sid, &report_question(outcome.clone()), &outcome).await;
+                        }
+                        return "end_turn";
+                    }
+                    _ = tokio::time::sleep(Duration::from_millis(ms)) => {
+                        ctx.send(&json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":id}})).await;
+                    }
+                }
+            }
             wait_and_report(ctx, sid, rx, cancel, report_question).await
         }
         "elicit" => {
@@ -404,14 +463,14 @@ async fn wait_and_report(
 ) -> &'static str {
     let cancelled = tokio::select! {
         outcome = &mut rx => {
-            if let Ok(outcome) = outcome { ctx.chunk(sid, &report(outcome)).await; }
+            if let Ok(outcome) = outcome { ctx.report(sid, &report(outcome.clone()), &outcome).await; }
             false
         }
         _ = cancel.cancelled() => true,
     };
     if cancelled {
         if let Ok(Ok(outcome)) = tokio::time::timeout(Duration::from_secs(1), rx).await {
-            ctx.chunk(sid, &report(outcome)).await;
+            ctx.report(sid, &report(outcome.clone()), &outcome).await;
         }
         return "cancelled";
     }

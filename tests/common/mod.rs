@@ -103,6 +103,15 @@ impl Bridge {
         line
     }
 
+    /// The next message within `wait`, or `None` on timeout or end of output.
+    pub async fn try_recv(&mut self, wait: Duration) -> Option<Value> {
+        let mut line = String::new();
+        match tokio::time::timeout(wait, self.stdout.read_line(&mut line)).await {
+            Ok(Ok(n)) if n > 0 => serde_json::from_str(line.trim_end()).ok(),
+            _ => None,
+        }
+    }
+
     pub async fn recv(&mut self) -> Value {
         let line = self.line().await;
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON from bridge: {e}: {line}"))
