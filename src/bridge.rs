@@ -352,10 +352,12 @@ fn writer_gone(
     tx: &mut Option<mpsc::Sender<Out>>,
     name: &str,
 ) {
-    if tx.is_some() || !queue.is_empty() {
+    // A queued `Close` for an output that is already closed is not a loss.
+    let lost = queue.iter().filter(|o| matches!(o, Out::Line(_))).count();
+    if lost > 0 {
         tracing::warn!(
             output = name,
-            dropped = queue.len(),
+            dropped = lost,
             "output closed; dropping what is queued for it"
         );
     }

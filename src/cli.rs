@@ -27,6 +27,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Play an IDE in the terminal: run the bridge around the built-in mock agent, which
+    /// asks a question; show it, read the answer, print the agent's reply.
+    Demo(crate::demo::DemoArgs),
     /// Run the built-in mock ACP agent on this process's stdio (same as `acp-mock-agent`).
     #[command(name = "mock-agent", hide = true)]
     MockAgent,

@@ -9,6 +9,7 @@
 //! - [`bridge`]: the I/O shell (tasks, channels, child, signals, shutdown);
 //! - [`child`]: the agent process;
 //! - [`cli`], [`logging`]: the command line and logs;
+//! - [`demo`]: `acp-question-bridge demo`, a terminal IDE around the mock agent;
 //! - [`mock_agent`]: the scripted ACP agent behind `acp-mock-agent`.
 
 pub mod bridge;
@@ -16,6 +17,7 @@ pub mod capabilities;
 pub mod child;
 pub mod cli;
 pub mod codec;
+pub mod demo;
 pub mod envelope;
 pub mod jsonrpc;
 pub mod logging;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use acp_question_bridge::cli::{Cli, Command};
-use acp_question_bridge::{bridge, logging, mock_agent, router::RouterConfig};
+use acp_question_bridge::{bridge, demo, logging, mock_agent, router::RouterConfig};
 
 /// A one-line, user-facing error on stderr (stdout is protocol only).
 #[allow(clippy::print_stderr)]
@@ -16,8 +16,10 @@ fn fail(code: u8, msg: &str) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(Command::MockAgent) = cli.command {
-        return mock_agent::main();
+    match cli.command {
+        Some(Command::MockAgent) => return mock_agent::main(),
+        Some(Command::Demo(args)) => return demo::main(args),
+        None => {}
     }
     let args = cli.bridge;
     if args.agent.is_empty() {

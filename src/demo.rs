@@ -1,0 +1,594 @@
+//! `acp-question-bridge demo`: a terminal IDE around the bridge and the built-in mock agent.
+//!
+//! Owns the demo subcommand: it runs this executable as the bridge around
+//! `<exe> mock-agent`, plays the ACP client over the bridge's stdio (initialize,
+//! session/new, session/prompt), renders `_sandboxagent/session/request_question` requests,
+//! reads answers (from `--answer`, `--reject`, or stdin lines) and prints the agent's reply.
+//!
+//! Invariants: every wait is bounded by a timeout; stdout carries the friendly transcript
+//! only, a failure is one line on stderr; the bridge child is always reaped or killed.
+
+use std::collections::VecDeque;
+use std::io::{IsTerminal as _, Write as _};
+use std::process::{ExitCode, ExitStatus, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::mpsc;
+
+use crate::questions::answer::check_answers;
+use crate::questions::model::{parse_request, Item, Question};
+use crate::questions::{META_KEY, METHOD};
+
+/// Longest wait for the next message from the bridge.
+const BRIDGE_WAIT: Duration = Duration::from_secs(30);
+/// Longest wait for an answer typed at a terminal (piped input gets `BRIDGE_WAIT`).
+const TERMINAL_WAIT: Duration = Duration::from_secs(300);
+/// Longest wait for the bridge to exit once its stdin is closed.
+const EXIT_WAIT: Duration = Duration::from_secs(10);
+
+/// Flags of `acp-question-bridge demo`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = crate::mock_agent::SCRIPT_HELP)]
+pub struct DemoArgs {
+    /// The prompt text sent to the mock agent; its first word picks the script (below),
+    /// e.g. `questions` (single-select, multi-select and free-text items) or
+    /// `question-timeout 2000`.
+    #[arg(long, value_name = "TEXT", default_value = "question")]
+    pub script: String,
+    /// Answer without a terminal: the Nth --answer answers question item N. A value is an
+    /// option number, an option value or label, or free text (where allowed); a
+    /// multi-select item takes a comma-separated list. An --answer that does not fit its
+    /// item is an error (exit status 2). Without --answer/--reject, answers are read from
+    /// stdin, one line per item (an empty line or `r` rejects, EOF rejects, an invalid
+    /// line is re-prompted).
+    #[arg(long, value_name = "VALUE", conflicts_with = "reject")]
+    pub answer: Vec<String>,
+    /// Reject every question (`{"status":"rejected","reason":"declined"}`).
+    #[arg(long)]
+    pub reject: bool,
+    /// Passed to the bridge: reject a question not answered within this time.
+    #[arg(long, value_name = "DURATION", value_parser = crate::cli::parse_duration)]
+    pub question_timeout: Option<Duration>,
+    /// Show the raw JSON-RPC lines both ways (`->` sent, `<-` received) and the bridge's
+    /// info logs.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+/// A one-line failure and the exit status that goes with it.
+struct Failure(u8, String);
+
+type Res<T> = Result<T, Failure>;
+
+fn fail<T>(msg: impl Into<String>) -> Res<T> {
+    Err(Failure(1, msg.into()))
+}
+
+/// A bad `--answer`: exit status 2.
+fn bad_answer<T>(msg: String) -> Res<T> {
+    Err(Failure(2, msg))
+}
+
+/// The answers to a question's items, in order.
+type Answers = Vec<Vec<String>>;
+
+pub fn main(args: DemoArgs) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return report(Failure(1, format!("cannot start runtime: {e}"))),
+    };
+    let result = rt.block_on(run(args));
+    // The stdin reader thread may sit in a blocking read: do not wait for it.
+    rt.shutdown_background();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => report(f),
+    }
+}
+
+fn report(Failure(code, msg): Failure) -> ExitCode {
+    let _ = writeln!(std::io::stderr().lock(), "acp-question-bridge demo: {msg}");
+    ExitCode::from(code)
+}
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+async fn run(args: DemoArgs) -> Res<()> {
+    let exe =
+        std::env::current_exe().or_else(|e| fail(format!("cannot find this executable: {e}")))?;
+    let mut cmd = Command::new(&exe);
+    if !args.verbose {
+        cmd.args(["--log-level", "warn"]).env_remove("RUST_LOG");
+    }
+    if let Some(t) = args.question_timeout {
+        cmd.arg("--question-timeout")
+            .arg(format!("{}ms", t.as_millis()));
+    }
+    cmd.arg("--").arg(&exe).arg("mock-agent");
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .or_else(|e| fail(format!("cannot start the bridge: {e}")))?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return fail("the bridge's stdio is not piped");
+    };
+    let mut demo = Demo {
+        answers: (!args.answer.is_empty()).then(|| args.answer.into()),
+        reject: args.reject,
+        verbose: args.verbose,
+        interactive: std::io::stdin().is_terminal(),
+        stdin: Some(stdin),
+        lines: BufReader::new(stdout).lines(),
+        backlog: VecDeque::new(),
+        next_id: 0,
+        agent_text: String::new(),
+        user: None,
+        user_eof: false,
+    };
+    say("acp-question-bridge demo: the bridge around the built-in mock agent");
+    let played = demo.play(&args.script).await;
+    demo.flush_agent();
+    let status = demo.finish(&mut child).await;
+    // The turn's outcome decides the exit status; a bridge that exits badly afterwards
+    // is only worth a warning.
+    let note = match status {
+        Some(st) if st.success() => return played,
+        Some(st) => format!("the bridge exited: {st}"),
+        None => format!("the bridge did not exit within {EXIT_WAIT:?}; killed it"),
+    };
+    match played {
+        Err(Failure(code, msg)) => Err(Failure(code, format!("{msg} ({note})"))),
+        Ok(()) => {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "acp-question-bridge demo: warning: {note}"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Where an item's answer came from.
+enum Answer {
+    Text(String),
+    Reject(&'static str),
+    /// The bridge withdrew the question (`$/cancel_request`).
+    Withdrawn,
+}
+
+struct Demo {
+    /// `Some` when answers come from `--answer` (the Nth answers item N).
+    answers: Option<VecDeque<String>>,
+    reject: bool,
+    verbose: bool,
+    interactive: bool,
+    stdin: Option<ChildStdin>,
+    lines: Lines<BufReader<ChildStdout>>,
+    /// Messages that arrived while the user was typing, handled after the question.
+    backlog: VecDeque<Value>,
+    next_id: i64,
+    /// Agent message chunks not yet printed (consecutive chunks share one line).
+    agent_text: String,
+    /// Lines typed on stdin (read by a thread, started at the first question).
+    user: Option<mpsc::Receiver<String>>,
+    user_eof: bool,
+}
+
+impl Demo {
+    async fn play(&mut self, script: &str) -> Res<()> {
+        self.say("-> initialize (the client advertises _sandboxagent/session/request_question)");
+        let caps = json!({"fs": {"readTextFile": false, "writeTextFile": false}, "_meta": {
+            META_KEY: {"extensions": {"sessionRequestQuestion": true}}}});
+        let info =
+            json!({"name": "acp-question-bridge-demo", "version": env!("CARGO_PKG_VERSION")});
+        let init = json!({"protocolVersion": 1, "clientCapabilities": caps, "clientInfo": info});
+        let init = self.call("initialize", init).await?;
+        let Some(v) =
+            init["agentCapabilities"]["_meta"][META_KEY]["questionBridge"]["version"].as_str()
+        else {
+            return fail("the agent capabilities lack _meta.questionBridge (not the bridge?)");
+        };
+        self.say(&format!("<- agent capabilities: questionBridge {v}"));
+        let cwd = std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_else(|_| "/".into());
+        let session = self
+            .call("session/new", json!({"cwd": cwd, "mcpServers": []}))
+            .await?;
+        let Some(sid) = session["sessionId"].as_str().map(str::to_owned) else {
+            return fail(format!("session/new returned no sessionId: {session}"));
+        };
+        self.say(&format!("-> session/new: {sid}"));
+        self.say(&format!("-> session/prompt: {}", json!(script)));
+        let prompt = json!({"sessionId": sid, "prompt": [{"type": "text", "text": script}]});
+        let done = self.call("session/prompt", prompt).await?;
+        let stop = done["stopReason"].as_str().unwrap_or("(none)");
+        self.say(&format!("<- stopReason: {stop}"));
+        Ok(())
+    }
+
+    /// Closes the bridge's stdin and waits (bounded) for it to exit; `None` if it was killed.
+    async fn finish(&mut self, child: &mut Child) -> Option<ExitStatus> {
+        self.stdin = None;
+        let lines = &mut self.lines;
+        let exited = tokio::time::timeout(EXIT_WAIT, async {
+            while let Ok(Some(_)) = lines.next_line().await {}
+            child.wait().await
+        });
+        match exited.await {
+            Ok(Ok(st)) => Some(st),
+            _ => {
+                let _ = child.kill().await;
+                None
+            }
+        }
+    }
+
+    fn flush_agent(&mut self) {
+        if !self.agent_text.is_empty() {
+            say(&format!("<- agent: {}", self.agent_text.trim_end()));
+            self.agent_text.clear();
+        }
+    }
+
+    fn say(&mut self, line: &str) {
+        self.flush_agent();
+        say(line);
+    }
+
+    async fn send(&mut self, msg: &Value) -> Res<()> {
+        let line = msg.to_string();
+        if self.verbose {
+            self.say(&format!("-> {line}"));
+        }
+        let Some(stdin) = self.stdin.as_mut() else {
+            return fail("the bridge's stdin is closed");
+        };
+        let write = async {
+            stdin.write_all(format!("{line}\n").as_bytes()).await?;
+            stdin.flush().await
+        };
+        match tokio::time::timeout(BRIDGE_WAIT, write).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => fail(format!("cannot write to the bridge: {e}")),
+            Err(_) => fail("timed out writing to the bridge"),
+        }
+    }
+
+    async fn respond(&mut self, id: &Value, result: Value) -> Res<()> {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}))
+            .await
+    }
+
+    /// Sends a request and handles everything the bridge sends until its response.
+    async fn call(&mut self, method: &str, params: Value) -> Res<Value> {
+        let id = json!(self.next_id);
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await?;
+        loop {
+            let msg = match self.backlog.pop_front() {
+                Some(msg) => msg,
+                None => {
+                    let line = tokio::time::timeout(BRIDGE_WAIT, self.lines.next_line()).await;
+                    let Ok(line) = line else {
+                        return fail(format!(
+                            "timed out after {BRIDGE_WAIT:?} waiting for the bridge ({method})"
+                        ));
+                    };
+                    self.received(line, method)?
+                }
+            };
+            if msg.get("method").is_some() || msg.get("id") != Some(&id) {
+                self.handle(msg).await?;
+            } else if let Some(e) = msg.get("error") {
+                return fail(format!(
+                    "{method} failed: {} {}",
+                    e["code"],
+                    e["message"].as_str().unwrap_or("")
+                ));
+            } else {
+                return Ok(msg.get("result").cloned().unwrap_or(Value::Null));
+            }
+        }
+    }
+
+    /// Parses (and in verbose mode shows) a line read from the bridge.
+    fn received(&mut self, line: std::io::Result<Option<String>>, waiting_for: &str) -> Res<Value> {
+        match line {
+            Ok(Some(line)) => {
+                if self.verbose {
+                    self.say(&format!("<- {line}"));
+                }
+                serde_json::from_str(&line)
+                    .or_else(|_| fail(format!("the bridge sent a line that is not JSON: {line}")))
+            }
+            Ok(None) => fail(format!(
+                "the bridge closed its stdout while waiting for {waiting_for}"
+            )),
+            Err(e) => fail(format!("cannot read from the bridge: {e}")),
+        }
+    }
+
+    /// A request or notification from the bridge (the agent's, passed through).
+    async fn handle(&mut self, msg: Value) -> Res<()> {
+        let method = msg["method"].as_str().unwrap_or_default().to_owned();
+        let params = &msg["params"];
+        if method.is_empty() {
+            return Ok(()); // a response to no request of ours
+        }
+        let Some(id) = msg.get("id").cloned() else {
+            let update = &params["update"];
+            match (method.as_str(), update["sessionUpdate"].as_str()) {
+                ("session/update", Some("agent_message_chunk")) => {
+                    self.agent_text
+                        .push_str(update["content"]["text"].as_str().unwrap_or_default());
+                }
+                ("session/update", kind) => {
+                    self.say(&format!("<- session/update: {}", kind.unwrap_or("?")))
+                }
+                ("$/cancel_request", _) => {
+                    self.say(&format!("<- $/cancel_request {}", params["requestId"]))
+                }
+                (other, _) => self.say(&format!("<- {other}")),
+            }
+            return Ok(());
+        };
+        match method.as_str() {
+            METHOD => self.on_question(id, params).await,
+            "session/request_permission" => {
+                let title = params["toolCall"]["title"].as_str().unwrap_or("(untitled)");
+                self.say(&format!("<- session/request_permission: {title}"));
+                let options = params["options"].as_array().cloned().unwrap_or_default();
+                let allow = options
+                    .iter()
+                    .find(|o| o["kind"].as_str().is_some_and(|k| k.starts_with("allow")));
+                let Some(option) = allow.or(options.first()) else {
+                    self.say("-> cancelled (no options)");
+                    return self
+                        .respond(&id, json!({"outcome": {"outcome": "cancelled"}}))
+                        .await;
+                };
+                let oid = option["optionId"].clone();
+                self.say(&format!("-> selected: {}", oid.as_str().unwrap_or("?")));
+                let outcome = json!({"outcome": "selected", "optionId": oid});
+                self.respond(&id, json!({ "outcome": outcome })).await
+            }
+            other => {
+                self.say(&format!("<- {other}: not supported by the demo (-32601)"));
+                let error =
+                    json!({"code": -32601, "message": format!("Method not found: {other}")});
+                self.send(&json!({"jsonrpc": "2.0", "id": id, "error": error}))
+                    .await
+            }
+        }
+    }
+
+    async fn on_question(&mut self, id: Value, params: &Value) -> Res<()> {
+        let qid = params["questionId"].as_str().unwrap_or("?");
+        self.say(&format!("<- {METHOD} {qid}"));
+        if let Some(at) = params.get("expiresAt") {
+            self.say(&format!(
+                "   expires at {}",
+                at.as_str().unwrap_or(&at.to_string())
+            ));
+        }
+        let raw = serde_json::value::to_raw_value(params).ok();
+        let q = match parse_request(raw.as_deref()) {
+            Ok(q) => q,
+            Err(e) => {
+                self.say(&format!("   invalid question ({e}): rejecting"));
+                return self.resolve(&id, None, "unsupported").await;
+            }
+        };
+        if self.reject {
+            (0..q.items.len()).for_each(|i| self.render_item(&q, i));
+            self.say("   answer: rejected (--reject)");
+            return self.resolve(&id, None, "declined").await;
+        }
+        let mut answers = Vec::new();
+        for (i, item) in q.items.iter().enumerate() {
+            self.render_item(&q, i);
+            loop {
+                let text = match self.next_answer(&id, item).await? {
+                    Answer::Text(text) => text,
+                    Answer::Reject(reason) => return self.resolve(&id, None, reason).await,
+                    Answer::Withdrawn => return Ok(()),
+                };
+                match parse_answer(item, &text) {
+                    Ok(values) => {
+                        answers.push(values);
+                        break;
+                    }
+                    Err(e) if self.answers.is_some() => {
+                        return bad_answer(format!("--answer for {:?}: {e}", item.prompt));
+                    }
+                    Err(e) => self.say(&format!("   {e}; try again")),
+                }
+            }
+        }
+        let checked = check_answers(&q, &json!(answers))
+            .or_else(|e| fail(format!("the demo built an invalid answer: {e}")))?;
+        self.resolve(&id, Some(checked), "").await
+    }
+
+    /// Answers (`Some`) or rejects with `reason` (`None`) the question `id`.
+    async fn resolve(&mut self, id: &Value, answers: Option<Answers>, reason: &str) -> Res<()> {
+        let result = match answers {
+            Some(answers) => {
+                self.say(&format!("-> answered: {}", json!(answers)));
+                json!({"status": "answered", "answers": answers})
+            }
+            None => {
+                self.say(&format!("-> rejected: {reason}"));
+                json!({"status": "rejected", "reason": reason})
+            }
+        };
+        self.respond(id, result).await
+    }
+
+    /// The answer to one item: the next --answer, or a line on stdin (while watching
+    /// the bridge for a withdrawal of question `id`).
+    async fn next_answer(&mut self, id: &Value, item: &Item) -> Res<Answer> {
+        if let Some(queue) = self.answers.as_mut() {
+            let Some(text) = queue.pop_front() else {
+                let n = item.prompt.as_str();
+                return bad_answer(format!("no --answer left for {n:?}: give one per item"));
+            };
+            self.say(&format!("   answer: {text} (from --answer)"));
+            return Ok(Answer::Text(text));
+        }
+        if self.user_eof {
+            self.say("   (end of input: rejecting)");
+            return Ok(Answer::Reject("declined"));
+        }
+        if self.user.is_none() {
+            let (tx, rx) = mpsc::channel(16);
+            std::thread::spawn(move || {
+                for line in std::io::stdin().lines().map_while(Result::ok) {
+                    if tx.blocking_send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+            self.user = Some(rx);
+        }
+        if self.interactive {
+            let n = item.options.len();
+            let hint = match (n, item.multi_select, item.allow_free_text) {
+                (0, _, _) => "text".to_owned(),
+                (_, true, _) => format!("numbers 1-{n}, comma-separated"),
+                (_, false, true) => format!("1-{n} or text"),
+                (_, false, false) => format!("1-{n}"),
+            };
+            let mut out = std::io::stdout().lock();
+            let _ = write!(out, "   answer [{hint}; empty or r rejects]> ");
+            let _ = out.flush();
+        }
+        let wait = if self.interactive {
+            TERMINAL_WAIT
+        } else {
+            BRIDGE_WAIT
+        };
+        let deadline = tokio::time::Instant::now() + wait;
+        let nl = if self.interactive { "\n" } else { "" };
+        let line = loop {
+            let Some(user) = self.user.as_mut() else {
+                return fail("no stdin reader");
+            };
+            let got = tokio::select! {
+                line = user.recv() => Ok(line),
+                line = self.lines.next_line() => Err(Some(line)),
+                _ = tokio::time::sleep_until(deadline) => Err(None),
+            };
+            match got {
+                Ok(line) => break line,
+                Err(Some(line)) => {
+                    let msg = self.received(line, "an answer")?;
+                    if msg["method"] == "$/cancel_request" && msg["params"]["requestId"] == *id {
+                        self.say(&format!(
+                            "{nl}<- $/cancel_request {id}: the question was withdrawn"
+                        ));
+                        return Ok(Answer::Withdrawn);
+                    }
+                    self.backlog.push_back(msg);
+                }
+                Err(None) => {
+                    self.say(&format!("{nl}   no answer within {wait:?}: rejecting"));
+                    return Ok(Answer::Reject("timeout"));
+                }
+            }
+        };
+        let Some(line) = line else {
+            self.user_eof = true;
+            self.say(&format!("{nl}   (end of input: rejecting)"));
+            return Ok(Answer::Reject("declined"));
+        };
+        let text = line.trim();
+        if !self.interactive {
+            self.say(&format!("   answer: {text} (from stdin)"));
+        }
+        if text.is_empty() || text == "r" {
+            return Ok(Answer::Reject("declined"));
+        }
+        Ok(Answer::Text(text.to_owned()))
+    }
+
+    fn render_item(&mut self, q: &Question, i: usize) {
+        let item = &q.items[i];
+        let n = q.items.len();
+        let count = (n > 1).then(|| format!("({}/{n}) ", i + 1));
+        let header = item.header.as_ref().map(|h| format!("{h}: "));
+        let notes = match (
+            item.multi_select,
+            item.allow_free_text,
+            item.options.is_empty(),
+        ) {
+            (_, true, true) => " (free text)",
+            (true, true, false) => " (multi-select, free text allowed)",
+            (true, false, _) => " (multi-select)",
+            (false, true, false) => " (free text allowed)",
+            (false, false, _) => "",
+        };
+        let (count, header) = (count.unwrap_or_default(), header.unwrap_or_default());
+        self.say(&format!("   {count}{header}{}{notes}", item.prompt));
+        for (n, c) in item.options.iter().enumerate() {
+            let desc = c
+                .description
+                .as_ref()
+                .map_or(String::new(), |d| format!(" - {d}"));
+            self.say(&format!("     {}) {} [{}]{desc}", n + 1, c.label, c.value));
+        }
+    }
+}
+
+/// Maps one typed answer to option values: an option value or label, an option number
+/// (1-based), or free text where allowed; a multi-select item takes a comma-separated list.
+fn parse_answer(item: &Item, text: &str) -> Result<Vec<String>, String> {
+    let tokens: Vec<&str> = if item.multi_select {
+        text.split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .collect()
+    } else {
+        vec![text.trim()]
+    };
+    if tokens.iter().all(|t| t.is_empty()) {
+        return Err("empty answer (use --reject to reject)".into());
+    }
+    let mut values: Vec<String> = Vec::new();
+    for t in tokens {
+        let number = t.parse::<usize>().ok().and_then(|n| n.checked_sub(1));
+        let value = match (
+            item.option_value(t),
+            number.and_then(|n| item.options.get(n)),
+        ) {
+            (Some(v), _) => v.to_owned(),
+            (None, Some(c)) => c.value.clone(),
+            (None, None) if item.allow_free_text => t.to_owned(),
+            (None, None) => {
+                let names: Vec<&str> = item.options.iter().map(|c| c.value.as_str()).collect();
+                return Err(format!(
+                    "{t:?} is not an option (a number 1-{} or one of: {}) and free text is not allowed",
+                    item.options.len(),
+                    names.join(", ")
+                ));
+            }
+        };
+        values.push(value);
+    }
+    Ok(values) // check_answers drops duplicates
+}

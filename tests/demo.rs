@@ -1,0 +1,244 @@
+//! `acp-question-bridge demo`: the real binary playing an IDE around the bridge and the
+//! built-in mock agent. Every run is bounded by a timeout.
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_acp-question-bridge");
+/// How long one demo run may take before the test fails.
+const WAIT: Duration = Duration::from_secs(60);
+
+/// What the demo gets on stdin.
+enum Input<'a> {
+    /// /dev/null (immediate EOF).
+    Null,
+    /// These bytes, then EOF.
+    Piped(&'a str),
+    /// A pipe kept open (never written) until the demo exits.
+    Open,
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn read_in_thread(mut r: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.read_to_end(&mut buf);
+        let _ = tx.send(String::from_utf8_lossy(&buf).into_owned());
+    });
+    rx
+}
+
+fn demo(args: &[&str], input: Input<'_>) -> Run {
+    let mut child = Command::new(BIN)
+        .arg("demo")
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdin(match input {
+            Input::Null => Stdio::null(),
+            _ => Stdio::piped(),
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn demo");
+    // Kept open (Input::Open) until the demo has exited.
+    let mut stdin = child.stdin.take();
+    if let Input::Piped(text) = input {
+        let mut w = stdin.take().expect("stdin");
+        w.write_all(text.as_bytes()).expect("write stdin");
+    }
+    let out = read_in_thread(child.stdout.take().expect("stdout"));
+    let err = read_in_thread(child.stderr.take().expect("stderr"));
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("demo {args:?} did not exit within {WAIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(stdin);
+    let left = deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(5);
+    let stdout = out.recv_timeout(left).expect("stdout not closed");
+    let stderr = err.recv_timeout(left).expect("stderr not closed");
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout,
+        stderr,
+    }
+}
+
+#[track_caller]
+fn assert_ok(run: &Run, needle: &str) {
+    assert_eq!(
+        run.code, 0,
+        "exit status; stdout:\n{}\nstderr:\n{}",
+        run.stdout, run.stderr
+    );
+    assert!(
+        run.stdout.contains(needle),
+        "stdout lacks {needle:?}:\n{}\nstderr:\n{}",
+        run.stdout,
+        run.stderr
+    );
+    assert!(
+        run.stdout.contains("<- stopReason: end_turn"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn answer_by_value() {
+    let run = demo(&["--answer", "option-a"], Input::Null);
+    assert_ok(&run, r#"<- agent: answered: [["option-a"]]"#);
+    assert!(
+        run.stdout.contains("questionBridge 0.1.0"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("1) Option A [option-a]"),
+        "{}",
+        run.stdout
+    );
+    // The bridge runs with --log-level warn: no info logs on the terminal.
+    assert!(
+        !run.stderr.contains(" INFO "),
+        "bridge logs leaked: {}",
+        run.stderr
+    );
+}
+
+#[test]
+fn answer_by_number() {
+    let run = demo(&["--answer", "2"], Input::Null);
+    assert_ok(&run, r#"<- agent: answered: [["option-b"]]"#);
+}
+
+#[test]
+fn answer_by_label() {
+    let run = demo(&["--answer", "Option B"], Input::Null);
+    assert_ok(&run, r#"<- agent: answered: [["option-b"]]"#);
+}
+
+#[test]
+fn reject() {
+    let run = demo(&["--reject"], Input::Null);
+    assert_ok(&run, "<- agent: rejected: declined");
+}
+
+#[test]
+fn multi_question_form() {
+    let run = demo(
+        &[
+            "--script",
+            "questions",
+            "--answer",
+            "Postgres",
+            "--answer",
+            "auth,search",
+            "--answer",
+            "some notes",
+        ],
+        Input::Null,
+    );
+    assert_ok(
+        &run,
+        r#"<- agent: answered: [["Postgres"],["auth","search"],["some notes"]]"#,
+    );
+    assert!(run.stdout.contains("(multi-select)"), "{}", run.stdout);
+    assert!(run.stdout.contains("(free text)"), "{}", run.stdout);
+}
+
+#[test]
+fn answers_piped_on_stdin() {
+    let run = demo(&[], Input::Piped("option-b\n"));
+    assert_ok(&run, r#"<- agent: answered: [["option-b"]]"#);
+    let run = demo(&["--script", "questions"], Input::Piped("2\n1, 3\nhello\n"));
+    assert_ok(
+        &run,
+        r#"<- agent: answered: [["SQLite"],["auth","search"],["hello"]]"#,
+    );
+}
+
+#[test]
+fn invalid_piped_line_is_reprompted() {
+    let run = demo(&[], Input::Piped("option-z\n1\n"));
+    assert_ok(&run, r#"<- agent: answered: [["option-a"]]"#);
+    assert!(run.stdout.contains("try again"), "{}", run.stdout);
+}
+
+#[test]
+fn eof_and_empty_line_reject() {
+    let run = demo(&[], Input::Null);
+    assert_ok(&run, "<- agent: rejected: declined");
+    let run = demo(&[], Input::Piped("\n"));
+    assert_ok(&run, "<- agent: rejected: declined");
+}
+
+#[test]
+fn invalid_answer_fails() {
+    let run = demo(&["--answer", "option-z"], Input::Null);
+    assert_eq!(
+        run.code, 2,
+        "stdout:\n{}\nstderr:\n{}",
+        run.stdout, run.stderr
+    );
+    // The error is the demo's last line (the bridge may log a warning before it).
+    let err = run.stderr.lines().last().unwrap_or_default();
+    assert!(
+        err.starts_with("acp-question-bridge demo: --answer"),
+        "{err}"
+    );
+    assert!(err.contains("\"option-z\" is not an option"), "{err}");
+    assert!(!run.stdout.contains("<- agent: answered"), "{}", run.stdout);
+}
+
+#[test]
+fn permission_is_allowed() {
+    let run = demo(&["--script", "permission"], Input::Null);
+    assert_ok(&run, "<- agent: permission: allow");
+}
+
+#[test]
+fn question_timeout_withdraws_the_question() {
+    let run = demo(&["--question-timeout", "300ms"], Input::Open);
+    assert_ok(&run, "<- agent: rejected: timeout");
+    assert!(run.stdout.contains("expires at "), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("the question was withdrawn"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn verbose_shows_raw_lines() {
+    let run = demo(&["--verbose", "--answer", "1"], Input::Null);
+    assert_ok(&run, r#"<- agent: answered: [["option-a"]]"#);
+    assert!(
+        run.stdout
+            .contains(r#"-> {"jsonrpc":"2.0","id":0,"method":"initialize""#),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains(r#"<- {"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#),
+        "{}",
+        run.stdout
+    );
+}
