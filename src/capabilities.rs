@@ -63,6 +63,18 @@ pub enum Existing {
 /// Sets `key = value` in the object found at `path` inside the JSON object `text`,
 /// creating missing objects on the way. Returns `None` (leave the message as it is) when
 /// `text` or an existing member on the path is not an object.
+///
+/// ```
+/// use acp_question_bridge::capabilities::{merge, Existing};
+/// use serde_json::json;
+///
+/// let line = r#"{"id":1,"params":{"big":1e400,"s":"é"}}"#;
+/// let merged = merge(line, &["params"], "expiresAt", &json!("2026-01-01T00:00:00Z"), Existing::Replace);
+/// assert_eq!(
+///     merged.as_deref(),
+///     Some(r#"{"id":1,"params":{"big":1e400,"s":"é","expiresAt":"2026-01-01T00:00:00Z"}}"#)
+/// );
+/// ```
 pub fn merge(
     text: &str,
     path: &[&str],

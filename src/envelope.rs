@@ -124,6 +124,21 @@ fn valid_id(raw: &RawValue) -> bool {
 }
 
 /// Classifies one line (already stripped of its terminator and BOM).
+///
+/// ```
+/// use acp_question_bridge::envelope::{classify, Kind};
+///
+/// let line = br#"{"jsonrpc":"2.0","id":"1","method":"session/prompt","params":{"n":1e400}}"#;
+/// match classify(line) {
+///     Kind::Request { id, method, params } => {
+///         assert_eq!(id.as_json(), r#""1""#); // not the same id as 1
+///         assert_eq!(method, "session/prompt");
+///         assert_eq!(params.unwrap().get(), r#"{"n":1e400}"#); // raw text, untouched
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// assert!(matches!(classify(b"Loading..."), Kind::NotJson { .. }));
+/// ```
 pub fn classify(line: &[u8]) -> Kind<'_> {
     let start = line.iter().position(|b| !b.is_ascii_whitespace());
     match start.map(|i| line[i]) {
