@@ -238,3 +238,72 @@ fn agent_pid_of(bridge: u32) -> u32 {
         .and_then(|p| p.parse().ok())
         .expect("agent pid")
 }
+
+/// Like gemini-cli re-launching itself: the agent's own child must go with the group.
+#[tokio::test]
+async fn grandchildren_are_terminated_with_the_agent_group() {
+    let dir = temp_dir("grandchild");
+    let pidfile = dir.join("pid");
+    let script = format!("sleep 1000 & echo $! > {}; wait", pidfile.display());
+    let argv: Vec<String> = ["--shutdown-grace", "200ms", "--", "sh", "-c", &script]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut b = Bridge::spawn(&argv);
+    let grandchild: i32 = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(pid) = std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+            {
+                return pid;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("grandchild pid");
+    b.close_stdin();
+    assert_eq!(b.wait().await, 0);
+    // Gone, or a zombie nobody has reaped yet (dead either way).
+    let stat = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
+    let state = stat.rsplit(") ").next().and_then(|r| r.chars().next());
+    assert!(
+        matches!(state, None | Some('Z') | Some('X')),
+        "grandchild {grandchild} survived: {stat}"
+    );
+}
+
+#[tokio::test]
+async fn log_file_and_json_format_and_cwd() {
+    let dir = temp_dir("logs");
+    let log = dir.join("bridge.log");
+    let argv: Vec<String> = [
+        "--log-file",
+        log.to_str().unwrap(),
+        "--log-format",
+        "json",
+        "--cwd",
+        dir.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "pwd >&2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut b = Bridge::spawn(&argv);
+    b.close_stdin();
+    assert_eq!(b.wait().await, 0);
+    // The agent's stderr still reaches ours; the bridge's logs went to the file.
+    let stderr = b.stderr();
+    assert!(
+        stderr.contains(dir.file_name().unwrap().to_str().unwrap()),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("agent started"), "{stderr}");
+    let logs = std::fs::read_to_string(&log).unwrap();
+    let first: serde_json::Value = serde_json::from_str(logs.lines().next().unwrap()).unwrap();
+    assert_eq!(first["fields"]["message"], "agent started");
+}
