@@ -193,6 +193,18 @@ pub fn merge_initialize_response(line: &str) -> Option<String> {
     )
 }
 
+/// The client's `initialize` request with `clientCapabilities.elicitation.form = {}` added
+/// (`--advertise-elicitation`; an existing `form` is kept).
+pub fn advertise_elicitation(line: &str) -> Option<String> {
+    merge(
+        line,
+        &["params", "clientCapabilities", "elicitation"],
+        "form",
+        &json!({}),
+        Existing::Keep,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,12 +61,43 @@ pub struct BridgeArgs {
     /// Most questions one session may have pending; one more gets error -32000.
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pending_per_session: u32,
+    /// How questions reach the client: `auto` picks from its `initialize` (the extension
+    /// when advertised, else an `elicitation/create` form when it renders forms, else a
+    /// `session/request_permission` prompt); the others force one.
+    #[arg(long, value_enum, value_name = "DIALECT", default_value_t = ClientDialect::Auto)]
+    pub client_dialect: ClientDialect,
+    /// Tell the agent the client renders form elicitations even when it does not, and show
+    /// the agent's form elicitations as questions (extension or permission prompt).
+    #[arg(long)]
+    pub advertise_elicitation: bool,
     /// Working directory of the agent.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// The agent command and its arguments, after `--`.
     #[arg(last = true, value_name = "AGENT")]
     pub agent: Vec<String>,
+}
+
+/// `--client-dialect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ClientDialect {
+    Auto,
+    Extension,
+    Elicitation,
+    Permission,
+}
+
+impl ClientDialect {
+    /// The forced dialect, or `None` for auto.
+    pub fn forced(self) -> Option<crate::questions::Dialect> {
+        use crate::questions::Dialect;
+        match self {
+            ClientDialect::Auto => None,
+            ClientDialect::Extension => Some(Dialect::Extension),
+            ClientDialect::Elicitation => Some(Dialect::Elicitation),
+            ClientDialect::Permission => Some(Dialect::Permission),
+        }
+    }
 }
 
 /// Parses `500ms`, `3s`, `2m`, `1h` (and combinations such as `1m30s`).

@@ -37,6 +37,7 @@ Script words (the first word of the prompt text picks the behaviour):
                          after MS unless answered first
   elicit                 elicitation/create (form: an enum, a string, a boolean); streams
                          `elicitation: <action> <content json>`, end_turn
+  elicit-choice          elicitation/create with one single-select field (red / green)
   flood <N> [<BYTES>]    N agent_message_chunks of about BYTES bytes (default 100), end_turn
   slow <MS>              wait MS milliseconds, then end_turn (stopReason cancelled if cancelled)
   garbage                write a non-JSON line to stdout, then behave as the default
@@ -347,25 +348,38 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
             }
             wait_and_report(ctx, sid, rx, cancel, report_question).await
         }
-        "elicit" => {
-            let rx = ctx.request(
-                "elicitation/create",
+        "elicit" | "elicit-choice" => {
+            let schema = if first == "elicit" {
                 json!({
-                    "sessionId": sid,
-                    "mode": "form",
-                    "message": "Configure the mock run",
-                    "requestedSchema": {
-                        "type": "object",
-                        "properties": {
-                            "color": {"type": "string", "title": "Color", "enum": ["red", "green"]},
-                            "name": {"type": "string", "title": "Name"},
-                            "confirm": {"type": "boolean", "title": "Confirm"}
-                        },
-                        "required": ["color"]
-                    }
-                }),
-            )
-            .await;
+                    "type": "object",
+                    "properties": {
+                        "color": {"type": "string", "title": "Color", "enum": ["red", "green"]},
+                        "name": {"type": "string", "title": "Name"},
+                        "confirm": {"type": "boolean", "title": "Confirm"}
+                    },
+                    "required": ["color"]
+                })
+            } else {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "color": {"type": "string", "title": "Color", "oneOf": [
+                            {"const": "red", "title": "Red"}, {"const": "green", "title": "Green"}]}
+                    },
+                    "required": ["color"]
+                })
+            };
+            let message = if first == "elicit" {
+                "Configure the mock run"
+            } else {
+                "Pick a color"
+            };
+            let rx = ctx
+                .request(
+                    "elicitation/create",
+                    json!({ "sessionId": sid, "mode": "form", "message": message, "requestedSchema": schema }),
+                )
+                .await;
             let report = |outcome: Result<Value, Value>| match outcome {
                 Ok(r) => format!(
                     "elicitation: {} {}",

@@ -5,7 +5,9 @@
 //! - `{"args": [...]}`: bridge flags (first line, optional);
 //! - `{"client": msg}`: the IDE client sends `msg`;
 //! - `{"bridge": msg}`: the client must receive exactly `msg` next (`"<timestamp>"` matches
-//!   any RFC 3339 time, `"<any>"` matches anything);
+//!   any RFC 3339 time, `"<any>"` matches anything, and `<prefix>` inside a string stands
+//!   for the random prefix of the bridge's own request ids, learned from the first match
+//!   and substituted into later `client` messages);
 //! - `{"sleep_ms": n}`: wait; `{"close": true}`: close the bridge's stdin;
 //! - `{"exit": code}`: the bridge must exit with `code`, and nothing unlisted may follow;
 //! - `{"comment": "..."}`: ignored.
@@ -44,20 +46,52 @@ fn is_timestamp(s: &str) -> bool {
         && humantime::parse_rfc3339(s).is_ok()
 }
 
-/// Whether `got` matches `want` (with placeholders).
-fn matches(want: &Value, got: &Value) -> bool {
+const PREFIX: &str = "acp-question-bridge:";
+
+/// The random id prefix of the bridge (`acp-question-bridge:<16 hex>:`) inside `s`.
+fn bridge_prefix(s: &str) -> Option<&str> {
+    let start = s.find(PREFIX)?;
+    let end = start + PREFIX.len() + 17;
+    let p = s.get(start..end)?;
+    (p.ends_with(':')
+        && p[PREFIX.len()..end - start - 1]
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit()))
+    .then_some(p)
+}
+
+/// Whether `got` matches `want` (with placeholders); learns the bridge's id prefix.
+fn matches(want: &Value, got: &Value, prefix: &mut Option<String>) -> bool {
     match (want, got) {
         (Value::String(w), _) if w == "<any>" => true,
         (Value::String(w), Value::String(g)) if w == "<timestamp>" => is_timestamp(g),
+        (Value::String(w), Value::String(g)) if w.contains("<prefix>") => {
+            let Some(actual) = bridge_prefix(g) else {
+                return false;
+            };
+            if prefix.as_deref().is_some_and(|p| p != actual) {
+                return false;
+            }
+            *prefix = Some(actual.to_owned());
+            &w.replace("<prefix>", actual) == g
+        }
         (Value::Object(w), Value::Object(g)) => {
             w.len() == g.len()
                 && w.iter()
-                    .all(|(k, wv)| g.get(k).is_some_and(|gv| matches(wv, gv)))
+                    .all(|(k, wv)| g.get(k).is_some_and(|gv| matches(wv, gv, prefix)))
         }
         (Value::Array(w), Value::Array(g)) => {
-            w.len() == g.len() && w.iter().zip(g).all(|(a, b)| matches(a, b))
+            w.len() == g.len() && w.iter().zip(g).all(|(a, b)| matches(a, b, prefix))
         }
         _ => want == got,
+    }
+}
+
+/// A client message with `<prefix>` replaced by the bridge's actual id prefix.
+fn substitute(msg: &Value, prefix: &Option<String>) -> Value {
+    match prefix {
+        Some(p) => serde_json::from_str(&msg.to_string().replace("<prefix>", p)).unwrap(),
+        None => msg.clone(),
     }
 }
 
@@ -65,6 +99,10 @@ fn matches(want: &Value, got: &Value) -> bool {
 fn normalize(v: &mut Value) {
     match v {
         Value::String(s) if is_timestamp(s) => *s = "<timestamp>".into(),
+        Value::String(s) if bridge_prefix(s).is_some() => {
+            let p = bridge_prefix(s).unwrap_or_default().to_owned();
+            *s = s.replace(&p, "<prefix>");
+        }
         Value::Object(m) => {
             // Our own version changes with every release.
             if let Some(v) = m.get_mut("version") {
@@ -94,13 +132,14 @@ async fn replay(path: &Path) {
         .unwrap_or_default();
     let mut b = Bridge::mock(&args);
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let mut prefix = None;
     for (n, step) in steps.iter().enumerate() {
         if let Some(msg) = step.get("client") {
-            b.send(msg).await;
+            b.send(&substitute(msg, &prefix)).await;
         } else if let Some(want) = step.get("bridge") {
             let got = b.recv().await;
             assert!(
-                matches(want, &got),
+                matches(want, &got, &mut prefix),
                 "{name} step {n}: expected\n  {want}\ngot\n  {got}\nstderr:\n{}",
                 b.stderr()
             );
@@ -133,8 +172,12 @@ async fn record(path: &Path) {
         .unwrap_or_default();
     let mut b = Bridge::mock(&args);
     let mut out: Vec<Value> = Vec::new();
-    async fn quiet(b: &mut Bridge, out: &mut Vec<Value>) {
+    let mut prefix: Option<String> = None;
+    async fn quiet(b: &mut Bridge, out: &mut Vec<Value>, prefix: &mut Option<String>) {
         while let Some(mut m) = b.try_recv(Duration::from_millis(400)).await {
+            if prefix.is_none() {
+                *prefix = bridge_prefix(&m.to_string()).map(str::to_owned);
+            }
             normalize(&mut m);
             out.push(json!({ "bridge": m }));
         }
@@ -152,7 +195,7 @@ async fn record(path: &Path) {
             continue;
         }
         if let Some(msg) = step.get("client") {
-            b.send(msg).await;
+            b.send(&substitute(msg, &prefix)).await;
         } else if let Some(ms) = step.get("sleep_ms").and_then(Value::as_u64) {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         } else if step.get("close").is_some() {
@@ -160,7 +203,7 @@ async fn record(path: &Path) {
         }
         out.push(step.clone());
         if step.get("client").is_some() || step.get("sleep_ms").is_some() {
-            quiet(&mut b, &mut out).await;
+            quiet(&mut b, &mut out, &mut prefix).await;
         }
     }
     let text: String = out.iter().map(|v| format!("{v}\n")).collect();
@@ -194,12 +237,29 @@ async fn every_fixture_replays() {
 
 #[test]
 fn placeholders_match_only_what_they_should() {
-    assert!(matches(&json!({"a":"<any>"}), &json!({"a":[1,2]})));
-    assert!(!matches(&json!({"a":"<any>"}), &json!({"a":1,"b":2})));
+    let p = &mut None;
+    assert!(matches(&json!({"a":"<any>"}), &json!({"a":[1,2]}), p));
+    assert!(!matches(&json!({"a":"<any>"}), &json!({"a":1,"b":2}), p));
     assert!(matches(
         &json!("<timestamp>"),
-        &json!("2026-11-20T23:35:54.123Z")
+        &json!("2026-11-20T23:35:54.123Z"),
+        p
     ));
-    assert!(!matches(&json!("<timestamp>"), &json!("soon")));
-    assert!(!matches(&json!([1, 2]), &json!([2, 1])));
+    assert!(!matches(&json!("<timestamp>"), &json!("soon"), p));
+    assert!(!matches(&json!([1, 2]), &json!([2, 1]), p));
+    let id = "acp-question-bridge:0123456789abcdef:1";
+    assert!(matches(&json!("<prefix>1"), &json!(id), p));
+    assert_eq!(p.as_deref(), Some("acp-question-bridge:0123456789abcdef:"));
+    // Once learned, another prefix does not match.
+    assert!(!matches(
+        &json!("<prefix>2"),
+        &json!("acp-question-bridge:ffffffffffffffff:2"),
+        p
+    ));
+    assert!(!matches(
+        &json!("<prefix>1"),
+        &json!("acp-question-bridge:nothex:1"),
+        &mut None
+    ));
+    assert_eq!(substitute(&json!({"id":"<prefix>1"}), p), json!({"id": id}));
 }

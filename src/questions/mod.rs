@@ -5,6 +5,7 @@
 //! - [`registry`]: the pending questions, indexed for O(1) routing.
 
 pub mod answer;
+pub mod dialect;
 pub mod model;
 pub mod registry;
 

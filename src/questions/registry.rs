@@ -12,6 +12,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::{Instant, SystemTime};
 
+use super::dialect::Field;
 use super::model::Question;
 use super::Dialect;
 use crate::envelope::RequestId;
@@ -19,10 +20,23 @@ use crate::envelope::RequestId;
 /// How many resolved client ids are remembered to recognize late answers.
 pub const RECENTLY_RESOLVED: usize = 4096;
 
+/// Where a pending question came from, which decides what the agent gets back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// `_sandboxagent/session/request_question`: the agent gets the canonical result.
+    Question,
+    /// The agent's own form `elicitation/create`, shown as a question
+    /// (`--advertise-elicitation`): the agent gets an elicitation result for these fields.
+    AgentElicitation(Vec<Field>),
+}
+
 /// A question waiting for its answer.
 #[derive(Debug, Clone)]
 pub struct Pending {
     pub question: Question,
+    pub origin: Origin,
+    /// The `toolCallId` shown with a permission-prompt question.
+    pub tool_call_id: Option<String>,
     /// The id of the agent's request (the response to the agent carries it).
     pub agent_id: RequestId,
     /// The id of the request the client is showing (equal to `agent_id` for the extension).
@@ -34,6 +48,46 @@ pub struct Pending {
     pub expires_wall: Option<SystemTime>,
 }
 
+/// A bounded set of recently finished request ids (oldest forgotten first), to recognize a
+/// late or duplicate response instead of forwarding it.
+#[derive(Debug, Default)]
+pub struct RecentIds {
+    order: VecDeque<RequestId>,
+    set: HashSet<RequestId>,
+}
+
+impl RecentIds {
+    pub fn contains(&self, id: &RequestId) -> bool {
+        self.set.contains(id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.set.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
+
+    pub fn insert(&mut self, id: RequestId) {
+        if self.set.insert(id.clone()) {
+            self.order.push_back(id);
+            if self.order.len() > RECENTLY_RESOLVED {
+                if let Some(old) = self.order.pop_front() {
+                    self.set.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// Forgets `id` (it is in use again).
+    pub fn remove(&mut self, id: &RequestId) {
+        if self.set.remove(id) {
+            self.order.retain(|x| x != id);
+        }
+    }
+}
+
 /// Pending questions of every session.
 #[derive(Debug, Default)]
 pub struct Registry {
@@ -42,8 +96,7 @@ pub struct Registry {
     by_key: HashMap<(Box<str>, Box<str>), RequestId>,
     by_session: HashMap<Box<str>, Vec<RequestId>>,
     deadlines: BTreeSet<(Instant, RequestId)>,
-    resolved_order: VecDeque<RequestId>,
-    resolved: HashSet<RequestId>,
+    resolved: RecentIds,
 }
 
 impl Registry {
@@ -105,9 +158,7 @@ impl Registry {
         let agent_id = p.agent_id.clone();
         let session: Box<str> = p.question.session_id.as_str().into();
         // An id the agent reuses is a new request: it is no longer "resolved".
-        if self.resolved.remove(&p.client_id) {
-            self.resolved_order.retain(|id| id != &p.client_id);
-        }
+        self.resolved.remove(&p.client_id);
         self.client_to_agent
             .insert(p.client_id.clone(), agent_id.clone());
         self.by_key.insert(
@@ -148,19 +199,8 @@ impl Registry {
         if let Some(d) = p.deadline {
             self.deadlines.remove(&(d, agent_id.clone()));
         }
-        self.remember_resolved(p.client_id.clone());
+        self.resolved.insert(p.client_id.clone());
         Some(p)
-    }
-
-    fn remember_resolved(&mut self, id: RequestId) {
-        if self.resolved.insert(id.clone()) {
-            self.resolved_order.push_back(id);
-            if self.resolved_order.len() > RECENTLY_RESOLVED {
-                if let Some(old) = self.resolved_order.pop_front() {
-                    self.resolved.remove(&old);
-                }
-            }
-        }
     }
 
     /// Removes and returns every question of `session`, oldest first.
@@ -204,6 +244,8 @@ mod tests {
 
     fn pending(session: &str, qid: &str, id: &str, deadline: Option<Instant>) -> Pending {
         Pending {
+            origin: Origin::Question,
+            tool_call_id: None,
             question: parse_request(Some(
                 &serde_json::value::RawValue::from_string(
                     json!({"sessionId":session,"questionId":qid,"prompt":"p"}).to_string(),

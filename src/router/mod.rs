@@ -27,7 +27,8 @@ use crate::capabilities::{self, ClientSupport};
 use crate::codec::Frame;
 use crate::envelope::{self, Kind, RequestId};
 use crate::jsonrpc::{self, code};
-use crate::questions::registry::Registry;
+use crate::questions::registry::{RecentIds, Registry};
+use crate::questions::Dialect;
 
 /// Which peer a message came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +114,11 @@ pub struct RouterConfig {
     pub question_timeout: Option<Duration>,
     /// Most questions one session may have pending (`--max-pending-per-session`).
     pub max_pending_per_session: usize,
+    /// `--client-dialect`: `None` chooses from the client's `initialize` (auto).
+    pub client_dialect: Option<Dialect>,
+    /// `--advertise-elicitation`: tell the agent the client renders form elicitations
+    /// even when it does not, and show them as questions.
+    pub advertise_elicitation: bool,
 }
 
 impl Default for RouterConfig {
@@ -121,6 +127,8 @@ impl Default for RouterConfig {
             max_in_flight: 65_536,
             question_timeout: None,
             max_pending_per_session: 32,
+            client_dialect: None,
+            advertise_elicitation: false,
         }
     }
 }
@@ -151,6 +159,14 @@ pub struct Router {
     questions: Registry,
     /// What the client's `initialize` said it can show (None before `initialize`).
     client: Option<ClientSupport>,
+    /// The dialect chosen in auto mode (after `initialize`, or after a `-32601` fallback).
+    auto_dialect: Option<Dialect>,
+    /// Prefix of the ids of requests the bridge sends (random per process).
+    id_prefix: String,
+    next_bridge_id: u64,
+    /// Agent requests the bridge answered on the client's behalf (cancel, EOF): a later
+    /// answer from the client is dropped.
+    answered_for_client: RecentIds,
     /// Maps the monotonic clock to wall time (for `expiresAt`), fixed at creation.
     wall_anchor: (Instant, SystemTime),
     agent_gone: bool,
@@ -165,6 +181,10 @@ impl Router {
             agent_requests: HashMap::new(),
             questions: Registry::default(),
             client: None,
+            auto_dialect: None,
+            id_prefix: random_prefix(),
+            next_bridge_id: 0,
+            answered_for_client: RecentIds::default(),
             wall_anchor: (Instant::now(), SystemTime::now()),
             agent_gone: false,
             counters: Counters::default(),
@@ -248,10 +268,24 @@ impl Router {
                     self.on_question_request(id, params, &line, now, out);
                     return;
                 }
+                if from == Side::Agent
+                    && method == "elicitation/create"
+                    && self.translates_agent_elicitations()
+                {
+                    self.on_agent_elicitation(id, params, now, out);
+                    return;
+                }
+                if from == Side::Agent {
+                    // An id in use again is no longer "answered on the client's behalf".
+                    self.answered_for_client.remove(&id);
+                }
                 let mut line = line;
                 if from == Side::Client && method == "initialize" {
-                    self.client = Some(ClientSupport::from_initialize(params));
+                    self.on_initialize(params);
                     line = rewrite(line, capabilities::merge_initialize_request);
+                    if self.translates_agent_elicitations() {
+                        line = rewrite(line, capabilities::advertise_elicitation);
+                    }
                 }
                 let entry = InFlight {
                     method: method.as_ref().into(),
@@ -281,6 +315,7 @@ impl Router {
                         self.forward(from, line, out);
                         if let Some(session) = envelope::session_id(params) {
                             self.cancel_session_questions(&session, out);
+                            self.answer_agent_prompts(Some(&session), true, out);
                         }
                     }
                     (Side::Agent, "$/cancel_request") => {
@@ -388,7 +423,63 @@ impl Router {
     /// `client_disconnected`, then the agent's stdin is closed after what is queued.
     pub fn on_client_eof(&mut self, _now: Instant, out: &mut Outbox) {
         self.reject_all_questions(out);
+        self.answer_agent_prompts(None, false, out);
         out.to_agent.push_back(Out::Close);
+    }
+
+    /// Records what the client's `initialize` says it can show, and the dialect.
+    fn on_initialize(&mut self, params: Option<&serde_json::value::RawValue>) {
+        let support = ClientSupport::from_initialize(params);
+        self.client = Some(support);
+        self.auto_dialect = None;
+        let dialect = self.dialect();
+        tracing::info!(
+            dialect = dialect.as_str(),
+            forced = self.cfg.client_dialect.is_some(),
+            native_questions = support.native_questions,
+            elicitation_form = support.elicitation_form,
+            "questions will reach the client as {}",
+            dialect.as_str()
+        );
+    }
+
+    /// Answers the agent's permission requests and form elicitations still waiting on the
+    /// client (of `session`, or all), as ACP says the client must after a cancel: permission
+    /// `{"outcome":{"outcome":"cancelled"}}`, elicitation `{"action":"cancel"}`. With
+    /// `notify_client`, the client gets `$/cancel_request` for each; its later answer is
+    /// dropped.
+    fn answer_agent_prompts(
+        &mut self,
+        session: Option<&str>,
+        notify_client: bool,
+        out: &mut Outbox,
+    ) {
+        let mut due: Vec<(RequestId, InFlight)> = self
+            .agent_requests
+            .iter()
+            .filter(|(_, r)| {
+                matches!(
+                    &*r.method,
+                    "session/request_permission" | "elicitation/create"
+                ) && session.is_none_or(|s| r.session_id.as_deref() == Some(s))
+            })
+            .map(|(id, r)| (id.clone(), r.clone()))
+            .collect();
+        due.sort_by_key(|(_, r)| r.started);
+        for (id, req) in due {
+            self.agent_requests.remove(&id);
+            let result = if &*req.method == "elicitation/create" {
+                json!({ "action": "cancel" })
+            } else {
+                json!({ "outcome": { "outcome": "cancelled" } })
+            };
+            tracing::info!(%id, method = %req.method, "answered on the client's behalf: cancelled");
+            out.agent(jsonrpc::result(&id, &result));
+            if notify_client {
+                out.client(jsonrpc::cancel_request(&id));
+            }
+            self.answered_for_client.insert(id);
+        }
     }
 
     /// The agent is gone (exited and its stdout drained): every client request still
@@ -414,9 +505,13 @@ impl Router {
                 Some(data),
             ));
         }
-        // Requests the agent sent can no longer be answered usefully; forget them, and
-        // let the client close what it still shows.
-        self.agent_requests.clear();
+        // Requests the agent sent can no longer be answered usefully: the client closes
+        // what it still shows.
+        let mut shown: Vec<(RequestId, InFlight)> = self.agent_requests.drain().collect();
+        shown.sort_by_key(|(_, r)| r.started);
+        for (id, _) in shown {
+            out.client(jsonrpc::cancel_request(&id));
+        }
         self.withdraw_all_questions(out);
     }
 
@@ -427,6 +522,19 @@ impl Router {
             .map(|r| now.saturating_duration_since(r.started))
             .max()
     }
+}
+
+/// A prefix for the bridge's own request ids that no agent can predict.
+fn random_prefix() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    format!("acp-question-bridge:{:016x}:", h.finish())
 }
 
 /// Applies a rewrite to a line; when it cannot be applied, the line goes on unchanged.

@@ -1,77 +1,121 @@
 //! Question routing inside the [`Router`]: the agent's `_sandboxagent/session/request_question`
-//! requests, the client's answers, and every way a question can end.
+//! requests (and, with `--advertise-elicitation`, its form elicitations), their delivery in
+//! the client's dialect, the client's answers, and every way a question can end.
 //!
 //! Invariant: every question that enters the registry leaves it exactly once, and the agent
 //! receives exactly one response for it: the client's normalized answer, an error for an
 //! invalid answer, or a bridge-made rejection (`cancelled`, `timeout`,
-//! `client_disconnected`, `unsupported`). Late and duplicate answers are dropped.
+//! `client_disconnected`, `unsupported`). Late and duplicate answers are dropped. Requests
+//! the bridge sends itself use string ids with a per-process random prefix.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::{rewrite, Outbox, Router, Side};
 use crate::capabilities::{self, Existing};
 use crate::envelope::RequestId;
 use crate::jsonrpc::{self, code};
-use crate::questions::answer::{self, Outcome, Reason};
-use crate::questions::model;
-use crate::questions::registry::Pending;
-use crate::questions::Dialect;
+use crate::questions::answer::{self, Extras, Outcome, Reason};
+use crate::questions::registry::{Origin, Pending};
+use crate::questions::{dialect, model, Dialect};
 
 impl Router {
-    /// The agent asks a question: validate, register, deliver to the client.
-    pub(super) fn on_question_request(
-        &mut self,
-        id: RequestId,
-        params: Option<&RawValue>,
-        line: &Bytes,
-        now: std::time::Instant,
-        out: &mut Outbox,
-    ) {
-        let refuse = |out: &mut Outbox, code: i64, msg: String| {
-            tracing::warn!(error = %msg, "question refused");
-            out.reply(Side::Agent, jsonrpc::error(Some(&id), code, &msg, None));
-        };
-        let q = match model::parse_request(params) {
-            Ok(q) => q,
-            Err(e) => {
-                self.counters.questions_invalid += 1;
-                return refuse(out, code::INVALID_PARAMS, format!("Invalid params: {e}"));
+    /// The dialect new questions are shown in on this connection.
+    pub fn dialect(&self) -> Dialect {
+        if let Some(forced) = self.cfg.client_dialect {
+            return forced;
+        }
+        self.auto_dialect.unwrap_or_else(|| {
+            let c = self.client.unwrap_or_default();
+            if c.native_questions {
+                Dialect::Extension
+            } else if c.elicitation_form {
+                Dialect::Elicitation
+            } else {
+                Dialect::Permission
             }
+        })
+    }
+
+    /// Whether the agent's form elicitations are shown as questions (the client cannot
+    /// render them, and `--advertise-elicitation` told the agent it may send them).
+    pub(super) fn translates_agent_elicitations(&self) -> bool {
+        let client_renders = match self.cfg.client_dialect {
+            Some(forced) => forced == Dialect::Elicitation,
+            None => self.client.is_some_and(|c| c.elicitation_form),
         };
+        self.cfg.advertise_elicitation && !client_renders
+    }
+
+    /// The dialect to try after `failed` answered `-32601` (auto mode only).
+    fn next_dialect(&self, failed: Dialect, origin: &Origin) -> Option<Dialect> {
+        if self.cfg.client_dialect.is_some() {
+            return None;
+        }
+        let elicitation = self.client.is_some_and(|c| c.elicitation_form);
+        match (failed, origin) {
+            (Dialect::Extension, Origin::Question) if elicitation => Some(Dialect::Elicitation),
+            (Dialect::Extension | Dialect::Elicitation, _) => Some(Dialect::Permission),
+            (Dialect::Permission, _) => None,
+        }
+    }
+
+    /// A fresh id for a request the bridge sends; never one the agent has in flight.
+    fn bridge_id(&mut self) -> RequestId {
+        loop {
+            self.next_bridge_id += 1;
+            let id = RequestId::string(&format!("{}{}", self.id_prefix, self.next_bridge_id));
+            if !self.agent_requests.contains_key(&id) && !self.questions.has_client_id(&id) {
+                return id;
+            }
+        }
+    }
+
+    /// Checks a new question against the registry; `Err` is the error for the agent.
+    fn admit(&self, id: &RequestId, q: &model::Question) -> Result<(), (i64, String)> {
         if self.questions.has_question(&q.session_id, &q.question_id) {
-            return refuse(
-                out,
+            return Err((
                 code::INVALID_PARAMS,
                 format!(
                     "Invalid params: questionId: {:?} is already pending in session {:?}",
                     q.question_id, q.session_id
                 ),
-            );
+            ));
         }
-        if self.questions.has_agent_id(&id) || self.agent_requests.contains_key(&id) {
-            return refuse(
-                out,
+        if self.questions.has_agent_id(id)
+            || self.agent_requests.contains_key(id)
+            || self.questions.has_client_id(id)
+        {
+            return Err((
                 code::INVALID_REQUEST,
                 format!("Invalid Request: id {id} is already used by a request in flight"),
-            );
+            ));
         }
         let limit = self.cfg.max_pending_per_session;
         if self.questions.session_len(&q.session_id) >= limit {
-            return refuse(
-                out,
+            return Err((
                 code::SERVER_ERROR,
                 format!(
                     "too many pending questions in session {:?} (limit {limit}, \
                      --max-pending-per-session); answer or cancel some first",
                     q.session_id
                 ),
-            );
+            ));
         }
+        Ok(())
+    }
+
+    fn new_pending(
+        &self,
+        id: RequestId,
+        q: model::Question,
+        origin: Origin,
+        now: Instant,
+    ) -> Pending {
         let timeout = [
             self.cfg.question_timeout,
             q.timeout_ms.map(Duration::from_millis),
@@ -80,37 +124,169 @@ impl Router {
         .flatten()
         .min();
         let deadline = timeout.map(|t| now + t);
-        let expires_wall = deadline.map(|d| self.wall(d));
-        let to_client = match expires_wall {
-            Some(w) => {
-                let at = Value::String(humantime::format_rfc3339_millis(w).to_string());
-                rewrite(line.clone(), |l| {
-                    capabilities::merge(l, &["params"], "expiresAt", &at, Existing::Replace)
-                })
-            }
-            None => line.clone(),
-        };
-        tracing::info!(
-            session_id = %q.session_id,
-            question_id = %q.question_id,
-            items = q.items.len(),
-            timeout_ms = timeout.map(|t| t.as_millis() as u64),
-            dialect = Dialect::Extension.as_str(),
-            "question asked"
-        );
-        tracing::trace!(question = ?q, "question content");
-        self.counters.questions_asked += 1;
-        self.questions.insert(Pending {
+        Pending {
             question: q,
+            origin,
+            tool_call_id: None,
             agent_id: id.clone(),
             client_id: id,
             dialect: Dialect::Extension,
             created: now,
             created_wall: self.wall(now),
             deadline,
-            expires_wall,
-        });
-        out.client(to_client);
+            expires_wall: deadline.map(|d| self.wall(d)),
+        }
+    }
+
+    /// The agent asks a question: validate, register, deliver to the client.
+    pub(super) fn on_question_request(
+        &mut self,
+        id: RequestId,
+        params: Option<&RawValue>,
+        line: &Bytes,
+        now: Instant,
+        out: &mut Outbox,
+    ) {
+        let q = match model::parse_request(params) {
+            Ok(q) => q,
+            Err(e) => {
+                self.counters.questions_invalid += 1;
+                return refuse(
+                    &id,
+                    code::INVALID_PARAMS,
+                    format!("Invalid params: {e}"),
+                    out,
+                );
+            }
+        };
+        if let Err((code, msg)) = self.admit(&id, &q) {
+            return refuse(&id, code, msg, out);
+        }
+        let p = self.new_pending(id, q, Origin::Question, now);
+        self.counters.questions_asked += 1;
+        let dialect = self.dialect();
+        self.show(p, dialect, Some(line), out);
+    }
+
+    /// The agent sends a form `elicitation/create` the client cannot render: ask it as a
+    /// question in the extension or permission dialect, or decline it.
+    pub(super) fn on_agent_elicitation(
+        &mut self,
+        id: RequestId,
+        params: Option<&RawValue>,
+        now: Instant,
+        out: &mut Outbox,
+    ) {
+        let v: Value = params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(Value::Null);
+        let (q, fields) = match dialect::from_agent_elicitation(&v, format!("elicitation:{id}")) {
+            Ok(x) => x,
+            Err(why) => {
+                tracing::warn!(%id, why, "the client cannot show this elicitation; declined");
+                out.agent(jsonrpc::result(&id, &json!({ "action": "decline" })));
+                return;
+            }
+        };
+        if let Err((code, msg)) = self.admit(&id, &q) {
+            return refuse(&id, code, msg, out);
+        }
+        let p = self.new_pending(id, q, Origin::AgentElicitation(fields), now);
+        let native = self.dialect() == Dialect::Extension;
+        let dialect = if native {
+            Dialect::Extension
+        } else {
+            Dialect::Permission
+        };
+        self.show(p, dialect, None, out);
+    }
+
+    /// Shows `p` to the client in `dialect` and registers it; when the dialect cannot
+    /// express it, the agent gets `unsupported` (a declined form for an elicitation).
+    fn show(
+        &mut self,
+        mut p: Pending,
+        dialect: Dialect,
+        original: Option<&Bytes>,
+        out: &mut Outbox,
+    ) {
+        let expires = p
+            .expires_wall
+            .map(|w| humantime::format_rfc3339_millis(w).to_string());
+        p.dialect = dialect;
+        match dialect {
+            Dialect::Extension => match (original, &p.origin) {
+                (Some(line), Origin::Question) => {
+                    p.client_id = p.agent_id.clone();
+                    let line = match &expires {
+                        Some(at) => rewrite(line.clone(), |l| {
+                            capabilities::merge(
+                                l,
+                                &["params"],
+                                "expiresAt",
+                                &json!(at),
+                                Existing::Replace,
+                            )
+                        }),
+                        None => line.clone(),
+                    };
+                    out.client(line);
+                }
+                _ => {
+                    p.client_id = self.bridge_id();
+                    let params = dialect::to_extension(&p.question, expires.as_deref());
+                    out.client(jsonrpc::request(
+                        &p.client_id,
+                        crate::questions::METHOD,
+                        &params,
+                    ));
+                }
+            },
+            Dialect::Elicitation => {
+                p.client_id = self.bridge_id();
+                let params = dialect::to_elicitation(&p.question, expires.as_deref());
+                out.client(jsonrpc::request(
+                    &p.client_id,
+                    "elicitation/create",
+                    &params,
+                ));
+            }
+            Dialect::Permission => {
+                if let Some(why) = dialect::permission_obstacle(&p.question) {
+                    tracing::warn!(
+                        session_id = %p.question.session_id,
+                        question_id = %p.question.question_id,
+                        "the client can only show a permission prompt, which cannot express {why}; rejected as unsupported"
+                    );
+                    self.finish(&p, Outcome::Rejected(Reason::Unsupported), &Vec::new(), out);
+                    return;
+                }
+                let id = self.bridge_id();
+                let tool_call_id = format!("question-{}", id.as_json().trim_matches('"'));
+                let Some((tool_call, request)) = dialect::to_permission(&p.question, &tool_call_id)
+                else {
+                    return;
+                };
+                p.client_id = id;
+                p.tool_call_id = Some(tool_call_id);
+                out.client(jsonrpc::notification("session/update", &tool_call));
+                out.client(jsonrpc::request(
+                    &p.client_id,
+                    "session/request_permission",
+                    &request,
+                ));
+            }
+        }
+        tracing::info!(
+            session_id = %p.question.session_id,
+            question_id = %p.question.question_id,
+            items = p.question.items.len(),
+            timeout_ms = p.deadline.map(|d| d.saturating_duration_since(p.created).as_millis() as u64),
+            dialect = dialect.as_str(),
+            "question delivered"
+        );
+        tracing::trace!(question = ?p.question, "question content");
+        self.questions.insert(p);
     }
 
     /// A response from the client: when it answers a question (pending, or already
@@ -126,9 +302,12 @@ impl Router {
             self.answer_from_client(p, outcome, line, out);
             return true;
         }
-        if self.questions.was_resolved(id) && !self.agent_requests.contains_key(id) {
+        let late_question = self.questions.was_resolved(id);
+        if (late_question || self.answered_for_client.contains(id))
+            && !self.agent_requests.contains_key(id)
+        {
             self.counters.late_answers_dropped += 1;
-            tracing::warn!(%id, "answer to a question that is already resolved (late or duplicate); dropped");
+            tracing::warn!(%id, "answer to a request that is already resolved (late or duplicate); dropped");
             tracing::trace!(payload = %String::from_utf8_lossy(line), "dropped answer");
             return true;
         }
@@ -142,58 +321,107 @@ impl Router {
         line: &Bytes,
         out: &mut Outbox,
     ) {
-        match outcome {
-            Ok(result) => match answer::normalize(&p.question, result) {
-                Ok((o, extras)) => self.finish(&p, o, &extras, out),
-                Err(msg) => {
-                    self.counters.questions_invalid += 1;
-                    tracing::warn!(
-                        session_id = %p.question.session_id,
-                        question_id = %p.question.question_id,
-                        error = %msg,
-                        "invalid answer from the client; the agent gets -32603 with it"
-                    );
-                    out.agent(jsonrpc::error_with_raw_data(
-                        &p.agent_id,
-                        code::INTERNAL_ERROR,
-                        &format!("Invalid answer from the client: {msg}"),
-                        &format!("{{\"clientResult\":{}}}", result.get()),
-                    ));
-                }
-            },
-            Err(error) => {
-                #[derive(Deserialize)]
-                struct E {
-                    code: Option<i64>,
-                }
-                let code = serde_json::from_str::<E>(error.get())
-                    .ok()
-                    .and_then(|e| e.code);
-                if code == Some(code::METHOD_NOT_FOUND) {
-                    tracing::warn!(
-                        question_id = %p.question.question_id,
-                        "the client does not know the question extension (-32601)"
-                    );
-                    self.finish(&p, Outcome::Rejected(Reason::Unsupported), &Vec::new(), out);
-                } else if p.client_id == p.agent_id {
-                    self.counters.forwarded_to_agent += 1;
-                    out.agent(line.clone());
-                } else {
-                    let mut v: Value = serde_json::from_str(error.get()).unwrap_or(Value::Null);
-                    let message = v["message"].as_str().unwrap_or("error").to_owned();
-                    out.agent(jsonrpc::error(
-                        Some(&p.agent_id),
-                        code.unwrap_or(code::INTERNAL_ERROR),
-                        &message,
-                        v.get_mut("data").map(Value::take),
-                    ));
-                }
+        let result = match outcome {
+            Ok(result) => result,
+            Err(error) => return self.client_error(p, error, line, out),
+        };
+        let normalized = match p.dialect {
+            Dialect::Extension => answer::normalize(&p.question, result),
+            Dialect::Elicitation => dialect::from_elicitation(&p.question, result),
+            Dialect::Permission => dialect::from_permission(&p.question, result),
+        };
+        match normalized {
+            Ok((o, extras)) => {
+                self.close_at_client(&p, &o, false, out);
+                self.finish(&p, o, &extras, out);
+            }
+            Err(msg) => {
+                self.counters.questions_invalid += 1;
+                tracing::warn!(
+                    session_id = %p.question.session_id,
+                    question_id = %p.question.question_id,
+                    dialect = p.dialect.as_str(),
+                    error = %msg,
+                    "invalid answer from the client; the agent gets -32603 with it"
+                );
+                out.agent(jsonrpc::error_with_raw_data(
+                    &p.agent_id,
+                    code::INTERNAL_ERROR,
+                    &format!("Invalid answer from the client: {msg}"),
+                    &format!("{{\"clientResult\":{}}}", result.get()),
+                ));
             }
         }
     }
 
+    /// The client answered a question's request with an error.
+    fn client_error(&mut self, p: Pending, error: &RawValue, line: &Bytes, out: &mut Outbox) {
+        #[derive(Deserialize)]
+        struct E {
+            code: Option<i64>,
+        }
+        let code = serde_json::from_str::<E>(error.get())
+            .ok()
+            .and_then(|e| e.code);
+        if code == Some(code::METHOD_NOT_FOUND) {
+            let failed = p.dialect;
+            match self.next_dialect(failed, &p.origin) {
+                Some(next) => {
+                    tracing::info!(
+                        failed = failed.as_str(),
+                        next = next.as_str(),
+                        "the client does not know this dialect (-32601); falling back for this question and the rest of the connection"
+                    );
+                    self.auto_dialect = Some(next);
+                    self.show(p, next, None, out);
+                }
+                None => {
+                    tracing::warn!(
+                        question_id = %p.question.question_id,
+                        dialect = failed.as_str(),
+                        "the client cannot show questions (-32601); rejected as unsupported"
+                    );
+                    self.finish(&p, Outcome::Rejected(Reason::Unsupported), &Vec::new(), out);
+                }
+            }
+        } else if p.client_id == p.agent_id {
+            self.counters.forwarded_to_agent += 1;
+            out.agent(line.clone());
+        } else {
+            // Same error, under the agent's id.
+            let mut v: Value = serde_json::from_str(error.get()).unwrap_or(Value::Null);
+            let message = v["message"].as_str().unwrap_or("error").to_owned();
+            out.agent(jsonrpc::error(
+                Some(&p.agent_id),
+                code.unwrap_or(code::INTERNAL_ERROR),
+                &message,
+                v.get_mut("data").map(Value::take),
+            ));
+        }
+    }
+
+    /// Tells the client a question is over: `$/cancel_request` when it is still showing it
+    /// (`withdraw`), and for a permission prompt the `tool_call_update` that closes it.
+    fn close_at_client(
+        &mut self,
+        p: &Pending,
+        outcome: &Outcome,
+        withdraw: bool,
+        out: &mut Outbox,
+    ) {
+        if withdraw {
+            out.client(jsonrpc::cancel_request(&p.client_id));
+        }
+        if let Some(tc) = &p.tool_call_id {
+            out.client(jsonrpc::notification(
+                "session/update",
+                &dialect::permission_done(&p.question, tc, outcome),
+            ));
+        }
+    }
+
     /// Sends the agent its one response for `p`.
-    fn finish(&mut self, p: &Pending, outcome: Outcome, extras: &answer::Extras, out: &mut Outbox) {
+    fn finish(&mut self, p: &Pending, outcome: Outcome, extras: &Extras, out: &mut Outbox) {
         let reason = match &outcome {
             Outcome::Answered(_) => {
                 self.counters.questions_answered += 1;
@@ -211,17 +439,40 @@ impl Router {
             reason,
             "question resolved"
         );
-        let result = outcome.to_result(extras);
-        tracing::trace!(%result, "question result");
-        out.agent(jsonrpc::result_text(&p.agent_id, &result));
+        match &p.origin {
+            Origin::Question => {
+                let result = outcome.to_result(extras);
+                tracing::trace!(%result, "question result");
+                out.agent(jsonrpc::result_text(&p.agent_id, &result));
+            }
+            Origin::AgentElicitation(fields) => {
+                match dialect::to_elicitation_result(fields, &outcome) {
+                    Ok(result) => out.agent(jsonrpc::result(&p.agent_id, &result)),
+                    Err(msg) => out.agent(jsonrpc::error(
+                        Some(&p.agent_id),
+                        code::INTERNAL_ERROR,
+                        &format!("Invalid answer from the client: {msg}"),
+                        None,
+                    )),
+                }
+            }
+        }
+    }
+
+    /// Ends `p` with a bridge-made rejection, closing it at the client when asked.
+    fn end(&mut self, p: &Pending, reason: Reason, withdraw: bool, out: &mut Outbox) {
+        let outcome = Outcome::Rejected(reason);
+        if withdraw {
+            self.close_at_client(p, &outcome, true, out);
+        }
+        self.finish(p, outcome, &Vec::new(), out);
     }
 
     /// `session/cancel`: the session's questions are rejected (`cancelled`) and the client
     /// is told to close them.
     pub(super) fn cancel_session_questions(&mut self, session: &str, out: &mut Outbox) {
         for p in self.questions.take_session(session) {
-            self.finish(&p, Outcome::Rejected(Reason::Cancelled), &Vec::new(), out);
-            out.client(jsonrpc::cancel_request(&p.client_id));
+            self.end(&p, Reason::Cancelled, true, out);
         }
     }
 
@@ -233,16 +484,7 @@ impl Router {
         line: &Bytes,
         out: &mut Outbox,
     ) -> bool {
-        #[derive(Deserialize)]
-        struct P<'a> {
-            #[serde(rename = "requestId", borrow)]
-            request_id: Option<&'a RawValue>,
-        }
-        let Some(rid) = params
-            .and_then(|p| serde_json::from_str::<P<'_>>(p.get()).ok())
-            .and_then(|p| p.request_id)
-            .map(RequestId::from_raw)
-        else {
+        let Some(rid) = cancelled_request_id(params) else {
             return false;
         };
         let Some(p) = self.questions.take(&rid) else {
@@ -252,8 +494,9 @@ impl Router {
         if p.client_id == p.agent_id {
             self.counters.forwarded_to_client += 1;
             out.client(line.clone());
+            self.close_at_client(&p, &Outcome::Rejected(Reason::Cancelled), false, out);
         } else {
-            out.client(jsonrpc::cancel_request(&p.client_id));
+            self.close_at_client(&p, &Outcome::Rejected(Reason::Cancelled), true, out);
         }
         out.agent(jsonrpc::error(
             Some(&p.agent_id),
@@ -265,31 +508,44 @@ impl Router {
     }
 
     /// Questions past their deadline: rejected (`timeout`), and the client closes them.
-    pub(super) fn expire_questions(&mut self, now: std::time::Instant, out: &mut Outbox) {
+    pub(super) fn expire_questions(&mut self, now: Instant, out: &mut Outbox) {
         for p in self.questions.take_due(now) {
-            self.finish(&p, Outcome::Rejected(Reason::Timeout), &Vec::new(), out);
-            out.client(jsonrpc::cancel_request(&p.client_id));
+            self.end(&p, Reason::Timeout, true, out);
         }
     }
 
     /// The client is gone: every question is rejected (`client_disconnected`).
     pub(super) fn reject_all_questions(&mut self, out: &mut Outbox) {
         for p in self.questions.take_all() {
-            self.finish(
-                &p,
-                Outcome::Rejected(Reason::ClientDisconnected),
-                &Vec::new(),
-                out,
-            );
+            self.end(&p, Reason::ClientDisconnected, false, out);
         }
     }
 
     /// The agent is gone: the client closes every question it still shows.
     pub(super) fn withdraw_all_questions(&mut self, out: &mut Outbox) {
         for p in self.questions.take_all() {
-            out.client(jsonrpc::cancel_request(&p.client_id));
+            self.close_at_client(&p, &Outcome::Rejected(Reason::Cancelled), true, out);
         }
     }
+}
+
+/// The `requestId` a `$/cancel_request` names.
+pub(super) fn cancelled_request_id(params: Option<&RawValue>) -> Option<RequestId> {
+    #[derive(Deserialize)]
+    struct P<'a> {
+        #[serde(rename = "requestId", borrow)]
+        request_id: Option<&'a RawValue>,
+    }
+    params
+        .and_then(|p| serde_json::from_str::<P<'_>>(p.get()).ok())
+        .and_then(|p| p.request_id)
+        .map(RequestId::from_raw)
+}
+
+/// Refuses an agent's request with an error (it never reaches the client).
+fn refuse(id: &RequestId, code: i64, msg: String, out: &mut Outbox) {
+    tracing::warn!(error = %msg, "question refused");
+    out.reply(Side::Agent, jsonrpc::error(Some(id), code, &msg, None));
 }
 
 #[cfg(test)]
@@ -329,6 +585,13 @@ mod tests {
                 now,
             }
         }
+        /// A router that shows every question as the extension (as a native client would).
+        fn ext(cfg: RouterConfig) -> Self {
+            T::new(RouterConfig {
+                client_dialect: Some(crate::questions::Dialect::Extension),
+                ..cfg
+            })
+        }
         fn agent(&mut self, s: &str) {
             self.r.on_agent_frame(frame(s), self.now, &mut self.out);
         }
@@ -355,7 +618,7 @@ mod tests {
 
     #[test]
     fn question_is_forwarded_unchanged_and_answer_normalized() {
-        let mut t = T::new(RouterConfig::default());
+        let mut t = T::ext(RouterConfig::default());
         t.agent(ASK);
         assert_eq!(t.take_client(), vec![ASK]);
         assert_eq!(t.r.questions().len(), 1);
@@ -379,7 +642,7 @@ mod tests {
 
     #[test]
     fn invalid_params_never_reach_the_client() {
-        let mut t = T::new(RouterConfig::default());
+        let mut t = T::ext(RouterConfig::default());
         t.agent(r#"{"jsonrpc":"2.0","id":"x","method":"_sandboxagent/session/request_question","params":{"sessionId":"s","questionId":"q","questions":[{"question":"a","options":[{"value":1,"label":"l"}]}]}}"#);
         assert!(t.take_client().is_empty());
         assert_eq!(
@@ -392,7 +655,7 @@ mod tests {
 
     #[test]
     fn duplicate_question_id_and_pending_cap() {
-        let mut t = T::new(RouterConfig {
+        let mut t = T::ext(RouterConfig {
             max_pending_per_session: 2,
             ..RouterConfig::default()
         });
@@ -417,7 +680,7 @@ mod tests {
 
     #[test]
     fn invalid_answer_carries_the_original() {
-        let mut t = T::new(RouterConfig::default());
+        let mut t = T::ext(RouterConfig::default());
         t.agent(ASK);
         t.client(r#"{"jsonrpc":"2.0","id":5,"result":{"status":"answered","answers":[["zzz"]]}}"#);
         let e = parse(&t.take_agent()[0]);
@@ -430,7 +693,7 @@ mod tests {
 
     #[test]
     fn client_errors() {
-        let mut t = T::new(RouterConfig::default());
+        let mut t = T::ext(RouterConfig::default());
         t.agent(ASK);
         t.client(
             r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32601,"message":"Method not found"}}"#,
@@ -449,7 +712,7 @@ mod tests {
 
     #[test]
     fn session_cancel_rejects_only_that_session() {
-        let mut t = T::new(RouterConfig::default());
+        let mut t = T::ext(RouterConfig::default());
         t.agent(&ask("s1", "a", json!(1)));
         t.agent(&ask("s2", "a", json!(2)));
         t.take_client();
@@ -472,7 +735,7 @@ mod tests {
 
     #[test]
     fn agent_cancel_request() {
-        let mut t = T::new(RouterConfig::default());
+        let mut t = T::ext(RouterConfig::default());
         t.agent(ASK);
         t.take_client();
         let cancel = r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":5}}"#;
@@ -496,7 +759,7 @@ mod tests {
 
     #[test]
     fn timeout_adds_expires_at_and_rejects() {
-        let mut t = T::new(RouterConfig {
+        let mut t = T::ext(RouterConfig {
             question_timeout: Some(Duration::from_secs(60)),
             ..RouterConfig::default()
         });
@@ -530,7 +793,7 @@ mod tests {
 
     #[test]
     fn client_eof_rejects_before_closing_and_agent_exit_withdraws() {
-        let mut t = T::new(RouterConfig::default());
+        let mut t = T::ext(RouterConfig::default());
         t.agent(&ask("s", "a", json!(1)));
         t.take_client();
         t.r.on_client_eof(t.now, &mut t.out);
@@ -541,7 +804,7 @@ mod tests {
                 "<close>"
             ]
         );
-        let mut t = T::new(RouterConfig::default());
+        let mut t = T::ext(RouterConfig::default());
         t.agent(&ask("s", "a", json!("1")));
         t.take_client();
         t.r.on_agent_gone(
@@ -560,7 +823,7 @@ mod tests {
 
     #[test]
     fn ids_one_and_string_one_are_different_questions() {
-        let mut t = T::new(RouterConfig::default());
+        let mut t = T::ext(RouterConfig::default());
         t.agent(&ask("s", "a", json!(1)));
         t.agent(&ask("s", "b", json!("1")));
         t.client(r#"{"jsonrpc":"2.0","id":"1","result":{"status":"answered","answers":[["b"]]}}"#);
@@ -576,7 +839,7 @@ mod tests {
 
     #[test]
     fn initialize_is_merged_both_ways() {
-        let mut t = T::new(RouterConfig::default());
+        let mut t = T::ext(RouterConfig::default());
         t.client(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{}}}}"#);
         assert_eq!(
             t.take_agent(),
@@ -595,6 +858,304 @@ mod tests {
             json!({"loadSession":true,"_meta":{"sandboxagent.dev":{
                 "extensions":{"sessionRequestQuestion":true},
                 "questionBridge":{"version":env!("CARGO_PKG_VERSION")}}}})
+        );
+    }
+
+    const INIT_PLAIN: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
+    const INIT_FORMS: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"elicitation":{"form":{}}}}}"#;
+    const INIT_NATIVE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}}"#;
+    const MULTI: &str = r#"{"jsonrpc":"2.0","id":9,"method":"_sandboxagent/session/request_question","params":{"sessionId":"s1","questionId":"m","questions":[{"question":"A?","options":["x","y"],"multiple":true},{"question":"Notes?"}]}}"#;
+
+    fn auto(init: &str) -> T {
+        let mut t = T::new(RouterConfig::default());
+        t.client(init);
+        t.take_agent();
+        t
+    }
+
+    #[test]
+    fn auto_dialect_follows_initialize() {
+        use crate::questions::Dialect;
+        assert_eq!(auto(INIT_NATIVE).r.dialect(), Dialect::Extension);
+        assert_eq!(auto(INIT_FORMS).r.dialect(), Dialect::Elicitation);
+        assert_eq!(auto(INIT_PLAIN).r.dialect(), Dialect::Permission);
+        let forced = T::new(RouterConfig {
+            client_dialect: Some(Dialect::Elicitation),
+            ..RouterConfig::default()
+        });
+        assert_eq!(forced.r.dialect(), Dialect::Elicitation);
+    }
+
+    #[test]
+    fn elicitation_dialect_round_trip() {
+        let mut t = auto(INIT_FORMS);
+        t.agent(ASK);
+        let sent = parse(&t.take_client()[0]);
+        assert_eq!(sent["method"], "elicitation/create");
+        let bridge_id = sent["id"].as_str().unwrap().to_owned();
+        assert!(bridge_id.starts_with("acp-question-bridge:"), "{bridge_id}");
+        assert_eq!(sent["params"]["mode"], "form");
+        assert_eq!(sent["params"]["sessionId"], "s1");
+        assert_eq!(sent["params"]["requestedSchema"]["required"], json!(["q1"]));
+        t.client(&json!({"jsonrpc":"2.0","id":bridge_id,"result":{"action":"accept","content":{"q1":"option-b"}}}).to_string());
+        assert_eq!(
+            t.take_agent(),
+            vec![
+                r#"{"jsonrpc":"2.0","id":5,"result":{"status":"answered","answers":[["option-b"]]}}"#
+            ]
+        );
+        // decline / cancel / invalid content
+        for (result, expect) in [
+            (
+                json!({"action":"decline"}),
+                json!({"status":"rejected","reason":"declined"}),
+            ),
+            (
+                json!({"action":"cancel"}),
+                json!({"status":"rejected","reason":"cancelled"}),
+            ),
+        ] {
+            t.agent(ASK);
+            let id = parse(&t.take_client()[0])["id"].clone();
+            t.client(&json!({"jsonrpc":"2.0","id":id,"result":result}).to_string());
+            assert_eq!(parse(&t.take_agent()[0])["result"], expect);
+        }
+        t.agent(ASK);
+        let id = parse(&t.take_client()[0])["id"].clone();
+        t.client(
+            &json!({"jsonrpc":"2.0","id":id,"result":{"action":"accept","content":{"q1":"nope"}}})
+                .to_string(),
+        );
+        let e = parse(&t.take_agent()[0]);
+        assert_eq!(e["error"]["code"], -32603);
+        assert_eq!(e["error"]["data"]["clientResult"]["content"]["q1"], "nope");
+    }
+
+    #[test]
+    fn permission_dialect_round_trip_and_limits() {
+        let mut t = auto(INIT_PLAIN);
+        t.agent(ASK);
+        let sent = t.take_client();
+        assert_eq!(sent.len(), 2);
+        let tool_call = parse(&sent[0]);
+        assert_eq!(tool_call["params"]["update"]["sessionUpdate"], "tool_call");
+        let req = parse(&sent[1]);
+        assert_eq!(req["method"], "session/request_permission");
+        let tc = tool_call["params"]["update"]["toolCallId"].clone();
+        assert_eq!(req["params"]["toolCall"]["toolCallId"], tc);
+        t.client(&json!({"jsonrpc":"2.0","id":req["id"],"result":{"outcome":{"outcome":"selected","optionId":"option-a"}}}).to_string());
+        assert_eq!(
+            parse(&t.take_agent()[0])["result"],
+            json!({"status":"answered","answers":[["option-a"]]})
+        );
+        let done = parse(&t.take_client()[0]);
+        assert_eq!(
+            done["params"]["update"]["sessionUpdate"],
+            "tool_call_update"
+        );
+        assert_eq!(done["params"]["update"]["toolCallId"], tc);
+        assert_eq!(done["params"]["update"]["status"], "completed");
+        // Dismiss -> declined.
+        t.agent(ASK);
+        let req = parse(&t.take_client()[1]);
+        t.client(&json!({"jsonrpc":"2.0","id":req["id"],"result":{"outcome":{"outcome":"selected","optionId":"dismiss"}}}).to_string());
+        assert_eq!(parse(&t.take_agent()[0])["result"]["reason"], "declined");
+        t.take_client();
+        // A multi-select question cannot be a permission prompt.
+        t.agent(MULTI);
+        assert!(t.take_client().is_empty());
+        assert_eq!(
+            t.take_agent(),
+            vec![
+                r#"{"jsonrpc":"2.0","id":9,"result":{"status":"rejected","reason":"unsupported"}}"#
+            ]
+        );
+    }
+
+    #[test]
+    fn timeout_in_permission_dialect_closes_the_tool_call() {
+        let mut t = T::new(RouterConfig {
+            question_timeout: Some(Duration::from_secs(1)),
+            ..RouterConfig::default()
+        });
+        t.client(INIT_PLAIN);
+        t.take_agent();
+        t.agent(ASK);
+        let req = parse(&t.take_client()[1]);
+        t.r.on_timer(t.now + Duration::from_secs(1), &mut t.out);
+        assert_eq!(parse(&t.take_agent()[0])["result"]["reason"], "timeout");
+        let sent = t.take_client();
+        assert_eq!(
+            parse(&sent[0]),
+            json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":req["id"]}})
+        );
+        assert_eq!(parse(&sent[1])["params"]["update"]["status"], "failed");
+    }
+
+    #[test]
+    fn unknown_extension_falls_back_for_the_rest_of_the_connection() {
+        use crate::questions::Dialect;
+        let native_forms = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"elicitation":{"form":{}},"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}}"#;
+        let mut t = auto(native_forms);
+        t.agent(ASK);
+        t.take_client();
+        t.client(
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32601,"message":"Method not found"}}"#,
+        );
+        assert!(t.take_agent().is_empty(), "the question is still open");
+        let again = parse(&t.take_client()[0]);
+        assert_eq!(again["method"], "elicitation/create");
+        assert_eq!(t.r.dialect(), Dialect::Elicitation);
+        // The elicitation is not understood either: permission is next.
+        t.client(
+            &json!({"jsonrpc":"2.0","id":again["id"],"error":{"code":-32601,"message":"no"}})
+                .to_string(),
+        );
+        let sent = t.take_client();
+        assert_eq!(parse(&sent[1])["method"], "session/request_permission");
+        assert_eq!(t.r.dialect(), Dialect::Permission);
+        // Forced dialects do not fall back.
+        let mut f = T::ext(RouterConfig::default());
+        f.agent(ASK);
+        f.client(
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32601,"message":"Method not found"}}"#,
+        );
+        assert_eq!(parse(&f.take_agent()[0])["result"]["reason"], "unsupported");
+    }
+
+    #[test]
+    fn agent_id_that_looks_like_a_bridge_id_routes_correctly() {
+        let mut t = auto(INIT_FORMS);
+        t.agent(ASK);
+        let bridge_id = parse(&t.take_client()[0])["id"].clone();
+        // The agent sends its own request under the very same id: refused, not confused.
+        let clash = json!({"jsonrpc":"2.0","id":bridge_id,"method":"_sandboxagent/session/request_question",
+            "params":{"sessionId":"s1","questionId":"other","prompt":"p"}});
+        t.agent(&clash.to_string());
+        assert_eq!(parse(&t.take_agent()[0])["error"]["code"], -32600);
+        // A look-alike id of a normal request is just forwarded, and its answer too.
+        let look_alike = r#"{"jsonrpc":"2.0","id":"acp-question-bridge:0000000000000000:1","method":"fs/read_text_file","params":{"sessionId":"s1"}}"#;
+        t.agent(look_alike);
+        assert_eq!(t.take_client(), vec![look_alike]);
+        let answer = r#"{"jsonrpc":"2.0","id":"acp-question-bridge:0000000000000000:1","result":{"content":""}}"#;
+        t.client(answer);
+        assert_eq!(t.take_agent(), vec![answer]);
+        t.client(&json!({"jsonrpc":"2.0","id":bridge_id,"result":{"action":"accept","content":{"q1":"option-a"}}}).to_string());
+        assert_eq!(parse(&t.take_agent()[0])["id"], 5);
+    }
+
+    #[test]
+    fn agent_permission_and_elicitation_are_answered_on_cancel_and_eof() {
+        let mut t = auto(INIT_FORMS);
+        let perm = r#"{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t"},"options":[]}}"#;
+        let elic = r#"{"jsonrpc":"2.0","id":2,"method":"elicitation/create","params":{"sessionId":"s2","mode":"form","message":"m","requestedSchema":{"type":"object","properties":{}}}}"#;
+        t.agent(perm);
+        t.agent(elic);
+        assert_eq!(t.take_client(), vec![perm, elic]);
+        t.client(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#);
+        let to_agent = t.take_agent();
+        assert_eq!(
+            to_agent[1],
+            r#"{"jsonrpc":"2.0","id":1,"result":{"outcome":{"outcome":"cancelled"}}}"#
+        );
+        assert_eq!(
+            t.take_client(),
+            vec![r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1}}"#]
+        );
+        // The client's own (late) cancelled answer is dropped.
+        t.client(r#"{"jsonrpc":"2.0","id":1,"result":{"outcome":{"outcome":"cancelled"}}}"#);
+        assert!(t.take_agent().is_empty());
+        t.r.on_client_eof(t.now, &mut t.out);
+        assert_eq!(
+            t.take_agent(),
+            vec![
+                r#"{"jsonrpc":"2.0","id":2,"result":{"action":"cancel"}}"#.to_owned(),
+                "<close>".to_owned()
+            ]
+        );
+    }
+
+    #[test]
+    fn agent_exit_withdraws_every_request_the_client_shows() {
+        let mut t = auto(INIT_FORMS);
+        t.agent(r#"{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s1"}}"#);
+        t.agent(ASK);
+        let bridge_id = parse(&t.take_client()[1])["id"].clone();
+        t.r.on_agent_gone(
+            &crate::router::AgentExit {
+                code: Some(1),
+                signal: None,
+                stderr_tail: String::new(),
+            },
+            &mut t.out,
+        );
+        let ids: Vec<Value> = t
+            .take_client()
+            .iter()
+            .map(|l| parse(l))
+            .filter(|m| m["method"] == "$/cancel_request")
+            .map(|m| m["params"]["requestId"].clone())
+            .collect();
+        assert_eq!(ids, vec![json!(1), bridge_id]);
+    }
+
+    #[test]
+    fn advertised_elicitation_becomes_a_permission_prompt_and_back() {
+        let mut t = T::new(RouterConfig {
+            advertise_elicitation: true,
+            ..RouterConfig::default()
+        });
+        t.client(INIT_PLAIN);
+        let init = parse(&t.take_agent()[0]);
+        assert_eq!(
+            init["params"]["clientCapabilities"]["elicitation"]["form"],
+            json!({})
+        );
+        let elic = json!({"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{"sessionId":"s1","mode":"form",
+            "message":"Pick a color","requestedSchema":{"type":"object","properties":{"color":{"type":"string","enum":["red","green"]}}}}});
+        t.agent(&elic.to_string());
+        let sent = t.take_client();
+        let req = parse(&sent[1]);
+        assert_eq!(req["method"], "session/request_permission");
+        assert_eq!(req["params"]["options"][1]["optionId"], "green");
+        t.client(&json!({"jsonrpc":"2.0","id":req["id"],"result":{"outcome":{"outcome":"selected","optionId":"green"}}}).to_string());
+        assert_eq!(
+            t.take_agent(),
+            vec![
+                r#"{"jsonrpc":"2.0","id":3,"result":{"action":"accept","content":{"color":"green"}}}"#
+            ]
+        );
+        // A form the permission prompt cannot express is declined.
+        let wide = json!({"jsonrpc":"2.0","id":4,"method":"elicitation/create","params":{"sessionId":"s1","mode":"form",
+            "message":"m","requestedSchema":{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"boolean"}}}}});
+        t.agent(&wide.to_string());
+        assert_eq!(
+            t.take_agent(),
+            vec![r#"{"jsonrpc":"2.0","id":4,"result":{"action":"decline"}}"#]
+        );
+    }
+
+    #[test]
+    fn advertised_elicitation_goes_to_a_native_client_as_the_extension() {
+        let mut t = T::new(RouterConfig {
+            advertise_elicitation: true,
+            ..RouterConfig::default()
+        });
+        t.client(INIT_NATIVE);
+        t.take_agent();
+        let elic = json!({"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{"sessionId":"s1","mode":"form",
+            "message":"Configure","requestedSchema":{"type":"object","properties":{
+                "name":{"type":"string","title":"Name"},"ok":{"type":"boolean","title":"OK"}}}}});
+        t.agent(&elic.to_string());
+        let q = parse(&t.take_client()[0]);
+        assert_eq!(q["method"], "_sandboxagent/session/request_question");
+        assert_eq!(q["params"]["questions"].as_array().unwrap().len(), 2);
+        t.client(&json!({"jsonrpc":"2.0","id":q["id"],"result":{"status":"answered","answers":[["Ada"],["Yes"]]}}).to_string());
+        assert_eq!(
+            t.take_agent(),
+            vec![
+                r#"{"jsonrpc":"2.0","id":3,"result":{"action":"accept","content":{"name":"Ada","ok":true}}}"#
+            ]
         );
     }
 }
