@@ -276,6 +276,13 @@ impl Router {
                     return;
                 }
                 if from == Side::Agent {
+                    if self.questions.has_client_id(&id) {
+                        // The client could not tell its answer from the bridge's request's.
+                        tracing::warn!(%id, "agent request id collides with a bridge request in flight; refused");
+                        let msg = format!("Invalid Request: id {id} is in use by the bridge");
+                        out.agent(jsonrpc::error(Some(&id), code::INVALID_REQUEST, &msg, None));
+                        return;
+                    }
                     // An id in use again is no longer "answered on the client's behalf".
                     self.answered_for_client.remove(&id);
                 }

@@ -1033,6 +1033,11 @@ mod tests {
             "params":{"sessionId":"s1","questionId":"other","prompt":"p"}});
         t.agent(&clash.to_string());
         assert_eq!(parse(&t.take_agent()[0])["error"]["code"], -32600);
+        // Nor for any other request.
+        let clash = json!({"jsonrpc":"2.0","id":bridge_id,"method":"fs/read_text_file","params":{"sessionId":"s1"}});
+        t.agent(&clash.to_string());
+        assert_eq!(parse(&t.take_agent()[0])["error"]["code"], -32600);
+        assert!(t.take_client().is_empty());
         // A look-alike id of a normal request is just forwarded, and its answer too.
         let look_alike = r#"{"jsonrpc":"2.0","id":"acp-question-bridge:0000000000000000:1","method":"fs/read_text_file","params":{"sessionId":"s1"}}"#;
         t.agent(look_alike);
