@@ -17,20 +17,22 @@
 
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use bytes::BytesMut;
 use nix::sys::signal::Signal;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
 use tokio::time::sleep_until;
-use tokio_util::codec::FramedRead;
+use tokio_util::codec::Decoder;
 
 use crate::child::{self, StderrTail};
 use crate::codec::{Frame, LineCodec};
 use crate::router::{AgentExit, Out, Outbox, Router, RouterConfig};
 
-/// Messages buffered between a reader and the loop, and between the loop and a writer.
-pub const CHANNEL_CAPACITY: usize = 32;
+/// Batches buffered between a reader and the loop, and between the loop and a writer. A
+/// batch is what one read produced (at most one read buffer of lines plus one line up to
+/// `--max-line-bytes`), or what the loop queued for a writer between two sends.
+pub const CHANNEL_CAPACITY: usize = 4;
 /// How many bridge-made replies may wait for a stalled peer before its input is paused.
 pub const REPLY_BACKLOG: usize = 256;
 const READ_BUFFER: usize = 64 * 1024;
@@ -78,7 +80,35 @@ impl RunError {
 
 /// Runs the bridge on the process's stdin/stdout. Returns the exit code.
 pub async fn run(cfg: Config) -> Result<i32, RunError> {
-    run_with(cfg, tokio::io::stdin(), tokio::io::stdout()).await
+    let (input, output) = client_stdio();
+    run_with(cfg, input, output).await
+}
+
+type ClientIn = Box<dyn AsyncRead + Unpin + Send>;
+type ClientOut = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// Our stdin and stdout: as non-blocking pipes when they are pipes (the usual case, and far
+/// cheaper: no thread hop per read or write), else tokio's blocking-pool stdio.
+fn client_stdio() -> (ClientIn, ClientOut) {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+    let dup_in = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::fs::File::from);
+    let input: ClientIn = match dup_in.and_then(pipe::Receiver::from_file) {
+        Ok(rx) => Box::new(rx),
+        Err(_) => Box::new(tokio::io::stdin()),
+    };
+    let dup_out = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::fs::File::from);
+    let output: ClientOut = match dup_out.and_then(pipe::Sender::from_file) {
+        Ok(tx) => Box::new(tx),
+        Err(_) => Box::new(tokio::io::stdout()),
+    };
+    (input, output)
 }
 
 struct Shutdown {
@@ -174,13 +204,15 @@ where
         .into_iter()
         .flatten()
         .min();
+        // A side is read while what it feeds has drained; the bridge's own replies back to
+        // it may pile up to REPLY_BACKLOG (they are small) before it is paused too. (Counting
+        // forwarded lines there would deadlock a client that writes before it reads.)
         let read_agent =
-            agent_open && outbox.to_client.is_empty() && outbox.to_agent.len() < REPLY_BACKLOG;
+            agent_open && outbox.to_client.is_empty() && outbox.made_for_agent < REPLY_BACKLOG;
         let read_client = client_open
             && status.is_none()
             && outbox.to_agent.is_empty()
-            && outbox.to_client.len() < REPLY_BACKLOG;
-
+            && outbox.made_for_client < REPLY_BACKLOG;
         let mut lost_output = [false; 2];
         tokio::select! {
             biased;
@@ -200,11 +232,11 @@ where
             }
             // Cancel-safe: `reserve` holds no message; dropping it loses nothing.
             permit = reserve(&to_client), if !outbox.to_client.is_empty() => match permit {
-                Ok(permit) => send_front(permit, &mut outbox.to_client),
+                Ok(permit) => permit.send(outbox.take_client()),
                 Err(_) => lost_output[0] = true,
             },
             permit = reserve(&to_agent), if !outbox.to_agent.is_empty() => match permit {
-                Ok(permit) => send_front(permit, &mut outbox.to_agent),
+                Ok(permit) => permit.send(outbox.take_agent()),
                 Err(_) => lost_output[1] = true,
             },
             // Cancel-safe: a sleep can be re-created.
@@ -236,8 +268,13 @@ where
                 drain_deadline = Some(Instant::now() + grace.max(Duration::from_millis(100)));
             }
             // Cancel-safe: `mpsc::Receiver::recv`.
-            frame = agent_frames.recv(), if read_agent => match frame {
-                Some(frame) => router.on_agent_frame(frame, Instant::now(), &mut outbox),
+            batch = agent_frames.recv(), if read_agent => match batch {
+                Some(batch) => {
+                    let now = Instant::now();
+                    for frame in batch {
+                        router.on_agent_frame(frame, now, &mut outbox);
+                    }
+                }
                 None => {
                     agent_open = false;
                     if status.is_none() {
@@ -247,8 +284,13 @@ where
                     }
                 }
             },
-            frame = client_frames.recv(), if read_client => match frame {
-                Some(frame) => router.on_client_frame(frame, Instant::now(), &mut outbox),
+            batch = client_frames.recv(), if read_client => match batch {
+                Some(batch) => {
+                    let now = Instant::now();
+                    for frame in batch {
+                        router.on_client_frame(frame, now, &mut outbox);
+                    }
+                }
                 None => {
                     tracing::info!("client closed stdin");
                     client_open = false;
@@ -258,10 +300,10 @@ where
             },
         }
         if lost_output[0] {
-            writer_gone(&mut outbox.to_client, &mut to_client, "client");
+            writer_gone(outbox.take_client(), &mut to_client, "client");
         }
         if lost_output[1] {
-            writer_gone(&mut outbox.to_agent, &mut to_agent, "agent");
+            writer_gone(outbox.take_agent(), &mut to_agent, "agent");
         }
     }
 
@@ -275,13 +317,12 @@ where
 
     // Deliver what is left for the client, bounded by the grace period.
     let flush = async {
-        while let Some(Out::Line(line)) = outbox.to_client.pop_front() {
-            let Some(tx) = to_client.as_ref() else { break };
-            if tx.send(Out::Line(line)).await.is_err() {
-                break;
+        let rest: Vec<Out> = outbox.take_client();
+        if let Some(tx) = to_client.take() {
+            if !rest.is_empty() {
+                let _ = tx.send(rest).await;
             }
         }
-        drop(to_client.take());
         let _ = client_writer.await;
     };
     if tokio::time::timeout(grace.max(Duration::from_secs(1)), flush)
@@ -320,40 +361,47 @@ fn exit_code(reason: &(QuitReason, bool), exit: &AgentExit) -> i32 {
     }
 }
 
-/// Moves queued lines into the writers' channels while they have room (no await).
+/// Moves everything queued for each writer into its channel as one batch, when the channel
+/// has room (no await).
 fn flush_ready(
     outbox: &mut Outbox,
-    to_client: &mut Option<mpsc::Sender<Out>>,
-    to_agent: &mut Option<mpsc::Sender<Out>>,
+    to_client: &mut Option<mpsc::Sender<Vec<Out>>>,
+    to_agent: &mut Option<mpsc::Sender<Vec<Out>>>,
 ) {
-    for (queue, tx, name) in [
-        (&mut outbox.to_client, to_client, "client"),
-        (&mut outbox.to_agent, to_agent, "agent"),
-    ] {
-        let mut closed = false;
-        while let Some(sender) = tx.as_ref().filter(|_| !queue.is_empty()) {
-            match sender.try_reserve() {
-                Ok(permit) => send_front(permit, queue),
-                Err(mpsc::error::TrySendError::Full(())) => break,
-                Err(mpsc::error::TrySendError::Closed(())) => {
-                    closed = true;
-                    break;
-                }
-            }
+    for (client, tx, name) in [(true, to_client, "client"), (false, to_agent, "agent")] {
+        let queue = if client {
+            &outbox.to_client
+        } else {
+            &outbox.to_agent
+        };
+        if queue.is_empty() {
+            continue;
         }
-        if closed || tx.is_none() {
-            writer_gone(queue, tx, name);
+        let take = |outbox: &mut Outbox| {
+            if client {
+                outbox.take_client()
+            } else {
+                outbox.take_agent()
+            }
+        };
+        let closed = match tx.as_ref().map(mpsc::Sender::try_reserve) {
+            Some(Ok(permit)) => {
+                permit.send(take(outbox));
+                false
+            }
+            Some(Err(mpsc::error::TrySendError::Full(()))) => false,
+            Some(Err(mpsc::error::TrySendError::Closed(()))) | None => true,
+        };
+        if closed {
+            writer_gone(take(outbox), tx, name);
         }
     }
 }
 
-fn writer_gone(
-    queue: &mut std::collections::VecDeque<Out>,
-    tx: &mut Option<mpsc::Sender<Out>>,
-    name: &str,
-) {
-    // A queued `Close` for an output that is already closed is not a loss.
-    let lost = queue.iter().filter(|o| matches!(o, Out::Line(_))).count();
+/// The writer for an output is gone: drop what was queued for it (a queued `Close` for an
+/// output that is already closed is not a loss).
+fn writer_gone(queued: Vec<Out>, tx: &mut Option<mpsc::Sender<Vec<Out>>>, name: &str) {
+    let lost = queued.iter().filter(|o| matches!(o, Out::Line(_))).count();
     if lost > 0 {
         tracing::warn!(
             output = name,
@@ -361,22 +409,15 @@ fn writer_gone(
             "output closed; dropping what is queued for it"
         );
     }
-    queue.clear();
     *tx = None;
 }
 
 async fn reserve(
-    tx: &Option<mpsc::Sender<Out>>,
-) -> Result<mpsc::Permit<'_, Out>, mpsc::error::SendError<()>> {
+    tx: &Option<mpsc::Sender<Vec<Out>>>,
+) -> Result<mpsc::Permit<'_, Vec<Out>>, mpsc::error::SendError<()>> {
     match tx {
         Some(tx) => tx.reserve().await,
         None => Err(mpsc::error::SendError(())),
-    }
-}
-
-fn send_front(permit: mpsc::Permit<'_, Out>, queue: &mut std::collections::VecDeque<Out>) {
-    if let Some(item) = queue.pop_front() {
-        permit.send(item);
     }
 }
 
@@ -386,51 +427,73 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
-/// Reads frames from `input` into `tx` until EOF, a read error, or the loop going away.
+/// Reads `input` and sends, per read, the batch of frames it completed into `tx`, until
+/// EOF, a read error, or the loop going away.
 async fn read_frames<R: AsyncRead + Unpin>(
-    input: R,
+    mut input: R,
     max_line: usize,
-    tx: mpsc::Sender<Frame>,
+    tx: mpsc::Sender<Vec<Frame>>,
     name: &'static str,
 ) {
-    let mut framed = FramedRead::with_capacity(input, LineCodec::new(max_line), READ_BUFFER);
-    while let Some(item) = framed.next().await {
-        match item {
-            Ok(frame) => {
-                if tx.send(frame).await.is_err() {
-                    return;
-                }
-            }
+    let mut codec = LineCodec::new(max_line);
+    let mut buf = BytesMut::with_capacity(READ_BUFFER);
+    loop {
+        if buf.capacity() - buf.len() < READ_BUFFER / 4 {
+            buf.reserve(READ_BUFFER);
+        }
+        let n = match input.read_buf(&mut buf).await {
+            Ok(n) => n,
             Err(e) => {
                 tracing::warn!(input = name, error = %e, "read error; treating as end of input");
-                return;
+                0
             }
+        };
+        let mut batch = Vec::new();
+        let eof = n == 0;
+        loop {
+            let next = if eof {
+                codec.decode_eof(&mut buf)
+            } else {
+                codec.decode(&mut buf)
+            };
+            match next {
+                Ok(Some(frame)) => batch.push(frame),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        if !batch.is_empty() && tx.send(batch).await.is_err() {
+            return;
+        }
+        if eof {
+            return;
         }
     }
 }
 
-/// Writes lines from `rx` to `output`, flushing whenever the queue runs empty.
+/// Writes batches of lines from `rx` to `output`, flushing whenever the queue runs empty.
 async fn write_lines<W: AsyncWrite + Unpin>(
     output: W,
-    mut rx: mpsc::Receiver<Out>,
+    mut rx: mpsc::Receiver<Vec<Out>>,
     name: &'static str,
 ) {
     let mut w = BufWriter::with_capacity(WRITE_BUFFER, output);
     let result: std::io::Result<()> = async {
-        while let Some(mut msg) = rx.recv().await {
+        while let Some(mut batch) = rx.recv().await {
             loop {
-                match msg {
-                    Out::Line(line) => {
-                        w.write_all(&line).await?;
-                        w.write_all(b"\n").await?;
-                    }
-                    Out::Close => {
-                        w.flush().await?;
-                        return w.shutdown().await;
+                for msg in batch {
+                    match msg {
+                        Out::Line(line) => {
+                            w.write_all(&line).await?;
+                            w.write_all(b"\n").await?;
+                        }
+                        Out::Close => {
+                            w.flush().await?;
+                            return w.shutdown().await;
+                        }
                     }
                 }
                 match rx.try_recv() {
-                    Ok(next) => msg = next,
+                    Ok(next) => batch = next,
                     Err(_) => break,
                 }
             }

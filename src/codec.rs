@@ -157,10 +157,7 @@ impl Decoder for LineCodec {
 }
 
 fn memchr_nl(buf: &[u8], from: usize) -> Option<usize> {
-    buf.get(from..)?
-        .iter()
-        .position(|&b| b == b'\n')
-        .map(|p| p + from)
+    memchr::memchr(b'\n', buf.get(from..)?).map(|p| p + from)
 }
 
 #[cfg(test)]

@@ -140,11 +140,21 @@ fn valid_id(raw: &RawValue) -> bool {
 /// assert!(matches!(classify(b"Loading..."), Kind::NotJson { .. }));
 /// ```
 pub fn classify(line: &[u8]) -> Kind<'_> {
-    let start = line.iter().position(|b| !b.is_ascii_whitespace());
-    match start.map(|i| line[i]) {
+    // Validating UTF-8 once, up front, lets serde work on a `str`: the raw values it hands
+    // out need no second validation (the hot path of every forwarded line).
+    let line = match std::str::from_utf8(line) {
+        Ok(text) => text,
+        Err(e) => {
+            return Kind::NotJson {
+                error: format!("invalid UTF-8: {e}"),
+            }
+        }
+    };
+    let start = line.bytes().position(|b| !b.is_ascii_whitespace());
+    match start.map(|i| line.as_bytes()[i]) {
         Some(b'[') => {
             // Still check it is JSON: garbage that starts with `[` is not a batch.
-            return match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+            return match serde_json::from_str::<serde::de::IgnoredAny>(line) {
                 Ok(_) => Kind::Batch,
                 Err(e) => Kind::NotJson {
                     error: e.to_string(),
@@ -153,7 +163,7 @@ pub fn classify(line: &[u8]) -> Kind<'_> {
         }
         Some(b'{') => {}
         _ => {
-            return match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+            return match serde_json::from_str::<serde::de::IgnoredAny>(line) {
                 Ok(_) => Kind::Invalid {
                     id: None,
                     response_like: false,
@@ -165,11 +175,11 @@ pub fn classify(line: &[u8]) -> Kind<'_> {
             };
         }
     }
-    let env: RawEnvelope<'_> = match serde_json::from_slice(line) {
+    let env: RawEnvelope<'_> = match serde_json::from_str(line) {
         Ok(env) => env,
         Err(e) => {
             // Valid JSON with e.g. a duplicate key is invalid JSON-RPC, not a parse error.
-            return match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+            return match serde_json::from_str::<serde::de::IgnoredAny>(line) {
                 Ok(_) => Kind::Invalid {
                     id: None,
                     response_like: false,

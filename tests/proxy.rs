@@ -307,3 +307,30 @@ async fn log_file_and_json_format_and_cwd() {
     let first: serde_json::Value = serde_json::from_str(logs.lines().next().unwrap()).unwrap();
     assert_eq!(first["fields"]["message"], "agent started");
 }
+
+/// Regression: with a burst of agent requests, a client that answers each one before it
+/// reads the next must not deadlock the bridge (the bridge once stopped reading the client
+/// while a batch of forwarded lines waited for it, and the client waited for the bridge).
+#[tokio::test]
+async fn client_answering_while_agent_floods_requests_does_not_deadlock() {
+    // (A background job reads /dev/null unless told otherwise, hence fd 3.)
+    let script = "exec 3<&0; cat <&3 > /dev/null & i=0; while [ $i -lt 3000 ]; do \
+        printf '{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"fs/read_text_file\",\"params\":{\"sessionId\":\"s\",\"path\":\"/tmp/%d\"}}\\n' $i $i; \
+        i=$((i+1)); done; wait";
+    let argv: Vec<String> = ["--", "sh", "-c", script]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut b = Bridge::spawn(&argv);
+    let big = "x".repeat(4000);
+    for n in 0..3000 {
+        let req = b.recv().await;
+        assert_eq!(req["id"], n);
+        // Large answers fill the pipe to the bridge quickly if the bridge stops reading.
+        b.send(&json!({"jsonrpc":"2.0","id":req["id"],"result":{"content":big}}))
+            .await;
+    }
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
+}

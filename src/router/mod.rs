@@ -60,13 +60,21 @@ pub enum Out {
 pub struct Outbox {
     pub to_agent: VecDeque<Out>,
     pub to_client: VecDeque<Out>,
+    /// How many lines in `to_agent` the bridge made itself (not forwarded from the client).
+    pub made_for_agent: usize,
+    /// How many lines in `to_client` the bridge made itself (not forwarded from the agent).
+    pub made_for_client: usize,
 }
 
 impl Outbox {
+    /// A line the bridge made, for the agent.
     fn agent(&mut self, line: Bytes) {
+        self.made_for_agent += 1;
         self.to_agent.push_back(Out::Line(line));
     }
+    /// A line the bridge made, for the client.
     fn client(&mut self, line: Bytes) {
+        self.made_for_client += 1;
         self.to_client.push_back(Out::Line(line));
     }
     fn reply(&mut self, to: Side, line: Bytes) {
@@ -74,6 +82,16 @@ impl Outbox {
             Side::Client => self.client(line),
             Side::Agent => self.agent(line),
         }
+    }
+    /// Takes everything queued for the agent.
+    pub fn take_agent(&mut self) -> Vec<Out> {
+        self.made_for_agent = 0;
+        self.to_agent.drain(..).collect()
+    }
+    /// Takes everything queued for the client.
+    pub fn take_client(&mut self) -> Vec<Out> {
+        self.made_for_client = 0;
+        self.to_client.drain(..).collect()
     }
 }
 
@@ -417,11 +435,11 @@ impl Router {
         match from {
             Side::Client => {
                 self.counters.forwarded_to_agent += 1;
-                out.agent(line);
+                out.to_agent.push_back(Out::Line(line));
             }
             Side::Agent => {
                 self.counters.forwarded_to_client += 1;
-                out.client(line);
+                out.to_client.push_back(Out::Line(line));
             }
         }
     }

@@ -230,7 +230,9 @@ impl Router {
                         }),
                         None => line.clone(),
                     };
-                    out.client(line);
+                    // The agent's own request (with `expiresAt`): forwarded traffic.
+                    self.counters.forwarded_to_client += 1;
+                    out.to_client.push_back(super::Out::Line(line));
                 }
                 _ => {
                     p.client_id = self.bridge_id();
@@ -386,7 +388,7 @@ impl Router {
             }
         } else if p.client_id == p.agent_id {
             self.counters.forwarded_to_agent += 1;
-            out.agent(line.clone());
+            out.to_agent.push_back(super::Out::Line(line.clone()));
         } else {
             // Same error, under the agent's id.
             let mut v: Value = serde_json::from_str(error.get()).unwrap_or(Value::Null);
@@ -493,7 +495,7 @@ impl Router {
         tracing::info!(question_id = %p.question.question_id, "agent cancelled its question");
         if p.client_id == p.agent_id {
             self.counters.forwarded_to_client += 1;
-            out.client(line.clone());
+            out.to_client.push_back(super::Out::Line(line.clone()));
             self.close_at_client(&p, &Outcome::Rejected(Reason::Cancelled), false, out);
         } else {
             self.close_at_client(&p, &Outcome::Rejected(Reason::Cancelled), true, out);
