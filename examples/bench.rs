@@ -110,15 +110,9 @@ fn image_line(rng: &mut Rng, size: usize) -> String {
 /// bridge holds that much state while it relays.
 fn workload(kind: &str, total: usize, sessions: usize) -> Vec<u8> {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let mut out = Vec::with_capacity(total + (2 << 20));
-    if sessions > 1 {
-        for s in 0..sessions {
-            out.extend_from_slice(format!(
-                r#"{{"jsonrpc":"2.0","id":{s},"method":"_sandboxagent/session/request_question","params":{{"sessionId":"s{s}","questionId":"q","prompt":"Keep going?","options":["yes","no"]}}}}"#
-            ).as_bytes());
-            out.push(b'\n');
-        }
-    }
+    let mut out = question_prefix(sessions);
+    let total = total + out.len();
+    out.reserve(total + (2 << 20));
     let mut n = 0usize;
     while out.len() < total {
         let line = match (kind, rng.range(0, 99)) {
@@ -137,6 +131,21 @@ fn workload(kind: &str, total: usize, sessions: usize) -> Vec<u8> {
         };
         out.extend_from_slice(line.as_bytes());
         n += 1;
+    }
+    out
+}
+
+/// One pending question per session (none for a single session): the state the bridge
+/// holds while the rest of the workload streams.
+fn question_prefix(sessions: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    if sessions > 1 {
+        for s in 0..sessions {
+            out.extend_from_slice(format!(
+                r#"{{"jsonrpc":"2.0","id":{s},"method":"_sandboxagent/session/request_question","params":{{"sessionId":"s{s}","questionId":"q","prompt":"Keep going?","options":["yes","no"]}}}}"#
+            ).as_bytes());
+            out.push(b'\n');
+        }
     }
     out
 }
@@ -234,16 +243,19 @@ fn me() -> String {
         .into_owned()
 }
 
-/// Reads `expect` bytes from `r`; returns the time from the first byte to the last.
-fn sink(mut r: impl Read, expect: usize) -> Duration {
+/// Reads `expect` bytes from `r`; returns the time from the first byte after `skip` bytes
+/// (the set-up part of a workload) to the last.
+fn sink(mut r: impl Read, expect: usize, skip: usize) -> Duration {
     let mut buf = vec![0u8; 1 << 16];
     let mut got = 0;
     let mut first = None;
     while got < expect {
         let n = r.read(&mut buf).expect("read");
         assert!(n > 0, "stream ended after {got} of {expect} bytes");
-        first.get_or_insert_with(Instant::now);
         got += n;
+        if got > skip {
+            first.get_or_insert_with(Instant::now);
+        }
     }
     first.map_or(Duration::ZERO, |f| f.elapsed())
 }
@@ -252,6 +264,8 @@ fn sink(mut r: impl Read, expect: usize) -> Duration {
 /// for the bridge, its peak RSS in KiB.
 fn relay(kind: &str, bytes: usize, sessions: usize, through_bridge: bool) -> (Duration, u64) {
     let expect = workload(kind, bytes, sessions).len();
+    // With several sessions the workload opens with one pending question per session.
+    let skip = question_prefix(sessions).len();
     let emitter = [
         me(),
         "emit".into(),
@@ -288,7 +302,7 @@ fn relay(kind: &str, bytes: usize, sessions: usize, through_bridge: bool) -> (Du
             .expect("cat");
         (cat, Some(e))
     };
-    let t = sink(mid.stdout.take().expect("stdout"), expect);
+    let t = sink(mid.stdout.take().expect("stdout"), expect, skip);
     let (peak, _) = rss(mid.id());
     drop(mid.stdin.take());
     if let Some(e) = emit_child.as_mut() {
@@ -373,7 +387,7 @@ fn questions(n: usize, sessions: usize, hold: bool) -> (f64, f64) {
         .expect("bridge");
     let pid = child.id();
     let mut input = std::io::BufWriter::new(child.stdin.take().expect("stdin"));
-    let mut output = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut output = BufReader::with_capacity(1 << 16, child.stdout.take().expect("stdout"));
     let native = r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}}"#;
     writeln!(input, "{native}").expect("write");
     input.flush().expect("flush");
@@ -399,7 +413,10 @@ fn questions(n: usize, sessions: usize, hold: bool) -> (f64, f64) {
                     &rest[..end]
                 )
                 .expect("write");
-                input.flush().expect("flush");
+                // Flush when no further question is already waiting to be read.
+                if output.buffer().is_empty() {
+                    input.flush().expect("flush");
+                }
             }
         }
     }
@@ -553,6 +570,10 @@ fn main() {
         "emit" => emit(arg(1), num(2, 1 << 20), num(3, 1)),
         "echo" => echo(),
         "ask" => ask(num(1, 10_000), num(2, 1_000), arg(3) == "hold"),
+        "questions" => {
+            let (rate, _) = questions(num(1, 10_000), num(2, 1_000), false);
+            let _ = writeln!(std::io::stdout(), "{rate:.0} questions/s");
+        }
         "run" => {
             let quick = args.iter().any(|a| a == "--quick");
             let out = args

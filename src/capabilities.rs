@@ -5,6 +5,8 @@
 //! to the new key are rebuilt; every other member keeps its exact original text (numbers,
 //! escapes, order), so a rewritten message differs from the original only by the merge.
 
+use std::borrow::Cow;
+
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -12,8 +14,31 @@ use serde_json::{json, Value};
 use crate::envelope::json_string;
 use crate::questions::META_KEY;
 
-/// A JSON object's members in their original order, values kept as raw text.
-pub struct RawObject<'a>(pub Vec<(String, &'a RawValue)>);
+/// A JSON object's members in their original order, values kept as raw text. Keys borrow
+/// from the input unless they contain escapes.
+pub struct RawObject<'a>(pub Vec<(Cow<'a, str>, &'a RawValue)>);
+
+/// A key that borrows from the input when it can.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Key<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V(std::marker::PhantomData))
+    }
+}
 
 impl<'de: 'a, 'a> Deserialize<'de> for RawObject<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -25,8 +50,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawObject<'a> {
             }
             fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
                 let mut members = Vec::new();
-                while let Some((k, v)) = map.next_entry::<String, &'de RawValue>()? {
-                    members.push((k, v));
+                while let Some((k, v)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
+                    members.push((k.0, v));
                 }
                 Ok(RawObject(members))
             }
@@ -35,22 +60,29 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawObject<'a> {
     }
 }
 
-/// Parses the JSON object `raw` keeping only `keys`, each parsed to a `Value`. Other
-/// members are not parsed at all, so e.g. a huge number elsewhere does no harm.
-pub fn known_fields(
-    raw: &RawValue,
-    keys: &[&str],
-) -> Result<serde_json::Map<String, Value>, String> {
-    let obj: RawObject<'_> =
-        serde_json::from_str(raw.get()).map_err(|_| "must be an object".to_owned())?;
-    let mut out = serde_json::Map::new();
-    for (k, v) in obj.0 {
-        if keys.contains(&k.as_str()) {
-            let value = serde_json::from_str(v.get()).map_err(|e| format!("{k}: {e}"))?;
-            out.insert(k, value);
-        }
+impl<'a> RawObject<'a> {
+    /// Parses `text` as an object (`None` when it is not one).
+    pub fn parse(text: &'a str) -> Option<Self> {
+        serde_json::from_str(text).ok()
     }
-    Ok(out)
+
+    /// The raw value of member `key` (the first, if repeated).
+    pub fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
+    /// The members named in `keys`, each parsed to a `Value`. Other members are not parsed
+    /// at all, so e.g. a huge number elsewhere does no harm. `Err` is `"key: why"`.
+    pub fn known(&self, keys: &[&str]) -> Result<serde_json::Map<String, Value>, String> {
+        let mut out = serde_json::Map::new();
+        for (k, v) in &self.0 {
+            if keys.contains(&k.as_ref()) {
+                let value = serde_json::from_str(v.get()).map_err(|e| format!("{k}: {e}"))?;
+                out.insert(k.to_string(), value);
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// What to do with a key that already exists at the end of the path.
@@ -88,7 +120,7 @@ pub fn merge(
     for (k, v) in obj.0 {
         let raw = v.get();
         let new = match path.split_first() {
-            Some((head, rest)) if k == *head && !done => {
+            Some((head, rest)) if k == **head && !done => {
                 done = true;
                 merge(raw, rest, key, value, existing)?
             }
@@ -101,7 +133,7 @@ pub fn merge(
             }
             _ => raw.to_owned(),
         };
-        members.push((k, new));
+        members.push((k.into_owned(), new));
     }
     if !done {
         // Build the missing part of the path from the inside out.

@@ -54,6 +54,13 @@ impl fmt::Debug for RequestId {
     }
 }
 
+impl Kind<'_> {
+    /// Whether this is a batch (used by benchmarks to keep a result alive).
+    pub fn is_batch(&self) -> bool {
+        matches!(self, Kind::Batch)
+    }
+}
+
 /// JSON text of a string (quoted and escaped).
 pub fn json_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())

@@ -162,9 +162,9 @@ pub fn normalize(q: &Question, result: &RawValue) -> Result<(Outcome, Extras), S
     let mut obj = serde_json::Map::new();
     let mut extras = Extras::new();
     for (k, v) in members.0 {
-        if CONSUMED.contains(&k.as_str()) {
+        if CONSUMED.contains(&k.as_ref()) {
             let value = serde_json::from_str(v.get()).map_err(|e| format!("{k}: {e}"))?;
-            obj.insert(k, value);
+            obj.insert(k.into_owned(), value);
         } else {
             if k == "_meta" {
                 // Only the extension's block is read (for outcome "selected").
@@ -179,7 +179,7 @@ pub fn normalize(q: &Question, result: &RawValue) -> Result<(Outcome, Extras), S
                     );
                 }
             }
-            extras.push((k, v.to_owned()));
+            extras.push((k.into_owned(), v.to_owned()));
         }
     }
     let kind = match (obj.get("status"), obj.get("outcome")) {

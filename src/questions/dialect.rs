@@ -132,13 +132,13 @@ fn split(result: &RawValue, read: &[&str]) -> Result<(Map<String, Value>, Extras
     let mut known = Map::new();
     let mut extras = Extras::new();
     for (k, v) in members.0 {
-        if read.contains(&k.as_str()) {
+        if read.contains(&k.as_ref()) {
             known.insert(
-                k.clone(),
+                k.to_string(),
                 serde_json::from_str(v.get()).map_err(|e| format!("{k}: {e}"))?,
             );
         } else {
-            extras.push((k, v.to_owned()));
+            extras.push((k.into_owned(), v.to_owned()));
         }
     }
     Ok((known, extras))

@@ -11,7 +11,7 @@
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::capabilities::{known_fields, RawObject};
+use crate::capabilities::RawObject;
 
 /// Members of the request params the bridge reads (others are forwarded, never parsed).
 const REQUEST_KEYS: &[&str] = &[
@@ -136,7 +136,7 @@ fn opt_bool(obj: &Map<String, Value>, names: [&str; 2], at: &str) -> Result<Opti
     Ok(found)
 }
 
-/// Turns a [`known_fields`] error (`"must be an object"` or `"key: why"`) into [`Invalid`].
+/// Turns a [`RawObject::known`] error (`"must be an object"` or `"key: why"`) into [`Invalid`].
 fn invalid_member(e: &str, at: &str) -> Invalid {
     match e.split_once(": ") {
         Some((key, why)) => invalid(field(at, key), format!("is not valid JSON here ({why})")),
@@ -240,10 +240,12 @@ fn parse_item(obj: &Map<String, Value>, prompt_key: &str, at: &str) -> Result<It
 /// the bridge understands are parsed; unknown ones may hold anything.
 pub fn parse_request(params: Option<&RawValue>) -> Result<Question, Invalid> {
     let raw = params.ok_or_else(|| invalid("params", "are required"))?;
-    let members: RawObject<'_> =
-        serde_json::from_str(raw.get()).map_err(|_| invalid("params", "must be an object"))?;
-    let member = |key: &str| members.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v);
-    let obj = &known_fields(raw, REQUEST_KEYS).map_err(|e| invalid_member(&e, ""))?;
+    let members =
+        RawObject::parse(raw.get()).ok_or_else(|| invalid("params", "must be an object"))?;
+    let member = |key: &str| members.get(key);
+    let obj = &members
+        .known(REQUEST_KEYS)
+        .map_err(|e| invalid_member(&e, ""))?;
     let session_id = non_empty_string(obj, "sessionId", "")?;
     let question_id = non_empty_string(obj, "questionId", "")?;
     let items = match (obj.get("prompt"), member("questions")) {
@@ -267,7 +269,10 @@ pub fn parse_request(params: Option<&RawValue>) -> Result<Question, Invalid> {
             let mut items = Vec::with_capacity(list.len());
             for (i, v) in list.into_iter().enumerate() {
                 let at = format!("questions[{i}]");
-                let q = known_fields(v, ITEM_KEYS).map_err(|e| invalid_member(&e, &at))?;
+                let q = RawObject::parse(v.get())
+                    .ok_or_else(|| invalid(at.as_str(), "must be an object"))?
+                    .known(ITEM_KEYS)
+                    .map_err(|e| invalid_member(&e, &at))?;
                 items.push(parse_item(&q, "question", &at)?);
             }
             items

@@ -1,0 +1,47 @@
+//! Micro-benchmark of the per-line hot path: classifying a line (`envelope::classify`) and
+//! the whole router step for a forwarded notification, on the three message sizes of the
+//! benchmark workloads. Run with `cargo bench --bench classify`.
+
+use std::time::Instant;
+
+use acp_question_bridge::codec::Frame;
+use acp_question_bridge::envelope::classify;
+use acp_question_bridge::router::{Outbox, Router, RouterConfig};
+use bytes::Bytes;
+
+fn main() {
+    divan::main();
+}
+
+fn chunk(text_len: usize) -> Bytes {
+    let text = "the agent reads src/main.rs and finds a bug ".repeat(text_len / 44 + 1);
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{}"}}}}}}}}"#,
+        &text[..text_len]
+    ))
+}
+
+/// A 240-byte chunk, a 20 KiB diff-sized line and a 1 MiB image-sized line.
+const SIZES: [usize; 3] = [120, 20 << 10, 1 << 20];
+
+#[divan::bench(args = SIZES)]
+fn classify_line(bencher: divan::Bencher, size: usize) {
+    let line = chunk(size);
+    bencher
+        .counter(divan::counter::BytesCount::new(line.len()))
+        .bench(|| classify(divan::black_box(&line)).is_batch());
+}
+
+#[divan::bench(args = SIZES)]
+fn router_forward(bencher: divan::Bencher, size: usize) {
+    let line = chunk(size);
+    let mut router = Router::new(RouterConfig::default());
+    let mut out = Outbox::default();
+    let now = Instant::now();
+    bencher
+        .counter(divan::counter::BytesCount::new(line.len()))
+        .bench_local(|| {
+            router.on_agent_frame(Frame::Line(line.clone()), now, &mut out);
+            out.take_client().len()
+        });
+}
