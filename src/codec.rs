@@ -138,7 +138,11 @@ impl Decoder for LineCodec {
             return Ok(Some(frame));
         }
         if let Some(dropped) = self.discarding.take() {
-            return Ok(Some(Frame::TooLong { bytes: dropped }));
+            // A final `\r` would have been part of a `\r\n` terminator: not content.
+            let cr = u64::from(self.dropped_cr && dropped > 0);
+            return Ok(Some(Frame::TooLong {
+                bytes: dropped - cr,
+            }));
         }
         if buf.is_empty() {
             return Ok(None);

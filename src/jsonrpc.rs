@@ -23,14 +23,27 @@ fn to_line(v: &Value) -> Bytes {
     Bytes::from(serde_json::to_vec(v).unwrap_or_default())
 }
 
-/// An error response. `id` of `None` writes `"id":null`.
+/// An error response. `id` of `None` writes `"id":null`. The id is spliced as its exact
+/// JSON text (`1e2` stays `1e2`), never re-serialized.
 pub fn error(id: Option<&RequestId>, code: i64, message: &str, data: Option<Value>) -> Bytes {
-    let mut err = json!({ "code": code, "message": message });
+    let data = data.map(|d| serde_json::to_string(&d).unwrap_or_else(|_| "null".into()));
+    error_text(id, code, message, data.as_deref())
+}
+
+fn error_text(id: Option<&RequestId>, code: i64, message: &str, data: Option<&str>) -> Bytes {
+    let id = id.map_or("null", RequestId::as_json);
+    let message = crate::envelope::json_string(message);
+    let mut out = Vec::with_capacity(64 + id.len() + message.len() + data.map_or(0, str::len));
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(format!(",\"error\":{{\"code\":{code},\"message\":").as_bytes());
+    out.extend_from_slice(message.as_bytes());
     if let Some(data) = data {
-        err["data"] = data;
+        out.extend_from_slice(b",\"data\":");
+        out.extend_from_slice(data.as_bytes());
     }
-    let id = id.map_or(Value::Null, RequestId::to_value);
-    to_line(&json!({ "jsonrpc": "2.0", "id": id, "error": err }))
+    out.extend_from_slice(b"}}");
+    Bytes::from(out)
 }
 
 /// A success response carrying `result`.
@@ -54,19 +67,17 @@ pub fn result_text(id: &RequestId, result: &str) -> Bytes {
 
 /// An error response whose `data` is already JSON text (spliced unchanged).
 pub fn error_with_raw_data(id: &RequestId, code: i64, message: &str, data: &str) -> Bytes {
-    let head = error(Some(id), code, message, None);
-    // `head` ends with `}}`: insert `,"data":...` inside the error object.
-    let mut out = Vec::with_capacity(head.len() + data.len() + 10);
-    out.extend_from_slice(&head[..head.len() - 2]);
-    out.extend_from_slice(b",\"data\":");
-    out.extend_from_slice(data.as_bytes());
-    out.extend_from_slice(b"}}");
-    Bytes::from(out)
+    error_text(Some(id), code, message, Some(data))
 }
 
 /// A request the bridge sends.
 pub fn request(id: &RequestId, method: &str, params: &Value) -> Bytes {
-    to_line(&json!({ "jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params }))
+    let params = serde_json::to_string(params).unwrap_or_else(|_| "{}".into());
+    let method = crate::envelope::json_string(method);
+    Bytes::from(format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":{method},\"params\":{params}}}",
+        id.as_json()
+    ))
 }
 
 /// A notification the bridge sends.
@@ -104,6 +115,16 @@ mod tests {
         assert_eq!(
             &line[..],
             br#"{"jsonrpc":"2.0","id":"a","error":{"code":-32603,"message":"m","data":{"n":1e400}}}"#
+        );
+    }
+
+    #[test]
+    fn ids_keep_their_exact_text() {
+        let raw = serde_json::value::RawValue::from_string("1e400".into()).unwrap();
+        let id = RequestId::from_raw(&raw);
+        assert_eq!(
+            &error(Some(&id), -32603, "m", Some(json!({"a":1})))[..],
+            br#"{"jsonrpc":"2.0","id":1e400,"error":{"code":-32603,"message":"m","data":{"a":1}}}"#
         );
     }
 

@@ -63,6 +63,15 @@ fn id() -> impl Strategy<Value = String> {
     ]
 }
 
+/// Ids of responses, apart from the ids of requests: the bridge rightly drops a second
+/// response to a request it has already seen answered, which is not what this test is about.
+fn response_id() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "resp-[a-z0-9]{1,6}".prop_map(|s| format!("\"{s}\"")),
+        (1u64 << 60..u64::MAX).prop_map(|n| n.to_string()),
+    ]
+}
+
 fn method() -> impl Strategy<Value = String> {
     prop_oneof![
         Just("\"session/update\"".to_owned()),
@@ -83,8 +92,9 @@ fn message() -> impl Strategy<Value = String> {
         ]),
         (method(), value())
             .prop_map(|(m, p)| vec![format!("\"method\":{m}"), format!("\"params\":[{p}]"),]),
-        (id(), value()).prop_map(|(i, r)| vec![format!("\"id\":{i}"), format!("\"result\":{r}")]),
-        (id(), number()).prop_map(|(i, c)| vec![
+        (response_id(), value())
+            .prop_map(|(i, r)| vec![format!("\"id\":{i}"), format!("\"result\":{r}")]),
+        (response_id(), number()).prop_map(|(i, c)| vec![
             format!("\"id\":{i}"),
             format!("\"error\":{{\"code\":{c},\"message\":\"m\"}}"),
         ]),
@@ -159,16 +169,28 @@ async fn roundtrip(client_lines: Vec<String>, agent_lines: Vec<String>) {
         {
             continue;
         }
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        assert_eq!(v["error"]["code"], -32603, "unexpected extra line: {line}");
-        assert!(v["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("agent exited"));
+        assert!(
+            line.contains(r#""error":{"code":-32603,"message":"agent exited"#),
+            "unexpected extra line: {}",
+            line.chars().take(200).collect::<String>()
+        );
     }
     let recorded = std::fs::read_to_string(&rec).unwrap();
     let got_at_agent: Vec<String> = recorded.lines().map(str::to_owned).collect();
-    same(&got_at_agent, &client_lines, "client->agent");
+    // After the client's lines come the bridge's answers to agent requests the client left
+    // unanswered when it closed its output (one each): nothing else.
+    let (relayed, answered_by_bridge) =
+        got_at_agent.split_at(client_lines.len().min(got_at_agent.len()));
+    same(relayed, &client_lines, "client->agent");
+    for line in answered_by_bridge {
+        assert!(
+            line.contains(
+                r#""error":{"code":-32603,"message":"the client disconnected before answering"#
+            ),
+            "unexpected extra line to the agent: {}",
+            line.chars().take(200).collect::<String>()
+        );
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -101,6 +101,8 @@ pub struct InFlight {
     pub method: Box<str>,
     pub session_id: Option<Box<str>>,
     pub started: Instant,
+    /// Arrival order (ties in `started` are common).
+    pub seq: u64,
 }
 
 /// How the agent ended, as the shell observed it.
@@ -124,8 +126,8 @@ impl AgentExit {
 /// Settings of the routing core.
 #[derive(Debug, Clone)]
 pub struct RouterConfig {
-    /// Upper bound on requests tracked per direction; beyond it, the oldest is not evicted
-    /// but new ones are forwarded untracked (with a warning), so memory stays bounded.
+    /// Upper bound on requests in flight per direction, and on pending questions in all
+    /// sessions; one more is refused with `-32000`, so memory stays bounded.
     pub max_in_flight: usize,
     /// Deadline for every question (`--question-timeout`); a request's `timeoutMs` may
     /// shorten it.
@@ -142,7 +144,7 @@ pub struct RouterConfig {
 impl Default for RouterConfig {
     fn default() -> Self {
         Self {
-            max_in_flight: 65_536,
+            max_in_flight: 16_384,
             question_timeout: None,
             max_pending_per_session: 32,
             client_dialect: None,
@@ -182,12 +184,16 @@ pub struct Router {
     /// Prefix of the ids of requests the bridge sends (random per process).
     id_prefix: String,
     next_bridge_id: u64,
-    /// Agent requests the bridge answered on the client's behalf (cancel, EOF): a later
-    /// answer from the client is dropped.
-    answered_for_client: RecentIds,
+    /// Agent requests already answered (by the client, or by the bridge on its behalf):
+    /// a second answer is dropped.
+    done_agent_requests: RecentIds,
+    /// Client requests already answered by the agent (or the bridge): likewise.
+    done_client_requests: RecentIds,
     /// Maps the monotonic clock to wall time (for `expiresAt`), fixed at creation.
     wall_anchor: (Instant, SystemTime),
     agent_gone: bool,
+    /// Numbers requests in arrival order.
+    seq: u64,
     pub counters: Counters,
 }
 
@@ -202,9 +208,11 @@ impl Router {
             auto_dialect: None,
             id_prefix: random_prefix(),
             next_bridge_id: 0,
-            answered_for_client: RecentIds::default(),
+            done_agent_requests: RecentIds::default(),
+            done_client_requests: RecentIds::default(),
             wall_anchor: (Instant::now(), SystemTime::now()),
             agent_gone: false,
+            seq: 0,
             counters: Counters::default(),
         }
     }
@@ -216,10 +224,11 @@ impl Router {
 
     fn wall(&self, at: Instant) -> SystemTime {
         let (i, w) = self.wall_anchor;
-        match at.checked_duration_since(i) {
-            Some(d) => w + d,
-            None => w - i.duration_since(at),
-        }
+        let wall = match at.checked_duration_since(i) {
+            Some(d) => w.checked_add(d),
+            None => w.checked_sub(i.duration_since(at)),
+        };
+        wall.unwrap_or(w)
     }
 
     /// What the client's `initialize` declared, once it has been seen.
@@ -293,16 +302,12 @@ impl Router {
                     self.on_agent_elicitation(id, params, now, out);
                     return;
                 }
-                if from == Side::Agent {
-                    if self.questions.has_client_id(&id) {
-                        // The client could not tell its answer from the bridge's request's.
-                        tracing::warn!(%id, "agent request id collides with a bridge request in flight; refused");
-                        let msg = format!("Invalid Request: id {id} is in use by the bridge");
-                        out.agent(jsonrpc::error(Some(&id), code::INVALID_REQUEST, &msg, None));
-                        return;
-                    }
-                    // An id in use again is no longer "answered on the client's behalf".
-                    self.answered_for_client.remove(&id);
+                if from == Side::Agent && self.questions.has_client_id(&id) {
+                    // The client could not tell its answer from the bridge's request's.
+                    tracing::warn!(%id, "agent request id collides with a bridge request in flight; refused");
+                    let msg = format!("Invalid Request: id {id} is in use by the bridge");
+                    out.agent(jsonrpc::error(Some(&id), code::INVALID_REQUEST, &msg, None));
+                    return;
                 }
                 let mut line = line;
                 if from == Side::Client && method == "initialize" {
@@ -312,22 +317,39 @@ impl Router {
                         line = rewrite(line, capabilities::advertise_elicitation);
                     }
                 }
+                self.seq += 1;
                 let entry = InFlight {
                     method: method.as_ref().into(),
                     session_id: envelope::session_id(params).map(Into::into),
                     started: now,
+                    seq: self.seq,
                 };
                 let map = match from {
                     Side::Client => &mut self.client_requests,
                     Side::Agent => &mut self.agent_requests,
                 };
                 if map.len() >= self.cfg.max_in_flight {
+                    // Untracked it could never be answered on the sender's behalf: refuse.
                     tracing::warn!(
                         limit = self.cfg.max_in_flight,
-                        "too many requests in flight; forwarding untracked"
+                        "too many requests in flight; refused"
                     );
-                } else if map.insert(id.clone(), entry).is_some() {
+                    let msg = format!(
+                        "too many requests in flight through the bridge (limit {})",
+                        self.cfg.max_in_flight
+                    );
+                    out.reply(
+                        from,
+                        jsonrpc::error(Some(&id), code::SERVER_ERROR, &msg, None),
+                    );
+                    return;
+                }
+                if map.insert(id.clone(), entry).is_some() {
                     tracing::warn!("request id reused while a request with it is still in flight");
+                }
+                match from {
+                    Side::Client => self.done_client_requests.remove(&id),
+                    Side::Agent => self.done_agent_requests.remove(&id),
                 }
                 self.forward(from, line, out);
             }
@@ -340,7 +362,7 @@ impl Router {
                         self.forward(from, line, out);
                         if let Some(session) = envelope::session_id(params) {
                             self.cancel_session_questions(&session, out);
-                            self.answer_agent_prompts(Some(&session), true, out);
+                            self.answer_agent_requests(Some(&session), true, out);
                         }
                     }
                     (Side::Agent, "$/cancel_request") => {
@@ -360,22 +382,29 @@ impl Router {
                 {
                     return;
                 }
+                let result_ok = outcome.is_ok();
                 // A response travels opposite to its request.
-                let map = match from {
-                    Side::Client => &mut self.agent_requests,
-                    Side::Agent => &mut self.client_requests,
+                let (map, done) = match from {
+                    Side::Client => (&mut self.agent_requests, &mut self.done_agent_requests),
+                    Side::Agent => (&mut self.client_requests, &mut self.done_client_requests),
                 };
                 let mut line = line;
                 match map.remove(&id) {
                     Some(req) => {
                         tracing::debug!(
-                            method = %req.method,
+                            method = ?req.method,
                             elapsed_us = now.saturating_duration_since(req.started).as_micros() as u64,
                             "response"
                         );
-                        if from == Side::Agent && &*req.method == "initialize" && outcome.is_ok() {
+                        done.insert(id);
+                        if from == Side::Agent && &*req.method == "initialize" && result_ok {
                             line = rewrite(line, capabilities::merge_initialize_response);
                         }
+                    }
+                    None if done.contains(&id) => {
+                        tracing::warn!(%id, "second response to a request already answered; dropped");
+                        self.count_dropped(from);
+                        return;
                     }
                     None => tracing::debug!("response to an unknown request id; forwarded"),
                 }
@@ -448,7 +477,7 @@ impl Router {
     /// `client_disconnected`, then the agent's stdin is closed after what is queued.
     pub fn on_client_eof(&mut self, _now: Instant, out: &mut Outbox) {
         self.reject_all_questions(out);
-        self.answer_agent_prompts(None, false, out);
+        self.answer_agent_requests(None, false, out);
         out.to_agent.push_back(Out::Close);
     }
 
@@ -468,42 +497,50 @@ impl Router {
         );
     }
 
-    /// Answers the agent's permission requests and form elicitations still waiting on the
-    /// client (of `session`, or all), as ACP says the client must after a cancel: permission
-    /// `{"outcome":{"outcome":"cancelled"}}`, elicitation `{"action":"cancel"}`. With
-    /// `notify_client`, the client gets `$/cancel_request` for each; its later answer is
-    /// dropped.
-    fn answer_agent_prompts(
+    /// Answers the agent's requests still waiting on the client, on its behalf. For a
+    /// `session/cancel` of `session` (`notify_client`): its permission requests get
+    /// `{"outcome":{"outcome":"cancelled"}}` and its form elicitations `{"action":"cancel"}`,
+    /// as ACP says the client must, and the client gets `$/cancel_request` for each. For the
+    /// client's EOF (`session` = `None`): the same for every session, and every other request
+    /// gets a `-32603` error, so each has its one response before the agent's stdin closes.
+    /// A later answer from the client is dropped.
+    fn answer_agent_requests(
         &mut self,
         session: Option<&str>,
         notify_client: bool,
         out: &mut Outbox,
     ) {
+        let prompt = |m: &str| matches!(m, "session/request_permission" | "elicitation/create");
         let mut due: Vec<(RequestId, InFlight)> = self
             .agent_requests
             .iter()
-            .filter(|(_, r)| {
-                matches!(
-                    &*r.method,
-                    "session/request_permission" | "elicitation/create"
-                ) && session.is_none_or(|s| r.session_id.as_deref() == Some(s))
+            .filter(|(_, r)| match session {
+                Some(s) => prompt(&r.method) && r.session_id.as_deref() == Some(s),
+                None => true,
             })
             .map(|(id, r)| (id.clone(), r.clone()))
             .collect();
-        due.sort_by_key(|(_, r)| r.started);
+        due.sort_by_key(|(_, r)| r.seq);
         for (id, req) in due {
             self.agent_requests.remove(&id);
-            let result = if &*req.method == "elicitation/create" {
-                json!({ "action": "cancel" })
-            } else {
-                json!({ "outcome": { "outcome": "cancelled" } })
+            let line = match &*req.method {
+                "elicitation/create" => jsonrpc::result(&id, &json!({ "action": "cancel" })),
+                "session/request_permission" => {
+                    jsonrpc::result(&id, &json!({ "outcome": { "outcome": "cancelled" } }))
+                }
+                _ => jsonrpc::error(
+                    Some(&id),
+                    code::INTERNAL_ERROR,
+                    &format!("the client disconnected before answering {}", req.method),
+                    None,
+                ),
             };
-            tracing::info!(%id, method = %req.method, "answered on the client's behalf: cancelled");
-            out.agent(jsonrpc::result(&id, &result));
+            tracing::info!(%id, method = ?req.method, "answered on the client's behalf");
+            out.agent(line);
             if notify_client {
                 out.client(jsonrpc::cancel_request(&id));
             }
-            self.answered_for_client.insert(id);
+            self.done_agent_requests.insert(id);
         }
     }
 
@@ -515,13 +552,21 @@ impl Router {
         }
         self.agent_gone = true;
         let mut waiting: Vec<(RequestId, InFlight)> = self.client_requests.drain().collect();
-        waiting.sort_by_key(|(_, r)| r.started);
-        for (id, req) in waiting {
+        waiting.sort_by_key(|(_, r)| r.seq);
+        // The first error carries the whole stderr tail, the others its last KiB, so the
+        // burst stays small however many requests were waiting.
+        let short_tail = last_chars(&exit.stderr_tail, SHORT_TAIL);
+        for (n, (id, req)) in waiting.into_iter().enumerate() {
             let message = format!("{} while handling {}", exit.describe(), req.method);
+            let tail = if n == 0 {
+                exit.stderr_tail.as_str()
+            } else {
+                short_tail
+            };
             let data = json!({
                 "exitCode": exit.code,
                 "signal": exit.signal,
-                "stderrTail": exit.stderr_tail,
+                "stderrTail": tail,
             });
             out.client(jsonrpc::error(
                 Some(&id),
@@ -533,7 +578,7 @@ impl Router {
         // Requests the agent sent can no longer be answered usefully: the client closes
         // what it still shows.
         let mut shown: Vec<(RequestId, InFlight)> = self.agent_requests.drain().collect();
-        shown.sort_by_key(|(_, r)| r.started);
+        shown.sort_by_key(|(_, r)| r.seq);
         for (id, _) in shown {
             out.client(jsonrpc::cancel_request(&id));
         }
@@ -547,6 +592,18 @@ impl Router {
             .map(|r| now.saturating_duration_since(r.started))
             .max()
     }
+}
+
+/// How much of the agent's stderr tail the second and later exit errors carry.
+const SHORT_TAIL: usize = 1024;
+
+/// The last `max` bytes of `s`, cut at a character boundary.
+fn last_chars(s: &str, max: usize) -> &str {
+    let mut start = s.len().saturating_sub(max);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
 }
 
 /// A prefix for the bridge's own request ids that no agent can predict.

@@ -23,6 +23,10 @@ use crate::questions::answer::{self, Extras, Outcome, Reason};
 use crate::questions::registry::{Origin, Pending};
 use crate::questions::{dialect, model, Dialect};
 
+/// The longest deadline a question gets (a longer `timeoutMs` or `--question-timeout` is
+/// cut to this), so deadlines and `expiresAt` stay representable.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
 impl Router {
     /// The dialect new questions are shown in on this connection.
     pub fn dialect(&self) -> Dialect {
@@ -95,6 +99,15 @@ impl Router {
                 format!("Invalid Request: id {id} is already used by a request in flight"),
             ));
         }
+        if self.questions.len() >= self.cfg.max_in_flight {
+            return Err((
+                code::SERVER_ERROR,
+                format!(
+                    "too many pending questions in all sessions (limit {})",
+                    self.cfg.max_in_flight
+                ),
+            ));
+        }
         let limit = self.cfg.max_pending_per_session;
         if self.questions.session_len(&q.session_id) >= limit {
             return Err((
@@ -122,8 +135,9 @@ impl Router {
         ]
         .into_iter()
         .flatten()
-        .min();
-        let deadline = timeout.map(|t| now + t);
+        .min()
+        .map(|t| t.min(MAX_TIMEOUT));
+        let deadline = timeout.and_then(|t| now.checked_add(t));
         Pending {
             question: q,
             origin,
@@ -183,7 +197,7 @@ impl Router {
         let (q, fields) = match dialect::from_agent_elicitation(&v, format!("elicitation:{id}")) {
             Ok(x) => x,
             Err(why) => {
-                tracing::warn!(%id, why, "the client cannot show this elicitation; declined");
+                tracing::warn!(%id, why = ?why, "the client cannot show this elicitation; declined");
                 out.agent(jsonrpc::result(&id, &json!({ "action": "decline" })));
                 return;
             }
@@ -256,8 +270,8 @@ impl Router {
             Dialect::Permission => {
                 if let Some(why) = dialect::permission_obstacle(&p.question) {
                     tracing::warn!(
-                        session_id = %p.question.session_id,
-                        question_id = %p.question.question_id,
+                        session_id = ?p.question.session_id,
+                        question_id = ?p.question.question_id,
                         "the client can only show a permission prompt, which cannot express {why}; rejected as unsupported"
                     );
                     self.finish(&p, Outcome::Rejected(Reason::Unsupported), &Vec::new(), out);
@@ -280,8 +294,8 @@ impl Router {
             }
         }
         tracing::info!(
-            session_id = %p.question.session_id,
-            question_id = %p.question.question_id,
+            session_id = ?p.question.session_id,
+            question_id = ?p.question.question_id,
             items = p.question.items.len(),
             timeout_ms = p.deadline.map(|d| d.saturating_duration_since(p.created).as_millis() as u64),
             dialect = dialect.as_str(),
@@ -304,10 +318,7 @@ impl Router {
             self.answer_from_client(p, outcome, line, out);
             return true;
         }
-        let late_question = self.questions.was_resolved(id);
-        if (late_question || self.answered_for_client.contains(id))
-            && !self.agent_requests.contains_key(id)
-        {
+        if self.questions.was_resolved(id) && !self.agent_requests.contains_key(id) {
             self.counters.late_answers_dropped += 1;
             tracing::warn!(%id, "answer to a request that is already resolved (late or duplicate); dropped");
             tracing::trace!(payload = %String::from_utf8_lossy(line), "dropped answer");
@@ -340,12 +351,13 @@ impl Router {
             Err(msg) => {
                 self.counters.questions_invalid += 1;
                 tracing::warn!(
-                    session_id = %p.question.session_id,
-                    question_id = %p.question.question_id,
+                    session_id = ?p.question.session_id,
+                    question_id = ?p.question.question_id,
                     dialect = p.dialect.as_str(),
-                    error = %msg,
+                    field = ?field_of(&msg),
                     "invalid answer from the client; the agent gets -32603 with it"
                 );
+                tracing::trace!(error = %msg, "invalid answer (details)");
                 out.agent(jsonrpc::error_with_raw_data(
                     &p.agent_id,
                     code::INTERNAL_ERROR,
@@ -379,7 +391,7 @@ impl Router {
                 }
                 None => {
                     tracing::warn!(
-                        question_id = %p.question.question_id,
+                        question_id = ?p.question.question_id,
                         dialect = failed.as_str(),
                         "the client cannot show questions (-32601); rejected as unsupported"
                     );
@@ -435,8 +447,8 @@ impl Router {
             }
         };
         tracing::info!(
-            session_id = %p.question.session_id,
-            question_id = %p.question.question_id,
+            session_id = ?p.question.session_id,
+            question_id = ?p.question.question_id,
             answered = reason.is_none(),
             reason,
             "question resolved"
@@ -492,7 +504,7 @@ impl Router {
         let Some(p) = self.questions.take(&rid) else {
             return false;
         };
-        tracing::info!(question_id = %p.question.question_id, "agent cancelled its question");
+        tracing::info!(question_id = ?p.question.question_id, "agent cancelled its question");
         if p.client_id == p.agent_id {
             self.counters.forwarded_to_client += 1;
             out.to_client.push_back(super::Out::Line(line.clone()));
@@ -544,9 +556,21 @@ pub(super) fn cancelled_request_id(params: Option<&RawValue>) -> Option<RequestI
         .map(RequestId::from_raw)
 }
 
+/// The field path a validation message starts with (`questions[1].options[0]`), without
+/// the values it may quote.
+fn field_of(msg: &str) -> &str {
+    let msg = msg.strip_prefix("Invalid params: ").unwrap_or(msg);
+    let msg = msg
+        .strip_prefix("Invalid answer from the client: ")
+        .unwrap_or(msg);
+    msg.split_once(':').map_or("", |(f, _)| f)
+}
+
 /// Refuses an agent's request with an error (it never reaches the client).
 fn refuse(id: &RequestId, code: i64, msg: String, out: &mut Outbox) {
-    tracing::warn!(error = %msg, "question refused");
+    // The message may quote the agent's question (option values): details only at trace.
+    tracing::warn!(%id, code, field = ?field_of(&msg), "question refused");
+    tracing::trace!(error = %msg, "question refused (details)");
     out.reply(Side::Agent, jsonrpc::error(Some(id), code, &msg, None));
 }
 

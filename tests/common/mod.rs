@@ -22,6 +22,7 @@ pub struct Bridge {
     stdout: BufReader<ChildStdout>,
     /// Everything the bridge wrote to stderr so far.
     pub stderr: Arc<Mutex<String>>,
+    stderr_task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Bridge {
@@ -49,7 +50,7 @@ impl Bridge {
         let mut err = child.stderr.take().expect("stderr");
         let stderr = Arc::new(Mutex::new(String::new()));
         let sink = stderr.clone();
-        tokio::spawn(async move {
+        let stderr_task = tokio::spawn(async move {
             let mut buf = vec![0u8; 8192];
             while let Ok(n) = err.read(&mut buf).await {
                 if n == 0 {
@@ -65,6 +66,7 @@ impl Bridge {
             stdin,
             stdout,
             stderr,
+            stderr_task: Some(stderr_task),
         }
     }
 
@@ -190,6 +192,10 @@ impl Bridge {
             .await
             .unwrap_or_else(|_| panic!("bridge did not exit; stderr:\n{}", self.stderr()))
             .expect("wait");
+        // Everything it logged is in `stderr` once it has exited.
+        if let Some(task) = self.stderr_task.take() {
+            let _ = tokio::time::timeout(WAIT, task).await;
+        }
         st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
     }
 
