@@ -15,6 +15,8 @@
 //! - Shutdown always ends: stdin of the agent closed, then SIGTERM to its group after the
 //!   grace, SIGKILL after a second grace; every wait after the agent is gone is bounded.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
@@ -81,7 +83,12 @@ impl RunError {
 /// Runs the bridge on the process's stdin/stdout. Returns the exit code.
 pub async fn run(cfg: Config) -> Result<i32, RunError> {
     let (input, output) = client_stdio();
-    run_with(cfg, input, output).await
+    // A second handle on stdin, only to see the client hang up while its input waits.
+    let probe = {
+        use std::os::fd::AsFd;
+        std::io::stdin().as_fd().try_clone_to_owned().ok()
+    };
+    run_inner(cfg, input, output, probe).await
 }
 
 type ClientIn = Box<dyn AsyncRead + Unpin + Send>;
@@ -125,6 +132,22 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    run_inner(cfg, client_in, client_out, None).await
+}
+
+/// How often a client reader that is held back checks whether the client hung up.
+const HUP_POLL: Duration = Duration::from_millis(100);
+
+async fn run_inner<R, W>(
+    cfg: Config,
+    client_in: R,
+    client_out: W,
+    hup_probe: Option<std::os::fd::OwnedFd>,
+) -> Result<i32, RunError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let mut child = child::spawn(&cfg.agent, cfg.cwd.as_ref())?;
     let pgid = child.id().unwrap_or(0);
     tracing::info!(agent = ?cfg.agent, pid = pgid, "agent started");
@@ -139,22 +162,40 @@ where
 
     let (client_frames_tx, mut client_frames) = mpsc::channel(CHANNEL_CAPACITY);
     let (agent_frames_tx, mut agent_frames) = mpsc::channel(CHANNEL_CAPACITY);
+    let (hup_tx, hup_rx) = tokio::sync::oneshot::channel();
+    let mut hup_rx = Some(hup_rx);
     let client_reader = tokio::spawn(read_frames(
         client_in,
         cfg.max_line_bytes,
         client_frames_tx,
         "client",
+        hup_probe.map(|fd| (fd, hup_tx)),
     ));
     tokio::spawn(read_frames(
         agent_out,
         cfg.max_line_bytes,
         agent_frames_tx,
         "agent",
+        None,
     ));
     let (to_client_tx, to_client_rx) = mpsc::channel(CHANNEL_CAPACITY);
     let (to_agent_tx, to_agent_rx) = mpsc::channel(CHANNEL_CAPACITY);
-    let client_writer = tokio::spawn(write_lines(client_out, to_client_rx, "client"));
-    tokio::spawn(write_lines(agent_in, to_agent_rx, "agent"));
+    let agent_progress = Arc::new(AtomicU64::new(0));
+    let (stdin_closed_tx, stdin_closed_rx) = tokio::sync::oneshot::channel();
+    let mut stdin_closed_rx = Some(stdin_closed_rx);
+    let client_writer = tokio::spawn(write_lines(client_out, to_client_rx, "client", None));
+    tokio::spawn(write_lines(
+        agent_in,
+        to_agent_rx,
+        "agent",
+        Some((agent_progress.clone(), stdin_closed_tx)),
+    ));
+    // The client's EOF was read; the shutdown's grace starts once the agent's stdin is
+    // actually closed (after the input still queued for it).
+    let mut awaiting_close = false;
+    // Set when the client hung up while its input was held back: (when to check, the
+    // agent's progress then).
+    let mut stall_check: Option<(Instant, u64)> = None;
     let mut to_client = Some(to_client_tx);
     let mut to_agent = Some(to_agent_tx);
 
@@ -200,6 +241,7 @@ where
                 _ => None,
             }),
             drain_deadline,
+            stall_check.map(|(at, _)| at),
         ]
         .into_iter()
         .flatten()
@@ -243,6 +285,26 @@ where
             _ = sleep_until_opt(deadline), if deadline.is_some() => {
                 let now = Instant::now();
                 router.on_timer(now, &mut outbox);
+                if let Some((at, mark)) = stall_check.filter(|(at, _)| now >= *at) {
+                    let progress = agent_progress.load(Ordering::Relaxed);
+                    if progress == mark && (client_open || awaiting_close) {
+                        tracing::warn!(
+                            "the client hung up and the agent has read none of its input for the grace period; shutting down"
+                        );
+                        awaiting_close = false;
+                        start_shutdown(&mut shutdown, QuitReason::ClientEof);
+                        if let Some(s) = shutdown.as_mut() {
+                            // The grace has already passed: SIGTERM now, SIGKILL after one more.
+                            s.term_at = now;
+                            s.kill_at = now + grace;
+                        }
+                        stall_check = None;
+                    } else {
+                        let _ = at;
+                        stall_check =
+                            (client_open || awaiting_close).then_some((now + grace, progress));
+                    }
+                }
                 if let Some(s) = shutdown.as_mut() {
                     if !s.termed && now >= s.term_at {
                         tracing::warn!("agent still running after the grace period; sending SIGTERM");
@@ -284,6 +346,24 @@ where
                     }
                 }
             },
+            // Cancel-safe: a oneshot receiver polled by reference.
+            _ = async { stdin_closed_rx.as_mut().expect("guarded").await }, if stdin_closed_rx.is_some() => {
+                stdin_closed_rx = None;
+                if awaiting_close {
+                    awaiting_close = false;
+                    stall_check = None;
+                    tracing::debug!("agent stdin closed after the client's input");
+                    start_shutdown(&mut shutdown, QuitReason::ClientEof);
+                }
+            }
+            // Cancel-safe: a oneshot receiver polled by reference.
+            hup = async { hup_rx.as_mut().expect("guarded").await }, if hup_rx.is_some() && client_open => {
+                hup_rx = None;
+                if hup.is_ok() {
+                    tracing::info!("the client hung up while its input waits for the agent");
+                    stall_check = Some((Instant::now() + grace, agent_progress.load(Ordering::Relaxed)));
+                }
+            }
             batch = client_frames.recv(), if read_client => match batch {
                 Some(batch) => {
                     let now = Instant::now();
@@ -295,7 +375,13 @@ where
                     tracing::info!("client closed stdin");
                     client_open = false;
                     router.on_client_eof(Instant::now(), &mut outbox);
-                    start_shutdown(&mut shutdown, QuitReason::ClientEof);
+                    if shutdown.is_none() {
+                        awaiting_close = true;
+                        stall_check = Some((
+                            Instant::now() + grace,
+                            agent_progress.load(Ordering::Relaxed),
+                        ));
+                    }
                 }
             },
         }
@@ -428,12 +514,15 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
 }
 
 /// Reads `input` and sends, per read, the batch of frames it completed into `tx`, until
-/// EOF, a read error, or the loop going away.
+/// EOF, a read error, or the loop going away. With `hup`, while a batch waits for room it
+/// also watches the input's file descriptor and reports once that the peer hung up (its
+/// unread data stays where it is).
 async fn read_frames<R: AsyncRead + Unpin>(
     mut input: R,
     max_line: usize,
     tx: mpsc::Sender<Vec<Frame>>,
     name: &'static str,
+    mut hup: Option<(std::os::fd::OwnedFd, tokio::sync::oneshot::Sender<()>)>,
 ) {
     let mut codec = LineCodec::new(max_line);
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
@@ -461,7 +550,7 @@ async fn read_frames<R: AsyncRead + Unpin>(
                 Ok(None) | Err(_) => break,
             }
         }
-        if !batch.is_empty() && tx.send(batch).await.is_err() {
+        if !batch.is_empty() && !send_batch(&tx, batch, &mut hup).await {
             return;
         }
         if eof {
@@ -470,12 +559,58 @@ async fn read_frames<R: AsyncRead + Unpin>(
     }
 }
 
+/// Sends `batch`, watching for a hang-up of the input while it waits (see [`read_frames`]).
+/// False when the loop is gone.
+async fn send_batch(
+    tx: &mpsc::Sender<Vec<Frame>>,
+    batch: Vec<Frame>,
+    hup: &mut Option<(std::os::fd::OwnedFd, tokio::sync::oneshot::Sender<()>)>,
+) -> bool {
+    loop {
+        tokio::select! {
+            // Cancel-safe: `reserve` holds no message.
+            permit = tx.reserve() => {
+                return match permit {
+                    Ok(permit) => {
+                        permit.send(batch);
+                        true
+                    }
+                    Err(_) => false,
+                };
+            }
+            _ = tokio::time::sleep(HUP_POLL), if hup.is_some() => {
+                if hup.as_ref().is_some_and(|(fd, _)| hung_up(fd)) {
+                    if let Some((_, report)) = hup.take() {
+                        let _ = report.send(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether the peer of a pipe or socket has hung up (its data may still be unread).
+fn hung_up(fd: &std::os::fd::OwnedFd) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::empty())];
+    matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
+        && fds[0]
+            .revents()
+            .is_some_and(|r| r.contains(PollFlags::POLLHUP))
+}
+
 /// Writes batches of lines from `rx` to `output`, flushing whenever the queue runs empty.
 async fn write_lines<W: AsyncWrite + Unpin>(
     output: W,
     mut rx: mpsc::Receiver<Vec<Out>>,
     name: &'static str,
+    progress: Option<(Arc<AtomicU64>, tokio::sync::oneshot::Sender<()>)>,
 ) {
+    let (progress, closed) = match progress {
+        Some((p, c)) => (Some(p), Some(c)),
+        None => (None, None),
+    };
     let mut w = BufWriter::with_capacity(WRITE_BUFFER, output);
     let result: std::io::Result<()> = async {
         while let Some(mut batch) = rx.recv().await {
@@ -485,6 +620,9 @@ async fn write_lines<W: AsyncWrite + Unpin>(
                         Out::Line(line) => {
                             w.write_all(&line).await?;
                             w.write_all(b"\n").await?;
+                            if let Some(p) = &progress {
+                                p.fetch_add(1, Ordering::Relaxed);
+                            }
                         }
                         Out::Close => {
                             w.flush().await?;
@@ -506,6 +644,9 @@ async fn write_lines<W: AsyncWrite + Unpin>(
     match result {
         Ok(()) => tracing::debug!(output = name, "output closed"),
         Err(e) => tracing::warn!(output = name, error = %e, "write failed; output closed"),
+    }
+    if let Some(closed) = closed {
+        let _ = closed.send(());
     }
 }
 

@@ -334,3 +334,25 @@ async fn client_answering_while_agent_floods_requests_does_not_deadlock() {
     b.drain().await;
     assert_eq!(b.wait().await, 0);
 }
+
+/// A client that writes a lot and hangs up at once (a batch job) while the agent consumes
+/// slowly: the agent still gets every line (the hang-up only shuts down an agent that
+/// stops reading altogether; see tests/regressions.rs f9).
+#[tokio::test]
+async fn slow_agent_gets_all_input_after_the_client_hangs_up() {
+    let script =
+        "n=0; while read -r l; do n=$((n+1)); sleep 0.002; done; echo \"read $n lines\" >&2";
+    let argv: Vec<String> = ["--shutdown-grace", "300ms", "--", "sh", "-c", script]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut b = Bridge::spawn(&argv);
+    let mut line = br#"{"jsonrpc":"2.0","method":"_fill","params":{"p":""#.to_vec();
+    line.extend(std::iter::repeat_n(b'a', 4000));
+    line.extend_from_slice(b"\"}}\n");
+    let all: Vec<u8> = line.repeat(400);
+    b.send_raw(&all).await;
+    b.close_stdin();
+    assert_eq!(b.wait().await, 0);
+    assert!(b.stderr().contains("read 400 lines"), "{}", b.stderr());
+}
