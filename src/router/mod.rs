@@ -288,7 +288,8 @@ impl Router {
         let kind = envelope::classify(&view);
         match kind {
             Kind::Request { id, method, params } => {
-                let span = tracing::debug_span!("msg", direction = from.as_str(), %id, %method);
+                let span =
+                    tracing::debug_span!("msg", direction = from.as_str(), %id, method = ?method);
                 let _e = span.enter();
                 tracing::trace!(payload = %String::from_utf8_lossy(&line), "request");
                 if from == Side::Agent && method == crate::questions::METHOD {
@@ -354,7 +355,7 @@ impl Router {
                 self.forward(from, line, out);
             }
             Kind::Notification { method, params } => {
-                let span = tracing::debug_span!("msg", direction = from.as_str(), %method);
+                let span = tracing::debug_span!("msg", direction = from.as_str(), method = ?method);
                 let _e = span.enter();
                 tracing::trace!(payload = %String::from_utf8_lossy(&line), "notification");
                 match (from, method.as_ref()) {
