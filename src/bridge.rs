@@ -418,6 +418,9 @@ where
         tracing::warn!("client is not reading; giving up on the last messages");
     }
 
+    // Leftovers of the agent's group were sent SIGKILL when it exited: make sure they are
+    // gone before we are.
+    child::wait_group_gone(pgid, Duration::from_millis(500)).await;
     let reason = shutdown.map_or((QuitReason::AgentExited, false), |s| (s.reason, s.termed));
     let code = exit_code(&reason, &exit);
     tracing::info!(code, "bridge exiting");

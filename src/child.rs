@@ -64,6 +64,37 @@ pub fn signal_group(pgid: u32, sig: Signal) {
     }
 }
 
+/// Waits (up to `limit`) until no live process of the agent's group is left, so that the
+/// bridge's exit means the group is gone. (Zombies do not count: whoever adopted them may
+/// never reap them.)
+pub async fn wait_group_gone(pgid: u32, limit: std::time::Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while group_has_live_members(pgid) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+/// Whether a process of group `pgid` is alive (not a zombie), from `/proc`.
+fn group_has_live_members(pgid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    let pgid = pgid.to_string();
+    entries.flatten().any(|e| {
+        if !e
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return false;
+        }
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // After the command name: state, ppid, pgrp, ...
+        let fields: Vec<&str> = stat.rsplit(") ").next().unwrap_or("").split(' ').collect();
+        fields.len() > 2 && fields[2] == pgid && !matches!(fields[0], "Z" | "X")
+    })
+}
+
 /// A bounded tail of the agent's stderr, shared with the task that copies it.
 #[derive(Debug, Clone, Default)]
 pub struct StderrTail(Arc<Mutex<Vec<u8>>>);

@@ -57,6 +57,8 @@ async fn sigterm_terminates_agent_and_bridge() {
     let mut b = Bridge::mock(&["--shutdown-grace", "5s"]);
     let sid = b.open_session().await;
     b.prompt(5, &sid, "slow 60000").await;
+    // The agent reads in order: once it answered this, it has the prompt too.
+    b.new_session(6).await;
     let agent_pid = agent_pid_of(b.pid());
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(b.pid() as i32),

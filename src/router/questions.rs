@@ -358,6 +358,8 @@ impl Router {
                     "invalid answer from the client; the agent gets -32603 with it"
                 );
                 tracing::trace!(error = %msg, "invalid answer (details)");
+                // The question is over: a permission prompt's tool call is closed too.
+                self.close_at_client(&p, &Outcome::Rejected(Reason::Cancelled), false, out);
                 out.agent(jsonrpc::error_with_raw_data(
                     &p.agent_id,
                     code::INTERNAL_ERROR,
@@ -981,6 +983,16 @@ mod tests {
         );
         assert_eq!(done["params"]["update"]["toolCallId"], tc);
         assert_eq!(done["params"]["update"]["status"], "completed");
+        // An invalid answer (an option never offered) still closes the tool call.
+        t.agent(ASK);
+        let sent = t.take_client();
+        let tc = parse(&sent[0])["params"]["update"]["toolCallId"].clone();
+        let req = parse(&sent[1]);
+        t.client(&json!({"jsonrpc":"2.0","id":req["id"],"result":{"outcome":{"outcome":"selected","optionId":"nope"}}}).to_string());
+        assert_eq!(parse(&t.take_agent()[0])["error"]["code"], -32603);
+        let done = parse(&t.take_client()[0]);
+        assert_eq!(done["params"]["update"]["toolCallId"], tc);
+        assert_eq!(done["params"]["update"]["status"], "failed");
         // Dismiss -> declined.
         t.agent(ASK);
         let req = parse(&t.take_client()[1]);
