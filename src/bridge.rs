@@ -285,7 +285,7 @@ where
             _ = sleep_until_opt(deadline), if deadline.is_some() => {
                 let now = Instant::now();
                 router.on_timer(now, &mut outbox);
-                if let Some((at, mark)) = stall_check.filter(|(at, _)| now >= *at) {
+                if let Some((_, mark)) = stall_check.filter(|(at, _)| now >= *at) {
                     let progress = agent_progress.load(Ordering::Relaxed);
                     if progress == mark && (client_open || awaiting_close) {
                         tracing::warn!(
@@ -300,7 +300,6 @@ where
                         }
                         stall_check = None;
                     } else {
-                        let _ = at;
                         stall_check =
                             (client_open || awaiting_close).then_some((now + grace, progress));
                     }

@@ -35,11 +35,6 @@ impl RequestId {
     pub fn as_json(&self) -> &str {
         &self.0
     }
-
-    /// The id as a `serde_json::Value` (for building messages with `json!`).
-    pub fn to_value(&self) -> serde_json::Value {
-        serde_json::from_str(&self.0).unwrap_or(serde_json::Value::Null)
-    }
 }
 
 impl fmt::Display for RequestId {

@@ -263,11 +263,7 @@ async fn look_alike_agent_ids_route_correctly() {
         r#"printf '%s\n' '{{"jsonrpc":"2.0","id":0,"method":"_sandboxagent/session/request_question","params":{{"sessionId":"s1","questionId":"q","prompt":"Which?","options":["a","b"]}}}}' '{{"jsonrpc":"2.0","id":"{look_alike}","method":"fs/read_text_file","params":{{"sessionId":"s1","path":"/x"}}}}'; cat > "{}""#,
         rec.display()
     );
-    let argv: Vec<String> = ["--", "sh", "-c", &script]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let mut b = Bridge::spawn(&argv);
+    let mut b = Bridge::with_args(&["--", "sh", "-c", &script]);
     let mut permission = None;
     let mut read = None;
     while permission.is_none() || read.is_none() {

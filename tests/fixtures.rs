@@ -117,7 +117,8 @@ fn normalize(v: &mut Value) {
     }
 }
 
-async fn replay(path: &Path) {
+/// The steps of a fixture, and a bridge started with its `args`.
+fn load(path: &Path) -> (Vec<Value>, Bridge) {
     let text = std::fs::read_to_string(path).unwrap();
     let steps: Vec<Value> = text
         .lines()
@@ -130,7 +131,12 @@ async fn replay(path: &Path) {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let mut b = Bridge::mock(&args);
+    let b = Bridge::mock(&args);
+    (steps, b)
+}
+
+async fn replay(path: &Path) {
+    let (steps, mut b) = load(path);
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
     let mut prefix = None;
     for (n, step) in steps.iter().enumerate() {
@@ -157,20 +163,11 @@ async fn replay(path: &Path) {
 
 /// Runs the fixture's client side and rewrites its `bridge` lines from what arrives.
 async fn record(path: &Path) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let steps: Vec<Value> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|s: &Value| s.get("bridge").is_none())
+    let (steps, mut b) = load(path);
+    let steps: Vec<Value> = steps
+        .into_iter()
+        .filter(|s| s.get("bridge").is_none())
         .collect();
-    let args: Vec<&str> = steps
-        .first()
-        .and_then(|s| s.get("args"))
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let mut b = Bridge::mock(&args);
     let mut out: Vec<Value> = Vec::new();
     let mut prefix: Option<String> = None;
     async fn quiet(b: &mut Bridge, out: &mut Vec<Value>, prefix: &mut Option<String>) {

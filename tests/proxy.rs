@@ -247,11 +247,7 @@ async fn grandchildren_are_terminated_with_the_agent_group() {
     let dir = temp_dir("grandchild");
     let pidfile = dir.join("pid");
     let script = format!("sleep 1000 & echo $! > {}; wait", pidfile.display());
-    let argv: Vec<String> = ["--shutdown-grace", "200ms", "--", "sh", "-c", &script]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let mut b = Bridge::spawn(&argv);
+    let mut b = Bridge::with_args(&["--shutdown-grace", "200ms", "--", "sh", "-c", &script]);
     let grandchild: i32 = tokio::time::timeout(WAIT, async {
         loop {
             if let Some(pid) = std::fs::read_to_string(&pidfile)
@@ -280,7 +276,7 @@ async fn grandchildren_are_terminated_with_the_agent_group() {
 async fn log_file_and_json_format_and_cwd() {
     let dir = temp_dir("logs");
     let log = dir.join("bridge.log");
-    let argv: Vec<String> = [
+    let mut b = Bridge::with_args(&[
         "--log-file",
         log.to_str().unwrap(),
         "--log-format",
@@ -291,11 +287,7 @@ async fn log_file_and_json_format_and_cwd() {
         "sh",
         "-c",
         "pwd >&2",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut b = Bridge::spawn(&argv);
+    ]);
     b.close_stdin();
     assert_eq!(b.wait().await, 0);
     // The agent's stderr still reaches ours; the bridge's logs went to the file.
@@ -319,11 +311,7 @@ async fn client_answering_while_agent_floods_requests_does_not_deadlock() {
     let script = "exec 3<&0; cat <&3 > /dev/null & i=0; while [ $i -lt 3000 ]; do \
         printf '{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"fs/read_text_file\",\"params\":{\"sessionId\":\"s\",\"path\":\"/tmp/%d\"}}\\n' $i $i; \
         i=$((i+1)); done; wait";
-    let argv: Vec<String> = ["--", "sh", "-c", script]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let mut b = Bridge::spawn(&argv);
+    let mut b = Bridge::with_args(&["--", "sh", "-c", script]);
     let big = "x".repeat(4000);
     for n in 0..3000 {
         let req = b.recv().await;
@@ -344,11 +332,7 @@ async fn client_answering_while_agent_floods_requests_does_not_deadlock() {
 async fn slow_agent_gets_all_input_after_the_client_hangs_up() {
     let script =
         "n=0; while read -r l; do n=$((n+1)); sleep 0.002; done; echo \"read $n lines\" >&2";
-    let argv: Vec<String> = ["--shutdown-grace", "300ms", "--", "sh", "-c", script]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let mut b = Bridge::spawn(&argv);
+    let mut b = Bridge::with_args(&["--shutdown-grace", "300ms", "--", "sh", "-c", script]);
     let mut line = br#"{"jsonrpc":"2.0","method":"_fill","params":{"p":""#.to_vec();
     line.extend(std::iter::repeat_n(b'a', 4000));
     line.extend_from_slice(b"\"}}\n");

@@ -585,14 +585,6 @@ impl Router {
         }
         self.withdraw_all_questions(out);
     }
-
-    /// How long the oldest request in flight from `side` has waited (for status/logs).
-    pub fn oldest_in_flight(&self, side: Side, now: Instant) -> Option<Duration> {
-        self.in_flight(side)
-            .values()
-            .map(|r| now.saturating_duration_since(r.started))
-            .max()
-    }
 }
 
 /// How much of the agent's stderr tail the second and later exit errors carry.

@@ -34,6 +34,12 @@ impl Bridge {
         Self::spawn(&argv)
     }
 
+    /// The bridge with exactly these arguments.
+    pub fn with_args(args: &[&str]) -> Self {
+        let argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        Self::spawn(&argv)
+    }
+
     /// The bridge with exactly `argv`.
     pub fn spawn(argv: &[String]) -> Self {
         let mut child = Command::new(BRIDGE)
