@@ -29,6 +29,10 @@ use tokio_util::codec::Decoder;
 
 use crate::child::{self, StderrTail};
 use crate::codec::{Frame, LineCodec};
+use crate::control::{self, Call, Control, ControlConfig};
+use crate::events::Event;
+use crate::journal::{self, Journal};
+use crate::notify::Notifier;
 use crate::router::{AgentExit, Out, Outbox, Router, RouterConfig};
 
 /// Batches buffered between a reader and the loop, and between the loop and a writer. A
@@ -48,6 +52,12 @@ pub struct Config {
     pub max_line_bytes: usize,
     pub shutdown_grace: Duration,
     pub router: RouterConfig,
+    /// `--control`: the control server and the Questions page.
+    pub control: Option<ControlConfig>,
+    /// `--journal`: the question journal.
+    pub journal: Option<std::path::PathBuf>,
+    /// `--on-question`: the notification command's argv.
+    pub on_question: Option<Vec<String>>,
 }
 
 /// Why the bridge stops; maps to the exit code.
@@ -68,6 +78,10 @@ pub enum RunError {
     Spawn(#[from] child::SpawnError),
     #[error("cannot install signal handlers: {0}")]
     Signals(std::io::Error),
+    #[error(transparent)]
+    Control(#[from] control::ControlSetupError),
+    #[error("cannot open the journal {0}: {1}")]
+    Journal(std::path::PathBuf, std::io::Error),
 }
 
 impl RunError {
@@ -75,7 +89,7 @@ impl RunError {
     pub fn exit_code(&self) -> i32 {
         match self {
             RunError::Spawn(_) => 127,
-            RunError::Signals(_) => 1,
+            RunError::Signals(_) | RunError::Control(_) | RunError::Journal(..) => 1,
         }
     }
 }
@@ -148,6 +162,27 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    // Observers first, so a bad address or path fails before the agent starts.
+    let mut control = match &cfg.control {
+        Some(c) => Some(control::start(c).await?),
+        None => None,
+    };
+    let journal = match &cfg.journal {
+        Some(path) => {
+            Some(journal::open(path, &cfg.agent).map_err(|e| RunError::Journal(path.clone(), e))?)
+        }
+        None => None,
+    };
+    let notifier = cfg
+        .on_question
+        .clone()
+        .map(|argv| Notifier::new(argv, control.as_ref().map(|c| c.page_url.clone())));
+    let observers = Observers {
+        events: control.as_ref().map(|c| c.events.clone()),
+        journal,
+        notifier,
+    };
+    let started = Instant::now();
     let mut child = child::spawn(&cfg.agent, cfg.cwd.as_ref())?;
     let pgid = child.id().unwrap_or(0);
     tracing::info!(agent = ?cfg.agent, pid = pgid, "agent started");
@@ -200,7 +235,11 @@ where
     let mut to_agent = Some(to_agent_tx);
 
     let mut sigs = Signals::new().map_err(RunError::Signals)?;
-    let mut router = Router::new(cfg.router.clone());
+    let mut router = Router::new(RouterConfig {
+        events: cfg.router.events || observers.any(),
+        hold_unsupported: cfg.router.hold_unsupported || control.is_some(),
+        ..cfg.router.clone()
+    });
     let mut outbox = Outbox::default();
     let mut client_open = true;
     let mut agent_open = true;
@@ -228,6 +267,7 @@ where
     };
 
     loop {
+        observers.publish(&mut outbox.events);
         flush_ready(&mut outbox, &mut to_client, &mut to_agent);
         if status.is_some() && (!agent_open || drain_deadline.is_some_and(|d| Instant::now() >= d))
         {
@@ -329,6 +369,11 @@ where
                 drain_deadline = Some(Instant::now() + grace.max(Duration::from_millis(100)));
             }
             // Cancel-safe: `mpsc::Receiver::recv`.
+            call = recv_call(&mut control), if control.is_some() => match call {
+                Some(call) => on_call(call, &mut router, &mut outbox, pgid, started),
+                None => control = None,
+            },
+            // Cancel-safe: `mpsc::Receiver::recv`.
             batch = agent_frames.recv(), if read_agent => match batch {
                 Some(batch) => {
                     let now = Instant::now();
@@ -397,6 +442,10 @@ where
     let status = status.unwrap_or_default();
     let exit = exit_of(status, tail.text());
     router.on_agent_gone(&exit, &mut outbox);
+    observers.publish(&mut outbox.events);
+    if let Some(c) = &control {
+        c.stop();
+    }
     client_reader.abort();
     drop(to_agent);
 
@@ -423,7 +472,88 @@ where
     let reason = shutdown.map_or((QuitReason::AgentExited, false), |s| (s.reason, s.termed));
     let code = exit_code(&reason, &exit);
     tracing::info!(code, "bridge exiting");
+    if let Some(j) = observers.journal {
+        j.record("bridge_stopped", serde_json::json!({ "exitCode": code }));
+        j.close();
+    }
     Ok(code)
+}
+
+/// Who sees question lifecycle events: control-server subscribers, the journal, the
+/// `--on-question` notifier.
+struct Observers {
+    events: Option<tokio::sync::broadcast::Sender<Arc<serde_json::Value>>>,
+    journal: Option<Journal>,
+    notifier: Option<Notifier>,
+}
+
+impl Observers {
+    fn any(&self) -> bool {
+        self.events.is_some() || self.journal.is_some() || self.notifier.is_some()
+    }
+
+    /// Hands out (and clears) the router's events, in order. Never waits.
+    fn publish(&self, events: &mut Vec<Event>) {
+        for e in events.drain(..) {
+            if let Some(j) = &self.journal {
+                j.event(&e);
+            }
+            if let (Some(n), Event::Requested { question }) = (&self.notifier, &e) {
+                if let Ok(q) = serde_json::to_value(question) {
+                    n.question(&q);
+                }
+            }
+            if let Some(tx) = &self.events {
+                if tx.receiver_count() > 0 {
+                    if let Ok(v) = serde_json::to_value(&e) {
+                        let _ = tx.send(Arc::new(v));
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn recv_call(control: &mut Option<Control>) -> Option<Call> {
+    match control {
+        Some(c) => c.calls.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Runs one control-server call against the router.
+fn on_call(call: Call, router: &mut Router, outbox: &mut Outbox, pid: u32, started: Instant) {
+    // A caller that went away (timeout, closed connection) just misses its reply.
+    match call {
+        Call::List(reply) => {
+            let _ = reply.send(router.question_views());
+        }
+        Call::Answer {
+            session_id,
+            question_id,
+            answers,
+            reply,
+        } => {
+            let r = router.control_answer(&session_id, &question_id, &answers, outbox);
+            let _ = reply.send(r);
+        }
+        Call::Reject {
+            session_id,
+            question_id,
+            reason,
+            reply,
+        } => {
+            let r = router.control_reject(&session_id, &question_id, reason.as_deref(), outbox);
+            let _ = reply.send(r);
+        }
+        Call::Status(reply) => {
+            let mut v = router.status();
+            v["agentPid"] = pid.into();
+            v["uptimeMs"] = (started.elapsed().as_millis() as u64).into();
+            v["version"] = env!("CARGO_PKG_VERSION").into();
+            let _ = reply.send(v);
+        }
+    }
 }
 
 fn exit_of(status: std::process::ExitStatus, stderr_tail: String) -> AgentExit {

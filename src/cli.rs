@@ -30,6 +30,8 @@ pub enum Command {
     /// Play an IDE in the terminal: run the bridge around the built-in mock agent, which
     /// asks a question; show it, read the answer, print the agent's reply.
     Demo(crate::demo::DemoArgs),
+    /// Talk to a running bridge's control server: list, answer, reject or watch questions.
+    Questions(crate::control::client::QuestionsArgs),
     /// Run the built-in mock ACP agent on this process's stdio (same as `acp-mock-agent`).
     #[command(name = "mock-agent", hide = true)]
     MockAgent,
@@ -70,6 +72,28 @@ pub struct BridgeArgs {
     /// the agent's form elicitations as questions (extension or permission prompt).
     #[arg(long)]
     pub advertise_elicitation: bool,
+    /// Start the control server on this address (`127.0.0.1:0` picks a free port): the
+    /// Questions page at `/`, and JSON-RPC over HTTP and WebSocket. Its URL and token are
+    /// printed on stderr. Loopback only, unless --control-allow-remote.
+    #[arg(long, value_name = "ADDR")]
+    pub control: Option<String>,
+    /// Let --control listen on a non-loopback address (anyone who can reach it and has the
+    /// token can answer questions; there is no TLS).
+    #[arg(long, requires = "control")]
+    pub control_allow_remote: bool,
+    /// Write the control token to this file (mode 0600). The token is random unless
+    /// $ACP_QUESTION_BRIDGE_TOKEN is set.
+    #[arg(long, value_name = "PATH", requires = "control")]
+    pub control_token_file: Option<PathBuf>,
+    /// Append every question event (requested, delivered, answered/rejected and by whom,
+    /// late answers with their content) to this file as JSON lines, synced to disk.
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
+    /// Run this command for every question, with the question as JSON on its stdin and
+    /// ACP_QUESTION_URL set to the Questions page. Split into words like a shell would,
+    /// but run without one (write `sh -c '...'` for one). Killed after 10 s.
+    #[arg(long, value_name = "COMMAND")]
+    pub on_question: Option<String>,
     /// Working directory of the agent.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,

@@ -9,6 +9,9 @@
 //! - [`bridge`]: the I/O shell (tasks, channels, child, signals, shutdown);
 //! - [`child`]: the agent process;
 //! - [`cli`], [`logging`]: the command line and logs;
+//! - [`events`]: question lifecycle events, seen by [`control`] (the control server, the
+//!   Questions page and the `questions` CLI), [`journal`] (`--journal`) and [`notify`]
+//!   (`--on-question`);
 //! - [`demo`]: `acp-question-bridge demo`, a terminal IDE around the mock agent;
 //! - [`mock_agent`]: the scripted ACP agent behind `acp-mock-agent`.
 
@@ -17,11 +20,15 @@ pub mod capabilities;
 pub mod child;
 pub mod cli;
 pub mod codec;
+pub mod control;
 pub mod demo;
 pub mod envelope;
+pub mod events;
+pub mod journal;
 pub mod jsonrpc;
 pub mod logging;
 pub mod mock_agent;
+pub mod notify;
 pub mod questions;
 pub mod router;
 

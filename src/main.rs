@@ -5,7 +5,9 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use acp_question_bridge::cli::{Cli, Command};
-use acp_question_bridge::{bridge, demo, logging, mock_agent, router::RouterConfig};
+use acp_question_bridge::{
+    bridge, control, demo, logging, mock_agent, notify, router::RouterConfig,
+};
 
 /// A one-line, user-facing error on stderr (stdout is protocol only).
 #[allow(clippy::print_stderr)]
@@ -19,6 +21,7 @@ fn main() -> ExitCode {
     match cli.command {
         Some(Command::MockAgent) => return mock_agent::main(),
         Some(Command::Demo(args)) => return demo::main(args),
+        Some(Command::Questions(args)) => return control::client::main(args),
         None => {}
     }
     let args = cli.bridge;
@@ -31,7 +34,37 @@ fn main() -> ExitCode {
     if let Err(e) = logging::init(&args.log_level, args.log_format, args.log_file.as_deref()) {
         return fail(2, &format!("cannot open log file: {e}"));
     }
+    let control = match &args.control {
+        None => None,
+        Some(addr) => {
+            let addr = match control::parse_addr(addr, args.control_allow_remote) {
+                Ok(a) => a,
+                Err(e) => return fail(2, &e.to_string()),
+            };
+            let token = match std::env::var(control::TOKEN_ENV) {
+                Ok(t) if !t.trim().is_empty() => t.trim().to_owned(),
+                _ => match control::random_token() {
+                    Ok(t) => t,
+                    Err(e) => return fail(1, &e.to_string()),
+                },
+            };
+            Some(control::ControlConfig {
+                addr,
+                allow_remote: args.control_allow_remote,
+                token,
+                token_file: args.control_token_file.clone(),
+            })
+        }
+    };
+    let on_question = match args.on_question.as_deref().map(notify::parse_command) {
+        None => None,
+        Some(Ok(argv)) => Some(argv),
+        Some(Err(e)) => return fail(2, &e),
+    };
     let config = bridge::Config {
+        control,
+        journal: args.journal,
+        on_question,
         agent: args.agent,
         cwd: args.cwd,
         max_line_bytes: args.max_line_bytes,

@@ -46,6 +46,10 @@ pub struct Pending {
     pub created_wall: SystemTime,
     pub deadline: Option<Instant>,
     pub expires_wall: Option<SystemTime>,
+    /// Shown only through the control server: the client has no way to show it.
+    pub held: bool,
+    /// Its `requested` event has been made.
+    pub announced: bool,
 }
 
 /// A bounded set of recently finished request ids (oldest forgotten first), to recognize a
@@ -84,6 +88,48 @@ impl RecentIds {
     pub fn remove(&mut self, id: &RequestId) {
         if self.set.remove(id) {
             self.order.retain(|x| x != id);
+        }
+    }
+}
+
+/// A bounded map of recent facts (oldest forgotten first), e.g. who resolved a question, so
+/// a late answer can be reported with what it was late for.
+#[derive(Debug)]
+pub struct RecentMap<K, V> {
+    order: VecDeque<K>,
+    map: HashMap<K, V>,
+    limit: usize,
+}
+
+impl<K: std::hash::Hash + Eq + Clone, V> RecentMap<K, V> {
+    pub fn new(limit: usize) -> Self {
+        Self {
+            order: VecDeque::new(),
+            map: HashMap::new(),
+            limit,
+        }
+    }
+
+    pub fn get(&self, k: &K) -> Option<&V> {
+        self.map.get(k)
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    pub fn insert(&mut self, k: K, v: V) {
+        if self.map.insert(k.clone(), v).is_none() {
+            self.order.push_back(k);
+            if self.order.len() > self.limit {
+                if let Some(old) = self.order.pop_front() {
+                    self.map.remove(&old);
+                }
+            }
         }
     }
 }
@@ -260,6 +306,8 @@ mod tests {
             created_wall: SystemTime::now(),
             deadline,
             expires_wall: None,
+            held: false,
+            announced: false,
         }
     }
 
@@ -299,5 +347,17 @@ mod tests {
         r.insert(pending("s", "q", &last, None));
         assert!(!r.was_resolved(&RequestId::string(&last)));
         assert!(r.resolved.len() <= RECENTLY_RESOLVED);
+    }
+
+    #[test]
+    fn recent_map_forgets_the_oldest() {
+        let mut m = RecentMap::new(2);
+        m.insert(1, "a");
+        m.insert(2, "b");
+        m.insert(1, "c");
+        assert_eq!(m.get(&1), Some(&"c"));
+        m.insert(3, "d");
+        assert_eq!(m.get(&1), None);
+        assert_eq!((m.get(&2), m.get(&3), m.len()), (Some(&"b"), Some(&"d"), 2));
     }
 }

@@ -17,6 +17,8 @@
 
 mod questions;
 
+pub use questions::ControlError;
+
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -26,8 +28,9 @@ use serde_json::{json, Value};
 use crate::capabilities::{self, ClientSupport};
 use crate::codec::Frame;
 use crate::envelope::{self, Kind, RequestId};
+use crate::events::{By, Event};
 use crate::jsonrpc::{self, code};
-use crate::questions::registry::{RecentIds, Registry};
+use crate::questions::registry::{RecentIds, RecentMap, Registry, RECENTLY_RESOLVED};
 use crate::questions::Dialect;
 
 /// Which peer a message came from.
@@ -64,6 +67,8 @@ pub struct Outbox {
     pub made_for_agent: usize,
     /// How many lines in `to_client` the bridge made itself (not forwarded from the agent).
     pub made_for_client: usize,
+    /// Question lifecycle events, in order (only with [`RouterConfig::events`]).
+    pub events: Vec<Event>,
 }
 
 impl Outbox {
@@ -139,6 +144,12 @@ pub struct RouterConfig {
     /// `--advertise-elicitation`: tell the agent the client renders form elicitations
     /// even when it does not, and show them as questions.
     pub advertise_elicitation: bool,
+    /// Make question lifecycle events ([`Outbox::events`]) for the control server, the
+    /// journal and notifications.
+    pub events: bool,
+    /// A question the client cannot show waits for an answer through the control server
+    /// instead of being rejected as `unsupported` (the control server is running).
+    pub hold_unsupported: bool,
 }
 
 impl Default for RouterConfig {
@@ -149,12 +160,15 @@ impl Default for RouterConfig {
             max_pending_per_session: 32,
             client_dialect: None,
             advertise_elicitation: false,
+            events: false,
+            hold_unsupported: false,
         }
     }
 }
 
 /// Counters for status and benchmarks.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Counters {
     pub forwarded_to_agent: u64,
     pub forwarded_to_client: u64,
@@ -194,6 +208,12 @@ pub struct Router {
     agent_gone: bool,
     /// Numbers requests in arrival order.
     seq: u64,
+    /// Who resolved recent questions, by (session, questionId) (only with events).
+    resolutions: RecentMap<(Box<str>, Box<str>), By>,
+    /// The question a recently resolved client request id showed (only with events).
+    resolved_keys: RecentMap<RequestId, (String, String)>,
+    /// Session ids seen in client requests and questions (only with events; bounded).
+    sessions: std::collections::HashSet<Box<str>>,
     pub counters: Counters,
 }
 
@@ -213,6 +233,9 @@ impl Router {
             wall_anchor: (Instant::now(), SystemTime::now()),
             agent_gone: false,
             seq: 0,
+            resolutions: RecentMap::new(RECENTLY_RESOLVED),
+            resolved_keys: RecentMap::new(RECENTLY_RESOLVED),
+            sessions: Default::default(),
             counters: Counters::default(),
         }
     }
@@ -229,6 +252,28 @@ impl Router {
             None => w.checked_sub(i.duration_since(at)),
         };
         wall.unwrap_or(w)
+    }
+
+    /// Remembers a session id for `bridge.status` (bounded like the requests in flight).
+    fn note_session(&mut self, s: &str) {
+        if self.sessions.len() < self.cfg.max_in_flight && !self.sessions.contains(s) {
+            self.sessions.insert(s.into());
+        }
+    }
+
+    /// The bridge's state for `bridge.status`: dialect, sessions, questions, counters.
+    pub fn status(&self) -> Value {
+        json!({
+            "dialect": self.dialect().as_str(),
+            "clientInitialized": self.client.is_some(),
+            "sessions": self.sessions.len(),
+            "pendingQuestions": self.questions.len(),
+            "requestsInFlight": {
+                "fromClient": self.client_requests.len(),
+                "fromAgent": self.agent_requests.len(),
+            },
+            "counters": self.counters,
+        })
     }
 
     /// What the client's `initialize` declared, once it has been seen.
@@ -325,6 +370,9 @@ impl Router {
                     started: now,
                     seq: self.seq,
                 };
+                if let (true, Some(s)) = (self.cfg.events, &entry.session_id) {
+                    self.note_session(s);
+                }
                 let map = match from {
                     Side::Client => &mut self.client_requests,
                     Side::Agent => &mut self.agent_requests,

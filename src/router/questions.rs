@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use super::{rewrite, Outbox, Router, Side};
 use crate::capabilities::{self, Existing};
 use crate::envelope::RequestId;
+use crate::events::{By, Event, QuestionView};
 use crate::jsonrpc::{self, code};
 use crate::questions::answer::{self, Extras, Outcome, Reason};
 use crate::questions::registry::{Origin, Pending};
@@ -149,7 +150,65 @@ impl Router {
             created_wall: self.wall(now),
             deadline,
             expires_wall: deadline.map(|d| self.wall(d)),
+            held: false,
+            announced: false,
         }
+    }
+
+    /// A pending question as observers (control server, journal, notifier) see it.
+    fn view(&self, p: &Pending) -> QuestionView {
+        QuestionView {
+            session_id: p.question.session_id.clone(),
+            question_id: p.question.question_id.clone(),
+            items: p.question.items.clone(),
+            created_at: rfc3339(p.created_wall),
+            expires_at: p.expires_wall.map(rfc3339),
+            dialect: if p.held {
+                "control"
+            } else {
+                p.dialect.as_str()
+            },
+            source: match p.origin {
+                Origin::Question => "question",
+                Origin::AgentElicitation(_) => "elicitation",
+            },
+        }
+    }
+
+    /// Every pending question, oldest first (`questions.list`).
+    pub fn question_views(&self) -> Vec<QuestionView> {
+        let mut all: Vec<&Pending> = self.questions.iter().collect();
+        all.sort_by_key(|p| p.created);
+        all.into_iter().map(|p| self.view(p)).collect()
+    }
+
+    /// The `requested` event, once per question, when its first dialect is known.
+    fn announce(&mut self, p: &mut Pending, out: &mut Outbox) {
+        if self.cfg.events && !p.announced {
+            p.announced = true;
+            self.note_session(&p.question.session_id.clone());
+            out.events.push(Event::Requested {
+                question: self.view(p),
+            });
+        }
+    }
+
+    /// Records how `p` ended, for observers and for reporting a later answer.
+    fn resolved(&mut self, p: &Pending, by: By, result: Value, out: &mut Outbox) {
+        if !self.cfg.events {
+            return;
+        }
+        let (s, q) = (&p.question.session_id, &p.question.question_id);
+        self.resolutions
+            .insert((s.as_str().into(), q.as_str().into()), by);
+        self.resolved_keys
+            .insert(p.client_id.clone(), (s.clone(), q.clone()));
+        out.events.push(Event::Resolved {
+            session_id: s.clone(),
+            question_id: q.clone(),
+            by,
+            result,
+        });
     }
 
     /// The agent asks a question: validate, register, deliver to the client.
@@ -269,12 +328,29 @@ impl Router {
             }
             Dialect::Permission => {
                 if let Some(why) = dialect::permission_obstacle(&p.question) {
+                    if !self.cfg.hold_unsupported {
+                        self.announce(&mut p, out);
+                    }
+                    if self.cfg.hold_unsupported {
+                        tracing::info!(
+                            session_id = ?p.question.session_id,
+                            question_id = ?p.question.question_id,
+                            "the client can only show a permission prompt, which cannot express {why}; it waits on the control server"
+                        );
+                        return self.hold(p, out);
+                    }
                     tracing::warn!(
                         session_id = ?p.question.session_id,
                         question_id = ?p.question.question_id,
                         "the client can only show a permission prompt, which cannot express {why}; rejected as unsupported"
                     );
-                    self.finish(&p, Outcome::Rejected(Reason::Unsupported), &Vec::new(), out);
+                    self.finish(
+                        &p,
+                        Outcome::Rejected(Reason::Unsupported),
+                        &Vec::new(),
+                        By::Client,
+                        out,
+                    );
                     return;
                 }
                 let id = self.bridge_id();
@@ -302,6 +378,32 @@ impl Router {
             "question delivered"
         );
         tracing::trace!(question = ?p.question, "question content");
+        self.announce(&mut p, out);
+        if self.cfg.events {
+            out.events.push(Event::Delivered {
+                session_id: p.question.session_id.clone(),
+                question_id: p.question.question_id.clone(),
+                dialect: dialect.as_str(),
+            });
+        }
+        self.questions.insert(p);
+    }
+
+    /// Registers `p` without showing it to the client (it cannot): it waits for an answer
+    /// through the control server, or its deadline, cancel, or disconnect.
+    fn hold(&mut self, mut p: Pending, out: &mut Outbox) {
+        p.held = true;
+        p.tool_call_id = None;
+        // Never sent: it only keeps the registry's client-id index whole.
+        p.client_id = self.bridge_id();
+        self.announce(&mut p, out);
+        if self.cfg.events {
+            out.events.push(Event::Delivered {
+                session_id: p.question.session_id.clone(),
+                question_id: p.question.question_id.clone(),
+                dialect: "control",
+            });
+        }
         self.questions.insert(p);
     }
 
@@ -322,6 +424,16 @@ impl Router {
             self.counters.late_answers_dropped += 1;
             tracing::warn!(%id, "answer to a request that is already resolved (late or duplicate); dropped");
             tracing::trace!(payload = %String::from_utf8_lossy(line), "dropped answer");
+            if self.cfg.events {
+                let key = self.resolved_keys.get(id).cloned();
+                let content = serde_json::from_slice(line).unwrap_or(Value::Null);
+                out.events.push(Event::LateAnswer {
+                    session_id: key.as_ref().map(|k| k.0.clone()),
+                    question_id: key.map(|k| k.1),
+                    from: By::Client,
+                    content,
+                });
+            }
             return true;
         }
         false
@@ -346,7 +458,7 @@ impl Router {
         match normalized {
             Ok((o, extras)) => {
                 self.close_at_client(&p, &o, false, out);
-                self.finish(&p, o, &extras, out);
+                self.finish(&p, o, &extras, By::Client, out);
             }
             Err(msg) => {
                 self.counters.questions_invalid += 1;
@@ -360,6 +472,12 @@ impl Router {
                 tracing::trace!(error = %msg, "invalid answer (details)");
                 // The question is over: a permission prompt's tool call is closed too.
                 self.close_at_client(&p, &Outcome::Rejected(Reason::Cancelled), false, out);
+                self.resolved(
+                    &p,
+                    By::Client,
+                    json!({ "status": "invalid", "error": msg }),
+                    out,
+                );
                 out.agent(jsonrpc::error_with_raw_data(
                     &p.agent_id,
                     code::INTERNAL_ERROR,
@@ -391,16 +509,41 @@ impl Router {
                     self.auto_dialect = Some(next);
                     self.show(p, next, None, out);
                 }
+                None if self.cfg.hold_unsupported => {
+                    tracing::info!(
+                        question_id = ?p.question.question_id,
+                        dialect = failed.as_str(),
+                        "the client cannot show questions (-32601); it waits on the control server"
+                    );
+                    self.hold(p, out);
+                }
                 None => {
                     tracing::warn!(
                         question_id = ?p.question.question_id,
                         dialect = failed.as_str(),
                         "the client cannot show questions (-32601); rejected as unsupported"
                     );
-                    self.finish(&p, Outcome::Rejected(Reason::Unsupported), &Vec::new(), out);
+                    self.finish(
+                        &p,
+                        Outcome::Rejected(Reason::Unsupported),
+                        &Vec::new(),
+                        By::Client,
+                        out,
+                    );
                 }
             }
-        } else if p.client_id == p.agent_id {
+            return;
+        }
+        if self.cfg.events {
+            let error = serde_json::from_str(error.get()).unwrap_or(Value::Null);
+            self.resolved(
+                &p,
+                By::Client,
+                json!({ "status": "error", "error": error }),
+                out,
+            );
+        }
+        if p.client_id == p.agent_id {
             self.counters.forwarded_to_agent += 1;
             out.to_agent.push_back(super::Out::Line(line.clone()));
         } else {
@@ -425,6 +568,9 @@ impl Router {
         withdraw: bool,
         out: &mut Outbox,
     ) {
+        if p.held {
+            return;
+        }
         if withdraw {
             out.client(jsonrpc::cancel_request(&p.client_id));
         }
@@ -437,7 +583,14 @@ impl Router {
     }
 
     /// Sends the agent its one response for `p`.
-    fn finish(&mut self, p: &Pending, outcome: Outcome, extras: &Extras, out: &mut Outbox) {
+    fn finish(&mut self, p: &Pending, outcome: Outcome, extras: &Extras, by: By, out: &mut Outbox) {
+        if self.cfg.events {
+            let result = match &outcome {
+                Outcome::Answered(a) => json!({ "status": "answered", "answers": a }),
+                Outcome::Rejected(r) => json!({ "status": "rejected", "reason": r.as_str() }),
+            };
+            self.resolved(p, by, result, out);
+        }
         let reason = match &outcome {
             Outcome::Answered(_) => {
                 self.counters.questions_answered += 1;
@@ -453,6 +606,7 @@ impl Router {
             question_id = ?p.question.question_id,
             answered = reason.is_none(),
             reason,
+            by = by.as_str(),
             "question resolved"
         );
         match &p.origin {
@@ -476,19 +630,19 @@ impl Router {
     }
 
     /// Ends `p` with a bridge-made rejection, closing it at the client when asked.
-    fn end(&mut self, p: &Pending, reason: Reason, withdraw: bool, out: &mut Outbox) {
+    fn end(&mut self, p: &Pending, reason: Reason, by: By, withdraw: bool, out: &mut Outbox) {
         let outcome = Outcome::Rejected(reason);
         if withdraw {
             self.close_at_client(p, &outcome, true, out);
         }
-        self.finish(p, outcome, &Vec::new(), out);
+        self.finish(p, outcome, &Vec::new(), by, out);
     }
 
     /// `session/cancel`: the session's questions are rejected (`cancelled`) and the client
     /// is told to close them.
     pub(super) fn cancel_session_questions(&mut self, session: &str, out: &mut Outbox) {
         for p in self.questions.take_session(session) {
-            self.end(&p, Reason::Cancelled, true, out);
+            self.end(&p, Reason::Cancelled, By::Cancel, true, out);
         }
     }
 
@@ -514,6 +668,12 @@ impl Router {
         } else {
             self.close_at_client(&p, &Outcome::Rejected(Reason::Cancelled), true, out);
         }
+        self.resolved(
+            &p,
+            By::Cancel,
+            json!({ "status": "rejected", "reason": "cancelled" }),
+            out,
+        );
         out.agent(jsonrpc::error(
             Some(&p.agent_id),
             code::REQUEST_CANCELLED,
@@ -523,17 +683,111 @@ impl Router {
         true
     }
 
+    /// `questions.answer` through the control server: `answers` is checked exactly like a
+    /// client's; the agent gets the canonical result and the client is told to close the
+    /// request it still shows. Returns the result the agent got.
+    pub fn control_answer(
+        &mut self,
+        session: &str,
+        question_id: &str,
+        answers: &Value,
+        out: &mut Outbox,
+    ) -> Result<Value, ControlError> {
+        let Some(p) = self.questions.get_by_key(session, question_id) else {
+            let content = json!({ "answers": answers });
+            return Err(self.control_too_late(session, question_id, content, out));
+        };
+        let checked = answer::check_answers(&p.question, answers).map_err(ControlError::Invalid)?;
+        self.control_resolve(session, question_id, Outcome::Answered(checked), out)
+    }
+
+    /// `questions.reject` through the control server (`reason` defaults to `declined`).
+    pub fn control_reject(
+        &mut self,
+        session: &str,
+        question_id: &str,
+        reason: Option<&str>,
+        out: &mut Outbox,
+    ) -> Result<Value, ControlError> {
+        let reason = match reason {
+            None => Reason::Declined,
+            Some(r) => Reason::parse(r).ok_or_else(|| {
+                let all: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
+                ControlError::Invalid(format!("reason: {r:?} is not one of {}", all.join(", ")))
+            })?,
+        };
+        if !self.questions.has_question(session, question_id) {
+            let content = json!({ "reason": reason.as_str() });
+            return Err(self.control_too_late(session, question_id, content, out));
+        }
+        self.control_resolve(session, question_id, Outcome::Rejected(reason), out)
+    }
+
+    fn control_resolve(
+        &mut self,
+        session: &str,
+        question_id: &str,
+        outcome: Outcome,
+        out: &mut Outbox,
+    ) -> Result<Value, ControlError> {
+        let agent_id = self
+            .questions
+            .get_by_key(session, question_id)
+            .map(|p| p.agent_id.clone())
+            .ok_or(ControlError::NotPending { resolved_by: None })?;
+        let Some(p) = self.questions.take(&agent_id) else {
+            return Err(ControlError::NotPending { resolved_by: None });
+        };
+        let result: Value =
+            serde_json::from_str(&outcome.to_result(&Vec::new())).unwrap_or(Value::Null);
+        self.close_at_client(&p, &outcome, true, out);
+        self.finish(&p, outcome, &Vec::new(), By::Control, out);
+        Ok(result)
+    }
+
+    /// A control answer for a question that is not pending: dropped, reported to the
+    /// caller with who resolved it, and kept as a `late_answer` event.
+    fn control_too_late(
+        &mut self,
+        session: &str,
+        question_id: &str,
+        content: Value,
+        out: &mut Outbox,
+    ) -> ControlError {
+        let resolved_by = self
+            .resolutions
+            .get(&(session.into(), question_id.into()))
+            .copied();
+        if resolved_by.is_some() {
+            self.counters.late_answers_dropped += 1;
+            tracing::warn!(
+                session_id = ?session,
+                question_id = ?question_id,
+                "control answer to a question that is already resolved; dropped"
+            );
+            if self.cfg.events {
+                out.events.push(Event::LateAnswer {
+                    session_id: Some(session.to_owned()),
+                    question_id: Some(question_id.to_owned()),
+                    from: By::Control,
+                    content,
+                });
+            }
+        }
+        ControlError::NotPending { resolved_by }
+    }
+
     /// Questions past their deadline: rejected (`timeout`), and the client closes them.
     pub(super) fn expire_questions(&mut self, now: Instant, out: &mut Outbox) {
         for p in self.questions.take_due(now) {
-            self.end(&p, Reason::Timeout, true, out);
+            self.end(&p, Reason::Timeout, By::Timeout, true, out);
         }
     }
 
     /// The client is gone: every question is rejected (`client_disconnected`).
     pub(super) fn reject_all_questions(&mut self, out: &mut Outbox) {
         for p in self.questions.take_all() {
-            self.end(&p, Reason::ClientDisconnected, false, out);
+            self.end(&p, Reason::ClientDisconnected, By::Disconnect, false, out);
         }
     }
 
@@ -541,8 +795,28 @@ impl Router {
     pub(super) fn withdraw_all_questions(&mut self, out: &mut Outbox) {
         for p in self.questions.take_all() {
             self.close_at_client(&p, &Outcome::Rejected(Reason::Cancelled), true, out);
+            self.resolved(&p, By::Disconnect, json!({ "status": "withdrawn" }), out);
         }
     }
+}
+
+/// Why a control answer or rejection was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ControlError {
+    /// No such question is pending: it was resolved already (by whom, when known) or
+    /// never existed.
+    #[error("the question is not pending{}", match .resolved_by {
+        Some(by) => format!(" (already resolved by {})", by.as_str()),
+        None => String::new(),
+    })]
+    NotPending { resolved_by: Option<By> },
+    /// The answer does not fit the question; names the field.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+fn rfc3339(t: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
 }
 
 /// The `requestId` a `$/cancel_request` names.
@@ -584,7 +858,8 @@ mod tests {
     use serde_json::{json, Value};
 
     use crate::codec::Frame;
-    use crate::router::{lines, parse, Outbox, Router, RouterConfig};
+    use crate::events::By;
+    use crate::router::{lines, parse, ControlError, Outbox, Router, RouterConfig};
 
     const ASK: &str = r#"{"jsonrpc":"2.0","id":5,"method":"_sandboxagent/session/request_question","params":{"sessionId":"s1","questionId":"q-7","prompt":"Which option?","options":[["option-a","Option A"],["option-b","Option B"]],"x":1e400}}"#;
 
@@ -1198,6 +1473,214 @@ mod tests {
             t.take_agent(),
             vec![
                 r#"{"jsonrpc":"2.0","id":3,"result":{"action":"accept","content":{"name":"Ada","ok":true}}}"#
+            ]
+        );
+    }
+
+    fn events(t: &mut T) -> Vec<Value> {
+        t.out
+            .events
+            .drain(..)
+            .map(|e| serde_json::to_value(e).unwrap())
+            .collect()
+    }
+
+    fn observed(cfg: RouterConfig) -> T {
+        T::ext(RouterConfig {
+            events: true,
+            hold_unsupported: true,
+            ..cfg
+        })
+    }
+
+    #[test]
+    fn control_answer_resolves_once_and_withdraws_the_client_request() {
+        let mut t = observed(RouterConfig::default());
+        t.agent(&ask("s", "q", json!(7)));
+        t.take_client();
+        let ev = events(&mut t);
+        assert_eq!(ev[0]["event"], "requested");
+        assert_eq!(ev[0]["question"]["dialect"], "extension");
+        assert_eq!(ev[1]["event"], "delivered");
+        assert_eq!(t.r.question_views().len(), 1);
+        let r =
+            t.r.control_answer("s", "q", &json!([["b"]]), &mut t.out)
+                .unwrap();
+        assert_eq!(r, json!({"status":"answered","answers":[["b"]]}));
+        assert_eq!(
+            t.take_agent(),
+            vec![r#"{"jsonrpc":"2.0","id":7,"result":{"status":"answered","answers":[["b"]]}}"#]
+        );
+        assert_eq!(
+            t.take_client(),
+            vec![r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":7}}"#]
+        );
+        let ev = events(&mut t);
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0]["by"], "control");
+        // The client's answer comes second: dropped, reported with what it answered.
+        t.client(r#"{"jsonrpc":"2.0","id":7,"result":{"status":"answered","answers":[["a"]]}}"#);
+        assert!(t.take_agent().is_empty());
+        let ev = events(&mut t);
+        assert_eq!(ev[0]["event"], "late_answer");
+        assert_eq!(ev[0]["from"], "client");
+        assert_eq!(ev[0]["questionId"], "q");
+        assert_eq!(ev[0]["content"]["result"]["answers"], json!([["a"]]));
+        assert_eq!(t.r.counters.late_answers_dropped, 1);
+        assert!(t.r.question_views().is_empty());
+    }
+
+    #[test]
+    fn a_control_answer_after_the_client_is_refused_and_kept() {
+        let mut t = observed(RouterConfig::default());
+        t.agent(&ask("s", "q", json!(1)));
+        t.client(r#"{"jsonrpc":"2.0","id":1,"result":{"status":"answered","answers":[["a"]]}}"#);
+        assert_eq!(t.take_agent().len(), 1);
+        events(&mut t);
+        let e = t.r.control_answer("s", "q", &json!([["b"]]), &mut t.out);
+        assert_eq!(
+            e,
+            Err(ControlError::NotPending {
+                resolved_by: Some(By::Client)
+            })
+        );
+        assert!(t.take_agent().is_empty());
+        let ev = events(&mut t);
+        assert_eq!(ev[0]["event"], "late_answer");
+        assert_eq!(ev[0]["from"], "control");
+        assert_eq!(ev[0]["content"], json!({"answers":[["b"]]}));
+        // Never asked at all: not pending, and nobody to name.
+        assert_eq!(
+            t.r.control_reject("s", "nope", None, &mut t.out),
+            Err(ControlError::NotPending { resolved_by: None })
+        );
+    }
+
+    #[test]
+    fn control_answers_are_checked_like_client_answers() {
+        let mut t = observed(RouterConfig::default());
+        t.agent(&ask("s", "q", json!(1)));
+        t.take_client();
+        for bad in [json!([["c"]]), json!([["a", "b"]]), json!([]), json!("a")] {
+            match t.r.control_answer("s", "q", &bad, &mut t.out) {
+                Err(ControlError::Invalid(msg)) => assert!(msg.starts_with("answers"), "{msg}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            t.r.control_reject("s", "q", Some("bored"), &mut t.out),
+            Err(ControlError::Invalid(_))
+        ));
+        assert_eq!(t.r.questions().len(), 1);
+        // A label stands for its value, as from a client.
+        let r = t.r.control_reject("s", "q", None, &mut t.out).unwrap();
+        assert_eq!(r, json!({"status":"rejected","reason":"declined"}));
+        assert_eq!(
+            t.take_agent(),
+            vec![r#"{"jsonrpc":"2.0","id":1,"result":{"status":"rejected","reason":"declined"}}"#]
+        );
+    }
+
+    #[test]
+    fn unsupported_questions_wait_for_the_control_server() {
+        let mut t = T::new(RouterConfig {
+            events: true,
+            hold_unsupported: true,
+            client_dialect: Some(crate::questions::Dialect::Permission),
+            ..RouterConfig::default()
+        });
+        let multi = json!({"jsonrpc":"2.0","id":"m","method":"_sandboxagent/session/request_question",
+            "params":{"sessionId":"s","questionId":"q","questions":[
+                {"question":"one","options":["a","b"]},{"question":"two","options":["c","d"]}]}});
+        t.agent(&multi.to_string());
+        assert!(
+            t.take_client().is_empty(),
+            "the client is not shown what it cannot show"
+        );
+        assert!(
+            t.take_agent().is_empty(),
+            "nor is the agent told it is unsupported"
+        );
+        let ev = events(&mut t);
+        assert_eq!(ev[0]["question"]["dialect"], "control");
+        assert_eq!(ev[1]["dialect"], "control");
+        assert_eq!(t.r.question_views()[0].dialect, "control");
+        t.r.control_answer("s", "q", &json!([["b"], ["c"]]), &mut t.out)
+            .unwrap();
+        assert!(t.take_client().is_empty());
+        assert_eq!(
+            t.take_agent(),
+            vec![
+                r#"{"jsonrpc":"2.0","id":"m","result":{"status":"answered","answers":[["b"],["c"]]}}"#
+            ]
+        );
+        // Without a control server it is rejected at once, as before.
+        let mut t = T::new(RouterConfig {
+            client_dialect: Some(crate::questions::Dialect::Permission),
+            ..RouterConfig::default()
+        });
+        t.agent(&multi.to_string());
+        assert_eq!(parse(&t.take_agent()[0])["result"]["reason"], "unsupported");
+        assert!(t.out.events.is_empty(), "no events unless asked for");
+    }
+
+    #[test]
+    fn a_control_answer_closes_a_permission_prompt() {
+        let mut t = T::new(RouterConfig {
+            events: true,
+            client_dialect: Some(crate::questions::Dialect::Permission),
+            ..RouterConfig::default()
+        });
+        t.agent(&ask("s", "q", json!(1)));
+        let shown = t.take_client();
+        assert_eq!(shown.len(), 2);
+        let request = parse(&shown[1]);
+        t.r.control_answer("s", "q", &json!([["a"]]), &mut t.out)
+            .unwrap();
+        let closed = t.take_client();
+        assert_eq!(parse(&closed[0])["params"]["requestId"], request["id"]);
+        assert_eq!(
+            parse(&closed[1])["params"]["update"]["sessionUpdate"],
+            "tool_call_update"
+        );
+        let ev = events(&mut t);
+        let kinds: Vec<&str> = ev.iter().map(|e| e["event"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["requested", "delivered", "resolved"]);
+        assert_eq!(
+            ev[2]["result"],
+            json!({"status":"answered","answers":[["a"]]})
+        );
+    }
+
+    #[test]
+    fn every_ending_names_who_ended_it() {
+        let mut t = observed(RouterConfig::default());
+        t.agent(
+            &json!({"jsonrpc":"2.0","id":1,"method":"_sandboxagent/session/request_question",
+            "params":{"sessionId":"s","questionId":"t","prompt":"p","timeoutMs":5}})
+            .to_string(),
+        );
+        t.agent(&ask("s", "c", json!(2)));
+        t.agent(&ask("s2", "d", json!(3)));
+        t.r.on_timer(t.now + Duration::from_millis(10), &mut t.out);
+        t.client(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#);
+        t.r.on_client_eof(t.now, &mut t.out);
+        let by: Vec<(String, String)> = events(&mut t)
+            .into_iter()
+            .filter(|e| e["event"] == "resolved")
+            .map(|e| {
+                (
+                    e["questionId"].as_str().unwrap().into(),
+                    e["by"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            by,
+            [
+                ("t".to_owned(), "timeout".to_owned()),
+                ("c".into(), "cancel".into()),
+                ("d".into(), "disconnect".into())
             ]
         );
     }

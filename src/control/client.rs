@@ -1,0 +1,302 @@
+//! `acp-question-bridge questions list|answer|reject|watch`: the control server from a
+//! terminal or a script, over `jsonrpsee`'s HTTP and WebSocket clients.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use jsonrpsee::core::client::{ClientT, Error as RpcError, SubscriptionClientT};
+use jsonrpsee::core::params::ObjectParams;
+use jsonrpsee::rpc_params;
+use jsonrpsee_http_client::{HeaderMap, HeaderValue, HttpClient, HttpClientBuilder};
+use jsonrpsee_ws_client::{WsClient, WsClientBuilder};
+use serde_json::{json, Value};
+
+use super::TOKEN_ENV;
+
+/// `questions` and its flags.
+#[derive(Debug, Args)]
+pub struct QuestionsArgs {
+    /// The control server: `http://127.0.0.1:PORT`. The page URL the bridge prints works
+    /// too (its `#token=` is used).
+    #[arg(long, value_name = "URL", global = true)]
+    pub control: Option<String>,
+    /// The bearer token (default: the URL's `#token=`, else $ACP_QUESTION_BRIDGE_TOKEN).
+    #[arg(long, value_name = "TOKEN", global = true)]
+    pub token: Option<String>,
+    /// Read the token from this file (as written by `--control-token-file`).
+    #[arg(long, value_name = "PATH", global = true, conflicts_with = "token")]
+    pub token_file: Option<PathBuf>,
+    #[command(subcommand)]
+    pub action: Action,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Action {
+    /// Print the pending questions of every session.
+    List {
+        /// Print the JSON the server returns instead of a summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a question. For a one-item question, VALUES are that item's answers (one for
+    /// single-select, one or more for multi-select; an option's value or label, or free
+    /// text where allowed). For several items use --json '[["a"],["b","c"]]'.
+    Answer {
+        session_id: String,
+        question_id: String,
+        #[arg(value_name = "VALUES", required_unless_present = "json")]
+        values: Vec<String>,
+        /// All answers as JSON: one array of strings per item.
+        #[arg(long, value_name = "ANSWERS", conflicts_with = "values")]
+        json: Option<String>,
+    },
+    /// Reject a question (the agent gets status "rejected").
+    Reject {
+        session_id: String,
+        question_id: String,
+        /// declined (default), cancelled, ...
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Print every question event as a JSON line (pending ones first) until the bridge stops.
+    Watch,
+}
+
+struct Target {
+    http: String,
+    ws: String,
+    token: String,
+}
+
+fn target(a: &QuestionsArgs) -> Result<Target, String> {
+    let url = a
+        .control
+        .as_deref()
+        .ok_or("--control <URL> is required (the bridge prints it when started with --control)")?;
+    let (base, fragment) = url.split_once('#').unwrap_or((url, ""));
+    let from_url = fragment
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("token="))
+        .filter(|t| !t.is_empty());
+    let token = match (&a.token, &a.token_file) {
+        (Some(t), _) => t.clone(),
+        (None, Some(path)) => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+            .trim()
+            .to_owned(),
+        (None, None) => match from_url {
+            Some(t) => t.to_owned(),
+            None => std::env::var(TOKEN_ENV).map_err(|_| {
+                format!(
+                    "no token: pass --token, --token-file, a URL with #token=, or set {TOKEN_ENV}"
+                )
+            })?,
+        },
+    };
+    let base = base.trim_end_matches('/');
+    let rest = base
+        .strip_prefix("http://")
+        .ok_or("--control must be an http:// URL")?;
+    Ok(Target {
+        http: format!("{base}/"),
+        ws: format!("ws://{rest}/"),
+        token,
+    })
+}
+
+fn headers(token: &str) -> Result<HeaderMap, String> {
+    let mut h = HeaderMap::new();
+    let v = HeaderValue::from_str(&format!("Bearer {token}"))
+        .map_err(|_| "the token contains characters a header cannot carry".to_owned())?;
+    h.insert("authorization", v);
+    Ok(h)
+}
+
+fn http_client(t: &Target) -> Result<HttpClient, String> {
+    HttpClientBuilder::default()
+        .set_headers(headers(&t.token)?)
+        .request_timeout(Duration::from_secs(30))
+        .build(&t.http)
+        .map_err(|e| e.to_string())
+}
+
+/// A WebSocket client with the token (the CLI's `watch`, and tests).
+pub async fn ws_client(url: &str, token: &str) -> Result<WsClient, String> {
+    WsClientBuilder::default()
+        .set_headers(headers(token)?)
+        .build(url)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+fn describe(e: RpcError) -> String {
+    match e {
+        RpcError::Call(obj) => match obj.data() {
+            Some(d) => format!("{} ({})", obj.message(), d.get()),
+            None => obj.message().to_owned(),
+        },
+        RpcError::Transport(t) => format!("cannot reach the control server: {t}"),
+        other => other.to_string(),
+    }
+}
+
+fn summary(questions: &[Value]) -> String {
+    if questions.is_empty() {
+        return "No questions right now.\n".into();
+    }
+    let mut s = String::new();
+    for q in questions {
+        let str_of = |k: &str| q[k].as_str().unwrap_or("").to_owned();
+        s += &format!(
+            "session {}  question {}  (shown as {}{})\n",
+            str_of("sessionId"),
+            str_of("questionId"),
+            str_of("dialect"),
+            q["expiresAt"]
+                .as_str()
+                .map(|e| format!(", expires {e}"))
+                .unwrap_or_default()
+        );
+        for (i, item) in q["items"].as_array().into_iter().flatten().enumerate() {
+            let header = item["header"]
+                .as_str()
+                .map(|h| format!("[{h}] "))
+                .unwrap_or_default();
+            let kind = match (
+                item["multiSelect"].as_bool().unwrap_or(false),
+                item["allowFreeText"].as_bool().unwrap_or(false),
+            ) {
+                (true, true) => " (pick one or more, or type)",
+                (true, false) => " (pick one or more)",
+                (false, true) => " (pick one, or type)",
+                (false, false) => " (pick one)",
+            };
+            s += &format!(
+                "  {}. {header}{}{kind}\n",
+                i + 1,
+                item["prompt"].as_str().unwrap_or("")
+            );
+            for o in item["options"].as_array().into_iter().flatten() {
+                s += &format!(
+                    "     - {}: {}{}\n",
+                    o["value"].as_str().unwrap_or(""),
+                    o["label"].as_str().unwrap_or(""),
+                    o["description"]
+                        .as_str()
+                        .map(|d| format!(" ({d})"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+    }
+    s
+}
+
+async fn run(a: QuestionsArgs) -> Result<(), String> {
+    let t = target(&a)?;
+    let mut out = std::io::stdout().lock();
+    let mut print = |s: String| {
+        let _ = out.write_all(s.as_bytes());
+        let _ = out.flush();
+    };
+    match a.action {
+        Action::List { json } => {
+            let c = http_client(&t)?;
+            let list: Vec<Value> = c
+                .request("questions.list", rpc_params![])
+                .await
+                .map_err(describe)?;
+            if json {
+                print(format!("{}\n", Value::Array(list)));
+            } else {
+                print(summary(&list));
+            }
+        }
+        Action::Answer {
+            session_id,
+            question_id,
+            values,
+            json,
+        } => {
+            let answers = match json {
+                Some(j) => serde_json::from_str::<Value>(&j)
+                    .map_err(|e| format!("--json: not JSON: {e}"))?,
+                None => json!([values]),
+            };
+            let mut p = ObjectParams::new();
+            p.insert("sessionId", session_id)
+                .map_err(|e| e.to_string())?;
+            p.insert("questionId", question_id)
+                .map_err(|e| e.to_string())?;
+            p.insert("answers", answers).map_err(|e| e.to_string())?;
+            let c = http_client(&t)?;
+            let r: Value = c.request("questions.answer", p).await.map_err(describe)?;
+            print(format!("{r}\n"));
+        }
+        Action::Reject {
+            session_id,
+            question_id,
+            reason,
+        } => {
+            let mut p = ObjectParams::new();
+            p.insert("sessionId", session_id)
+                .map_err(|e| e.to_string())?;
+            p.insert("questionId", question_id)
+                .map_err(|e| e.to_string())?;
+            if let Some(r) = reason {
+                p.insert("reason", r).map_err(|e| e.to_string())?;
+            }
+            let c = http_client(&t)?;
+            let r: Value = c.request("questions.reject", p).await.map_err(describe)?;
+            print(format!("{r}\n"));
+        }
+        Action::Watch => {
+            let c = ws_client(&t.ws, &t.token).await?;
+            let mut sub = c
+                .subscribe::<Value, _>(
+                    "questions.subscribe",
+                    rpc_params![],
+                    "questions.unsubscribe",
+                )
+                .await
+                .map_err(describe)?;
+            let list: Vec<Value> = c
+                .request("questions.list", rpc_params![])
+                .await
+                .map_err(describe)?;
+            for q in list {
+                print(format!("{}\n", json!({"event": "pending", "question": q})));
+            }
+            while let Some(ev) = sub.next().await {
+                match ev {
+                    Ok(ev) => print(format!("{ev}\n")),
+                    Err(e) => return Err(format!("subscription failed: {e}")),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `questions ...`; exit code 0 on success, 1 on a refused or failed call.
+pub fn main(a: QuestionsArgs) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(&format!("cannot start runtime: {e}")),
+    };
+    match rt.block_on(run(a)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
+    }
+}
+
+fn fail(msg: &str) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "acp-question-bridge questions: {msg}");
+    ExitCode::from(1)
+}

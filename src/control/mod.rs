@@ -1,0 +1,325 @@
+//! The control server (`--control <ADDR>`): answer questions from anywhere.
+//!
+//! A `jsonrpsee` server (HTTP and WebSocket on one port) behind the [`gate`], with the
+//! methods `questions.list`, `questions.answer`, `questions.reject`, `questions.subscribe`
+//! and `bridge.status`, and the Questions page at `GET /`.
+//!
+//! Shape: the server never touches routing state. Each method sends a [`Call`] to the
+//! bridge's loop (which owns the [`crate::router::Router`]) and awaits the reply, so an
+//! answer from the control server and one from the IDE client are ordered by that one loop,
+//! and the first one wins. Lifecycle events reach subscribers through a broadcast channel.
+
+pub mod client;
+pub mod gate;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use jsonrpsee::server::{RpcModule, Server, ServerConfig, ServerHandle, SubscriptionMessage};
+use jsonrpsee::types::{ErrorObjectOwned, Params};
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use crate::events::{By, QuestionView};
+use crate::router::ControlError;
+
+/// The environment variable a token can be given in.
+pub const TOKEN_ENV: &str = "ACP_QUESTION_BRIDGE_TOKEN";
+/// Events buffered per subscriber; a subscriber further behind is told it missed some.
+const EVENT_BUFFER: usize = 1024;
+/// Error code: the question is not pending (already resolved, or unknown).
+pub const NOT_PENDING: i32 = -32004;
+/// Error code: the bridge is shutting down (its loop no longer takes calls).
+pub const SHUTTING_DOWN: i32 = -32005;
+
+/// `--control` and friends.
+#[derive(Debug, Clone)]
+pub struct ControlConfig {
+    pub addr: SocketAddr,
+    pub allow_remote: bool,
+    pub token: String,
+    pub token_file: Option<PathBuf>,
+}
+
+/// Why the control server cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlSetupError {
+    #[error("--control {0}: not a loopback address; pass --control-allow-remote to listen on it")]
+    NotLoopback(SocketAddr),
+    #[error("--control {0}: expected IP:PORT or localhost:PORT")]
+    BadAddr(String),
+    #[error("cannot listen on {0}: {1}")]
+    Bind(SocketAddr, std::io::Error),
+    #[error("cannot write the token file {0}: {1}")]
+    TokenFile(PathBuf, std::io::Error),
+    #[error("cannot read random bytes for the token: {0}")]
+    Random(std::io::Error),
+}
+
+/// Parses `--control`: `IP:PORT`, `[IPv6]:PORT` or `localhost:PORT`, refusing a
+/// non-loopback address unless `allow_remote`.
+pub fn parse_addr(s: &str, allow_remote: bool) -> Result<SocketAddr, ControlSetupError> {
+    let addr = match s.strip_prefix("localhost:") {
+        Some(port) => port
+            .parse::<u16>()
+            .map(|p| SocketAddr::new(IpAddr::from([127, 0, 0, 1]), p))
+            .map_err(|_| ControlSetupError::BadAddr(s.to_owned()))?,
+        None => s
+            .parse::<SocketAddr>()
+            .map_err(|_| ControlSetupError::BadAddr(s.to_owned()))?,
+    };
+    if !allow_remote && !addr.ip().is_loopback() {
+        return Err(ControlSetupError::NotLoopback(addr));
+    }
+    Ok(addr)
+}
+
+/// A fresh random 256-bit token, as 64 hex digits.
+pub fn random_token() -> Result<String, ControlSetupError> {
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(ControlSetupError::Random)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Writes the token to `path`, readable by its owner only.
+fn write_token_file(path: &std::path::Path, token: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    // An existing file keeps its mode on open: tighten it.
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    f.write_all(token.as_bytes())?;
+    f.write_all(b"\n")?;
+    f.sync_all()
+}
+
+/// A call from the control server into the bridge's loop.
+#[derive(Debug)]
+pub enum Call {
+    List(oneshot::Sender<Vec<QuestionView>>),
+    Answer {
+        session_id: String,
+        question_id: String,
+        answers: Value,
+        reply: oneshot::Sender<Result<Value, ControlError>>,
+    },
+    Reject {
+        session_id: String,
+        question_id: String,
+        reason: Option<String>,
+        reply: oneshot::Sender<Result<Value, ControlError>>,
+    },
+    Status(oneshot::Sender<Value>),
+}
+
+/// The running control server.
+pub struct Control {
+    /// Calls for the bridge's loop.
+    pub calls: mpsc::Receiver<Call>,
+    /// Lifecycle events for subscribers (JSON of [`crate::events::Event`]).
+    pub events: broadcast::Sender<Arc<Value>>,
+    /// The bound address.
+    pub addr: SocketAddr,
+    /// The page's URL with the token in its fragment.
+    pub page_url: String,
+    handle: ServerHandle,
+}
+
+impl Control {
+    /// Stops the server (open connections are closed).
+    pub fn stop(&self) {
+        let _ = self.handle.stop();
+    }
+}
+
+struct Ctx {
+    calls: mpsc::Sender<Call>,
+    events: broadcast::Sender<Arc<Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct AnswerParams {
+    session_id: String,
+    question_id: String,
+    answers: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RejectParams {
+    session_id: String,
+    question_id: String,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+fn shutting_down() -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(SHUTTING_DOWN, "the bridge is shutting down", None::<()>)
+}
+
+fn control_error(e: ControlError) -> ErrorObjectOwned {
+    match e {
+        ControlError::NotPending { resolved_by } => ErrorObjectOwned::owned(
+            NOT_PENDING,
+            e.to_string(),
+            Some(serde_json::json!({ "resolvedBy": resolved_by.map(By::as_str) })),
+        ),
+        ControlError::Invalid(msg) => {
+            ErrorObjectOwned::owned(-32602, format!("Invalid params: {msg}"), None::<()>)
+        }
+    }
+}
+
+fn invalid_params(e: impl std::fmt::Display) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(-32602, format!("Invalid params: {e}"), None::<()>)
+}
+
+async fn ask<T>(
+    ctx: &Ctx,
+    make: impl FnOnce(oneshot::Sender<T>) -> Call,
+) -> Result<T, ErrorObjectOwned> {
+    let (tx, rx) = oneshot::channel();
+    ctx.calls
+        .send(make(tx))
+        .await
+        .map_err(|_| shutting_down())?;
+    rx.await.map_err(|_| shutting_down())
+}
+
+fn module(ctx: Ctx) -> RpcModule<Ctx> {
+    let mut m = RpcModule::new(ctx);
+    m.register_async_method("questions.list", |_p, ctx, _| async move {
+        ask(&ctx, Call::List).await
+    })
+    .expect("unique method name");
+    m.register_async_method(
+        "questions.answer",
+        |p: Params<'static>, ctx, _| async move {
+            let a: AnswerParams = p.parse().map_err(|e| invalid_params(e.message()))?;
+            ask(&ctx, |reply| Call::Answer {
+                session_id: a.session_id,
+                question_id: a.question_id,
+                answers: a.answers,
+                reply,
+            })
+            .await?
+            .map_err(control_error)
+        },
+    )
+    .expect("unique method name");
+    m.register_async_method(
+        "questions.reject",
+        |p: Params<'static>, ctx, _| async move {
+            let r: RejectParams = p.parse().map_err(|e| invalid_params(e.message()))?;
+            ask(&ctx, |reply| Call::Reject {
+                session_id: r.session_id,
+                question_id: r.question_id,
+                reason: r.reason,
+                reply,
+            })
+            .await?
+            .map_err(control_error)
+        },
+    )
+    .expect("unique method name");
+    m.register_async_method("bridge.status", |_p, ctx, _| async move {
+        ask(&ctx, Call::Status).await
+    })
+    .expect("unique method name");
+    m.register_subscription(
+        "questions.subscribe",
+        "questions.event",
+        "questions.unsubscribe",
+        |_p, pending, ctx, _| async move {
+            // Subscribe before accepting, so no event after the caller's next list is missed.
+            let mut rx = ctx.events.subscribe();
+            let sink = pending.accept().await?;
+            loop {
+                tokio::select! {
+                    _ = sink.closed() => return Ok(()),
+                    ev = rx.recv() => match ev {
+                        Ok(ev) => {
+                            let raw = serde_json::value::to_raw_value(&*ev)?;
+                            sink.send(SubscriptionMessage::from(raw)).await?;
+                        }
+                        Err(broadcast::error::RecvError::Lagged(n)) => {
+                            let missed = serde_json::json!({ "event": "lagged", "missed": n });
+                            let raw = serde_json::value::to_raw_value(&missed)?;
+                            sink.send(SubscriptionMessage::from(raw)).await?;
+                        }
+                        Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                    },
+                }
+            }
+        },
+    )
+    .expect("unique method name");
+    m
+}
+
+/// Starts the control server: binds, writes the token file, and prints the address, URL
+/// and token on stderr (once).
+pub async fn start(cfg: &ControlConfig) -> Result<Control, ControlSetupError> {
+    let (calls_tx, calls) = mpsc::channel(64);
+    let (events, _) = broadcast::channel(EVENT_BUFFER);
+    let policy = gate::Policy {
+        token: cfg.token.as_str().into(),
+        allow_remote: cfg.allow_remote,
+    };
+    let server = Server::builder()
+        .set_config(
+            ServerConfig::builder()
+                .max_connections(64)
+                .max_request_body_size(1 << 20)
+                .build(),
+        )
+        .set_http_middleware(tower::ServiceBuilder::new().layer(gate::GateLayer(Arc::new(policy))))
+        .build(cfg.addr)
+        .await
+        .map_err(|e| ControlSetupError::Bind(cfg.addr, e))?;
+    let addr = server
+        .local_addr()
+        .map_err(|e| ControlSetupError::Bind(cfg.addr, e))?;
+    if let Some(path) = &cfg.token_file {
+        write_token_file(path, &cfg.token)
+            .map_err(|e| ControlSetupError::TokenFile(path.clone(), e))?;
+    }
+    let handle = server.start(module(Ctx {
+        calls: calls_tx,
+        events: events.clone(),
+    }));
+    let base = format!("http://{addr}/");
+    let page_url = format!("{base}#token={}", cfg.token);
+    announce(&base, &page_url, &cfg.token);
+    tracing::info!(%addr, "control server listening");
+    Ok(Control {
+        calls,
+        events,
+        addr,
+        page_url,
+        handle,
+    })
+}
+
+/// The one place the token is shown: stderr, not the log (whose level may hide it).
+fn announce(base: &str, page_url: &str, token: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "acp-question-bridge: control server on {base}\n\
+         acp-question-bridge: questions page: {page_url}\n\
+         acp-question-bridge: control token: {token}"
+    );
+}

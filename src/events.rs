@@ -1,0 +1,139 @@
+//! Question lifecycle events: what the control server's subscribers, the journal and the
+//! `--on-question` notifier see.
+//!
+//! The [`crate::router::Router`] makes them (only when [`crate::router::RouterConfig::events`]
+//! is on, so a bridge without observers pays nothing) and the shell hands them out. Each
+//! question produces one `requested`, one `delivered` per dialect it is shown in, and exactly
+//! one `resolved`; answers that arrive after that are `late_answer` events with their
+//! content, so a late answer is never silently lost.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::questions::model::Item;
+
+/// Who or what ended a question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum By {
+    /// The IDE client answered (or rejected, or could not show it).
+    Client,
+    /// An answer or rejection through the control server (web page, CLI, API).
+    Control,
+    /// Its deadline passed.
+    Timeout,
+    /// The session was cancelled, or the agent withdrew its request.
+    Cancel,
+    /// The client or the agent went away.
+    Disconnect,
+}
+
+impl By {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            By::Client => "client",
+            By::Control => "control",
+            By::Timeout => "timeout",
+            By::Cancel => "cancel",
+            By::Disconnect => "disconnect",
+        }
+    }
+}
+
+/// A pending question as observers see it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QuestionView {
+    pub session_id: String,
+    pub question_id: String,
+    /// One or more items, each with its prompt, header, options and flags.
+    pub items: Vec<Item>,
+    /// RFC 3339, when the bridge received the request.
+    pub created_at: String,
+    /// RFC 3339, when it times out (absent: no deadline).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// How the IDE client is showing it: `extension`, `elicitation`, `permission`, or
+    /// `control` when only the control server shows it (the client cannot).
+    pub dialect: &'static str,
+    /// `question` (the extension request) or `elicitation` (an agent's form, shown as a
+    /// question under `--advertise-elicitation`).
+    pub source: &'static str,
+}
+
+/// One lifecycle event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "event",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum Event {
+    /// The agent asked; the question is pending.
+    Requested { question: QuestionView },
+    /// The question was shown to the IDE client in this dialect (again after a fallback).
+    Delivered {
+        session_id: String,
+        question_id: String,
+        dialect: &'static str,
+    },
+    /// The question is over; `result` is what happened (see `docs/PROTOCOL.md`).
+    Resolved {
+        session_id: String,
+        question_id: String,
+        by: By,
+        result: Value,
+    },
+    /// An answer that came after the question was resolved: dropped, and kept here.
+    LateAnswer {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        question_id: Option<String>,
+        from: By,
+        content: Value,
+    },
+}
+
+impl Event {
+    /// The name of the event (`requested`, `delivered`, `resolved`, `late_answer`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Requested { .. } => "requested",
+            Event::Delivered { .. } => "delivered",
+            Event::Resolved { .. } => "resolved",
+            Event::LateAnswer { .. } => "late_answer",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn events_serialize_with_camel_case_fields() {
+        let e = Event::Resolved {
+            session_id: "s".into(),
+            question_id: "q".into(),
+            by: By::Control,
+            result: json!({"status":"rejected","reason":"declined"}),
+        };
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            json!({"event":"resolved","sessionId":"s","questionId":"q","by":"control",
+                   "result":{"status":"rejected","reason":"declined"}})
+        );
+        let late = Event::LateAnswer {
+            session_id: None,
+            question_id: None,
+            from: By::Client,
+            content: json!(1),
+        };
+        assert_eq!(
+            serde_json::to_value(&late).unwrap(),
+            json!({"event":"late_answer","from":"client","content":1})
+        );
+    }
+}
