@@ -42,8 +42,14 @@ impl Bridge {
 
     /// The bridge with exactly `argv`.
     pub fn spawn(argv: &[String]) -> Self {
+        Self::spawn_env(argv, &[])
+    }
+
+    /// The bridge with exactly `argv`, and `env` added to its environment.
+    pub fn spawn_env(argv: &[impl AsRef<std::ffi::OsStr>], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(BRIDGE)
             .args(argv)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "debug")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -268,4 +274,17 @@ pub fn temp_dir(name: &str) -> PathBuf {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// The control server a bridge started with `--control` announced on stderr:
+/// (`http://ADDR/`, token).
+pub async fn control_of(b: &Bridge) -> (String, String) {
+    b.stderr_contains("control token: ").await;
+    let err = b.stderr();
+    let find = |prefix: &str| {
+        err.lines()
+            .find_map(|l| l.split_once(prefix).map(|(_, v)| v.trim().to_owned()))
+            .unwrap_or_else(|| panic!("no {prefix:?} on stderr:\n{err}"))
+    };
+    (find("control server on "), find("control token: "))
 }

@@ -1,0 +1,429 @@
+//! The control server through the real binaries, with `jsonrpsee`'s own HTTP and WebSocket
+//! clients: list, answer, reject, subscribe, status; tokens, Host and Origin refused; the
+//! race between the IDE client and the control server resolves each question once.
+
+mod common;
+
+use std::time::Duration;
+
+use acp_question_bridge::control::client::ws_client;
+use common::*;
+use jsonrpsee::core::client::{ClientT, Error as RpcError, Subscription, SubscriptionClientT};
+use jsonrpsee::core::params::ObjectParams;
+use jsonrpsee::rpc_params;
+use jsonrpsee_http_client::{HeaderMap, HeaderValue, HttpClient, HttpClientBuilder};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const NATIVE: &str =
+    r#"{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}"#;
+const ASK: &str = "_sandboxagent/session/request_question";
+
+fn http(base: &str, token: &str) -> HttpClient {
+    let mut h = HeaderMap::new();
+    h.insert(
+        "authorization",
+        HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
+    );
+    HttpClientBuilder::default()
+        .set_headers(h)
+        .request_timeout(WAIT)
+        .build(base)
+        .unwrap()
+}
+
+fn ws_url(base: &str) -> String {
+    base.replacen("http://", "ws://", 1)
+}
+
+fn params(v: Value) -> ObjectParams {
+    let mut p = ObjectParams::new();
+    for (k, v) in v.as_object().unwrap() {
+        p.insert(k, v.clone()).unwrap();
+    }
+    p
+}
+
+async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(WAIT, f).await.expect("timed out")
+}
+
+async fn next_event(sub: &mut Subscription<Value>) -> Value {
+    within(sub.next())
+        .await
+        .expect("subscription ended")
+        .expect("event")
+}
+
+/// Reads the client side until the agent's report of the question's outcome.
+async fn report(b: &mut Bridge) -> (String, Vec<Value>) {
+    let (m, before) = b
+        .recv_until(|m| {
+            chunk_text(m).is_some_and(|t| {
+                t.starts_with("answered:") || t.starts_with("rejected:") || t.starts_with("error:")
+            })
+        })
+        .await;
+    (chunk_text(&m).unwrap().to_owned(), before)
+}
+
+#[tokio::test]
+async fn list_answer_subscribe_and_status() {
+    let mut b = Bridge::mock(&["--control", "127.0.0.1:0"]);
+    let (base, token) = control_of(&b).await;
+    b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
+    let sid = b.new_session(1).await;
+
+    let ws = within(ws_client(&ws_url(&base), &token)).await.unwrap();
+    let mut sub: Subscription<Value> = within(ws.subscribe(
+        "questions.subscribe",
+        rpc_params![],
+        "questions.unsubscribe",
+    ))
+    .await
+    .unwrap();
+    let c = http(&base, &token);
+    let empty: Vec<Value> = within(c.request("questions.list", rpc_params![]))
+        .await
+        .unwrap();
+    assert!(empty.is_empty());
+
+    b.prompt(2, &sid, "question").await;
+    let (asked, _) = b.recv_until(|m| m["method"] == ASK).await;
+    let requested = next_event(&mut sub).await;
+    assert_eq!(requested["event"], "requested");
+    assert_eq!(requested["question"]["questionId"], "mock-q-1");
+    assert_eq!(next_event(&mut sub).await["event"], "delivered");
+
+    let list: Vec<Value> = within(c.request("questions.list", rpc_params![]))
+        .await
+        .unwrap();
+    assert_eq!(list.len(), 1);
+    let q = &list[0];
+    assert_eq!(q["sessionId"], sid.as_str());
+    assert_eq!(q["dialect"], "extension");
+    assert_eq!(q["items"][0]["options"][1]["value"], "option-b");
+    assert!(q["createdAt"].as_str().unwrap().ends_with('Z'));
+
+    let result: Value = within(c.request(
+        "questions.answer",
+        params(json!({"sessionId": sid, "questionId": "mock-q-1", "answers": [["Option B"]]})),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(
+        result,
+        json!({"status":"answered","answers":[["option-b"]]})
+    );
+    // The client is told to close the request it shows, and the agent got the answer.
+    let (text, before) = report(&mut b).await;
+    assert_eq!(text, r#"answered: [["option-b"]]"#);
+    assert!(
+        before
+            .iter()
+            .any(|m| m["method"] == "$/cancel_request" && m["params"]["requestId"] == asked["id"]),
+        "{before:?}"
+    );
+    let resolved = next_event(&mut sub).await;
+    assert_eq!(resolved["event"], "resolved");
+    assert_eq!(resolved["by"], "control");
+    assert_eq!(resolved["result"]["answers"], json!([["option-b"]]));
+
+    // The IDE's own answer, after the control server's, is dropped and reported.
+    b.send(&json!({"jsonrpc":"2.0","id":asked["id"],"result":{"status":"answered","answers":[["option-a"]]}}))
+        .await;
+    let late = next_event(&mut sub).await;
+    assert_eq!(late["event"], "late_answer");
+    assert_eq!(late["from"], "client");
+    assert_eq!(late["questionId"], "mock-q-1");
+
+    let status: Value = within(ws.request("bridge.status", rpc_params![]))
+        .await
+        .unwrap();
+    assert!(status["agentPid"].as_u64().unwrap() > 0);
+    assert_eq!(status["dialect"], "extension");
+    assert_eq!(status["pendingQuestions"], 0);
+    assert_eq!(status["sessions"], 1);
+    assert_eq!(status["counters"]["questionsAnswered"], 1);
+    assert_eq!(status["counters"]["lateAnswersDropped"], 1);
+
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
+}
+
+#[tokio::test]
+async fn reject_a_question_the_client_cannot_show() {
+    // No capabilities: the permission prompt cannot show three items at once, so the
+    // question waits on the control server instead of being rejected as unsupported.
+    let mut b = Bridge::mock(&["--control", "127.0.0.1:0"]);
+    let (base, token) = control_of(&b).await;
+    b.initialize(json!({})).await;
+    let sid = b.new_session(1).await;
+    b.prompt(2, &sid, "questions").await;
+    let c = http(&base, &token);
+    let list = within(async {
+        loop {
+            let l: Vec<Value> = c.request("questions.list", rpc_params![]).await.unwrap();
+            if !l.is_empty() {
+                return l;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert_eq!(list[0]["dialect"], "control");
+    assert_eq!(list[0]["items"].as_array().unwrap().len(), 3);
+    // A bad answer is refused with the field, and the question stays.
+    let bad = within(c.request::<Value, _>(
+        "questions.answer",
+        params(json!({"sessionId": sid, "questionId": "mock-q-1", "answers": [["MySQL"],["auth"],["x"]]})),
+    ))
+    .await;
+    match bad {
+        Err(RpcError::Call(e)) => {
+            assert_eq!(e.code(), -32602);
+            assert!(e.message().contains("answers[0][0]"), "{}", e.message());
+        }
+        other => panic!("{other:?}"),
+    }
+    let r: Value = within(c.request(
+        "questions.reject",
+        params(json!({"sessionId": sid, "questionId": "mock-q-1", "reason": "cancelled"})),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(r, json!({"status":"rejected","reason":"cancelled"}));
+    let (text, before) = report(&mut b).await;
+    assert_eq!(text, "rejected: cancelled");
+    assert!(
+        before
+            .iter()
+            .all(|m| m["method"] != "session/request_permission"),
+        "the client was never shown it: {before:?}"
+    );
+    // Again: not pending any more, and who resolved it is named.
+    let again = within(c.request::<Value, _>(
+        "questions.reject",
+        params(json!({"sessionId": sid, "questionId": "mock-q-1"})),
+    ))
+    .await;
+    match again {
+        Err(RpcError::Call(e)) => {
+            assert_eq!(e.code(), -32004);
+            assert_eq!(e.data().unwrap().get(), r#"{"resolvedBy":"control"}"#);
+        }
+        other => panic!("{other:?}"),
+    }
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
+}
+
+/// Sends one raw HTTP/1.1 request; returns the status line and the whole response.
+async fn raw_http(base: &str, request: &str) -> (String, String) {
+    let addr = base
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    within(async {
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        s.write_all(request.replace("{addr}", &addr).as_bytes())
+            .await
+            .unwrap();
+        // Until the whole response is in: headers, then Content-Length bytes (or EOF).
+        let mut out = Vec::new();
+        let mut buf = [0u8; 16384];
+        loop {
+            let n = s.read(&mut buf).await.unwrap();
+            out.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&out);
+            let complete = text.split_once("\r\n\r\n").is_some_and(|(head, body)| {
+                head.lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse::<usize>().ok())
+                            .flatten()
+                    })
+                    .is_some_and(|len| body.len() >= len)
+            });
+            if n == 0 || complete {
+                break;
+            }
+        }
+        let text = String::from_utf8_lossy(&out).into_owned();
+        (text.lines().next().unwrap_or("").to_owned(), text)
+    })
+    .await
+}
+
+const LIST: &str = r#"{"jsonrpc":"2.0","id":1,"method":"questions.list","params":[]}"#;
+
+fn post(headers: &str) -> String {
+    format!(
+        "POST / HTTP/1.1\r\nHost: {{addr}}\r\nContent-Type: application/json\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{LIST}",
+        LIST.len()
+    )
+}
+
+#[tokio::test]
+async fn tokens_hosts_and_origins_are_checked() {
+    let b = Bridge::mock(&["--control", "127.0.0.1:0"]);
+    let (base, token) = control_of(&b).await;
+
+    // The right token works, over HTTP and WebSocket.
+    let ok: Vec<Value> = within(http(&base, &token).request("questions.list", rpc_params![]))
+        .await
+        .unwrap();
+    assert!(ok.is_empty());
+    let (status, _) = raw_http(&base, &post(&format!("Authorization: Bearer {token}\r\n"))).await;
+    assert!(status.contains(" 200 "), "{status}");
+
+    // Missing or wrong: 401, over both.
+    let (status, body) = raw_http(&base, &post("")).await;
+    assert!(status.contains(" 401 "), "{status}");
+    assert!(body.contains("bearer token"), "{body}");
+    let wrong = format!("{}0", &token[..token.len() - 1]);
+    let (status, _) = raw_http(&base, &post(&format!("Authorization: Bearer {wrong}\r\n"))).await;
+    assert!(status.contains(" 401 "), "{status}");
+    assert!(
+        within(http(&base, &wrong).request::<Vec<Value>, _>("questions.list", rpc_params![]))
+            .await
+            .is_err()
+    );
+    assert!(within(ws_client(&ws_url(&base), &wrong)).await.is_err());
+    assert!(within(ws_client(&ws_url(&base), "")).await.is_err());
+
+    // Another site's page, or a rebound host name, is refused even with the token.
+    let (status, _) = raw_http(
+        &base,
+        &post(&format!(
+            "Authorization: Bearer {token}\r\nOrigin: http://evil.example\r\n"
+        )),
+    )
+    .await;
+    assert!(status.contains(" 403 "), "{status}");
+    let (status, _) = raw_http(
+        &base,
+        &format!(
+            "GET /?access_token={token} HTTP/1.1\r\nHost: {{addr}}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: http://evil.example:1\r\n\r\n"
+        ),
+    )
+    .await;
+    assert!(status.contains(" 403 "), "{status}");
+    let (status, _) = raw_http(
+        &base,
+        "GET / HTTP/1.1\r\nHost: attacker.example\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(status.contains(" 403 "), "{status}");
+
+    // The page needs no token (it holds none) and keeps to itself.
+    let (status, page) = raw_http(
+        &base,
+        "GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(status.contains(" 200 "), "{status}");
+    assert!(page.contains("No questions right now."));
+    assert!(page
+        .to_ascii_lowercase()
+        .contains("content-security-policy"));
+    assert!(!page.contains(&token));
+}
+
+#[tokio::test]
+async fn client_and_control_racing_resolve_each_question_once() {
+    const ROUNDS: usize = 25;
+    let mut b = Bridge::mock(&["--control", "127.0.0.1:0"]);
+    let (base, token) = control_of(&b).await;
+    b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
+    let sid = b.new_session(1).await;
+    let c = http(&base, &token);
+    let (mut control_won, mut client_won) = (0, 0);
+    for round in 0..ROUNDS {
+        let qid = format!("race-{round}");
+        b.prompt(10 + round as i64, &sid, &format!("question {qid}"))
+            .await;
+        let (asked, _) = b.recv_until(|m| m["method"] == ASK).await;
+        // Both answer at once: the IDE picks A, the control server B.
+        let client_answer = json!({"jsonrpc":"2.0","id":asked["id"],"result":{"status":"answered","answers":[["option-a"]]}});
+        let control = c.request::<Value, _>(
+            "questions.answer",
+            params(json!({"sessionId": sid, "questionId": qid, "answers": [["option-b"]]})),
+        );
+        let (r, ()) = within(async { tokio::join!(control, b.send(&client_answer)) }).await;
+        let (text, _) = report(&mut b).await;
+        match r {
+            Ok(_) => {
+                control_won += 1;
+                assert_eq!(text, r#"answered: [["option-b"]]"#);
+            }
+            Err(RpcError::Call(e)) => {
+                client_won += 1;
+                assert_eq!(e.code(), -32004);
+                assert_eq!(e.data().unwrap().get(), r#"{"resolvedBy":"client"}"#);
+                assert_eq!(text, r#"answered: [["option-a"]]"#);
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let status: Value = within(c.request("bridge.status", rpc_params![]))
+        .await
+        .unwrap();
+    // One answer per question reached the agent; the other of each pair was dropped.
+    assert_eq!(status["counters"]["questionsAnswered"], ROUNDS);
+    assert_eq!(status["counters"]["lateAnswersDropped"], ROUNDS);
+    assert_eq!(control_won + client_won, ROUNDS);
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
+}
+
+#[tokio::test]
+async fn token_from_the_environment_and_the_token_file() {
+    let dir = temp_dir("token");
+    let file = dir.join("token");
+    let mut b = Bridge::spawn_env(
+        &[
+            "--control",
+            "localhost:0",
+            "--control-token-file",
+            file.to_str().unwrap(),
+            "--",
+            MOCK,
+        ],
+        &[("ACP_QUESTION_BRIDGE_TOKEN", "a-token-chosen-by-the-user")],
+    );
+    let (base, token) = control_of(&b).await;
+    assert_eq!(token, "a-token-chosen-by-the-user");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap().trim(),
+        "a-token-chosen-by-the-user"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let ok: Vec<Value> = within(http(&base, &token).request("questions.list", rpc_params![]))
+        .await
+        .unwrap();
+    assert!(ok.is_empty());
+    b.close_stdin();
+    assert_eq!(b.wait().await, 0);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn a_random_token_is_256_bits_and_remote_addresses_need_consent() {
+    let b = Bridge::mock(&["--control", "127.0.0.1:0"]);
+    let (_, token) = control_of(&b).await;
+    assert_eq!(token.len(), 64);
+    assert!(token.bytes().all(|c| c.is_ascii_hexdigit()));
+
+    let mut refused = Bridge::mock(&["--control", "0.0.0.0:0"]);
+    assert_eq!(refused.wait().await, 2);
+    assert!(refused.stderr().contains("--control-allow-remote"));
+}
