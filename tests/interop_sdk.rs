@@ -17,6 +17,8 @@
 //! line, byte for byte, except that in the `initialize` request and response
 //! the bridge's own `_meta."sandboxagent.dev"` capability blocks are ignored.
 
+mod common;
+
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -37,7 +39,6 @@ use tokio::time::timeout;
 
 const SDK: &str = "@agentclientprotocol/sdk";
 const SDK_VERSION: &str = "1.9.0";
-const NPM_TIMEOUT: Duration = Duration::from_secs(300);
 /// Per protocol step; the example agent sleeps 1 s between updates (5 s per prompt).
 const STEP: Duration = Duration::from_secs(30);
 const SCENARIO: Duration = Duration::from_secs(60);
@@ -57,38 +58,10 @@ struct Run {
 
 /// The example agent's path, running `npm install` into the cache if needed.
 async fn example_agent() -> PathBuf {
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/npm");
-    let pkg = cache.join("node_modules").join(SDK);
-    let agent = pkg.join("dist/examples/agent.js");
-    let installed = |pkg: &Path| {
-        let manifest = std::fs::read_to_string(pkg.join("package.json")).unwrap_or_default();
-        let version = serde_json::from_str::<Value>(&manifest).map(|m| m["version"].clone());
-        agent.is_file() && version.ok() == Some(json!(SDK_VERSION))
-    };
-    if installed(&pkg) {
-        return agent;
-    }
-    std::fs::create_dir_all(&cache).expect("cannot create .cache/npm");
-    let spec = format!("{SDK}@{SDK_VERSION}");
-    let mut npm = Command::new("npm");
-    npm.arg("install").arg("--prefix").arg(&cache);
-    npm.args(["--no-audit", "--no-fund", &spec]);
-    npm.stdin(Stdio::null()).kill_on_drop(true);
-    let out = timeout(NPM_TIMEOUT, npm.output())
+    let agent = common::npm_package(SDK, SDK_VERSION)
         .await
-        .unwrap_or_else(|_| panic!("`npm install {spec}` timed out after {NPM_TIMEOUT:?}"))
-        .unwrap_or_else(|e| panic!("cannot run npm to install {spec} (need Node.js + npm): {e}"));
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), out.stderr);
-    let log = format!("{stdout}{}", String::from_utf8_lossy(&stderr));
-    let status = out.status;
-    assert!(
-        status.success(),
-        "npm install {spec} failed: {status}\n{log}"
-    );
-    assert!(
-        installed(&pkg),
-        "npm install {spec} gave no {agent:?}\n{log}"
-    );
+        .join("dist/examples/agent.js");
+    assert!(agent.is_file(), "{SDK}@{SDK_VERSION} has no {agent:?}");
     agent
 }
 

@@ -288,3 +288,40 @@ pub async fn control_of(b: &Bridge) -> (String, String) {
     };
     (find("control server on "), find("control token: "))
 }
+
+/// The directory of npm package `name`@`version` in `<repo>/.cache/npm`, installed there
+/// first if it is missing (needs Node.js and npm).
+pub async fn npm_package(name: &str, version: &str) -> PathBuf {
+    const NPM_TIMEOUT: Duration = Duration::from_secs(300);
+    let cache = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/npm");
+    let pkg = cache.join("node_modules").join(name);
+    let installed = || {
+        let manifest = std::fs::read_to_string(pkg.join("package.json")).unwrap_or_default();
+        serde_json::from_str::<Value>(&manifest).is_ok_and(|m| m["version"] == version)
+    };
+    if installed() {
+        return pkg;
+    }
+    std::fs::create_dir_all(&cache).expect("cannot create .cache/npm");
+    let spec = format!("{name}@{version}");
+    let mut npm = Command::new("npm");
+    npm.arg("install").arg("--prefix").arg(&cache);
+    npm.args(["--no-audit", "--no-fund", &spec]);
+    npm.stdin(Stdio::null()).kill_on_drop(true);
+    let out = tokio::time::timeout(NPM_TIMEOUT, npm.output())
+        .await
+        .unwrap_or_else(|_| panic!("`npm install {spec}` timed out after {NPM_TIMEOUT:?}"))
+        .unwrap_or_else(|e| panic!("cannot run npm to install {spec} (need Node.js + npm): {e}"));
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "npm install {spec} failed: {}\n{log}",
+        out.status
+    );
+    assert!(installed(), "npm install {spec} did not install it\n{log}");
+    pkg
+}

@@ -1,0 +1,143 @@
+//! The Questions page in a real browser: headless Chromium (Debian's `chromium`) driven by
+//! Playwright (`playwright-core` from npm, with `executablePath`), against the real bridge
+//! and mock agent. The page shows the pending question, survives a reload, and the agent
+//! receives exactly what was clicked and typed. Screenshots are saved under
+//! `target/tmp/browser/`.
+//!
+//! Missing pieces are installed on first use: `playwright-core` into `.cache/npm`, and
+//! Chromium with apt-get when running as root (as CI does); otherwise the test fails and
+//! says what to install. It is never skipped.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+use tokio::process::Command;
+
+const PLAYWRIGHT: &str = "playwright-core";
+const PLAYWRIGHT_VERSION: &str = "1.64.1";
+const BROWSER_RUN: Duration = Duration::from_secs(120);
+
+/// The Chromium binary: $CHROMIUM, else /usr/bin/chromium, installed if missing.
+async fn chromium() -> PathBuf {
+    if let Ok(p) = std::env::var("CHROMIUM") {
+        return PathBuf::from(p);
+    }
+    let path = PathBuf::from("/usr/bin/chromium");
+    if path.exists() {
+        return path;
+    }
+    let root = nix_is_root();
+    assert!(
+        root,
+        "Chromium is missing: install Debian's `chromium` package (or set CHROMIUM=/path/to/chromium)"
+    );
+    let install = |args: &'static [&'static str]| async move {
+        let mut c = Command::new("apt-get");
+        c.args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        tokio::time::timeout(Duration::from_secs(600), c.output())
+            .await
+            .expect("apt-get timed out")
+            .expect("cannot run apt-get")
+    };
+    let first = install(&["install", "-y", "--no-install-recommends", "chromium"]).await;
+    if !first.status.success() {
+        install(&["update"]).await;
+        let again = install(&["install", "-y", "--no-install-recommends", "chromium"]).await;
+        assert!(
+            again.status.success(),
+            "apt-get install chromium failed:\n{}",
+            String::from_utf8_lossy(&again.stderr)
+        );
+    }
+    assert!(path.exists(), "apt-get installed no /usr/bin/chromium");
+    path
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|v| v.split_whitespace().next().map(|u| u == "0"))
+        .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn questions_page_in_headless_chromium() {
+    let browser = chromium().await;
+    let playwright = npm_package(PLAYWRIGHT, PLAYWRIGHT_VERSION).await;
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&out).unwrap();
+    for f in ["questions-page.png", "questions-page-answered.png"] {
+        let _ = std::fs::remove_file(out.join(f));
+    }
+
+    // A client without capabilities: the permission prompt cannot show the three-item
+    // form, so the question waits on the page.
+    let mut b = Bridge::mock(&["--control", "127.0.0.1:0", "--question-timeout", "10m"]);
+    let (base, token) = control_of(&b).await;
+    b.initialize(serde_json::json!({})).await;
+    let sid = b.new_session(1).await;
+    b.prompt(2, &sid, "questions").await;
+    b.stderr_contains("it waits on the control server").await;
+
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser/questions_page.mjs");
+    let mut node = Command::new("node");
+    node.arg(&script)
+        .arg(format!("{base}#token={token}"))
+        .arg(&out)
+        .env("PLAYWRIGHT_CORE", &playwright)
+        .env("CHROMIUM", &browser)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let run = tokio::time::timeout(BROWSER_RUN, node.output())
+        .await
+        .expect("the browser run timed out")
+        .expect("cannot run node");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "browser run failed: {}\nstdout:\n{stdout}\nstderr:\n{}\nbridge:\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr),
+        b.stderr()
+    );
+    let steps: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let names: Vec<&str> = steps.iter().filter_map(|s| s["step"].as_str()).collect();
+    assert_eq!(
+        names,
+        ["shown", "reloaded", "filled", "answered", "empty", "done"]
+    );
+    let state = steps[3]["state"].as_str().unwrap();
+    assert!(state.starts_with("Answered here"), "{state}");
+    assert_eq!(steps[4]["text"], "No questions right now.");
+
+    // The agent got exactly what was clicked and typed.
+    let (m, _) = b
+        .recv_until(|m| {
+            chunk_text(m).is_some_and(|t| t.starts_with("answered:") || t.starts_with("rejected:"))
+        })
+        .await;
+    assert_eq!(
+        chunk_text(&m).unwrap(),
+        r#"answered: [["SQLite"],["auth","search"],["Ship it on Friday"]]"#
+    );
+    for f in ["questions-page.png", "questions-page-answered.png"] {
+        let png = std::fs::read(out.join(f)).unwrap_or_default();
+        assert!(png.starts_with(b"\x89PNG"), "{f} is not a PNG");
+    }
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
+}
