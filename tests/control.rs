@@ -330,6 +330,15 @@ async fn tokens_hosts_and_origins_are_checked() {
     assert!(page
         .to_ascii_lowercase()
         .contains("content-security-policy"));
+    // Only the page's own script may run (a fresh nonce per load), so markup an agent
+    // managed to inject could not.
+    let nonce = page
+        .split_once("script-src 'nonce-")
+        .and_then(|(_, rest)| rest.split_once('\''))
+        .map(|(n, _)| n.to_owned())
+        .expect("a script nonce in the CSP");
+    assert!(page.contains(&format!("<script nonce=\"{nonce}\">")));
+    assert!(!page.contains("script-src 'unsafe-inline'"));
     assert!(!page.contains(&token));
 }
 

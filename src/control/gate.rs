@@ -169,8 +169,29 @@ impl Policy {
     }
 }
 
+/// A fresh nonce for the page's one script (so injected markup could never run script).
+fn nonce() -> String {
+    super::random_token().unwrap_or_else(|_| {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        format!("{:016x}", h.finish())
+    })
+}
+
 fn page() -> HttpResponse {
-    let mut r = Response::new(HttpBody::from(PAGE.to_owned()));
+    let nonce = nonce();
+    let html = PAGE.replacen("<script>", &format!("<script nonce=\"{nonce}\">"), 1);
+    let csp = format!(
+        "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; \
+         connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; \
+         frame-ancestors 'none'"
+    );
+    let mut r = Response::new(HttpBody::from(html));
     let h = r.headers_mut();
     for (k, v) in [
         ("content-type", "text/html; charset=utf-8"),
@@ -178,14 +199,11 @@ fn page() -> HttpResponse {
         ("referrer-policy", "no-referrer"),
         ("x-frame-options", "DENY"),
         ("x-content-type-options", "nosniff"),
-        (
-            "content-security-policy",
-            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
-             connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; \
-             frame-ancestors 'none'",
-        ),
     ] {
         h.insert(k, HeaderValue::from_static(v));
+    }
+    if let Ok(v) = HeaderValue::from_str(&csp) {
+        h.insert("content-security-policy", v);
     }
     r
 }
