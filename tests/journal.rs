@@ -81,6 +81,22 @@ async fn journal_keeps_answered_timed_out_and_late_answers() {
     assert_eq!(b.wait().await, 0);
 
     let lines = journal(&path);
+    // Every line matches schema/question-event.schema.json.
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/question-event.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap();
+    for l in &lines {
+        let errors: Vec<String> = v.iter_errors(l).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{l}: {errors:?}");
+    }
     assert_eq!(lines[0]["event"], "bridge_started");
     assert_eq!(lines.last().unwrap()["event"], "bridge_stopped");
     assert!(lines.iter().all(|l| l["ts"].as_str().is_some()));

@@ -21,20 +21,22 @@ const ANY: &str = "<any>";
 const TIMESTAMP: &str = "<timestamp>";
 const SOME_TIMESTAMP: &str = "2026-01-01T00:00:00.000Z";
 
-/// The four schemas, in the order of the kinds of message they check.
+/// The five schemas, in the order of the kinds of message they check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Request,
     Result,
     ClientCaps,
     AgentCaps,
+    Event,
 }
 
-const KINDS: [Kind; 4] = [
+const KINDS: [Kind; 5] = [
     Kind::Request,
     Kind::Result,
     Kind::ClientCaps,
     Kind::AgentCaps,
+    Kind::Event,
 ];
 
 impl Kind {
@@ -44,6 +46,7 @@ impl Kind {
             Kind::Result => "question-result.schema.json",
             Kind::ClientCaps => "client-capabilities-meta.schema.json",
             Kind::AgentCaps => "agent-capabilities-meta.schema.json",
+            Kind::Event => "question-event.schema.json",
         }
     }
 
@@ -53,6 +56,7 @@ impl Kind {
             Kind::Result => "question results",
             Kind::ClientCaps => "client capability blocks",
             Kind::AgentCaps => "agent capability blocks",
+            Kind::Event => "question lifecycle events",
         }
     }
 }
@@ -91,7 +95,7 @@ fn compile(kind: Kind) -> Validator {
     compile_schema(kind.file(), &load(kind))
 }
 
-struct Validators([Validator; 4]);
+struct Validators([Validator; 5]);
 
 impl Validators {
     fn new() -> Self {
@@ -902,7 +906,7 @@ struct Scan {
     files: usize,
     messages: usize,
     /// Validated messages per [`Kind`].
-    validated: [usize; 4],
+    validated: [usize; 5],
     /// Targets that were exactly `<any>`, so not checked.
     unconstrained: usize,
     /// `<any>` values inside checked targets.
@@ -1040,7 +1044,7 @@ fn placeholders_are_handled() {
         &json!({"extensions":{"sessionRequestQuestion":true},"questionBridge":{"version":"<any>"}}),
         "placeholders",
     );
-    assert_eq!(scan.validated, [1, 2, 0, 1]);
+    assert_eq!(scan.validated, [1, 2, 0, 1, 0]);
     assert_eq!((scan.unconstrained, scan.placeholders), (1, 8));
     // A placeholder excuses only itself: other errors still count.
     let (value, anys) =
@@ -1076,12 +1080,129 @@ fn fixture_messages_match_the_schemas() {
         println!("fixtures: none yet, so no kind of message is required");
         return;
     }
-    for kind in KINDS {
+    // Events are not wire messages: `router_events_match_the_event_schema` covers them.
+    for kind in KINDS.into_iter().filter(|k| *k != Kind::Event) {
         assert!(
             scan.validated[kind as usize] > 0,
             "no {} found in {} fixture files: is the scan broken, or does no fixture cover them?",
             kind.what(),
             files.len()
         );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Question lifecycle events (control server subscriptions and journal lines).
+
+/// Every kind of event the router makes, through every ending, matches the event schema;
+/// and the schema refuses members that do not belong to an event.
+#[test]
+fn router_events_match_the_event_schema() {
+    use acp_question_bridge::codec::Frame;
+    use acp_question_bridge::router::{AgentExit, Outbox, Router, RouterConfig};
+    use std::time::{Duration, Instant};
+
+    let v = compile(Kind::Event);
+    let now = Instant::now();
+    let mut r = Router::new(RouterConfig {
+        events: true,
+        hold_unsupported: true,
+        ..RouterConfig::default()
+    });
+    let mut out = Outbox::default();
+    let line = |v: Value| Frame::Line(bytes::Bytes::from(v.to_string()));
+    let ask = |id: i64, q: &str, extra: Value| {
+        let mut params = json!({"sessionId":"s","questionId":q,"prompt":"p?","options":["a","b"]});
+        params
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        json!({"jsonrpc":"2.0","id":id,"method":METHOD,"params":params})
+    };
+    let native = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,
+        "clientCapabilities":{"_meta":{META_KEY:{"extensions":{"sessionRequestQuestion":true}}}}}});
+    r.on_client_frame(line(native), now, &mut out);
+    // Answered by the client, then answered again (late).
+    r.on_agent_frame(line(ask(1, "q1", json!({"header":"H"}))), now, &mut out);
+    let answer = json!({"jsonrpc":"2.0","id":1,"result":{"status":"answered","answers":[["a"]]}});
+    r.on_client_frame(line(answer.clone()), now, &mut out);
+    r.on_client_frame(line(answer), now, &mut out);
+    // Invalid, and an error.
+    r.on_agent_frame(line(ask(2, "q2", json!({}))), now, &mut out);
+    r.on_client_frame(
+        line(json!({"jsonrpc":"2.0","id":2,"result":{"status":"answered","answers":[["z"]]}})),
+        now,
+        &mut out,
+    );
+    r.on_agent_frame(line(ask(3, "q3", json!({}))), now, &mut out);
+    r.on_client_frame(
+        line(json!({"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"no"}})),
+        now,
+        &mut out,
+    );
+    // Timeout; the control server, then late; a held question; the agent going away.
+    r.on_agent_frame(line(ask(4, "q4", json!({"timeoutMs": 1}))), now, &mut out);
+    r.on_timer(now + Duration::from_millis(5), &mut out);
+    r.on_agent_frame(line(ask(5, "q5", json!({}))), now, &mut out);
+    r.control_answer("s", "q5", &json!([["b"]]), &mut out)
+        .unwrap();
+    assert!(r
+        .control_answer("s", "q5", &json!([["a"]]), &mut out)
+        .is_err());
+    r.on_agent_frame(line(ask(6, "q6", json!({}))), now, &mut out);
+    r.on_client_frame(
+        line(json!({"jsonrpc":"2.0","id":6,"error":{"code":-32601,"message":"?"}})),
+        now,
+        &mut out,
+    );
+    r.on_agent_frame(line(ask(7, "q7", json!({}))), now, &mut out);
+    r.on_agent_gone(
+        &AgentExit {
+            code: Some(0),
+            signal: None,
+            stderr_tail: String::new(),
+        },
+        &mut out,
+    );
+
+    let mut seen = BTreeSet::new();
+    for e in out.events.drain(..) {
+        let e = serde_json::to_value(&e).unwrap();
+        let errors = errors_of(&v, &e, &[]);
+        assert!(errors.is_empty(), "{e}: {errors:?}");
+        let status = e["result"]["status"].as_str().unwrap_or("");
+        seen.insert(format!(
+            "{} {} {status}",
+            e["event"].as_str().unwrap(),
+            e["by"]
+                .as_str()
+                .or(e["dialect"].as_str())
+                .or(e["from"].as_str())
+                .unwrap_or("")
+        ));
+    }
+    for want in [
+        "requested  ",
+        "delivered extension ",
+        "delivered permission ",
+        "resolved client answered",
+        "resolved client invalid",
+        "resolved client error",
+        "resolved timeout rejected",
+        "resolved control answered",
+        "resolved disconnect withdrawn",
+        "late_answer client ",
+        "late_answer control ",
+    ] {
+        assert!(seen.contains(want), "no {want:?} among {seen:?}");
+    }
+    for bad in [
+        json!({"event":"resolved","sessionId":"s","questionId":"q","by":"client"}),
+        json!({"event":"resolved","sessionId":"s","questionId":"q","by":"someone","result":{"status":"answered"}}),
+        json!({"event":"delivered","sessionId":"s","questionId":"q","dialect":"control","by":"client"}),
+        json!({"event":"requested"}),
+        json!({"event":"lagged","missed":0}),
+    ] {
+        assert!(!errors_of(&v, &bad, &[]).is_empty(), "accepted {bad}");
     }
 }
