@@ -392,6 +392,11 @@ impl Router {
     /// Registers `p` without showing it to the client (it cannot): it waits for an answer
     /// through the control server, or its deadline, cancel, or disconnect.
     fn hold(&mut self, mut p: Pending, out: &mut Outbox) {
+        // A permission prompt's tool call shown before its `-32601` is closed: the question
+        // now lives on the control server only.
+        if p.tool_call_id.is_some() {
+            self.close_at_client(&p, &Outcome::Rejected(Reason::Unsupported), false, out);
+        }
         p.held = true;
         p.tool_call_id = None;
         // Never sent: it only keeps the registry's client-id index whole.
@@ -1682,6 +1687,36 @@ mod tests {
                 ("c".into(), "cancel".into()),
                 ("d".into(), "disconnect".into())
             ]
+        );
+    }
+
+    #[test]
+    fn a_permission_prompt_the_client_does_not_know_hands_over_to_the_control_server() {
+        let mut t = T::new(RouterConfig {
+            events: true,
+            hold_unsupported: true,
+            ..RouterConfig::default()
+        });
+        t.agent(&ask("s", "q", json!(1)));
+        let shown = t.take_client();
+        let request = parse(&shown[1]);
+        assert_eq!(request["method"], "session/request_permission");
+        t.client(
+            &json!({"jsonrpc":"2.0","id":request["id"],"error":{"code":-32601,"message":"?"}})
+                .to_string(),
+        );
+        // The tool call it showed is closed; the agent hears nothing yet.
+        let closed = t.take_client();
+        assert_eq!(closed.len(), 1);
+        assert_eq!(parse(&closed[0])["params"]["update"]["status"], "failed");
+        assert!(t.take_agent().is_empty());
+        assert_eq!(t.r.question_views()[0].dialect, "control");
+        t.r.control_answer("s", "q", &json!(["a"]), &mut t.out)
+            .unwrap();
+        assert!(t.take_client().is_empty(), "nothing more for the client");
+        assert_eq!(
+            parse(&t.take_agent()[0])["result"]["answers"],
+            json!([["a"]])
         );
     }
 }
