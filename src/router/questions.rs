@@ -344,13 +344,7 @@ impl Router {
                         question_id = ?p.question.question_id,
                         "the client can only show a permission prompt, which cannot express {why}; rejected as unsupported"
                     );
-                    self.finish(
-                        &p,
-                        Outcome::Rejected(Reason::Unsupported),
-                        &Vec::new(),
-                        By::Client,
-                        out,
-                    );
+                    self.unsupported(&p, out);
                     return;
                 }
                 let id = self.bridge_id();
@@ -387,6 +381,12 @@ impl Router {
             });
         }
         self.questions.insert(p);
+    }
+
+    /// The client has no way to show `p`: the agent gets `rejected` / `unsupported`.
+    fn unsupported(&mut self, p: &Pending, out: &mut Outbox) {
+        let outcome = Outcome::Rejected(Reason::Unsupported);
+        self.finish(p, outcome, &Vec::new(), By::Client, out);
     }
 
     /// Registers `p` without showing it to the client (it cannot): it waits for an answer
@@ -528,13 +528,7 @@ impl Router {
                         dialect = failed.as_str(),
                         "the client cannot show questions (-32601); rejected as unsupported"
                     );
-                    self.finish(
-                        &p,
-                        Outcome::Rejected(Reason::Unsupported),
-                        &Vec::new(),
-                        By::Client,
-                        out,
-                    );
+                    self.unsupported(&p, out);
                 }
             }
             return;
