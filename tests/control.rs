@@ -436,3 +436,96 @@ async fn a_random_token_is_256_bits_and_remote_addresses_need_consent() {
     assert_eq!(refused.wait().await, 2);
     assert!(refused.stderr().contains("--control-allow-remote"));
 }
+
+/// Runs `acp-question-bridge questions ARGS`; returns (exit code, stdout, stderr).
+async fn cli(args: &[&str]) -> (i32, String, String) {
+    let out = within(
+        tokio::process::Command::new(BRIDGE)
+            .arg("questions")
+            .args(args)
+            .env_remove("ACP_QUESTION_BRIDGE_TOKEN")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn the_questions_cli_lists_answers_and_watches() {
+    let mut b = Bridge::mock(&["--control", "127.0.0.1:0"]);
+    let (base, token) = control_of(&b).await;
+    let page_url = format!("{base}#token={token}");
+    b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
+    let sid = b.new_session(1).await;
+
+    // `watch` prints every event as a JSON line.
+    let mut watch = tokio::process::Command::new(BRIDGE)
+        .args(["questions", "watch", "--control", &page_url])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut watched = tokio::io::BufReader::new(watch.stdout.take().unwrap());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let (code, out, _) = cli(&["list", "--control", &page_url]).await;
+    assert_eq!((code, out.as_str()), (0, "No questions right now.\n"));
+    b.prompt(2, &sid, "question cli-1").await;
+    b.recv_until(|m| m["method"] == ASK).await;
+    let (code, out, _) = cli(&["list", "--json", "--control", &base, "--token", &token]).await;
+    assert_eq!(code, 0);
+    let list: Vec<Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(list[0]["questionId"], "cli-1");
+    let (code, out, _) = cli(&["list", "--control", &page_url]).await;
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("question cli-1") && out.contains("option-b: Option B"),
+        "{out}"
+    );
+
+    // A wrong value is refused with the reason; a label is accepted.
+    let (code, _, err) = cli(&["answer", "--control", &page_url, &sid, "cli-1", "option-z"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("not one of the options"), "{err}");
+    let (code, out, _) = cli(&["answer", "--control", &page_url, &sid, "cli-1", "Option A"]).await;
+    assert_eq!(
+        (code, out.trim()),
+        (0, r#"{"status":"answered","answers":[["option-a"]]}"#)
+    );
+    let (text, _) = report(&mut b).await;
+    assert_eq!(text, r#"answered: [["option-a"]]"#);
+    let (code, _, err) = cli(&["reject", "--control", &page_url, &sid, "cli-1"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("already resolved by control"), "{err}");
+    // No token at all: refused before anything is sent.
+    let (code, _, err) = cli(&["list", "--control", &base]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no token"), "{err}");
+
+    // Until the resolution; `watch` saw the question asked, or (had it subscribed a bit
+    // later) listed it as pending first.
+    let mut events = Vec::new();
+    while events.last().map(String::as_str) != Some("resolved") {
+        let mut line = String::new();
+        use tokio::io::AsyncBufReadExt;
+        within(watched.read_line(&mut line)).await.unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        events.push(v["event"].as_str().unwrap().to_owned());
+    }
+    assert!(
+        events == ["requested", "delivered", "resolved"] || events == ["pending", "resolved"],
+        "{events:?}"
+    );
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
+    // `watch` ends when the bridge does.
+    let st = within(watch.wait()).await.unwrap();
+    assert!(st.code().is_some(), "{st:?}");
+}
