@@ -28,8 +28,9 @@ use tokio::time::sleep_until;
 use tokio_util::codec::Decoder;
 
 use crate::child::{self, StderrTail};
-use crate::codec::{Frame, LineCodec};
-use crate::router::{AgentExit, Out, Outbox, Router, RouterConfig};
+use crate::codec::LineCodec;
+use crate::router::{AgentExit, Out, Outbox, Router, RouterConfig, Side};
+use crate::scan::Scanned;
 
 /// Batches buffered between a reader and the loop, and between the loop and a writer. A
 /// batch is what one read produced (at most one read buffer of lines plus one line up to
@@ -332,8 +333,8 @@ where
             batch = agent_frames.recv(), if read_agent => match batch {
                 Some(batch) => {
                     let now = Instant::now();
-                    for frame in batch {
-                        router.on_agent_frame(frame, now, &mut outbox);
+                    for scanned in batch {
+                        router.on_scanned(Side::Agent, scanned, now, &mut outbox);
                     }
                 }
                 None => {
@@ -366,8 +367,8 @@ where
             batch = client_frames.recv(), if read_client => match batch {
                 Some(batch) => {
                     let now = Instant::now();
-                    for frame in batch {
-                        router.on_client_frame(frame, now, &mut outbox);
+                    for scanned in batch {
+                        router.on_scanned(Side::Client, scanned, now, &mut outbox);
                     }
                 }
                 None => {
@@ -515,14 +516,15 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
-/// Reads `input` and sends, per read, the batch of frames it completed into `tx`, until
+/// Reads `input` and sends, per read, the batch of frames it completed into `tx`, each
+/// already scanned (here, off the routing loop, on whichever core runs the reader), until
 /// EOF, a read error, or the loop going away. With `hup`, while a batch waits for room it
 /// also watches the input's file descriptor and reports once that the peer hung up (its
 /// unread data stays where it is).
 async fn read_frames<R: AsyncRead + Unpin>(
     mut input: R,
     max_line: usize,
-    tx: mpsc::Sender<Vec<Frame>>,
+    tx: mpsc::Sender<Vec<Scanned>>,
     name: &'static str,
     mut hup: Option<(std::os::fd::OwnedFd, tokio::sync::oneshot::Sender<()>)>,
 ) {
@@ -548,7 +550,7 @@ async fn read_frames<R: AsyncRead + Unpin>(
                 codec.decode(&mut buf)
             };
             match next {
-                Ok(Some(frame)) => batch.push(frame),
+                Ok(Some(frame)) => batch.push(Scanned::new(frame)),
                 Ok(None) | Err(_) => break,
             }
         }
@@ -564,8 +566,8 @@ async fn read_frames<R: AsyncRead + Unpin>(
 /// Sends `batch`, watching for a hang-up of the input while it waits (see [`read_frames`]).
 /// False when the loop is gone.
 async fn send_batch(
-    tx: &mpsc::Sender<Vec<Frame>>,
-    batch: Vec<Frame>,
+    tx: &mpsc::Sender<Vec<Scanned>>,
+    batch: Vec<Scanned>,
     hup: &mut Option<(std::os::fd::OwnedFd, tokio::sync::oneshot::Sender<()>)>,
 ) -> bool {
     loop {

@@ -26,6 +26,11 @@ impl RequestId {
         Self(raw.get().into())
     }
 
+    /// Wraps JSON text that is already known to be a valid id (string, number or null).
+    pub fn from_json(text: &str) -> Self {
+        Self(text.into())
+    }
+
     /// An id made by the bridge: a JSON string.
     pub fn string(s: &str) -> Self {
         Self(json_string(s).into())
@@ -246,16 +251,20 @@ pub fn classify(line: &[u8]) -> Kind<'_> {
 
 /// Reads `params.sessionId` when it is a string (a second, small scan of `params`).
 pub fn session_id(params: Option<&RawValue>) -> Option<String> {
+    session_id_in(params?.get())
+}
+
+/// Reads `sessionId` from the JSON text of `params` when it is a string.
+pub fn session_id_in(params: &str) -> Option<String> {
     #[derive(Deserialize)]
     struct P<'a> {
         #[serde(rename = "sessionId", borrow, default)]
         session_id: Option<Cow<'a, str>>,
     }
-    let p = params?;
-    if first_non_ws(p) != b'{' {
+    if params.as_bytes().first() != Some(&b'{') {
         return None;
     }
-    serde_json::from_str::<P<'_>>(p.get())
+    serde_json::from_str::<P<'_>>(params)
         .ok()?
         .session_id
         .map(Cow::into_owned)
