@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use nix::sys::signal::Signal;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
 use tokio::time::sleep_until;
@@ -605,8 +605,12 @@ fn hung_up(fd: &std::os::fd::OwnedFd) -> bool {
 }
 
 /// Writes batches of lines from `rx` to `output`, flushing whenever the queue runs empty.
+///
+/// Lines are gathered into one buffer and written with one call per buffer (a `write_all`
+/// per line costs more than the copy); a line as long as the buffer is written straight
+/// from its own bytes, so no line is copied more than once.
 async fn write_lines<W: AsyncWrite + Unpin>(
-    output: W,
+    mut output: W,
     mut rx: mpsc::Receiver<Vec<Out>>,
     name: &'static str,
     progress: Option<(Arc<AtomicU64>, tokio::sync::oneshot::Sender<()>)>,
@@ -615,22 +619,37 @@ async fn write_lines<W: AsyncWrite + Unpin>(
         Some((p, c)) => (Some(p), Some(c)),
         None => (None, None),
     };
-    let mut w = BufWriter::with_capacity(WRITE_BUFFER, output);
+    let mut buf: Vec<u8> = Vec::with_capacity(WRITE_BUFFER);
+    // Lines written since `progress` was last told (it counts lines handed to the OS).
+    let mut uncounted = 0u64;
+    let count = |n: &mut u64| {
+        if let Some(p) = &progress {
+            p.fetch_add(std::mem::take(n), Ordering::Relaxed);
+        }
+    };
     let result: std::io::Result<()> = async {
         while let Some(mut batch) = rx.recv().await {
             loop {
                 for msg in batch {
                     match msg {
                         Out::Line(line) => {
-                            w.write_all(&line).await?;
-                            w.write_all(b"\n").await?;
-                            if let Some(p) = &progress {
-                                p.fetch_add(1, Ordering::Relaxed);
+                            if buf.len() + line.len() >= WRITE_BUFFER && !buf.is_empty() {
+                                output.write_all(&buf).await?;
+                                buf.clear();
+                                count(&mut uncounted);
                             }
+                            if line.len() >= WRITE_BUFFER {
+                                output.write_all(&line).await?;
+                            } else {
+                                buf.extend_from_slice(&line);
+                            }
+                            buf.push(b'\n');
+                            uncounted += 1;
                         }
                         Out::Close => {
-                            w.flush().await?;
-                            return w.shutdown().await;
+                            output.write_all(&buf).await?;
+                            output.flush().await?;
+                            return output.shutdown().await;
                         }
                     }
                 }
@@ -639,10 +658,14 @@ async fn write_lines<W: AsyncWrite + Unpin>(
                     Err(_) => break,
                 }
             }
-            w.flush().await?;
+            output.write_all(&buf).await?;
+            buf.clear();
+            output.flush().await?;
+            count(&mut uncounted);
         }
-        w.flush().await?;
-        w.shutdown().await
+        output.write_all(&buf).await?;
+        output.flush().await?;
+        output.shutdown().await
     }
     .await;
     match result {
