@@ -570,6 +570,20 @@ fn main() {
         "emit" => emit(arg(1), num(2, 1 << 20), num(3, 1)),
         "echo" => echo(),
         "ask" => ask(num(1, 10_000), num(2, 1_000), arg(3) == "hold"),
+        "relay" => {
+            // One throughput figure alone: `relay KIND BYTES [RUNS]`, bridge vs `cat`.
+            let (kind, bytes, runs) = (arg(1), num(2, 64 << 20), num(3, 3));
+            let (b, peak) = best_of(runs, || relay(kind, bytes, 1, true));
+            let (c, _) = best_of(runs, || relay(kind, bytes, 1, false));
+            let _ = writeln!(
+                std::io::stdout(),
+                "{kind} {bytes}: bridge {:.1} ms, cat {:.1} ms, ratio {:.2}, peak RSS {:.1} MiB",
+                b.as_secs_f64() * 1e3,
+                c.as_secs_f64() * 1e3,
+                b.as_secs_f64() / c.as_secs_f64(),
+                peak as f64 / 1024.0
+            );
+        }
         "questions" => {
             let (rate, _) = questions(num(1, 10_000), num(2, 1_000), false);
             let _ = writeln!(std::io::stdout(), "{rate:.0} questions/s");
@@ -585,7 +599,7 @@ fn main() {
         _ => {
             let _ = writeln!(
                 std::io::stderr(),
-                "usage: bench run [--quick] [--out FILE] | emit KIND BYTES [SESSIONS] | echo | ask N SESSIONS [hold]"
+                "usage: bench run [--quick] [--out FILE] | relay KIND BYTES [RUNS] | questions N SESSIONS | emit KIND BYTES [SESSIONS] | echo | ask N SESSIONS [hold]"
             );
             std::process::exit(2);
         }
