@@ -44,6 +44,11 @@ pub struct Span {
 }
 
 impl Span {
+    /// The spanned bytes of `line`.
+    pub fn bytes(self, line: &[u8]) -> &[u8] {
+        line.get(self.start..self.end).unwrap_or_default()
+    }
+
     /// The spanned bytes of `line` as text (the scan checked they are UTF-8; a line that is
     /// not the scanned one yields "").
     pub fn text(self, line: &[u8]) -> &str {
@@ -105,6 +110,61 @@ fn special(w: u64) -> u64 {
     zero_bytes(w ^ (ONES * u64::from(b'"'))) | other_special(w)
 }
 
+/// The sixteen bytes of `b` at `i`, when there are sixteen.
+#[inline(always)]
+fn block(b: &[u8], i: usize) -> Option<&[u8; 16]> {
+    b.get(i..i + 16)?.try_into().ok()
+}
+
+/// One bit per byte of `chunk`: set when the byte is `"`, `\\`, a control character or not
+/// ASCII; and the same for `"` alone. SSE2 (in every x86-64) through `safe_arch`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn special16(chunk: &[u8; 16]) -> (u32, u32) {
+    use safe_arch::{
+        bitor_m128i, cmp_eq_mask_i8_m128i, cmp_lt_mask_i8_m128i, load_unaligned_m128i,
+        move_mask_i8_m128i, set_splat_i8_m128i,
+    };
+    let v = load_unaligned_m128i(chunk);
+    let quote = cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(b'"' as i8));
+    let backslash = cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(b'\\' as i8));
+    // Signed: a byte >= 0x80 is negative, so "< 0x20" also catches every non-ASCII byte.
+    let low = cmp_lt_mask_i8_m128i(v, set_splat_i8_m128i(0x20));
+    let all = bitor_m128i(bitor_m128i(quote, backslash), low);
+    (
+        move_mask_i8_m128i(all) as u32,
+        move_mask_i8_m128i(quote) as u32,
+    )
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn special16(chunk: &[u8; 16]) -> (u32, u32) {
+    special16_swar(chunk)
+}
+
+/// The portable version of [`special16`]: eight bytes at a time (SWAR). Only the lowest set
+/// bit of each mask is exact, which is all the callers use.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+#[inline(always)]
+fn special16_swar(chunk: &[u8; 16]) -> (u32, u32) {
+    // The high bit of each flagged byte, gathered into the top byte.
+    let pack = |m: u64| (((m >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56) as u32;
+    let half = |k: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&chunk[k..k + 8]);
+        let w = u64::from_le_bytes(w);
+        (
+            pack(special(w)),
+            pack(zero_bytes(w ^ (ONES * u64::from(b'"')))),
+        )
+    };
+    let ((m0, q0), (m1, q1)) = (half(0), half(8));
+    // A false flag in the high half is harmless only when the low half has a true one.
+    let (m1, q1) = if m0 != 0 { (0, 0) } else { (m1, q1) };
+    (m0 | (m1 << 8), q0 | (q1 << 8))
+}
+
 /// The eight bytes of `b` at `i`, when there are eight.
 #[inline(always)]
 fn word(b: &[u8], i: usize) -> Option<u64> {
@@ -163,17 +223,19 @@ impl Scanner<'_> {
     fn string(&mut self) -> Option<bool> {
         let b = self.b;
         let mut i = self.i + 1;
-        while let Some(w) = word(b, i) {
-            let m = special(w);
+        while let Some(chunk) = block(b, i) {
+            let (m, quote) = special16(chunk);
             if m != 0 {
-                i += m.trailing_zeros() as usize / 8;
-                if b[i] == b'"' {
-                    self.i = i + 1;
+                // The end is known without reading the byte again (a shorter dependency
+                // chain from one token to the next).
+                if quote & m & m.wrapping_neg() != 0 {
+                    self.i = i + m.trailing_zeros() as usize + 1;
                     return Some(false);
                 }
+                i += m.trailing_zeros() as usize;
                 break;
             }
-            i += 8;
+            i += 16;
         }
         self.string_rest(i, false)
     }
@@ -184,7 +246,14 @@ impl Scanner<'_> {
     fn string_rest(&mut self, mut i: usize, mut escaped: bool) -> Option<bool> {
         let b = self.b;
         loop {
-            if let Some(w) = word(b, i) {
+            if let Some(chunk) = block(b, i) {
+                let (m, _) = special16(chunk);
+                if m == 0 {
+                    i += 16;
+                    continue;
+                }
+                i += m.trailing_zeros() as usize;
+            } else if let Some(w) = word(b, i) {
                 let m = special(w);
                 if m == 0 {
                     i += 8;
@@ -642,6 +711,44 @@ mod tests {
                         let std_short = (1..=n).find(|&k| std::str::from_utf8(&bytes[..k]).is_ok());
                         assert_eq!(short, std_short, "{:x?}", &bytes[..n]);
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn special16_finds_the_first_special_byte() {
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..200_000 {
+            let mut chunk = [0u8; 16];
+            for c in &mut chunk {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                // Mostly plain ASCII, sometimes a special byte.
+                *c = match rng % 24 {
+                    0 => b'"',
+                    1 => b'\\',
+                    2 => (rng >> 8) as u8 & 0x1F,
+                    3 => 0x80 | (rng >> 8) as u8,
+                    _ => 0x20 + ((rng >> 8) % 0x60) as u8,
+                };
+            }
+            let first = chunk
+                .iter()
+                .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c));
+            for (m, q) in [special16(&chunk), special16_swar(&chunk)] {
+                assert_eq!(
+                    (m != 0).then(|| m.trailing_zeros() as usize),
+                    first,
+                    "{chunk:x?}"
+                );
+                if let Some(f) = first {
+                    assert_eq!(
+                        q & m & m.wrapping_neg() != 0,
+                        chunk[f] == b'"',
+                        "{chunk:x?}"
+                    );
                 }
             }
         }
