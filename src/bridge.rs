@@ -541,7 +541,8 @@ async fn read_frames<R: AsyncRead + Unpin>(
                 0
             }
         };
-        let mut batch = Vec::new();
+        // Sized for lines of ~128 bytes, so small lines rarely grow it.
+        let mut batch = Vec::with_capacity((buf.len() / 128).clamp(1, 1024));
         let eof = n == 0;
         loop {
             let next = if eof {

@@ -302,18 +302,19 @@ impl Router {
     /// bridge's requests) goes through [`Router::on_kind`], like an unscanned line.
     fn on_shape(&mut self, from: Side, shape: Shape, line: Bytes, now: Instant, out: &mut Outbox) {
         match shape {
-            Shape::Notification { method, .. } => {
-                let method = method.text(&line);
-                match (from, method) {
-                    (Side::Client, "session/cancel") | (Side::Agent, "$/cancel_request") => {}
-                    _ => {
-                        let span = tracing::debug_span!("msg", direction = from.as_str(), method = ?method);
-                        let _e = span.enter();
-                        tracing::trace!(payload = %String::from_utf8_lossy(&line), "notification");
-                        return self.forward(from, line, out);
-                    }
+            Shape::Notification { method, .. } => match (from, method.bytes(&line)) {
+                (Side::Client, b"session/cancel") | (Side::Agent, b"$/cancel_request") => {}
+                _ => {
+                    let span = tracing::debug_span!(
+                        "msg",
+                        direction = from.as_str(),
+                        method = ?method.text(&line)
+                    );
+                    let _e = span.enter();
+                    tracing::trace!(payload = %String::from_utf8_lossy(&line), "notification");
+                    return self.forward(from, line, out);
                 }
-            }
+            },
             Shape::Request { id, method, params } => {
                 let method = method.text(&line);
                 let special = match from {
