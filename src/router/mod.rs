@@ -17,7 +17,7 @@
 
 mod questions;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 
 use crate::capabilities::{self, ClientSupport};
 use crate::codec::Frame;
-use crate::envelope::{self, Kind, RequestId};
+use crate::envelope::{self, IdMap, Kind, RequestId};
 use crate::jsonrpc::{self, code};
 use crate::questions::registry::{RecentIds, Registry};
 use crate::questions::Dialect;
@@ -173,9 +173,9 @@ pub struct Counters {
 pub struct Router {
     cfg: RouterConfig,
     /// Requests from the client waiting for the agent's response.
-    client_requests: HashMap<RequestId, InFlight>,
+    client_requests: IdMap<RequestId, InFlight>,
     /// Requests from the agent waiting for the client's response.
-    agent_requests: HashMap<RequestId, InFlight>,
+    agent_requests: IdMap<RequestId, InFlight>,
     /// Pending questions.
     questions: Registry,
     /// What the client's `initialize` said it can show (None before `initialize`).
@@ -202,8 +202,8 @@ impl Router {
     pub fn new(cfg: RouterConfig) -> Self {
         Self {
             cfg,
-            client_requests: HashMap::new(),
-            agent_requests: HashMap::new(),
+            client_requests: IdMap::default(),
+            agent_requests: IdMap::default(),
             questions: Registry::default(),
             client: None,
             auto_dialect: None,
@@ -249,7 +249,7 @@ impl Router {
     }
 
     /// Requests in flight from `side`.
-    pub fn in_flight(&self, side: Side) -> &HashMap<RequestId, InFlight> {
+    pub fn in_flight(&self, side: Side) -> &IdMap<RequestId, InFlight> {
         match side {
             Side::Client => &self.client_requests,
             Side::Agent => &self.agent_requests,
