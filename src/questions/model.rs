@@ -241,9 +241,13 @@ fn parse_item(obj: &Members<'_>, prompt_key: &str, at: &str) -> Result<Item, Inv
 /// Validates the params of `_sandboxagent/session/request_question`. Only the members
 /// the bridge understands are parsed; unknown ones may hold anything.
 pub fn parse_request(params: Option<&RawValue>) -> Result<Question, Invalid> {
+    parse_request_text(params.map(RawValue::get))
+}
+
+/// [`parse_request`] on the JSON text of `params` (valid JSON, as the scan found it).
+pub fn parse_request_text(params: Option<&str>) -> Result<Question, Invalid> {
     let raw = params.ok_or_else(|| invalid("params", "are required"))?;
-    let members =
-        RawObject::parse(raw.get()).ok_or_else(|| invalid("params", "must be an object"))?;
+    let members = RawObject::parse(raw).ok_or_else(|| invalid("params", "must be an object"))?;
     let member = |key: &str| members.get(key);
     let obj = &members
         .known(REQUEST_KEYS)

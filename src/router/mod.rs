@@ -21,6 +21,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::capabilities::{self, ClientSupport};
@@ -317,10 +318,17 @@ impl Router {
             },
             Shape::Request { id, method, params } => {
                 let method = method.text(&line);
+                if from == Side::Agent && method == crate::questions::METHOD {
+                    // A question: its params are read from the text the scan checked.
+                    let id = RequestId::from_json(id.text(&line));
+                    let span = tracing::debug_span!("msg", direction = from.as_str(), %id, method = ?method);
+                    let _e = span.enter();
+                    tracing::trace!(payload = %String::from_utf8_lossy(&line), "request");
+                    let params = params.map(|p| p.text(&line));
+                    return self.on_question_request(id, params, &line, now, out);
+                }
                 let special = match from {
-                    Side::Agent => {
-                        method == crate::questions::METHOD || method == "elicitation/create"
-                    }
+                    Side::Agent => method == "elicitation/create",
                     Side::Client => method == "initialize",
                 };
                 if !special {
@@ -333,16 +341,30 @@ impl Router {
                     return self.track_request(from, id, method, session, line, now, out);
                 }
             }
-            Shape::Response { id, ok, .. } => {
+            Shape::Response { id, ok, outcome } => {
                 let id = RequestId::from_json(id.text(&line));
                 let question = from == Side::Client
                     && (self.questions.has_client_id(&id) || self.questions.was_resolved(&id));
-                if !question {
-                    let span = tracing::debug_span!("msg", direction = from.as_str(), %id);
-                    let _e = span.enter();
-                    tracing::trace!(payload = %String::from_utf8_lossy(&line), "response");
-                    return self.on_response(from, id, ok, line, now, out);
+                // An answer to a question needs its result as a `RawValue` (a check of that
+                // part only, where `classify` would go over the whole line again).
+                let raw = if question {
+                    match serde_json::from_str::<&RawValue>(outcome.text(&line)) {
+                        Ok(raw) => Some(raw),
+                        Err(_) => return self.on_kind(from, line, now, out),
+                    }
+                } else {
+                    None
+                };
+                let span = tracing::debug_span!("msg", direction = from.as_str(), %id);
+                let _e = span.enter();
+                tracing::trace!(payload = %String::from_utf8_lossy(&line), "response");
+                if let Some(raw) = raw {
+                    let outcome = if ok { Ok(raw) } else { Err(raw) };
+                    if self.on_client_response_to_question(&id, outcome, &line, out) {
+                        return;
+                    }
                 }
+                return self.on_response(from, id, ok, line, now, out);
             }
         }
         self.on_kind(from, line, now, out);
@@ -361,6 +383,7 @@ impl Router {
                 let _e = span.enter();
                 tracing::trace!(payload = %String::from_utf8_lossy(&line), "request");
                 if from == Side::Agent && method == crate::questions::METHOD {
+                    let params = params.map(RawValue::get);
                     self.on_question_request(id, params, &line, now, out);
                     return;
                 }
