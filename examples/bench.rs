@@ -389,11 +389,13 @@ fn questions(n: usize, sessions: usize, hold: bool) -> (f64, f64) {
     let mut input = std::io::BufWriter::new(child.stdin.take().expect("stdin"));
     let mut output = BufReader::with_capacity(1 << 16, child.stdout.take().expect("stdout"));
     let native = r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}}"#;
+    // Settle and take the baseline before the initialize: the agent starts its clock (and
+    // its questions) as soon as it reads it, so a pause after it would be timed too.
+    std::thread::sleep(Duration::from_millis(200));
+    let base = rss(pid).1;
     writeln!(input, "{native}").expect("write");
     input.flush().expect("flush");
     // The ask agent does not answer initialize; the bridge has recorded the capability.
-    std::thread::sleep(Duration::from_millis(200));
-    let base = rss(pid).1;
     let mut ids = Vec::with_capacity(n);
     let mut line = String::new();
     let mut per_pending = 0.0;
