@@ -586,6 +586,21 @@ fn main() {
                 peak as f64 / 1024.0
             );
         }
+        "latency" => {
+            // The latency figures alone: `latency [ROUNDS]`, through the bridge and direct.
+            let rounds = num(1, 20_000);
+            let (through, direct) = (latency(rounds, true), latency(rounds, false));
+            for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
+                let (b, d) = (percentile(&through, p), percentile(&direct, p));
+                let _ = writeln!(
+                    std::io::stdout(),
+                    "latency {name}: bridge {:.1} us, direct {:.1} us, added {:.1} us",
+                    b.as_secs_f64() * 1e6,
+                    d.as_secs_f64() * 1e6,
+                    (b.as_secs_f64() - d.as_secs_f64()) * 1e6
+                );
+            }
+        }
         "questions" => {
             let (rate, _) = questions(num(1, 10_000), num(2, 1_000), false);
             let _ = writeln!(std::io::stdout(), "{rate:.0} questions/s");
@@ -601,7 +616,7 @@ fn main() {
         _ => {
             let _ = writeln!(
                 std::io::stderr(),
-                "usage: bench run [--quick] [--out FILE] | relay KIND BYTES [RUNS] | questions N SESSIONS | emit KIND BYTES [SESSIONS] | echo | ask N SESSIONS [hold]"
+                "usage: bench run [--quick] [--out FILE] | relay KIND BYTES [RUNS] | latency [ROUNDS] | questions N SESSIONS | emit KIND BYTES [SESSIONS] | echo | ask N SESSIONS [hold]"
             );
             std::process::exit(2);
         }
