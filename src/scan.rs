@@ -205,6 +205,15 @@ impl Scanner<'_> {
 
     #[inline(always)]
     fn ws(&mut self) {
+        // Compact JSON has no whitespace: one compare decides the common case.
+        if self.peek().is_some_and(|c| c > b' ') {
+            return;
+        }
+        self.ws_rest();
+    }
+
+    #[inline(never)]
+    fn ws_rest(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.i += 1;
         }
@@ -213,6 +222,10 @@ impl Scanner<'_> {
     /// Consumes `c` (after optional whitespace) or fails.
     #[inline(always)]
     fn eat(&mut self, c: u8) -> Option<()> {
+        if self.peek() == Some(c) {
+            self.i += 1;
+            return Some(());
+        }
         self.ws();
         (self.peek()? == c).then(|| self.i += 1)
     }
@@ -430,7 +443,7 @@ const fn key(k: &[u8]) -> u64 {
 impl Members {
     /// The slot of the member named by `line[start..end]` (a key without escapes).
     #[inline(always)]
-    fn slot(&mut self, line: &[u8], start: usize, end: usize) -> Option<&mut Option<Span>> {
+    fn slot(&mut self, line: &[u8], start: usize, end: usize) -> Option<(&mut Option<Span>, bool)> {
         let len = end - start;
         if !(2..=7).contains(&len) {
             return None;
@@ -450,13 +463,14 @@ impl Members {
         const PARAMS: u64 = key(b"params");
         const RESULT: u64 = key(b"result");
         const ERROR: u64 = key(b"error");
+        // The flag: whether this is `method`.
         match w {
-            JSONRPC => Some(&mut self.jsonrpc),
-            ID => Some(&mut self.id),
-            METHOD => Some(&mut self.method),
-            PARAMS => Some(&mut self.params),
-            RESULT => Some(&mut self.result),
-            ERROR => Some(&mut self.error),
+            JSONRPC => Some((&mut self.jsonrpc, false)),
+            ID => Some((&mut self.id, false)),
+            METHOD => Some((&mut self.method, true)),
+            PARAMS => Some((&mut self.params, false)),
+            RESULT => Some((&mut self.result, false)),
+            ERROR => Some((&mut self.error, false)),
             _ => None,
         }
     }
@@ -491,12 +505,14 @@ pub fn scan(line: &[u8]) -> Option<Shape> {
             s.value()?;
             false
         };
-        if let Some(slot) = m.slot(line, key_start, key_end) {
+        if let Some((slot, is_method)) = m.slot(line, key_start, key_end) {
             if slot.is_some() {
                 return None; // a duplicate member
             }
             *slot = Some(Span { start, end: s.i });
-            method_escaped |= escaped && key_end - key_start == 6 && line[key_start] == b'm';
+            if is_method {
+                method_escaped = escaped;
+            }
         }
         s.ws();
         match s.peek()? {
@@ -642,6 +658,7 @@ mod tests {
             b"\x0c{\"jsonrpc\":\"2.0\",\"method\":\"a\"}",
             br#"{"jsonrpc":"2.0","method":"a","method":"b"}"#,
             br#"{"jsonrpc":"2.0","method":"session\/update"}"#,
+            br#"{"jsonrpc":"2.0","method":"session\/update","params":{},"id":1}"#,
             br#"{"jsonrp\u0063":"2.0","method":"a"}"#,
             br#"{"jsonrpc":"2\u002e0","method":"a"}"#,
             br#"{"jsonrpc":"1.0","method":"a"}"#,
