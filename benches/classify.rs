@@ -1,12 +1,14 @@
-//! Micro-benchmark of the per-line hot path: classifying a line (`envelope::classify`) and
-//! the whole router step for a forwarded notification, on the three message sizes of the
-//! benchmark workloads. Run with `cargo bench --bench classify`.
+//! Micro-benchmark of the per-line hot path: scanning a line (`scan::scan`, the fast path the
+//! reader tasks run), classifying it the full way (`envelope::classify`, the fallback), and
+//! the whole router step for a forwarded notification (scan included), on the three message
+//! sizes of the benchmark workloads. Run with `cargo bench --bench classify`.
 
 use std::time::Instant;
 
 use acp_question_bridge::codec::Frame;
 use acp_question_bridge::envelope::classify;
 use acp_question_bridge::router::{Outbox, Router, RouterConfig};
+use acp_question_bridge::scan::scan;
 use bytes::Bytes;
 
 fn main() {
@@ -30,6 +32,14 @@ fn classify_line(bencher: divan::Bencher, size: usize) {
     bencher
         .counter(divan::counter::BytesCount::new(line.len()))
         .bench(|| classify(divan::black_box(&line)).is_batch());
+}
+
+#[divan::bench(args = SIZES)]
+fn scan_line(bencher: divan::Bencher, size: usize) {
+    let line = chunk(size);
+    bencher
+        .counter(divan::counter::BytesCount::new(line.len()))
+        .bench(|| scan(divan::black_box(&line)).is_some());
 }
 
 #[divan::bench(args = SIZES)]

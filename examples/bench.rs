@@ -389,11 +389,13 @@ fn questions(n: usize, sessions: usize, hold: bool) -> (f64, f64) {
     let mut input = std::io::BufWriter::new(child.stdin.take().expect("stdin"));
     let mut output = BufReader::with_capacity(1 << 16, child.stdout.take().expect("stdout"));
     let native = r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}}"#;
+    // Settle and take the baseline before the initialize: the agent starts its clock (and
+    // its questions) as soon as it reads it, so a pause after it would be timed too.
+    std::thread::sleep(Duration::from_millis(200));
+    let base = rss(pid).1;
     writeln!(input, "{native}").expect("write");
     input.flush().expect("flush");
     // The ask agent does not answer initialize; the bridge has recorded the capability.
-    std::thread::sleep(Duration::from_millis(200));
-    let base = rss(pid).1;
     let mut ids = Vec::with_capacity(n);
     let mut line = String::new();
     let mut per_pending = 0.0;
@@ -570,6 +572,35 @@ fn main() {
         "emit" => emit(arg(1), num(2, 1 << 20), num(3, 1)),
         "echo" => echo(),
         "ask" => ask(num(1, 10_000), num(2, 1_000), arg(3) == "hold"),
+        "relay" => {
+            // One throughput figure alone: `relay KIND BYTES [RUNS]`, bridge vs `cat`.
+            let (kind, bytes, runs) = (arg(1), num(2, 64 << 20), num(3, 3));
+            let (b, peak) = best_of(runs, || relay(kind, bytes, 1, true));
+            let (c, _) = best_of(runs, || relay(kind, bytes, 1, false));
+            let _ = writeln!(
+                std::io::stdout(),
+                "{kind} {bytes}: bridge {:.1} ms, cat {:.1} ms, ratio {:.2}, peak RSS {:.1} MiB",
+                b.as_secs_f64() * 1e3,
+                c.as_secs_f64() * 1e3,
+                b.as_secs_f64() / c.as_secs_f64(),
+                peak as f64 / 1024.0
+            );
+        }
+        "latency" => {
+            // The latency figures alone: `latency [ROUNDS]`, through the bridge and direct.
+            let rounds = num(1, 20_000);
+            let (through, direct) = (latency(rounds, true), latency(rounds, false));
+            for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
+                let (b, d) = (percentile(&through, p), percentile(&direct, p));
+                let _ = writeln!(
+                    std::io::stdout(),
+                    "latency {name}: bridge {:.1} us, direct {:.1} us, added {:.1} us",
+                    b.as_secs_f64() * 1e6,
+                    d.as_secs_f64() * 1e6,
+                    (b.as_secs_f64() - d.as_secs_f64()) * 1e6
+                );
+            }
+        }
         "questions" => {
             let (rate, _) = questions(num(1, 10_000), num(2, 1_000), false);
             let _ = writeln!(std::io::stdout(), "{rate:.0} questions/s");
@@ -585,7 +616,7 @@ fn main() {
         _ => {
             let _ = writeln!(
                 std::io::stderr(),
-                "usage: bench run [--quick] [--out FILE] | emit KIND BYTES [SESSIONS] | echo | ask N SESSIONS [hold]"
+                "usage: bench run [--quick] [--out FILE] | relay KIND BYTES [RUNS] | latency [ROUNDS] | questions N SESSIONS | emit KIND BYTES [SESSIONS] | echo | ask N SESSIONS [hold]"
             );
             std::process::exit(2);
         }

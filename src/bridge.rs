@@ -21,19 +21,20 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use nix::sys::signal::Signal;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
 use tokio::time::sleep_until;
 use tokio_util::codec::Decoder;
 
 use crate::child::{self, StderrTail};
-use crate::codec::{Frame, LineCodec};
+use crate::codec::LineCodec;
 use crate::control::{self, Call, Control, ControlConfig};
 use crate::events::Event;
 use crate::journal::{self, Journal};
 use crate::notify::Notifier;
-use crate::router::{AgentExit, Out, Outbox, Router, RouterConfig};
+use crate::router::{AgentExit, Out, Outbox, Router, RouterConfig, Side};
+use crate::scan::Scanned;
 
 /// Batches buffered between a reader and the loop, and between the loop and a writer. A
 /// batch is what one read produced (at most one read buffer of lines plus one line up to
@@ -377,8 +378,8 @@ where
             batch = agent_frames.recv(), if read_agent => match batch {
                 Some(batch) => {
                     let now = Instant::now();
-                    for frame in batch {
-                        router.on_agent_frame(frame, now, &mut outbox);
+                    for scanned in batch {
+                        router.on_scanned(Side::Agent, scanned, now, &mut outbox);
                     }
                 }
                 None => {
@@ -411,8 +412,8 @@ where
             batch = client_frames.recv(), if read_client => match batch {
                 Some(batch) => {
                     let now = Instant::now();
-                    for frame in batch {
-                        router.on_client_frame(frame, now, &mut outbox);
+                    for scanned in batch {
+                        router.on_scanned(Side::Client, scanned, now, &mut outbox);
                     }
                 }
                 None => {
@@ -645,14 +646,15 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
-/// Reads `input` and sends, per read, the batch of frames it completed into `tx`, until
+/// Reads `input` and sends, per read, the batch of frames it completed into `tx`, each
+/// already scanned (here, off the routing loop, on whichever core runs the reader), until
 /// EOF, a read error, or the loop going away. With `hup`, while a batch waits for room it
 /// also watches the input's file descriptor and reports once that the peer hung up (its
 /// unread data stays where it is).
 async fn read_frames<R: AsyncRead + Unpin>(
     mut input: R,
     max_line: usize,
-    tx: mpsc::Sender<Vec<Frame>>,
+    tx: mpsc::Sender<Vec<Scanned>>,
     name: &'static str,
     mut hup: Option<(std::os::fd::OwnedFd, tokio::sync::oneshot::Sender<()>)>,
 ) {
@@ -669,7 +671,8 @@ async fn read_frames<R: AsyncRead + Unpin>(
                 0
             }
         };
-        let mut batch = Vec::new();
+        // Sized for lines of ~128 bytes, so small lines rarely grow it.
+        let mut batch = Vec::with_capacity((buf.len() / 128).clamp(1, 1024));
         let eof = n == 0;
         loop {
             let next = if eof {
@@ -678,7 +681,7 @@ async fn read_frames<R: AsyncRead + Unpin>(
                 codec.decode(&mut buf)
             };
             match next {
-                Ok(Some(frame)) => batch.push(frame),
+                Ok(Some(frame)) => batch.push(Scanned::new(frame)),
                 Ok(None) | Err(_) => break,
             }
         }
@@ -694,8 +697,8 @@ async fn read_frames<R: AsyncRead + Unpin>(
 /// Sends `batch`, watching for a hang-up of the input while it waits (see [`read_frames`]).
 /// False when the loop is gone.
 async fn send_batch(
-    tx: &mpsc::Sender<Vec<Frame>>,
-    batch: Vec<Frame>,
+    tx: &mpsc::Sender<Vec<Scanned>>,
+    batch: Vec<Scanned>,
     hup: &mut Option<(std::os::fd::OwnedFd, tokio::sync::oneshot::Sender<()>)>,
 ) -> bool {
     loop {
@@ -733,8 +736,12 @@ fn hung_up(fd: &std::os::fd::OwnedFd) -> bool {
 }
 
 /// Writes batches of lines from `rx` to `output`, flushing whenever the queue runs empty.
+///
+/// Lines are gathered into one buffer and written with one call per buffer (a `write_all`
+/// per line costs more than the copy); a line as long as the buffer is written straight
+/// from its own bytes, so no line is copied more than once.
 async fn write_lines<W: AsyncWrite + Unpin>(
-    output: W,
+    mut output: W,
     mut rx: mpsc::Receiver<Vec<Out>>,
     name: &'static str,
     progress: Option<(Arc<AtomicU64>, tokio::sync::oneshot::Sender<()>)>,
@@ -743,22 +750,37 @@ async fn write_lines<W: AsyncWrite + Unpin>(
         Some((p, c)) => (Some(p), Some(c)),
         None => (None, None),
     };
-    let mut w = BufWriter::with_capacity(WRITE_BUFFER, output);
+    let mut buf: Vec<u8> = Vec::with_capacity(WRITE_BUFFER);
+    // Lines written since `progress` was last told (it counts lines handed to the OS).
+    let mut uncounted = 0u64;
+    let count = |n: &mut u64| {
+        if let Some(p) = &progress {
+            p.fetch_add(std::mem::take(n), Ordering::Relaxed);
+        }
+    };
     let result: std::io::Result<()> = async {
         while let Some(mut batch) = rx.recv().await {
             loop {
                 for msg in batch {
                     match msg {
                         Out::Line(line) => {
-                            w.write_all(&line).await?;
-                            w.write_all(b"\n").await?;
-                            if let Some(p) = &progress {
-                                p.fetch_add(1, Ordering::Relaxed);
+                            if buf.len() + line.len() >= WRITE_BUFFER && !buf.is_empty() {
+                                output.write_all(&buf).await?;
+                                buf.clear();
+                                count(&mut uncounted);
                             }
+                            if line.len() >= WRITE_BUFFER {
+                                output.write_all(&line).await?;
+                            } else {
+                                buf.extend_from_slice(&line);
+                            }
+                            buf.push(b'\n');
+                            uncounted += 1;
                         }
                         Out::Close => {
-                            w.flush().await?;
-                            return w.shutdown().await;
+                            output.write_all(&buf).await?;
+                            output.flush().await?;
+                            return output.shutdown().await;
                         }
                     }
                 }
@@ -767,10 +789,14 @@ async fn write_lines<W: AsyncWrite + Unpin>(
                     Err(_) => break,
                 }
             }
-            w.flush().await?;
+            output.write_all(&buf).await?;
+            buf.clear();
+            output.flush().await?;
+            count(&mut uncounted);
         }
-        w.flush().await?;
-        w.shutdown().await
+        output.write_all(&buf).await?;
+        output.flush().await?;
+        output.shutdown().await
     }
     .await;
     match result {

@@ -73,15 +73,35 @@ impl<'a> RawObject<'a> {
 
     /// The members named in `keys`, each parsed to a `Value`. Other members are not parsed
     /// at all, so e.g. a huge number elsewhere does no harm. `Err` is `"key: why"`.
-    pub fn known(&self, keys: &[&str]) -> Result<serde_json::Map<String, Value>, String> {
-        let mut out = serde_json::Map::new();
+    pub fn known(&self, keys: &[&str]) -> Result<Members<'a>, String> {
+        let mut out = Members::default();
         for (k, v) in &self.0 {
             if keys.contains(&k.as_ref()) {
                 let value = serde_json::from_str(v.get()).map_err(|e| format!("{k}: {e}"))?;
-                out.insert(k.to_string(), value);
+                out.insert(k.clone(), value);
             }
         }
         Ok(out)
+    }
+}
+
+/// A few members parsed to values, in order. Like `serde_json::Map::insert`, a repeated
+/// key's last value wins. A plain list: these objects have a handful of members, where a
+/// hashed map (serde_json's, with SipHash and an owned key each) costs more than it saves.
+#[derive(Debug, Default, Clone)]
+pub struct Members<'a>(pub Vec<(Cow<'a, str>, Value)>);
+
+impl<'a> Members<'a> {
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.0.iter().any(|(k, _)| k == key)
+    }
+
+    pub fn insert(&mut self, key: Cow<'a, str>, value: Value) {
+        self.0.push((key, value));
     }
 }
 

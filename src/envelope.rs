@@ -12,18 +12,27 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 /// A JSON-RPC id as its exact JSON text (`1`, `"1"`, `null`), so `1` and `"1"` stay apart.
+/// Shared (`Arc`): the router and the question registry keep several handles on one id,
+/// and a clone is a reference count, not an allocation.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RequestId(Box<str>);
+pub struct RequestId(Arc<str>);
 
 impl RequestId {
     /// Wraps JSON text that is already known to be a valid id (string, number or null).
     pub fn from_raw(raw: &RawValue) -> Self {
         Self(raw.get().into())
+    }
+
+    /// Wraps JSON text that is already known to be a valid id (string, number or null).
+    pub fn from_json(text: &str) -> Self {
+        Self(text.into())
     }
 
     /// An id made by the bridge: a JSON string.
@@ -36,6 +45,87 @@ impl RequestId {
         &self.0
     }
 }
+
+/// The hasher of the router's and the registry's maps (keys: ids and session ids, which
+/// the peers choose). SipHash, the std default, was a tenth of the cost of a question
+/// round trip. This is a folded-multiply hash (as in foldhash and ahash's fallback) keyed
+/// with a random seed per map, so the peers cannot aim collisions at it without seeing
+/// the process's randomness. Not a cryptographic guarantee; both peers are the user's.
+#[derive(Clone, Copy, Debug)]
+pub struct IdHashState {
+    seed: u64,
+}
+
+impl Default for IdHashState {
+    fn default() -> Self {
+        // std's RandomState carries per-process random keys: one hash of it is the seed.
+        let seed = std::collections::hash_map::RandomState::new().hash_one(0x5EED_u64);
+        Self { seed: seed | 1 }
+    }
+}
+
+impl BuildHasher for IdHashState {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher {
+            h: self.seed,
+            seed: self.seed,
+        }
+    }
+}
+
+/// See [`IdHashState`].
+#[derive(Clone, Copy, Debug)]
+pub struct IdHasher {
+    h: u64,
+    seed: u64,
+}
+
+const MUL: u64 = 0x9E37_79B9_7F4A_7C15;
+
+#[inline(always)]
+fn fold_mul(a: u64, b: u64) -> u64 {
+    let m = u128::from(a) * u128::from(b);
+    (m as u64) ^ ((m >> 64) as u64)
+}
+
+impl Hasher for IdHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.h = fold_mul(self.h ^ u64::from_le_bytes(w), MUL);
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.h = fold_mul(self.h ^ u64::from_le_bytes(w), MUL ^ rest.len() as u64);
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.h = fold_mul(self.h ^ u64::from(i), MUL.rotate_left(17));
+    }
+
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.h = fold_mul(self.h ^ i as u64, MUL.rotate_left(31));
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        fold_mul(self.h, self.seed ^ MUL)
+    }
+}
+
+/// A map keyed by ids or session ids, with [`IdHashState`].
+pub type IdMap<K, V> = std::collections::HashMap<K, V, IdHashState>;
+/// A set of ids, with [`IdHashState`].
+pub type IdSet<K> = std::collections::HashSet<K, IdHashState>;
 
 impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -246,16 +336,20 @@ pub fn classify(line: &[u8]) -> Kind<'_> {
 
 /// Reads `params.sessionId` when it is a string (a second, small scan of `params`).
 pub fn session_id(params: Option<&RawValue>) -> Option<String> {
+    session_id_in(params?.get())
+}
+
+/// Reads `sessionId` from the JSON text of `params` when it is a string.
+pub fn session_id_in(params: &str) -> Option<String> {
     #[derive(Deserialize)]
     struct P<'a> {
         #[serde(rename = "sessionId", borrow, default)]
         session_id: Option<Cow<'a, str>>,
     }
-    let p = params?;
-    if first_non_ws(p) != b'{' {
+    if params.as_bytes().first() != Some(&b'{') {
         return None;
     }
-    serde_json::from_str::<P<'_>>(p.get())
+    serde_json::from_str::<P<'_>>(params)
         .ok()?
         .session_id
         .map(Cow::into_owned)
@@ -293,7 +387,7 @@ mod tests {
             Kind::Request { id, .. } => assert_eq!(id.as_json(), "1"),
             k => panic!("{k:?}"),
         }
-        assert_ne!(RequestId::string("1"), RequestId(Box::from("1")));
+        assert_ne!(RequestId::string("1"), RequestId(Arc::from("1")));
     }
 
     #[test]

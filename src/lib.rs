@@ -4,6 +4,7 @@
 //! Module map (see docs/ARCHITECTURE.md):
 //! - [`codec`]: newline framing with a line limit;
 //! - [`envelope`]: borrowed classification of a JSON-RPC line;
+//! - [`scan`]: the fast path of classification, for lines that are only forwarded;
 //! - [`jsonrpc`]: builders for bridge-made messages;
 //! - [`router`]: the sans-IO routing core;
 //! - [`bridge`]: the I/O shell (tasks, channels, child, signals, shutdown);
@@ -31,5 +32,6 @@ pub mod mock_agent;
 pub mod notify;
 pub mod questions;
 pub mod router;
+pub mod scan;
 
 pub use bridge::{run, Config};

@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::model::Question;
-use crate::capabilities::RawObject;
+use crate::capabilities::{Members, RawObject};
 use crate::envelope::json_string;
 
 /// Members of a client's result that the bridge did not consume, as raw JSON text, in
@@ -159,12 +159,12 @@ pub fn normalize(q: &Question, result: &RawValue) -> Result<(Outcome, Extras), S
     const CONSUMED: [&str; 4] = ["status", "outcome", "answers", "reason"];
     let members: RawObject<'_> =
         serde_json::from_str(result.get()).map_err(|_| "result: must be an object".to_owned())?;
-    let mut obj = serde_json::Map::new();
+    let mut obj = Members::default();
     let mut extras = Extras::new();
     for (k, v) in members.0 {
         if CONSUMED.contains(&k.as_ref()) {
             let value = serde_json::from_str(v.get()).map_err(|e| format!("{k}: {e}"))?;
-            obj.insert(k.into_owned(), value);
+            obj.insert(k, value);
         } else {
             if k == "_meta" {
                 // Only the extension's block is read (for outcome "selected").

@@ -9,9 +9,9 @@
 //! options or allows free text); option values are unique within an item.
 
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::capabilities::RawObject;
+use crate::capabilities::{Members, RawObject};
 
 /// Members of the request params the bridge reads (others are forwarded, never parsed).
 const REQUEST_KEYS: &[&str] = &[
@@ -98,7 +98,7 @@ fn invalid(field: impl Into<String>, problem: impl Into<String>) -> Invalid {
     }
 }
 
-fn non_empty_string(obj: &Map<String, Value>, key: &str, at: &str) -> Result<String, Invalid> {
+fn non_empty_string(obj: &Members<'_>, key: &str, at: &str) -> Result<String, Invalid> {
     match obj.get(key) {
         Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
         Some(Value::String(_)) => Err(invalid(field(at, key), "must not be empty")),
@@ -107,7 +107,7 @@ fn non_empty_string(obj: &Map<String, Value>, key: &str, at: &str) -> Result<Str
     }
 }
 
-fn opt_string(obj: &Map<String, Value>, key: &str, at: &str) -> Result<Option<String>, Invalid> {
+fn opt_string(obj: &Members<'_>, key: &str, at: &str) -> Result<Option<String>, Invalid> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -116,7 +116,7 @@ fn opt_string(obj: &Map<String, Value>, key: &str, at: &str) -> Result<Option<St
 }
 
 /// Reads a boolean that has two accepted names (`multiSelect`/`multiple`).
-fn opt_bool(obj: &Map<String, Value>, names: [&str; 2], at: &str) -> Result<Option<bool>, Invalid> {
+fn opt_bool(obj: &Members<'_>, names: [&str; 2], at: &str) -> Result<Option<bool>, Invalid> {
     let mut found = None;
     for name in names {
         match obj.get(name) {
@@ -152,10 +152,11 @@ fn field(at: &str, key: &str) -> String {
     }
 }
 
-fn parse_choice(v: &Value, at: &str) -> Result<Choice, Invalid> {
+/// One option; `Err` is the problem (the caller names the field).
+fn parse_choice(v: &Value) -> Result<Choice, String> {
     let text = |v: &Value, what: &str| match v {
         Value::String(s) => Ok(s.clone()),
-        _ => Err(invalid(at, format!("{what} must be a string"))),
+        _ => Err(format!("{what} must be a string")),
     };
     match v {
         Value::String(s) => Ok(Choice {
@@ -169,12 +170,12 @@ fn parse_choice(v: &Value, at: &str) -> Result<Choice, Invalid> {
                 label: text(label, "label")?,
                 description: None,
             }),
-            _ => Err(invalid(at, "must be [value, label]")),
+            _ => Err("must be [value, label]".to_owned()),
         },
         Value::Object(obj) => {
             let label = match obj.get("label") {
                 Some(l) => text(l, "label")?,
-                None => return Err(invalid(at, "label is required")),
+                None => return Err("label is required".to_owned()),
             };
             let value = match obj.get("value") {
                 None | Some(Value::Null) => label.clone(),
@@ -190,33 +191,34 @@ fn parse_choice(v: &Value, at: &str) -> Result<Choice, Invalid> {
                 description,
             })
         }
-        _ => Err(invalid(
-            at,
-            "must be a string, [value, label] or {value?, label, description?}",
-        )),
+        _ => Err("must be a string, [value, label] or {value?, label, description?}".to_owned()),
     }
 }
 
 /// Parses one item from `obj`; `prompt_key` is `prompt` (single form) or `question`.
-fn parse_item(obj: &Map<String, Value>, prompt_key: &str, at: &str) -> Result<Item, Invalid> {
+fn parse_item(obj: &Members<'_>, prompt_key: &str, at: &str) -> Result<Item, Invalid> {
     let prompt = non_empty_string(obj, prompt_key, at)?;
     let header = opt_string(obj, "header", at)?;
-    let options_at = field(at, "options");
+    // Field paths are only spelled out for an error.
+    let options_at = || field(at, "options");
     let options = match obj.get("options") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(list)) => {
             let mut options: Vec<Choice> = Vec::with_capacity(list.len());
             for (i, v) in list.iter().enumerate() {
-                let here = format!("{options_at}[{i}]");
-                let choice = parse_choice(v, &here)?;
+                let here = || format!("{}[{i}]", options_at());
+                let choice = parse_choice(v).map_err(|problem| invalid(here(), problem))?;
                 if options.iter().any(|c| c.value == choice.value) {
-                    return Err(invalid(here, format!("duplicate value {:?}", choice.value)));
+                    return Err(invalid(
+                        here(),
+                        format!("duplicate value {:?}", choice.value),
+                    ));
                 }
                 options.push(choice);
             }
             options
         }
-        Some(_) => return Err(invalid(options_at, "must be an array")),
+        Some(_) => return Err(invalid(options_at(), "must be an array")),
     };
     let multi_select = opt_bool(obj, ["multiSelect", "multiple"], at)?.unwrap_or(false);
     let allow_free_text =
@@ -239,9 +241,13 @@ fn parse_item(obj: &Map<String, Value>, prompt_key: &str, at: &str) -> Result<It
 /// Validates the params of `_sandboxagent/session/request_question`. Only the members
 /// the bridge understands are parsed; unknown ones may hold anything.
 pub fn parse_request(params: Option<&RawValue>) -> Result<Question, Invalid> {
+    parse_request_text(params.map(RawValue::get))
+}
+
+/// [`parse_request`] on the JSON text of `params` (valid JSON, as the scan found it).
+pub fn parse_request_text(params: Option<&str>) -> Result<Question, Invalid> {
     let raw = params.ok_or_else(|| invalid("params", "are required"))?;
-    let members =
-        RawObject::parse(raw.get()).ok_or_else(|| invalid("params", "must be an object"))?;
+    let members = RawObject::parse(raw).ok_or_else(|| invalid("params", "must be an object"))?;
     let member = |key: &str| members.get(key);
     let obj = &members
         .known(REQUEST_KEYS)
@@ -309,6 +315,24 @@ mod tests {
 
     fn err(params: Value) -> String {
         parse(params).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_repeated_member_takes_its_last_value_and_paths_name_the_option() {
+        let raw = RawValue::from_string(
+            r#"{"sessionId":"s","questionId":"q","prompt":"first","prompt":"second","options":["a","b"]}"#
+                .to_owned(),
+        )
+        .unwrap();
+        let q = parse_request(Some(&raw)).unwrap();
+        assert_eq!(q.items[0].prompt, "second");
+        let e = err(json!({"sessionId":"s","questionId":"q","questions":[
+            {"question":"x","options":["a"]},
+            {"question":"y","options":["a",{"value":"b"}]}
+        ]}));
+        assert_eq!(e, "questions[1].options[1]: label is required");
+        let e = err(json!({"sessionId":"s","questionId":"q","prompt":"x","options":["a","a"]}));
+        assert_eq!(e, "options[1]: duplicate value \"a\"");
     }
 
     #[test]

@@ -9,13 +9,13 @@
 //! all of them and remembers its client id among the recently resolved ones (bounded), so
 //! a late or duplicate answer can be recognized and dropped instead of forwarded.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::{Instant, SystemTime};
 
 use super::dialect::Field;
 use super::model::Question;
 use super::Dialect;
-use crate::envelope::RequestId;
+use crate::envelope::{IdMap, IdSet, RequestId};
 
 /// How many resolved client ids are remembered to recognize late answers.
 pub const RECENTLY_RESOLVED: usize = 4096;
@@ -57,7 +57,7 @@ pub struct Pending {
 #[derive(Debug, Default)]
 pub struct RecentIds {
     order: VecDeque<RequestId>,
-    set: HashSet<RequestId>,
+    set: IdSet<RequestId>,
 }
 
 impl RecentIds {
@@ -137,10 +137,10 @@ impl<K: std::hash::Hash + Eq + Clone, V> RecentMap<K, V> {
 /// Pending questions of every session.
 #[derive(Debug, Default)]
 pub struct Registry {
-    by_agent_id: HashMap<RequestId, Pending>,
-    client_to_agent: HashMap<RequestId, RequestId>,
-    by_key: HashMap<(Box<str>, Box<str>), RequestId>,
-    by_session: HashMap<Box<str>, Vec<RequestId>>,
+    by_agent_id: IdMap<RequestId, Pending>,
+    client_to_agent: IdMap<RequestId, RequestId>,
+    by_key: IdMap<(Box<str>, Box<str>), RequestId>,
+    by_session: IdMap<Box<str>, Vec<RequestId>>,
     deadlines: BTreeSet<(Instant, RequestId)>,
     resolved: RecentIds,
 }

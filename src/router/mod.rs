@@ -19,19 +19,21 @@ mod questions;
 
 pub use questions::ControlError;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::capabilities::{self, ClientSupport};
 use crate::codec::Frame;
-use crate::envelope::{self, Kind, RequestId};
+use crate::envelope::{self, IdMap, Kind, RequestId};
 use crate::events::{By, Event};
 use crate::jsonrpc::{self, code};
 use crate::questions::registry::{RecentIds, RecentMap, Registry, RECENTLY_RESOLVED};
 use crate::questions::Dialect;
+use crate::scan::{Scanned, Shape};
 
 /// Which peer a message came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,9 +188,9 @@ pub struct Counters {
 pub struct Router {
     cfg: RouterConfig,
     /// Requests from the client waiting for the agent's response.
-    client_requests: HashMap<RequestId, InFlight>,
+    client_requests: IdMap<RequestId, InFlight>,
     /// Requests from the agent waiting for the client's response.
-    agent_requests: HashMap<RequestId, InFlight>,
+    agent_requests: IdMap<RequestId, InFlight>,
     /// Pending questions.
     questions: Registry,
     /// What the client's `initialize` said it can show (None before `initialize`).
@@ -221,8 +223,8 @@ impl Router {
     pub fn new(cfg: RouterConfig) -> Self {
         Self {
             cfg,
-            client_requests: HashMap::new(),
-            agent_requests: HashMap::new(),
+            client_requests: IdMap::default(),
+            agent_requests: IdMap::default(),
             questions: Registry::default(),
             client: None,
             auto_dialect: None,
@@ -238,6 +240,12 @@ impl Router {
             sessions: Default::default(),
             counters: Counters::default(),
         }
+    }
+
+    /// Fixes the prefix of the bridge's own request ids (tests compare two routers).
+    #[doc(hidden)]
+    pub fn set_id_prefix(&mut self, prefix: &str) {
+        self.id_prefix = prefix.to_owned();
     }
 
     /// Pins the wall clock that `now` corresponds to (tests use a fixed date).
@@ -287,7 +295,7 @@ impl Router {
     }
 
     /// Requests in flight from `side`.
-    pub fn in_flight(&self, side: Side) -> &HashMap<RequestId, InFlight> {
+    pub fn in_flight(&self, side: Side) -> &IdMap<RequestId, InFlight> {
         match side {
             Side::Client => &self.client_requests,
             Side::Agent => &self.agent_requests,
@@ -306,16 +314,18 @@ impl Router {
 
     /// A frame read from the client's stdout (our stdin).
     pub fn on_client_frame(&mut self, frame: Frame, now: Instant, out: &mut Outbox) {
-        self.on_frame(Side::Client, frame, now, out);
+        self.on_scanned(Side::Client, Scanned::new(frame), now, out);
     }
 
     /// A frame read from the agent's stdout.
     pub fn on_agent_frame(&mut self, frame: Frame, now: Instant, out: &mut Outbox) {
-        self.on_frame(Side::Agent, frame, now, out);
+        self.on_scanned(Side::Agent, Scanned::new(frame), now, out);
     }
 
-    fn on_frame(&mut self, from: Side, frame: Frame, now: Instant, out: &mut Outbox) {
-        let line = match frame {
+    /// A frame already scanned where it was read (the bridge scans on its reader tasks, so
+    /// the routing loop does only the lookups).
+    pub fn on_scanned(&mut self, from: Side, scanned: Scanned, now: Instant, out: &mut Outbox) {
+        let line = match scanned.frame {
             Frame::Line(line) => line,
             Frame::TooLong { bytes } => {
                 tracing::warn!(
@@ -327,6 +337,86 @@ impl Router {
                 return;
             }
         };
+        match scanned.shape {
+            Some(shape) => self.on_shape(from, shape, line, now, out),
+            None => self.on_kind(from, line, now, out),
+        }
+    }
+
+    /// The fast path: a line the scan found plainly valid. What the bridge acts on beyond
+    /// bookkeeping (questions, elicitations, `initialize`, cancellations, answers to the
+    /// bridge's requests) goes through [`Router::on_kind`], like an unscanned line.
+    fn on_shape(&mut self, from: Side, shape: Shape, line: Bytes, now: Instant, out: &mut Outbox) {
+        match shape {
+            Shape::Notification { method, .. } => match (from, method.bytes(&line)) {
+                (Side::Client, b"session/cancel") | (Side::Agent, b"$/cancel_request") => {}
+                _ => {
+                    let span = tracing::debug_span!(
+                        "msg",
+                        direction = from.as_str(),
+                        method = ?method.text(&line)
+                    );
+                    let _e = span.enter();
+                    tracing::trace!(payload = %String::from_utf8_lossy(&line), "notification");
+                    return self.forward(from, line, out);
+                }
+            },
+            Shape::Request { id, method, params } => {
+                let method = method.text(&line);
+                if from == Side::Agent && method == crate::questions::METHOD {
+                    // A question: its params are read from the text the scan checked.
+                    let id = RequestId::from_json(id.text(&line));
+                    let span = tracing::debug_span!("msg", direction = from.as_str(), %id, method = ?method);
+                    let _e = span.enter();
+                    tracing::trace!(payload = %String::from_utf8_lossy(&line), "request");
+                    let params = params.map(|p| p.text(&line));
+                    return self.on_question_request(id, params, &line, now, out);
+                }
+                let special = match from {
+                    Side::Agent => method == "elicitation/create",
+                    Side::Client => method == "initialize",
+                };
+                if !special {
+                    let id = RequestId::from_json(id.text(&line));
+                    let span = tracing::debug_span!("msg", direction = from.as_str(), %id, method = ?method);
+                    let _e = span.enter();
+                    tracing::trace!(payload = %String::from_utf8_lossy(&line), "request");
+                    let session = params.and_then(|p| envelope::session_id_in(p.text(&line)));
+                    let method = method.into();
+                    return self.track_request(from, id, method, session, line, now, out);
+                }
+            }
+            Shape::Response { id, ok, outcome } => {
+                let id = RequestId::from_json(id.text(&line));
+                let question = from == Side::Client
+                    && (self.questions.has_client_id(&id) || self.questions.was_resolved(&id));
+                // An answer to a question needs its result as a `RawValue` (a check of that
+                // part only, where `classify` would go over the whole line again).
+                let raw = if question {
+                    match serde_json::from_str::<&RawValue>(outcome.text(&line)) {
+                        Ok(raw) => Some(raw),
+                        Err(_) => return self.on_kind(from, line, now, out),
+                    }
+                } else {
+                    None
+                };
+                let span = tracing::debug_span!("msg", direction = from.as_str(), %id);
+                let _e = span.enter();
+                tracing::trace!(payload = %String::from_utf8_lossy(&line), "response");
+                if let Some(raw) = raw {
+                    let outcome = if ok { Ok(raw) } else { Err(raw) };
+                    if self.on_client_response_to_question(&id, outcome, &line, out) {
+                        return;
+                    }
+                }
+                return self.on_response(from, id, ok, line, now, out);
+            }
+        }
+        self.on_kind(from, line, now, out);
+    }
+
+    /// The full path: classifies the line with [`envelope::classify`] and acts on it.
+    fn on_kind(&mut self, from: Side, line: Bytes, now: Instant, out: &mut Outbox) {
         // The view borrows a second handle to the same buffer (no copy), so `line` itself
         // can be moved to the outbox while the view is still in use.
         let view = line.clone();
@@ -338,6 +428,7 @@ impl Router {
                 let _e = span.enter();
                 tracing::trace!(payload = %String::from_utf8_lossy(&line), "request");
                 if from == Side::Agent && method == crate::questions::METHOD {
+                    let params = params.map(RawValue::get);
                     self.on_question_request(id, params, &line, now, out);
                     return;
                 }
@@ -348,13 +439,6 @@ impl Router {
                     self.on_agent_elicitation(id, params, now, out);
                     return;
                 }
-                if from == Side::Agent && self.questions.has_client_id(&id) {
-                    // The client could not tell its answer from the bridge's request's.
-                    tracing::warn!(%id, "agent request id collides with a bridge request in flight; refused");
-                    let msg = format!("Invalid Request: id {id} is in use by the bridge");
-                    out.agent(jsonrpc::error(Some(&id), code::INVALID_REQUEST, &msg, None));
-                    return;
-                }
                 let mut line = line;
                 if from == Side::Client && method == "initialize" {
                     self.on_initialize(params);
@@ -363,44 +447,8 @@ impl Router {
                         line = rewrite(line, capabilities::advertise_elicitation);
                     }
                 }
-                self.seq += 1;
-                let entry = InFlight {
-                    method: method.as_ref().into(),
-                    session_id: envelope::session_id(params).map(Into::into),
-                    started: now,
-                    seq: self.seq,
-                };
-                if let (true, Some(s)) = (self.cfg.events, &entry.session_id) {
-                    self.note_session(s);
-                }
-                let map = match from {
-                    Side::Client => &mut self.client_requests,
-                    Side::Agent => &mut self.agent_requests,
-                };
-                if map.len() >= self.cfg.max_in_flight {
-                    // Untracked it could never be answered on the sender's behalf: refuse.
-                    tracing::warn!(
-                        limit = self.cfg.max_in_flight,
-                        "too many requests in flight; refused"
-                    );
-                    let msg = format!(
-                        "too many requests in flight through the bridge (limit {})",
-                        self.cfg.max_in_flight
-                    );
-                    out.reply(
-                        from,
-                        jsonrpc::error(Some(&id), code::SERVER_ERROR, &msg, None),
-                    );
-                    return;
-                }
-                if map.insert(id.clone(), entry).is_some() {
-                    tracing::warn!("request id reused while a request with it is still in flight");
-                }
-                match from {
-                    Side::Client => self.done_client_requests.remove(&id),
-                    Side::Agent => self.done_agent_requests.remove(&id),
-                }
-                self.forward(from, line, out);
+                let session = envelope::session_id(params);
+                self.track_request(from, id, method.as_ref().into(), session, line, now, out);
             }
             Kind::Notification { method, params } => {
                 let span = tracing::debug_span!("msg", direction = from.as_str(), method = ?method);
@@ -431,33 +479,7 @@ impl Router {
                 {
                     return;
                 }
-                let result_ok = outcome.is_ok();
-                // A response travels opposite to its request.
-                let (map, done) = match from {
-                    Side::Client => (&mut self.agent_requests, &mut self.done_agent_requests),
-                    Side::Agent => (&mut self.client_requests, &mut self.done_client_requests),
-                };
-                let mut line = line;
-                match map.remove(&id) {
-                    Some(req) => {
-                        tracing::debug!(
-                            method = ?req.method,
-                            elapsed_us = now.saturating_duration_since(req.started).as_micros() as u64,
-                            "response"
-                        );
-                        done.insert(id);
-                        if from == Side::Agent && &*req.method == "initialize" && result_ok {
-                            line = rewrite(line, capabilities::merge_initialize_response);
-                        }
-                    }
-                    None if done.contains(&id) => {
-                        tracing::warn!(%id, "second response to a request already answered; dropped");
-                        self.count_dropped(from);
-                        return;
-                    }
-                    None => tracing::debug!("response to an unknown request id; forwarded"),
-                }
-                self.forward(from, line, out);
+                self.on_response(from, id, outcome.is_ok(), line, now, out);
             }
             Kind::Batch => {
                 tracing::debug!(direction = from.as_str(), "batch forwarded uninspected");
@@ -500,6 +522,105 @@ impl Router {
                 }
             }
         }
+    }
+
+    /// A request the bridge passes on: refused when its id collides with a bridge request
+    /// or too many are in flight, else tracked until its response and forwarded.
+    #[allow(clippy::too_many_arguments)]
+    fn track_request(
+        &mut self,
+        from: Side,
+        id: RequestId,
+        method: Box<str>,
+        session_id: Option<String>,
+        line: Bytes,
+        now: Instant,
+        out: &mut Outbox,
+    ) {
+        if from == Side::Agent && self.questions.has_client_id(&id) {
+            // The client could not tell its answer from the bridge's request's.
+            tracing::warn!(%id, "agent request id collides with a bridge request in flight; refused");
+            let msg = format!("Invalid Request: id {id} is in use by the bridge");
+            out.agent(jsonrpc::error(Some(&id), code::INVALID_REQUEST, &msg, None));
+            return;
+        }
+        self.seq += 1;
+        let entry = InFlight {
+            method,
+            session_id: session_id.map(Into::into),
+            started: now,
+            seq: self.seq,
+        };
+        if let (true, Some(s)) = (self.cfg.events, &entry.session_id) {
+            self.note_session(s);
+        }
+        let map = match from {
+            Side::Client => &mut self.client_requests,
+            Side::Agent => &mut self.agent_requests,
+        };
+        if map.len() >= self.cfg.max_in_flight {
+            // Untracked it could never be answered on the sender's behalf: refuse.
+            tracing::warn!(
+                limit = self.cfg.max_in_flight,
+                "too many requests in flight; refused"
+            );
+            let msg = format!(
+                "too many requests in flight through the bridge (limit {})",
+                self.cfg.max_in_flight
+            );
+            out.reply(
+                from,
+                jsonrpc::error(Some(&id), code::SERVER_ERROR, &msg, None),
+            );
+            return;
+        }
+        if map.insert(id.clone(), entry).is_some() {
+            tracing::warn!("request id reused while a request with it is still in flight");
+        }
+        match from {
+            Side::Client => self.done_client_requests.remove(&id),
+            Side::Agent => self.done_agent_requests.remove(&id),
+        }
+        self.forward(from, line, out);
+    }
+
+    /// A response that is not the client's answer to a question: matched with its request
+    /// (a second response to one is dropped) and forwarded.
+    fn on_response(
+        &mut self,
+        from: Side,
+        id: RequestId,
+        result_ok: bool,
+        line: Bytes,
+        now: Instant,
+        out: &mut Outbox,
+    ) {
+        // A response travels opposite to its request.
+        let (map, done) = match from {
+            Side::Client => (&mut self.agent_requests, &mut self.done_agent_requests),
+            Side::Agent => (&mut self.client_requests, &mut self.done_client_requests),
+        };
+        let mut line = line;
+        match map.remove(&id) {
+            Some(req) => {
+                tracing::debug!(
+                    method = ?req.method,
+                    elapsed_us = now.saturating_duration_since(req.started).as_micros() as u64,
+                    "response"
+                );
+                done.insert(id);
+                if from == Side::Agent && &*req.method == "initialize" && result_ok {
+                    line = rewrite(line, capabilities::merge_initialize_response);
+                }
+            }
+            None if done.contains(&id) => {
+                tracing::warn!(%id, "second response to a request already answered; dropped");
+                self.count_dropped(from);
+                return;
+            }
+            None => tracing::debug!("response to an unknown request id; forwarded"),
+        }
+        self.forward(from, line, out);
     }
 
     fn count_dropped(&mut self, from: Side) {

@@ -215,12 +215,12 @@ impl Router {
     pub(super) fn on_question_request(
         &mut self,
         id: RequestId,
-        params: Option<&RawValue>,
+        params: Option<&str>,
         line: &Bytes,
         now: Instant,
         out: &mut Outbox,
     ) {
-        let q = match model::parse_request(params) {
+        let q = match model::parse_request_text(params) {
             Ok(q) => q,
             Err(e) => {
                 self.counters.questions_invalid += 1;

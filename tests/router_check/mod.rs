@@ -31,7 +31,8 @@ use std::time::{Duration, Instant, SystemTime};
 use acp_question_bridge::codec::Frame;
 use acp_question_bridge::envelope::{classify, Kind};
 use acp_question_bridge::questions::Dialect;
-use acp_question_bridge::router::{AgentExit, Out, Outbox, Router, RouterConfig, Side};
+use acp_question_bridge::router::{lines, AgentExit, Out, Outbox, Router, RouterConfig, Side};
+use acp_question_bridge::scan::Scanned;
 use bytes::Bytes;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
@@ -288,6 +289,9 @@ struct Shown {
 /// What a peer sees of the conversation, and the checks.
 pub struct Harness {
     pub r: Router,
+    /// The same router fed every frame unscanned (the full classification path): its
+    /// output must be identical, so the fast path changes nothing.
+    twin: Router,
     pub now: Instant,
     strict: Strictness,
     /// Agent requests (exact id text) waiting for their one response.
@@ -381,13 +385,18 @@ impl Harness {
             ..RouterConfig::default()
         };
         let now = Instant::now();
-        let mut r = Router::new(cfg);
-        r.set_wall_anchor(
-            now,
-            SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_132_800),
-        );
+        let mut r = Router::new(cfg.clone());
+        let mut twin = Router::new(cfg);
+        for r in [&mut r, &mut twin] {
+            r.set_wall_anchor(
+                now,
+                SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_132_800),
+            );
+            r.set_id_prefix("bridge:");
+        }
         Harness {
             r,
+            twin,
             now,
             strict,
             agent_open: HashMap::new(),
@@ -765,12 +774,18 @@ impl Harness {
                 self.steps
                     .push(Step::Note("tick to the next deadline".into()));
                 self.r.on_timer(self.now, &mut out);
+                let mut twin = Outbox::default();
+                self.twin.on_timer(self.now, &mut twin);
+                same(&out, &twin)?;
                 return self.check(out, None, None, false, false);
             }
             Op::Tick { ms } => {
                 self.now += Duration::from_millis((*ms).into());
                 self.steps.push(Step::Note(format!("tick +{ms}ms")));
                 self.r.on_timer(self.now, &mut out);
+                let mut twin = Outbox::default();
+                self.twin.on_timer(self.now, &mut twin);
+                same(&out, &twin)?;
                 return self.check(out, None, None, false, false);
             }
         }
@@ -780,9 +795,20 @@ impl Harness {
             Frame::Line(b) => Some((side, b.clone())),
             Frame::TooLong { .. } => None,
         };
+        let unscanned = Scanned {
+            frame: frame.clone(),
+            shape: None,
+        };
         match side {
             Side::Client => self.r.on_client_frame(frame, self.now, &mut out),
             Side::Agent => self.r.on_agent_frame(frame, self.now, &mut out),
+        }
+        let mut twin = Outbox::default();
+        self.twin.on_scanned(side, unscanned, self.now, &mut twin);
+        same(&out, &twin)?;
+        let (a, b) = (&self.r.counters, &self.twin.counters);
+        if format!("{a:?}") != format!("{b:?}") {
+            return Err(format!("counters differ: {a:?} vs {b:?}"));
         }
         self.check(out, input_line, expect, first_to_agent, client_bad_parse)
     }
@@ -1013,6 +1039,9 @@ impl Harness {
         self.steps.push(Step::Note("client EOF".into()));
         let mut out = Outbox::default();
         self.r.on_client_eof(self.now, &mut out);
+        let mut twin = Outbox::default();
+        self.twin.on_client_eof(self.now, &mut twin);
+        same(&out, &twin)?;
         if !matches!(out.to_agent.back(), Some(Out::Close)) {
             return Err("client EOF did not end with Close for the agent".into());
         }
@@ -1042,6 +1071,9 @@ impl Harness {
             stderr_tail: "tail\n".into(),
         };
         self.r.on_agent_gone(&exit, &mut out);
+        let mut twin = Outbox::default();
+        self.twin.on_agent_gone(&exit, &mut twin);
+        same(&out, &twin)?;
         if !out.to_agent.is_empty() {
             return Err("lines for a gone agent".into());
         }
@@ -1186,4 +1218,30 @@ fn answer(s: &Shown, kind: u8) -> Result<Value, (i64, &'static str)> {
         },
         _ => json!({"content":"file text"}),
     })
+}
+
+/// The scanned router's output equals its unscanned twin's, line for line (sorted: bursts
+/// for questions created at the same instant come in hash order, which differs between
+/// two routers).
+fn same(out: &Outbox, twin: &Outbox) -> Result<(), String> {
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    let pair = |o: &Outbox| {
+        (
+            sorted(lines(&o.to_agent)),
+            sorted(lines(&o.to_client)),
+            o.made_for_agent,
+            o.made_for_client,
+        )
+    };
+    if pair(out) != pair(twin) {
+        return Err(format!(
+            "the scanned fast path and the full path differ: {:?} vs {:?}",
+            pair(out),
+            pair(twin)
+        ));
+    }
+    Ok(())
 }

@@ -1,0 +1,917 @@
+//! The fast path of classification: a single-pass JSON validator specialised for the
+//! JSON-RPC envelope, for the lines the bridge only forwards.
+//!
+//! Owns one question: "is this line, beyond doubt, a well-formed request, notification or
+//! response, and where are its parts?" It answers with a [`Shape`] (byte offsets into the
+//! line, no lifetime, no allocation), so it can run on a reader task and cross a channel.
+//!
+//! Invariants:
+//! - `scan` accepts a strict subset of what [`crate::envelope::classify`] accepts as a
+//!   request, notification or response, and agrees with it on everything it reports (kind,
+//!   id text, method, params text, outcome). Anything unusual (invalid JSON or UTF-8, any
+//!   invalid JSON-RPC, batches, non-objects, duplicate or escaped envelope members, an
+//!   escaped `method`, nesting deeper than [`MAX_DEPTH`]) returns `None`, and the caller
+//!   falls back to `classify`, which decides exactly as it always has. So `None` is never
+//!   wrong; only a `Some` must be right (checked by differential tests and fuzzing).
+//! - Every byte is looked at once; strings are skipped eight bytes at a time.
+//! - The line is never copied.
+
+use crate::codec::Frame;
+
+/// A frame with its scan, made where the frame was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scanned {
+    pub frame: Frame,
+    /// `None` for an over-long line, and for a line the router must classify itself.
+    pub shape: Option<Shape>,
+}
+
+impl Scanned {
+    pub fn new(frame: Frame) -> Self {
+        let shape = match &frame {
+            Frame::Line(line) => scan(line),
+            Frame::TooLong { .. } => None,
+        };
+        Self { frame, shape }
+    }
+}
+
+/// A range of bytes in the scanned line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    /// The spanned bytes of `line`.
+    pub fn bytes(self, line: &[u8]) -> &[u8] {
+        line.get(self.start..self.end).unwrap_or_default()
+    }
+
+    /// The spanned bytes of `line` as text (the scan checked they are UTF-8; a line that is
+    /// not the scanned one yields "").
+    pub fn text(self, line: &[u8]) -> &str {
+        line.get(self.start..self.end)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .unwrap_or("")
+    }
+}
+
+/// What a valid line is, as byte offsets into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Request {
+        /// The id's exact JSON text.
+        id: Span,
+        /// The method name (inside the quotes; it has no escapes).
+        method: Span,
+        /// The `params` value's JSON text (an object or an array).
+        params: Option<Span>,
+    },
+    Notification {
+        method: Span,
+        params: Option<Span>,
+    },
+    Response {
+        id: Span,
+        /// True for `result`, false for `error` (an object).
+        ok: bool,
+        /// The `result` or `error` value's JSON text.
+        outcome: Span,
+    },
+}
+
+/// Nesting deeper than this is left to the slow path (serde_json has no limit here).
+pub const MAX_DEPTH: u32 = 64;
+
+const ONES: u64 = u64::MAX / 255;
+const HIGH: u64 = ONES << 7;
+
+/// Per byte of `w`, the high bit set when the byte is zero. Borrows only carry upwards, so
+/// the lowest set bit is exact (higher ones may be false).
+#[inline(always)]
+fn zero_bytes(w: u64) -> u64 {
+    w.wrapping_sub(ONES) & !w & HIGH
+}
+
+/// Per byte of `w`, the high bit set when the byte is `\\`, a control character or not
+/// ASCII; the lowest set bit is exact.
+#[inline(always)]
+fn other_special(w: u64) -> u64 {
+    let ctrl = w.wrapping_sub(ONES * 0x20) & !w;
+    (ctrl | w | zero_bytes(w ^ (ONES * u64::from(b'\\')))) & HIGH
+}
+
+/// Per byte of `w`, the high bit set when the byte is `"`, `\\`, a control character or not
+/// ASCII; the lowest set bit is exact.
+#[inline(always)]
+fn special(w: u64) -> u64 {
+    zero_bytes(w ^ (ONES * u64::from(b'"'))) | other_special(w)
+}
+
+/// The sixteen bytes of `b` at `i`, when there are sixteen.
+#[inline(always)]
+fn block(b: &[u8], i: usize) -> Option<&[u8; 16]> {
+    b.get(i..i + 16)?.try_into().ok()
+}
+
+/// One bit per byte of `chunk`: set when the byte is `"`, `\\`, a control character or not
+/// ASCII; and the same for `"` alone. SSE2 (in every x86-64) through `safe_arch`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn special16(chunk: &[u8; 16]) -> (u32, u32) {
+    use safe_arch::{
+        bitor_m128i, cmp_eq_mask_i8_m128i, cmp_lt_mask_i8_m128i, load_unaligned_m128i,
+        move_mask_i8_m128i, set_splat_i8_m128i,
+    };
+    let v = load_unaligned_m128i(chunk);
+    let quote = cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(b'"' as i8));
+    let backslash = cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(b'\\' as i8));
+    // Signed: a byte >= 0x80 is negative, so "< 0x20" also catches every non-ASCII byte.
+    let low = cmp_lt_mask_i8_m128i(v, set_splat_i8_m128i(0x20));
+    let all = bitor_m128i(bitor_m128i(quote, backslash), low);
+    (
+        move_mask_i8_m128i(all) as u32,
+        move_mask_i8_m128i(quote) as u32,
+    )
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn special16(chunk: &[u8; 16]) -> (u32, u32) {
+    special16_swar(chunk)
+}
+
+/// The portable version of [`special16`]: eight bytes at a time (SWAR). Only the lowest set
+/// bit of each mask is exact, which is all the callers use.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+#[inline(always)]
+fn special16_swar(chunk: &[u8; 16]) -> (u32, u32) {
+    // The high bit of each flagged byte, gathered into the top byte.
+    let pack = |m: u64| (((m >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56) as u32;
+    let half = |k: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&chunk[k..k + 8]);
+        let w = u64::from_le_bytes(w);
+        (
+            pack(special(w)),
+            pack(zero_bytes(w ^ (ONES * u64::from(b'"')))),
+        )
+    };
+    let ((m0, q0), (m1, q1)) = (half(0), half(8));
+    // A false flag in the high half is harmless only when the low half has a true one.
+    let (m1, q1) = if m0 != 0 { (0, 0) } else { (m1, q1) };
+    (m0 | (m1 << 8), q0 | (q1 << 8))
+}
+
+/// The eight bytes of `b` at `i`, when there are eight.
+#[inline(always)]
+fn word(b: &[u8], i: usize) -> Option<u64> {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(b.get(i..i + 8)?);
+    Some(u64::from_le_bytes(w))
+}
+
+/// The length of the UTF-8 character at the start of `b` (its first byte is not ASCII), or
+/// `None` when it is not valid UTF-8 (RFC 3629: no overlongs, surrogates or > U+10FFFF).
+#[inline]
+fn utf8_len(b: &[u8]) -> Option<usize> {
+    let cont = |k: usize| b.get(k).is_some_and(|&c| c & 0xC0 == 0x80);
+    let second = |lo: u8, hi: u8| b.get(1).is_some_and(|&c| (lo..=hi).contains(&c));
+    let ok = match *b.first()? {
+        0xC2..=0xDF => return cont(1).then_some(2),
+        0xE0 => second(0xA0, 0xBF) && cont(2),
+        0xE1..=0xEC | 0xEE..=0xEF => cont(1) && cont(2),
+        0xED => second(0x80, 0x9F) && cont(2),
+        0xF0 => return (second(0x90, 0xBF) && cont(2) && cont(3)).then_some(4),
+        0xF1..=0xF3 => return (cont(1) && cont(2) && cont(3)).then_some(4),
+        0xF4 => return (second(0x80, 0x8F) && cont(2) && cont(3)).then_some(4),
+        _ => false,
+    };
+    ok.then_some(3)
+}
+
+struct Scanner<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Scanner<'_> {
+    #[inline(always)]
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    #[inline(always)]
+    fn ws(&mut self) {
+        // Compact JSON has no whitespace: one compare decides the common case.
+        if self.peek().is_some_and(|c| c > b' ') {
+            return;
+        }
+        self.ws_rest();
+    }
+
+    #[inline(never)]
+    fn ws_rest(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    /// Consumes `c` (after optional whitespace) or fails.
+    #[inline(always)]
+    fn eat(&mut self, c: u8) -> Option<()> {
+        if self.peek() == Some(c) {
+            self.i += 1;
+            return Some(());
+        }
+        self.ws();
+        (self.peek()? == c).then(|| self.i += 1)
+    }
+
+    /// Skips the string that starts at `self.i` (a `"`); true when it has escapes. The
+    /// common case (no escape, ASCII) stays inline; the rest is [`Scanner::string_rest`].
+    #[inline(always)]
+    fn string(&mut self) -> Option<bool> {
+        let b = self.b;
+        let mut i = self.i + 1;
+        while let Some(chunk) = block(b, i) {
+            let (m, quote) = special16(chunk);
+            if m != 0 {
+                // The end is known without reading the byte again (a shorter dependency
+                // chain from one token to the next).
+                if quote & m & m.wrapping_neg() != 0 {
+                    self.i = i + m.trailing_zeros() as usize + 1;
+                    return Some(false);
+                }
+                i += m.trailing_zeros() as usize;
+                break;
+            }
+            i += 16;
+        }
+        self.string_rest(i, false)
+    }
+
+    /// Goes on skipping a string from `i` (inside it); `escaped` says whether an escape was
+    /// seen before `i`.
+    #[inline(never)]
+    fn string_rest(&mut self, mut i: usize, mut escaped: bool) -> Option<bool> {
+        let b = self.b;
+        loop {
+            if let Some(chunk) = block(b, i) {
+                let (m, _) = special16(chunk);
+                if m == 0 {
+                    i += 16;
+                    continue;
+                }
+                i += m.trailing_zeros() as usize;
+            } else if let Some(w) = word(b, i) {
+                let m = special(w);
+                if m == 0 {
+                    i += 8;
+                    continue;
+                }
+                i += m.trailing_zeros() as usize / 8;
+            }
+            match *b.get(i)? {
+                b'"' => {
+                    self.i = i + 1;
+                    return Some(escaped);
+                }
+                b'\\' => {
+                    escaped = true;
+                    match *b.get(i + 1)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                        b'u' => {
+                            let hex = b.get(i + 2..i + 6)?;
+                            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                                return None;
+                            }
+                            i += 6;
+                        }
+                        _ => return None,
+                    }
+                }
+                0..=0x1F => return None,
+                0x80..=0xFF => i += utf8_len(&b[i..])?,
+                _ => i += 1,
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.i += 1;
+        }
+        self.i - start
+    }
+
+    /// Skips a number (RFC 8259 grammar) that starts at `self.i`.
+    fn number(&mut self) -> Option<()> {
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        match self.peek()? {
+            b'0' => self.i += 1,
+            b'1'..=b'9' => {
+                self.digits();
+            }
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            if self.digits() == 0 {
+                return None;
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return None;
+            }
+        }
+        Some(())
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        let end = self.i + word.len();
+        (self.b.get(self.i..end)? == word).then(|| self.i = end)
+    }
+
+    /// Skips one object key and its colon (the key at `self.i`, whitespace skipped).
+    #[inline(always)]
+    fn key(&mut self) -> Option<()> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        self.string()?;
+        self.eat(b':')?;
+        self.ws();
+        Some(())
+    }
+
+    /// Skips the value at `self.i` (no leading whitespace) and validates it.
+    fn value(&mut self) -> Option<()> {
+        // One bit per open container, 1 for an object; `depth` of them are open.
+        let mut stack: u64 = 0;
+        let mut depth: u32 = 0;
+        loop {
+            match self.peek()? {
+                b'"' => {
+                    self.string()?;
+                }
+                c @ (b'{' | b'[') => {
+                    self.i += 1;
+                    self.ws();
+                    let close = if c == b'{' { b'}' } else { b']' };
+                    if self.peek()? == close {
+                        self.i += 1;
+                    } else {
+                        if depth == MAX_DEPTH {
+                            return None;
+                        }
+                        stack = (stack << 1) | u64::from(c == b'{');
+                        depth += 1;
+                        if c == b'{' {
+                            self.key()?;
+                        }
+                        continue;
+                    }
+                }
+                b't' => self.literal(b"true")?,
+                b'f' => self.literal(b"false")?,
+                b'n' => self.literal(b"null")?,
+                b'-' | b'0'..=b'9' => self.number()?,
+                _ => return None,
+            }
+            // A value is complete: close what it completes, or go on to the next one.
+            loop {
+                if depth == 0 {
+                    return Some(());
+                }
+                self.ws();
+                let object = stack & 1 == 1;
+                match self.peek()? {
+                    b',' => {
+                        self.i += 1;
+                        self.ws();
+                        if object {
+                            self.key()?;
+                        }
+                        break;
+                    }
+                    b'}' if object => {}
+                    b']' if !object => {}
+                    _ => return None,
+                }
+                self.i += 1;
+                stack >>= 1;
+                depth -= 1;
+            }
+        }
+    }
+}
+
+/// The envelope's members, as the spans of their values.
+#[derive(Default)]
+struct Members {
+    jsonrpc: Option<Span>,
+    id: Option<Span>,
+    method: Option<Span>,
+    params: Option<Span>,
+    result: Option<Span>,
+    error: Option<Span>,
+}
+
+/// A key as a little-endian integer (keys of at most eight bytes).
+const fn key(k: &[u8]) -> u64 {
+    let mut w = 0u64;
+    let mut n = 0;
+    while n < k.len() {
+        w |= (k[n] as u64) << (8 * n);
+        n += 1;
+    }
+    w
+}
+
+impl Members {
+    /// The slot of the member named by `line[start..end]` (a key without escapes).
+    #[inline(always)]
+    fn slot(&mut self, line: &[u8], start: usize, end: usize) -> Option<(&mut Option<Span>, bool)> {
+        let len = end - start;
+        if !(2..=7).contains(&len) {
+            return None;
+        }
+        // The eight bytes at the key, cut to its length (a key has no NUL, so the padding
+        // cannot make two keys equal).
+        let w = match word(line, start) {
+            Some(w) => w & ((1u64 << (8 * len)) - 1),
+            None => line[start..end]
+                .iter()
+                .rev()
+                .fold(0, |w, &c| (w << 8) | u64::from(c)),
+        };
+        const JSONRPC: u64 = key(b"jsonrpc");
+        const ID: u64 = key(b"id");
+        const METHOD: u64 = key(b"method");
+        const PARAMS: u64 = key(b"params");
+        const RESULT: u64 = key(b"result");
+        const ERROR: u64 = key(b"error");
+        // The flag: whether this is `method`.
+        match w {
+            JSONRPC => Some((&mut self.jsonrpc, false)),
+            ID => Some((&mut self.id, false)),
+            METHOD => Some((&mut self.method, true)),
+            PARAMS => Some((&mut self.params, false)),
+            RESULT => Some((&mut self.result, false)),
+            ERROR => Some((&mut self.error, false)),
+            _ => None,
+        }
+    }
+}
+
+/// Classifies `line` when it is plainly a valid request, notification or response; `None`
+/// leaves it to [`crate::envelope::classify`] (see the module invariants).
+pub fn scan(line: &[u8]) -> Option<Shape> {
+    let mut s = Scanner { b: line, i: 0 };
+    s.eat(b'{')?;
+    let mut m = Members::default();
+    let mut method_escaped = false;
+    s.ws();
+    if s.peek()? == b'}' {
+        return None; // `{}` is invalid JSON-RPC
+    }
+    loop {
+        if s.peek()? != b'"' {
+            return None;
+        }
+        let key_start = s.i + 1;
+        if s.string()? {
+            return None; // an escaped key could spell a member's name
+        }
+        let key_end = s.i - 1;
+        s.eat(b':')?;
+        s.ws();
+        let start = s.i;
+        let escaped = if s.peek()? == b'"' {
+            s.string()?
+        } else {
+            s.value()?;
+            false
+        };
+        if let Some((slot, is_method)) = m.slot(line, key_start, key_end) {
+            if slot.is_some() {
+                return None; // a duplicate member
+            }
+            *slot = Some(Span { start, end: s.i });
+            if is_method {
+                method_escaped = escaped;
+            }
+        }
+        s.ws();
+        match s.peek()? {
+            b',' => {
+                s.i += 1;
+                s.ws();
+            }
+            b'}' => {
+                s.i += 1;
+                break;
+            }
+            _ => return None,
+        }
+    }
+    s.ws();
+    if s.i != line.len() {
+        return None;
+    }
+    let first = |span: Span| line[span.start];
+    if &line[m.jsonrpc?.start..m.jsonrpc?.end] != b"\"2.0\"" {
+        return None;
+    }
+    if let Some(id) = m.id {
+        if !matches!(first(id), b'"' | b'-' | b'0'..=b'9' | b'n') {
+            return None;
+        }
+    }
+    if let Some(method) = m.method {
+        let inner = Span {
+            start: method.start + 1,
+            end: method.end - 1,
+        };
+        if first(method) != b'"'
+            || method_escaped
+            || m.result.is_some()
+            || m.error.is_some()
+            || m.params.is_some_and(|p| !matches!(first(p), b'{' | b'['))
+        {
+            return None;
+        }
+        return Some(match m.id {
+            Some(id) => Shape::Request {
+                id,
+                method: inner,
+                params: m.params,
+            },
+            None => Shape::Notification {
+                method: inner,
+                params: m.params,
+            },
+        });
+    }
+    match (m.id?, m.result, m.error) {
+        (id, Some(outcome), None) => Some(Shape::Response {
+            id,
+            ok: true,
+            outcome,
+        }),
+        (id, None, Some(outcome)) if first(outcome) == b'{' => Some(Shape::Response {
+            id,
+            ok: false,
+            outcome,
+        }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::{classify, Kind};
+
+    /// The differential check: when `scan` decides, `classify` decides the same.
+    pub(crate) fn agrees(line: &[u8]) -> Option<Shape> {
+        let shape = scan(line)?;
+        let text = |s: Span| s.text(line);
+        match (shape, classify(line)) {
+            (
+                Shape::Request { id, method, params },
+                Kind::Request {
+                    id: i,
+                    method: m,
+                    params: p,
+                },
+            ) => {
+                assert_eq!(text(id), i.as_json());
+                assert_eq!(text(method), m);
+                assert_eq!(params.map(text), p.map(|p| p.get()));
+            }
+            (
+                Shape::Notification { method, params },
+                Kind::Notification {
+                    method: m,
+                    params: p,
+                },
+            ) => {
+                assert_eq!(text(method), m);
+                assert_eq!(params.map(text), p.map(|p| p.get()));
+            }
+            (Shape::Response { id, ok, outcome }, Kind::Response { id: i, outcome: o }) => {
+                assert_eq!(text(id), i.as_json());
+                assert_eq!(ok, o.is_ok());
+                let raw = match o {
+                    Ok(r) | Err(r) => r.get(),
+                };
+                assert_eq!(text(outcome), raw);
+            }
+            (s, k) => panic!(
+                "scan says {s:?}, classify {k:?}: {}",
+                String::from_utf8_lossy(line)
+            ),
+        }
+        Some(shape)
+    }
+
+    #[test]
+    fn plain_messages_are_scanned() {
+        for line in [
+            &br#"{"jsonrpc":"2.0","id":"1","method":"session/prompt","params":{"n":1e400}}"#[..],
+            br#" { "method" : "a" , "id" : -0.5e+3 , "jsonrpc" : "2.0" } "#,
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"t":"\u00e9 \"q\" \\ \/ \b\f\n\r\t","u":"über ✓ 🙂"}}"#.as_bytes(),
+            br#"{"jsonrpc":"2.0","id":null,"result":null}"#,
+            br#"{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"m"},"x":[1,{"y":[]},{}]}"#,
+            br#"{"jsonrpc":"2.0","id":3,"result":[true,false,null,0,-1,2.5,1E2,"s",[[[]]]]}"#,
+            br#"{"x":1,"x":2,"jsonrpc":"2.0","method":"a","params":[]}"#,
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"a\"}\r\t ",
+        ] {
+            assert!(agrees(line).is_some(), "{}", String::from_utf8_lossy(line));
+        }
+    }
+
+    #[test]
+    fn anything_unusual_is_left_to_classify() {
+        for line in [
+            &b""[..],
+            b"   ",
+            b"[]",
+            b"[{\"jsonrpc\":\"2.0\",\"method\":\"a\"}]",
+            b"42",
+            b"{}",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"a\"",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"a\"} x",
+            b"\x0c{\"jsonrpc\":\"2.0\",\"method\":\"a\"}",
+            br#"{"jsonrpc":"2.0","method":"a","method":"b"}"#,
+            br#"{"jsonrpc":"2.0","method":"session\/update"}"#,
+            br#"{"jsonrpc":"2.0","method":"session\/update","params":{},"id":1}"#,
+            br#"{"jsonrp\u0063":"2.0","method":"a"}"#,
+            br#"{"jsonrpc":"2\u002e0","method":"a"}"#,
+            br#"{"jsonrpc":"1.0","method":"a"}"#,
+            br#"{"method":"a"}"#,
+            br#"{"jsonrpc":"2.0","id":{},"method":"a"}"#,
+            br#"{"jsonrpc":"2.0","id":true,"method":"a"}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":5}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"a","params":3}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"a","result":3}"#,
+            br#"{"jsonrpc":"2.0","id":1}"#,
+            br#"{"jsonrpc":"2.0","result":1}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"error":"e"}"#,
+            br#"{"jsonrpc":"2.0","method":"a","params":{"n":01}}"#,
+            br#"{"jsonrpc":"2.0","method":"a","params":{"n":1.}}"#,
+            br#"{"jsonrpc":"2.0","method":"a","params":{"n":-}}"#,
+            br#"{"jsonrpc":"2.0","method":"a","params":{"n":1e}}"#,
+            br#"{"jsonrpc":"2.0","method":"a","params":{"n":tru}}"#,
+            br#"{"jsonrpc":"2.0","method":"a","params":{"s":"\x"}}"#,
+            br#"{"jsonrpc":"2.0","method":"a","params":{"s":"\u12g4"}}"#,
+            br#"{"jsonrpc":"2.0","method":"a","params":[1,]}"#,
+            br#"{"jsonrpc":"2.0","method":"a","params":{"a":1,}}"#,
+            br#"{"jsonrpc":"2.0","method":"a","params":{"a" 1}}"#,
+            br#"{"jsonrpc":"2.0","method":"a","params":{1:1}}"#,
+            br#"{"jsonrpc":"2.0","method":"a","params":[1}"#,
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"a\",\"params\":{\"s\":\"a\tb\"}}",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"a\",\"params\":{\"s\":\"\xff\"}}",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"a\",\"params\":{\"s\":\"\xed\xa0\x80\"}}",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"a\",\"params\":{\"s\":\"\xc0\xaf\"}}",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"a\",\"params\":{\"s\":\"\xf4\x90\x80\x80\"}}",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"a\",\"params\":{\"s\":\"\xe2\x9c\"}}",
+        ] {
+            assert_eq!(scan(line), None, "{}", String::from_utf8_lossy(line));
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_left_to_classify() {
+        let deep = |n: usize| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"a","params":{}{}}}"#,
+                "[".repeat(n),
+                "]".repeat(n)
+            )
+        };
+        // The innermost `[]` is empty: `n` brackets open `n - 1` containers.
+        assert!(agrees(deep(MAX_DEPTH as usize + 1).as_bytes()).is_some());
+        assert_eq!(scan(deep(MAX_DEPTH as usize + 2).as_bytes()), None);
+        assert!(matches!(
+            classify(deep(1000).as_bytes()),
+            Kind::Notification { .. }
+        ));
+    }
+
+    #[test]
+    fn utf8_len_agrees_with_std_on_every_prefix() {
+        // Every first and second byte, with the rest continuation bytes at both ends of
+        // their range (the only places the rules differ).
+        for b0 in 0x80..=0xFFu8 {
+            for b1 in 0..=0xFFu8 {
+                for rest in [[0x80u8, 0x80], [0xBF, 0xBF], [0x80, 0x41], [0xBF, 0xC0]] {
+                    let bytes = [b0, b1, rest[0], rest[1]];
+                    let std_len = (1..=4).find(|&n| std::str::from_utf8(&bytes[..n]).is_ok());
+                    assert_eq!(utf8_len(&bytes), std_len, "{bytes:x?}");
+                    for n in 1..4 {
+                        let short = utf8_len(&bytes[..n]);
+                        let std_short = (1..=n).find(|&k| std::str::from_utf8(&bytes[..k]).is_ok());
+                        assert_eq!(short, std_short, "{:x?}", &bytes[..n]);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn special16_finds_the_first_special_byte() {
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..200_000 {
+            let mut chunk = [0u8; 16];
+            for c in &mut chunk {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                // Mostly plain ASCII, sometimes a special byte.
+                *c = match rng % 24 {
+                    0 => b'"',
+                    1 => b'\\',
+                    2 => (rng >> 8) as u8 & 0x1F,
+                    3 => 0x80 | (rng >> 8) as u8,
+                    _ => 0x20 + ((rng >> 8) % 0x60) as u8,
+                };
+            }
+            let first = chunk
+                .iter()
+                .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c));
+            for (m, q) in [special16(&chunk), special16_swar(&chunk)] {
+                assert_eq!(
+                    (m != 0).then(|| m.trailing_zeros() as usize),
+                    first,
+                    "{chunk:x?}"
+                );
+                if let Some(f) = first {
+                    assert_eq!(
+                        q & m & m.wrapping_neg() != 0,
+                        chunk[f] == b'"',
+                        "{chunk:x?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn special_finds_the_first_special_byte() {
+        for pos in 0..8 {
+            for c in [b'"', b'\\', 0, 0x1F, 0x80, 0xFF] {
+                for filler in [b'a', b' ', 0x7F, b'!', b'#', b'[', b']'] {
+                    let mut w = [filler; 8];
+                    w[pos] = c;
+                    // A second special byte later must not hide the first.
+                    if pos < 7 {
+                        w[7] = b'"';
+                    }
+                    let m = special(u64::from_le_bytes(w));
+                    assert_eq!(m.trailing_zeros() as usize / 8, pos, "{w:x?}");
+                }
+                assert_eq!(special(u64::from_le_bytes([b'a'; 8])), 0);
+            }
+        }
+        for c in 0..=0xFFu8 {
+            let hit = c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c);
+            assert_eq!(special(u64::from_le_bytes([c; 8])) != 0, hit, "{c:x}");
+        }
+    }
+
+    mod differential {
+        use super::agrees;
+        use proptest::collection::vec;
+        use proptest::prelude::*;
+
+        fn string_lit() -> impl Strategy<Value = String> {
+            prop_oneof![
+                Just("\"2.0\"".to_owned()),
+                Just("\"session/update\"".to_owned()),
+                "\"([a-z /é🙂✓]|\\\\[\"\\\\/bfnrtx]|\\\\u[0-9a-fA-F]{4}|\\\\ud83d|\\\\ude00|\t)*\"",
+            ]
+        }
+
+        fn json_value() -> impl Strategy<Value = String> {
+            let leaf = prop_oneof![
+                Just("null".to_owned()),
+                Just("true".to_owned()),
+                Just("false".to_owned()),
+                "-?(0|[1-9][0-9]{0,3})(\\.[0-9]{1,3})?([eE][+-]?[0-9]{1,3})?",
+                "-?0[0-9]|1e400|-|\\.5",
+                string_lit(),
+            ];
+            leaf.prop_recursive(4, 32, 4, |inner| {
+                prop_oneof![
+                    vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                    vec((string_lit(), inner), 0..4).prop_map(|v| {
+                        let members: Vec<String> =
+                            v.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+                        format!("{{{}}}", members.join(","))
+                    }),
+                ]
+            })
+        }
+
+        fn member() -> impl Strategy<Value = String> {
+            let name = prop_oneof![
+                Just("\"jsonrpc\""),
+                Just("\"id\""),
+                Just("\"method\""),
+                Just("\"params\""),
+                Just("\"result\""),
+                Just("\"error\""),
+                Just("\"x\""),
+                Just("\"i\\u0064\""),
+            ];
+            let value = prop_oneof![
+                json_value(),
+                Just("\"2.0\"".to_owned()),
+                Just("7".to_owned()),
+                Just("\"s/m\"".to_owned()),
+                Just("{\"sessionId\":\"s1\"}".to_owned()),
+            ];
+            (name, value, "[ \t\r\n]{0,2}")
+                .prop_map(|(n, v, ws)| format!("{ws}{n}{ws}:{ws}{v}{ws}"))
+        }
+
+        /// An envelope of random members, then (sometimes) a random edit of its bytes.
+        fn line() -> impl Strategy<Value = Vec<u8>> {
+            let envelope = vec(member(), 0..7).prop_map(|m| format!("{{{}}}", m.join(",")));
+            let edit = prop_oneof![
+                4 => Just(None),
+                1 => (any::<prop::sample::Index>(), prop::sample::select(
+                    &[b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b'1', b'n', 0x01, 0x0c, 0xFF, 0xC3, 0xE2, 0x80, b' '][..]
+                )).prop_map(|(i, b)| Some((i, Some(b)))),
+                1 => any::<prop::sample::Index>().prop_map(|i| Some((i, None))),
+            ];
+            (envelope, edit).prop_map(|(e, edit)| {
+                let mut bytes = e.into_bytes();
+                match edit {
+                    Some((i, Some(b))) if !bytes.is_empty() => {
+                        let i = i.index(bytes.len());
+                        bytes[i] = b;
+                    }
+                    Some((i, None)) => bytes.truncate(i.index(bytes.len() + 1)),
+                    _ => {}
+                }
+                bytes
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(20_000))]
+            /// Whenever the fast path decides, the serde path decides the same.
+            #[test]
+            fn scan_agrees_with_classify(line in line()) {
+                agrees(&line);
+            }
+        }
+
+        /// The same over every line of the fixtures and fuzz corpora in the repository.
+        #[test]
+        fn scan_agrees_on_recorded_lines() {
+            let mut seen = 0;
+            let mut scanned = 0;
+            for dir in ["fixtures", "fuzz/corpus/envelope", "fuzz/corpus/router"] {
+                let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+                let Ok(entries) = std::fs::read_dir(&dir) else {
+                    continue;
+                };
+                for entry in entries.flatten() {
+                    let bytes = std::fs::read(entry.path()).unwrap_or_default();
+                    for line in bytes.split(|&b| b == b'\n') {
+                        // Fixture lines wrap a message: `{"client":{...}}`.
+                        let inner = line
+                            .iter()
+                            .position(|&b| b == b':')
+                            .and_then(|c| line.get(c + 1..line.len().checked_sub(1)?));
+                        for l in [Some(line), inner].into_iter().flatten() {
+                            seen += 1;
+                            scanned += usize::from(agrees(l).is_some());
+                        }
+                    }
+                }
+            }
+            assert!(
+                seen > 100 && scanned > 50,
+                "{seen} lines, {scanned} scanned"
+            );
+        }
+    }
+}
