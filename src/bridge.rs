@@ -444,9 +444,6 @@ where
     let exit = exit_of(status, tail.text());
     router.on_agent_gone(&exit, &mut outbox);
     observers.publish(&mut outbox.events);
-    if let Some(c) = &control {
-        c.stop();
-    }
     client_reader.abort();
     drop(to_agent);
 
@@ -473,6 +470,11 @@ where
     let reason = shutdown.map_or((QuitReason::AgentExited, false), |s| (s.reason, s.termed));
     let code = exit_code(&reason, &exit);
     tracing::info!(code, "bridge exiting");
+    // Stopped last, so subscribers had the time of the client's flush and the group's end
+    // to receive the final events (withdrawn questions).
+    if let Some(c) = &control {
+        c.stop();
+    }
     if let Some(j) = observers.journal {
         j.record("bridge_stopped", serde_json::json!({ "exitCode": code }));
         j.close();

@@ -529,3 +529,44 @@ async fn the_questions_cli_lists_answers_and_watches() {
     let st = within(watch.wait()).await.unwrap();
     assert!(st.code().is_some(), "{st:?}");
 }
+
+#[tokio::test]
+async fn subscribers_see_questions_withdrawn_when_the_agent_dies() {
+    let mut b = Bridge::mock(&["--control", "127.0.0.1:0"]);
+    let (base, token) = control_of(&b).await;
+    b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
+    let sid = b.new_session(1).await;
+    let ws = within(ws_client(&ws_url(&base), &token)).await.unwrap();
+    let mut sub: Subscription<Value> = within(ws.subscribe(
+        "questions.subscribe",
+        rpc_params![],
+        "questions.unsubscribe",
+    ))
+    .await
+    .unwrap();
+    b.prompt(2, &sid, "question doomed").await;
+    b.recv_until(|m| m["method"] == ASK).await;
+    let status: Value = within(ws.request("bridge.status", rpc_params![]))
+        .await
+        .unwrap();
+    let pid = status["agentPid"].as_u64().unwrap().to_string();
+    let killed = within(
+        tokio::process::Command::new("kill")
+            .args(["-9", &pid])
+            .status(),
+    )
+    .await
+    .unwrap();
+    assert!(killed.success());
+    let resolved = loop {
+        let ev = next_event(&mut sub).await;
+        if ev["event"] == "resolved" {
+            break ev;
+        }
+    };
+    assert_eq!(resolved["questionId"], "doomed");
+    assert_eq!(resolved["by"], "disconnect");
+    assert_eq!(resolved["result"], json!({"status":"withdrawn"}));
+    b.drain().await;
+    assert_eq!(b.wait().await, 137);
+}
