@@ -580,52 +580,61 @@ pub fn scan(line: &[u8]) -> Option<Shape> {
     }
 }
 
+/// The differential check shared by the tests and the `envelope` fuzz target: when `scan`
+/// decides a line, `kind` (what [`crate::envelope::classify`] made of it) says the same,
+/// down to the text of every part. Panics on a disagreement; returns the scan.
+#[doc(hidden)]
+pub fn assert_agrees(line: &[u8], kind: &crate::envelope::Kind<'_>) -> Option<Shape> {
+    use crate::envelope::Kind;
+    let shape = scan(line)?;
+    let text = |s: Span| s.text(line);
+    match (shape, kind) {
+        (
+            Shape::Request { id, method, params },
+            Kind::Request {
+                id: i,
+                method: m,
+                params: p,
+            },
+        ) => {
+            assert_eq!(text(id), i.as_json());
+            assert_eq!(text(method), m.as_ref());
+            assert_eq!(params.map(text), p.map(|p| p.get()));
+        }
+        (
+            Shape::Notification { method, params },
+            Kind::Notification {
+                method: m,
+                params: p,
+            },
+        ) => {
+            assert_eq!(text(method), m.as_ref());
+            assert_eq!(params.map(text), p.map(|p| p.get()));
+        }
+        (Shape::Response { id, ok, outcome }, Kind::Response { id: i, outcome: o }) => {
+            assert_eq!(text(id), i.as_json());
+            assert_eq!(ok, o.is_ok());
+            let raw = match o {
+                Ok(r) | Err(r) => r.get(),
+            };
+            assert_eq!(text(outcome), raw);
+        }
+        (s, k) => panic!(
+            "scan says {s:?}, classify {k:?}: {}",
+            String::from_utf8_lossy(line)
+        ),
+    }
+    Some(shape)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::envelope::{classify, Kind};
 
     /// The differential check: when `scan` decides, `classify` decides the same.
-    pub(crate) fn agrees(line: &[u8]) -> Option<Shape> {
-        let shape = scan(line)?;
-        let text = |s: Span| s.text(line);
-        match (shape, classify(line)) {
-            (
-                Shape::Request { id, method, params },
-                Kind::Request {
-                    id: i,
-                    method: m,
-                    params: p,
-                },
-            ) => {
-                assert_eq!(text(id), i.as_json());
-                assert_eq!(text(method), m);
-                assert_eq!(params.map(text), p.map(|p| p.get()));
-            }
-            (
-                Shape::Notification { method, params },
-                Kind::Notification {
-                    method: m,
-                    params: p,
-                },
-            ) => {
-                assert_eq!(text(method), m);
-                assert_eq!(params.map(text), p.map(|p| p.get()));
-            }
-            (Shape::Response { id, ok, outcome }, Kind::Response { id: i, outcome: o }) => {
-                assert_eq!(text(id), i.as_json());
-                assert_eq!(ok, o.is_ok());
-                let raw = match o {
-                    Ok(r) | Err(r) => r.get(),
-                };
-                assert_eq!(text(outcome), raw);
-            }
-            (s, k) => panic!(
-                "scan says {s:?}, classify {k:?}: {}",
-                String::from_utf8_lossy(line)
-            ),
-        }
-        Some(shape)
+    fn agrees(line: &[u8]) -> Option<Shape> {
+        assert_agrees(line, &classify(line))
     }
 
     #[test]

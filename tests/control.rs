@@ -12,6 +12,7 @@ use jsonrpsee::core::client::{ClientT, Error as RpcError, Subscription, Subscrip
 use jsonrpsee::core::params::ObjectParams;
 use jsonrpsee::rpc_params;
 use jsonrpsee_http_client::{HeaderMap, HeaderValue, HttpClient, HttpClientBuilder};
+use jsonrpsee_ws_client::WsClient;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -55,6 +56,19 @@ async fn next_event(sub: &mut Subscription<Value>) -> Value {
         .expect("event")
 }
 
+/// A WebSocket client with the token, subscribed to question events.
+async fn subscribed(base: &str, token: &str) -> (WsClient, Subscription<Value>) {
+    let ws = within(ws_client(&ws_url(base), token)).await.unwrap();
+    let sub = within(ws.subscribe(
+        "questions.subscribe",
+        rpc_params![],
+        "questions.unsubscribe",
+    ))
+    .await
+    .unwrap();
+    (ws, sub)
+}
+
 /// Reads the client side until the agent's report of the question's outcome.
 async fn report(b: &mut Bridge) -> (String, Vec<Value>) {
     let (m, before) = b
@@ -74,14 +88,7 @@ async fn list_answer_subscribe_and_status() {
     b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
     let sid = b.new_session(1).await;
 
-    let ws = within(ws_client(&ws_url(&base), &token)).await.unwrap();
-    let mut sub: Subscription<Value> = within(ws.subscribe(
-        "questions.subscribe",
-        rpc_params![],
-        "questions.unsubscribe",
-    ))
-    .await
-    .unwrap();
+    let (ws, mut sub) = subscribed(&base, &token).await;
     let c = http(&base, &token);
     let empty: Vec<Value> = within(c.request("questions.list", rpc_params![]))
         .await
@@ -536,14 +543,7 @@ async fn subscribers_see_questions_withdrawn_when_the_agent_dies() {
     let (base, token) = control_of(&b).await;
     b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
     let sid = b.new_session(1).await;
-    let ws = within(ws_client(&ws_url(&base), &token)).await.unwrap();
-    let mut sub: Subscription<Value> = within(ws.subscribe(
-        "questions.subscribe",
-        rpc_params![],
-        "questions.unsubscribe",
-    ))
-    .await
-    .unwrap();
+    let (ws, mut sub) = subscribed(&base, &token).await;
     b.prompt(2, &sid, "question doomed").await;
     b.recv_until(|m| m["method"] == ASK).await;
     let status: Value = within(ws.request("bridge.status", rpc_params![]))

@@ -12,7 +12,7 @@
 
 use acp_question_bridge::capabilities::RawObject;
 use acp_question_bridge::envelope::{classify, preview, session_id, Kind};
-use acp_question_bridge::scan::{scan, Shape};
+use acp_question_bridge::scan::assert_agrees;
 use libfuzzer_sys::fuzz_target;
 use serde::de::IgnoredAny;
 use serde_json::Value;
@@ -95,50 +95,10 @@ fn reference(v: &Value, raw: Option<&RawObject<'_>>) -> Ref {
     }
 }
 
-/// The scan, when it decides, agrees with `kind`.
-fn check_scan(data: &[u8], kind: &Kind<'_>) {
-    let Some(shape) = scan(data) else {
-        return;
-    };
-    let text = |s: acp_question_bridge::scan::Span| s.text(data).to_owned();
-    match (shape, kind) {
-        (
-            Shape::Request { id, method, params },
-            Kind::Request {
-                id: i,
-                method: m,
-                params: p,
-            },
-        ) => {
-            assert_eq!(text(id), i.as_json());
-            assert_eq!(text(method), m.as_ref());
-            assert_eq!(params.map(text), p.map(|p| p.get().to_owned()));
-        }
-        (
-            Shape::Notification { method, params },
-            Kind::Notification {
-                method: m,
-                params: p,
-            },
-        ) => {
-            assert_eq!(text(method), m.as_ref());
-            assert_eq!(params.map(text), p.map(|p| p.get().to_owned()));
-        }
-        (Shape::Response { id, ok, outcome }, Kind::Response { id: i, outcome: o }) => {
-            assert_eq!(text(id), i.as_json());
-            assert_eq!(ok, o.is_ok());
-            let raw = match o {
-                Ok(r) | Err(r) => r.get(),
-            };
-            assert_eq!(text(outcome), raw);
-        }
-        (s, k) => panic!("scan says {s:?}, classify {k:?}"),
-    }
-}
-
 fuzz_target!(|data: &[u8]| {
     let kind = classify(data);
-    check_scan(data, &kind);
+    // The scan, when it decides, agrees with `classify`.
+    assert_agrees(data, &kind);
     let p = preview(data);
     assert!(p.chars().count() <= 81, "preview too long: {p:?}");
     // JSON text is UTF-8 (RFC 8259); serde_json skips over strings it ignores without
