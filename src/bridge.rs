@@ -676,6 +676,11 @@ async fn read_frames<R: AsyncRead + Unpin>(
         // Sized for lines of ~128 bytes, so small lines rarely grow it.
         let mut batch = Vec::with_capacity((buf.len() / 128).clamp(1, 1024));
         let eof = n == 0;
+        // The complete lines of the buffer are checked as UTF-8 at once, which is much
+        // cheaper than line by line (a split at `\n` cannot cut a character, so each line
+        // of valid text is valid text). When the check fails, each line checks itself.
+        let utf8 = memchr::memrchr(b'\n', &buf)
+            .is_some_and(|end| simdutf8::basic::from_utf8(&buf[..end]).is_ok());
         loop {
             let next = if eof {
                 codec.decode_eof(&mut buf)
@@ -683,7 +688,8 @@ async fn read_frames<R: AsyncRead + Unpin>(
                 codec.decode(&mut buf)
             };
             match next {
-                Ok(Some(frame)) => batch.push(Scanned::new(frame)),
+                // At EOF the unterminated last line was not part of the check.
+                Ok(Some(frame)) => batch.push(Scanned::with_utf8(frame, utf8 && !eof)),
                 Ok(None) | Err(_) => break,
             }
         }

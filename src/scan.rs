@@ -13,7 +13,9 @@
 //!   escaped `method`, nesting deeper than [`MAX_DEPTH`]) returns `None`, and the caller
 //!   falls back to `classify`, which decides exactly as it always has. So `None` is never
 //!   wrong; only a `Some` must be right (checked by differential tests and fuzzing).
-//! - Every byte is looked at once; strings are skipped eight bytes at a time.
+//! - The line's UTF-8 is checked first, as a whole ([`simdutf8`], many bytes per
+//!   instruction); the walk then only looks for the bytes JSON gives a meaning to, and skips
+//!   strings sixteen bytes at a time.
 //! - The line is never copied.
 
 use crate::codec::Frame;
@@ -28,7 +30,14 @@ pub struct Scanned {
 
 impl Scanned {
     pub fn new(frame: Frame) -> Self {
+        Self::with_utf8(frame, false)
+    }
+
+    /// Like [`Scanned::new`]; `utf8` says the line is already known to be valid UTF-8 (the
+    /// reader checks each read's complete lines at once), so the scan need not check again.
+    pub fn with_utf8(frame: Frame, utf8: bool) -> Self {
         let shape = match &frame {
+            Frame::Line(line) if utf8 => scan_utf8(line),
             Frame::Line(line) => scan(line),
             Frame::TooLong { .. } => None,
         };
@@ -95,16 +104,16 @@ fn zero_bytes(w: u64) -> u64 {
     w.wrapping_sub(ONES) & !w & HIGH
 }
 
-/// Per byte of `w`, the high bit set when the byte is `\\`, a control character or not
-/// ASCII; the lowest set bit is exact.
+/// Per byte of `w`, the high bit set when the byte is `\\` or a control character (below
+/// 0x20; bytes of multi-byte UTF-8 characters are not); the lowest set bit is exact.
 #[inline(always)]
 fn other_special(w: u64) -> u64 {
     let ctrl = w.wrapping_sub(ONES * 0x20) & !w;
-    (ctrl | w | zero_bytes(w ^ (ONES * u64::from(b'\\')))) & HIGH
+    (ctrl | zero_bytes(w ^ (ONES * u64::from(b'\\')))) & HIGH
 }
 
-/// Per byte of `w`, the high bit set when the byte is `"`, `\\`, a control character or not
-/// ASCII; the lowest set bit is exact.
+/// Per byte of `w`, the high bit set when the byte is `"`, `\\` or a control character; the
+/// lowest set bit is exact.
 #[inline(always)]
 fn special(w: u64) -> u64 {
     zero_bytes(w ^ (ONES * u64::from(b'"'))) | other_special(w)
@@ -116,8 +125,8 @@ fn block(b: &[u8], i: usize) -> Option<&[u8; 16]> {
     b.get(i..i + 16)?.try_into().ok()
 }
 
-/// One bit per byte of `chunk`: set when the byte is `"`, `\\`, a control character or not
-/// ASCII; and the same for `"` alone. SSE2 (in every x86-64) through `safe_arch`.
+/// One bit per byte of `chunk`: set when the byte is `"`, `\\` or a control character (below
+/// 0x20); and the same for `"` alone. SSE2 (in every x86-64) through `safe_arch`.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn special16(chunk: &[u8; 16]) -> (u32, u32) {
@@ -128,11 +137,12 @@ fn special16(chunk: &[u8; 16]) -> (u32, u32) {
     let v = load_unaligned_m128i(chunk);
     let quote = cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(b'"' as i8));
     let backslash = cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(b'\\' as i8));
-    // Signed: a byte >= 0x80 is negative, so "< 0x20" also catches every non-ASCII byte.
+    // Signed: a byte >= 0x80 is negative, so "< 0x20" also catches the non-ASCII bytes;
+    // their sign bits (the mask of `v` itself) take them out again.
     let low = cmp_lt_mask_i8_m128i(v, set_splat_i8_m128i(0x20));
     let all = bitor_m128i(bitor_m128i(quote, backslash), low);
     (
-        move_mask_i8_m128i(all) as u32,
+        move_mask_i8_m128i(all) as u32 & !(move_mask_i8_m128i(v) as u32),
         move_mask_i8_m128i(quote) as u32,
     )
 }
@@ -171,25 +181,6 @@ fn word(b: &[u8], i: usize) -> Option<u64> {
     let mut w = [0u8; 8];
     w.copy_from_slice(b.get(i..i + 8)?);
     Some(u64::from_le_bytes(w))
-}
-
-/// The length of the UTF-8 character at the start of `b` (its first byte is not ASCII), or
-/// `None` when it is not valid UTF-8 (RFC 3629: no overlongs, surrogates or > U+10FFFF).
-#[inline]
-fn utf8_len(b: &[u8]) -> Option<usize> {
-    let cont = |k: usize| b.get(k).is_some_and(|&c| c & 0xC0 == 0x80);
-    let second = |lo: u8, hi: u8| b.get(1).is_some_and(|&c| (lo..=hi).contains(&c));
-    let ok = match *b.first()? {
-        0xC2..=0xDF => return cont(1).then_some(2),
-        0xE0 => second(0xA0, 0xBF) && cont(2),
-        0xE1..=0xEC | 0xEE..=0xEF => cont(1) && cont(2),
-        0xED => second(0x80, 0x9F) && cont(2),
-        0xF0 => return (second(0x90, 0xBF) && cont(2) && cont(3)).then_some(4),
-        0xF1..=0xF3 => return (cont(1) && cont(2) && cont(3)).then_some(4),
-        0xF4 => return (second(0x80, 0x8F) && cont(2) && cont(3)).then_some(4),
-        _ => false,
-    };
-    ok.then_some(3)
 }
 
 struct Scanner<'a> {
@@ -294,7 +285,6 @@ impl Scanner<'_> {
                     }
                 }
                 0..=0x1F => return None,
-                0x80..=0xFF => i += utf8_len(&b[i..])?,
                 _ => i += 1,
             }
         }
@@ -479,6 +469,13 @@ impl Members {
 /// Classifies `line` when it is plainly a valid request, notification or response; `None`
 /// leaves it to [`crate::envelope::classify`] (see the module invariants).
 pub fn scan(line: &[u8]) -> Option<Shape> {
+    simdutf8::basic::from_utf8(line).ok()?;
+    scan_utf8(line)
+}
+
+/// [`scan`] for a line already known to be valid UTF-8. Given anything else it may say
+/// `Some` for a line that is not valid JSON, so only a caller that checked may use it.
+fn scan_utf8(line: &[u8]) -> Option<Shape> {
     let mut s = Scanner { b: line, i: 0 };
     s.eat(b'{')?;
     let mut m = Members::default();
@@ -723,26 +720,6 @@ mod tests {
     }
 
     #[test]
-    fn utf8_len_agrees_with_std_on_every_prefix() {
-        // Every first and second byte, with the rest continuation bytes at both ends of
-        // their range (the only places the rules differ).
-        for b0 in 0x80..=0xFFu8 {
-            for b1 in 0..=0xFFu8 {
-                for rest in [[0x80u8, 0x80], [0xBF, 0xBF], [0x80, 0x41], [0xBF, 0xC0]] {
-                    let bytes = [b0, b1, rest[0], rest[1]];
-                    let std_len = (1..=4).find(|&n| std::str::from_utf8(&bytes[..n]).is_ok());
-                    assert_eq!(utf8_len(&bytes), std_len, "{bytes:x?}");
-                    for n in 1..4 {
-                        let short = utf8_len(&bytes[..n]);
-                        let std_short = (1..=n).find(|&k| std::str::from_utf8(&bytes[..k]).is_ok());
-                        assert_eq!(short, std_short, "{:x?}", &bytes[..n]);
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
     fn special16_finds_the_first_special_byte() {
         let mut rng = 0x9E37_79B9_7F4A_7C15u64;
         for _ in 0..200_000 {
@@ -762,7 +739,7 @@ mod tests {
             }
             let first = chunk
                 .iter()
-                .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c));
+                .position(|&c| c == b'"' || c == b'\\' || c < 0x20);
             for (m, q) in [special16(&chunk), special16_swar(&chunk)] {
                 assert_eq!(
                     (m != 0).then(|| m.trailing_zeros() as usize),
@@ -783,8 +760,8 @@ mod tests {
     #[test]
     fn special_finds_the_first_special_byte() {
         for pos in 0..8 {
-            for c in [b'"', b'\\', 0, 0x1F, 0x80, 0xFF] {
-                for filler in [b'a', b' ', 0x7F, b'!', b'#', b'[', b']'] {
+            for c in [b'"', b'\\', 0, 0x1F] {
+                for filler in [b'a', b' ', 0x7F, b'!', b'#', b'[', b']', 0x80, 0xC3, 0xFF] {
                     let mut w = [filler; 8];
                     w[pos] = c;
                     // A second special byte later must not hide the first.
@@ -798,7 +775,7 @@ mod tests {
             }
         }
         for c in 0..=0xFFu8 {
-            let hit = c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c);
+            let hit = c == b'"' || c == b'\\' || c < 0x20;
             assert_eq!(special(u64::from_le_bytes([c; 8])) != 0, hit, "{c:x}");
         }
     }
