@@ -674,13 +674,14 @@ async fn read_frames<R: AsyncRead + Unpin>(
             }
         };
         // Sized for lines of ~128 bytes, so small lines rarely grow it.
-        let mut batch = Vec::with_capacity((buf.len() / 128).clamp(1, 1024));
+        let mut batch = Vec::with_capacity((n / 128).clamp(1, 1024));
         let eof = n == 0;
         // The complete lines of the buffer are checked as UTF-8 at once, which is much
         // cheaper than line by line (a split at `\n` cannot cut a character, so each line
         // of valid text is valid text). When the check fails, each line checks itself.
-        let utf8 = memchr::memrchr(b'\n', &buf)
-            .is_some_and(|end| simdutf8::basic::from_utf8(&buf[..end]).is_ok());
+        // Only this read's bytes can hold a new `\n`: a long line is not searched again.
+        let utf8 = memchr::memrchr(b'\n', &buf[buf.len() - n..])
+            .is_some_and(|end| simdutf8::basic::from_utf8(&buf[..buf.len() - n + end]).is_ok());
         loop {
             let next = if eof {
                 codec.decode_eof(&mut buf)

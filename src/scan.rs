@@ -14,8 +14,11 @@
 //!   falls back to `classify`, which decides exactly as it always has. So `None` is never
 //!   wrong; only a `Some` must be right (checked by differential tests and fuzzing).
 //! - The line's UTF-8 is checked first, as a whole ([`simdutf8`], many bytes per
-//!   instruction); the walk then only looks for the bytes JSON gives a meaning to, and skips
-//!   strings sixteen bytes at a time.
+//!   instruction), or by the caller for many lines at once.
+//! - Strings are skipped with marks: for each 64-byte block, one bit per `"`, `\\` and
+//!   control byte, made with SIMD compares once per block. The end of a string is then a
+//!   shift and a count of trailing zeros away, instead of a dependent chain of loads and
+//!   compares per string (what bounded the token-by-token walk).
 //! - The line is never copied.
 
 use crate::codec::Frame;
@@ -96,33 +99,24 @@ pub const MAX_DEPTH: u32 = 64;
 
 const ONES: u64 = u64::MAX / 255;
 const HIGH: u64 = ONES << 7;
+const LOW7: u64 = !HIGH;
 
-/// Per byte of `w`, the high bit set when the byte is zero. Borrows only carry upwards, so
-/// the lowest set bit is exact (higher ones may be false).
+/// Per byte of `w`, the high bit set exactly when the byte is zero (no carry crosses a
+/// byte: the high bits are cleared before the add).
 #[inline(always)]
 fn zero_bytes(w: u64) -> u64 {
-    w.wrapping_sub(ONES) & !w & HIGH
+    !(((w & LOW7) + LOW7) | w) & HIGH
 }
 
-/// Per byte of `w`, the high bit set when the byte is `\\` or a control character (below
-/// 0x20; bytes of multi-byte UTF-8 characters are not); the lowest set bit is exact.
+/// Per byte of `w`, the high bit set exactly when the byte is `"`, `\\` or a control
+/// character (below 0x20; bytes of multi-byte UTF-8 characters are not).
 #[inline(always)]
-fn other_special(w: u64) -> u64 {
-    let ctrl = w.wrapping_sub(ONES * 0x20) & !w;
-    (ctrl | zero_bytes(w ^ (ONES * u64::from(b'\\')))) & HIGH
-}
-
-/// Per byte of `w`, the high bit set when the byte is `"`, `\\` or a control character; the
-/// lowest set bit is exact.
-#[inline(always)]
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 fn special(w: u64) -> u64 {
-    zero_bytes(w ^ (ONES * u64::from(b'"'))) | other_special(w)
-}
-
-/// The sixteen bytes of `b` at `i`, when there are sixteen.
-#[inline(always)]
-fn block(b: &[u8], i: usize) -> Option<&[u8; 16]> {
-    b.get(i..i + 16)?.try_into().ok()
+    // Below 0x20: adding 0x60 to the low seven bits leaves the high bit clear, and the
+    // byte's own high bit is clear too.
+    let ctrl = !(((w & LOW7) + ONES * 0x60) | w) & HIGH;
+    zero_bytes(w ^ (ONES * u64::from(b'"'))) | zero_bytes(w ^ (ONES * u64::from(b'\\'))) | ctrl
 }
 
 /// One bit per byte of `chunk`: set when the byte is `"`, `\\` or a control character (below
@@ -153,12 +147,38 @@ fn special16(chunk: &[u8; 16]) -> (u32, u32) {
     special16_swar(chunk)
 }
 
-/// The portable version of [`special16`]: eight bytes at a time (SWAR). Only the lowest set
-/// bit of each mask is exact, which is all the callers use.
+/// Whether any of the 64 bytes is `"`, `\\` or a control byte: the test that passes long
+/// strings a block at a time (one mask for the whole block).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn any_special64(chunk: &[u8; 64]) -> bool {
+    use safe_arch::{
+        bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, min_u8_m128i, move_mask_i8_m128i,
+        set_splat_i8_m128i,
+    };
+    let mut any = set_splat_i8_m128i(0);
+    for sixteen in chunk.chunks_exact(16) {
+        let v = load_unaligned_m128i(sixteen.try_into().unwrap_or(&[0; 16]));
+        let quote = cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(b'"' as i8));
+        let backslash = cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(b'\\' as i8));
+        // Unsigned "<= 0x1F": the byte is its own minimum with 0x1F.
+        let ctrl = cmp_eq_mask_i8_m128i(min_u8_m128i(v, set_splat_i8_m128i(0x1F)), v);
+        any = bitor_m128i(any, bitor_m128i(bitor_m128i(quote, backslash), ctrl));
+    }
+    move_mask_i8_m128i(any) != 0
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn any_special64(chunk: &[u8; 64]) -> bool {
+    marks64(chunk).0 != 0
+}
+
+/// The portable version of [`special16`]: eight bytes at a time (SWAR), exact like it.
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 #[inline(always)]
 fn special16_swar(chunk: &[u8; 16]) -> (u32, u32) {
-    // The high bit of each flagged byte, gathered into the top byte.
+    // The high bit of each flagged byte, gathered into one byte (byte j to bit j).
     let pack = |m: u64| (((m >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56) as u32;
     let half = |k: usize| {
         let mut w = [0u8; 8];
@@ -170,9 +190,36 @@ fn special16_swar(chunk: &[u8; 16]) -> (u32, u32) {
         )
     };
     let ((m0, q0), (m1, q1)) = (half(0), half(8));
-    // A false flag in the high half is harmless only when the low half has a true one.
-    let (m1, q1) = if m0 != 0 { (0, 0) } else { (m1, q1) };
     (m0 | (m1 << 8), q0 | (q1 << 8))
+}
+
+/// The marks of the 64-byte block `k` of `b`: one bit per byte, set for `"`, `\\` and
+/// control bytes; and for `"` alone. Bytes past the end count as spaces (unmarked).
+#[inline(always)]
+fn marks(b: &[u8], k: usize) -> (u64, u64) {
+    match b.get(k * 64..k * 64 + 64).and_then(|c| c.try_into().ok()) {
+        Some(chunk) => marks64(chunk),
+        None => marks_tail(b.get(k * 64..).unwrap_or_default()),
+    }
+}
+
+/// [`marks`] of the last, partial block (`rest` is shorter than 64 bytes).
+#[inline(never)]
+fn marks_tail(rest: &[u8]) -> (u64, u64) {
+    let mut pad = [b' '; 64];
+    pad[..rest.len()].copy_from_slice(rest);
+    marks64(&pad)
+}
+
+#[inline(always)]
+fn marks64(chunk: &[u8; 64]) -> (u64, u64) {
+    let (mut special, mut quote) = (0u64, 0u64);
+    for (j, sixteen) in chunk.chunks_exact(16).enumerate() {
+        let (m, q) = special16(sixteen.try_into().unwrap_or(&[0; 16]));
+        special |= u64::from(m) << (16 * j);
+        quote |= u64::from(q) << (16 * j);
+    }
+    (special, quote)
 }
 
 /// The eight bytes of `b` at `i`, when there are eight.
@@ -186,6 +233,10 @@ fn word(b: &[u8], i: usize) -> Option<u64> {
 struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
+    /// The 64-byte block whose marks (see [`marks`]) are in `special` and `quote`.
+    block: usize,
+    special: u64,
+    quote: u64,
 }
 
 impl Scanner<'_> {
@@ -221,72 +272,65 @@ impl Scanner<'_> {
         (self.peek()? == c).then(|| self.i += 1)
     }
 
-    /// Skips the string that starts at `self.i` (a `"`); true when it has escapes. The
-    /// common case (no escape, ASCII) stays inline; the rest is [`Scanner::string_rest`].
+    /// The position of the first marked byte (`"`, `\\`, control) at or after `i`, from the
+    /// block marks (each block's marks are computed once: the scan only moves forward).
     #[inline(always)]
-    fn string(&mut self) -> Option<bool> {
-        let b = self.b;
-        let mut i = self.i + 1;
-        while let Some(chunk) = block(b, i) {
-            let (m, quote) = special16(chunk);
-            if m != 0 {
-                // The end is known without reading the byte again (a shorter dependency
-                // chain from one token to the next).
-                if quote & m & m.wrapping_neg() != 0 {
-                    self.i = i + m.trailing_zeros() as usize + 1;
-                    return Some(false);
+    fn next_mark(&mut self, mut i: usize) -> Option<usize> {
+        loop {
+            let k = i / 64;
+            if k != self.block {
+                if i >= self.b.len() {
+                    return None;
                 }
-                i += m.trailing_zeros() as usize;
-                break;
+                (self.special, self.quote) = marks(self.b, k);
+                self.block = k;
             }
-            i += 16;
+            let m = self.special & (u64::MAX << (i % 64));
+            if m != 0 {
+                return Some(k * 64 + m.trailing_zeros() as usize);
+            }
+            i = (k + 1) * 64;
+            // A long string: whole blocks without a mark are passed with one test each.
+            while let Some(chunk) = self.b.get(i..i + 64).and_then(|c| c.try_into().ok()) {
+                if any_special64(chunk) {
+                    break;
+                }
+                i += 64;
+            }
         }
-        self.string_rest(i, false)
     }
 
-    /// Goes on skipping a string from `i` (inside it); `escaped` says whether an escape was
-    /// seen before `i`.
-    #[inline(never)]
-    fn string_rest(&mut self, mut i: usize, mut escaped: bool) -> Option<bool> {
-        let b = self.b;
+    /// Skips the string that starts at `self.i` (a `"`); true when it has escapes. The
+    /// common case is one look at the marks; an escape goes to [`Scanner::escape`].
+    #[inline(always)]
+    fn string(&mut self) -> Option<bool> {
+        let mut i = self.i + 1;
+        let mut escaped = false;
         loop {
-            if let Some(chunk) = block(b, i) {
-                let (m, _) = special16(chunk);
-                if m == 0 {
-                    i += 16;
-                    continue;
-                }
-                i += m.trailing_zeros() as usize;
-            } else if let Some(w) = word(b, i) {
-                let m = special(w);
-                if m == 0 {
-                    i += 8;
-                    continue;
-                }
-                i += m.trailing_zeros() as usize / 8;
+            let p = self.next_mark(i)?;
+            if self.quote >> (p % 64) & 1 == 1 {
+                self.i = p + 1;
+                return Some(escaped);
             }
-            match *b.get(i)? {
-                b'"' => {
-                    self.i = i + 1;
-                    return Some(escaped);
-                }
-                b'\\' => {
-                    escaped = true;
-                    match *b.get(i + 1)? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
-                        b'u' => {
-                            let hex = b.get(i + 2..i + 6)?;
-                            if !hex.iter().all(u8::is_ascii_hexdigit) {
-                                return None;
-                            }
-                            i += 6;
-                        }
-                        _ => return None,
-                    }
-                }
-                0..=0x1F => return None,
-                _ => i += 1,
+            escaped = true;
+            i = self.escape(p)?;
+        }
+    }
+
+    /// The position after the escape at `p` (a `\\`, or a control byte, which is invalid).
+    #[inline(never)]
+    fn escape(&self, p: usize) -> Option<usize> {
+        let b = self.b;
+        if b[p] != b'\\' {
+            return None;
+        }
+        match *b.get(p + 1)? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(p + 2),
+            b'u' => {
+                let hex = b.get(p + 2..p + 6)?;
+                hex.iter().all(u8::is_ascii_hexdigit).then_some(p + 6)
             }
+            _ => None,
         }
     }
 
@@ -476,7 +520,13 @@ pub fn scan(line: &[u8]) -> Option<Shape> {
 /// [`scan`] for a line already known to be valid UTF-8. Given anything else it may say
 /// `Some` for a line that is not valid JSON, so only a caller that checked may use it.
 fn scan_utf8(line: &[u8]) -> Option<Shape> {
-    let mut s = Scanner { b: line, i: 0 };
+    let mut s = Scanner {
+        b: line,
+        i: 0,
+        block: usize::MAX,
+        special: 0,
+        quote: 0,
+    };
     s.eat(b'{')?;
     let mut m = Members::default();
     let mut method_escaped = false;
@@ -719,64 +769,89 @@ mod tests {
         ));
     }
 
+    /// The marks a block should have, byte by byte.
+    fn expected(bytes: &[u8]) -> (u64, u64) {
+        bytes.iter().enumerate().fold((0, 0), |(m, q), (j, &c)| {
+            let bit = 1u64 << j;
+            let special = c == b'"' || c == b'\\' || c < 0x20;
+            (
+                m | if special { bit } else { 0 },
+                q | if c == b'"' { bit } else { 0 },
+            )
+        })
+    }
+
+    fn random_bytes(rng: &mut u64, out: &mut [u8]) {
+        for c in out {
+            *rng ^= *rng << 13;
+            *rng ^= *rng >> 7;
+            *rng ^= *rng << 17;
+            // Mostly plain ASCII, sometimes a special byte.
+            *c = match *rng % 24 {
+                0 => b'"',
+                1 => b'\\',
+                2 => (*rng >> 8) as u8 & 0x1F,
+                3 => 0x80 | (*rng >> 8) as u8,
+                _ => 0x20 + ((*rng >> 8) % 0x60) as u8,
+            };
+        }
+    }
+
     #[test]
-    fn special16_finds_the_first_special_byte() {
+    fn special16_marks_exactly_the_special_bytes() {
         let mut rng = 0x9E37_79B9_7F4A_7C15u64;
         for _ in 0..200_000 {
             let mut chunk = [0u8; 16];
-            for c in &mut chunk {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                // Mostly plain ASCII, sometimes a special byte.
-                *c = match rng % 24 {
-                    0 => b'"',
-                    1 => b'\\',
-                    2 => (rng >> 8) as u8 & 0x1F,
-                    3 => 0x80 | (rng >> 8) as u8,
-                    _ => 0x20 + ((rng >> 8) % 0x60) as u8,
-                };
-            }
-            let first = chunk
-                .iter()
-                .position(|&c| c == b'"' || c == b'\\' || c < 0x20);
+            random_bytes(&mut rng, &mut chunk);
+            let want = expected(&chunk);
             for (m, q) in [special16(&chunk), special16_swar(&chunk)] {
-                assert_eq!(
-                    (m != 0).then(|| m.trailing_zeros() as usize),
-                    first,
-                    "{chunk:x?}"
-                );
-                if let Some(f) = first {
-                    assert_eq!(
-                        q & m & m.wrapping_neg() != 0,
-                        chunk[f] == b'"',
-                        "{chunk:x?}"
-                    );
-                }
+                assert_eq!((u64::from(m), u64::from(q)), want, "{chunk:x?}");
             }
         }
     }
 
     #[test]
-    fn special_finds_the_first_special_byte() {
-        for pos in 0..8 {
-            for c in [b'"', b'\\', 0, 0x1F] {
-                for filler in [b'a', b' ', 0x7F, b'!', b'#', b'[', b']', 0x80, 0xC3, 0xFF] {
-                    let mut w = [filler; 8];
-                    w[pos] = c;
-                    // A second special byte later must not hide the first.
-                    if pos < 7 {
-                        w[7] = b'"';
-                    }
-                    let m = special(u64::from_le_bytes(w));
-                    assert_eq!(m.trailing_zeros() as usize / 8, pos, "{w:x?}");
-                }
-                assert_eq!(special(u64::from_le_bytes([b'a'; 8])), 0);
+    fn marks_cover_every_block_and_the_padded_tail() {
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        for len in 0..300 {
+            let mut line = vec![0u8; len];
+            random_bytes(&mut rng, &mut line);
+            for k in 0..len.div_ceil(64) {
+                let end = (k * 64 + 64).min(len);
+                assert_eq!(marks(&line, k), expected(&line[k * 64..end]), "{len} {k}");
             }
         }
+    }
+
+    #[test]
+    fn any_special64_agrees_with_marks() {
+        let mut rng = 0x1234_5678_9ABC_DEF1u64;
+        for _ in 0..50_000 {
+            let mut chunk = [b'a'; 64];
+            // Zero to two special bytes (or none at all) in a block of plain text.
+            for _ in 0..rng % 3 {
+                let mut one = [0u8; 1];
+                random_bytes(&mut rng, &mut one);
+                chunk[(rng % 64) as usize] = one[0];
+            }
+            random_bytes(&mut rng, &mut [0u8; 1]);
+            assert_eq!(any_special64(&chunk), expected(&chunk).0 != 0, "{chunk:x?}");
+        }
+    }
+
+    #[test]
+    fn special_marks_exactly_the_special_bytes() {
         for c in 0..=0xFFu8 {
-            let hit = c == b'"' || c == b'\\' || c < 0x20;
-            assert_eq!(special(u64::from_le_bytes([c; 8])) != 0, hit, "{c:x}");
+            for filler in [b'a', b' ', 0, 0x1F, 0x7F, b'"', b'\\', 0x80, 0xC3, 0xFF] {
+                for pos in 0..8 {
+                    let mut w = [filler; 8];
+                    w[pos] = c;
+                    let m = special(u64::from_le_bytes(w));
+                    let want = expected(&w).0;
+                    let got = (0..8).fold(0, |acc, j| acc | ((m >> (8 * j + 7)) & 1) << j);
+                    assert_eq!(got, want, "{w:x?}");
+                }
+            }
         }
     }
 
