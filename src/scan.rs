@@ -197,17 +197,31 @@ fn special16_swar(chunk: &[u8; 16]) -> (u32, u32) {
 /// control bytes; and for `"` alone. Bytes past the end count as spaces (unmarked).
 #[inline(always)]
 fn marks(b: &[u8], k: usize) -> (u64, u64) {
-    match b.get(k * 64..k * 64 + 64).and_then(|c| c.try_into().ok()) {
-        Some(chunk) => marks64(chunk),
-        None => marks_tail(b.get(k * 64..).unwrap_or_default()),
+    let start = k * 64;
+    if let Some(chunk) = b.get(start..start + 64).and_then(|c| c.try_into().ok()) {
+        return marks64(chunk);
+    }
+    // The last, partial block: the line's last 64 bytes, shifted so that bit 0 is the
+    // block's first byte (no copy); a line shorter than 64 bytes is padded instead.
+    let rest = b.len().saturating_sub(start);
+    match b
+        .get(b.len().wrapping_sub(64)..)
+        .and_then(|c| c.try_into().ok())
+    {
+        Some(last) if rest > 0 => {
+            let (m, q) = marks64(last);
+            (m >> (64 - rest), q >> (64 - rest))
+        }
+        _ => marks_short(b.get(start..).unwrap_or_default()),
     }
 }
 
-/// [`marks`] of the last, partial block (`rest` is shorter than 64 bytes).
+/// [`marks`] of a line shorter than 64 bytes (or past the end: no marks).
 #[inline(never)]
-fn marks_tail(rest: &[u8]) -> (u64, u64) {
+fn marks_short(rest: &[u8]) -> (u64, u64) {
     let mut pad = [b' '; 64];
-    pad[..rest.len()].copy_from_slice(rest);
+    let n = rest.len().min(64);
+    pad[..n].copy_from_slice(&rest[..n]);
     marks64(&pad)
 }
 
