@@ -7,6 +7,9 @@
 //! - `echo`: an agent that answers every request with `{"ok":true}` under its id;
 //! - `ask <QUESTIONS> <SESSIONS> [hold]`: an agent that asks questions as fast as it can and
 //!   reports `_bench/done` with the elapsed time once all are answered;
+//! - `naive AGENT...`: the naive line proxy, for comparison: what a first version of the
+//!   bridge would be (each line parsed into a `serde_json::Value`, written and flushed on
+//!   its own, one thread per direction);
 //! - `run [--quick] [--out FILE]`: the driver: runs every workload through the bridge and
 //!   through `cat` (or directly, for latency) and prints the table.
 //!
@@ -223,6 +226,36 @@ fn ask(questions: usize, sessions: usize, hold: bool) {
     }
 }
 
+/// Relays `input` to `output` line by line, dropping lines that are not JSON.
+fn naive_pump(input: impl Read, mut output: impl Write) {
+    for line in BufReader::new(input).lines() {
+        let Ok(line) = line else { break };
+        if serde_json::from_str::<serde_json::Value>(&line).is_err() {
+            continue;
+        }
+        if writeln!(output, "{line}")
+            .and_then(|()| output.flush())
+            .is_err()
+        {
+            break;
+        }
+    }
+}
+
+fn naive(agent: &[String]) {
+    let mut child = Command::new(&agent[0])
+        .args(&agent[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("agent");
+    let to_agent = child.stdin.take().expect("stdin");
+    let from_agent = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || naive_pump(std::io::stdin(), to_agent));
+    naive_pump(from_agent, std::io::stdout());
+    let _ = child.wait();
+}
+
 /// Peak and current resident memory of `pid` in KiB.
 fn rss(pid: u32) -> (u64, u64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -260,9 +293,17 @@ fn sink(mut r: impl Read, expect: usize, skip: usize) -> Duration {
     first.map_or(Duration::ZERO, |f| f.elapsed())
 }
 
-/// One throughput run: the emitter behind the bridge or behind `cat`. Returns the time and,
-/// for the bridge, its peak RSS in KiB.
-fn relay(kind: &str, bytes: usize, sessions: usize, through_bridge: bool) -> (Duration, u64) {
+/// What sits between the emitter and the sink.
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    Bridge,
+    Cat,
+    Naive,
+}
+
+/// One throughput run: the emitter behind the bridge, `cat` or the naive proxy. Returns the
+/// time and the middle process's peak RSS in KiB.
+fn relay(kind: &str, bytes: usize, sessions: usize, via: Via) -> (Duration, u64) {
     let expect = workload(kind, bytes, sessions).len();
     // With several sessions the workload opens with one pending question per session.
     let skip = question_prefix(sessions).len();
@@ -273,7 +314,16 @@ fn relay(kind: &str, bytes: usize, sessions: usize, through_bridge: bool) -> (Du
         bytes.to_string(),
         sessions.to_string(),
     ];
-    let (mut mid, mut emit_child): (Child, Option<Child>) = if through_bridge {
+    let (mut mid, mut emit_child): (Child, Option<Child>) = if via == Via::Naive {
+        let child = Command::new(me())
+            .arg("naive")
+            .args(&emitter)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("naive");
+        (child, None)
+    } else if via == Via::Bridge {
         let child = Command::new(bridge())
             .args([
                 "--log-level",
@@ -481,17 +531,25 @@ fn run(quick: bool, out_file: Option<String>) {
     };
 
     progress("small");
-    let (b, _) = best_of(runs, || relay("small", small, 1, true));
-    let (c, _) = best_of(runs, || relay("small", small, 1, false));
+    let (b, _) = best_of(runs, || relay("small", small, 1, Via::Bridge));
+    let (c, _) = best_of(runs, || relay("small", small, 1, Via::Cat));
     rows.push([
         format!("small: {} MiB of 80-400 B chunks, wall time", small / mib),
         ms(b),
         ms(c),
         format!("{:.2}", b.as_secs_f64() / c.as_secs_f64()),
     ]);
+    // The naive proxy once, for scale (it is slow, and only a reference).
+    let (n, _) = relay("small", small, 1, Via::Naive);
+    rows.push([
+        "small: the naive line proxy instead of the bridge (`bench naive`)".into(),
+        ms(n),
+        ms(c),
+        format!("{:.2}", n.as_secs_f64() / c.as_secs_f64()),
+    ]);
     progress("mixed");
-    let (b, peak) = best_of(runs, || relay("mixed", mixed, 1, true));
-    let (c, _) = best_of(runs, || relay("mixed", mixed, 1, false));
+    let (b, peak) = best_of(runs, || relay("mixed", mixed, 1, Via::Bridge));
+    let (c, _) = best_of(runs, || relay("mixed", mixed, 1, Via::Cat));
     rows.push([
         format!(
             "mixed: {} MiB (chunks, diffs, 2 MiB images), wall time",
@@ -537,7 +595,7 @@ fn run(quick: bool, out_file: Option<String>) {
     progress("sessions");
     // Cost per message as the number of sessions with pending state grows.
     let per_msg = |sessions| {
-        let (t, _) = best_of(runs, || relay("small", small / 4, sessions, true));
+        let (t, _) = best_of(runs, || relay("small", small / 4, sessions, Via::Bridge));
         t
     };
     let one = per_msg(1);
@@ -571,12 +629,13 @@ fn main() {
     match arg(0) {
         "emit" => emit(arg(1), num(2, 1 << 20), num(3, 1)),
         "echo" => echo(),
+        "naive" => naive(&args[1..]),
         "ask" => ask(num(1, 10_000), num(2, 1_000), arg(3) == "hold"),
         "relay" => {
             // One throughput figure alone: `relay KIND BYTES [RUNS]`, bridge vs `cat`.
             let (kind, bytes, runs) = (arg(1), num(2, 64 << 20), num(3, 3));
-            let (b, peak) = best_of(runs, || relay(kind, bytes, 1, true));
-            let (c, _) = best_of(runs, || relay(kind, bytes, 1, false));
+            let (b, peak) = best_of(runs, || relay(kind, bytes, 1, Via::Bridge));
+            let (c, _) = best_of(runs, || relay(kind, bytes, 1, Via::Cat));
             let _ = writeln!(
                 std::io::stdout(),
                 "{kind} {bytes}: bridge {:.1} ms, cat {:.1} ms, ratio {:.2}, peak RSS {:.1} MiB",
@@ -585,6 +644,15 @@ fn main() {
                 b.as_secs_f64() / c.as_secs_f64(),
                 peak as f64 / 1024.0
             );
+            if args.iter().any(|a| a == "--naive") {
+                let (n, _) = relay(kind, bytes, 1, Via::Naive);
+                let _ = writeln!(
+                    std::io::stdout(),
+                    "{kind} {bytes}: naive proxy {:.1} ms, ratio {:.2}",
+                    n.as_secs_f64() * 1e3,
+                    n.as_secs_f64() / c.as_secs_f64()
+                );
+            }
         }
         "latency" => {
             // The latency figures alone: `latency [ROUNDS]`, through the bridge and direct.
@@ -616,7 +684,7 @@ fn main() {
         _ => {
             let _ = writeln!(
                 std::io::stderr(),
-                "usage: bench run [--quick] [--out FILE] | relay KIND BYTES [RUNS] | latency [ROUNDS] | questions N SESSIONS | emit KIND BYTES [SESSIONS] | echo | ask N SESSIONS [hold]"
+                "usage: bench run [--quick] [--out FILE] | relay KIND BYTES [RUNS] [--naive] | naive AGENT... | latency [ROUNDS] | questions N SESSIONS | emit KIND BYTES [SESSIONS] | echo | ask N SESSIONS [hold]"
             );
             std::process::exit(2);
         }

@@ -291,7 +291,9 @@ async fn tokens_hosts_and_origins_are_checked() {
     let (status, body) = raw_http(&base, &post("")).await;
     assert!(status.contains(" 401 "), "{status}");
     assert!(body.contains("bearer token"), "{body}");
-    let wrong = format!("{}0", &token[..token.len() - 1]);
+    // The token with its last character changed (to one it surely is not).
+    let last = if token.ends_with('0') { '1' } else { '0' };
+    let wrong = format!("{}{last}", &token[..token.len() - 1]);
     let (status, _) = raw_http(&base, &post(&format!("Authorization: Bearer {wrong}\r\n"))).await;
     assert!(status.contains(" 401 "), "{status}");
     assert!(

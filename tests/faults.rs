@@ -17,40 +17,6 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-/// The pid of the bridge's only child (the agent).
-fn agent_pid_of(bridge: u32) -> u32 {
-    std::fs::read_dir(format!("/proc/{bridge}/task"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-        .collect::<String>()
-        .split_whitespace()
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("agent pid")
-}
-
-/// Waits until the bridge has started its agent; returns the agent's pid.
-async fn wait_agent(bridge: u32) -> u32 {
-    tokio::time::timeout(WAIT, async {
-        loop {
-            let found = std::fs::read_dir(format!("/proc/{bridge}/task"))
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-                .collect::<String>();
-            if let Some(pid) = found.split_whitespace().next().and_then(|p| p.parse().ok()) {
-                return pid;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("the bridge started no agent")
-}
-
 /// Whether a process is gone (or a zombie nobody reaped yet: dead either way).
 fn dead(pid: u32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -216,7 +182,7 @@ async fn agent_sigkilled_mid_stream() {
     for _ in 0..100 {
         assert!(chunk_text(&b.recv().await).is_some());
     }
-    let agent = agent_pid_of(b.pid());
+    let agent = agent_pid_of(b.pid()).expect("agent pid");
     kill(Pid::from_raw(agent as i32), Signal::SIGKILL).unwrap();
     let (resp, _) = b.response(json!(9)).await;
     assert_eq!(resp["error"]["code"], -32603, "{resp}");

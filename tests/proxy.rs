@@ -59,7 +59,7 @@ async fn sigterm_terminates_agent_and_bridge() {
     b.prompt(5, &sid, "slow 60000").await;
     // The agent reads in order: once it answered this, it has the prompt too.
     b.new_session(6).await;
-    let agent_pid = agent_pid_of(b.pid());
+    let agent_pid = agent_pid_of(b.pid()).expect("agent pid");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(b.pid() as i32),
         nix::sys::signal::Signal::SIGTERM,
@@ -223,23 +223,6 @@ async fn stalled_client_does_not_block_the_other_direction() {
     b.close_stdin();
     b.drain().await;
     assert_eq!(b.wait().await, 0);
-}
-
-/// The pid of the bridge's only child (the agent).
-fn agent_pid_of(bridge: u32) -> u32 {
-    let children = std::fs::read_to_string(format!("/proc/{bridge}/task/{bridge}/children"))
-        .unwrap_or_default();
-    let from_tasks = std::fs::read_dir(format!("/proc/{bridge}/task"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-        .collect::<String>();
-    format!("{children} {from_tasks}")
-        .split_whitespace()
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("agent pid")
 }
 
 /// Like gemini-cli re-launching itself: the agent's own child must go with the group.

@@ -434,18 +434,7 @@ async fn f9_client_eof_is_seen_while_the_agent_does_not_read() {
         .spawn()
         .expect("spawn bridge");
     let bridge = child.id().expect("pid");
-    let agent: i32 = tokio::time::timeout(common::WAIT, async {
-        loop {
-            let kids = std::fs::read_to_string(format!("/proc/{bridge}/task/{bridge}/children"))
-                .unwrap_or_default();
-            if let Some(pid) = kids.split_whitespace().next().and_then(|p| p.parse().ok()) {
-                return pid;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("agent started");
+    let agent = common::wait_agent(bridge).await as i32;
     let _cleanup = KillGroup(agent);
     // 400 lines of 4 KiB: far more than the agent pipe and the bridge's queues hold, so
     // the loop stops reading the client and the writer blocks.

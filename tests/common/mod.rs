@@ -251,6 +251,36 @@ pub fn chunks(msgs: &[Value]) -> String {
 }
 
 /// Resident memory of a process in KiB (Linux).
+/// The pid of the bridge's child (the agent), if it has started: the children of every
+/// thread of the bridge (the one that spawns it is a runtime worker, not the main thread).
+#[allow(dead_code)]
+pub fn agent_pid_of(bridge: u32) -> Option<u32> {
+    std::fs::read_dir(format!("/proc/{bridge}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .collect::<String>()
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+}
+
+/// Waits until the bridge has started its agent; returns the agent's pid.
+#[allow(dead_code)]
+pub async fn wait_agent(bridge: u32) -> u32 {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(pid) = agent_pid_of(bridge) {
+                return pid;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the agent did not start")
+}
+
 pub fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
