@@ -14,7 +14,7 @@ use common::*;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// Whether a process is gone (or a zombie nobody reaped yet: dead either way).
@@ -84,20 +84,7 @@ impl Raw {
             .expect("spawn bridge");
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().map(BufReader::new);
-        let mut err = child.stderr.take().expect("stderr");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let sink = stderr.clone();
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; 8192];
-            while let Ok(n) = err.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        let (stderr, _) = collect_stderr(child.stderr.take().expect("stderr"));
         Raw {
             child,
             stdin,

@@ -59,20 +59,7 @@ impl Bridge {
             .expect("spawn bridge");
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut err = child.stderr.take().expect("stderr");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let sink = stderr.clone();
-        let stderr_task = tokio::spawn(async move {
-            let mut buf = vec![0u8; 8192];
-            while let Ok(n) = err.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        let (stderr, stderr_task) = collect_stderr(child.stderr.take().expect("stderr"));
         Self {
             child,
             stdin,
@@ -251,6 +238,26 @@ pub fn chunks(msgs: &[Value]) -> String {
 }
 
 /// Resident memory of a process in KiB (Linux).
+/// Collects a child's stderr into a shared string, as it arrives, until EOF.
+pub fn collect_stderr(
+    mut err: tokio::process::ChildStderr,
+) -> (Arc<Mutex<String>>, tokio::task::JoinHandle<()>) {
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let sink = stderr.clone();
+    let task = tokio::spawn(async move {
+        let mut buf = vec![0u8; 8192];
+        while let Ok(n) = err.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    (stderr, task)
+}
+
 /// The pid of the bridge's child (the agent), if it has started: the children of every
 /// thread of the bridge (the one that spawns it is a runtime worker, not the main thread).
 #[allow(dead_code)]
