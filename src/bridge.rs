@@ -25,7 +25,6 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
 use tokio::time::sleep_until;
-use tokio_util::codec::Decoder;
 
 use crate::child::{self, StderrTail};
 use crate::codec::LineCodec;
@@ -34,7 +33,7 @@ use crate::events::Event;
 use crate::journal::{self, Journal};
 use crate::notify::Notifier;
 use crate::router::{AgentExit, Out, Outbox, Router, RouterConfig, Side};
-use crate::scan::Scanned;
+use crate::scan::Batch;
 
 /// Batches buffered between a reader and the loop, and between the loop and a writer. A
 /// batch is what one read produced (at most one read buffer of lines plus one line up to
@@ -376,12 +375,7 @@ where
             },
             // Cancel-safe: `mpsc::Receiver::recv`.
             batch = agent_frames.recv(), if read_agent => match batch {
-                Some(batch) => {
-                    let now = Instant::now();
-                    for scanned in batch {
-                        router.on_scanned(Side::Agent, scanned, now, &mut outbox);
-                    }
-                }
+                Some(batch) => router.on_batch(Side::Agent, batch, Instant::now(), &mut outbox),
                 None => {
                     agent_open = false;
                     if status.is_none() {
@@ -410,12 +404,7 @@ where
                 }
             }
             batch = client_frames.recv(), if read_client => match batch {
-                Some(batch) => {
-                    let now = Instant::now();
-                    for scanned in batch {
-                        router.on_scanned(Side::Client, scanned, now, &mut outbox);
-                    }
-                }
+                Some(batch) => router.on_batch(Side::Client, batch, Instant::now(), &mut outbox),
                 None => {
                     tracing::info!("client closed stdin");
                     client_open = false;
@@ -622,7 +611,14 @@ fn flush_ready(
 /// The writer for an output is gone: drop what was queued for it (a queued `Close` for an
 /// output that is already closed is not a loss).
 fn writer_gone(queued: Vec<Out>, tx: &mut Option<mpsc::Sender<Vec<Out>>>, name: &str) {
-    let lost = queued.iter().filter(|o| matches!(o, Out::Line(_))).count();
+    let lost: usize = queued
+        .iter()
+        .map(|o| match o {
+            Out::Line(_) => 1,
+            Out::Run(run) => memchr::memchr_iter(b'\n', run).count(),
+            Out::Close => 0,
+        })
+        .sum();
     if lost > 0 {
         tracing::warn!(
             output = name,
@@ -648,20 +644,21 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
-/// Reads `input` and sends, per read, the batch of frames it completed into `tx`, each
-/// already scanned (here, off the routing loop, on whichever core runs the reader), until
-/// EOF, a read error, or the loop going away. With `hup`, while a batch waits for room it
-/// also watches the input's file descriptor and reports once that the peer hung up (its
-/// unread data stays where it is).
+/// Reads `input` and sends, per read, the batch of lines it completed into `tx`: one shared
+/// chunk per read, each line already scanned (here, off the routing loop, on whichever core
+/// runs the reader), until EOF, a read error, or the loop going away. With `hup`, while a
+/// batch waits for room it also watches the input's file descriptor and reports once that
+/// the peer hung up (its unread data stays where it is).
 async fn read_frames<R: AsyncRead + Unpin>(
     mut input: R,
     max_line: usize,
-    tx: mpsc::Sender<Vec<Scanned>>,
+    tx: mpsc::Sender<Batch>,
     name: &'static str,
     mut hup: Option<(std::os::fd::OwnedFd, tokio::sync::oneshot::Sender<()>)>,
 ) {
     let mut codec = LineCodec::new(max_line);
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
+    let mut pieces = Vec::new();
     loop {
         if buf.capacity() - buf.len() < READ_BUFFER / 4 {
             buf.reserve(READ_BUFFER);
@@ -673,29 +670,17 @@ async fn read_frames<R: AsyncRead + Unpin>(
                 0
             }
         };
-        // Sized for lines of ~128 bytes, so small lines rarely grow it.
-        let mut batch = Vec::with_capacity((n / 128).clamp(1, 1024));
         let eof = n == 0;
-        // The complete lines of the buffer are checked as UTF-8 at once, which is much
-        // cheaper than line by line (a split at `\n` cannot cut a character, so each line
-        // of valid text is valid text). When the check fails, each line checks itself.
-        // Only this read's bytes can hold a new `\n`: a long line is not searched again.
-        let utf8 = memchr::memrchr(b'\n', &buf[buf.len() - n..])
-            .is_some_and(|end| simdutf8::basic::from_utf8(&buf[..buf.len() - n + end]).is_ok());
-        loop {
-            let next = if eof {
-                codec.decode_eof(&mut buf)
-            } else {
-                codec.decode(&mut buf)
-            };
-            match next {
-                // At EOF the unterminated last line was not part of the check.
-                Ok(Some(frame)) => batch.push(Scanned::with_utf8(frame, utf8 && !eof)),
-                Ok(None) | Err(_) => break,
+        let data = codec.decode_chunk(&mut buf, n, eof, &mut pieces);
+        if !pieces.is_empty() {
+            // The chunk is checked as UTF-8 at once, which is much cheaper than line by
+            // line. When the check fails, each line checks itself.
+            let utf8 = simdutf8::basic::from_utf8(&data).is_ok();
+            let batch = Batch::scan(data, &pieces, utf8);
+            pieces.clear();
+            if !send_batch(&tx, batch, &mut hup).await {
+                return;
             }
-        }
-        if !batch.is_empty() && !send_batch(&tx, batch, &mut hup).await {
-            return;
         }
         if eof {
             return;
@@ -706,8 +691,8 @@ async fn read_frames<R: AsyncRead + Unpin>(
 /// Sends `batch`, watching for a hang-up of the input while it waits (see [`read_frames`]).
 /// False when the loop is gone.
 async fn send_batch(
-    tx: &mpsc::Sender<Vec<Scanned>>,
-    batch: Vec<Scanned>,
+    tx: &mpsc::Sender<Batch>,
+    batch: Batch,
     hup: &mut Option<(std::os::fd::OwnedFd, tokio::sync::oneshot::Sender<()>)>,
 ) -> bool {
     loop {
@@ -747,8 +732,8 @@ fn hung_up(fd: &std::os::fd::OwnedFd) -> bool {
 /// Writes batches of lines from `rx` to `output`, flushing whenever the queue runs empty.
 ///
 /// Lines are gathered into one buffer and written with one call per buffer (a `write_all`
-/// per line costs more than the copy); a line as long as the buffer is written straight
-/// from its own bytes, so no line is copied more than once.
+/// per line costs more than the copy); a line as long as the buffer, and a run of 16 KiB or
+/// more, is written straight from its own bytes, so nothing is copied more than once.
 async fn write_lines<W: AsyncWrite + Unpin>(
     mut output: W,
     mut rx: mpsc::Receiver<Vec<Out>>,
@@ -760,7 +745,8 @@ async fn write_lines<W: AsyncWrite + Unpin>(
         None => (None, None),
     };
     let mut buf: Vec<u8> = Vec::with_capacity(WRITE_BUFFER);
-    // Lines written since `progress` was last told (it counts lines handed to the OS).
+    // Lines and runs written since `progress` was last told (it only has to move when the
+    // output takes something).
     let mut uncounted = 0u64;
     let count = |n: &mut u64| {
         if let Some(p) = &progress {
@@ -784,6 +770,21 @@ async fn write_lines<W: AsyncWrite + Unpin>(
                                 buf.extend_from_slice(&line);
                             }
                             buf.push(b'\n');
+                            uncounted += 1;
+                        }
+                        Out::Run(run) => {
+                            // Lines forwarded as read: long runs (a read's worth, the
+                            // common case under load) go out from the read's own buffer.
+                            if run.len() >= WRITE_BUFFER / 4 || buf.len() + run.len() > WRITE_BUFFER
+                            {
+                                if !buf.is_empty() {
+                                    output.write_all(&buf).await?;
+                                    buf.clear();
+                                }
+                                output.write_all(&run).await?;
+                            } else {
+                                buf.extend_from_slice(&run);
+                            }
                             uncounted += 1;
                         }
                         Out::Close => {

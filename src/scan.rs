@@ -21,7 +21,9 @@
 //!   compares per string (what bounded the token-by-token walk).
 //! - The line is never copied.
 
-use crate::codec::Frame;
+use bytes::Bytes;
+
+use crate::codec::{Frame, Piece};
 
 /// A frame with its scan, made where the frame was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,18 +35,42 @@ pub struct Scanned {
 
 impl Scanned {
     pub fn new(frame: Frame) -> Self {
-        Self::with_utf8(frame, false)
-    }
-
-    /// Like [`Scanned::new`]; `utf8` says the line is already known to be valid UTF-8 (the
-    /// reader checks each read's complete lines at once), so the scan need not check again.
-    pub fn with_utf8(frame: Frame, utf8: bool) -> Self {
         let shape = match &frame {
-            Frame::Line(line) if utf8 => scan_utf8(line),
             Frame::Line(line) => scan(line),
             Frame::TooLong { .. } => None,
         };
         Self { frame, shape }
+    }
+}
+
+/// What one read produced, scanned: its complete lines as one shared chunk (see
+/// [`crate::codec::LineCodec::decode_chunk`]) and, per line, where it is and its scan.
+#[derive(Debug, Clone, Default)]
+pub struct Batch {
+    pub data: Bytes,
+    pub lines: Vec<(Piece, Option<Shape>)>,
+}
+
+impl Batch {
+    /// Scans each piece of `data`. `utf8` says the whole chunk is known to be valid UTF-8
+    /// (then so is each line: a split at `\n`, `\r` or a BOM cannot cut a character).
+    pub fn scan(data: Bytes, pieces: &[Piece], utf8: bool) -> Self {
+        let lines = pieces
+            .iter()
+            .map(|p| {
+                let shape = match p.too_long {
+                    Some(_) => None,
+                    None if utf8 => scan_utf8(&data[p.start..p.end]),
+                    None => scan(&data[p.start..p.end]),
+                };
+                (*p, shape)
+            })
+            .collect();
+        Self { data, lines }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
     }
 }
 

@@ -33,7 +33,7 @@ use crate::events::{By, Event};
 use crate::jsonrpc::{self, code};
 use crate::questions::registry::{RecentIds, RecentMap, Registry, RECENTLY_RESOLVED};
 use crate::questions::Dialect;
-use crate::scan::{Scanned, Shape};
+use crate::scan::{Batch, Scanned, Shape};
 
 /// Which peer a message came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +56,8 @@ impl Side {
 pub enum Out {
     /// A line's content; the writer adds the `\n`.
     Line(Bytes),
+    /// Forwarded lines exactly as read, each with its `\n` (one slice of a read's chunk).
+    Run(Bytes),
     /// Flush and close the output (only used for the agent's stdin).
     Close,
 }
@@ -320,6 +322,84 @@ impl Router {
     /// A frame read from the agent's stdout.
     pub fn on_agent_frame(&mut self, frame: Frame, now: Instant, out: &mut Outbox) {
         self.on_scanned(Side::Agent, Scanned::new(frame), now, out);
+    }
+
+    /// The lines of one read, scanned where they were read. Runs of neighbouring lines
+    /// that are only forwarded (notifications the bridge does not act on, read exactly as
+    /// they are written) go out as one [`Out::Run`] slice of the read's chunk: no per-line
+    /// buffer handle, and no copy in the writer. Every other line takes
+    /// [`Router::on_scanned`]. The bytes written are the same as line by line.
+    pub fn on_batch(&mut self, from: Side, batch: Batch, now: Instant, out: &mut Outbox) {
+        let data = batch.data;
+        // The run being gathered: its range in `data`, and how many lines it holds.
+        let mut run: Option<(usize, usize, u64)> = None;
+        for (piece, shape) in batch.lines {
+            if piece.bare(&data)
+                && self.only_forwarded(from, shape.as_ref(), &data[piece.start..piece.end])
+            {
+                match &mut run {
+                    Some((_, end, n)) if *end == piece.start => {
+                        *end = piece.end + 1;
+                        *n += 1;
+                    }
+                    _ => {
+                        self.forward_run(from, &data, run.take(), out);
+                        run = Some((piece.start, piece.end + 1, 1));
+                    }
+                }
+                continue;
+            }
+            self.forward_run(from, &data, run.take(), out);
+            let scanned = Scanned {
+                frame: piece.frame(&data),
+                shape,
+            };
+            self.on_scanned(from, scanned, now, out);
+        }
+        self.forward_run(from, &data, run, out);
+    }
+
+    /// Whether the scanned line is a notification the bridge only forwards (what
+    /// [`Router::on_shape`] forwards without looking further).
+    #[inline]
+    fn only_forwarded(&self, from: Side, shape: Option<&Shape>, line: &[u8]) -> bool {
+        let Some(Shape::Notification { method, .. }) = shape else {
+            return false;
+        };
+        if matches!(
+            (from, method.bytes(line)),
+            (Side::Client, b"session/cancel") | (Side::Agent, b"$/cancel_request")
+        ) {
+            return false;
+        }
+        if tracing::enabled!(tracing::Level::TRACE) {
+            let span =
+                tracing::debug_span!("msg", direction = from.as_str(), method = ?method.text(line));
+            let _e = span.enter();
+            tracing::trace!(payload = %String::from_utf8_lossy(line), "notification");
+        }
+        true
+    }
+
+    fn forward_run(
+        &mut self,
+        from: Side,
+        data: &Bytes,
+        run: Option<(usize, usize, u64)>,
+        out: &mut Outbox,
+    ) {
+        let Some((start, end, n)) = run else { return };
+        let run = Out::Run(data.slice(start..end));
+        match from {
+            Side::Client => {
+                self.counters.forwarded_to_agent += n;
+                out.to_agent.push_back(run);
+            }
+            Side::Agent => {
+                self.counters.forwarded_to_client += n;
+                out.to_client.push_back(run);
+            }
+        }
     }
 
     /// A frame already scanned where it was read (the bridge scans on its reader tasks, so
@@ -796,9 +876,13 @@ fn rewrite(line: Bytes, f: impl Fn(&str) -> Option<String>) -> Bytes {
 pub fn lines(queue: &VecDeque<Out>) -> Vec<String> {
     queue
         .iter()
-        .map(|o| match o {
-            Out::Line(b) => String::from_utf8_lossy(b).into_owned(),
-            Out::Close => "<close>".to_owned(),
+        .flat_map(|o| match o {
+            Out::Line(b) => vec![String::from_utf8_lossy(b).into_owned()],
+            Out::Run(b) => String::from_utf8_lossy(b)
+                .split_terminator('\n')
+                .map(str::to_owned)
+                .collect(),
+            Out::Close => vec!["<close>".to_owned()],
         })
         .collect()
 }
@@ -822,6 +906,142 @@ mod tests {
             Outbox::default(),
             Instant::now(),
         )
+    }
+
+    /// Everything queued for one side, as the bytes the writer puts on the wire.
+    fn wire(queue: &VecDeque<Out>) -> Vec<u8> {
+        let mut w = Vec::new();
+        for o in queue {
+            match o {
+                Out::Line(l) => {
+                    w.extend_from_slice(l);
+                    w.push(b'\n');
+                }
+                Out::Run(r) => w.extend_from_slice(r),
+                Out::Close => w.extend_from_slice(b"<close>"),
+            }
+        }
+        w
+    }
+
+    /// A line of a random stream: plain notifications (the run case) mixed with what
+    /// breaks a run (requests, responses, cancels, questions, garbage, CRLF, BOM, blank and
+    /// over-long lines).
+    fn stream_line() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => "[a-zé ]{0,12}".prop_map(|t| format!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","t":"{t}"}}}}"#
+            )),
+            1 => (0u8..50).prop_map(|i| format!(
+                r#"{{"jsonrpc":"2.0","id":{i},"method":"session/prompt","params":{{"sessionId":"s"}}}}"#
+            )),
+            1 => (0u8..50).prop_map(|i| format!(r#"{{"jsonrpc":"2.0","id":{i},"result":{{}}}}"#)),
+            1 => (0u8..50).prop_map(|i| format!(r#"{{"jsonrpc":"2.0","id":"q{i}","result":{{"outcome":"rejected"}}}}"#)),
+            1 => Just(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#.to_owned()),
+            1 => Just(r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"id":3}}"#.to_owned()),
+            1 => (0u8..50).prop_map(|i| format!(
+                r#"{{"jsonrpc":"2.0","id":"q{i}","method":"_sandboxagent/session/request_question","params":{{"sessionId":"s","questionId":"{i}","prompt":"ok?"}}}}"#
+            )),
+            1 => "[ -~]{0,20}",
+            1 => Just(String::new()),
+            1 => Just(r#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#.to_owned() + "\r"),
+            1 => Just("\u{FEFF}".to_owned() + r#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#),
+            1 => Just(format!(r#"{{"jsonrpc":"2.0","method":"x","params":{{"p":"{}"}}}}"#, "x".repeat(300))),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Feeding whole reads through `on_batch` writes the same bytes, in the same order,
+        /// with the same counters, as feeding the same lines one by one.
+        #[test]
+        fn batches_write_what_single_lines_write(
+            reads in proptest::collection::vec(
+                (proptest::bool::ANY, proptest::collection::vec(stream_line(), 0..12)),
+                0..12,
+            ),
+        ) {
+            use tokio_util::codec::Decoder;
+            let now = Instant::now();
+            // Questions are shown (and then pending), so cancels and answers change state.
+            let cfg = RouterConfig {
+                client_dialect: Some(crate::questions::Dialect::Extension),
+                ..RouterConfig::default()
+            };
+            let (mut single, mut batched) = (Router::new(cfg.clone()), Router::new(cfg));
+            single.set_id_prefix("p:");
+            batched.set_id_prefix("p:");
+            let (mut out_single, mut out_batched) = (Outbox::default(), Outbox::default());
+            // One codec per side, as in the bridge (lines over 256 bytes are too long).
+            let mut codecs = [crate::codec::LineCodec::new(256), crate::codec::LineCodec::new(256)];
+            for (from_client, lines) in &reads {
+                let side = if *from_client { Side::Client } else { Side::Agent };
+                let mut raw = Vec::new();
+                for l in lines {
+                    raw.extend_from_slice(l.as_bytes());
+                    raw.push(b'\n');
+                }
+                let mut buf = bytes::BytesMut::from(&raw[..]);
+                let mut lines = crate::codec::LineCodec::new(256);
+                while let Some(frame) = lines.decode(&mut buf).unwrap() {
+                    single.on_scanned(side, Scanned::new(frame), now, &mut out_single);
+                }
+                let mut buf = bytes::BytesMut::from(&raw[..]);
+                let mut pieces = Vec::new();
+                let data = codecs[usize::from(*from_client)].decode_chunk(&mut buf, raw.len(), false, &mut pieces);
+                let utf8 = std::str::from_utf8(&data).is_ok();
+                batched.on_batch(side, Batch::scan(data, &pieces, utf8), now, &mut out_batched);
+            }
+            proptest::prop_assert_eq!(wire(&out_batched.to_agent), wire(&out_single.to_agent));
+            proptest::prop_assert_eq!(wire(&out_batched.to_client), wire(&out_single.to_client));
+            proptest::prop_assert_eq!(out_batched.made_for_agent, out_single.made_for_agent);
+            proptest::prop_assert_eq!(out_batched.made_for_client, out_single.made_for_client);
+            proptest::prop_assert_eq!(batched.status()["counters"].clone(), single.status()["counters"].clone());
+        }
+    }
+
+    #[test]
+    fn plain_notifications_go_out_as_one_run() {
+        let (mut r, mut out, now) = setup();
+        let note = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s"}}"#;
+        let req =
+            r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s"}}"#;
+        let raw = format!("{note}\n{note}\n{req}\n{note}\r\n{note}\n{note}\n");
+        let mut buf = bytes::BytesMut::from(raw.as_bytes());
+        let mut pieces = Vec::new();
+        let data = crate::codec::LineCodec::new(1024).decode_chunk(
+            &mut buf,
+            raw.len(),
+            false,
+            &mut pieces,
+        );
+        r.on_batch(
+            Side::Client,
+            Batch::scan(data, &pieces, true),
+            now,
+            &mut out,
+        );
+        let kinds: Vec<String> = out
+            .to_agent
+            .iter()
+            .map(|o| match o {
+                Out::Line(l) => format!("line {}", l.len()),
+                Out::Run(r) => format!("run {}", r.len()),
+                Out::Close => "close".into(),
+            })
+            .collect();
+        let (n, q) = (note.len(), req.len());
+        // The CRLF line is not bare: it goes out alone, without its `\r`.
+        assert_eq!(
+            kinds,
+            [
+                format!("run {}", 2 * (n + 1)),
+                format!("line {q}"),
+                format!("line {n}"),
+                format!("run {}", 2 * (n + 1))
+            ]
+        );
+        assert_eq!(r.counters.forwarded_to_agent, 6);
     }
 
     #[test]

@@ -335,6 +335,9 @@ impl std::fmt::Display for Step {
             }
             Step::In(_, Frame::TooLong { bytes }) => write!(f, "<too long: {bytes}>"),
             Step::Out(to, Out::Line(l)) => write!(f, "  ->{to} {}", String::from_utf8_lossy(l)),
+            Step::Out(to, Out::Run(r)) => {
+                write!(f, "  ->{to} <run> {}", String::from_utf8_lossy(r))
+            }
             Step::Out(to, Out::Close) => write!(f, "  ->{to} <close>"),
             Step::Note(n) => f.write_str(n),
         }
@@ -862,6 +865,7 @@ impl Harness {
                     continue;
                 }
                 Out::Line(l) => l,
+                Out::Run(_) => return Err("a run from a single frame".into()),
             };
             if self.agent_stdin_closed {
                 continue; // after Close nothing reaches the agent; nothing is owed either
@@ -910,7 +914,7 @@ impl Harness {
         }
         for o in to_client.iter() {
             let Out::Line(l) = o else {
-                return Err("Close queued for the client".into());
+                return Err(format!("not a line queued for the client: {o:?}"));
             };
             if !is_json(l) {
                 return Err(format!("invalid JSON to the client: {l:?}"));
