@@ -219,8 +219,11 @@ impl LineCodec {
         };
         let chunk = buf.split_to(end).freeze();
         let mut s = 0;
-        while s < chunk.len() {
-            let nl = memchr_nl(&chunk, s).unwrap_or(chunk.len());
+        // One search over the chunk (a search per line pays its setup per line), from where
+        // this read's bytes start: the bytes before hold no `\n` (a long line is not searched
+        // again). At EOF the chunk may end without a `\n`: its end closes the last line.
+        let ends = memchr::memchr_iter(b'\n', &chunk[from..]).map(|p| from + p);
+        for nl in ends.chain((chunk.last() != Some(&b'\n')).then_some(chunk.len())) {
             let mut e = nl;
             if e > s && chunk[e - 1] == b'\r' {
                 e -= 1;
