@@ -15,7 +15,7 @@
 //! - Shutdown always ends: stdin of the agent closed, then SIGTERM to its group after the
 //!   grace, SIGKILL after a second grace; every wait after the agent is gone is bounded.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -645,10 +645,16 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
 }
 
 /// Reads `input` and sends, per read, the batch of lines it completed into `tx`: one shared
-/// chunk per read, each line already scanned (here, off the routing loop, on whichever core
-/// runs the reader), until EOF, a read error, or the loop going away. With `hup`, while a
-/// batch waits for room it also watches the input's file descriptor and reports once that
-/// the peer hung up (its unread data stays where it is).
+/// chunk per read, each line already scanned, until EOF, a read error, or the loop going
+/// away. With `hup`, while a batch waits for room it also watches the input's file
+/// descriptor and reports once that the peer hung up (its unread data stays where it is).
+///
+/// Where the scan runs: a chunk of a few lines (a message or two: the interactive case; or a
+/// few long lines) is scanned here, so it reaches the loop with no thread to wake. A chunk of
+/// many lines (a full read: the input is streaming) goes to this input's scan thread, so
+/// scanning one read overlaps with reading the next and with the loop and writer, on the
+/// other core (the runtime's tasks otherwise run one after another on one worker). Order is
+/// kept: while the scan thread holds chunks, every chunk goes through it.
 async fn read_frames<R: AsyncRead + Unpin>(
     mut input: R,
     max_line: usize,
@@ -659,6 +665,8 @@ async fn read_frames<R: AsyncRead + Unpin>(
     let mut codec = LineCodec::new(max_line);
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
     let mut pieces = Vec::new();
+    // Started at the first long chunk.
+    let mut scanner: Option<ScanThread> = None;
     loop {
         if buf.capacity() - buf.len() < READ_BUFFER / 4 {
             buf.reserve(READ_BUFFER);
@@ -673,12 +681,22 @@ async fn read_frames<R: AsyncRead + Unpin>(
         let eof = n == 0;
         let data = codec.decode_chunk(&mut buf, n, eof, &mut pieces);
         if !pieces.is_empty() {
-            // The chunk is checked as UTF-8 at once, which is much cheaper than line by
-            // line. When the check fails, each line checks itself.
-            let utf8 = simdutf8::basic::from_utf8(&data).is_ok();
-            let batch = Batch::scan(data, &pieces, utf8);
-            pieces.clear();
-            if !send_batch(&tx, batch, &mut hup).await {
+            let many = pieces.len() >= SCAN_THREAD_LINES;
+            if many && scanner.is_none() {
+                scanner = ScanThread::start(tx.clone(), name);
+            }
+            let sent = match scanner.as_ref().filter(|s| many || s.busy()) {
+                Some(scanner) => {
+                    scanner.in_flight.fetch_add(1, Ordering::Relaxed);
+                    send_batch(&scanner.tx, (data, std::mem::take(&mut pieces)), &mut hup).await
+                }
+                None => {
+                    let batch = scan_chunk(data, &pieces);
+                    pieces.clear();
+                    send_batch(&tx, batch, &mut hup).await
+                }
+            };
+            if !sent {
                 return;
             }
         }
@@ -688,11 +706,66 @@ async fn read_frames<R: AsyncRead + Unpin>(
     }
 }
 
+/// A chunk of at least this many lines is scanned on the input's scan thread (see
+/// [`read_frames`]). The scan's cost is mostly per line: a chunk of a few long lines costs
+/// less to scan than to hand over (more buffers in flight, more page faults).
+const SCAN_THREAD_LINES: usize = 32;
+
+/// Scans a chunk's lines; the chunk's UTF-8 is checked at once, much cheaper than line by
+/// line (when the check fails, each line checks itself).
+fn scan_chunk(data: bytes::Bytes, pieces: &[crate::codec::Piece]) -> Batch {
+    let utf8 = simdutf8::basic::from_utf8(&data).is_ok();
+    Batch::scan(data, pieces, utf8)
+}
+
+/// An input's scan thread: scans the chunks it is given, in order, and sends the batches to
+/// the loop. It ends when the reader drops its sender or the loop goes away.
+struct ScanThread {
+    tx: mpsc::Sender<(bytes::Bytes, Vec<crate::codec::Piece>)>,
+    /// Chunks given to the thread and not yet sent on to the loop.
+    in_flight: Arc<AtomicUsize>,
+}
+
+impl ScanThread {
+    /// `None` when the thread cannot be started (the reader then scans everything itself).
+    fn start(out: mpsc::Sender<Batch>, name: &'static str) -> Option<Self> {
+        // One chunk waiting plus the one being scanned: the memory bound grows by two reads.
+        let (tx, mut rx) = mpsc::channel::<(bytes::Bytes, Vec<crate::codec::Piece>)>(1);
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let done = in_flight.clone();
+        let started = std::thread::Builder::new()
+            .name(format!("scan-{name}"))
+            .spawn(move || {
+                while let Some((data, pieces)) = rx.blocking_recv() {
+                    if out.blocking_send(scan_chunk(data, &pieces)).is_err() {
+                        return;
+                    }
+                    // After the send: a reader that sees 0 sends after this batch.
+                    done.fetch_sub(1, Ordering::Release);
+                }
+            });
+        match started {
+            Ok(_) => {
+                tracing::debug!(input = name, "streaming: scanning on a scan thread");
+                Some(Self { tx, in_flight })
+            }
+            Err(e) => {
+                tracing::warn!(input = name, error = %e, "cannot start a scan thread; scanning on the reader");
+                None
+            }
+        }
+    }
+
+    fn busy(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) > 0
+    }
+}
+
 /// Sends `batch`, watching for a hang-up of the input while it waits (see [`read_frames`]).
 /// False when the loop is gone.
-async fn send_batch(
-    tx: &mpsc::Sender<Batch>,
-    batch: Batch,
+async fn send_batch<T>(
+    tx: &mpsc::Sender<T>,
+    batch: T,
     hup: &mut Option<(std::os::fd::OwnedFd, tokio::sync::oneshot::Sender<()>)>,
 ) -> bool {
     loop {

@@ -127,32 +127,40 @@ fn same(got: &[String], want: &[String], what: &str) {
 }
 
 async fn roundtrip(client_lines: Vec<String>, agent_lines: Vec<String>) {
+    roundtrip_in_bursts(client_lines, agent_lines, &[usize::MAX]).await;
+}
+
+/// Both peers write their lines in bursts of the given sizes (cycled), with a pause between
+/// bursts, so the bridge's reads alternate between a few lines and many.
+async fn roundtrip_in_bursts(
+    client_lines: Vec<String>,
+    agent_lines: Vec<String>,
+    bursts: &[usize],
+) {
     let dir = temp_dir("lossless");
     let rec = dir.join("agent-stdin.jsonl");
-    let play = dir.join("agent-stdout.jsonl");
-    std::fs::write(
-        &play,
-        agent_lines
-            .iter()
-            .map(|l| format!("{l}\n"))
-            .collect::<String>(),
-    )
-    .unwrap();
-    let argv: Vec<String> = [
-        "--",
-        "sh",
-        "-c",
-        "cat \"$2\" & cat > \"$1\"; wait",
-        "sh",
-        rec.to_str().unwrap(),
-        play.to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    // The agent plays its parts one file at a time, pausing between them.
+    let mut script = String::from("{ true; ");
+    for (i, part) in split(&agent_lines, bursts).iter().enumerate() {
+        let play = dir.join(format!("agent-stdout-{i}.jsonl"));
+        std::fs::write(
+            &play,
+            part.iter().map(|l| format!("{l}\n")).collect::<String>(),
+        )
+        .unwrap();
+        script += &format!("cat '{}'; sleep 0.02; ", play.display());
+    }
+    script += "} & cat > \"$1\"; wait";
+    let argv: Vec<String> = ["--", "sh", "-c", &script, "sh", rec.to_str().unwrap()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     let mut b = Bridge::spawn(&argv);
-    let input: String = client_lines.iter().map(|l| format!("{l}\n")).collect();
-    b.send_raw(input.as_bytes()).await;
+    for part in split(&client_lines, bursts) {
+        let input: String = part.iter().map(|l| format!("{l}\n")).collect();
+        b.send_raw(input.as_bytes()).await;
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     b.close_stdin();
     let got_at_client = b.drain().await;
     assert_eq!(b.wait().await, 0, "stderr: {}", b.stderr());
@@ -192,6 +200,46 @@ async fn roundtrip(client_lines: Vec<String>, agent_lines: Vec<String>) {
         );
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `lines` cut into consecutive parts of the sizes in `bursts` (cycled).
+fn split<'a>(lines: &'a [String], bursts: &[usize]) -> Vec<&'a [String]> {
+    let mut parts = Vec::new();
+    let mut rest = lines;
+    for &n in bursts.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let (part, more) = rest.split_at(n.min(rest.len()));
+        parts.push(part);
+        rest = more;
+    }
+    parts
+}
+
+/// Reads of many lines are scanned on the input's scan thread, reads of a few on the
+/// reader: whichever way each read goes, every line crosses byte-identical and in order.
+#[tokio::test]
+async fn streams_keep_order_across_scan_paths() {
+    let lines = |who: &str| -> Vec<String> {
+        (0..3000)
+            .map(|i| match i % 9 {
+                // Requests break the runs of forwarded lines.
+                4 => format!(r#"{{"jsonrpc":"2.0","id":"{who}{i}","method":"x/ping","params":{{"n":{i}}}}}"#),
+                _ => format!(
+                    r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","n":{i},"pad":"{}"}}}}"#,
+                    "é".repeat(i % 50)
+                ),
+            })
+            .collect()
+    };
+    let bursts = [1, 200, 2, 40, 1, 1, 600, 3, 33, 1];
+    tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        roundtrip_in_bursts(lines("c"), lines("a"), &bursts),
+    )
+    .await
+    .expect("the round trip finished");
 }
 
 proptest! {
