@@ -16,7 +16,25 @@ fn fail(code: u8, msg: &str) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// One glibc malloc arena for all threads. The bridge's buffers are allocated on one thread
+/// and freed on another (reader, scan thread, writer; tasks move between workers), and glibc
+/// keeps what is freed in the arena that made it: with an arena per thread, each one kept its
+/// own share of freed 2 MiB line buffers, and the peak RSS on the mixed workload swung
+/// between 20 and 25 MiB. With one arena it stays at ~19 MiB, at no measurable cost in
+/// speed (the threads do not allocate at the same time often enough to contend).
+/// The project denies `unsafe`; this FFI call is the one exception.
+#[allow(unsafe_code)]
+fn one_malloc_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` only changes a malloc tunable; it is called before any other thread
+    // of this process exists.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 fn main() -> ExitCode {
+    one_malloc_arena();
     let cli = Cli::parse();
     match cli.command {
         Some(Command::MockAgent) => return mock_agent::main(),
