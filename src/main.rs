@@ -105,8 +105,8 @@ fn main() -> ExitCode {
     };
     // The loop runs as a task on a worker, not on this thread: a request then goes from
     // the reader to the loop to the writer on one worker, with no thread to wake on the
-    // way (added round-trip latency p50 +44 -> +19 us; small-line throughput ~15% lower,
-    // see README "Benchmarks").
+    // way (added round-trip latency p50 +44 -> +19 us). Streaming input still uses the
+    // second core through the readers' scan threads (see `bridge::read_frames`).
     let result = match runtime.block_on(async { tokio::spawn(bridge::run(config)).await }) {
         Ok(result) => result,
         Err(e) => std::panic::resume_unwind(e.into_panic()),
