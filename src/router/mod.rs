@@ -359,8 +359,9 @@ impl Router {
         self.forward_run(from, &data, run, out);
     }
 
-    /// Whether the scanned line is a notification the bridge only forwards (what
-    /// [`Router::on_shape`] forwards without looking further).
+    /// Whether the scanned line is a notification the bridge only forwards (logged at
+    /// trace when it is): the one rule for both [`Router::on_batch`]'s runs and
+    /// [`Router::on_shape`].
     #[inline]
     fn only_forwarded(&self, from: Side, shape: Option<&Shape>, line: &[u8]) -> bool {
         let Some(Shape::Notification { method, .. }) = shape else {
@@ -428,19 +429,11 @@ impl Router {
     /// bridge's requests) goes through [`Router::on_kind`], like an unscanned line.
     fn on_shape(&mut self, from: Side, shape: Shape, line: Bytes, now: Instant, out: &mut Outbox) {
         match shape {
-            Shape::Notification { method, .. } => match (from, method.bytes(&line)) {
-                (Side::Client, b"session/cancel") | (Side::Agent, b"$/cancel_request") => {}
-                _ => {
-                    let span = tracing::debug_span!(
-                        "msg",
-                        direction = from.as_str(),
-                        method = ?method.text(&line)
-                    );
-                    let _e = span.enter();
-                    tracing::trace!(payload = %String::from_utf8_lossy(&line), "notification");
+            Shape::Notification { .. } => {
+                if self.only_forwarded(from, Some(&shape), &line) {
                     return self.forward(from, line, out);
                 }
-            },
+            }
             Shape::Request { id, method, params } => {
                 let method = method.text(&line);
                 if from == Side::Agent && method == crate::questions::METHOD {
