@@ -848,12 +848,12 @@ async fn write_lines<W: AsyncWrite + Unpin>(
                         Out::Run(run) => {
                             // Lines forwarded as read: long runs (a read's worth, the
                             // common case under load) go out from the read's own buffer.
-                            if run.len() >= WRITE_BUFFER / 4 || buf.len() + run.len() > WRITE_BUFFER
-                            {
-                                if !buf.is_empty() {
-                                    output.write_all(&buf).await?;
-                                    buf.clear();
-                                }
+                            let long = run.len() >= WRITE_BUFFER / 4;
+                            if (long || buf.len() + run.len() > WRITE_BUFFER) && !buf.is_empty() {
+                                output.write_all(&buf).await?;
+                                buf.clear();
+                            }
+                            if long {
                                 output.write_all(&run).await?;
                             } else {
                                 buf.extend_from_slice(&run);

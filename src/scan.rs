@@ -45,7 +45,7 @@ impl Scanned {
 
 /// What one read produced, scanned: its complete lines as one shared chunk (see
 /// [`crate::codec::LineCodec::decode_chunk`]) and, per line, where it is and its scan.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Batch {
     pub data: Bytes,
     pub lines: Vec<(Piece, Option<Shape>)>,
@@ -67,10 +67,6 @@ impl Batch {
             })
             .collect();
         Self { data, lines }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.lines.is_empty()
     }
 }
 
