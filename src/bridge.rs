@@ -459,10 +459,10 @@ where
     let reason = shutdown.map_or((QuitReason::AgentExited, false), |s| (s.reason, s.termed));
     let code = exit_code(&reason, &exit);
     tracing::info!(code, "bridge exiting");
-    // Stopped last, so subscribers had the time of the client's flush and the group's end
-    // to receive the final events (withdrawn questions).
+    // Stopped last, once subscribers have been handed the final events (withdrawn
+    // questions).
     if let Some(c) = &control {
-        c.stop();
+        c.stop(Duration::from_secs(1)).await;
     }
     if let Some(j) = observers.journal {
         j.record("bridge_stopped", serde_json::json!({ "exitCode": code }));

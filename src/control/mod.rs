@@ -21,6 +21,8 @@ use jsonrpsee::types::{ErrorObjectOwned, Params};
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::events::{By, QuestionView};
 use crate::router::ControlError;
@@ -133,18 +135,38 @@ pub struct Control {
     /// The page's URL with the token in its fragment.
     pub page_url: String,
     handle: ServerHandle,
+    stopping: CancellationToken,
+    subscriptions: TaskTracker,
 }
 
 impl Control {
-    /// Stops the server (open connections are closed).
-    pub fn stop(&self) {
-        let _ = self.handle.stop();
+    /// Stops the server and waits until its connections are closed, with every event
+    /// published before written to every subscriber (or until `within` has passed).
+    ///
+    /// A connection, once the server stops, writes what it was given and closes: so each
+    /// subscription is first told to hand over the events it has not yet read, and end; the
+    /// server is stopped when they all have; and the bridge does not exit (which would drop
+    /// the connections mid-write) until the server has stopped.
+    pub async fn stop(&self, within: std::time::Duration) {
+        let done = async {
+            self.stopping.cancel();
+            self.subscriptions.close();
+            self.subscriptions.wait().await;
+            let _ = self.handle.stop();
+            self.handle.clone().stopped().await;
+        };
+        if tokio::time::timeout(within, done).await.is_err() {
+            tracing::warn!("a subscriber is not reading; stopping the control server anyway");
+            let _ = self.handle.stop();
+        }
     }
 }
 
 struct Ctx {
     calls: mpsc::Sender<Call>,
     events: broadcast::Sender<Arc<Value>>,
+    stopping: CancellationToken,
+    subscriptions: TaskTracker,
 }
 
 #[derive(Deserialize)]
@@ -244,10 +266,14 @@ fn module(ctx: Ctx) -> RpcModule<Ctx> {
         |_p, pending, ctx, _| async move {
             // Subscribe before accepting, so no event after the caller's next list is missed.
             let mut rx = ctx.events.subscribe();
+            // Counted until it ends: the server is stopped when every subscription has.
+            let _running = ctx.subscriptions.token();
             let sink = pending.accept().await?;
             loop {
                 tokio::select! {
-                    _ = sink.closed() => return Ok(()),
+                    // Events first: when the bridge stops, what was published is handed over
+                    // before the subscription ends.
+                    biased;
                     ev = rx.recv() => match ev {
                         Ok(ev) => {
                             let raw = serde_json::value::to_raw_value(&*ev)?;
@@ -260,6 +286,8 @@ fn module(ctx: Ctx) -> RpcModule<Ctx> {
                         }
                         Err(broadcast::error::RecvError::Closed) => return Ok(()),
                     },
+                    _ = sink.closed() => return Ok(()),
+                    _ = ctx.stopping.cancelled() => return Ok(()),
                 }
             }
         },
@@ -295,9 +323,13 @@ pub async fn start(cfg: &ControlConfig) -> Result<Control, ControlSetupError> {
         write_token_file(path, &cfg.token)
             .map_err(|e| ControlSetupError::TokenFile(path.clone(), e))?;
     }
+    let stopping = CancellationToken::new();
+    let subscriptions = TaskTracker::new();
     let handle = server.start(module(Ctx {
         calls: calls_tx,
         events: events.clone(),
+        stopping: stopping.clone(),
+        subscriptions: subscriptions.clone(),
     }));
     let base = format!("http://{addr}/");
     let page_url = format!("{base}#token={}", cfg.token);
@@ -309,6 +341,8 @@ pub async fn start(cfg: &ControlConfig) -> Result<Control, ControlSetupError> {
         addr,
         page_url,
         handle,
+        stopping,
+        subscriptions,
     })
 }
 
