@@ -1,14 +1,16 @@
 //! Micro-benchmark of the per-line hot path: scanning a line (`scan::scan`, the fast path the
 //! reader tasks run), classifying it the full way (`envelope::classify`, the fallback), and
 //! the whole router step for a forwarded notification (scan included), on the three message
-//! sizes of the benchmark workloads. Run with `cargo bench --bench classify`.
+//! sizes of the benchmark workloads; and a line of a stream scanned through the skeleton memo
+//! (`scan::Memo`: the line before it had other text in the same message). Run with
+//! `cargo bench --bench classify`.
 
 use std::time::Instant;
 
 use acp_question_bridge::codec::Frame;
 use acp_question_bridge::envelope::classify;
 use acp_question_bridge::router::{Outbox, Router, RouterConfig};
-use acp_question_bridge::scan::scan;
+use acp_question_bridge::scan::{scan, Memo};
 use bytes::Bytes;
 
 fn main() {
@@ -16,7 +18,13 @@ fn main() {
 }
 
 fn chunk(text_len: usize) -> Bytes {
-    let text = "the agent reads src/main.rs and finds a bug ".repeat(text_len / 44 + 1);
+    chunk_from(0, text_len)
+}
+
+/// A chunk whose text starts `skip` bytes into the sample text.
+fn chunk_from(skip: usize, text_len: usize) -> Bytes {
+    let text = "the agent reads src/main.rs and finds a bug ".repeat(text_len / 44 + 2);
+    let text = &text[skip..];
     Bytes::from(format!(
         r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{}"}}}}}}}}"#,
         &text[..text_len]
@@ -40,6 +48,20 @@ fn scan_line(bencher: divan::Bencher, size: usize) {
     bencher
         .counter(divan::counter::BytesCount::new(line.len()))
         .bench(|| scan(divan::black_box(&line)).is_some());
+}
+
+#[divan::bench(args = SIZES)]
+fn memo_line(bencher: divan::Bencher, size: usize) {
+    // Two lines of one stream, taken in turn: each differs from the one before in its text.
+    let lines = [chunk_from(0, size), chunk_from(1, size)];
+    let mut memo = Memo::default();
+    let mut n = 0usize;
+    bencher
+        .counter(divan::counter::BytesCount::new(lines[0].len()))
+        .bench_local(|| {
+            n += 1;
+            memo.scan(divan::black_box(&lines[n & 1])).is_some()
+        });
 }
 
 #[divan::bench(args = SIZES)]

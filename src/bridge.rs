@@ -33,7 +33,7 @@ use crate::events::Event;
 use crate::journal::{self, Journal};
 use crate::notify::Notifier;
 use crate::router::{AgentExit, Out, Outbox, Router, RouterConfig, Side};
-use crate::scan::Batch;
+use crate::scan::{Batch, Memo};
 
 /// Batches buffered between a reader and the loop, and between the loop and a writer. A
 /// batch is what one read produced (at most one read buffer of lines plus one line up to
@@ -667,6 +667,8 @@ async fn read_frames<R: AsyncRead + Unpin>(
     let mut pieces = Vec::new();
     // Started at the first long chunk.
     let mut scanner: Option<ScanThread> = None;
+    // The reader's own (the scan thread has one too: each skeleton is only a cache).
+    let mut memo = Memo::default();
     loop {
         if buf.capacity() - buf.len() < READ_BUFFER / 4 {
             buf.reserve(READ_BUFFER);
@@ -691,7 +693,7 @@ async fn read_frames<R: AsyncRead + Unpin>(
                     send_batch(&scanner.tx, (data, std::mem::take(&mut pieces)), &mut hup).await
                 }
                 None => {
-                    let batch = scan_chunk(data, &pieces);
+                    let batch = scan_chunk(data, &pieces, &mut memo);
                     pieces.clear();
                     send_batch(&tx, batch, &mut hup).await
                 }
@@ -713,9 +715,9 @@ const SCAN_THREAD_LINES: usize = 32;
 
 /// Scans a chunk's lines; the chunk's UTF-8 is checked at once, much cheaper than line by
 /// line (when the check fails, each line checks itself).
-fn scan_chunk(data: bytes::Bytes, pieces: &[crate::codec::Piece]) -> Batch {
+fn scan_chunk(data: bytes::Bytes, pieces: &[crate::codec::Piece], memo: &mut Memo) -> Batch {
     let utf8 = simdutf8::basic::from_utf8(&data).is_ok();
-    Batch::scan(data, pieces, utf8)
+    Batch::scan(data, pieces, utf8, memo)
 }
 
 /// An input's scan thread: scans the chunks it is given, in order, and sends the batches to
@@ -736,8 +738,12 @@ impl ScanThread {
         let started = std::thread::Builder::new()
             .name(format!("scan-{name}"))
             .spawn(move || {
+                let mut memo = Memo::default();
                 while let Some((data, pieces)) = rx.blocking_recv() {
-                    if out.blocking_send(scan_chunk(data, &pieces)).is_err() {
+                    if out
+                        .blocking_send(scan_chunk(data, &pieces, &mut memo))
+                        .is_err()
+                    {
                         return;
                     }
                     // After the send: a reader that sees 0 sends after this batch.

@@ -52,16 +52,18 @@ pub struct Batch {
 }
 
 impl Batch {
-    /// Scans each piece of `data`. `utf8` says the whole chunk is known to be valid UTF-8
-    /// (then so is each line: a split at `\n`, `\r` or a BOM cannot cut a character).
-    pub fn scan(data: Bytes, pieces: &[Piece], utf8: bool) -> Self {
+    /// Scans each piece of `data`, through `memo` (the input's; see [`Memo`]). `utf8` says
+    /// the whole chunk is known to be valid UTF-8 (then so is each line: a split at `\n`,
+    /// `\r` or a BOM cannot cut a character).
+    pub fn scan(data: Bytes, pieces: &[Piece], utf8: bool, memo: &mut Memo) -> Self {
         let lines = pieces
             .iter()
             .map(|p| {
+                let line = &data[p.start..p.end];
                 let shape = match p.too_long {
                     Some(_) => None,
-                    None if utf8 => scan_utf8(&data[p.start..p.end]),
-                    None => scan(&data[p.start..p.end]),
+                    None if utf8 || simdutf8::basic::from_utf8(line).is_ok() => memo.scan(line),
+                    None => None,
                 };
                 (*p, shape)
             })
@@ -114,6 +116,34 @@ pub enum Shape {
         /// The `result` or `error` value's JSON text.
         outcome: Span,
     },
+}
+
+impl Shape {
+    /// The same shape in a line where the bytes from `old` on (in the line it was scanned
+    /// from) now start at `new`: each offset at or after `old` moves with them.
+    fn moved(self, old: usize, new: usize) -> Self {
+        let at = |x: usize| if x >= old { x - old + new } else { x };
+        let span = |s: Span| Span {
+            start: at(s.start),
+            end: at(s.end),
+        };
+        match self {
+            Shape::Request { id, method, params } => Shape::Request {
+                id: span(id),
+                method: span(method),
+                params: params.map(span),
+            },
+            Shape::Notification { method, params } => Shape::Notification {
+                method: span(method),
+                params: params.map(span),
+            },
+            Shape::Response { id, ok, outcome } => Shape::Response {
+                id: span(id),
+                ok,
+                outcome: span(outcome),
+            },
+        }
+    }
 }
 
 /// Nesting deeper than this is left to the slow path (serde_json has no limit here).
@@ -273,9 +303,23 @@ struct Scanner<'a> {
     block: usize,
     special: u64,
     quote: u64,
+    /// The longest string value inside a container seen so far: where its opening quote is,
+    /// and where the byte after its closing quote is (see [`Memo`]).
+    longest: (usize, usize),
 }
 
-impl Scanner<'_> {
+impl<'a> Scanner<'a> {
+    fn new(b: &'a [u8], i: usize) -> Self {
+        Self {
+            b,
+            i,
+            block: usize::MAX,
+            special: 0,
+            quote: 0,
+            longest: (0, 0),
+        }
+    }
+
     #[inline(always)]
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
@@ -434,7 +478,12 @@ impl Scanner<'_> {
         loop {
             match self.peek()? {
                 b'"' => {
+                    let start = self.i;
                     self.string()?;
+                    // `depth` is never 0 here: `value` is not given top-level strings.
+                    if depth > 0 && self.i - start > self.longest.1 - self.longest.0 {
+                        self.longest = (start, self.i);
+                    }
                 }
                 c @ (b'{' | b'[') => {
                     self.i += 1;
@@ -556,13 +605,82 @@ pub fn scan(line: &[u8]) -> Option<Shape> {
 /// [`scan`] for a line already known to be valid UTF-8. Given anything else it may say
 /// `Some` for a line that is not valid JSON, so only a caller that checked may use it.
 fn scan_utf8(line: &[u8]) -> Option<Shape> {
-    let mut s = Scanner {
-        b: line,
-        i: 0,
-        block: usize::MAX,
-        special: 0,
-        quote: 0,
-    };
+    scan_full(line).map(|(shape, _)| shape)
+}
+
+/// The last line an input's scan read in full, as a skeleton: its bytes before and after
+/// its longest string value inside a container, and its shape.
+///
+/// Streamed messages differ from the one before mostly in one string (the next piece of
+/// text: same method, session and nesting). A line that has the skeleton's exact bytes
+/// around a valid JSON string is valid exactly when the remembered line was, with the same
+/// shape moved by the string's change of length: one JSON string token was swapped for
+/// another, at a place (inside `params`, `result`, `error` or another container member)
+/// that no envelope rule looks into. So only that string is scanned; the rest is compared.
+/// Every other line is scanned in full, and becomes the skeleton when it is valid and its
+/// skeleton is at most [`MAX_SKELETON`] bytes (the memory bound: one per scanner).
+#[derive(Debug, Default)]
+pub struct Memo {
+    /// The line up to and including the string's opening quote.
+    prefix: Vec<u8>,
+    /// The line after the string's closing quote.
+    suffix: Vec<u8>,
+    /// Where the string ended (after its closing quote) in the remembered line.
+    end: usize,
+    /// The shape, in the remembered line; `None` while nothing is remembered.
+    shape: Option<Shape>,
+}
+
+impl Memo {
+    /// [`scan`] of a line known to be valid UTF-8, through the skeleton when it fits.
+    pub fn scan(&mut self, line: &[u8]) -> Option<Shape> {
+        if let Some(shape) = self.reuse(line) {
+            return Some(shape);
+        }
+        let (shape, (start, end)) = scan_full(line)?;
+        if end > start && line.len() - (end - start) <= MAX_SKELETON {
+            self.prefix.clear();
+            self.prefix.extend_from_slice(&line[..=start]);
+            self.suffix.clear();
+            self.suffix.extend_from_slice(&line[end..]);
+            self.end = end;
+            self.shape = Some(shape);
+        }
+        Some(shape)
+    }
+
+    /// The shape of `line` when it is the skeleton around a valid string.
+    #[inline]
+    fn reuse(&self, line: &[u8]) -> Option<Shape> {
+        let shape = self.shape?;
+        if line.len() < self.prefix.len() + self.suffix.len() + 1 || !line.starts_with(&self.prefix)
+        {
+            return None;
+        }
+        let mut s = Scanner::new(line, self.prefix.len() - 1);
+        s.string()?;
+        if line[s.i..] != self.suffix[..] {
+            return None;
+        }
+        Some(shape.moved(self.end, s.i))
+    }
+}
+
+/// The most bytes a skeleton keeps (prefix and suffix): a line with more around its longest
+/// string is not the streaming kind, and is not copied.
+const MAX_SKELETON: usize = 4096;
+
+/// The scan, and where its longest string value inside a container is (empty if none).
+fn scan_full(line: &[u8]) -> Option<(Shape, (usize, usize))> {
+    let mut s = Scanner::new(line, 0);
+    let shape = envelope(&mut s)?;
+    Some((shape, s.longest))
+}
+
+/// The scan proper: the envelope's members, then the JSON-RPC rules.
+#[inline(always)]
+fn envelope(s: &mut Scanner<'_>) -> Option<Shape> {
+    let line = s.b;
     s.eat(b'{')?;
     let mut m = Members::default();
     let mut method_escaped = false;
@@ -805,6 +923,129 @@ mod tests {
         ));
     }
 
+    /// What the memo makes of a line, checked against a scan of the line alone.
+    fn memo_agrees(memo: &mut Memo, line: &[u8]) -> Option<Shape> {
+        let alone = agrees(line);
+        let got = memo.scan(line);
+        assert_eq!(got, alone, "{}", String::from_utf8_lossy(line));
+        got
+    }
+
+    fn chunk(text: &str) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{text}"}}}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn streamed_lines_reuse_the_skeleton_when_they_fit_it() {
+        let mut memo = Memo::default();
+        assert!(memo_agrees(&mut memo, chunk("the first piece of text").as_bytes()).is_some());
+        let skeleton = (memo.prefix.clone(), memo.suffix.clone());
+        assert!(skeleton.0.ends_with(br#""text":""#) && skeleton.1 == b"}}}}");
+        for text in [
+            "",
+            "x",
+            "a longer piece of text, über ✓ 🙂, than the first one was",
+            r#"escapes \" \\ \/ \b \f \n \r \t \u00e9 \ud83d\ude00"#,
+            r#"ends in an escaped backslash \\"#,
+        ] {
+            assert!(
+                memo_agrees(&mut memo, chunk(text).as_bytes()).is_some(),
+                "{text}"
+            );
+            // Reused: nothing new was remembered (a full scan of "" or "x" would have made
+            // `agent_message_chunk`, the longest string then, the skeleton's gap).
+            assert_eq!((&memo.prefix, &memo.suffix), (&skeleton.0, &skeleton.1));
+        }
+    }
+
+    #[test]
+    fn a_line_that_only_looks_like_the_skeleton_is_scanned_alone() {
+        let mut memo = Memo::default();
+        memo_agrees(&mut memo, chunk("the first piece of text").as_bytes());
+        // Invalid strings, and strings that end early (the rest is not the suffix).
+        for text in [
+            "a raw \t tab",
+            "a raw \n newline",
+            r#"a bad \x escape"#,
+            r#"a short \u12 escape"#,
+            r#"a lone backslash \"#,
+            r#"early"}}}}"#,
+            r#"early"}}}},"x":"#,
+        ] {
+            assert_eq!(
+                memo_agrees(&mut memo, chunk(text).as_bytes()),
+                None,
+                "{text}"
+            );
+        }
+        // Valid, but with one more member in `content`: scanned in full.
+        let more = chunk(r#"early" , "x":"y"#);
+        assert!(memo_agrees(&mut memo, more.as_bytes()).is_some());
+        // Its longest string is now `agent_message_chunk`: that is the new skeleton's gap.
+        assert!(memo.prefix.ends_with(br#""sessionUpdate":""#));
+        assert!(memo.suffix.ends_with(br#""early" , "x":"y"}}}}"#));
+        memo_agrees(&mut memo, chunk("the first piece of text").as_bytes());
+        // Valid lines with a different prefix or suffix.
+        for line in [
+            chunk("x").replace("}}}}", r#"}},"x":1}}"#),
+            chunk("x").replace(r#""s1""#, r#""s2""#),
+            chunk("x") + " ",
+            chunk("x").replace(r#"{"jsonrpc"#, r#"{"id":1,"jsonrpc"#),
+        ] {
+            assert!(memo_agrees(&mut memo, line.as_bytes()).is_some(), "{line}");
+        }
+        // Invalid ones.
+        for line in [
+            chunk("x").replace("}}}}", "}}}}}"),
+            chunk("x").replace("}}}}", "}}}"),
+            chunk("x").replace("}}}}", "}}}},"),
+            chunk("x").replace(r#"{"jsonrpc"#, r#"{"method":"a","jsonrpc"#),
+        ] {
+            assert_eq!(memo_agrees(&mut memo, line.as_bytes()), None, "{line}");
+        }
+        // Same length, and a quote where the string was: only the prefix tells.
+        for line in [
+            chunk("x").replace(r#""2.0""#, r#""2.1""#),
+            chunk("x").replace(r#""s1""#, r#""s\x""#),
+        ] {
+            memo_agrees(&mut memo, chunk("the first piece of text").as_bytes());
+            assert_eq!(memo_agrees(&mut memo, line.as_bytes()), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_large_skeleton_is_not_kept() {
+        let mut memo = Memo::default();
+        memo_agrees(&mut memo, chunk("a").as_bytes());
+        let small = memo.prefix.clone();
+        let many = format!(
+            r#"[{}"longest string"]"#,
+            r#""s","#.repeat(MAX_SKELETON / 4)
+        );
+        let big = format!(r#"{{"jsonrpc":"2.0","method":"m","params":{many}}}"#);
+        assert!(memo_agrees(&mut memo, big.as_bytes()).is_some());
+        assert_eq!(memo.prefix, small, "the old skeleton stays");
+    }
+
+    #[test]
+    fn a_moved_shape_points_at_the_same_parts() {
+        let mut memo = Memo::default();
+        let a = br#"{"jsonrpc":"2.0","result":{"content":[{"text":"short"}]},"id":"abc"}"#;
+        let b =
+            br#"{"jsonrpc":"2.0","result":{"content":[{"text":"a good deal longer"}]},"id":"abc"}"#;
+        memo_agrees(&mut memo, a);
+        let Some(Shape::Response { id, outcome, .. }) = memo_agrees(&mut memo, b) else {
+            panic!("not a response");
+        };
+        assert_eq!(id.text(b), r#""abc""#);
+        assert_eq!(
+            outcome.text(b),
+            r#"{"content":[{"text":"a good deal longer"}]}"#
+        );
+    }
+
     /// The marks a block should have, byte by byte.
     fn expected(bytes: &[u8]) -> (u64, u64) {
         bytes.iter().enumerate().fold((0, 0), |(m, q), (j, &c)| {
@@ -893,6 +1134,7 @@ mod tests {
 
     mod differential {
         use super::agrees;
+        use crate::scan::{scan, Memo};
         use proptest::collection::vec;
         use proptest::prelude::*;
 
@@ -947,6 +1189,22 @@ mod tests {
                 .prop_map(|(n, v, ws)| format!("{ws}{n}{ws}:{ws}{v}{ws}"))
         }
 
+        /// A message with a string value somewhere inside a container, members in any
+        /// order (the string is not always the longest, nor always valid).
+        fn skeleton() -> impl Strategy<Value = String> {
+            let inner = (json_value(), string_lit(), json_value())
+                .prop_map(|(a, s, b)| format!(r#"{{"a":{a},"t":[1,{s}],"b":{b}}}"#));
+            let head = prop_oneof![
+                Just(r#""jsonrpc":"2.0","method":"session/update","params""#),
+                Just(r#""method":"m","jsonrpc":"2.0","id":7,"params""#),
+                Just(r#""jsonrpc":"2.0","id":"x","result""#),
+                Just(r#""jsonrpc":"2.0","id":null,"error""#),
+                Just(r#""jsonrpc":"2.0","x""#),
+            ];
+            let tail = prop_oneof![Just(""), Just(r#","id":-1"#), Just(r#","z":"zz""#)];
+            (head, inner, tail).prop_map(|(h, i, t)| format!("{{{h}:{i}{t}}}"))
+        }
+
         /// An envelope of random members, then (sometimes) a random edit of its bytes.
         fn line() -> impl Strategy<Value = Vec<u8>> {
             let envelope = vec(member(), 0..7).prop_map(|m| format!("{{{}}}", m.join(",")));
@@ -977,6 +1235,28 @@ mod tests {
             #[test]
             fn scan_agrees_with_classify(line in line()) {
                 agrees(&line);
+            }
+
+            /// A line scanned through the memo is decided exactly as alone: after any line,
+            /// and after one it shares a skeleton with (the remembered line with its string
+            /// swapped for another token, valid or not).
+            #[test]
+            fn memo_decides_as_a_scan_alone(
+                first in line(),
+                second in prop_oneof![skeleton(), line().prop_map(|l| String::from_utf8_lossy(&l).into_owned())],
+                swap in r#""([a-z /é🙂"\\]|\\["\\/bfnrtux]|\\u[0-9a-fA-F]{4}|\t|\}|\]|,|:)*"?"#,
+            ) {
+                let mut memo = Memo::default();
+                if std::str::from_utf8(&first).is_ok() {
+                    prop_assert_eq!(memo.scan(&first), scan(&first));
+                }
+                prop_assert_eq!(memo.scan(second.as_bytes()), agrees(second.as_bytes()));
+                if memo.shape.is_some() {
+                    let mut fit = memo.prefix[..memo.prefix.len() - 1].to_vec();
+                    fit.extend_from_slice(swap.as_bytes());
+                    fit.extend_from_slice(&memo.suffix);
+                    prop_assert_eq!(memo.scan(&fit), agrees(&fit));
+                }
             }
         }
 

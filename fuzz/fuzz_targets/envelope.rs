@@ -7,12 +7,13 @@
 //! params, and an id whose text is the exact text of the line's `id` member; `session_id`
 //! and `preview` never panic, and a preview is at most 81 characters. The fast path
 //! (`scan::scan`), whenever it decides, decides exactly as `classify`: same kind, id text,
-//! method, params text and outcome.
+//! method, params text and outcome. Split at its first newline, the input is two lines:
+//! the second, scanned through a [`Memo`] that saw the first, is decided as when scanned alone.
 #![no_main]
 
 use acp_question_bridge::capabilities::RawObject;
 use acp_question_bridge::envelope::{classify, preview, session_id, Kind};
-use acp_question_bridge::scan::assert_agrees;
+use acp_question_bridge::scan::{assert_agrees, scan, Memo};
 use libfuzzer_sys::fuzz_target;
 use serde::de::IgnoredAny;
 use serde_json::Value;
@@ -99,6 +100,14 @@ fuzz_target!(|data: &[u8]| {
     let kind = classify(data);
     // The scan, when it decides, agrees with `classify`.
     assert_agrees(data, &kind);
+    if let Some(cut) = data.iter().position(|&b| b == b'\n') {
+        let (first, second) = (&data[..cut], &data[cut + 1..]);
+        if std::str::from_utf8(first).is_ok() && std::str::from_utf8(second).is_ok() {
+            let mut memo = Memo::default();
+            assert_eq!(memo.scan(first), scan(first));
+            assert_eq!(memo.scan(second), scan(second));
+        }
+    }
     let p = preview(data);
     assert!(p.chars().count() <= 81, "preview too long: {p:?}");
     // JSON text is UTF-8 (RFC 8259); serde_json skips over strings it ignores without
