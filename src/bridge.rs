@@ -713,11 +713,9 @@ async fn read_frames<R: AsyncRead + Unpin>(
 /// less to scan than to hand over (more buffers in flight, more page faults).
 const SCAN_THREAD_LINES: usize = 32;
 
-/// Scans a chunk's lines; the chunk's UTF-8 is checked at once, much cheaper than line by
-/// line (when the check fails, each line checks itself).
+/// Scans a chunk's lines through the scanner's memo.
 fn scan_chunk(data: bytes::Bytes, pieces: &[crate::codec::Piece], memo: &mut Memo) -> Batch {
-    let utf8 = simdutf8::basic::from_utf8(&data).is_ok();
-    Batch::scan(data, pieces, utf8, memo)
+    Batch::scan(data, pieces, memo)
 }
 
 /// An input's scan thread: scans the chunks it is given, in order, and sends the batches to

@@ -13,8 +13,12 @@
 //!   escaped `method`, nesting deeper than [`MAX_DEPTH`]) returns `None`, and the caller
 //!   falls back to `classify`, which decides exactly as it always has. So `None` is never
 //!   wrong; only a `Some` must be right (checked by differential tests and fuzzing).
-//! - The line's UTF-8 is checked first, as a whole ([`simdutf8`], many bytes per
-//!   instruction), or by the caller for many lines at once.
+//! - UTF-8 is checked only where it can fail. Outside strings the grammar accepts ASCII
+//!   bytes only, so a non-ASCII byte that the scan accepts is inside a string; and every
+//!   byte of every string is in a 64-byte block the scan marks (below), whose marks also
+//!   say whether it has a byte >= 0x80. A line with one is checked with [`simdutf8`] (many
+//!   bytes per instruction) before it is reported; an all-ASCII line (base64 images, most
+//!   code and prose) is not read a second time.
 //! - Strings are skipped with marks: for each 64-byte block, one bit per `"`, `\\` and
 //!   control byte, made with SIMD compares once per block. The end of a string is then a
 //!   shift and a count of trailing zeros away, instead of a dependent chain of loads and
@@ -52,18 +56,14 @@ pub struct Batch {
 }
 
 impl Batch {
-    /// Scans each piece of `data`, through `memo` (the input's; see [`Memo`]). `utf8` says
-    /// the whole chunk is known to be valid UTF-8 (then so is each line: a split at `\n`,
-    /// `\r` or a BOM cannot cut a character).
-    pub fn scan(data: Bytes, pieces: &[Piece], utf8: bool, memo: &mut Memo) -> Self {
+    /// Scans each piece of `data`, through `memo` (the input's; see [`Memo`]).
+    pub fn scan(data: Bytes, pieces: &[Piece], memo: &mut Memo) -> Self {
         let lines = pieces
             .iter()
             .map(|p| {
-                let line = &data[p.start..p.end];
                 let shape = match p.too_long {
                     Some(_) => None,
-                    None if utf8 || simdutf8::basic::from_utf8(line).is_ok() => memo.scan(line),
-                    None => None,
+                    None => memo.scan(&data[p.start..p.end]),
                 };
                 (*p, shape)
             })
@@ -172,10 +172,11 @@ fn special(w: u64) -> u64 {
 }
 
 /// One bit per byte of `chunk`: set when the byte is `"`, `\\` or a control character (below
-/// 0x20); and the same for `"` alone. SSE2 (in every x86-64) through `safe_arch`.
+/// 0x20); the same for `"` alone; and for bytes >= 0x80 (non-ASCII). SSE2 (in every x86-64)
+/// through `safe_arch`.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn special16(chunk: &[u8; 16]) -> (u32, u32) {
+fn special16(chunk: &[u8; 16]) -> (u32, u32, u32) {
     use safe_arch::{
         bitor_m128i, cmp_eq_mask_i8_m128i, cmp_lt_mask_i8_m128i, load_unaligned_m128i,
         move_mask_i8_m128i, set_splat_i8_m128i,
@@ -187,49 +188,54 @@ fn special16(chunk: &[u8; 16]) -> (u32, u32) {
     // their sign bits (the mask of `v` itself) take them out again.
     let low = cmp_lt_mask_i8_m128i(v, set_splat_i8_m128i(0x20));
     let all = bitor_m128i(bitor_m128i(quote, backslash), low);
+    let high = move_mask_i8_m128i(v) as u32;
     (
-        move_mask_i8_m128i(all) as u32 & !(move_mask_i8_m128i(v) as u32),
+        move_mask_i8_m128i(all) as u32 & !high,
         move_mask_i8_m128i(quote) as u32,
+        high,
     )
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn special16(chunk: &[u8; 16]) -> (u32, u32) {
+fn special16(chunk: &[u8; 16]) -> (u32, u32, u32) {
     special16_swar(chunk)
 }
 
 /// Whether any of the 64 bytes is `"`, `\\` or a control byte: the test that passes long
-/// strings a block at a time (one mask for the whole block).
+/// strings a block at a time (one mask for the whole block); and whether any is non-ASCII.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn any_special64(chunk: &[u8; 64]) -> bool {
+fn any_special64(chunk: &[u8; 64]) -> (bool, bool) {
     use safe_arch::{
         bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, min_u8_m128i, move_mask_i8_m128i,
         set_splat_i8_m128i,
     };
     let mut any = set_splat_i8_m128i(0);
+    let mut high = set_splat_i8_m128i(0);
     for sixteen in chunk.chunks_exact(16) {
         let v = load_unaligned_m128i(sixteen.try_into().unwrap_or(&[0; 16]));
+        high = bitor_m128i(high, v);
         let quote = cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(b'"' as i8));
         let backslash = cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(b'\\' as i8));
         // Unsigned "<= 0x1F": the byte is its own minimum with 0x1F.
         let ctrl = cmp_eq_mask_i8_m128i(min_u8_m128i(v, set_splat_i8_m128i(0x1F)), v);
         any = bitor_m128i(any, bitor_m128i(bitor_m128i(quote, backslash), ctrl));
     }
-    move_mask_i8_m128i(any) != 0
+    (move_mask_i8_m128i(any) != 0, move_mask_i8_m128i(high) != 0)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn any_special64(chunk: &[u8; 64]) -> bool {
-    marks64(chunk).0 != 0
+fn any_special64(chunk: &[u8; 64]) -> (bool, bool) {
+    let (m, _, h) = marks64(chunk);
+    (m != 0, h != 0)
 }
 
 /// The portable version of [`special16`]: eight bytes at a time (SWAR), exact like it.
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 #[inline(always)]
-fn special16_swar(chunk: &[u8; 16]) -> (u32, u32) {
+fn special16_swar(chunk: &[u8; 16]) -> (u32, u32, u32) {
     // The high bit of each flagged byte, gathered into one byte (byte j to bit j).
     let pack = |m: u64| (((m >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56) as u32;
     let half = |k: usize| {
@@ -239,16 +245,18 @@ fn special16_swar(chunk: &[u8; 16]) -> (u32, u32) {
         (
             pack(special(w)),
             pack(zero_bytes(w ^ (ONES * u64::from(b'"')))),
+            pack(w & HIGH),
         )
     };
-    let ((m0, q0), (m1, q1)) = (half(0), half(8));
-    (m0 | (m1 << 8), q0 | (q1 << 8))
+    let ((m0, q0, h0), (m1, q1, h1)) = (half(0), half(8));
+    (m0 | (m1 << 8), q0 | (q1 << 8), h0 | (h1 << 8))
 }
 
 /// The marks of the 64-byte block `k` of `b`: one bit per byte, set for `"`, `\\` and
-/// control bytes; and for `"` alone. Bytes past the end count as spaces (unmarked).
+/// control bytes; for `"` alone; and for non-ASCII bytes. Bytes past the end count as spaces
+/// (unmarked).
 #[inline(always)]
-fn marks(b: &[u8], k: usize) -> (u64, u64) {
+fn marks(b: &[u8], k: usize) -> (u64, u64, u64) {
     let start = k * 64;
     if let Some(chunk) = b.get(start..start + 64).and_then(|c| c.try_into().ok()) {
         return marks64(chunk);
@@ -261,8 +269,8 @@ fn marks(b: &[u8], k: usize) -> (u64, u64) {
         .and_then(|c| c.try_into().ok())
     {
         Some(last) if rest > 0 => {
-            let (m, q) = marks64(last);
-            (m >> (64 - rest), q >> (64 - rest))
+            let (m, q, h) = marks64(last);
+            (m >> (64 - rest), q >> (64 - rest), h >> (64 - rest))
         }
         _ => marks_short(b.get(start..).unwrap_or_default()),
     }
@@ -270,7 +278,7 @@ fn marks(b: &[u8], k: usize) -> (u64, u64) {
 
 /// [`marks`] of a line shorter than 64 bytes (or past the end: no marks).
 #[inline(never)]
-fn marks_short(rest: &[u8]) -> (u64, u64) {
+fn marks_short(rest: &[u8]) -> (u64, u64, u64) {
     let mut pad = [b' '; 64];
     let n = rest.len().min(64);
     pad[..n].copy_from_slice(&rest[..n]);
@@ -278,14 +286,15 @@ fn marks_short(rest: &[u8]) -> (u64, u64) {
 }
 
 #[inline(always)]
-fn marks64(chunk: &[u8; 64]) -> (u64, u64) {
-    let (mut special, mut quote) = (0u64, 0u64);
+fn marks64(chunk: &[u8; 64]) -> (u64, u64, u64) {
+    let (mut special, mut quote, mut high) = (0u64, 0u64, 0u64);
     for (j, sixteen) in chunk.chunks_exact(16).enumerate() {
-        let (m, q) = special16(sixteen.try_into().unwrap_or(&[0; 16]));
+        let (m, q, h) = special16(sixteen.try_into().unwrap_or(&[0; 16]));
         special |= u64::from(m) << (16 * j);
         quote |= u64::from(q) << (16 * j);
+        high |= u64::from(h) << (16 * j);
     }
-    (special, quote)
+    (special, quote, high)
 }
 
 /// The eight bytes of `b` at `i`, when there are eight.
@@ -306,6 +315,8 @@ struct Scanner<'a> {
     /// The longest string value inside a container seen so far: where its opening quote is,
     /// and where the byte after its closing quote is (see [`Memo`]).
     longest: (usize, usize),
+    /// Whether a block the scan marked had a non-ASCII byte (see [`scan`] on UTF-8).
+    high: bool,
 }
 
 impl<'a> Scanner<'a> {
@@ -317,6 +328,7 @@ impl<'a> Scanner<'a> {
             special: 0,
             quote: 0,
             longest: (0, 0),
+            high: false,
         }
     }
 
@@ -362,7 +374,9 @@ impl<'a> Scanner<'a> {
                 if i >= self.b.len() {
                     return None;
                 }
-                (self.special, self.quote) = marks(self.b, k);
+                let high;
+                (self.special, self.quote, high) = marks(self.b, k);
+                self.high |= high != 0;
                 self.block = k;
             }
             let m = self.special & (u64::MAX << (i % 64));
@@ -372,7 +386,9 @@ impl<'a> Scanner<'a> {
             i = (k + 1) * 64;
             // A long string: whole blocks without a mark are passed with one test each.
             while let Some(chunk) = self.b.get(i..i + 64).and_then(|c| c.try_into().ok()) {
-                if any_special64(chunk) {
+                let (special, high) = any_special64(chunk);
+                self.high |= high;
+                if special {
                     break;
                 }
                 i += 64;
@@ -598,13 +614,6 @@ impl Members {
 /// Classifies `line` when it is plainly a valid request, notification or response; `None`
 /// leaves it to [`crate::envelope::classify`] (see the module invariants).
 pub fn scan(line: &[u8]) -> Option<Shape> {
-    simdutf8::basic::from_utf8(line).ok()?;
-    scan_utf8(line)
-}
-
-/// [`scan`] for a line already known to be valid UTF-8. Given anything else it may say
-/// `Some` for a line that is not valid JSON, so only a caller that checked may use it.
-fn scan_utf8(line: &[u8]) -> Option<Shape> {
     scan_full(line).map(|(shape, _)| shape)
 }
 
@@ -632,7 +641,7 @@ pub struct Memo {
 }
 
 impl Memo {
-    /// [`scan`] of a line known to be valid UTF-8, through the skeleton when it fits.
+    /// [`scan`], through the skeleton when the line fits it.
     pub fn scan(&mut self, line: &[u8]) -> Option<Shape> {
         if let Some(shape) = self.reuse(line) {
             return Some(shape);
@@ -657,9 +666,15 @@ impl Memo {
         {
             return None;
         }
-        let mut s = Scanner::new(line, self.prefix.len() - 1);
+        let start = self.prefix.len() - 1;
+        let mut s = Scanner::new(line, start);
         s.string()?;
         if line[s.i..] != self.suffix[..] {
+            return None;
+        }
+        // The skeleton is valid UTF-8, and the string starts and ends with a quote (ASCII):
+        // the line is valid exactly when the string is.
+        if s.high && simdutf8::basic::from_utf8(&line[start..s.i]).is_err() {
             return None;
         }
         Some(shape.moved(self.end, s.i))
@@ -674,6 +689,9 @@ const MAX_SKELETON: usize = 4096;
 fn scan_full(line: &[u8]) -> Option<(Shape, (usize, usize))> {
     let mut s = Scanner::new(line, 0);
     let shape = envelope(&mut s)?;
+    if s.high && simdutf8::basic::from_utf8(line).is_err() {
+        return None;
+    }
     Some((shape, s.longest))
 }
 
@@ -980,6 +998,37 @@ mod tests {
                 "{text}"
             );
         }
+        // Text that is not UTF-8: a stray continuation byte, a lead byte without its
+        // continuation, an encoded surrogate, an overlong form, past U+10FFFF.
+        for bad in [
+            &b"\x80"[..],
+            b"\xc3",
+            b"ab\xe2\x9c",
+            b"\xed\xa0\x80",
+            b"\xc0\xaf",
+            b"\xf4\x90\x80\x80",
+            b"\xff",
+        ] {
+            let good = chunk("é ✓ 🙂").into_bytes();
+            assert!(memo_agrees(&mut memo, &good).is_some());
+            let at = good.len() - b"\"}}}}".len();
+            let line = [&good[..at], bad, &good[at..]].concat();
+            assert_eq!(memo_agrees(&mut memo, &line), None, "{bad:x?}");
+            // In a 64-byte block of the string's middle, with no quote or backslash (passed
+            // by the whole-block test).
+            // The text is ASCII up to there, so no earlier mark saw a non-ASCII byte.
+            let ascii = chunk("plain text").into_bytes();
+            let at = ascii.len() - b"\"}}}}".len();
+            let far = [
+                &ascii[..at],
+                &[b'a'; 100][..],
+                bad,
+                &[b'a'; 300],
+                &ascii[at..],
+            ]
+            .concat();
+            assert_eq!(memo_agrees(&mut memo, &far), None, "{bad:x?}");
+        }
         // Valid, but with one more member in `content`: scanned in full.
         let more = chunk(r#"early" , "x":"y"#);
         assert!(memo_agrees(&mut memo, more.as_bytes()).is_some());
@@ -1047,15 +1096,19 @@ mod tests {
     }
 
     /// The marks a block should have, byte by byte.
-    fn expected(bytes: &[u8]) -> (u64, u64) {
-        bytes.iter().enumerate().fold((0, 0), |(m, q), (j, &c)| {
-            let bit = 1u64 << j;
-            let special = c == b'"' || c == b'\\' || c < 0x20;
-            (
-                m | if special { bit } else { 0 },
-                q | if c == b'"' { bit } else { 0 },
-            )
-        })
+    fn expected(bytes: &[u8]) -> (u64, u64, u64) {
+        bytes
+            .iter()
+            .enumerate()
+            .fold((0, 0, 0), |(m, q, h), (j, &c)| {
+                let bit = 1u64 << j;
+                let special = c == b'"' || c == b'\\' || c < 0x20;
+                (
+                    m | if special { bit } else { 0 },
+                    q | if c == b'"' { bit } else { 0 },
+                    h | if c >= 0x80 { bit } else { 0 },
+                )
+            })
     }
 
     fn random_bytes(rng: &mut u64, out: &mut [u8]) {
@@ -1081,8 +1134,9 @@ mod tests {
             let mut chunk = [0u8; 16];
             random_bytes(&mut rng, &mut chunk);
             let want = expected(&chunk);
-            for (m, q) in [special16(&chunk), special16_swar(&chunk)] {
-                assert_eq!((u64::from(m), u64::from(q)), want, "{chunk:x?}");
+            for (m, q, h) in [special16(&chunk), special16_swar(&chunk)] {
+                let got = (u64::from(m), u64::from(q), u64::from(h));
+                assert_eq!(got, want, "{chunk:x?}");
             }
         }
     }
@@ -1112,7 +1166,8 @@ mod tests {
                 chunk[(rng % 64) as usize] = one[0];
             }
             random_bytes(&mut rng, &mut [0u8; 1]);
-            assert_eq!(any_special64(&chunk), expected(&chunk).0 != 0, "{chunk:x?}");
+            let (m, _, h) = expected(&chunk);
+            assert_eq!(any_special64(&chunk), (m != 0, h != 0), "{chunk:x?}");
         }
     }
 
@@ -1243,17 +1298,21 @@ mod tests {
             #[test]
             fn memo_decides_as_a_scan_alone(
                 first in line(),
-                second in prop_oneof![skeleton(), line().prop_map(|l| String::from_utf8_lossy(&l).into_owned())],
+                second in prop_oneof![skeleton().prop_map(String::into_bytes), line()],
                 swap in r#""([a-z /é🙂"\\]|\\["\\/bfnrtux]|\\u[0-9a-fA-F]{4}|\t|\}|\]|,|:)*"?"#,
+                // Sometimes a byte that breaks the swapped string's UTF-8.
+                bad in proptest::option::of((any::<prop::sample::Index>(), prop::sample::select(&[0x80u8, 0xC3, 0xE2, 0xED, 0xF4, 0xFF][..]))),
             ) {
                 let mut memo = Memo::default();
-                if std::str::from_utf8(&first).is_ok() {
-                    prop_assert_eq!(memo.scan(&first), scan(&first));
-                }
-                prop_assert_eq!(memo.scan(second.as_bytes()), agrees(second.as_bytes()));
+                prop_assert_eq!(memo.scan(&first), scan(&first));
+                prop_assert_eq!(memo.scan(&second), agrees(&second));
                 if memo.shape.is_some() {
+                    let mut swap = swap.into_bytes();
+                    if let Some((at, byte)) = bad {
+                        swap.insert(at.index(swap.len() + 1), byte);
+                    }
                     let mut fit = memo.prefix[..memo.prefix.len() - 1].to_vec();
-                    fit.extend_from_slice(swap.as_bytes());
+                    fit.extend_from_slice(&swap);
                     fit.extend_from_slice(&memo.suffix);
                     prop_assert_eq!(memo.scan(&fit), agrees(&fit));
                 }

@@ -982,8 +982,7 @@ mod tests {
                 let mut buf = bytes::BytesMut::from(&raw[..]);
                 let mut pieces = Vec::new();
                 let data = codecs[usize::from(*from_client)].decode_chunk(&mut buf, raw.len(), false, &mut pieces);
-                let utf8 = std::str::from_utf8(&data).is_ok();
-                batched.on_batch(side, Batch::scan(data, &pieces, utf8, &mut crate::scan::Memo::default()), now, &mut out_batched);
+                batched.on_batch(side, Batch::scan(data, &pieces, &mut crate::scan::Memo::default()), now, &mut out_batched);
             }
             proptest::prop_assert_eq!(wire(&out_batched.to_agent), wire(&out_single.to_agent));
             proptest::prop_assert_eq!(wire(&out_batched.to_client), wire(&out_single.to_client));
@@ -1010,7 +1009,7 @@ mod tests {
         );
         r.on_batch(
             Side::Client,
-            Batch::scan(data, &pieces, true, &mut crate::scan::Memo::default()),
+            Batch::scan(data, &pieces, &mut crate::scan::Memo::default()),
             now,
             &mut out,
         );
