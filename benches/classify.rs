@@ -2,7 +2,8 @@
 //! reader tasks run), classifying it the full way (`envelope::classify`, the fallback), and
 //! the whole router step for a forwarded notification (scan included), on the three message
 //! sizes of the benchmark workloads; and a line of a stream scanned through the skeleton memo
-//! (`scan::Memo`: the line before it had other text in the same message). Run with
+//! (`scan::Memo`: the line before it had other text in the same message, or came from
+//! another session). Run with
 //! `cargo bench --bench classify`.
 
 use std::time::Instant;
@@ -53,7 +54,21 @@ fn scan_line(bencher: divan::Bencher, size: usize) {
 #[divan::bench(args = SIZES)]
 fn memo_line(bencher: divan::Bencher, size: usize) {
     // Two lines of one stream, taken in turn: each differs from the one before in its text.
-    let lines = [chunk_from(0, size), chunk_from(1, size)];
+    through_memo(bencher, [chunk_from(0, size), chunk_from(1, size)]);
+}
+
+/// Two interleaved streams (sessions): each line differs from the one before in its session
+/// id too, so the single-stream form misses and the skeleton's gaps decide.
+#[divan::bench(args = SIZES)]
+fn memo_sessions(bencher: divan::Bencher, size: usize) {
+    let other = String::from_utf8(chunk_from(1, size).to_vec())
+        .unwrap_or_default()
+        .replace(r#""s1""#, r#""s2""#);
+    through_memo(bencher, [chunk_from(0, size), Bytes::from(other)]);
+}
+
+/// Scans `lines` in turn through one memo.
+fn through_memo(bencher: divan::Bencher, lines: [Bytes; 2]) {
     let mut memo = Memo::default();
     let mut n = 0usize;
     bencher

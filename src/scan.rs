@@ -119,10 +119,8 @@ pub enum Shape {
 }
 
 impl Shape {
-    /// The same shape in a line where the bytes from `old` on (in the line it was scanned
-    /// from) now start at `new`: each offset at or after `old` moves with them.
-    fn moved(self, old: usize, new: usize) -> Self {
-        let at = |x: usize| if x >= old { x - old + new } else { x };
+    /// The same shape with each offset mapped by `at`.
+    fn moved(self, at: impl Fn(usize) -> usize) -> Self {
         let span = |s: Span| Span {
             start: at(s.start),
             end: at(s.end),
@@ -312,9 +310,10 @@ struct Scanner<'a> {
     block: usize,
     special: u64,
     quote: u64,
-    /// The longest string value inside a container seen so far: where its opening quote is,
-    /// and where the byte after its closing quote is (see [`Memo`]).
-    longest: (usize, usize),
+    /// The first [`MAX_GAPS`] string values inside a container: where each one's opening
+    /// quote is, and where the byte after its closing quote is (see [`Memo`]).
+    gaps: [(usize, usize); MAX_GAPS],
+    found: usize,
     /// Whether a block the scan marked had a non-ASCII byte (see [`scan`] on UTF-8).
     high: bool,
 }
@@ -327,7 +326,8 @@ impl<'a> Scanner<'a> {
             block: usize::MAX,
             special: 0,
             quote: 0,
-            longest: (0, 0),
+            gaps: [(0, 0); MAX_GAPS],
+            found: 0,
             high: false,
         }
     }
@@ -497,8 +497,9 @@ impl<'a> Scanner<'a> {
                     let start = self.i;
                     self.string()?;
                     // `depth` is never 0 here: `value` is not given top-level strings.
-                    if depth > 0 && self.i - start > self.longest.1 - self.longest.0 {
-                        self.longest = (start, self.i);
+                    if depth > 0 && self.found < MAX_GAPS {
+                        self.gaps[self.found] = (start, self.i);
+                        self.found += 1;
                     }
                 }
                 c @ (b'{' | b'[') => {
@@ -617,52 +618,94 @@ pub fn scan(line: &[u8]) -> Option<Shape> {
     scan_full(line).map(|(shape, _)| shape)
 }
 
-/// The last line an input's scan read in full, as a skeleton: its bytes before and after
-/// its longest string value inside a container, and its shape.
+/// The last line an input's scan read in full, as a skeleton: its bytes around its string
+/// values inside containers (its gaps, at most [`MAX_GAPS`]), and its shape.
 ///
-/// Streamed messages differ from the one before mostly in one string (the next piece of
-/// text: same method, session and nesting). A line that has the skeleton's exact bytes
-/// around a valid JSON string is valid exactly when the remembered line was, with the same
-/// shape moved by the string's change of length: one JSON string token was swapped for
-/// another, at a place (inside `params`, `result`, `error` or another container member)
-/// that no envelope rule looks into. So only that string is scanned; the rest is compared.
-/// Every other line is scanned in full, and becomes the skeleton when it is valid and its
-/// skeleton is at most [`MAX_SKELETON`] bytes (the memory bound: one per scanner).
+/// Streamed messages differ from the one before in a few strings (the next piece of text;
+/// a session id when sessions interleave): same method and nesting. A line that has the
+/// skeleton's exact bytes around valid JSON strings is valid exactly when the remembered
+/// line was, with the same shape moved by the strings' changes of length: string tokens
+/// were swapped for others, at places (inside `params`, `result`, `error` or another
+/// container member) that no envelope rule looks into. So only those strings are scanned;
+/// the rest is compared. Every other line is scanned in full, and becomes the skeleton when
+/// it is valid and its skeleton is at most [`MAX_SKELETON`] bytes (the memory bound: one
+/// per scanner).
 #[derive(Debug, Default)]
 pub struct Memo {
-    /// The line up to and including the string's opening quote.
-    prefix: Vec<u8>,
-    /// The line after the string's closing quote.
-    suffix: Vec<u8>,
-    /// Where the string ended (after its closing quote) in the remembered line.
-    end: usize,
+    /// The remembered line's bytes outside its gaps, in order. Each gap's segment ends with
+    /// the gap's opening quote; the gap is the rest of the string, closing quote included.
+    lit: Vec<u8>,
+    /// Per gap: where its segment ends in `lit`, and where the string started (its opening
+    /// quote) and ended (after its closing quote) in the remembered line.
+    gaps: Vec<Gap>,
     /// The shape, in the remembered line; `None` while nothing is remembered.
     shape: Option<Shape>,
+    /// The fast form for a single stream, tried first: the remembered line up to and
+    /// including the opening quote of its longest gap, and after that gap (empty when over
+    /// [`MAX_SKELETON`]); and where that gap ended in it.
+    prefix: Vec<u8>,
+    suffix: Vec<u8>,
+    end: usize,
+    #[cfg(test)]
+    hits: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Gap {
+    lit_end: usize,
+    start: usize,
+    end: usize,
 }
 
 impl Memo {
     /// [`scan`], through the skeleton when the line fits it.
     pub fn scan(&mut self, line: &[u8]) -> Option<Shape> {
         if let Some(shape) = self.reuse(line) {
+            #[cfg(test)]
+            {
+                self.hits += 1;
+            }
             return Some(shape);
         }
-        let (shape, (start, end)) = scan_full(line)?;
-        if end > start && line.len() - (end - start) <= MAX_SKELETON {
-            self.prefix.clear();
-            self.prefix.extend_from_slice(&line[..=start]);
-            self.suffix.clear();
-            self.suffix.extend_from_slice(&line[end..]);
-            self.end = end;
+        let (shape, (gaps, found)) = scan_full(line)?;
+        let gaps = &gaps[..found];
+        let holes: usize = gaps.iter().map(|(a, b)| b - a - 1).sum();
+        if !gaps.is_empty() && line.len() - holes <= MAX_SKELETON {
+            self.lit.clear();
+            self.gaps.clear();
+            let mut from = 0;
+            for &(start, end) in gaps {
+                self.lit.extend_from_slice(&line[from..=start]);
+                self.gaps.push(Gap {
+                    lit_end: self.lit.len(),
+                    start,
+                    end,
+                });
+                from = end;
+            }
+            self.lit.extend_from_slice(&line[from..]);
             self.shape = Some(shape);
+            self.prefix.clear();
+            self.suffix.clear();
+            let longest = gaps.iter().max_by_key(|(a, b)| b - a).copied();
+            if let Some((start, end)) =
+                longest.filter(|(a, b)| line.len() - (b - a) <= MAX_SKELETON)
+            {
+                self.prefix.extend_from_slice(&line[..=start]);
+                self.suffix.extend_from_slice(&line[end..]);
+                self.end = end;
+            }
         }
         Some(shape)
     }
 
-    /// The shape of `line` when it is the skeleton around a valid string.
+    /// The shape of `line` when it is the remembered line with another longest string.
     #[inline]
-    fn reuse(&self, line: &[u8]) -> Option<Shape> {
+    fn reuse_one(&self, line: &[u8]) -> Option<Shape> {
         let shape = self.shape?;
-        if line.len() < self.prefix.len() + self.suffix.len() + 1 || !line.starts_with(&self.prefix)
+        if self.prefix.is_empty()
+            || line.len() < self.prefix.len() + self.suffix.len() + 1
+            || !line.starts_with(&self.prefix)
         {
             return None;
         }
@@ -672,27 +715,83 @@ impl Memo {
         if line[s.i..] != self.suffix[..] {
             return None;
         }
-        // The skeleton is valid UTF-8, and the string starts and ends with a quote (ASCII):
-        // the line is valid exactly when the string is.
+        // The rest was checked when it was remembered; the string is cut at ASCII quotes.
         if s.high && simdutf8::basic::from_utf8(&line[start..s.i]).is_err() {
             return None;
         }
-        Some(shape.moved(self.end, s.i))
+        Some(shape.moved(|x| if x >= self.end { x - self.end + s.i } else { x }))
+    }
+
+    /// The shape of `line` when it is the skeleton around valid strings.
+    #[inline]
+    fn reuse(&self, line: &[u8]) -> Option<Shape> {
+        if let Some(shape) = self.reuse_one(line) {
+            return Some(shape);
+        }
+        let shape = self.shape?;
+        let mut s = Scanner::new(line, 0);
+        // Where each gap's string is in `line`.
+        let mut now = [(0usize, 0usize); MAX_GAPS];
+        let (mut pos, mut from) = (0, 0);
+        for (g, gap) in self.gaps.iter().enumerate() {
+            let segment = &self.lit[from..gap.lit_end];
+            if !line.get(pos..)?.starts_with(segment) {
+                return None;
+            }
+            // The segment ends with the string's opening quote.
+            s.i = pos + segment.len() - 1;
+            let start = s.i;
+            s.string()?;
+            now[g] = (start, s.i);
+            (pos, from) = (s.i, gap.lit_end);
+        }
+        if line.get(pos..)? != &self.lit[from..] {
+            return None;
+        }
+        // The skeleton is valid UTF-8, and it is cut at ASCII quotes: the line is valid
+        // exactly when its strings are, and only a string with a byte >= 0x80 can fail.
+        if s.high {
+            for &(start, end) in &now[..self.gaps.len()] {
+                let string = &line[start..end];
+                if !string.is_ascii() && simdutf8::basic::from_utf8(string).is_err() {
+                    return None;
+                }
+            }
+        }
+        // An offset of the remembered line moves by the change of length of the strings
+        // before it (no offset the shape holds is inside a gap).
+        Some(shape.moved(|x| {
+            let (mut old, mut new) = (0, 0);
+            for (gap, &(start, end)) in self.gaps.iter().zip(&now) {
+                if gap.end <= x {
+                    old += gap.end - gap.start;
+                    new += end - start;
+                }
+            }
+            x - old + new
+        }))
     }
 }
 
-/// The most bytes a skeleton keeps (prefix and suffix): a line with more around its longest
-/// string is not the streaming kind, and is not copied.
+/// The most bytes a skeleton keeps (its bytes outside the gaps): a line with more is not the
+/// streaming kind, and is not copied.
 const MAX_SKELETON: usize = 4096;
 
-/// The scan, and where its longest string value inside a container is (empty if none).
-fn scan_full(line: &[u8]) -> Option<(Shape, (usize, usize))> {
+/// The most string gaps a skeleton has (strings after them stay in its bytes).
+const MAX_GAPS: usize = 16;
+
+/// The scan, and the string values inside containers it found (up to [`MAX_GAPS`]).
+type Gaps = ([(usize, usize); MAX_GAPS], usize);
+
+/// The scan, and the string values inside containers it found (up to [`MAX_GAPS`]).
+#[inline(always)]
+fn scan_full(line: &[u8]) -> Option<(Shape, Gaps)> {
     let mut s = Scanner::new(line, 0);
     let shape = envelope(&mut s)?;
     if s.high && simdutf8::basic::from_utf8(line).is_err() {
         return None;
     }
-    Some((shape, s.longest))
+    Some((shape, (s.gaps, s.found)))
 }
 
 /// The scan proper: the envelope's members, then the JSON-RPC rules.
@@ -959,8 +1058,10 @@ mod tests {
     fn streamed_lines_reuse_the_skeleton_when_they_fit_it() {
         let mut memo = Memo::default();
         assert!(memo_agrees(&mut memo, chunk("the first piece of text").as_bytes()).is_some());
-        let skeleton = (memo.prefix.clone(), memo.suffix.clone());
-        assert!(skeleton.0.ends_with(br#""text":""#) && skeleton.1 == b"}}}}");
+        // The gaps: the session id, `agent_message_chunk`, `text` and the text.
+        assert_eq!(memo.gaps.len(), 4);
+        assert!(memo.lit.ends_with(br#""text":"}}}}"#));
+        let mut hits = 0;
         for text in [
             "",
             "x",
@@ -972,9 +1073,17 @@ mod tests {
                 memo_agrees(&mut memo, chunk(text).as_bytes()).is_some(),
                 "{text}"
             );
-            // Reused: nothing new was remembered (a full scan of "" or "x" would have made
-            // `agent_message_chunk`, the longest string then, the skeleton's gap).
-            assert_eq!((&memo.prefix, &memo.suffix), (&skeleton.0, &skeleton.1));
+            hits += 1;
+            assert_eq!(memo.hits, hits, "reused");
+        }
+        // Another session, and another kind of update, fit the same skeleton.
+        for line in [
+            chunk("more").replace(r#""s1""#, r#""sess_0123456789""#),
+            chunk("more").replace("agent_message_chunk", "agent_thought_chunk"),
+        ] {
+            assert!(memo_agrees(&mut memo, line.as_bytes()).is_some(), "{line}");
+            hits += 1;
+            assert_eq!(memo.hits, hits, "reused");
         }
     }
 
@@ -1029,18 +1138,18 @@ mod tests {
             .concat();
             assert_eq!(memo_agrees(&mut memo, &far), None, "{bad:x?}");
         }
-        // Valid, but with one more member in `content`: scanned in full.
+        // Valid, but with one more member in `content`: scanned in full, and remembered.
         let more = chunk(r#"early" , "x":"y"#);
+        let hits = memo.hits;
         assert!(memo_agrees(&mut memo, more.as_bytes()).is_some());
-        // Its longest string is now `agent_message_chunk`: that is the new skeleton's gap.
-        assert!(memo.prefix.ends_with(br#""sessionUpdate":""#));
-        assert!(memo.suffix.ends_with(br#""early" , "x":"y"}}}}"#));
+        assert_eq!((memo.hits, memo.gaps.len()), (hits, 5));
+        assert!(memo.lit.ends_with(br#""text":" , "x":"}}}}"#));
         memo_agrees(&mut memo, chunk("the first piece of text").as_bytes());
-        // Valid lines with a different prefix or suffix.
+        // Valid lines with different bytes outside the strings.
         for line in [
             chunk("x").replace("}}}}", r#"}},"x":1}}"#),
-            chunk("x").replace(r#""s1""#, r#""s2""#),
             chunk("x") + " ",
+            chunk("x").replace(r#""s1""#, "7"),
             chunk("x").replace(r#"{"jsonrpc"#, r#"{"id":1,"jsonrpc"#),
         ] {
             assert!(memo_agrees(&mut memo, line.as_bytes()).is_some(), "{line}");
@@ -1054,10 +1163,13 @@ mod tests {
         ] {
             assert_eq!(memo_agrees(&mut memo, line.as_bytes()), None, "{line}");
         }
-        // Same length, and a quote where the string was: only the prefix tells.
+        // Same length, and quotes where the strings were: only the bytes outside them tell.
         for line in [
             chunk("x").replace(r#""2.0""#, r#""2.1""#),
             chunk("x").replace(r#""s1""#, r#""s\x""#),
+            chunk("x").replace(r#""sessionId""#, r#""sessionI\""#),
+            chunk("x").replace(r#""type""#, r#""typ\u""#),
+            chunk("x").replace("}}}}", "}}]}"),
         ] {
             memo_agrees(&mut memo, chunk("the first piece of text").as_bytes());
             assert_eq!(memo_agrees(&mut memo, line.as_bytes()), None, "{line}");
@@ -1068,14 +1180,14 @@ mod tests {
     fn a_large_skeleton_is_not_kept() {
         let mut memo = Memo::default();
         memo_agrees(&mut memo, chunk("a").as_bytes());
-        let small = memo.prefix.clone();
+        let small = memo.lit.clone();
         let many = format!(
             r#"[{}"longest string"]"#,
             r#""s","#.repeat(MAX_SKELETON / 4)
         );
         let big = format!(r#"{{"jsonrpc":"2.0","method":"m","params":{many}}}"#);
         assert!(memo_agrees(&mut memo, big.as_bytes()).is_some());
-        assert_eq!(memo.prefix, small, "the old skeleton stays");
+        assert_eq!(memo.lit, small, "the old skeleton stays");
     }
 
     #[test]
@@ -1293,13 +1405,13 @@ mod tests {
             }
 
             /// A line scanned through the memo is decided exactly as alone: after any line,
-            /// and after one it shares a skeleton with (the remembered line with its string
-            /// swapped for another token, valid or not).
+            /// and after one it shares a skeleton with (the remembered line with its strings
+            /// swapped for other tokens, valid or not).
             #[test]
             fn memo_decides_as_a_scan_alone(
                 first in line(),
                 second in prop_oneof![skeleton().prop_map(String::into_bytes), line()],
-                swap in r#""([a-z /é🙂"\\]|\\["\\/bfnrtux]|\\u[0-9a-fA-F]{4}|\t|\}|\]|,|:)*"?"#,
+                swaps in vec(r#""([a-z /é🙂"\\]|\\["\\/bfnrtux]|\\u[0-9a-fA-F]{4}|\t|\}|\]|,|:)*"?"#, 1..4),
                 // Sometimes a byte that breaks the swapped string's UTF-8.
                 bad in proptest::option::of((any::<prop::sample::Index>(), prop::sample::select(&[0x80u8, 0xC3, 0xE2, 0xED, 0xF4, 0xFF][..]))),
             ) {
@@ -1307,13 +1419,19 @@ mod tests {
                 prop_assert_eq!(memo.scan(&first), scan(&first));
                 prop_assert_eq!(memo.scan(&second), agrees(&second));
                 if memo.shape.is_some() {
-                    let mut swap = swap.into_bytes();
-                    if let Some((at, byte)) = bad {
-                        swap.insert(at.index(swap.len() + 1), byte);
+                    // The skeleton, each gap filled with one of the swaps in turn.
+                    let mut fit = Vec::new();
+                    let mut from = 0;
+                    for (g, gap) in memo.gaps.iter().enumerate() {
+                        fit.extend_from_slice(&memo.lit[from..gap.lit_end - 1]);
+                        let mut swap = swaps[g % swaps.len()].clone().into_bytes();
+                        if let (0, Some((at, byte))) = (g, bad) {
+                            swap.insert(at.index(swap.len() + 1), byte);
+                        }
+                        fit.extend_from_slice(&swap);
+                        from = gap.lit_end;
                     }
-                    let mut fit = memo.prefix[..memo.prefix.len() - 1].to_vec();
-                    fit.extend_from_slice(&swap);
-                    fit.extend_from_slice(&memo.suffix);
+                    fit.extend_from_slice(&memo.lit[from..]);
                     prop_assert_eq!(memo.scan(&fit), agrees(&fit));
                 }
             }
