@@ -632,10 +632,11 @@ fn main() {
         "naive" => naive(&args[1..]),
         "ask" => ask(num(1, 10_000), num(2, 1_000), arg(3) == "hold"),
         "relay" => {
-            // One throughput figure alone: `relay KIND BYTES [RUNS]`, bridge vs `cat`.
-            let (kind, bytes, runs) = (arg(1), num(2, 64 << 20), num(3, 3));
-            let (b, peak) = best_of(runs, || relay(kind, bytes, 1, Via::Bridge));
-            let (c, _) = best_of(runs, || relay(kind, bytes, 1, Via::Cat));
+            // One throughput figure alone: `relay KIND BYTES [RUNS] [SESSIONS]`, bridge vs
+            // `cat` (lines spread over SESSIONS sessions, each with a pending question).
+            let (kind, bytes, runs, sessions) = (arg(1), num(2, 64 << 20), num(3, 3), num(4, 1));
+            let (b, peak) = best_of(runs, || relay(kind, bytes, sessions, Via::Bridge));
+            let (c, _) = best_of(runs, || relay(kind, bytes, sessions, Via::Cat));
             let _ = writeln!(
                 std::io::stdout(),
                 "{kind} {bytes}: bridge {:.1} ms, cat {:.1} ms, ratio {:.2}, peak RSS {:.1} MiB",
@@ -684,7 +685,7 @@ fn main() {
         _ => {
             let _ = writeln!(
                 std::io::stderr(),
-                "usage: bench run [--quick] [--out FILE] | relay KIND BYTES [RUNS] [--naive] | naive AGENT... | latency [ROUNDS] | questions N SESSIONS | emit KIND BYTES [SESSIONS] | echo | ask N SESSIONS [hold]"
+                "usage: bench run [--quick] [--out FILE] | relay KIND BYTES [RUNS] [SESSIONS] [--naive] | naive AGENT... | latency [ROUNDS] | questions N SESSIONS | emit KIND BYTES [SESSIONS] | echo | ask N SESSIONS [hold]"
             );
             std::process::exit(2);
         }
