@@ -749,26 +749,22 @@ impl Memo {
             return None;
         }
         // The skeleton is valid UTF-8, and it is cut at ASCII quotes: the line is valid
-        // exactly when its strings are, and only a string with a byte >= 0x80 can fail.
-        if s.high {
-            for &(start, end) in &now[..self.gaps.len()] {
-                let string = &line[start..end];
-                if !string.is_ascii() && simdutf8::basic::from_utf8(string).is_err() {
-                    return None;
-                }
-            }
+        // exactly when its strings are, so when one had a byte >= 0x80 the stretch from the
+        // first string to the last is checked, in one call.
+        let n = self.gaps.len();
+        if s.high && simdutf8::basic::from_utf8(&line[now[0].0..now[n - 1].1]).is_err() {
+            return None;
         }
         // An offset of the remembered line moves by the change of length of the strings
-        // before it (no offset the shape holds is inside a gap).
+        // before it (no offset the shape holds is inside a gap): `shift[k]` for the first
+        // `k` strings, which end at or before it.
+        let mut shift = [0isize; MAX_GAPS + 1];
+        for (g, (gap, &(start, end))) in self.gaps.iter().zip(&now).enumerate() {
+            shift[g + 1] = shift[g] + (end - start) as isize - (gap.end - gap.start) as isize;
+        }
         Some(shape.moved(|x| {
-            let (mut old, mut new) = (0, 0);
-            for (gap, &(start, end)) in self.gaps.iter().zip(&now) {
-                if gap.end <= x {
-                    old += gap.end - gap.start;
-                    new += end - start;
-                }
-            }
-            x - old + new
+            let k = self.gaps.partition_point(|gap| gap.end <= x);
+            x.wrapping_add_signed(shift[k])
         }))
     }
 }
@@ -780,7 +776,7 @@ const MAX_SKELETON: usize = 4096;
 /// The most string gaps a skeleton has (strings after them stay in its bytes).
 const MAX_GAPS: usize = 16;
 
-/// The scan, and the string values inside containers it found (up to [`MAX_GAPS`]).
+/// A full scan's string values inside containers: where each is, and how many there are.
 type Gaps = ([(usize, usize); MAX_GAPS], usize);
 
 /// The scan, and the string values inside containers it found (up to [`MAX_GAPS`]).
