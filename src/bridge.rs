@@ -693,7 +693,7 @@ async fn read_frames<R: AsyncRead + Unpin>(
                     send_batch(&scanner.tx, (data, std::mem::take(&mut pieces)), &mut hup).await
                 }
                 None => {
-                    let batch = scan_chunk(data, &pieces, &mut memo);
+                    let batch = Batch::scan(data, &pieces, &mut memo);
                     pieces.clear();
                     send_batch(&tx, batch, &mut hup).await
                 }
@@ -712,11 +712,6 @@ async fn read_frames<R: AsyncRead + Unpin>(
 /// [`read_frames`]). The scan's cost is mostly per line: a chunk of a few long lines costs
 /// less to scan than to hand over (more buffers in flight, more page faults).
 const SCAN_THREAD_LINES: usize = 32;
-
-/// Scans a chunk's lines through the scanner's memo.
-fn scan_chunk(data: bytes::Bytes, pieces: &[crate::codec::Piece], memo: &mut Memo) -> Batch {
-    Batch::scan(data, pieces, memo)
-}
 
 /// An input's scan thread: scans the chunks it is given, in order, and sends the batches to
 /// the loop. It ends when the reader drops its sender or the loop goes away.
@@ -739,7 +734,7 @@ impl ScanThread {
                 let mut memo = Memo::default();
                 while let Some((data, pieces)) = rx.blocking_recv() {
                     if out
-                        .blocking_send(scan_chunk(data, &pieces, &mut memo))
+                        .blocking_send(Batch::scan(data, &pieces, &mut memo))
                         .is_err()
                     {
                         return;

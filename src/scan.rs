@@ -23,7 +23,9 @@
 //!   control byte, made with SIMD compares once per block. The end of a string is then a
 //!   shift and a count of trailing zeros away, instead of a dependent chain of loads and
 //!   compares per string (what bounded the token-by-token walk).
-//! - The line is never copied.
+//! - The line is never copied. The one copy is the skeleton [`Memo`] keeps of a line it
+//!   scanned in full (at most 4 KiB, into a buffer it reuses): a cache
+//!   beside the forwarding path, not a step of it.
 
 use bytes::Bytes;
 
@@ -619,7 +621,7 @@ pub fn scan(line: &[u8]) -> Option<Shape> {
 }
 
 /// The last line an input's scan read in full, as a skeleton: its bytes around its string
-/// values inside containers (its gaps, at most [`MAX_GAPS`]), and its shape.
+/// values inside containers (its gaps, at most 16), and its shape.
 ///
 /// Streamed messages differ from the one before in a few strings (the next piece of text;
 /// a session id when sessions interleave): same method and nesting. A line that has the
@@ -628,7 +630,7 @@ pub fn scan(line: &[u8]) -> Option<Shape> {
 /// were swapped for others, at places (inside `params`, `result`, `error` or another
 /// container member) that no envelope rule looks into. So only those strings are scanned;
 /// the rest is compared. Every other line is scanned in full, and becomes the skeleton when
-/// it is valid and its skeleton is at most [`MAX_SKELETON`] bytes (the memory bound: one
+/// it is valid and its skeleton is at most 4 KiB (the memory bound: one
 /// per scanner).
 #[derive(Debug, Default)]
 pub struct Memo {
