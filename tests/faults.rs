@@ -233,8 +233,8 @@ async fn agent_that_never_reads_does_not_block_its_output() {
         script,
     ]));
     let agent = wait_agent(b.pid()).await;
-    // The client writes 256 MiB the agent never reads: the bridge's queues hold about 70 of
-    // these 1 MiB lines (channels of 32 per direction), then the write blocks for good.
+    // The client writes 256 MiB the agent never reads: the bridge holds a few of these 1 MiB
+    // lines (its in-flight budget and the pipes), then the write blocks for good.
     let mut stdin = b.stdin.take().unwrap();
     let writer = tokio::spawn(async move {
         let mut line = br#"{"jsonrpc":"2.0","method":"_big","params":{"p":""#.to_vec();
