@@ -593,19 +593,24 @@ fn run(quick: bool, out_file: Option<String>) {
         "-".into(),
     ]);
     progress("sessions");
-    // Cost per message as the number of sessions with pending state grows.
-    let per_msg = |sessions| {
-        let (t, _) = best_of(runs, || relay("small", small / 4, sessions, Via::Bridge));
-        t
-    };
-    let one = per_msg(1);
-    for sessions in [100, 10_000] {
-        let t = per_msg(sessions);
+    // Cost per message as the number of sessions with pending state grows: the small
+    // workload over 1, 100 and 10,000 sessions, taken in turn in every round (a slow spell
+    // of the machine then falls on all three, not on one), best of each over twice the runs
+    // of the other figures (a 10% target needs the steadier figure).
+    let counts = [1, 100, 10_000];
+    let mut best = [Duration::MAX; 3];
+    for _ in 0..runs * 2 {
+        for (b, &sessions) in best.iter_mut().zip(&counts) {
+            let (t, _) = relay("small", small, sessions, Via::Bridge);
+            *b = (*b).min(t);
+        }
+    }
+    for (&t, sessions) in best.iter().zip(counts).skip(1) {
         rows.push([
-            format!("small/4 over {sessions} sessions vs 1 session"),
+            format!("small over {sessions} sessions vs 1 session"),
             ms(t),
-            ms(one),
-            format!("{:.2}", t.as_secs_f64() / one.as_secs_f64()),
+            ms(best[0]),
+            format!("{:.2}", t.as_secs_f64() / best[0].as_secs_f64()),
         ]);
     }
 
