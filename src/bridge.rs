@@ -96,13 +96,13 @@ impl RunError {
 
 /// Runs the bridge on the process's stdin/stdout. Returns the exit code.
 pub async fn run(cfg: Config) -> Result<i32, RunError> {
-    let (input, output) = client_stdio();
+    let (input, output, bulk) = client_stdio();
     // A second handle on stdin, only to see the client hang up while its input waits.
     let probe = {
         use std::os::fd::AsFd;
         std::io::stdin().as_fd().try_clone_to_owned().ok()
     };
-    run_inner(cfg, input, output, probe).await
+    run_inner(cfg, input, output, probe, bulk).await
 }
 
 type ClientIn = Box<dyn AsyncRead + Unpin + Send>;
@@ -110,7 +110,7 @@ type ClientOut = Box<dyn AsyncWrite + Unpin + Send>;
 
 /// Our stdin and stdout: as non-blocking pipes when they are pipes (the usual case, and far
 /// cheaper: no thread hop per read or write), else tokio's blocking-pool stdio.
-fn client_stdio() -> (ClientIn, ClientOut) {
+fn client_stdio() -> (ClientIn, ClientOut, Option<Bulk>) {
     use std::os::fd::AsFd;
     use tokio::net::unix::pipe;
     let dup_in = std::io::stdin()
@@ -125,11 +125,15 @@ fn client_stdio() -> (ClientIn, ClientOut) {
         .as_fd()
         .try_clone_to_owned()
         .map(std::fs::File::from);
+    let mut bulk = None;
     let output: ClientOut = match dup_out.and_then(pipe::Sender::from_file) {
-        Ok(tx) => Box::new(tx),
+        Ok(tx) => {
+            bulk = Bulk::of(&tx);
+            Box::new(tx)
+        }
         Err(_) => Box::new(tokio::io::stdout()),
     };
-    (input, output)
+    (input, output, bulk)
 }
 
 struct Shutdown {
@@ -146,7 +150,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    run_inner(cfg, client_in, client_out, None).await
+    run_inner(cfg, client_in, client_out, None, None).await
 }
 
 /// How often a client reader that is held back checks whether the client hung up.
@@ -157,6 +161,7 @@ async fn run_inner<R, W>(
     client_in: R,
     client_out: W,
     hup_probe: Option<std::os::fd::OwnedFd>,
+    client_bulk: Option<Bulk>,
 ) -> Result<i32, RunError>
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -218,12 +223,20 @@ where
     let agent_progress = Arc::new(AtomicU64::new(0));
     let (stdin_closed_tx, stdin_closed_rx) = tokio::sync::oneshot::channel();
     let mut stdin_closed_rx = Some(stdin_closed_rx);
-    let client_writer = tokio::spawn(write_lines(client_out, to_client_rx, "client", None));
+    let agent_bulk = Bulk::of(&agent_in);
+    let client_writer = tokio::spawn(write_lines(
+        client_out,
+        to_client_rx,
+        "client",
+        None,
+        client_bulk,
+    ));
     tokio::spawn(write_lines(
         agent_in,
         to_agent_rx,
         "agent",
         Some((agent_progress.clone(), stdin_closed_tx)),
+        agent_bulk,
     ));
     // The client's EOF was read; the shutdown's grace starts once the agent's stdin is
     // actually closed (after the input still queued for it).
@@ -876,6 +889,7 @@ async fn write_lines<W: AsyncWrite + Unpin>(
     mut rx: mpsc::Receiver<Vec<Out>>,
     name: &'static str,
     progress: Option<(Arc<AtomicU64>, tokio::sync::oneshot::Sender<()>)>,
+    bulk: Option<Bulk>,
 ) {
     let (progress, closed) = match progress {
         Some((p, c)) => (Some(p), Some(c)),
@@ -902,7 +916,7 @@ async fn write_lines<W: AsyncWrite + Unpin>(
                                 count(&mut uncounted);
                             }
                             if line.len() >= WRITE_BUFFER {
-                                output.write_all(&line).await?;
+                                write_big(&mut output, line, bulk.as_ref()).await?;
                             } else {
                                 buf.extend_from_slice(&line);
                             }
@@ -918,7 +932,7 @@ async fn write_lines<W: AsyncWrite + Unpin>(
                                 buf.clear();
                             }
                             if long {
-                                output.write_all(&run).await?;
+                                write_big(&mut output, run, bulk.as_ref()).await?;
                             } else {
                                 buf.extend_from_slice(&run);
                             }
@@ -952,6 +966,58 @@ async fn write_lines<W: AsyncWrite + Unpin>(
     }
     if let Some(closed) = closed {
         let _ = closed.send(());
+    }
+}
+
+/// Writes `data`, which is long: with a [`Bulk`] handle and at least [`BULK_BYTES`], from a
+/// blocking-pool thread in one blocking write; else like any write.
+async fn write_big<W: AsyncWrite + Unpin>(
+    output: &mut W,
+    data: Bytes,
+    bulk: Option<&Bulk>,
+) -> std::io::Result<()> {
+    match bulk {
+        Some(bulk) if data.len() >= BULK_BYTES => bulk.write(data).await,
+        _ => output.write_all(&data).await,
+    }
+}
+
+/// A piece this long goes out through [`Bulk`].
+const BULK_BYTES: usize = 256 * 1024;
+
+/// A second handle on an output pipe, for long writes (a 0.2-2 MiB image line): one
+/// blocking `write` from a blocking-pool thread, which the kernel wakes each time the
+/// reader makes room, instead of a non-blocking write per pipe-full, each followed by a
+/// trip through the runtime's poller and scheduler. The writer task waits for it, so its
+/// output's order is kept; the pipe is put back in non-blocking mode before the next
+/// write of the task's own.
+struct Bulk(Arc<std::fs::File>);
+
+impl Bulk {
+    /// A handle on `pipe`'s file descriptor; `None` when it cannot be had.
+    fn of(pipe: &impl std::os::fd::AsFd) -> Option<Self> {
+        match pipe.as_fd().try_clone_to_owned() {
+            Ok(fd) => Some(Self(Arc::new(std::fs::File::from(fd)))),
+            Err(e) => {
+                tracing::debug!(error = %e, "no second handle on an output; long lines are written like short ones");
+                None
+            }
+        }
+    }
+
+    async fn write(&self, data: Bytes) -> std::io::Result<()> {
+        let file = self.0.clone();
+        let wrote = tokio::task::spawn_blocking(move || {
+            use nix::fcntl::{fcntl, FcntlArg, OFlag};
+            use std::io::Write as _;
+            let flags = OFlag::from_bits_truncate(fcntl(&*file, FcntlArg::F_GETFL)?);
+            fcntl(&*file, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK))?;
+            let wrote = (&*file).write_all(&data);
+            fcntl(&*file, FcntlArg::F_SETFL(flags))?;
+            wrote
+        })
+        .await;
+        wrote.unwrap_or_else(|e| Err(std::io::Error::other(e)))
     }
 }
 
@@ -1048,6 +1114,45 @@ mod tests {
         assert_eq!(budget.room.available_permits(), 0);
         drop(big);
         assert_eq!(budget.room.available_permits(), 4);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_bulk_write_is_whole_and_leaves_the_pipe_non_blocking() {
+        use nix::fcntl::{fcntl, FcntlArg, OFlag};
+        use std::io::Read as _;
+        let (rx, tx) = nix::unistd::pipe().unwrap();
+        fcntl(&tx, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).unwrap();
+        let bulk = Bulk::of(&tx).expect("a second handle");
+        let data: Bytes = (0..3 << 20)
+            .map(|i: u32| (i % 251) as u8)
+            .collect::<Vec<_>>()
+            .into();
+        // The reader takes its time, so the pipe fills up many times over.
+        let reader = std::thread::spawn(move || {
+            let mut rx = std::fs::File::from(rx);
+            let mut got = Vec::new();
+            let mut chunk = [0u8; 4096];
+            loop {
+                match rx.read(&mut chunk) {
+                    Ok(0) | Err(_) => return got,
+                    Ok(n) => got.extend_from_slice(&chunk[..n]),
+                }
+            }
+        });
+        tokio::time::timeout(WAIT, bulk.write(data.clone()))
+            .await
+            .expect("written in time")
+            .expect("written");
+        let flags = OFlag::from_bits_truncate(fcntl(&tx, FcntlArg::F_GETFL).unwrap());
+        assert!(flags.contains(OFlag::O_NONBLOCK));
+        drop((bulk, tx));
+        let got = reader.join().unwrap();
+        assert!(
+            got == data[..],
+            "{} of {} bytes, or not in order",
+            got.len(),
+            data.len()
+        );
     }
 
     #[test]
