@@ -477,6 +477,11 @@ pub fn from_agent_elicitation(
         items,
         timeout_ms: None,
     };
+    // What the extension's own requests must pass holds for a translated form too (an empty
+    // session id, an `enum` with a value twice, a field with an empty name and no title).
+    if let Some(problem) = q.problem() {
+        return Err(problem.to_string());
+    }
     Ok((q, fields))
 }
 
@@ -710,5 +715,47 @@ mod tests {
         let (q, _) = from_agent_elicitation(&single, "e2".into()).unwrap();
         assert_eq!(q.items[0].prompt, "Pick a color");
         assert!(permission_obstacle(&q).is_none());
+    }
+
+    #[test]
+    fn agent_forms_are_held_to_the_extensions_rules() {
+        let form = |session: &str, props: Value| {
+            json!({"sessionId":session,"mode":"form","message":"",
+                "requestedSchema":{"type":"object","properties":props}})
+        };
+        for (params, why) in [
+            (
+                form("", json!({"a":{"type":"string"}})),
+                "sessionId: must not be empty",
+            ),
+            (
+                form("s", json!({"c":{"type":"string","enum":["red","red"]}})),
+                "questions[0].options[1]: duplicate value \"red\"",
+            ),
+            (
+                form(
+                    "s",
+                    json!({"c":{"type":"string","oneOf":[{"const":"r","title":"Red"},{"const":"r","title":"Rouge"}]}}),
+                ),
+                "questions[0].options[1]: duplicate value \"r\"",
+            ),
+            (
+                form("s", json!({"":{"type":"string"}})),
+                "questions[0].question: must not be empty",
+            ),
+        ] {
+            assert_eq!(
+                from_agent_elicitation(&params, "e".into()).unwrap_err(),
+                why,
+                "{params}"
+            );
+        }
+        // What the extension accepts passes the same check.
+        for params in [
+            json!({"sessionId":"s","questionId":"q","prompt":"p"}),
+            json!({"sessionId":"s","questionId":"q","questions":[{"question":"x","options":["a","b"],"multiple":true}]}),
+        ] {
+            assert_eq!(q(params).problem(), None);
+        }
     }
 }

@@ -83,6 +83,51 @@ pub struct Question {
     pub timeout_ms: Option<u64>,
 }
 
+impl Question {
+    /// What [`parse_request`] guarantees of every question it returns, checked on a question
+    /// made some other way (an agent's `elicitation/create` form): ids not empty, 1 to
+    /// [`MAX_ITEMS`] items, each with a prompt, distinct option values, and a way to be
+    /// answered. `None` when it holds.
+    pub fn problem(&self) -> Option<Invalid> {
+        if self.session_id.is_empty() {
+            return Some(invalid("sessionId", "must not be empty"));
+        }
+        if self.question_id.is_empty() {
+            return Some(invalid("questionId", "must not be empty"));
+        }
+        if self.items.is_empty() || self.items.len() > MAX_ITEMS {
+            return Some(invalid(
+                "questions",
+                format!(
+                    "must hold 1 to {MAX_ITEMS} items (has {})",
+                    self.items.len()
+                ),
+            ));
+        }
+        for (i, item) in self.items.iter().enumerate() {
+            let at = format!("questions[{i}]");
+            if item.prompt.is_empty() {
+                return Some(invalid(field(&at, "question"), "must not be empty"));
+            }
+            for (j, c) in item.options.iter().enumerate() {
+                if item.options[..j].iter().any(|o| o.value == c.value) {
+                    return Some(invalid(
+                        format!("{at}.options[{j}]"),
+                        format!("duplicate value {:?}", c.value),
+                    ));
+                }
+            }
+            if item.options.is_empty() && !item.allow_free_text {
+                return Some(invalid(
+                    at,
+                    "has no options and does not allow free text, so it cannot be answered",
+                ));
+            }
+        }
+        None
+    }
+}
+
 /// A validation failure: `field` is a path such as `questions[1].options[0]`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {problem}")]
