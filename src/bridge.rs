@@ -102,7 +102,14 @@ pub async fn run(cfg: Config) -> Result<i32, RunError> {
         use std::os::fd::AsFd;
         std::io::stdin().as_fd().try_clone_to_owned().ok()
     };
-    run_inner(cfg, input, output, probe, bulk).await
+    run_inner(
+        cfg,
+        input,
+        output,
+        probe,
+        LongWrites::Blocking { client: bulk },
+    )
+    .await
 }
 
 type ClientIn = Box<dyn AsyncRead + Unpin + Send>;
@@ -150,7 +157,16 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    run_inner(cfg, client_in, client_out, None, None).await
+    run_inner(cfg, client_in, client_out, None, LongWrites::Async).await
+}
+
+/// How the writers send long pieces (see [`Bulk`]).
+enum LongWrites {
+    /// All through the async writers: `run_with`, inside someone else's runtime, which would
+    /// wait for a pool thread blocked in a write when it is dropped.
+    Async,
+    /// The binary: blocking writes to the agent's stdin, and to our stdout when it is a pipe.
+    Blocking { client: Option<Bulk> },
 }
 
 /// How often a client reader that is held back checks whether the client hung up.
@@ -161,7 +177,7 @@ async fn run_inner<R, W>(
     client_in: R,
     client_out: W,
     hup_probe: Option<std::os::fd::OwnedFd>,
-    client_bulk: Option<Bulk>,
+    long_writes: LongWrites,
 ) -> Result<i32, RunError>
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -223,7 +239,10 @@ where
     let agent_progress = Arc::new(AtomicU64::new(0));
     let (stdin_closed_tx, stdin_closed_rx) = tokio::sync::oneshot::channel();
     let mut stdin_closed_rx = Some(stdin_closed_rx);
-    let agent_bulk = Bulk::of(&agent_in);
+    let (client_bulk, agent_bulk) = match long_writes {
+        LongWrites::Blocking { client } => (client, Bulk::of(&agent_in)),
+        LongWrites::Async => (None, None),
+    };
     let client_writer = tokio::spawn(write_lines(
         client_out,
         to_client_rx,
@@ -994,8 +1013,19 @@ const BULK_BYTES: usize = 256 * 1024;
 struct Bulk(Arc<std::fs::File>);
 
 impl Bulk {
-    /// A handle on `pipe`'s file descriptor; `None` when it cannot be had.
+    /// A handle on `pipe`'s file descriptor; `None` when it cannot be had, or when the
+    /// descriptor is open for reading too (stdin and stdout one FIFO opened read-write,
+    /// `<>fifo`): blocking mode is a property of the open file, and the reader on it must
+    /// never block a runtime worker.
     fn of(pipe: &impl std::os::fd::AsFd) -> Option<Self> {
+        use nix::fcntl::{fcntl, FcntlArg, OFlag};
+        let mode = fcntl(pipe.as_fd(), FcntlArg::F_GETFL).map(OFlag::from_bits_truncate);
+        if !mode.is_ok_and(|m| m & OFlag::O_ACCMODE == OFlag::O_WRONLY) {
+            tracing::debug!(
+                "output not a write-only descriptor; long lines are written like short ones"
+            );
+            return None;
+        }
         match pipe.as_fd().try_clone_to_owned() {
             Ok(fd) => Some(Self(Arc::new(std::fs::File::from(fd)))),
             Err(e) => {
@@ -1013,8 +1043,10 @@ impl Bulk {
             let flags = OFlag::from_bits_truncate(fcntl(&*file, FcntlArg::F_GETFL)?);
             fcntl(&*file, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK))?;
             let wrote = (&*file).write_all(&data);
-            fcntl(&*file, FcntlArg::F_SETFL(flags))?;
-            wrote
+            let restored = fcntl(&*file, FcntlArg::F_SETFL(flags));
+            // The write's own error first.
+            wrote?;
+            restored.map(drop).map_err(std::io::Error::from)
         })
         .await;
         wrote.unwrap_or_else(|e| Err(std::io::Error::other(e)))
@@ -1127,7 +1159,7 @@ mod tests {
             .map(|i: u32| (i % 251) as u8)
             .collect::<Vec<_>>()
             .into();
-        // The reader takes its time, so the pipe fills up many times over.
+        // 3 MiB through a 64 KiB pipe: the write blocks and is woken many times over.
         let reader = std::thread::spawn(move || {
             let mut rx = std::fs::File::from(rx);
             let mut got = Vec::new();

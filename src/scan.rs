@@ -1173,6 +1173,28 @@ mod tests {
         let line = session("s2", "x").replace("agent_message_chunk", "agent_thought_chunk");
         assert_eq!(memo.reuse_two(line.as_bytes()), None);
         assert!(memo_agrees(&mut memo, line.as_bytes()).is_some());
+        // Offsets between the two strings (the id, the method, where `params` starts) move
+        // by the first one's change of length; those after the second by both.
+        let request = |sid: &str, text: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","x":{{"sid":"{sid}"}},"id":"r1","method":"m","params":{{"text":"{text}"}}}}"#
+            )
+        };
+        let mut memo = Memo::default();
+        memo_agrees(
+            &mut memo,
+            request("s1", "the first piece of text").as_bytes(),
+        );
+        for (sid, text) in [
+            ("s22", "x"),
+            ("", "a much longer piece of text than before"),
+            ("s", ""),
+        ] {
+            let line = request(sid, text);
+            let two = memo.reuse_two(line.as_bytes());
+            assert!(matches!(two, Some(Shape::Request { .. })), "{line}");
+            assert_eq!(two, agrees(line.as_bytes()), "{line}");
+        }
     }
 
     #[test]
