@@ -63,6 +63,10 @@ pub struct BridgeArgs {
     /// Most questions one session may have pending; one more gets error -32000.
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pending_per_session: u32,
+    /// Most requests in flight in each direction, and most pending questions in all
+    /// sessions; one more is refused at once with error -32000.
+    #[arg(long, value_name = "N", default_value_t = 16_384, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_in_flight: u32,
     /// How questions reach the client: `auto` picks from its `initialize` (the extension
     /// when advertised, else an `elicitation/create` form when it renders forms, else a
     /// `session/request_permission` prompt); the others force one.
@@ -155,6 +159,11 @@ mod tests {
         assert_eq!(cli.bridge.agent, vec!["agent", "--flag"]);
         assert_eq!(cli.bridge.shutdown_grace, Duration::from_millis(500));
         assert_eq!(cli.bridge.max_line_bytes, 64 << 20);
+        assert_eq!(cli.bridge.max_in_flight, 16_384);
+        let cli = Cli::try_parse_from(["acp-question-bridge", "--max-in-flight", "10", "--", "a"]);
+        assert_eq!(cli.unwrap().bridge.max_in_flight, 10);
+        let zero = Cli::try_parse_from(["acp-question-bridge", "--max-in-flight", "0", "--", "a"]);
+        assert!(zero.is_err(), "a cap of 0 would refuse everything");
     }
 
     #[test]

@@ -102,6 +102,7 @@ fn main() -> ExitCode {
         router: RouterConfig {
             question_timeout: args.question_timeout,
             max_pending_per_session: args.max_pending_per_session as usize,
+            max_in_flight: args.max_in_flight as usize,
             client_dialect: args.client_dialect.forced(),
             advertise_elicitation: args.advertise_elicitation,
             ..RouterConfig::default()

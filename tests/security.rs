@@ -193,3 +193,24 @@ fn in_flight_tracking_is_capped() {
     assert_eq!(refused(&out.to_client), 90, "the client's extra requests");
     assert_eq!(refused(&out.to_agent), 90, "the agent's extra requests");
 }
+
+/// `--max-in-flight` sets the cap: with 2, the client's third request the agent has not
+/// answered is refused at once with `-32000`, naming the limit.
+#[tokio::test]
+async fn max_in_flight_flag_sets_the_cap() {
+    // An agent that reads everything and answers nothing.
+    let mut b = Bridge::with_args(&["--max-in-flight", "2", "--", "sh", "-c", "cat > /dev/null"]);
+    for id in 1..=3 {
+        b.send(&json!({"jsonrpc":"2.0","id":id,"method":"x/y","params":{}}))
+            .await;
+    }
+    let (refused, before) = b.response(json!(3)).await;
+    assert!(before.is_empty(), "{before:?}");
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("limit 2")),
+        "{refused}"
+    );
+}
