@@ -116,7 +116,8 @@ type ClientIn = Box<dyn AsyncRead + Unpin + Send>;
 type ClientOut = Box<dyn AsyncWrite + Unpin + Send>;
 
 /// Our stdin and stdout: as non-blocking pipes when they are pipes (the usual case, and far
-/// cheaper: no thread hop per read or write), else tokio's blocking-pool stdio.
+/// cheaper: no thread hop per read or write), else tokio's blocking-pool stdio; and, for a
+/// stdout pipe, the [`Bulk`] handle its long writes go through.
 fn client_stdio() -> (ClientIn, ClientOut, Option<Bulk>) {
     use std::os::fd::AsFd;
     use tokio::net::unix::pipe;
