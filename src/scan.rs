@@ -651,10 +651,6 @@ pub struct Memo {
     prefix: Vec<u8>,
     suffix: Vec<u8>,
     end: usize,
-    /// The form for interleaved streams, tried second: where the remembered line's first gap
-    /// (a session id) started and ended, when it is not the longest; the line is then
-    /// `prefix` with that string swapped, another longest string, and `suffix`.
-    first: Option<(usize, usize)>,
     #[cfg(test)]
     hits: usize,
 }
@@ -696,7 +692,6 @@ impl Memo {
             self.shape = Some(shape);
             self.prefix.clear();
             self.suffix.clear();
-            self.first = None;
             let longest = gaps.iter().max_by_key(|(a, b)| b - a).copied();
             if let Some((start, end)) =
                 longest.filter(|(a, b)| line.len() - (b - a) <= MAX_SKELETON)
@@ -704,7 +699,6 @@ impl Memo {
                 self.prefix.extend_from_slice(&line[..=start]);
                 self.suffix.extend_from_slice(&line[end..]);
                 self.end = end;
-                self.first = Some(gaps[0]).filter(|&first| first.1 <= start);
             }
         }
         Some(shape)
@@ -733,12 +727,22 @@ impl Memo {
         Some(shape.moved(|x| if x >= self.end { x - self.end + s.i } else { x }))
     }
 
+    /// The form for interleaved streams, tried second: where the remembered line's first
+    /// gap (a session id) starts and ends, when the single-stream form exists and that gap
+    /// is before its longest one (in `prefix`). The line is then `prefix` with that string
+    /// swapped, another longest string, and `suffix`.
+    #[inline]
+    fn first_gap(&self) -> Option<(usize, usize)> {
+        let gap = self.gaps.first()?;
+        (gap.end < self.prefix.len()).then_some((gap.start, gap.end))
+    }
+
     /// The shape of `line` when it is the remembered line with another first string and
     /// another longest string (a line of another session of the same stream).
     #[inline]
     fn reuse_two(&self, line: &[u8]) -> Option<Shape> {
         let shape = self.shape?;
-        let (first, first_end) = self.first?;
+        let (first, first_end) = self.first_gap()?;
         // The remembered line up to the first string's opening quote, and from after it up
         // to the longest string's opening quote.
         let (head, mid) = (&self.prefix[..=first], &self.prefix[first_end..]);
@@ -1547,8 +1551,8 @@ mod tests {
                 // The remembered line with only its first and longest strings swapped (what
                 // the two-string form decides).
                 let mut memo = Memo::default();
-                if memo.scan(&second).is_some() && memo.first.is_some() {
-                    let (first_gap, longest) = (memo.first.unwrap_or_default(), memo.end);
+                if let (Some(_), Some(first_gap)) = (memo.scan(&second), memo.first_gap()) {
+                    let longest = memo.end;
                     let long_start = memo.prefix.len() - 1;
                     let swap = |g: usize| {
                         let mut swap = swaps[g % swaps.len()].clone().into_bytes();

@@ -111,17 +111,11 @@ impl Question {
             }
             for (j, c) in item.options.iter().enumerate() {
                 if item.options[..j].iter().any(|o| o.value == c.value) {
-                    return Some(invalid(
-                        format!("{at}.options[{j}]"),
-                        format!("duplicate value {:?}", c.value),
-                    ));
+                    return Some(invalid(format!("{at}.options[{j}]"), duplicate(&c.value)));
                 }
             }
             if item.options.is_empty() && !item.allow_free_text {
-                return Some(invalid(
-                    at,
-                    "has no options and does not allow free text, so it cannot be answered",
-                ));
+                return Some(invalid(at, UNANSWERABLE));
             }
         }
         None
@@ -134,6 +128,15 @@ impl Question {
 pub struct Invalid {
     pub field: String,
     pub problem: String,
+}
+
+/// The problem of an item with neither options nor free text (from [`parse_request`] and
+/// [`Question::problem`] alike).
+const UNANSWERABLE: &str = "has no options and does not allow free text, so it cannot be answered";
+
+/// The problem of an option whose value an earlier option of its item has.
+fn duplicate(value: &str) -> String {
+    format!("duplicate value {value:?}")
 }
 
 fn invalid(field: impl Into<String>, problem: impl Into<String>) -> Invalid {
@@ -254,10 +257,7 @@ fn parse_item(obj: &Members<'_>, prompt_key: &str, at: &str) -> Result<Item, Inv
                 let here = || format!("{}[{i}]", options_at());
                 let choice = parse_choice(v).map_err(|problem| invalid(here(), problem))?;
                 if options.iter().any(|c| c.value == choice.value) {
-                    return Err(invalid(
-                        here(),
-                        format!("duplicate value {:?}", choice.value),
-                    ));
+                    return Err(invalid(here(), duplicate(&choice.value)));
                 }
                 options.push(choice);
             }
@@ -271,7 +271,7 @@ fn parse_item(obj: &Members<'_>, prompt_key: &str, at: &str) -> Result<Item, Inv
     if options.is_empty() && !allow_free_text {
         return Err(invalid(
             if at.is_empty() { "options" } else { at },
-            "has no options and does not allow free text, so it cannot be answered",
+            UNANSWERABLE,
         ));
     }
     Ok(Item {
