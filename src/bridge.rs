@@ -251,11 +251,19 @@ where
         None,
         client_bulk,
     ));
+    let agent_input = AgentInput {
+        taken: agent_progress.clone(),
+        closed: stdin_closed_tx,
+        probe: {
+            use std::os::fd::AsFd;
+            agent_in.as_fd().try_clone_to_owned().ok()
+        },
+    };
     tokio::spawn(write_lines(
         agent_in,
         to_agent_rx,
         "agent",
-        Some((agent_progress.clone(), stdin_closed_tx)),
+        Some(agent_input),
         agent_bulk,
     ));
     // The client's EOF was read; the shutdown's grace starts once the agent's stdin is
@@ -819,7 +827,7 @@ async fn watching_hup<F: std::future::Future>(wait: F, hup: &mut Hup) -> F::Outp
         tokio::select! {
             out = &mut wait => return out,
             _ = tokio::time::sleep(HUP_POLL), if hup.is_some() => {
-                if hup.as_ref().is_some_and(|(fd, _)| hung_up(fd)) {
+                if hup.as_ref().is_some_and(|(fd, _)| peer_gone(fd)) {
                     if let Some((_, report)) = hup.take() {
                         let _ = report.send(());
                     }
@@ -888,15 +896,16 @@ impl AsRef<[u8]> for Held {
     }
 }
 
-/// Whether the peer of a pipe or socket has hung up (its data may still be unread).
-fn hung_up(fd: &std::os::fd::OwnedFd) -> bool {
+/// Whether the other end of a pipe or socket is closed: the writer of a read end (whose
+/// data may still be unread), the reader of a write end.
+fn peer_gone(fd: &std::os::fd::OwnedFd) -> bool {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     use std::os::fd::AsFd;
     let mut fds = [PollFd::new(fd.as_fd(), PollFlags::empty())];
     matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
         && fds[0]
             .revents()
-            .is_some_and(|r| r.contains(PollFlags::POLLHUP))
+            .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR))
 }
 
 /// Writes batches of lines from `rx` to `output`, flushing whenever the queue runs empty.
@@ -904,26 +913,22 @@ fn hung_up(fd: &std::os::fd::OwnedFd) -> bool {
 /// Lines are gathered into one buffer and written with one call per buffer (a `write_all`
 /// per line costs more than the copy); a line as long as the buffer, and a run of 16 KiB or
 /// more, is written straight from its own bytes, so nothing is copied more than once.
+///
+/// The agent's stdin is written with an [`AgentInput`]: see there.
 async fn write_lines<W: AsyncWrite + Unpin>(
-    mut output: W,
+    output: W,
     mut rx: mpsc::Receiver<Vec<Out>>,
     name: &'static str,
-    progress: Option<(Arc<AtomicU64>, tokio::sync::oneshot::Sender<()>)>,
+    agent: Option<AgentInput>,
     bulk: Option<Bulk>,
 ) {
-    let (progress, closed) = match progress {
-        Some((p, c)) => (Some(p), Some(c)),
-        None => (None, None),
+    let taken = agent.as_ref().map(|a| a.taken.clone());
+    let mut output = Counted {
+        inner: output,
+        count: taken.clone(),
     };
+    let bulk = bulk.map(|b| b.counting(taken.clone()));
     let mut buf: Vec<u8> = Vec::with_capacity(WRITE_BUFFER);
-    // Lines and runs written since `progress` was last told (it only has to move when the
-    // output takes something).
-    let mut uncounted = 0u64;
-    let count = |n: &mut u64| {
-        if let Some(p) = &progress {
-            p.fetch_add(std::mem::take(n), Ordering::Relaxed);
-        }
-    };
     let result: std::io::Result<()> = async {
         while let Some(mut batch) = rx.recv().await {
             loop {
@@ -933,7 +938,6 @@ async fn write_lines<W: AsyncWrite + Unpin>(
                             if buf.len() + line.len() >= WRITE_BUFFER && !buf.is_empty() {
                                 output.write_all(&buf).await?;
                                 buf.clear();
-                                count(&mut uncounted);
                             }
                             if line.len() >= WRITE_BUFFER {
                                 write_big(&mut output, line, bulk.as_ref()).await?;
@@ -941,7 +945,6 @@ async fn write_lines<W: AsyncWrite + Unpin>(
                                 buf.extend_from_slice(&line);
                             }
                             buf.push(b'\n');
-                            uncounted += 1;
                         }
                         Out::Run(run) => {
                             // Lines forwarded as read: long runs (a read's worth, the
@@ -956,11 +959,18 @@ async fn write_lines<W: AsyncWrite + Unpin>(
                             } else {
                                 buf.extend_from_slice(&run);
                             }
-                            uncounted += 1;
                         }
                         Out::Close => {
                             output.write_all(&buf).await?;
                             output.flush().await?;
+                            if let Some(AgentInput {
+                                probe: Some(probe),
+                                taken,
+                                ..
+                            }) = &agent
+                            {
+                                wait_drained(probe, taken).await;
+                            }
                             return output.shutdown().await;
                         }
                     }
@@ -973,24 +983,96 @@ async fn write_lines<W: AsyncWrite + Unpin>(
             output.write_all(&buf).await?;
             buf.clear();
             output.flush().await?;
-            count(&mut uncounted);
         }
         output.write_all(&buf).await?;
         output.flush().await?;
         output.shutdown().await
     }
     .await;
+    // Every handle on the output is closed before the agent is said to have its EOF.
+    drop((output, bulk));
     match result {
         Ok(()) => tracing::debug!(output = name, "output closed"),
         Err(e) => tracing::warn!(output = name, error = %e, "write failed; output closed"),
     }
-    if let Some(closed) = closed {
-        let _ = closed.send(());
+    if let Some(agent) = agent {
+        drop(agent.probe);
+        let _ = agent.closed.send(());
+    }
+}
+
+/// What the writer of the agent's stdin reports to the loop's stall watchdog.
+///
+/// Progress is what the agent took off its stdin: every byte the pipe accepts (a partial
+/// write counts), and, once the last input is written, what the agent reads of what is
+/// still in the pipe. The pipe is closed only when the agent has read it all (it sees EOF
+/// only then anyway), so the shutdown's grace starts once the agent has its whole input.
+struct AgentInput {
+    taken: Arc<AtomicU64>,
+    /// Told once the agent's stdin is closed.
+    closed: tokio::sync::oneshot::Sender<()>,
+    /// A second handle on the pipe, to see how much of it is unread.
+    probe: Option<std::os::fd::OwnedFd>,
+}
+
+/// How often the writer looks at what the agent has left unread in its stdin pipe.
+const DRAIN_POLL: Duration = Duration::from_millis(10);
+
+/// Waits until the agent has read all that is in its stdin pipe, adding what it reads to
+/// `taken`; returns at once when the agent's end is closed or the pipe cannot be asked.
+async fn wait_drained(pipe: &std::os::fd::OwnedFd, taken: &AtomicU64) {
+    let mut last: Option<u64> = None;
+    loop {
+        let Ok(unread) = rustix::io::ioctl_fionread(pipe) else {
+            return;
+        };
+        if unread == 0 || peer_gone(pipe) {
+            return;
+        }
+        if let Some(read) = last.and_then(|l| l.checked_sub(unread)) {
+            taken.fetch_add(read, Ordering::Relaxed);
+        }
+        last = Some(unread);
+        tokio::time::sleep(DRAIN_POLL).await;
+    }
+}
+
+/// An output that counts the bytes it accepts (see [`write_lines`]).
+struct Counted<W> {
+    inner: W,
+    count: Option<Arc<AtomicU64>>,
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for Counted<W> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let (std::task::Poll::Ready(Ok(n)), Some(count)) = (&polled, &self.count) {
+            count.fetch_add(*n as u64, Ordering::Relaxed);
+        }
+        polled
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
 /// Writes `data`, which is long: with a [`Bulk`] handle and at least [`BULK_BYTES`], from a
-/// blocking-pool thread in one blocking write; else like any write.
+/// blocking-pool thread in blocking writes; else like any write.
 async fn write_big<W: AsyncWrite + Unpin>(
     output: &mut W,
     data: Bytes,
@@ -1004,14 +1086,21 @@ async fn write_big<W: AsyncWrite + Unpin>(
 
 /// A piece this long goes out through [`Bulk`].
 const BULK_BYTES: usize = 256 * 1024;
+/// The most one blocking write of [`Bulk`] hands the kernel at once, so that the bytes an
+/// agent takes are counted while a long piece goes out (a blocking pipe write returns only
+/// when all it was given is in the pipe).
+const BULK_STEP: usize = 64 * 1024;
 
-/// A second handle on an output pipe, for long writes (a 0.2-2 MiB image line): one
-/// blocking `write` from a blocking-pool thread, which the kernel wakes each time the
-/// reader makes room, instead of a non-blocking write per pipe-full, each followed by a
-/// trip through the runtime's poller and scheduler. The writer task waits for it, so its
-/// output's order is kept; the pipe is put back in non-blocking mode before the next
-/// write of the task's own.
-struct Bulk(Arc<std::fs::File>);
+/// A second handle on an output pipe, for long writes (a 0.2-2 MiB image line): blocking
+/// `write`s from a blocking-pool thread, which the kernel wakes each time the reader makes
+/// room, instead of a non-blocking write per pipe-full, each followed by a trip through the
+/// runtime's poller and scheduler. The writer task waits for it, so its output's order is
+/// kept; the pipe is put back in non-blocking mode before the next write of the task's own.
+struct Bulk {
+    file: Arc<std::fs::File>,
+    /// Where the bytes written are counted, as they are written.
+    count: Option<Arc<AtomicU64>>,
+}
 
 impl Bulk {
     /// A handle on `pipe`'s file descriptor; `None` when it cannot be had, or when the
@@ -1028,7 +1117,10 @@ impl Bulk {
             return None;
         }
         match pipe.as_fd().try_clone_to_owned() {
-            Ok(fd) => Some(Self(Arc::new(std::fs::File::from(fd)))),
+            Ok(fd) => Some(Self {
+                file: Arc::new(std::fs::File::from(fd)),
+                count: None,
+            }),
             Err(e) => {
                 tracing::debug!(error = %e, "no second handle on an output; long lines are written like short ones");
                 None
@@ -1036,21 +1128,59 @@ impl Bulk {
         }
     }
 
+    fn counting(self, count: Option<Arc<AtomicU64>>) -> Self {
+        Self { count, ..self }
+    }
+
     async fn write(&self, data: Bytes) -> std::io::Result<()> {
-        let file = self.0.clone();
+        let file = self.file.clone();
+        let count = self.count.clone();
         let wrote = tokio::task::spawn_blocking(move || {
-            use nix::fcntl::{fcntl, FcntlArg, OFlag};
             use std::io::Write as _;
-            let flags = OFlag::from_bits_truncate(fcntl(&*file, FcntlArg::F_GETFL)?);
-            fcntl(&*file, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK))?;
-            let wrote = (&*file).write_all(&data);
-            let restored = fcntl(&*file, FcntlArg::F_SETFL(flags));
-            // The write's own error first.
-            wrote?;
-            restored.map(drop).map_err(std::io::Error::from)
+            let blocking = Blocking::set(&file)?;
+            for step in data.chunks(BULK_STEP) {
+                (&*blocking.0).write_all(step)?;
+                if let Some(count) = &count {
+                    count.fetch_add(step.len() as u64, Ordering::Relaxed);
+                }
+            }
+            blocking.restore()
         })
         .await;
         wrote.unwrap_or_else(|e| Err(std::io::Error::other(e)))
+    }
+}
+
+/// A file switched to blocking mode, switched back when dropped, on every path (an error
+/// of the write included); [`Blocking::restore`] does it and reports a failure.
+struct Blocking<'a>(&'a std::fs::File, nix::fcntl::OFlag);
+
+impl<'a> Blocking<'a> {
+    fn set(file: &'a std::fs::File) -> std::io::Result<Self> {
+        use nix::fcntl::{fcntl, FcntlArg, OFlag};
+        let flags = OFlag::from_bits_truncate(fcntl(file, FcntlArg::F_GETFL)?);
+        fcntl(file, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK))?;
+        Ok(Self(file, flags))
+    }
+
+    fn restore(self) -> std::io::Result<()> {
+        let this = std::mem::ManuallyDrop::new(self);
+        Self::put_back(this.0, this.1)
+    }
+
+    fn put_back(file: &std::fs::File, flags: nix::fcntl::OFlag) -> std::io::Result<()> {
+        use nix::fcntl::{fcntl, FcntlArg};
+        fcntl(file, FcntlArg::F_SETFL(flags))
+            .map(drop)
+            .map_err(std::io::Error::from)
+    }
+}
+
+impl Drop for Blocking<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = Self::put_back(self.0, self.1) {
+            tracing::warn!(error = %e, "cannot put an output pipe back in non-blocking mode");
+        }
     }
 }
 
@@ -1155,7 +1285,10 @@ mod tests {
         use std::io::Read as _;
         let (rx, tx) = nix::unistd::pipe().unwrap();
         fcntl(&tx, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).unwrap();
-        let bulk = Bulk::of(&tx).expect("a second handle");
+        let count = Arc::new(AtomicU64::new(0));
+        let bulk = Bulk::of(&tx)
+            .expect("a second handle")
+            .counting(Some(count.clone()));
         let data: Bytes = (0..3 << 20)
             .map(|i: u32| (i % 251) as u8)
             .collect::<Vec<_>>()
@@ -1178,6 +1311,7 @@ mod tests {
             .expect("written");
         let flags = OFlag::from_bits_truncate(fcntl(&tx, FcntlArg::F_GETFL).unwrap());
         assert!(flags.contains(OFlag::O_NONBLOCK));
+        assert_eq!(count.load(Ordering::Relaxed), data.len() as u64);
         drop((bulk, tx));
         let got = reader.join().unwrap();
         assert!(
@@ -1185,6 +1319,26 @@ mod tests {
             "{} of {} bytes, or not in order",
             got.len(),
             data.len()
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_bulk_write_leaves_the_pipe_non_blocking() {
+        use nix::fcntl::{fcntl, FcntlArg, OFlag};
+        let (rx, tx) = nix::unistd::pipe().unwrap();
+        fcntl(&tx, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).unwrap();
+        let bulk = Bulk::of(&tx).expect("a second handle");
+        // Nobody will read: the write fails with EPIPE (the test harness ignores SIGPIPE,
+        // as every Rust program does).
+        drop(rx);
+        let wrote = tokio::time::timeout(WAIT, bulk.write(Bytes::from(vec![b'x'; 1 << 20])))
+            .await
+            .expect("fails in time");
+        assert!(wrote.is_err());
+        let flags = OFlag::from_bits_truncate(fcntl(&tx, FcntlArg::F_GETFL).unwrap());
+        assert!(
+            flags.contains(OFlag::O_NONBLOCK),
+            "restored after the error"
         );
     }
 

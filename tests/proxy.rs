@@ -326,3 +326,27 @@ async fn slow_agent_gets_all_input_after_the_client_hangs_up() {
     assert_eq!(b.wait().await, 0);
     assert!(b.stderr().contains("read 400 lines"), "{}", b.stderr());
 }
+
+/// An agent that reads, however slowly, is never shut down for stalling after the client
+/// hangs up: progress is what its stdin accepted, partial writes of a long line included.
+/// Here about 500 KB/s of 512 KiB lines against a 500 ms grace (a line takes about a
+/// second to read).
+#[tokio::test]
+async fn an_agent_reading_slowly_gets_every_long_line_and_exits_by_itself() {
+    // Reads 32 KiB at a time, with a pause between reads: about 500 KB/s at most.
+    let script = "total=0; while :; do n=$(dd bs=32768 count=1 2>/dev/null | wc -c); \
+                  [ \"$n\" -eq 0 ] && break; total=$((total+n)); sleep 0.06; done; \
+                  echo \"read $total bytes\" >&2";
+    let mut b = Bridge::with_args(&["--shutdown-grace", "500ms", "--", "sh", "-c", script]);
+    let mut line = br#"{"jsonrpc":"2.0","method":"_fill","params":{"p":""#.to_vec();
+    line.resize(512 * 1024 - 3, b'a');
+    line.extend_from_slice(b"\"}}\n");
+    let lines = 6;
+    let all: Vec<u8> = line.repeat(lines);
+    b.send_raw(&all).await;
+    b.close_stdin();
+    assert_eq!(b.wait().await, 0, "{}", b.stderr());
+    let expected = format!("read {} bytes", all.len());
+    assert!(b.stderr().contains(&expected), "{}", b.stderr());
+    assert!(!b.stderr().contains("SIGTERM"), "{}", b.stderr());
+}
