@@ -214,6 +214,14 @@ where
         unreachable!("all three agent pipes are requested in child::spawn");
     };
 
+    // The binary has a guard end the agent's group should the bridge be killed (see
+    // `child::guard`); inside someone else's process there is no binary to start.
+    let guard = match long_writes {
+        LongWrites::Blocking { .. } => std::env::current_exe()
+            .ok()
+            .and_then(|exe| child::guard::Guard::start(&exe, pgid, cfg.shutdown_grace)),
+        LongWrites::Async => None,
+    };
     let tail = StderrTail::default();
     let stderr_task = tokio::spawn(child::pump_stderr(agent_err, tail.clone()));
 
@@ -496,7 +504,12 @@ where
 
     // Leftovers of the agent's group were sent SIGKILL when it exited: make sure they are
     // gone before we are.
-    child::wait_group_gone(pgid, Duration::from_millis(500)).await;
+    let gone = child::wait_group_gone(pgid, Duration::from_millis(500)).await;
+    // With the group gone, the guard goes without signalling; else, once we exit, it ends
+    // what is left.
+    if let (true, Some(guard)) = (gone, guard) {
+        guard.release();
+    }
     let reason = shutdown.map_or((QuitReason::AgentExited, false), |s| (s.reason, s.termed));
     let code = exit_code(&reason, &exit);
     tracing::info!(code, "bridge exiting");

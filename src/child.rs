@@ -5,6 +5,9 @@
 //!   themselves (`npx`, gemini-cli) are signalled as a whole; `kill_on_drop` is a backstop.
 //! - The agent's stderr is copied to the bridge's stderr unchanged, and only a bounded tail
 //!   (64 KiB) is kept in memory for error reports.
+//! - The agent does not outlive the bridge: on Linux it gets SIGTERM when the bridge dies,
+//!   however it dies (a parent-death signal set before exec), and the binary also starts a
+//!   [`guard`] that takes the agent's whole group down when the bridge is gone.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -44,6 +47,7 @@ pub fn spawn(argv: &[String], cwd: Option<&PathBuf>) -> Result<Child, SpawnError
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
+    die_with_parent(&mut cmd);
     let child = cmd.spawn().map_err(|source| SpawnError {
         command: program.clone(),
         source,
@@ -55,6 +59,35 @@ pub fn spawn(argv: &[String], cwd: Option<&PathBuf>) -> Result<Child, SpawnError
         widen_pipe(input, "stdin");
     }
     Ok(child)
+}
+
+/// Has the agent, once started, receive SIGTERM when the bridge dies, SIGKILL included.
+///
+/// Linux's parent-death signal belongs to the thread that forks: the bridge spawns the agent
+/// from a runtime worker (or the thread that runs `run_with`), which lives as long as the
+/// runtime. Should the bridge die between the fork and the `prctl`, the child sees a new
+/// parent and does not start. Only the agent itself gets the signal: its own children are
+/// the [`guard`]'s business.
+#[allow(unsafe_code)]
+fn die_with_parent(cmd: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        let parent = nix::unistd::getpid();
+        // SAFETY: the closure runs in the forked child before exec, where only
+        // async-signal-safe calls are allowed: `prctl` and `getppid` are single system
+        // calls, and nothing here allocates or takes a lock.
+        unsafe {
+            cmd.pre_exec(move || {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
+                if nix::unistd::getppid() != parent {
+                    return Err(std::io::Error::from(nix::errno::Errno::ESRCH));
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cmd;
 }
 
 /// The size asked for the agent's stdin and stdout pipes (Linux's default is 64 KiB).
@@ -90,12 +123,100 @@ pub fn signal_group(pgid: u32, sig: Signal) {
 }
 
 /// Waits (up to `limit`) until no live process of the agent's group is left, so that the
-/// bridge's exit means the group is gone. (Zombies do not count: whoever adopted them may
-/// never reap them.)
-pub async fn wait_group_gone(pgid: u32, limit: std::time::Duration) {
+/// bridge's exit means the group is gone; true when it is. (Zombies do not count: whoever
+/// adopted them may never reap them.)
+pub async fn wait_group_gone(pgid: u32, limit: std::time::Duration) -> bool {
     let deadline = tokio::time::Instant::now() + limit;
-    while group_has_live_members(pgid) && tokio::time::Instant::now() < deadline {
+    loop {
+        if !group_has_live_members(pgid) {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+/// The agent's group outlives a dead bridge in two cases the parent-death signal does not
+/// cover: the agent ignores SIGTERM, or it has children of its own (an `npx` wrapper and the
+/// real agent). So the binary starts a guard: a second copy of itself (`agent-guard`, hidden)
+/// in its own process group, holding the read end of a pipe whose write end only the bridge
+/// has (close-on-exec, so no other process inherits it). When the bridge is gone, however
+/// it went, the pipe reaches EOF and the guard sends SIGTERM to the agent's group and,
+/// after the grace, SIGKILL; then it exits. A bridge that ends normally writes one byte
+/// first (its agent's group is gone by then), and the guard exits without signalling.
+pub mod guard {
+    use std::io::{Read as _, Write as _};
+    use std::os::unix::process::CommandExt as _;
+    use std::process::{ChildStdin, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use nix::sys::signal::Signal;
+
+    /// The hidden subcommand that runs [`watch`].
+    pub const SUBCOMMAND: &str = "agent-guard";
+
+    /// The bridge's end of the guard's pipe.
+    pub struct Guard(Option<ChildStdin>);
+
+    impl Guard {
+        /// Starts `exe agent-guard <pgid> <grace-ms>`; `None` (logged) when it cannot be.
+        pub fn start(exe: &std::path::Path, pgid: u32, grace: Duration) -> Option<Self> {
+            let started = Command::new(exe)
+                .arg(SUBCOMMAND)
+                .arg(pgid.to_string())
+                .arg(grace.as_millis().to_string())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .process_group(0)
+                .spawn();
+            match started {
+                Ok(mut child) => {
+                    tracing::debug!(pid = child.id(), "agent guard started");
+                    // Reaped by init once it exits: the bridge is gone by then, or it told
+                    // the guard to go.
+                    Some(Self(child.stdin.take()))
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot start the agent guard; the agent's children may outlive a killed bridge");
+                    None
+                }
+            }
+        }
+
+        /// The agent's group is gone: the guard may exit without signalling.
+        pub fn release(mut self) {
+            if let Some(mut pipe) = self.0.take() {
+                let _ = pipe.write_all(b"x");
+            }
+        }
+    }
+
+    /// The guard's body: waits for the bridge to go (EOF on stdin, no byte), then ends the
+    /// agent's group: SIGTERM, and SIGKILL after `grace` if any of it is left.
+    pub fn watch(pgid: u32, grace: Duration) {
+        let mut byte = [0u8; 1];
+        let released = loop {
+            match std::io::stdin().read(&mut byte) {
+                Ok(0) => break false,
+                Ok(_) => break true,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break false,
+            }
+        };
+        if released || !super::group_has_live_members(pgid) {
+            return;
+        }
+        super::signal_group(pgid, Signal::SIGTERM);
+        let deadline = Instant::now() + grace;
+        while super::group_has_live_members(pgid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if super::group_has_live_members(pgid) {
+            super::signal_group(pgid, Signal::SIGKILL);
+        }
     }
 }
 
@@ -181,6 +302,37 @@ mod tests {
             .await
             .expect("cat ends")
             .unwrap();
+    }
+
+    /// The parent-death signal alone (library use has no guard): the agent is spawned
+    /// from a thread that then ends, as if the bridge had died; the agent gets SIGTERM.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_agent_gets_sigterm_when_its_parent_thread_dies() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let child = spawn(&["sleep".into(), "1000".into()], None).expect("sleep starts");
+                tx.send(child.id().expect("pid")).unwrap();
+                // Not killed on drop: only the parent's death may end it.
+                std::mem::forget(child);
+            });
+        })
+        .join()
+        .unwrap();
+        let pid = rx.recv().unwrap();
+        let status = nix::sys::wait::waitpid(Pid::from_raw(pid as i32), None).expect("reaped");
+        assert!(
+            matches!(
+                status,
+                nix::sys::wait::WaitStatus::Signaled(_, Signal::SIGTERM, _)
+            ),
+            "{status:?}"
+        );
     }
 
     #[test]

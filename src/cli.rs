@@ -35,6 +35,10 @@ pub enum Command {
     /// Run the built-in mock ACP agent on this process's stdio (same as `acp-mock-agent`).
     #[command(name = "mock-agent", hide = true)]
     MockAgent,
+    /// Internal: started by the bridge; ends the agent's process group (id `pgid`) when
+    /// the bridge dies (see `child::guard`).
+    #[command(name = "agent-guard", hide = true)]
+    AgentGuard { pgid: u32, grace_ms: u64 },
 }
 
 /// Flags of the bridge itself.

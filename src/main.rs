@@ -6,7 +6,7 @@ use clap::Parser;
 
 use acp_question_bridge::cli::{Cli, Command};
 use acp_question_bridge::{
-    bridge, control, demo, logging, mock_agent, notify, router::RouterConfig,
+    bridge, child, control, demo, logging, mock_agent, notify, router::RouterConfig,
 };
 
 /// A one-line, user-facing error on stderr (stdout is protocol only).
@@ -52,6 +52,10 @@ fn main() -> ExitCode {
         Some(Command::MockAgent) => return mock_agent::main(),
         Some(Command::Demo(args)) => return demo::main(args),
         Some(Command::Questions(args)) => return control::client::main(args),
+        Some(Command::AgentGuard { pgid, grace_ms }) => {
+            child::guard::watch(pgid, std::time::Duration::from_millis(grace_ms));
+            return ExitCode::SUCCESS;
+        }
         None => {}
     }
     let args = cli.bridge;

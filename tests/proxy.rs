@@ -350,3 +350,73 @@ async fn an_agent_reading_slowly_gets_every_long_line_and_exits_by_itself() {
     assert!(b.stderr().contains(&expected), "{}", b.stderr());
     assert!(!b.stderr().contains("SIGTERM"), "{}", b.stderr());
 }
+
+/// Whether process `pid` is gone, or a zombie nobody has reaped yet (dead either way).
+fn dead(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit(") ").next().and_then(|r| r.chars().next());
+    matches!(state, None | Some('Z') | Some('X'))
+}
+
+/// Runs `sh -c <prefix> sleep 1000 & ...; wait` behind the bridge, SIGKILLs the bridge, and
+/// returns how long the agent and its child took to be gone.
+async fn kill_bridge_with_agent(prefix: &str) -> Duration {
+    let dir = temp_dir("killed-bridge");
+    let pidfile = dir.join("pids");
+    let script = format!(
+        "{prefix} sleep 1000 & echo \"$$ $!\" > {}.tmp; mv {0}.tmp {0}; wait",
+        pidfile.display()
+    );
+    let mut b = Bridge::with_args(&["--shutdown-grace", "500ms", "--", "sh", "-c", &script]);
+    let pids: Vec<i32> = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&pidfile) {
+                return text
+                    .split_whitespace()
+                    .map(|p| p.parse().unwrap())
+                    .collect();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the agent's pids");
+    assert_eq!(pids.len(), 2);
+    // Wait for the guard too, so the kill is not of a bridge still starting up.
+    b.stderr_contains("agent guard started").await;
+    let killed = std::time::Instant::now();
+    b.child.start_kill().expect("SIGKILL the bridge");
+    tokio::time::timeout(WAIT, b.child.wait())
+        .await
+        .expect("bridge killed")
+        .expect("status");
+    tokio::time::timeout(WAIT, async {
+        while !pids.iter().all(|&p| dead(p)) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("agent {pids:?} outlived the SIGKILLed bridge"));
+    killed.elapsed()
+}
+
+/// SIGKILL to the bridge (nothing to catch) still takes the agent down (a parent-death
+/// SIGTERM) and its children with it (the guard's SIGTERM to the group).
+#[tokio::test]
+async fn a_killed_bridge_takes_its_agent_and_the_agents_children_with_it() {
+    let took = kill_bridge_with_agent("").await;
+    // Not a timing assertion (the machine may be loaded): a bound an order of magnitude
+    // above the ~50 ms this takes, so a guard that waits for nothing still fails.
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+/// An agent group that ignores SIGTERM is killed by the guard once the grace has passed.
+#[tokio::test]
+async fn a_killed_bridge_takes_an_agent_that_ignores_sigterm_with_it() {
+    let took = kill_bridge_with_agent("trap '' TERM;").await;
+    assert!(
+        took >= Duration::from_millis(500),
+        "SIGKILL only after the grace: {took:?}"
+    );
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
