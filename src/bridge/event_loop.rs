@@ -1,0 +1,355 @@
+//! The loop that owns the router: it waits for the next [`Event`] and hands it to a plain
+//! function that says what it means. It does no reading or writing of its own: readers and
+//! writers are tasks ([`super::reader`], [`super::writer`]), and when to signal the agent is
+//! the [`Ladder`]'s call.
+//!
+//! Invariants:
+//! - [`Shell::next_event`] only turns readiness into an event; every future it polls is
+//!   cancel-safe (noted at each branch), so an event that loses the race is not lost.
+//! - A side is read only while what it feeds has drained (bridge-made replies back to it
+//!   may pile up to [`REPLY_BACKLOG`]), so a stalled peer back-pressures its producer.
+//! - Each output is a FIFO fed only here, so per-direction order is kept.
+
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use nix::sys::signal::Signal;
+use tokio::process::Child;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::sleep_until;
+
+use super::shutdown::Ladder;
+use super::{Observers, REPLY_BACKLOG};
+use crate::child;
+use crate::control::{Call, Control};
+use crate::router::{Out, Outbox, Router, Side};
+use crate::scan::Batch;
+
+/// What woke the loop.
+#[derive(Debug)]
+pub(super) enum Event {
+    /// A signal to the bridge.
+    Signal(Signal),
+    /// A writer has room for the queue waiting for it, or is gone.
+    Room,
+    /// A deadline of the router or of the shutdown ladder may have passed.
+    Timer,
+    /// The agent process ended.
+    AgentExited(ExitStatus),
+    /// A control-server call (`None`: the control server is gone).
+    Call(Option<Call>),
+    /// A batch of the agent's lines (`None`: its stdout reached EOF).
+    AgentInput(Option<Batch>),
+    /// The agent's stdin is closed.
+    StdinClosed,
+    /// The client hung up while its input is held back (`false`: no longer watched).
+    ClientHungUp(bool),
+    /// A batch of the client's lines (`None`: our stdin reached EOF).
+    ClientInput(Option<Batch>),
+}
+
+/// The loop's state: the router, what it queued, the channels to the tasks, the agent.
+pub(super) struct Shell {
+    pub router: Router,
+    pub outbox: Outbox,
+    pub ladder: Ladder,
+    pub child: Child,
+    pub pgid: u32,
+    pub signals: Signals,
+    pub control: Option<Control>,
+    pub observers: Observers,
+    pub started: Instant,
+    pub client_frames: mpsc::Receiver<Batch>,
+    pub agent_frames: mpsc::Receiver<Batch>,
+    pub to_client: Option<mpsc::Sender<Vec<Out>>>,
+    pub to_agent: Option<mpsc::Sender<Vec<Out>>>,
+    /// Reports once that the client hung up while its input was held back.
+    pub hup: Option<oneshot::Receiver<()>>,
+    /// Reports once that the agent's stdin is closed.
+    pub stdin_closed: Option<oneshot::Receiver<()>>,
+    /// Bytes the agent has taken off its stdin (see [`super::writer::AgentInput`]).
+    pub agent_taken: Arc<AtomicU64>,
+    pub client_open: bool,
+    pub agent_open: bool,
+    pub status: Option<ExitStatus>,
+}
+
+impl Shell {
+    /// Runs until the agent has exited and its output is drained (or its stdout closed).
+    pub async fn run(&mut self) {
+        loop {
+            self.observers.publish(&mut self.outbox.events);
+            flush_ready(&mut self.outbox, &mut self.to_client, &mut self.to_agent);
+            if self.status.is_some() && (!self.agent_open || self.ladder.drain_over(Instant::now()))
+            {
+                return;
+            }
+            let event = self.next_event().await;
+            self.handle(event, Instant::now());
+        }
+    }
+
+    /// Waits for the next thing that needs the loop.
+    async fn next_event(&mut self) -> Event {
+        let deadline = [self.router.next_deadline(), self.ladder.next_deadline()]
+            .into_iter()
+            .flatten()
+            .min();
+        // A side is read while what it feeds has drained; the bridge's own replies back to
+        // it may pile up to REPLY_BACKLOG (they are small) before it is paused too. (Counting
+        // forwarded lines there would deadlock a client that writes before it reads.)
+        let outbox = &self.outbox;
+        let read_agent =
+            self.agent_open && outbox.to_client.is_empty() && outbox.made_for_agent < REPLY_BACKLOG;
+        let read_client = self.client_open
+            && self.status.is_none()
+            && outbox.to_agent.is_empty()
+            && outbox.made_for_client < REPLY_BACKLOG;
+        tokio::select! {
+            biased;
+            // Cancel-safe: `Signals::recv` only polls tokio signal streams.
+            sig = self.signals.recv() => Event::Signal(sig),
+            // Cancel-safe: `reserve` holds no message; the permit is dropped at once and the
+            // queue handed over by `flush_ready`, which then finds the room.
+            _ = reserve(&self.to_client), if !outbox.to_client.is_empty() => Event::Room,
+            _ = reserve(&self.to_agent), if !outbox.to_agent.is_empty() => Event::Room,
+            // Cancel-safe: a sleep can be re-created.
+            _ = sleep_until_opt(deadline), if deadline.is_some() => Event::Timer,
+            // Cancel-safe per tokio docs (`Child::wait`).
+            st = self.child.wait(), if self.status.is_none() => {
+                Event::AgentExited(st.unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "cannot wait for agent");
+                    std::os::unix::process::ExitStatusExt::from_raw(1 << 8)
+                }))
+            }
+            // Cancel-safe: `mpsc::Receiver::recv`.
+            call = recv_call(&mut self.control), if self.control.is_some() => Event::Call(call),
+            // Cancel-safe: `mpsc::Receiver::recv`.
+            batch = self.agent_frames.recv(), if read_agent => Event::AgentInput(batch),
+            // Cancel-safe: a oneshot receiver polled by reference.
+            _ = async { self.stdin_closed.as_mut().expect("guarded").await },
+                if self.stdin_closed.is_some() => Event::StdinClosed,
+            // Cancel-safe: a oneshot receiver polled by reference.
+            hup = async { self.hup.as_mut().expect("guarded").await },
+                if self.hup.is_some() && self.client_open => Event::ClientHungUp(hup.is_ok()),
+            // Cancel-safe: `mpsc::Receiver::recv`.
+            batch = self.client_frames.recv(), if read_client => Event::ClientInput(batch),
+        }
+    }
+
+    /// What an event means.
+    fn handle(&mut self, event: Event, now: Instant) {
+        match event {
+            Event::Signal(sig) => {
+                tracing::info!(signal = %sig, "received signal; forwarding to agent");
+                let first = !self.ladder.is_started();
+                child::signal_group(self.pgid, self.ladder.signal(now, sig));
+                if first {
+                    self.router.on_client_eof(now, &mut self.outbox);
+                }
+            }
+            // `flush_ready` hands the queue over (or drops it, for a writer that is gone).
+            Event::Room => {}
+            Event::Timer => {
+                self.router.on_timer(now, &mut self.outbox);
+                if let Some(sig) = self.ladder.tick(now, self.taken()) {
+                    child::signal_group(self.pgid, sig);
+                }
+            }
+            Event::AgentExited(st) => {
+                tracing::info!(status = %st, "agent exited");
+                // Leftovers of the agent's group could hold its stdout open: end them.
+                child::signal_group(self.pgid, Signal::SIGKILL);
+                self.status = Some(st);
+                self.ladder.agent_exited(now);
+            }
+            Event::Call(Some(call)) => self.on_call(call),
+            Event::Call(None) => self.control = None,
+            Event::AgentInput(Some(batch)) => {
+                self.router
+                    .on_batch(Side::Agent, batch, now, &mut self.outbox)
+            }
+            Event::AgentInput(None) => {
+                self.agent_open = false;
+                if self.status.is_none() {
+                    tracing::info!("agent closed its stdout");
+                    self.outbox.to_agent.push_back(Out::Close);
+                    self.ladder.agent_closed_stdout(now);
+                }
+            }
+            Event::StdinClosed => {
+                self.stdin_closed = None;
+                self.ladder.stdin_closed(now);
+            }
+            Event::ClientHungUp(hung_up) => {
+                self.hup = None;
+                if hung_up {
+                    tracing::info!("the client hung up while its input waits for the agent");
+                    self.ladder.client_hung_up(now, self.taken());
+                }
+            }
+            Event::ClientInput(Some(batch)) => {
+                self.router
+                    .on_batch(Side::Client, batch, now, &mut self.outbox)
+            }
+            Event::ClientInput(None) => {
+                tracing::info!("client closed stdin");
+                self.client_open = false;
+                self.router.on_client_eof(now, &mut self.outbox);
+                self.ladder.client_eof(now, self.taken());
+            }
+        }
+    }
+
+    fn taken(&self) -> u64 {
+        self.agent_taken.load(Ordering::Relaxed)
+    }
+
+    /// Runs one control-server call against the router.
+    fn on_call(&mut self, call: Call) {
+        let (router, outbox) = (&mut self.router, &mut self.outbox);
+        // A caller that went away (timeout, closed connection) just misses its reply.
+        match call {
+            Call::List(reply) => {
+                let _ = reply.send(router.question_views());
+            }
+            Call::Answer {
+                session_id,
+                question_id,
+                answers,
+                reply,
+            } => {
+                let r = router.control_answer(&session_id, &question_id, &answers, outbox);
+                let _ = reply.send(r);
+            }
+            Call::Reject {
+                session_id,
+                question_id,
+                reason,
+                reply,
+            } => {
+                let r = router.control_reject(&session_id, &question_id, reason.as_deref(), outbox);
+                let _ = reply.send(r);
+            }
+            Call::Status(reply) => {
+                let mut v = router.status();
+                v["agentPid"] = self.pgid.into();
+                v["uptimeMs"] = (self.started.elapsed().as_millis() as u64).into();
+                v["version"] = env!("CARGO_PKG_VERSION").into();
+                let _ = reply.send(v);
+            }
+        }
+    }
+}
+
+/// Moves everything queued for each writer into its channel as one batch, when the channel
+/// has room (no await); drops it when the writer is gone.
+pub(super) fn flush_ready(
+    outbox: &mut Outbox,
+    to_client: &mut Option<mpsc::Sender<Vec<Out>>>,
+    to_agent: &mut Option<mpsc::Sender<Vec<Out>>>,
+) {
+    for (side, tx) in [(Side::Client, to_client), (Side::Agent, to_agent)] {
+        let queued = match side {
+            Side::Client => !outbox.to_client.is_empty(),
+            Side::Agent => !outbox.to_agent.is_empty(),
+        };
+        if !queued {
+            continue;
+        }
+        let take = |outbox: &mut Outbox| match side {
+            Side::Client => outbox.take_client(),
+            Side::Agent => outbox.take_agent(),
+        };
+        let closed = match tx.as_ref().map(mpsc::Sender::try_reserve) {
+            Some(Ok(permit)) => {
+                permit.send(take(outbox));
+                false
+            }
+            Some(Err(mpsc::error::TrySendError::Full(()))) => false,
+            Some(Err(mpsc::error::TrySendError::Closed(()))) | None => true,
+        };
+        if closed {
+            writer_gone(take(outbox), tx, output_name(side));
+        }
+    }
+}
+
+/// The name of the output a queue is written to.
+fn output_name(to: Side) -> &'static str {
+    match to {
+        Side::Client => "client",
+        Side::Agent => "agent",
+    }
+}
+
+/// The writer for an output is gone: drop what was queued for it (a queued `Close` for an
+/// output that is already closed is not a loss).
+fn writer_gone(queued: Vec<Out>, tx: &mut Option<mpsc::Sender<Vec<Out>>>, name: &str) {
+    let lost: usize = queued
+        .iter()
+        .map(|o| match o {
+            Out::Line(_) => 1,
+            Out::Run(run) => memchr::memchr_iter(b'\n', run).count(),
+            Out::Close => 0,
+        })
+        .sum();
+    if lost > 0 {
+        tracing::warn!(
+            output = name,
+            dropped = lost,
+            "output closed; dropping what is queued for it"
+        );
+    }
+    *tx = None;
+}
+
+async fn reserve(
+    tx: &Option<mpsc::Sender<Vec<Out>>>,
+) -> Result<mpsc::Permit<'_, Vec<Out>>, mpsc::error::SendError<()>> {
+    match tx {
+        Some(tx) => tx.reserve().await,
+        None => Err(mpsc::error::SendError(())),
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    if let Some(d) = deadline {
+        sleep_until(d.into()).await;
+    }
+}
+
+async fn recv_call(control: &mut Option<Control>) -> Option<Call> {
+    match control {
+        Some(c) => c.calls.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP as one stream.
+pub(super) struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    pub fn new() -> std::io::Result<Self> {
+        Ok(Self {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    async fn recv(&mut self) -> Signal {
+        tokio::select! {
+            _ = self.int.recv() => Signal::SIGINT,
+            _ = self.term.recv() => Signal::SIGTERM,
+            _ = self.hup.recv() => Signal::SIGHUP,
+        }
+    }
+}
