@@ -46,11 +46,11 @@ impl RequestId {
 }
 
 /// The hasher of the router's and the registry's maps, whose keys (ids, session ids) the
-/// peers choose: SipHash, the std default, costs a noticeable share of a question round
-/// trip, so these maps use foldhash's fast folded-multiply hash, seeded per process (from
-/// address-space layout, the time and a heap address) and per map. A peer cannot aim
-/// collisions at it without seeing those; not a cryptographic guarantee, and both peers
-/// are the user's.
+/// peers choose: SipHash, the std default, was a large share of a question round trip
+/// (`bench/results.md`), so these maps use foldhash's fast folded-multiply hash, seeded
+/// per process (from address-space layout, the time and a heap address) and per map. A
+/// peer cannot aim collisions at it without seeing those; not a cryptographic guarantee,
+/// and both peers are the user's.
 pub type IdHashState = foldhash::fast::RandomState;
 /// A map keyed by ids or session ids, with [`IdHashState`].
 pub type IdMap<K, V> = std::collections::HashMap<K, V, IdHashState>;

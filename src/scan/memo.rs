@@ -20,10 +20,11 @@ use super::Shape;
 /// container member) that no envelope rule looks into. So only those strings are scanned;
 /// the rest is compared. Three forms are tried, cheapest first: the remembered line with
 /// another longest string (one stream: the next piece of text); with another first and
-/// longest string (interleaved sessions: the session id and the text; without it the gaps
-/// form cost 100 sessions ~10% more CPU than one); and the gaps form, any of its strings
-/// swapped. Every other line is scanned in full, and becomes the skeleton when it is valid
-/// and its skeleton is at most 4 KiB (the memory bound: one per scanner).
+/// longest string (interleaved sessions: the session id and the text; without it their
+/// lines took the gaps form, and many sessions cost more CPU than one: figures in
+/// `bench/results.md`); and the gaps form, any of its strings swapped. Every other line is
+/// scanned in full, and becomes the skeleton when it is valid and its skeleton is at most
+/// 4 KiB (the memory bound: one per scanner).
 #[derive(Debug, Default)]
 pub struct Memo {
     /// The remembered line's bytes outside its gaps, in order. Each gap's segment ends with
