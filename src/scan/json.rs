@@ -514,7 +514,7 @@ mod tests {
 
     use super::*;
     use crate::envelope::{classify, Kind};
-    use crate::scan::testing::{agrees, line};
+    use crate::scan::testing::{agrees, cases, line};
 
     #[test]
     fn plain_messages_are_scanned() {
@@ -602,7 +602,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(20_000))]
+        #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
         /// Whenever the fast path decides, the serde path decides the same.
         #[test]
         fn scan_agrees_with_classify(line in line()) {

@@ -227,7 +227,7 @@ mod tests {
 
     use super::*;
     use crate::scan::scan;
-    use crate::scan::testing::{agrees, line, skeleton};
+    use crate::scan::testing::{agrees, cases, line, skeleton};
 
     /// What the memo makes of a line, checked against a scan of the line alone.
     fn memo_agrees(memo: &mut Memo, line: &[u8]) -> Option<Shape> {
@@ -458,7 +458,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(20_000))]
+        #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
         /// A line scanned through the memo is decided exactly as alone: after any line,
         /// and after one it shares a skeleton with (the remembered line with its strings
         /// swapped for other tokens, valid or not).

@@ -7,6 +7,15 @@ use proptest::prelude::*;
 use super::{assert_agrees, Shape};
 use crate::envelope::classify;
 
+/// Cases per property test: 1000 by default, so that the test suite stays quick in debug
+/// builds on a small machine; `PROPTEST_CASES` for longer runs (as `tests/router_props.rs`).
+pub(super) fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000)
+}
+
 /// The differential check: when `scan` decides, `classify` decides the same.
 pub(super) fn agrees(line: &[u8]) -> Option<Shape> {
     assert_agrees(line, &classify(line))
