@@ -53,7 +53,7 @@ struct Gap {
 }
 
 impl Memo {
-    /// [`scan`], through the skeleton when the line fits it.
+    /// [`super::scan`], through the skeleton when the line fits it.
     pub fn scan(&mut self, line: &[u8]) -> Option<Shape> {
         if let Some(shape) = self.reuse(line) {
             #[cfg(test)]
