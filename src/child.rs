@@ -95,10 +95,10 @@ pub const AGENT_PIPE_BYTES: i32 = 256 * 1024;
 
 /// Grows one of the agent's pipes to [`AGENT_PIPE_BYTES`]. A bigger pipe lets the agent
 /// write ahead while the bridge is busy with a long line (it would otherwise block every
-/// 64 KiB, and each block and wake-up costs both sides a context switch): on the mixed
-/// benchmark (2 MiB image lines) it took about 5% off the bridge's wall time. The pipes are
-/// the bridge's own; a refusal (the user's pipe quota is spent, or not Linux) only costs
-/// that speed.
+/// 64 KiB, and each block and wake-up costs both sides a context switch): it shortens the
+/// bridge's wall time on the mixed benchmark (2 MiB image lines; `bench/results.md`). The
+/// pipes are the bridge's own; a refusal (the user's pipe quota is spent, or not Linux)
+/// only costs that speed.
 fn widen_pipe(pipe: &impl std::os::fd::AsFd, name: &str) {
     #[cfg(target_os = "linux")]
     if let Err(e) = nix::fcntl::fcntl(pipe, nix::fcntl::FcntlArg::F_SETPIPE_SZ(AGENT_PIPE_BYTES)) {

@@ -12,7 +12,6 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -46,82 +45,13 @@ impl RequestId {
     }
 }
 
-/// The hasher of the router's and the registry's maps (keys: ids and session ids, which
-/// the peers choose). SipHash, the std default, was a tenth of the cost of a question
-/// round trip. This is a folded-multiply hash (as in foldhash and ahash's fallback) keyed
-/// with a random seed per map, so the peers cannot aim collisions at it without seeing
-/// the process's randomness. Not a cryptographic guarantee; both peers are the user's.
-#[derive(Clone, Copy, Debug)]
-pub struct IdHashState {
-    seed: u64,
-}
-
-impl Default for IdHashState {
-    fn default() -> Self {
-        // std's RandomState carries per-process random keys: one hash of it is the seed.
-        let seed = std::collections::hash_map::RandomState::new().hash_one(0x5EED_u64);
-        Self { seed: seed | 1 }
-    }
-}
-
-impl BuildHasher for IdHashState {
-    type Hasher = IdHasher;
-    fn build_hasher(&self) -> IdHasher {
-        IdHasher {
-            h: self.seed,
-            seed: self.seed,
-        }
-    }
-}
-
-/// See [`IdHashState`].
-#[derive(Clone, Copy, Debug)]
-pub struct IdHasher {
-    h: u64,
-    seed: u64,
-}
-
-const MUL: u64 = 0x9E37_79B9_7F4A_7C15;
-
-#[inline(always)]
-fn fold_mul(a: u64, b: u64) -> u64 {
-    let m = u128::from(a) * u128::from(b);
-    (m as u64) ^ ((m >> 64) as u64)
-}
-
-impl Hasher for IdHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.h = fold_mul(self.h ^ u64::from_le_bytes(w), MUL);
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.h = fold_mul(self.h ^ u64::from_le_bytes(w), MUL ^ rest.len() as u64);
-        }
-    }
-
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.h = fold_mul(self.h ^ u64::from(i), MUL.rotate_left(17));
-    }
-
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.h = fold_mul(self.h ^ i as u64, MUL.rotate_left(31));
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        fold_mul(self.h, self.seed ^ MUL)
-    }
-}
-
+/// The hasher of the router's and the registry's maps, whose keys (ids, session ids) the
+/// peers choose: SipHash, the std default, was a large share of a question round trip
+/// (`bench/results.md`), so these maps use foldhash's fast folded-multiply hash, seeded
+/// per process (from address-space layout, the time and a heap address) and per map. A
+/// peer cannot aim collisions at it without seeing those; not a cryptographic guarantee,
+/// and both peers are the user's.
+pub type IdHashState = foldhash::fast::RandomState;
 /// A map keyed by ids or session ids, with [`IdHashState`].
 pub type IdMap<K, V> = std::collections::HashMap<K, V, IdHashState>;
 /// A set of ids, with [`IdHashState`].
