@@ -4,6 +4,8 @@
 //! bridge adds a field to a message it forwards (`expiresAt`). Only the objects on the path
 //! to the new key are rebuilt; every other member keeps its exact original text (numbers,
 //! escapes, order), so a rewritten message differs from the original only by the merge.
+//! Capabilities are read and merged in the member of the message's own protocol version:
+//! v1's `clientCapabilities` / `agentCapabilities`, or the v2 draft's `capabilities`.
 
 use std::borrow::Cow;
 
@@ -179,21 +181,58 @@ pub fn merge(
     Some(out)
 }
 
+/// The member of an `initialize` request's params or response's result that holds the
+/// capabilities in protocol version 1 (ACP v1).
+const V1_CLIENT: &str = "clientCapabilities";
+const V1_AGENT: &str = "agentCapabilities";
+/// The same member in the protocol version 2 draft, for both sides
+/// (`agent-client-protocol-schema`'s `v2::InitializeRequest` / `InitializeResponse`).
+const V2: &str = "capabilities";
+
+/// Which member of `obj` (an `initialize` request's params or response's result) holds its
+/// capabilities: v2's `capabilities` when its `protocolVersion` is 2 or more, or when it has
+/// `capabilities` and not the v1 member; else the v1 member `v1`. A merge then creates
+/// nothing a peer of the other version would read.
+fn capabilities_key(obj: Option<&RawObject<'_>>, v1: &'static str) -> &'static str {
+    let Some(obj) = obj else { return v1 };
+    let version = obj
+        .get("protocolVersion")
+        .and_then(|v| v.get().parse::<u64>().ok());
+    let v2_shape = obj.get(V2).is_some() && obj.get(v1).is_none();
+    if version.is_some_and(|v| v >= 2) || v2_shape {
+        V2
+    } else {
+        v1
+    }
+}
+
+/// [`capabilities_key`] of the member `outer` (`params` or `result`) of the message `line`.
+fn capabilities_key_in(line: &str, outer: &str, v1: &'static str) -> &'static str {
+    let inner = RawObject::parse(line)
+        .and_then(|o| o.get(outer))
+        .and_then(|v| RawObject::parse(v.get()));
+    capabilities_key(inner.as_ref(), v1)
+}
+
 /// What the client's `initialize` said about showing questions.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ClientSupport {
-    /// `clientCapabilities._meta["sandboxagent.dev"].extensions.sessionRequestQuestion`.
+    /// `clientCapabilities._meta["sandboxagent.dev"].extensions.sessionRequestQuestion`
+    /// (`capabilities._meta...` in protocol version 2).
     pub native_questions: bool,
-    /// `clientCapabilities.elicitation.form` is present.
+    /// `clientCapabilities.elicitation.form` (v2: `capabilities.elicitation.form`) is present.
     pub elicitation_form: bool,
 }
 
 impl ClientSupport {
     pub fn from_initialize(params: Option<&RawValue>) -> Self {
-        let v: Value = params
-            .and_then(|p| serde_json::from_str(p.get()).ok())
+        let params = params.and_then(|p| RawObject::parse(p.get()));
+        let key = capabilities_key(params.as_ref(), V1_CLIENT);
+        let caps: Value = params
+            .as_ref()
+            .and_then(|p| p.get(key))
+            .and_then(|c| serde_json::from_str(c.get()).ok())
             .unwrap_or(Value::Null);
-        let caps = &v["clientCapabilities"];
         ClientSupport {
             native_questions: caps["_meta"][META_KEY]["extensions"]["sessionRequestQuestion"]
                 == Value::Bool(true),
@@ -209,7 +248,7 @@ pub fn merge_initialize_request(line: &str) -> Option<String> {
         line,
         &[
             "params",
-            "clientCapabilities",
+            capabilities_key_in(line, "params", V1_CLIENT),
             "_meta",
             META_KEY,
             "extensions",
@@ -223,22 +262,17 @@ pub fn merge_initialize_request(line: &str) -> Option<String> {
 /// The agent's `initialize` response with the extension flag and the bridge's version
 /// added (never overwriting what the agent declared).
 pub fn merge_initialize_response(line: &str) -> Option<String> {
+    let caps = capabilities_key_in(line, "result", V1_AGENT);
     let line = merge(
         line,
-        &[
-            "result",
-            "agentCapabilities",
-            "_meta",
-            META_KEY,
-            "extensions",
-        ],
+        &["result", caps, "_meta", META_KEY, "extensions"],
         "sessionRequestQuestion",
         &Value::Bool(true),
         Existing::Keep,
     )?;
     merge(
         &line,
-        &["result", "agentCapabilities", "_meta", META_KEY],
+        &["result", caps, "_meta", META_KEY],
         "questionBridge",
         &json!({ "version": env!("CARGO_PKG_VERSION") }),
         Existing::Keep,
@@ -246,11 +280,16 @@ pub fn merge_initialize_response(line: &str) -> Option<String> {
 }
 
 /// The client's `initialize` request with `clientCapabilities.elicitation.form = {}` added
-/// (`--advertise-elicitation`; an existing `form` is kept).
+/// (v2: `capabilities.elicitation.form`; `--advertise-elicitation`; an existing `form` is
+/// kept).
 pub fn advertise_elicitation(line: &str) -> Option<String> {
     merge(
         line,
-        &["params", "clientCapabilities", "elicitation"],
+        &[
+            "params",
+            capabilities_key_in(line, "params", V1_CLIENT),
+            "elicitation",
+        ],
         "form",
         &json!({}),
         Existing::Keep,
@@ -297,15 +336,92 @@ mod tests {
     }
 
     #[test]
-    fn client_support_is_read() {
-        let p = RawValue::from_string(
-            r#"{"clientCapabilities":{"elicitation":{"form":{}},"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}"#.into(),
-        )
-        .unwrap();
+    fn a_v2_request_is_merged_into_its_own_capabilities() {
+        let line = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"ide","version":"1"},"capabilities":{"auth":{}}}}"#;
         assert_eq!(
-            ClientSupport::from_initialize(Some(&p)),
+            merge_initialize_request(line).unwrap(),
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"ide","version":"1"},"capabilities":{"auth":{},"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}}"#
+        );
+        assert_eq!(
+            advertise_elicitation(line).unwrap(),
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"ide","version":"1"},"capabilities":{"auth":{},"elicitation":{"form":{}}}}}"#
+        );
+        // Version 2 without capabilities: they are created under the v2 name.
+        assert_eq!(
+            merge_initialize_request(r#"{"id":0,"params":{"protocolVersion":2}}"#).unwrap(),
+            r#"{"id":0,"params":{"protocolVersion":2,"capabilities":{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}}"#
+        );
+        // The v2 shape without a version number.
+        assert_eq!(
+            merge_initialize_request(r#"{"id":0,"params":{"capabilities":{}}}"#).unwrap(),
+            r#"{"id":0,"params":{"capabilities":{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}}"#
+        );
+    }
+
+    #[test]
+    fn a_v2_response_is_merged_into_its_own_capabilities() {
+        let version = env!("CARGO_PKG_VERSION");
+        let line = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2,"info":{"name":"agent","version":"1"},"capabilities":{"session":{}},"authMethods":[]}}"#;
+        assert_eq!(
+            merge_initialize_response(line).unwrap(),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":0,"result":{{"protocolVersion":2,"info":{{"name":"agent","version":"1"}},"capabilities":{{"session":{{}},"_meta":{{"sandboxagent.dev":{{"extensions":{{"sessionRequestQuestion":true}},"questionBridge":{{"version":"{version}"}}}}}}}},"authMethods":[]}}}}"#
+            )
+        );
+        // An agent that answers a v2 client with version 1 uses, and gets, the v1 member.
+        let v1 = r#"{"id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}"#;
+        assert_eq!(
+            merge_initialize_response(v1).unwrap(),
+            format!(
+                r#"{{"id":0,"result":{{"protocolVersion":1,"agentCapabilities":{{"_meta":{{"sandboxagent.dev":{{"extensions":{{"sessionRequestQuestion":true}},"questionBridge":{{"version":"{version}"}}}}}}}}}}}}"#
+            )
+        );
+    }
+
+    #[test]
+    fn a_v1_message_keeps_the_v1_member() {
+        // Version 1 with no capabilities at all: the v1 member is created, as before.
+        assert_eq!(
+            merge_initialize_request(r#"{"id":0,"params":{"protocolVersion":1}}"#).unwrap(),
+            r#"{"id":0,"params":{"protocolVersion":1,"clientCapabilities":{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}}"#
+        );
+        // Both members present in a version 1 message: the v1 one is the capabilities.
+        let both =
+            r#"{"id":0,"params":{"protocolVersion":1,"capabilities":{},"clientCapabilities":{}}}"#;
+        assert_eq!(
+            merge_initialize_request(both).unwrap(),
+            r#"{"id":0,"params":{"protocolVersion":1,"capabilities":{},"clientCapabilities":{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}}"#
+        );
+    }
+
+    fn support(params: &str) -> ClientSupport {
+        let p = RawValue::from_string(params.into()).unwrap();
+        ClientSupport::from_initialize(Some(&p))
+    }
+
+    #[test]
+    fn client_support_is_read() {
+        let both = ClientSupport {
+            native_questions: true,
+            elicitation_form: true,
+        };
+        assert_eq!(
+            support(
+                r#"{"clientCapabilities":{"elicitation":{"form":{}},"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}"#
+            ),
+            both
+        );
+        // Version 2: from `capabilities`, whatever a v1 member says.
+        assert_eq!(
+            support(
+                r#"{"protocolVersion":2,"capabilities":{"elicitation":{"form":{}},"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}},"clientCapabilities":{}}"#
+            ),
+            both
+        );
+        assert_eq!(
+            support(r#"{"protocolVersion":1,"capabilities":{"elicitation":{"form":{}}}}"#),
             ClientSupport {
-                native_questions: true,
+                native_questions: false,
                 elicitation_form: true
             }
         );

@@ -6,16 +6,20 @@
 //! reads answers (from `--answer`, `--reject`, or stdin lines) and prints the agent's reply.
 //!
 //! Invariants: every wait is bounded by a timeout; stdout carries the friendly transcript
-//! only, a failure is one line on stderr; the bridge child is always reaped or killed.
+//! only, a failure is one line on stderr; the bridge child is always reaped or killed, also
+//! on Ctrl-C (the demo exits only once its bridge has, so no bridge log line follows it).
 
 use std::collections::VecDeque;
 use std::io::{IsTerminal as _, Write as _};
 use std::process::{ExitCode, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
 
 use crate::questions::answer::check_answers;
@@ -34,16 +38,16 @@ const EXIT_WAIT: Duration = Duration::from_secs(10);
 #[command(after_help = crate::mock_agent::SCRIPT_HELP)]
 pub struct DemoArgs {
     /// The prompt text sent to the mock agent; its first word picks the script (below),
-    /// e.g. `questions` (single-select, multi-select and free-text items) or
-    /// `question-timeout 2000`.
+    /// e.g. `--script questions` (single-select, multi-select and free-text items) or
+    /// `--script 'question-timeout 2000'` (quote a text with spaces).
     #[arg(long, value_name = "TEXT", default_value = "question")]
     pub script: String,
     /// Answer without a terminal: the Nth --answer answers question item N. A value is an
     /// option number, an option value or label, or free text (where allowed); a
     /// multi-select item takes a comma-separated list. An --answer that does not fit its
     /// item is an error (exit status 2). Without --answer/--reject, answers are read from
-    /// stdin, one line per item (an empty line or `r` rejects, EOF rejects, an invalid
-    /// line is re-prompted).
+    /// stdin, one line per item (an empty line or `:r` rejects, EOF rejects, an invalid
+    /// line is re-prompted; a line starting with `\` is taken as the text after it).
     #[arg(long, value_name = "VALUE", conflicts_with = "reject")]
     pub answer: Vec<String>,
     /// Reject every question (`{"status":"rejected","reason":"declined"}`).
@@ -60,6 +64,9 @@ pub struct DemoArgs {
 
 /// A one-line failure and the exit status that goes with it.
 struct Failure(u8, String);
+
+/// The exit status after Ctrl-C (128 + SIGINT), like the bridge's.
+const INTERRUPTED: u8 = 130;
 
 type Res<T> = Result<T, Failure>;
 
@@ -118,10 +125,15 @@ async fn run(args: DemoArgs) -> Res<()> {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .or_else(|e| fail(format!("cannot start the bridge: {e}")))?;
+    let quiet = Arc::new(AtomicBool::new(false));
+    let relay = child
+        .stderr
+        .take()
+        .map(|err| tokio::spawn(relay_stderr(err, quiet.clone())));
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return fail("the bridge's stdio is not piped");
     };
@@ -138,16 +150,39 @@ async fn run(args: DemoArgs) -> Res<()> {
         user: None,
         user_eof: false,
     };
+    // Ctrl-C reaches the bridge too (one process group); the demo then ends the bridge the
+    // usual way and exits only after it, so none of the bridge's log lines follows the demo.
+    let mut interrupt = signal(SignalKind::interrupt())
+        .or_else(|e| fail(format!("cannot install the Ctrl-C handler: {e}")))?;
     say("acp-question-bridge demo: the bridge around the built-in mock agent");
-    let played = demo.play(&args.script).await;
+    let played = tokio::select! {
+        played = demo.play(&args.script) => played,
+        // Dropping `play` loses only the rest of the turn: the session ends with the bridge.
+        _ = interrupt.recv() => {
+            // The bridge is ending too, and what it logs about that is no news.
+            quiet.store(true, Ordering::Relaxed);
+            if demo.interactive {
+                say(""); // leave the line with the prompt and the terminal's ^C
+            }
+            Err(Failure(INTERRUPTED, "interrupted".into()))
+        }
+    };
     demo.flush_agent();
-    let status = demo.finish(&mut child).await;
+    let status = demo.finish(&mut child, &mut interrupt).await;
+    if let Some(relay) = relay {
+        // Every log line of the bridge comes before the demo's own last line.
+        let _ = tokio::time::timeout(EXIT_WAIT, relay).await;
+    }
     // The turn's outcome decides the exit status; a bridge that exits badly afterwards
     // is only worth a warning.
     let note = match status {
         Some(st) if st.success() => return played,
+        // The bridge got the Ctrl-C too and says so by its exit status.
+        Some(_) if matches!(played, Err(Failure(INTERRUPTED, _))) => return played,
         Some(st) => format!("the bridge exited: {st}"),
-        None => format!("the bridge did not exit within {EXIT_WAIT:?}; killed it"),
+        None => {
+            format!("killed the bridge: it did not exit within {EXIT_WAIT:?}, or Ctrl-C came again")
+        }
     };
     match played {
         Err(Failure(code, msg)) => Err(Failure(code, format!("{msg} ({note})"))),
@@ -158,6 +193,19 @@ async fn run(args: DemoArgs) -> Res<()> {
             );
             Ok(())
         }
+    }
+}
+
+/// Copies the bridge's stderr (its logs, and the agent's stderr) to ours, line by line,
+/// until it closes; drops it from the moment `quiet` is set.
+async fn relay_stderr(from: ChildStderr, quiet: Arc<AtomicBool>) {
+    let mut from = BufReader::new(from);
+    let mut line = Vec::new();
+    while let Ok(n @ 1..) = from.read_until(b'\n', &mut line).await {
+        if !quiet.load(Ordering::Relaxed) {
+            let _ = std::io::stderr().lock().write_all(&line[..n]);
+        }
+        line.clear();
     }
 }
 
@@ -220,21 +268,23 @@ impl Demo {
         Ok(())
     }
 
-    /// Closes the bridge's stdin and waits (bounded) for it to exit; `None` if it was killed.
-    async fn finish(&mut self, child: &mut Child) -> Option<ExitStatus> {
+    /// Closes the bridge's stdin and waits (bounded, and until another Ctrl-C) for it to
+    /// exit, reading its stdout to the end; `None` if it was killed.
+    async fn finish(&mut self, child: &mut Child, interrupt: &mut Signal) -> Option<ExitStatus> {
         self.stdin = None;
         let lines = &mut self.lines;
         let exited = tokio::time::timeout(EXIT_WAIT, async {
             while let Ok(Some(_)) = lines.next_line().await {}
-            child.wait().await
+            child.wait().await.ok()
         });
-        match exited.await {
-            Ok(Ok(st)) => Some(st),
-            _ => {
-                let _ = child.kill().await;
-                None
-            }
+        let status = tokio::select! {
+            status = exited => status.ok().flatten(),
+            _ = interrupt.recv() => None,
+        };
+        if status.is_none() {
+            let _ = child.kill().await;
         }
+        status
     }
 
     fn flush_agent(&mut self) {
@@ -475,7 +525,7 @@ impl Demo {
                 (_, false, false) => format!("1-{n}"),
             };
             let mut out = std::io::stdout().lock();
-            let _ = write!(out, "   answer [{hint}; empty or r rejects]> ");
+            let _ = write!(out, "   answer [{hint}; empty or {REJECT} rejects]> ");
             let _ = out.flush();
         }
         let wait = if self.interactive {
@@ -521,10 +571,7 @@ impl Demo {
         if !self.interactive {
             self.say(&format!("   answer: {text} (from stdin)"));
         }
-        if text.is_empty() || text == "r" {
-            return Ok(Answer::Reject("declined"));
-        }
-        Ok(Answer::Text(text.to_owned()))
+        Ok(typed(text))
     }
 
     fn render_item(&mut self, q: &Question, i: usize) {
@@ -552,6 +599,19 @@ impl Demo {
                 .map_or(String::new(), |d| format!(" - {d}"));
             self.say(&format!("     {}) {} [{}]{desc}", n + 1, c.label, c.value));
         }
+    }
+}
+
+/// The line that rejects a question (besides an empty one).
+const REJECT: &str = ":r";
+
+/// What a typed line (trimmed) means: empty or [`REJECT`] rejects; a leading `\` quotes the
+/// rest, so `\:r` is the text `:r`; anything else is an answer.
+fn typed(text: &str) -> Answer {
+    match text.strip_prefix('\\') {
+        Some(quoted) => Answer::Text(quoted.to_owned()),
+        None if text.is_empty() || text == REJECT => Answer::Reject("declined"),
+        None => Answer::Text(text.to_owned()),
     }
 }
 

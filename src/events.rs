@@ -16,8 +16,10 @@ use crate::questions::model::Item;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum By {
-    /// The IDE client answered (or rejected, or could not show it).
+    /// The IDE client answered (or rejected it, or answered with an error).
     Client,
+    /// The bridge itself rejected it as `unsupported`: the client has no way to show it.
+    Bridge,
     /// An answer or rejection through the control server (web page, CLI, API).
     Control,
     /// Its deadline passed.
@@ -32,6 +34,7 @@ impl By {
     pub fn as_str(self) -> &'static str {
         match self {
             By::Client => "client",
+            By::Bridge => "bridge",
             By::Control => "control",
             By::Timeout => "timeout",
             By::Cancel => "cancel",

@@ -465,6 +465,36 @@ async fn cli(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// Usage errors exit 2 (like clap's own); a failed call exits 1 and names the address.
+#[tokio::test]
+async fn the_questions_cli_exit_codes_and_messages() {
+    let (code, _, err) = cli(&["list"]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--control <URL> is required"), "{err}");
+    let (code, _, err) = cli(&["list", "--control", "127.0.0.1:9", "--token", "t"]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("must be an http:// URL"), "{err}");
+    // A port nothing listens on (just released).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let (code, _, err) = cli(&["list", "--control", &url, "--token", "t"]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!("cannot reach the control server at {url}/")),
+        "{err}"
+    );
+    let (code, _, err) = cli(&["watch", "--control", &url, "--token", "t"]).await;
+    assert_eq!(code, 1, "{err}");
+    let ws = format!("ws://127.0.0.1:{port}/");
+    assert!(
+        err.contains(&format!("cannot reach the control server at {ws}")),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn the_questions_cli_lists_answers_and_watches() {
     let mut b = Bridge::mock(&["--control", "127.0.0.1:0"]);
@@ -512,9 +542,9 @@ async fn the_questions_cli_lists_answers_and_watches() {
     let (code, _, err) = cli(&["reject", "--control", &page_url, &sid, "cli-1"]).await;
     assert_eq!(code, 1);
     assert!(err.contains("already resolved by control"), "{err}");
-    // No token at all: refused before anything is sent.
+    // No token at all: a usage error, before anything is sent.
     let (code, _, err) = cli(&["list", "--control", &base]).await;
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("no token"), "{err}");
 
     // Until the resolution; `watch` saw the question asked, or (had it subscribed a bit

@@ -242,3 +242,151 @@ fn verbose_shows_raw_lines() {
         run.stdout
     );
 }
+
+#[test]
+fn r_is_text_and_colon_r_rejects() {
+    // `r` is an ordinary answer (here the free-text item's); `:r` rejects; `\` quotes.
+    let run = demo(&["--script", "questions"], Input::Piped("2\n1\nr\n"));
+    assert_ok(&run, r#"<- agent: answered: [["SQLite"],["auth"],["r"]]"#);
+    let run = demo(&["--script", "questions"], Input::Piped("2\n1\n\\:r\n"));
+    assert_ok(&run, r#"<- agent: answered: [["SQLite"],["auth"],[":r"]]"#);
+    let run = demo(&[], Input::Piped(":r\n"));
+    assert_ok(&run, "<- agent: rejected: declined");
+}
+
+/// The `--script` examples of `demo --help`, each as written there.
+fn script_examples() -> Vec<String> {
+    let out = Command::new(BIN)
+        .args(["demo", "--help"])
+        .output()
+        .expect("demo --help");
+    // Lines wrapped to the terminal's width read as one.
+    let help = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    help.split('`')
+        .filter(|s| s.starts_with("--script "))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn help_examples_work_when_pasted_into_a_shell() {
+    let examples = script_examples();
+    assert!(
+        examples.iter().any(|e| e.contains("question-timeout")),
+        "{examples:?}"
+    );
+    for example in examples {
+        // As a user would paste it: through a shell, with --reject so any script ends.
+        let line = format!("exec '{BIN}' demo {example} --reject");
+        let mut child = Command::new("sh")
+            .args(["-c", &line])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn sh");
+        let out = read_in_thread(child.stdout.take().expect("stdout"));
+        let err = read_in_thread(child.stderr.take().expect("stderr"));
+        let stdout = out.recv_timeout(WAIT).expect("stdout not closed");
+        let stderr = err.recv_timeout(WAIT).expect("stderr not closed");
+        let code = child.wait().expect("wait").code();
+        assert_eq!(
+            code,
+            Some(0),
+            "{line}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        );
+        assert!(
+            stdout.contains("<- stopReason: end_turn"),
+            "{line}\n{stdout}"
+        );
+    }
+}
+
+/// Ctrl-C at the demo's prompt: to the demo's whole process group as a terminal sends it
+/// (`group`), or to the demo alone. The demo exits 130 with one line on stderr, and only
+/// after its bridge has exited.
+fn interrupt_at_the_prompt(group: bool) {
+    use nix::sys::signal::{kill, killpg, Signal};
+    use nix::unistd::Pid;
+    use std::os::unix::process::CommandExt as _;
+
+    let mut child = Command::new(BIN)
+        .arg("demo")
+        .env_remove("RUST_LOG")
+        .process_group(0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn demo");
+    let pid = Pid::from_raw(child.id() as i32);
+    let stdin = child.stdin.take();
+    let mut stdout = child.stdout.take().expect("stdout");
+    let err = read_in_thread(child.stderr.take().expect("stderr"));
+    // Stream stdout until the question is shown.
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = stdout.read(&mut buf) {
+            if tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + WAIT;
+    let mut shown = Vec::new();
+    while !String::from_utf8_lossy(&shown).contains("2) Option B") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(chunk) => shown.extend(chunk),
+            Err(e) => {
+                let _ = child.kill();
+                panic!(
+                    "no question shown ({e}): {}",
+                    String::from_utf8_lossy(&shown)
+                );
+            }
+        }
+    }
+    if group {
+        killpg(pid, Signal::SIGINT).expect("SIGINT to the group");
+    } else {
+        kill(pid, Signal::SIGINT).expect("SIGINT to the demo");
+    }
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = killpg(pid, Signal::SIGKILL);
+            let _ = child.wait();
+            panic!("demo did not exit within {WAIT:?} after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // The demo has exited and been reaped: no process of its group (the bridge) is left
+    // to log anything.
+    let alive = killpg(pid, None);
+    let _ = killpg(pid, Signal::SIGKILL);
+    drop(stdin);
+    let stderr = err.recv_timeout(WAIT).expect("stderr not closed");
+    assert_eq!(status.code(), Some(130), "stderr:\n{stderr}");
+    assert!(
+        alive.is_err(),
+        "the bridge outlived the demo; stderr:\n{stderr}"
+    );
+    assert_eq!(stderr, "acp-question-bridge demo: interrupted\n");
+}
+
+#[test]
+fn ctrl_c_waits_for_the_bridge() {
+    interrupt_at_the_prompt(true);
+}
+
+#[test]
+fn sigint_to_the_demo_alone_ends_the_bridge() {
+    interrupt_at_the_prompt(false);
+}

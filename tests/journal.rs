@@ -53,6 +53,36 @@ async fn reported(b: &mut Bridge) -> String {
     chunk_text(&m).unwrap().to_owned()
 }
 
+/// A question the client cannot show is rejected by the bridge itself, and the journal and
+/// the log say so (`by: "bridge"`), not that the client ended it.
+#[tokio::test]
+async fn the_bridges_own_unsupported_rejection_is_by_the_bridge() {
+    let dir = temp_dir("journal-unsupported");
+    let path = dir.join("questions.jsonl");
+    let mut b = Bridge::mock(&["--journal", path.to_str().unwrap()]);
+    // A client with neither the extension nor forms: permission prompts only, which cannot
+    // show the multi-question form.
+    b.initialize(json!({})).await;
+    let sid = b.new_session(1).await;
+    b.prompt(2, &sid, "questions j-unsupported").await;
+    assert_eq!(reported(&mut b).await, "rejected: unsupported");
+    b.stderr_contains(r#"by="bridge""#).await;
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
+    let lines = journal(&path);
+    let resolved: Vec<&Value> = of(&lines, "j-unsupported")
+        .into_iter()
+        .filter(|l| l["event"] == "resolved")
+        .collect();
+    assert_eq!(resolved.len(), 1, "{lines:?}");
+    assert_eq!(resolved[0]["by"], "bridge");
+    assert_eq!(
+        resolved[0]["result"],
+        json!({"status":"rejected","reason":"unsupported"})
+    );
+}
+
 #[tokio::test]
 async fn journal_keeps_answered_timed_out_and_late_answers() {
     let dir = temp_dir("journal");

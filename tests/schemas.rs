@@ -1165,6 +1165,18 @@ fn router_events_match_the_event_schema() {
         &mut out,
     );
 
+    // Without a control server to hold it, a question a permission-only client cannot
+    // show is rejected by the bridge itself.
+    let mut plain = Router::new(RouterConfig {
+        events: true,
+        ..RouterConfig::default()
+    });
+    plain.on_agent_frame(
+        line(ask(8, "q8", json!({"multiSelect": true}))),
+        now,
+        &mut out,
+    );
+
     let mut seen = BTreeSet::new();
     for e in out.events.drain(..) {
         let e = serde_json::to_value(&e).unwrap();
@@ -1188,6 +1200,7 @@ fn router_events_match_the_event_schema() {
         "resolved client answered",
         "resolved client invalid",
         "resolved client error",
+        "resolved bridge rejected",
         "resolved timeout rejected",
         "resolved control answered",
         "resolved disconnect withdrawn",

@@ -65,17 +65,31 @@ pub enum Action {
     Watch,
 }
 
+/// Why a `questions` command failed; one line for stderr.
+enum Failure {
+    /// The command line cannot work (exit status 2, like clap's own usage errors).
+    Usage(String),
+    /// The call failed or was refused (exit status 1).
+    Call(String),
+}
+
+impl From<String> for Failure {
+    fn from(msg: String) -> Self {
+        Failure::Call(msg)
+    }
+}
+
 struct Target {
     http: String,
     ws: String,
     token: String,
 }
 
-fn target(a: &QuestionsArgs) -> Result<Target, String> {
-    let url = a
-        .control
-        .as_deref()
-        .ok_or("--control <URL> is required (the bridge prints it when started with --control)")?;
+fn target(a: &QuestionsArgs) -> Result<Target, Failure> {
+    let usage = |msg: &str| Failure::Usage(msg.to_owned());
+    let url = a.control.as_deref().ok_or_else(|| {
+        usage("--control <URL> is required (the bridge prints it when started with --control)")
+    })?;
     let (base, fragment) = url.split_once('#').unwrap_or((url, ""));
     let from_url = fragment
         .split('&')
@@ -90,16 +104,16 @@ fn target(a: &QuestionsArgs) -> Result<Target, String> {
         (None, None) => match from_url {
             Some(t) => t.to_owned(),
             None => std::env::var(TOKEN_ENV).map_err(|_| {
-                format!(
+                Failure::Usage(format!(
                     "no token: pass --token, --token-file, a URL with #token=, or set {TOKEN_ENV}"
-                )
+                ))
             })?,
         },
     };
     let base = base.trim_end_matches('/');
     let rest = base
         .strip_prefix("http://")
-        .ok_or("--control must be an http:// URL")?;
+        .ok_or_else(|| usage("--control must be an http:// URL"))?;
     Ok(Target {
         http: format!("{base}/"),
         ws: format!("ws://{rest}/"),
@@ -132,13 +146,14 @@ pub async fn ws_client(url: &str, token: &str) -> Result<WsClient, String> {
         .map_err(|e| e.to_string())
 }
 
-fn describe(e: RpcError) -> String {
+/// One line for a failed call to the control server at `url`.
+fn describe(e: RpcError, url: &str) -> String {
     match e {
         RpcError::Call(obj) => match obj.data() {
             Some(d) => format!("{} ({})", obj.message(), d.get()),
             None => obj.message().to_owned(),
         },
-        RpcError::Transport(t) => format!("cannot reach the control server: {t}"),
+        RpcError::Transport(t) => format!("cannot reach the control server at {url}: {t}"),
         other => other.to_string(),
     }
 }
@@ -165,14 +180,17 @@ fn summary(questions: &[Value]) -> String {
                 .as_str()
                 .map(|h| format!("[{h}] "))
                 .unwrap_or_default();
+            let options = item["options"].as_array().is_some_and(|o| !o.is_empty());
             let kind = match (
+                options,
                 item["multiSelect"].as_bool().unwrap_or(false),
                 item["allowFreeText"].as_bool().unwrap_or(false),
             ) {
-                (true, true) => " (pick one or more, or type)",
-                (true, false) => " (pick one or more)",
-                (false, true) => " (pick one, or type)",
-                (false, false) => " (pick one)",
+                (false, _, _) => " (type your answer)",
+                (true, true, true) => " (pick one or more, or type)",
+                (true, true, false) => " (pick one or more)",
+                (true, false, true) => " (pick one, or type)",
+                (true, false, false) => " (pick one)",
             };
             s += &format!(
                 "  {}. {header}{}{kind}\n",
@@ -195,8 +213,9 @@ fn summary(questions: &[Value]) -> String {
     s
 }
 
-async fn run(a: QuestionsArgs) -> Result<(), String> {
+async fn run(a: QuestionsArgs) -> Result<(), Failure> {
     let t = target(&a)?;
+    let describe = |e| describe(e, &t.http);
     let mut out = std::io::stdout().lock();
     let mut print = |s: String| {
         let _ = out.write_all(s.as_bytes());
@@ -223,7 +242,7 @@ async fn run(a: QuestionsArgs) -> Result<(), String> {
         } => {
             let answers = match json {
                 Some(j) => serde_json::from_str::<Value>(&j)
-                    .map_err(|e| format!("--json: not JSON: {e}"))?,
+                    .map_err(|e| Failure::Usage(format!("--json: not JSON: {e}")))?,
                 None => json!([values]),
             };
             let mut p = ObjectParams::new();
@@ -254,7 +273,9 @@ async fn run(a: QuestionsArgs) -> Result<(), String> {
             print(format!("{r}\n"));
         }
         Action::Watch => {
-            let c = ws_client(&t.ws, &t.token).await?;
+            let c = ws_client(&t.ws, &t.token)
+                .await
+                .map_err(|e| format!("cannot reach the control server at {}: {e}", t.ws))?;
             let mut sub = c
                 .subscribe::<Value, _>(
                     "questions.subscribe",
@@ -273,7 +294,7 @@ async fn run(a: QuestionsArgs) -> Result<(), String> {
             while let Some(ev) = sub.next().await {
                 match ev {
                     Ok(ev) => print(format!("{ev}\n")),
-                    Err(e) => return Err(format!("subscription failed: {e}")),
+                    Err(e) => return Err(format!("subscription failed: {e}").into()),
                 }
             }
         }
@@ -281,22 +302,62 @@ async fn run(a: QuestionsArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `questions ...`; exit code 0 on success, 1 on a refused or failed call.
+/// Runs `questions ...`; exit code 0 on success, 1 on a refused or failed call, 2 on a
+/// command line that cannot work.
 pub fn main(a: QuestionsArgs) -> ExitCode {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => return fail(&format!("cannot start runtime: {e}")),
+        Err(e) => return fail(Failure::Call(format!("cannot start runtime: {e}"))),
     };
     match rt.block_on(run(a)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(&e),
+        Err(f) => fail(f),
     }
 }
 
-fn fail(msg: &str) -> ExitCode {
+fn fail(f: Failure) -> ExitCode {
+    let (code, msg) = match f {
+        Failure::Usage(msg) => (2, msg),
+        Failure::Call(msg) => (1, msg),
+    };
     let _ = writeln!(std::io::stderr(), "acp-question-bridge questions: {msg}");
-    ExitCode::from(1)
+    ExitCode::from(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_says_how_each_item_is_answered() {
+        let list = json!([{
+            "sessionId": "s1", "questionId": "q1", "dialect": "extension",
+            "items": [
+                {"prompt": "Notes?", "header": "Notes", "options": [],
+                 "multiSelect": false, "allowFreeText": true},
+                {"prompt": "DB?", "options": [{"value": "pg", "label": "Postgres"}],
+                 "multiSelect": false, "allowFreeText": true},
+                {"prompt": "Features?",
+                 "options": [{"value": "a", "label": "Auth", "description": "login"}],
+                 "multiSelect": true, "allowFreeText": false},
+                {"prompt": "Day?", "options": [{"value": "fri", "label": "Friday"}],
+                 "multiSelect": false, "allowFreeText": false}
+            ]
+        }]);
+        let list = list.as_array().cloned().unwrap_or_default();
+        assert_eq!(
+            summary(&list),
+            "session s1  question q1  (shown as extension)\n\
+             \x20 1. [Notes] Notes? (type your answer)\n\
+             \x20 2. DB? (pick one, or type)\n\
+             \x20    - pg: Postgres\n\
+             \x20 3. Features? (pick one or more)\n\
+             \x20    - a: Auth (login)\n\
+             \x20 4. Day? (pick one)\n\
+             \x20    - fri: Friday\n"
+        );
+    }
 }

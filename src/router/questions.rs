@@ -383,10 +383,11 @@ impl Router {
         self.questions.insert(p);
     }
 
-    /// The client has no way to show `p`: the agent gets `rejected` / `unsupported`.
+    /// The client has no way to show `p`: the agent gets `rejected` / `unsupported`, the
+    /// bridge's decision.
     fn unsupported(&mut self, p: &Pending, out: &mut Outbox) {
         let outcome = Outcome::Rejected(Reason::Unsupported);
-        self.finish(p, outcome, &Vec::new(), By::Client, out);
+        self.finish(p, outcome, &Vec::new(), By::Bridge, out);
     }
 
     /// Registers `p` without showing it to the client (it cannot): it waits for an answer
