@@ -625,7 +625,8 @@ async fn many_sessions_cancelled_in_every_dialect() {
 
 /// An agent that ignores stdin EOF, SIGTERM and SIGHUP, with a child of its own (which
 /// inherits the ignored signals): only SIGKILL to the whole group ends them.
-const STUBBORN: &str = "trap '' TERM HUP INT; sleep 1000 & while :; do sleep 0.05; done";
+const STUBBORN: &str =
+    "trap '' TERM HUP INT; sleep 1000 & echo stubborn-ready >&2; while :; do sleep 0.05; done";
 
 /// Invariant 5: shutdown ends within grace x 2 + 1 s of the trigger (client EOF, a signal)
 /// even when the agent ignores everything but SIGKILL, and its whole process group is gone
@@ -646,7 +647,14 @@ async fn shutdown_deadline_holds_for_every_trigger() {
             STUBBORN,
         ]));
         let agent = wait_agent(b.pid()).await;
-        tokio::time::sleep(Duration::from_millis(200)).await; // the trap and child are set
+        // The trap and the child are set.
+        tokio::time::timeout(WAIT, async {
+            while !b.stderr.lock().unwrap().contains("stubborn-ready") {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the agent set its trap");
         let bridge = Pid::from_raw(b.pid() as i32);
         match trigger {
             "eof" => drop(b.stdin.take()),

@@ -103,6 +103,10 @@ pub(super) async fn write_lines<W: AsyncWrite + Unpin>(
     drop((output, bulk));
     match result {
         Ok(()) => tracing::debug!(output = name, "output closed"),
+        // The agent gone (it was signalled, or it exited: the loop says so) is no surprise.
+        Err(e) if agent.is_some() && e.kind() == std::io::ErrorKind::BrokenPipe => {
+            tracing::debug!(output = name, error = %e, "the agent closed its stdin; output closed")
+        }
         Err(e) => tracing::warn!(output = name, error = %e, "write failed; output closed"),
     }
     if let Some(agent) = agent {

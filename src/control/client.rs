@@ -284,6 +284,7 @@ async fn run(a: QuestionsArgs) -> Result<(), Failure> {
                 )
                 .await
                 .map_err(describe)?;
+            note(&format!("watching {} (Ctrl-C to stop)", t.ws));
             let list: Vec<Value> = c
                 .request("questions.list", rpc_params![])
                 .await
@@ -318,12 +319,17 @@ pub fn main(a: QuestionsArgs) -> ExitCode {
     }
 }
 
+/// A line for the person at the terminal (stderr: stdout carries only the output).
+fn note(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "acp-question-bridge questions: {msg}");
+}
+
 fn fail(f: Failure) -> ExitCode {
     let (code, msg) = match f {
         Failure::Usage(msg) => (2, msg),
         Failure::Call(msg) => (1, msg),
     };
-    let _ = writeln!(std::io::stderr(), "acp-question-bridge questions: {msg}");
+    note(&msg);
     ExitCode::from(code)
 }
 
