@@ -29,7 +29,7 @@ pub struct Cli {
 pub enum Command {
     /// Play an IDE in the terminal: run the bridge around the built-in mock agent, which
     /// asks a question; show it, read the answer, print the agent's reply.
-    Demo(crate::demo::DemoArgs),
+    Demo(crate::tools::demo::DemoArgs),
     /// Talk to a running bridge's control server: list, answer, reject or watch questions.
     Questions(crate::control::client::QuestionsArgs),
     /// Run the built-in mock ACP agent on this process's stdio (same as `acp-mock-agent`).

@@ -13,8 +13,8 @@
 //! - [`events`]: question lifecycle events, seen by [`control`] (the control server, the
 //!   Questions page and the `questions` CLI), [`journal`] (`--journal`) and [`notify`]
 //!   (`--on-question`);
-//! - [`demo`]: `acp-question-bridge demo`, a terminal IDE around the mock agent;
-//! - [`mock_agent`]: the scripted ACP agent behind `acp-mock-agent`.
+//! - [`tools`]: programs around the bridge, not part of it: `acp-question-bridge demo`, a
+//!   terminal IDE around the mock agent, and the scripted ACP agent behind `acp-mock-agent`.
 
 pub mod bridge;
 pub mod capabilities;
@@ -22,16 +22,15 @@ pub mod child;
 pub mod cli;
 pub mod codec;
 pub mod control;
-pub mod demo;
 pub mod envelope;
 pub mod events;
 pub mod journal;
 pub mod jsonrpc;
 pub mod logging;
-pub mod mock_agent;
 pub mod notify;
 pub mod questions;
 pub mod router;
 pub mod scan;
+pub mod tools;
 
 pub use bridge::{run, Config};

@@ -6,7 +6,9 @@ use clap::Parser;
 
 use acp_question_bridge::cli::{Cli, Command};
 use acp_question_bridge::{
-    bridge, child, control, demo, logging, mock_agent, notify, router::RouterConfig,
+    bridge, child, control, logging, notify,
+    router::RouterConfig,
+    tools::{demo, mock_agent},
 };
 
 /// A one-line, user-facing error on stderr (stdout is protocol only).

@@ -35,7 +35,7 @@ const EXIT_WAIT: Duration = Duration::from_secs(10);
 
 /// Flags of `acp-question-bridge demo`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = crate::mock_agent::SCRIPT_HELP)]
+#[command(after_help = super::mock_agent::SCRIPT_HELP)]
 pub struct DemoArgs {
     /// The prompt text sent to the mock agent; its first word picks the script (below),
     /// e.g. `--script questions` (single-select, multi-select and free-text items) or
