@@ -15,6 +15,8 @@
 //! - A message that looks like a response is never answered (no error storms).
 //! - Every client request still in flight when the agent is gone gets exactly one error.
 
+mod dispatch;
+mod handlers;
 mod questions;
 
 pub use questions::ControlError;
@@ -26,7 +28,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use crate::capabilities::{self, ClientSupport};
+use crate::capabilities::ClientSupport;
 use crate::codec::Frame;
 use crate::envelope::{self, IdMap, Kind, RequestId};
 use crate::events::{By, Event};
@@ -34,6 +36,8 @@ use crate::jsonrpc::{self, code};
 use crate::questions::registry::{RecentIds, RecentMap, Registry, RECENTLY_RESOLVED};
 use crate::questions::Dialect;
 use crate::scan::{Batch, Scanned, Shape};
+
+use dispatch::Msg;
 
 /// Which peer a message came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +47,14 @@ pub enum Side {
 }
 
 impl Side {
+    /// The other peer.
+    pub fn peer(self) -> Side {
+        match self {
+            Side::Client => Side::Agent,
+            Side::Agent => Side::Client,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Side::Client => "client->agent",
@@ -359,18 +371,15 @@ impl Router {
         self.forward_run(from, &data, run, out);
     }
 
-    /// Whether the scanned line is a notification the bridge only forwards (logged at
-    /// trace when it is): the one rule for both [`Router::on_batch`]'s runs and
-    /// [`Router::on_shape`].
+    /// Whether the scanned line is a notification the bridge only forwards (no entry in the
+    /// dispatch table; logged at trace when it is): the one rule for both
+    /// [`Router::on_batch`]'s runs and [`Router::on_scanned`].
     #[inline]
     fn only_forwarded(&self, from: Side, shape: Option<&Shape>, line: &[u8]) -> bool {
         let Some(Shape::Notification { method, .. }) = shape else {
             return false;
         };
-        if matches!(
-            (from, method.bytes(line)),
-            (Side::Client, b"session/cancel") | (Side::Agent, b"$/cancel_request")
-        ) {
+        if dispatch::notification(from, method.bytes(line)).is_some() {
             return false;
         }
         if tracing::enabled!(tracing::Level::TRACE) {
@@ -404,7 +413,8 @@ impl Router {
     }
 
     /// A frame already scanned where it was read (the bridge scans on its reader tasks, so
-    /// the routing loop does only the lookups).
+    /// the routing loop does only the lookups). A line the scan decided takes
+    /// [`Router::route`] from its offsets; any other is classified first ([`Router::on_kind`]).
     pub fn on_scanned(&mut self, from: Side, scanned: Scanned, now: Instant, out: &mut Outbox) {
         let line = match scanned.frame {
             Frame::Line(line) => line,
@@ -419,144 +429,60 @@ impl Router {
             }
         };
         match scanned.shape {
-            Some(shape) => self.on_shape(from, shape, line, now, out),
+            // The hottest case: no handler, so nothing to build (the same rule as a run's).
+            Some(shape) if self.only_forwarded(from, Some(&shape), &line) => {
+                self.forward(from, line, out)
+            }
+            Some(shape) => {
+                let msg = Msg::scanned(shape, &line);
+                self.route(from, msg, &line, now, out);
+            }
             None => self.on_kind(from, line, now, out),
         }
     }
 
-    /// The fast path: a line the scan found plainly valid. What the bridge acts on beyond
-    /// bookkeeping (questions, elicitations, `initialize`, cancellations, answers to the
-    /// bridge's requests) goes through [`Router::on_kind`], like an unscanned line.
-    fn on_shape(&mut self, from: Side, shape: Shape, line: Bytes, now: Instant, out: &mut Outbox) {
-        match shape {
-            Shape::Notification { .. } => {
-                if self.only_forwarded(from, Some(&shape), &line) {
-                    return self.forward(from, line, out);
-                }
-            }
-            Shape::Request { id, method, params } => {
-                let method = method.text(&line);
-                if from == Side::Agent && method == crate::questions::METHOD {
-                    // A question: its params are read from the text the scan checked.
-                    let id = RequestId::from_json(id.text(&line));
-                    let span = tracing::debug_span!("msg", direction = from.as_str(), %id, method = ?method);
-                    let _e = span.enter();
-                    tracing::trace!(payload = %String::from_utf8_lossy(&line), "request");
-                    let params = params.map(|p| p.text(&line));
-                    return self.on_question_request(id, params, &line, now, out);
-                }
-                let special = match from {
-                    Side::Agent => method == "elicitation/create",
-                    Side::Client => method == "initialize",
-                };
-                if !special {
-                    let id = RequestId::from_json(id.text(&line));
-                    let span = tracing::debug_span!("msg", direction = from.as_str(), %id, method = ?method);
-                    let _e = span.enter();
-                    tracing::trace!(payload = %String::from_utf8_lossy(&line), "request");
-                    let session = params.and_then(|p| envelope::session_id_in(p.text(&line)));
-                    let method = method.into();
-                    return self.track_request(from, id, method, session, line, now, out);
-                }
-            }
-            Shape::Response { id, ok, outcome } => {
-                let id = RequestId::from_json(id.text(&line));
-                let question = from == Side::Client
-                    && (self.questions.has_client_id(&id) || self.questions.was_resolved(&id));
-                // An answer to a question needs its result as a `RawValue` (a check of that
-                // part only, where `classify` would go over the whole line again).
-                let raw = if question {
-                    match serde_json::from_str::<&RawValue>(outcome.text(&line)) {
-                        Ok(raw) => Some(raw),
-                        Err(_) => return self.on_kind(from, line, now, out),
-                    }
-                } else {
-                    None
-                };
-                let span = tracing::debug_span!("msg", direction = from.as_str(), %id);
-                let _e = span.enter();
-                tracing::trace!(payload = %String::from_utf8_lossy(&line), "response");
-                if let Some(raw) = raw {
-                    let outcome = if ok { Ok(raw) } else { Err(raw) };
-                    if self.on_client_response_to_question(&id, outcome, &line, out) {
-                        return;
-                    }
-                }
-                return self.on_response(from, id, ok, line, now, out);
-            }
-        }
-        self.on_kind(from, line, now, out);
-    }
-
-    /// The full path: classifies the line with [`envelope::classify`] and acts on it.
+    /// The full path: classifies the line with [`envelope::classify`]; a valid message takes
+    /// [`Router::route`] like a scanned one, anything else is forwarded uninspected (a
+    /// batch) or refused.
     fn on_kind(&mut self, from: Side, line: Bytes, now: Instant, out: &mut Outbox) {
-        // The view borrows a second handle to the same buffer (no copy), so `line` itself
-        // can be moved to the outbox while the view is still in use.
+        // The view borrows a second handle to the same buffer (no copy).
         let view = line.clone();
-        let kind = envelope::classify(&view);
-        match kind {
+        let msg = match envelope::classify(&view) {
             Kind::Request { id, method, params } => {
-                let span =
-                    tracing::debug_span!("msg", direction = from.as_str(), %id, method = ?method);
-                let _e = span.enter();
-                tracing::trace!(payload = %String::from_utf8_lossy(&line), "request");
-                if from == Side::Agent && method == crate::questions::METHOD {
-                    let params = params.map(RawValue::get);
-                    self.on_question_request(id, params, &line, now, out);
-                    return;
-                }
-                if from == Side::Agent
-                    && method == "elicitation/create"
-                    && self.translates_agent_elicitations()
-                {
-                    self.on_agent_elicitation(id, params, now, out);
-                    return;
-                }
-                let mut line = line;
-                if from == Side::Client && method == "initialize" {
-                    self.on_initialize(params);
-                    line = rewrite(line, capabilities::merge_initialize_request);
-                    if self.translates_agent_elicitations() {
-                        line = rewrite(line, capabilities::advertise_elicitation);
-                    }
-                }
-                let session = envelope::session_id(params);
-                self.track_request(from, id, method.as_ref().into(), session, line, now, out);
+                return self.route(
+                    from,
+                    Msg::Request {
+                        id,
+                        method: &method,
+                        params: params.map(RawValue::get),
+                    },
+                    &line,
+                    now,
+                    out,
+                );
             }
             Kind::Notification { method, params } => {
-                let span = tracing::debug_span!("msg", direction = from.as_str(), method = ?method);
-                let _e = span.enter();
-                tracing::trace!(payload = %String::from_utf8_lossy(&line), "notification");
-                match (from, method.as_ref()) {
-                    (Side::Client, "session/cancel") => {
-                        self.forward(from, line, out);
-                        if let Some(session) = envelope::session_id(params) {
-                            self.cancel_session_questions(&session, out);
-                            self.answer_agent_requests(Some(&session), true, out);
-                        }
-                    }
-                    (Side::Agent, "$/cancel_request") => {
-                        if !self.on_agent_cancel_request(params, &line, out) {
-                            self.forward(from, line, out);
-                        }
-                    }
-                    _ => self.forward(from, line, out),
-                }
+                return self.route(
+                    from,
+                    Msg::Notification {
+                        method: &method,
+                        params: params.map(RawValue::get),
+                    },
+                    &line,
+                    now,
+                    out,
+                );
             }
-            Kind::Response { id, outcome } => {
-                let span = tracing::debug_span!("msg", direction = from.as_str(), %id);
-                let _e = span.enter();
-                tracing::trace!(payload = %String::from_utf8_lossy(&line), "response");
-                if from == Side::Client
-                    && self.on_client_response_to_question(&id, outcome, &line, out)
-                {
-                    return;
-                }
-                self.on_response(from, id, outcome.is_ok(), line, now, out);
-            }
+            Kind::Response { id, outcome } => Msg::Response {
+                id,
+                ok: outcome.is_ok(),
+                outcome: match outcome {
+                    Ok(raw) | Err(raw) => raw.get(),
+                },
+            },
             Kind::Batch => {
                 tracing::debug!(direction = from.as_str(), "batch forwarded uninspected");
-                self.forward(from, line, out);
+                return self.forward(from, line, out);
             }
             Kind::Invalid {
                 id,
@@ -580,6 +506,7 @@ impl Router {
                         jsonrpc::error(id.as_ref(), code::INVALID_REQUEST, &msg, None),
                     );
                 }
+                return;
             }
             Kind::NotJson { error } => {
                 self.count_dropped(from);
@@ -593,8 +520,10 @@ impl Router {
                     let msg = format!("Parse error: {error}");
                     out.client(jsonrpc::error(None, code::PARSE_ERROR, &msg, None));
                 }
+                return;
             }
-        }
+        };
+        self.route(from, msg, &line, now, out);
     }
 
     /// A request the bridge passes on: refused when its id collides with a bridge request
@@ -682,8 +611,11 @@ impl Router {
                     "response"
                 );
                 done.insert(id);
-                if from == Side::Agent && &*req.method == "initialize" && result_ok {
-                    line = rewrite(line, capabilities::merge_initialize_response);
+                // The request came from the other peer: its entry may rewrite the result.
+                let rewrite_result = dispatch::request(from.peer(), req.method.as_bytes())
+                    .and_then(|rule| rule.result);
+                if let (true, Some(rewrite_result)) = (result_ok, rewrite_result) {
+                    line = rewrite_result(line);
                 }
             }
             None if done.contains(&id) => {
@@ -724,22 +656,6 @@ impl Router {
         out.to_agent.push_back(Out::Close);
     }
 
-    /// Records what the client's `initialize` says it can show, and the dialect.
-    fn on_initialize(&mut self, params: Option<&serde_json::value::RawValue>) {
-        let support = ClientSupport::from_initialize(params);
-        self.client = Some(support);
-        self.auto_dialect = None;
-        let dialect = self.dialect();
-        tracing::info!(
-            dialect = dialect.as_str(),
-            forced = self.cfg.client_dialect.is_some(),
-            native_questions = support.native_questions,
-            elicitation_form = support.elicitation_form,
-            "questions will reach the client as {}",
-            dialect.as_str()
-        );
-    }
-
     /// Answers the agent's requests still waiting on the client, on its behalf. For a
     /// `session/cancel` of `session` (`notify_client`): its permission requests get
     /// `{"outcome":{"outcome":"cancelled"}}` and its form elicitations `{"action":"cancel"}`,
@@ -753,12 +669,12 @@ impl Router {
         notify_client: bool,
         out: &mut Outbox,
     ) {
-        let prompt = |m: &str| matches!(m, "session/request_permission" | "elicitation/create");
+        let cancelled = |m: &str| dispatch::request(Side::Agent, m.as_bytes())?.cancelled;
         let mut due: Vec<(RequestId, InFlight)> = self
             .agent_requests
             .iter()
             .filter(|(_, r)| match session {
-                Some(s) => prompt(&r.method) && r.session_id.as_deref() == Some(s),
+                Some(s) => cancelled(&r.method).is_some() && r.session_id.as_deref() == Some(s),
                 None => true,
             })
             .map(|(id, r)| (id.clone(), r.clone()))
@@ -766,12 +682,9 @@ impl Router {
         due.sort_by_key(|(_, r)| r.seq);
         for (id, req) in due {
             self.agent_requests.remove(&id);
-            let line = match &*req.method {
-                "elicitation/create" => jsonrpc::result(&id, &json!({ "action": "cancel" })),
-                "session/request_permission" => {
-                    jsonrpc::result(&id, &json!({ "outcome": { "outcome": "cancelled" } }))
-                }
-                _ => jsonrpc::error(
+            let line = match cancelled(&req.method) {
+                Some(result) => jsonrpc::result_text(&id, result),
+                None => jsonrpc::error(
                     Some(&id),
                     code::INTERNAL_ERROR,
                     &format!("the client disconnected before answering {}", req.method),

@@ -1,6 +1,6 @@
-//! Question routing inside the [`Router`]: the agent's `_sandboxagent/session/request_question`
-//! requests (and, with `--advertise-elicitation`, its form elicitations), their delivery in
-//! the client's dialect, the client's answers, and every way a question can end.
+//! The question lifecycle inside the [`Router`], whatever the question's source (the
+//! handlers in [`super::handlers`] parse each source's request): its delivery in the
+//! client's dialect, the client's answers, and every way a question can end.
 //!
 //! Invariant: every question that enters the registry leaves it exactly once, and the agent
 //! receives exactly one response for it: the client's normalized answer, an error for an
@@ -81,7 +81,7 @@ impl Router {
     }
 
     /// Checks a new question against the registry; `Err` is the error for the agent.
-    fn admit(&self, id: &RequestId, q: &model::Question) -> Result<(), (i64, String)> {
+    pub(super) fn admit(&self, id: &RequestId, q: &model::Question) -> Result<(), (i64, String)> {
         if self.questions.has_question(&q.session_id, &q.question_id) {
             return Err((
                 code::INVALID_PARAMS,
@@ -123,7 +123,7 @@ impl Router {
         Ok(())
     }
 
-    fn new_pending(
+    pub(super) fn new_pending(
         &self,
         id: RequestId,
         q: model::Question,
@@ -211,72 +211,9 @@ impl Router {
         });
     }
 
-    /// The agent asks a question: validate, register, deliver to the client.
-    pub(super) fn on_question_request(
-        &mut self,
-        id: RequestId,
-        params: Option<&str>,
-        line: &Bytes,
-        now: Instant,
-        out: &mut Outbox,
-    ) {
-        let q = match model::parse_request_text(params) {
-            Ok(q) => q,
-            Err(e) => {
-                self.counters.questions_invalid += 1;
-                return refuse(
-                    &id,
-                    code::INVALID_PARAMS,
-                    format!("Invalid params: {e}"),
-                    out,
-                );
-            }
-        };
-        if let Err((code, msg)) = self.admit(&id, &q) {
-            return refuse(&id, code, msg, out);
-        }
-        let p = self.new_pending(id, q, Origin::Question, now);
-        self.counters.questions_asked += 1;
-        let dialect = self.dialect();
-        self.show(p, dialect, Some(line), out);
-    }
-
-    /// The agent sends a form `elicitation/create` the client cannot render: ask it as a
-    /// question in the extension or permission dialect, or decline it.
-    pub(super) fn on_agent_elicitation(
-        &mut self,
-        id: RequestId,
-        params: Option<&RawValue>,
-        now: Instant,
-        out: &mut Outbox,
-    ) {
-        let v: Value = params
-            .and_then(|p| serde_json::from_str(p.get()).ok())
-            .unwrap_or(Value::Null);
-        let (q, fields) = match dialect::from_agent_elicitation(&v, format!("elicitation:{id}")) {
-            Ok(x) => x,
-            Err(why) => {
-                tracing::warn!(%id, why = ?why, "the client cannot show this elicitation; declined");
-                out.agent(jsonrpc::result(&id, &json!({ "action": "decline" })));
-                return;
-            }
-        };
-        if let Err((code, msg)) = self.admit(&id, &q) {
-            return refuse(&id, code, msg, out);
-        }
-        let p = self.new_pending(id, q, Origin::AgentElicitation(fields), now);
-        let native = self.dialect() == Dialect::Extension;
-        let dialect = if native {
-            Dialect::Extension
-        } else {
-            Dialect::Permission
-        };
-        self.show(p, dialect, None, out);
-    }
-
     /// Shows `p` to the client in `dialect` and registers it; when the dialect cannot
     /// express it, the agent gets `unsupported` (a declined form for an elicitation).
-    fn show(
+    pub(super) fn show(
         &mut self,
         mut p: Pending,
         dialect: Dialect,
@@ -649,7 +586,7 @@ impl Router {
     /// the agent gets `-32800`, and true is returned.
     pub(super) fn on_agent_cancel_request(
         &mut self,
-        params: Option<&RawValue>,
+        params: Option<&str>,
         line: &Bytes,
         out: &mut Outbox,
     ) -> bool {
@@ -818,15 +755,15 @@ fn rfc3339(t: std::time::SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
-/// The `requestId` a `$/cancel_request` names.
-pub(super) fn cancelled_request_id(params: Option<&RawValue>) -> Option<RequestId> {
+/// The `requestId` a `$/cancel_request` names (`params` is its JSON text).
+fn cancelled_request_id(params: Option<&str>) -> Option<RequestId> {
     #[derive(Deserialize)]
     struct P<'a> {
         #[serde(rename = "requestId", borrow)]
         request_id: Option<&'a RawValue>,
     }
     params
-        .and_then(|p| serde_json::from_str::<P<'_>>(p.get()).ok())
+        .and_then(|p| serde_json::from_str::<P<'_>>(p).ok())
         .and_then(|p| p.request_id)
         .map(RequestId::from_raw)
 }
@@ -842,7 +779,7 @@ fn field_of(msg: &str) -> &str {
 }
 
 /// Refuses an agent's request with an error (it never reaches the client).
-fn refuse(id: &RequestId, code: i64, msg: String, out: &mut Outbox) {
+pub(super) fn refuse(id: &RequestId, code: i64, msg: String, out: &mut Outbox) {
     // The message may quote the agent's question (option values): details only at trace.
     tracing::warn!(%id, code, field = ?field_of(&msg), "question refused");
     tracing::trace!(error = %msg, "question refused (details)");
