@@ -5,7 +5,10 @@
 //! [`crate::bridge`] feeds it frames, EOFs, exits and timer ticks, and drains the
 //! [`Outbox`] it fills.
 //!
-//! The question extension's routing lives in [`questions`] (an `impl Router` block).
+//! Which methods the bridge acts on, and the one route every valid message takes, is the
+//! dispatch table in [`dispatch`]; its handlers are the modules of [`handlers`]; the
+//! question lifecycle lives in [`questions`] (an `impl Router` block). Test helpers are in
+//! `fixture` (tests and the `test-util` feature only).
 //!
 //! Invariants:
 //! - A message the bridge does not rewrite is pushed to the outbox as the very `Bytes` it
