@@ -5,68 +5,34 @@
 mod common;
 mod router_check;
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
 use acp_question_bridge::codec::{Frame, LineCodec};
 use acp_question_bridge::questions::Dialect;
-use acp_question_bridge::router::{lines, parse, AgentExit, Outbox, Router, RouterConfig};
+use acp_question_bridge::router::fixture::{msg, parse, Fixture};
+use acp_question_bridge::router::{AgentExit, RouterConfig, Side};
 use bytes::{Bytes, BytesMut};
 use serde_json::{json, Value};
 use tokio_util::codec::Decoder;
 
-const NATIVE_INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}}"#;
-
-struct T {
-    r: Router,
-    out: Outbox,
-    now: Instant,
+/// The client's `initialize` with the extension.
+fn native_init_line() -> String {
+    msg::initialize(
+        json!({"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}),
+    )
 }
 
-impl T {
-    fn new(cfg: RouterConfig) -> T {
-        let now = Instant::now();
-        let mut r = Router::new(cfg);
-        r.set_wall_anchor(
-            now,
-            SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_132_800),
-        );
-        T {
-            r,
-            out: Outbox::default(),
-            now,
-        }
-    }
-    fn native() -> T {
-        T::new(RouterConfig {
-            client_dialect: Some(Dialect::Extension),
-            ..RouterConfig::default()
-        })
-    }
-    fn agent(&mut self, s: &str) {
-        let f = Frame::Line(Bytes::copy_from_slice(s.as_bytes()));
-        self.r.on_agent_frame(f, self.now, &mut self.out);
-    }
-    fn client(&mut self, s: &str) {
-        let f = Frame::Line(Bytes::copy_from_slice(s.as_bytes()));
-        self.r.on_client_frame(f, self.now, &mut self.out);
-    }
-    fn take_agent(&mut self) -> Vec<String> {
-        let l = lines(&self.out.to_agent);
-        self.out.to_agent.clear();
-        l
-    }
-    fn take_client(&mut self) -> Vec<String> {
-        let l = lines(&self.out.to_client);
-        self.out.to_client.clear();
-        l
-    }
-    fn gone(&mut self) {
-        let exit = AgentExit {
-            code: None,
-            signal: Some(9),
-            stderr_tail: String::new(),
-        };
-        self.r.on_agent_gone(&exit, &mut self.out);
+/// The fixture with a client that shows questions natively (the extension dialect).
+fn native() -> Fixture {
+    Fixture::native(RouterConfig::default())
+}
+
+/// The agent killed by SIGKILL, with nothing on stderr.
+fn killed() -> AgentExit {
+    AgentExit {
+        code: None,
+        signal: Some(9),
+        stderr_tail: String::new(),
     }
 }
 
@@ -105,7 +71,7 @@ fn f1_huge_timeout_ms_does_not_panic() {
             "",
         ),
     ] {
-        let mut t = T::new(RouterConfig {
+        let mut t = Fixture::new(RouterConfig {
             client_dialect: Some(Dialect::Extension),
             ..cfg
         });
@@ -131,7 +97,7 @@ fn f1_huge_timeout_ms_does_not_panic() {
 fn f2_bridge_made_errors_keep_the_exact_id_text() {
     for id in ["1e2", "-0", "18446744073709551616", "1e400", "1.50"] {
         // Agent side: an invalid question is refused with -32602 under its id.
-        let mut t = T::native();
+        let mut t = native();
         t.agent(&format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"_sandboxagent/session/request_question","params":{{}}}}"#
         ));
@@ -139,12 +105,12 @@ fn f2_bridge_made_errors_keep_the_exact_id_text() {
         assert_eq!(refusal.len(), 1);
         assert_eq!(id_text(&refusal[0]), id, "{}", refusal[0]);
         // Client side: a request still waiting when the agent exits gets -32603 under its id.
-        let mut t = T::native();
+        let mut t = native();
         t.client(&format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"session/prompt","params":{{"sessionId":"s"}}}}"#
         ));
         t.take_agent();
-        t.gone();
+        t.agent_gone(&killed());
         let errors = t.take_client();
         assert_eq!(errors.len(), 1);
         assert_eq!(id_text(&errors[0]), id, "{}", errors[0]);
@@ -157,12 +123,20 @@ fn f2_bridge_made_errors_keep_the_exact_id_text() {
 /// `terminal/create`, ...) got nothing.
 #[test]
 fn f3_client_eof_answers_every_agent_request() {
-    let mut t = T::native();
-    t.client(NATIVE_INIT);
-    t.agent(r#"{"jsonrpc":"2.0","id":4,"method":"fs/read_text_file","params":{"sessionId":"s","path":"/etc/hosts"}}"#);
-    t.agent(r#"{"jsonrpc":"2.0","id":5,"method":"terminal/create","params":{"sessionId":"s","command":"ls"}}"#);
+    let mut t = native();
+    t.client(&native_init_line());
+    t.agent(&msg::request(
+        json!(4),
+        "fs/read_text_file",
+        json!({"sessionId":"s","path":"/etc/hosts"}),
+    ));
+    t.agent(&msg::request(
+        json!(5),
+        "terminal/create",
+        json!({"sessionId":"s","command":"ls"}),
+    ));
     t.take_agent();
-    t.r.on_client_eof(t.now, &mut t.out);
+    t.client_eof();
     let to_agent = t.take_agent();
     assert_eq!(to_agent.last().map(String::as_str), Some("<close>"));
     let answered: Vec<Value> = to_agent[..to_agent.len() - 1]
@@ -177,13 +151,17 @@ fn f3_client_eof_answers_every_agent_request() {
 /// a second response to any other request ("response to an unknown request id").
 #[test]
 fn f4_duplicate_client_response_is_not_forwarded_twice() {
-    let mut t = T::native();
-    let req = r#"{"jsonrpc":"2.0","id":3,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"t"},"options":[]}}"#;
-    t.agent(req);
+    let mut t = native();
+    let req = msg::request(
+        json!(3),
+        "session/request_permission",
+        json!({"sessionId":"s","toolCall":{"toolCallId":"t"},"options":[]}),
+    );
+    t.agent(&req);
     assert_eq!(t.take_client(), vec![req]);
-    let answer = r#"{"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"cancelled"}}}"#;
-    t.client(answer);
-    t.client(answer);
+    let answer = msg::result(json!(3), json!({"outcome":{"outcome":"cancelled"}}));
+    t.client(&answer);
+    t.client(&answer);
     assert_eq!(t.take_agent(), vec![answer], "forwarded twice");
 }
 
@@ -192,7 +170,7 @@ fn f4_duplicate_client_response_is_not_forwarded_twice() {
 /// or the -32603 on agent exit).
 #[test]
 fn f5_requests_past_the_in_flight_cap_still_get_one_response() {
-    let mut t = T::new(RouterConfig {
+    let mut t = Fixture::new(RouterConfig {
         max_in_flight: 2,
         ..RouterConfig::default()
     });
@@ -207,7 +185,7 @@ fn f5_requests_past_the_in_flight_cap_still_get_one_response() {
         .iter()
         .map(|l| parse(l)["id"].clone())
         .collect();
-    t.gone();
+    t.agent_gone(&killed());
     answered.extend(t.take_client().iter().map(|l| parse(l)["id"].clone()));
     answered.sort_by_key(|v| v.as_i64());
     assert_eq!(answered, vec![json!(1), json!(2), json!(3)]);
@@ -219,7 +197,7 @@ fn f5_requests_past_the_in_flight_cap_still_get_one_response() {
 /// refused (`-32000`) like past the per-session cap.
 #[test]
 fn f6_pending_questions_are_bounded_across_sessions() {
-    let mut t = T::new(RouterConfig {
+    let mut t = Fixture::new(RouterConfig {
         client_dialect: Some(Dialect::Extension),
         max_pending_per_session: 1,
         max_in_flight: 100,
@@ -329,8 +307,8 @@ fn f10_invalid_utf8_inside_strings_is_not_json() {
         b"{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{},\"extra\":\"\xff\"}",
         b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"x\",\"\xff\":0}",
     ] {
-        let mut t = T::native();
-        t.r.on_client_frame(Frame::Line(Bytes::copy_from_slice(line)), t.now, &mut t.out);
+        let mut t = native();
+        t.feed(Side::Client, Frame::Line(Bytes::copy_from_slice(line)));
         let shown = String::from_utf8_lossy(line).into_owned();
         assert!(t.take_agent().is_empty(), "forwarded: {shown}");
         let reply = t.take_client();
@@ -351,7 +329,7 @@ fn f10_invalid_utf8_inside_strings_is_not_json() {
 /// Expected: the burst does not grow with the tail size times the request count.
 #[test]
 fn f8_agent_exit_error_burst_is_bounded() {
-    let mut t = T::native();
+    let mut t = native();
     for id in 0..1000 {
         t.client(&format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"session/prompt","params":{{"sessionId":"s"}}}}"#
@@ -363,7 +341,7 @@ fn f8_agent_exit_error_burst_is_bounded() {
         signal: None,
         stderr_tail: "x".repeat(64 * 1024),
     };
-    t.r.on_agent_gone(&exit, &mut t.out);
+    t.agent_gone(&exit);
     let errors = t.take_client();
     assert_eq!(errors.len(), 1000);
     let bytes: usize = errors.iter().map(String::len).sum();
@@ -516,15 +494,20 @@ fn native_init() -> Value {
 async fn f11_no_answers_or_options_in_logs_below_trace() {
     // The agent asks a valid question (answered invalidly below) and one with a duplicate
     // option value (refused).
-    let script = concat!(
-        r#"{"jsonrpc":"2.0","id":7,"method":"_sandboxagent/session/request_question","params":{"sessionId":"s","questionId":"q","prompt":"p","options":["SECRET-OPTION-1","b"]}}"#,
-        "\n",
-        r#"{"jsonrpc":"2.0","id":8,"method":"_sandboxagent/session/request_question","params":{"sessionId":"s","questionId":"r","prompt":"p","options":["SECRET-OPTION-2","SECRET-OPTION-2"]}}"#,
-        "\n"
+    let script = format!(
+        "{}\n{}\n",
+        msg::ask(
+            json!(7),
+            json!({"sessionId":"s","questionId":"q","prompt":"p","options":["SECRET-OPTION-1","b"]})
+        ),
+        msg::ask(
+            json!(8),
+            json!({"sessionId":"s","questionId":"r","prompt":"p","options":["SECRET-OPTION-2","SECRET-OPTION-2"]})
+        ),
     );
     let answer = json!({"jsonrpc":"2.0","id":7,"result":{"status":"answered","answers":[["SECRET-ANSWER-3"]]}});
     let logs = logs_of(
-        script,
+        &script,
         &[(0, native_init()), (300, answer)],
         Duration::from_millis(200),
     )

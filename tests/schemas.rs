@@ -1098,19 +1098,16 @@ fn fixture_messages_match_the_schemas() {
 /// and the schema refuses members that do not belong to an event.
 #[test]
 fn router_events_match_the_event_schema() {
-    use acp_question_bridge::codec::Frame;
-    use acp_question_bridge::router::{AgentExit, Outbox, Router, RouterConfig};
-    use std::time::{Duration, Instant};
+    use acp_question_bridge::router::fixture::Fixture;
+    use acp_question_bridge::router::{AgentExit, RouterConfig};
+    use std::time::Duration;
 
     let v = compile(Kind::Event);
-    let now = Instant::now();
-    let mut r = Router::new(RouterConfig {
+    let mut t = Fixture::new(RouterConfig {
         events: true,
         hold_unsupported: true,
         ..RouterConfig::default()
     });
-    let mut out = Outbox::default();
-    let line = |v: Value| Frame::Line(bytes::Bytes::from(v.to_string()));
     let ask = |id: i64, q: &str, extra: Value| {
         let mut params = json!({"sessionId":"s","questionId":q,"prompt":"p?","options":["a","b"]});
         params
@@ -1121,49 +1118,38 @@ fn router_events_match_the_event_schema() {
     };
     let native = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,
         "clientCapabilities":{"_meta":{META_KEY:{"extensions":{"sessionRequestQuestion":true}}}}}});
-    r.on_client_frame(line(native), now, &mut out);
+    t.client(&native.to_string());
     // Answered by the client, then answered again (late).
-    r.on_agent_frame(line(ask(1, "q1", json!({"header":"H"}))), now, &mut out);
+    t.agent(&ask(1, "q1", json!({"header":"H"})).to_string());
     let answer = json!({"jsonrpc":"2.0","id":1,"result":{"status":"answered","answers":[["a"]]}});
-    r.on_client_frame(line(answer.clone()), now, &mut out);
-    r.on_client_frame(line(answer), now, &mut out);
+    t.client(&answer.to_string());
+    t.client(&answer.to_string());
     // Invalid, and an error.
-    r.on_agent_frame(line(ask(2, "q2", json!({}))), now, &mut out);
-    r.on_client_frame(
-        line(json!({"jsonrpc":"2.0","id":2,"result":{"status":"answered","answers":[["z"]]}})),
-        now,
-        &mut out,
+    t.agent(&ask(2, "q2", json!({})).to_string());
+    t.client(
+        &json!({"jsonrpc":"2.0","id":2,"result":{"status":"answered","answers":[["z"]]}})
+            .to_string(),
     );
-    r.on_agent_frame(line(ask(3, "q3", json!({}))), now, &mut out);
-    r.on_client_frame(
-        line(json!({"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"no"}})),
-        now,
-        &mut out,
-    );
+    t.agent(&ask(3, "q3", json!({})).to_string());
+    t.client(&json!({"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"no"}}).to_string());
     // Timeout; the control server, then late; a held question; the agent going away.
-    r.on_agent_frame(line(ask(4, "q4", json!({"timeoutMs": 1}))), now, &mut out);
-    r.on_timer(now + Duration::from_millis(5), &mut out);
-    r.on_agent_frame(line(ask(5, "q5", json!({}))), now, &mut out);
-    r.control_answer("s", "q5", &json!([["b"]]), &mut out)
+    t.agent(&ask(4, "q4", json!({"timeoutMs": 1})).to_string());
+    t.timer_at(Duration::from_millis(5));
+    t.agent(&ask(5, "q5", json!({})).to_string());
+    t.r.control_answer("s", "q5", &json!([["b"]]), &mut t.out)
         .unwrap();
-    assert!(r
-        .control_answer("s", "q5", &json!([["a"]]), &mut out)
+    assert!(t
+        .r
+        .control_answer("s", "q5", &json!([["a"]]), &mut t.out)
         .is_err());
-    r.on_agent_frame(line(ask(6, "q6", json!({}))), now, &mut out);
-    r.on_client_frame(
-        line(json!({"jsonrpc":"2.0","id":6,"error":{"code":-32601,"message":"?"}})),
-        now,
-        &mut out,
-    );
-    r.on_agent_frame(line(ask(7, "q7", json!({}))), now, &mut out);
-    r.on_agent_gone(
-        &AgentExit {
-            code: Some(0),
-            signal: None,
-            stderr_tail: String::new(),
-        },
-        &mut out,
-    );
+    t.agent(&ask(6, "q6", json!({})).to_string());
+    t.client(&json!({"jsonrpc":"2.0","id":6,"error":{"code":-32601,"message":"?"}}).to_string());
+    t.agent(&ask(7, "q7", json!({})).to_string());
+    t.agent_gone(&AgentExit {
+        code: Some(0),
+        signal: None,
+        stderr_tail: String::new(),
+    });
 
     // Without a control server to hold it, a question a permission-only client cannot
     // show is rejected by the bridge itself.
@@ -1178,8 +1164,7 @@ fn router_events_match_the_event_schema() {
     );
 
     let mut seen = BTreeSet::new();
-    for e in out.events.drain(..) {
-        let e = serde_json::to_value(&e).unwrap();
+    for e in t.take_events() {
         let errors = errors_of(&v, &e, &[]);
         assert!(errors.is_empty(), "{e}: {errors:?}");
         let status = e["result"]["status"].as_str().unwrap_or("");

@@ -5,11 +5,9 @@
 mod common;
 
 use std::process::Stdio;
-use std::time::Instant;
 
-use acp_question_bridge::codec::Frame;
-use acp_question_bridge::router::{Out, Outbox, Router, RouterConfig, Side};
-use bytes::Bytes;
+use acp_question_bridge::router::fixture::{msg, Fixture};
+use acp_question_bridge::router::{Out, RouterConfig, Side};
 use common::*;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -170,19 +168,17 @@ async fn bridge_request_ids_are_unpredictable() {
 /// peer sends: one more is refused `-32000` at once (F5), never forwarded untracked.
 #[test]
 fn in_flight_tracking_is_capped() {
-    let mut r = Router::new(RouterConfig {
+    let mut t = Fixture::new(RouterConfig {
         max_in_flight: 10,
         ..RouterConfig::default()
     });
-    let mut out = Outbox::default();
-    let now = Instant::now();
     for id in 0..100 {
-        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"x","params":{{}}}}"#);
-        r.on_client_frame(Frame::Line(Bytes::from(line.clone())), now, &mut out);
-        r.on_agent_frame(Frame::Line(Bytes::from(line)), now, &mut out);
+        let line = msg::request(json!(id), "x", json!({}));
+        t.client(&line);
+        t.agent(&line);
     }
-    assert_eq!(r.in_flight(Side::Client).len(), 10);
-    assert_eq!(r.in_flight(Side::Agent).len(), 10);
+    assert_eq!(t.r.in_flight(Side::Client).len(), 10);
+    assert_eq!(t.r.in_flight(Side::Agent).len(), 10);
     let refused = |q: &std::collections::VecDeque<Out>| {
         q.iter()
             .filter(
@@ -190,8 +186,8 @@ fn in_flight_tracking_is_capped() {
             )
             .count()
     };
-    assert_eq!(refused(&out.to_client), 90, "the client's extra requests");
-    assert_eq!(refused(&out.to_agent), 90, "the agent's extra requests");
+    assert_eq!(refused(&t.out.to_client), 90, "the client's extra requests");
+    assert_eq!(refused(&t.out.to_agent), 90, "the agent's extra requests");
 }
 
 /// `--max-in-flight` sets the cap: with 2, the client's third request the agent has not

@@ -5,7 +5,10 @@
 //! [`crate::bridge`] feeds it frames, EOFs, exits and timer ticks, and drains the
 //! [`Outbox`] it fills.
 //!
-//! The question extension's routing lives in [`questions`] (an `impl Router` block).
+//! Which methods the bridge acts on, and the one route every valid message takes, is the
+//! dispatch table in [`dispatch`]; its handlers are the modules of [`handlers`]; the
+//! question lifecycle lives in [`questions`] (an `impl Router` block). Test helpers are in
+//! `fixture` (tests and the `test-util` feature only).
 //!
 //! Invariants:
 //! - A message the bridge does not rewrite is pushed to the outbox as the very `Bytes` it
@@ -15,6 +18,10 @@
 //! - A message that looks like a response is never answered (no error storms).
 //! - Every client request still in flight when the agent is gone gets exactly one error.
 
+mod dispatch;
+#[cfg(any(test, feature = "test-util"))]
+pub mod fixture;
+mod handlers;
 mod questions;
 
 pub use questions::ControlError;
@@ -26,7 +33,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use crate::capabilities::{self, ClientSupport};
+use crate::capabilities::ClientSupport;
 use crate::codec::Frame;
 use crate::envelope::{self, IdMap, Kind, RequestId};
 use crate::events::{By, Event};
@@ -34,6 +41,8 @@ use crate::jsonrpc::{self, code};
 use crate::questions::registry::{RecentIds, RecentMap, Registry, RECENTLY_RESOLVED};
 use crate::questions::Dialect;
 use crate::scan::{Batch, Scanned, Shape};
+
+use dispatch::Msg;
 
 /// Which peer a message came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +52,14 @@ pub enum Side {
 }
 
 impl Side {
+    /// The other peer.
+    pub fn peer(self) -> Side {
+        match self {
+            Side::Client => Side::Agent,
+            Side::Agent => Side::Client,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Side::Client => "client->agent",
@@ -245,12 +262,13 @@ impl Router {
     }
 
     /// Fixes the prefix of the bridge's own request ids (tests compare two routers).
-    #[doc(hidden)]
+    #[cfg(any(test, feature = "test-util"))]
     pub fn set_id_prefix(&mut self, prefix: &str) {
         self.id_prefix = prefix.to_owned();
     }
 
     /// Pins the wall clock that `now` corresponds to (tests use a fixed date).
+    #[cfg(any(test, feature = "test-util"))]
     pub fn set_wall_anchor(&mut self, now: Instant, wall: SystemTime) {
         self.wall_anchor = (now, wall);
     }
@@ -359,18 +377,15 @@ impl Router {
         self.forward_run(from, &data, run, out);
     }
 
-    /// Whether the scanned line is a notification the bridge only forwards (logged at
-    /// trace when it is): the one rule for both [`Router::on_batch`]'s runs and
-    /// [`Router::on_shape`].
+    /// Whether the scanned line is a notification the bridge only forwards (no entry in the
+    /// dispatch table; logged at trace when it is): the one rule for both
+    /// [`Router::on_batch`]'s runs and [`Router::on_scanned`].
     #[inline]
     fn only_forwarded(&self, from: Side, shape: Option<&Shape>, line: &[u8]) -> bool {
         let Some(Shape::Notification { method, .. }) = shape else {
             return false;
         };
-        if matches!(
-            (from, method.bytes(line)),
-            (Side::Client, b"session/cancel") | (Side::Agent, b"$/cancel_request")
-        ) {
+        if dispatch::notification(from, method.bytes(line)).is_some() {
             return false;
         }
         if tracing::enabled!(tracing::Level::TRACE) {
@@ -404,7 +419,8 @@ impl Router {
     }
 
     /// A frame already scanned where it was read (the bridge scans on its reader tasks, so
-    /// the routing loop does only the lookups).
+    /// the routing loop does only the lookups). A line the scan decided takes
+    /// [`Router::route`] from its offsets; any other is classified first ([`Router::on_kind`]).
     pub fn on_scanned(&mut self, from: Side, scanned: Scanned, now: Instant, out: &mut Outbox) {
         let line = match scanned.frame {
             Frame::Line(line) => line,
@@ -419,144 +435,60 @@ impl Router {
             }
         };
         match scanned.shape {
-            Some(shape) => self.on_shape(from, shape, line, now, out),
+            // The hottest case: no handler, so nothing to build (the same rule as a run's).
+            Some(shape) if self.only_forwarded(from, Some(&shape), &line) => {
+                self.forward(from, line, out)
+            }
+            Some(shape) => {
+                let msg = Msg::scanned(shape, &line);
+                self.route(from, msg, &line, now, out);
+            }
             None => self.on_kind(from, line, now, out),
         }
     }
 
-    /// The fast path: a line the scan found plainly valid. What the bridge acts on beyond
-    /// bookkeeping (questions, elicitations, `initialize`, cancellations, answers to the
-    /// bridge's requests) goes through [`Router::on_kind`], like an unscanned line.
-    fn on_shape(&mut self, from: Side, shape: Shape, line: Bytes, now: Instant, out: &mut Outbox) {
-        match shape {
-            Shape::Notification { .. } => {
-                if self.only_forwarded(from, Some(&shape), &line) {
-                    return self.forward(from, line, out);
-                }
-            }
-            Shape::Request { id, method, params } => {
-                let method = method.text(&line);
-                if from == Side::Agent && method == crate::questions::METHOD {
-                    // A question: its params are read from the text the scan checked.
-                    let id = RequestId::from_json(id.text(&line));
-                    let span = tracing::debug_span!("msg", direction = from.as_str(), %id, method = ?method);
-                    let _e = span.enter();
-                    tracing::trace!(payload = %String::from_utf8_lossy(&line), "request");
-                    let params = params.map(|p| p.text(&line));
-                    return self.on_question_request(id, params, &line, now, out);
-                }
-                let special = match from {
-                    Side::Agent => method == "elicitation/create",
-                    Side::Client => method == "initialize",
-                };
-                if !special {
-                    let id = RequestId::from_json(id.text(&line));
-                    let span = tracing::debug_span!("msg", direction = from.as_str(), %id, method = ?method);
-                    let _e = span.enter();
-                    tracing::trace!(payload = %String::from_utf8_lossy(&line), "request");
-                    let session = params.and_then(|p| envelope::session_id_in(p.text(&line)));
-                    let method = method.into();
-                    return self.track_request(from, id, method, session, line, now, out);
-                }
-            }
-            Shape::Response { id, ok, outcome } => {
-                let id = RequestId::from_json(id.text(&line));
-                let question = from == Side::Client
-                    && (self.questions.has_client_id(&id) || self.questions.was_resolved(&id));
-                // An answer to a question needs its result as a `RawValue` (a check of that
-                // part only, where `classify` would go over the whole line again).
-                let raw = if question {
-                    match serde_json::from_str::<&RawValue>(outcome.text(&line)) {
-                        Ok(raw) => Some(raw),
-                        Err(_) => return self.on_kind(from, line, now, out),
-                    }
-                } else {
-                    None
-                };
-                let span = tracing::debug_span!("msg", direction = from.as_str(), %id);
-                let _e = span.enter();
-                tracing::trace!(payload = %String::from_utf8_lossy(&line), "response");
-                if let Some(raw) = raw {
-                    let outcome = if ok { Ok(raw) } else { Err(raw) };
-                    if self.on_client_response_to_question(&id, outcome, &line, out) {
-                        return;
-                    }
-                }
-                return self.on_response(from, id, ok, line, now, out);
-            }
-        }
-        self.on_kind(from, line, now, out);
-    }
-
-    /// The full path: classifies the line with [`envelope::classify`] and acts on it.
+    /// The full path: classifies the line with [`envelope::classify`]; a valid message takes
+    /// [`Router::route`] like a scanned one, anything else is forwarded uninspected (a
+    /// batch) or refused.
     fn on_kind(&mut self, from: Side, line: Bytes, now: Instant, out: &mut Outbox) {
-        // The view borrows a second handle to the same buffer (no copy), so `line` itself
-        // can be moved to the outbox while the view is still in use.
+        // The view borrows a second handle to the same buffer (no copy).
         let view = line.clone();
-        let kind = envelope::classify(&view);
-        match kind {
+        let msg = match envelope::classify(&view) {
             Kind::Request { id, method, params } => {
-                let span =
-                    tracing::debug_span!("msg", direction = from.as_str(), %id, method = ?method);
-                let _e = span.enter();
-                tracing::trace!(payload = %String::from_utf8_lossy(&line), "request");
-                if from == Side::Agent && method == crate::questions::METHOD {
-                    let params = params.map(RawValue::get);
-                    self.on_question_request(id, params, &line, now, out);
-                    return;
-                }
-                if from == Side::Agent
-                    && method == "elicitation/create"
-                    && self.translates_agent_elicitations()
-                {
-                    self.on_agent_elicitation(id, params, now, out);
-                    return;
-                }
-                let mut line = line;
-                if from == Side::Client && method == "initialize" {
-                    self.on_initialize(params);
-                    line = rewrite(line, capabilities::merge_initialize_request);
-                    if self.translates_agent_elicitations() {
-                        line = rewrite(line, capabilities::advertise_elicitation);
-                    }
-                }
-                let session = envelope::session_id(params);
-                self.track_request(from, id, method.as_ref().into(), session, line, now, out);
+                return self.route(
+                    from,
+                    Msg::Request {
+                        id,
+                        method: &method,
+                        params: params.map(RawValue::get),
+                    },
+                    &line,
+                    now,
+                    out,
+                );
             }
             Kind::Notification { method, params } => {
-                let span = tracing::debug_span!("msg", direction = from.as_str(), method = ?method);
-                let _e = span.enter();
-                tracing::trace!(payload = %String::from_utf8_lossy(&line), "notification");
-                match (from, method.as_ref()) {
-                    (Side::Client, "session/cancel") => {
-                        self.forward(from, line, out);
-                        if let Some(session) = envelope::session_id(params) {
-                            self.cancel_session_questions(&session, out);
-                            self.answer_agent_requests(Some(&session), true, out);
-                        }
-                    }
-                    (Side::Agent, "$/cancel_request") => {
-                        if !self.on_agent_cancel_request(params, &line, out) {
-                            self.forward(from, line, out);
-                        }
-                    }
-                    _ => self.forward(from, line, out),
-                }
+                return self.route(
+                    from,
+                    Msg::Notification {
+                        method: &method,
+                        params: params.map(RawValue::get),
+                    },
+                    &line,
+                    now,
+                    out,
+                );
             }
-            Kind::Response { id, outcome } => {
-                let span = tracing::debug_span!("msg", direction = from.as_str(), %id);
-                let _e = span.enter();
-                tracing::trace!(payload = %String::from_utf8_lossy(&line), "response");
-                if from == Side::Client
-                    && self.on_client_response_to_question(&id, outcome, &line, out)
-                {
-                    return;
-                }
-                self.on_response(from, id, outcome.is_ok(), line, now, out);
-            }
+            Kind::Response { id, outcome } => Msg::Response {
+                id,
+                ok: outcome.is_ok(),
+                outcome: match outcome {
+                    Ok(raw) | Err(raw) => raw.get(),
+                },
+            },
             Kind::Batch => {
                 tracing::debug!(direction = from.as_str(), "batch forwarded uninspected");
-                self.forward(from, line, out);
+                return self.forward(from, line, out);
             }
             Kind::Invalid {
                 id,
@@ -580,6 +512,7 @@ impl Router {
                         jsonrpc::error(id.as_ref(), code::INVALID_REQUEST, &msg, None),
                     );
                 }
+                return;
             }
             Kind::NotJson { error } => {
                 self.count_dropped(from);
@@ -593,8 +526,10 @@ impl Router {
                     let msg = format!("Parse error: {error}");
                     out.client(jsonrpc::error(None, code::PARSE_ERROR, &msg, None));
                 }
+                return;
             }
-        }
+        };
+        self.route(from, msg, &line, now, out);
     }
 
     /// A request the bridge passes on: refused when its id collides with a bridge request
@@ -682,8 +617,11 @@ impl Router {
                     "response"
                 );
                 done.insert(id);
-                if from == Side::Agent && &*req.method == "initialize" && result_ok {
-                    line = rewrite(line, capabilities::merge_initialize_response);
+                // The request came from the other peer: its entry may rewrite the result.
+                let rewrite_result = dispatch::request(from.peer(), req.method.as_bytes())
+                    .and_then(|rule| rule.result);
+                if let (true, Some(rewrite_result)) = (result_ok, rewrite_result) {
+                    line = rewrite_result(line);
                 }
             }
             None if done.contains(&id) => {
@@ -724,22 +662,6 @@ impl Router {
         out.to_agent.push_back(Out::Close);
     }
 
-    /// Records what the client's `initialize` says it can show, and the dialect.
-    fn on_initialize(&mut self, params: Option<&serde_json::value::RawValue>) {
-        let support = ClientSupport::from_initialize(params);
-        self.client = Some(support);
-        self.auto_dialect = None;
-        let dialect = self.dialect();
-        tracing::info!(
-            dialect = dialect.as_str(),
-            forced = self.cfg.client_dialect.is_some(),
-            native_questions = support.native_questions,
-            elicitation_form = support.elicitation_form,
-            "questions will reach the client as {}",
-            dialect.as_str()
-        );
-    }
-
     /// Answers the agent's requests still waiting on the client, on its behalf. For a
     /// `session/cancel` of `session` (`notify_client`): its permission requests get
     /// `{"outcome":{"outcome":"cancelled"}}` and its form elicitations `{"action":"cancel"}`,
@@ -753,12 +675,12 @@ impl Router {
         notify_client: bool,
         out: &mut Outbox,
     ) {
-        let prompt = |m: &str| matches!(m, "session/request_permission" | "elicitation/create");
+        let cancelled = |m: &str| dispatch::request(Side::Agent, m.as_bytes())?.cancelled;
         let mut due: Vec<(RequestId, InFlight)> = self
             .agent_requests
             .iter()
             .filter(|(_, r)| match session {
-                Some(s) => prompt(&r.method) && r.session_id.as_deref() == Some(s),
+                Some(s) => cancelled(&r.method).is_some() && r.session_id.as_deref() == Some(s),
                 None => true,
             })
             .map(|(id, r)| (id.clone(), r.clone()))
@@ -766,12 +688,9 @@ impl Router {
         due.sort_by_key(|(_, r)| r.seq);
         for (id, req) in due {
             self.agent_requests.remove(&id);
-            let line = match &*req.method {
-                "elicitation/create" => jsonrpc::result(&id, &json!({ "action": "cancel" })),
-                "session/request_permission" => {
-                    jsonrpc::result(&id, &json!({ "outcome": { "outcome": "cancelled" } }))
-                }
-                _ => jsonrpc::error(
+            let line = match cancelled(&req.method) {
+                Some(result) => jsonrpc::result_text(&id, result),
+                None => jsonrpc::error(
                     Some(&id),
                     code::INTERNAL_ERROR,
                     &format!("the client disconnected before answering {}", req.method),
@@ -865,56 +784,15 @@ fn rewrite(line: Bytes, f: impl Fn(&str) -> Option<String>) -> Bytes {
     }
 }
 
-/// Convenience for tests and tools: the lines in one direction of an outbox as strings.
-pub fn lines(queue: &VecDeque<Out>) -> Vec<String> {
-    queue
-        .iter()
-        .flat_map(|o| match o {
-            Out::Line(b) => vec![String::from_utf8_lossy(b).into_owned()],
-            Out::Run(b) => String::from_utf8_lossy(b)
-                .split_terminator('\n')
-                .map(str::to_owned)
-                .collect(),
-            Out::Close => vec!["<close>".to_owned()],
-        })
-        .collect()
-}
-
-/// Parses a line the router produced (tests and tools).
-pub fn parse(line: &str) -> Value {
-    serde_json::from_str(line).unwrap_or(Value::Null)
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
+    use super::fixture::{frame, lines, msg, parse, wire, Fixture};
     use super::*;
 
-    fn frame(s: &str) -> Frame {
-        Frame::Line(Bytes::copy_from_slice(s.as_bytes()))
-    }
-
-    fn setup() -> (Router, Outbox, Instant) {
-        (
-            Router::new(RouterConfig::default()),
-            Outbox::default(),
-            Instant::now(),
-        )
-    }
-
-    /// Everything queued for one side, as the bytes the writer puts on the wire.
-    fn wire(queue: &VecDeque<Out>) -> Vec<u8> {
-        let mut w = Vec::new();
-        for o in queue {
-            match o {
-                Out::Line(l) => {
-                    w.extend_from_slice(l);
-                    w.push(b'\n');
-                }
-                Out::Run(r) => w.extend_from_slice(r),
-                Out::Close => w.extend_from_slice(b"<close>"),
-            }
-        }
-        w
+    fn fixture() -> Fixture {
+        Fixture::new(RouterConfig::default())
     }
 
     /// A line of a random stream: plain notifications (the run case) mixed with what
@@ -923,24 +801,21 @@ mod tests {
     fn stream_line() -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
         prop_oneof![
-            6 => "[a-zé ]{0,12}".prop_map(|t| format!(
-                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","t":"{t}"}}}}"#
-            )),
-            1 => (0u8..50).prop_map(|i| format!(
-                r#"{{"jsonrpc":"2.0","id":{i},"method":"session/prompt","params":{{"sessionId":"s"}}}}"#
-            )),
-            1 => (0u8..50).prop_map(|i| format!(r#"{{"jsonrpc":"2.0","id":{i},"result":{{}}}}"#)),
-            1 => (0u8..50).prop_map(|i| format!(r#"{{"jsonrpc":"2.0","id":"q{i}","result":{{"outcome":"rejected"}}}}"#)),
-            1 => Just(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#.to_owned()),
-            1 => Just(r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"id":3}}"#.to_owned()),
-            1 => (0u8..50).prop_map(|i| format!(
-                r#"{{"jsonrpc":"2.0","id":"q{i}","method":"_sandboxagent/session/request_question","params":{{"sessionId":"s","questionId":"{i}","prompt":"ok?"}}}}"#
+            6 => "[a-zé ]{0,12}".prop_map(|t| msg::notification("session/update", json!({"sessionId":"s","t":t}))),
+            1 => (0u8..50).prop_map(|i| msg::request(json!(i), "session/prompt", json!({"sessionId":"s"}))),
+            1 => (0u8..50).prop_map(|i| msg::result(json!(i), json!({}))),
+            1 => (0u8..50).prop_map(|i| msg::result(json!(format!("q{i}")), json!({"outcome":"rejected"}))),
+            1 => Just(msg::session_cancel("s")),
+            1 => Just(msg::notification("$/cancel_request", json!({"id":3}))),
+            1 => (0u8..50).prop_map(|i| msg::ask(
+                json!(format!("q{i}")),
+                json!({"sessionId":"s","questionId":i.to_string(),"prompt":"ok?"}),
             )),
             1 => "[ -~]{0,20}",
             1 => Just(String::new()),
-            1 => Just(r#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#.to_owned() + "\r"),
-            1 => Just("\u{FEFF}".to_owned() + r#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#),
-            1 => Just(format!(r#"{{"jsonrpc":"2.0","method":"x","params":{{"p":"{}"}}}}"#, "x".repeat(300))),
+            1 => Just(msg::notification("session/update", json!({})) + "\r"),
+            1 => Just("\u{FEFF}".to_owned() + &msg::notification("session/update", json!({}))),
+            1 => Just(msg::notification("x", json!({"p": "x".repeat(300)}))),
         ]
     }
 
@@ -955,18 +830,10 @@ mod tests {
             ),
         ) {
             use tokio_util::codec::Decoder;
-            let now = Instant::now();
-            // Questions are shown (and then pending), so cancels and answers change state.
-            let cfg = RouterConfig {
-                client_dialect: Some(crate::questions::Dialect::Extension),
-                ..RouterConfig::default()
-            };
-            let (mut single, mut batched) = (Router::new(cfg.clone()), Router::new(cfg));
-            single.set_id_prefix("p:");
-            batched.set_id_prefix("p:");
-            let (mut out_single, mut out_batched) = (Outbox::default(), Outbox::default());
-            // One codec per side, as in the bridge (lines over 256 bytes are too long).
-            let mut codecs = [crate::codec::LineCodec::new(256), crate::codec::LineCodec::new(256)];
+            // Questions are shown (and then pending), so cancels and answers change state;
+            // lines over 256 bytes are too long.
+            let new = || Fixture::native(RouterConfig::default()).with_id_prefix("p:").with_max_line(256);
+            let (mut single, mut batched) = (new(), new());
             for (from_client, lines) in &reads {
                 let side = if *from_client { Side::Client } else { Side::Agent };
                 let mut raw = Vec::new();
@@ -977,43 +844,28 @@ mod tests {
                 let mut buf = bytes::BytesMut::from(&raw[..]);
                 let mut lines = crate::codec::LineCodec::new(256);
                 while let Some(frame) = lines.decode(&mut buf).unwrap() {
-                    single.on_scanned(side, Scanned::new(frame), now, &mut out_single);
+                    single.feed(side, frame);
                 }
-                let mut buf = bytes::BytesMut::from(&raw[..]);
-                let mut pieces = Vec::new();
-                let data = codecs[usize::from(*from_client)].decode_chunk(&mut buf, raw.len(), false, &mut pieces);
-                batched.on_batch(side, Batch::scan(data, &pieces, &mut crate::scan::Memo::default()), now, &mut out_batched);
+                batched.read(side, &raw);
             }
-            proptest::prop_assert_eq!(wire(&out_batched.to_agent), wire(&out_single.to_agent));
-            proptest::prop_assert_eq!(wire(&out_batched.to_client), wire(&out_single.to_client));
-            proptest::prop_assert_eq!(out_batched.made_for_agent, out_single.made_for_agent);
-            proptest::prop_assert_eq!(out_batched.made_for_client, out_single.made_for_client);
-            proptest::prop_assert_eq!(batched.status()["counters"].clone(), single.status()["counters"].clone());
+            let (b, s) = (&batched.out, &single.out);
+            proptest::prop_assert_eq!(wire(&b.to_agent), wire(&s.to_agent));
+            proptest::prop_assert_eq!(wire(&b.to_client), wire(&s.to_client));
+            proptest::prop_assert_eq!(b.made_for_agent, s.made_for_agent);
+            proptest::prop_assert_eq!(b.made_for_client, s.made_for_client);
+            proptest::prop_assert_eq!(batched.r.status()["counters"].clone(), single.r.status()["counters"].clone());
         }
     }
 
     #[test]
     fn plain_notifications_go_out_as_one_run() {
-        let (mut r, mut out, now) = setup();
-        let note = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s"}}"#;
-        let req =
-            r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s"}}"#;
+        let mut t = fixture();
+        let note = msg::notification("session/update", json!({"sessionId":"s"}));
+        let req = msg::request(json!(1), "session/prompt", json!({"sessionId":"s"}));
         let raw = format!("{note}\n{note}\n{req}\n{note}\r\n{note}\n{note}\n");
-        let mut buf = bytes::BytesMut::from(raw.as_bytes());
-        let mut pieces = Vec::new();
-        let data = crate::codec::LineCodec::new(1024).decode_chunk(
-            &mut buf,
-            raw.len(),
-            false,
-            &mut pieces,
-        );
-        r.on_batch(
-            Side::Client,
-            Batch::scan(data, &pieces, &mut crate::scan::Memo::default()),
-            now,
-            &mut out,
-        );
-        let kinds: Vec<String> = out
+        t.read(Side::Client, raw.as_bytes());
+        let kinds: Vec<String> = t
+            .out
             .to_agent
             .iter()
             .map(|o| match o {
@@ -1033,19 +885,19 @@ mod tests {
                 format!("run {}", 2 * (n + 1))
             ]
         );
-        assert_eq!(r.counters.forwarded_to_agent, 6);
+        assert_eq!(t.r.counters.forwarded_to_agent, 6);
     }
 
     #[test]
     fn forwards_byte_for_byte_both_ways() {
-        let (mut r, mut out, now) = setup();
+        let mut t = fixture();
         let req = r#"{ "method" : "session/prompt","id":0, "jsonrpc":"2.0","params":{"n":1e400,"sessionId":"s"}}"#;
-        r.on_client_frame(frame(req), now, &mut out);
+        t.client(req);
         let note = r#"{"jsonrpc":"2.0","method":"_vendor/x","params":{"t":"\u00e9🙂"}}"#;
-        r.on_agent_frame(frame(note), now, &mut out);
-        assert_eq!(lines(&out.to_agent), vec![req]);
-        assert_eq!(lines(&out.to_client), vec![note]);
-        let inflight = &r.in_flight(Side::Client)
+        t.agent(note);
+        assert_eq!(t.take_agent(), vec![req]);
+        assert_eq!(t.take_client(), vec![note]);
+        let inflight = &t.r.in_flight(Side::Client)
             [&RequestId::from_raw(&serde_json::value::RawValue::from_string("0".into()).unwrap())];
         assert_eq!(&*inflight.method, "session/prompt");
         assert_eq!(inflight.session_id.as_deref(), Some("s"));
@@ -1053,139 +905,143 @@ mod tests {
 
     #[test]
     fn same_id_in_both_directions_is_tracked_apart() {
-        let (mut r, mut out, now) = setup();
-        r.on_client_frame(
-            frame(r#"{"jsonrpc":"2.0","id":0,"method":"initialize"}"#),
-            now,
-            &mut out,
-        );
-        r.on_agent_frame(
-            frame(r#"{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{}}"#),
-            now,
-            &mut out,
-        );
-        assert_eq!(r.in_flight(Side::Client).len(), 1);
-        assert_eq!(r.in_flight(Side::Agent).len(), 1);
+        let mut t = fixture();
+        t.client(r#"{"jsonrpc":"2.0","id":0,"method":"initialize"}"#);
+        t.agent(&msg::request(
+            json!(0),
+            "session/request_permission",
+            json!({}),
+        ));
+        assert_eq!(t.r.in_flight(Side::Client).len(), 1);
+        assert_eq!(t.r.in_flight(Side::Agent).len(), 1);
         // The client answers the agent's request 0: only the agent's entry goes.
-        r.on_client_frame(
-            frame(r#"{"jsonrpc":"2.0","id":0,"result":{}}"#),
-            now,
-            &mut out,
-        );
-        assert_eq!(r.in_flight(Side::Client).len(), 1);
-        assert_eq!(r.in_flight(Side::Agent).len(), 0);
+        t.client(&msg::result(json!(0), json!({})));
+        assert_eq!(t.r.in_flight(Side::Client).len(), 1);
+        assert_eq!(t.r.in_flight(Side::Agent).len(), 0);
     }
 
     #[test]
     fn string_and_number_ids_differ() {
-        let (mut r, mut out, now) = setup();
-        r.on_client_frame(
-            frame(r#"{"jsonrpc":"2.0","id":1,"method":"a"}"#),
-            now,
-            &mut out,
-        );
-        r.on_client_frame(
-            frame(r#"{"jsonrpc":"2.0","id":"1","method":"b"}"#),
-            now,
-            &mut out,
-        );
-        assert_eq!(r.in_flight(Side::Client).len(), 2);
-        r.on_agent_frame(
-            frame(r#"{"jsonrpc":"2.0","id":"1","result":null}"#),
-            now,
-            &mut out,
-        );
-        let left: Vec<_> = r
-            .in_flight(Side::Client)
-            .values()
-            .map(|v| v.method.clone())
-            .collect();
+        let mut t = fixture();
+        t.client(r#"{"jsonrpc":"2.0","id":1,"method":"a"}"#);
+        t.client(r#"{"jsonrpc":"2.0","id":"1","method":"b"}"#);
+        assert_eq!(t.r.in_flight(Side::Client).len(), 2);
+        t.agent(&msg::result(json!("1"), json!(null)));
+        let left: Vec<_> =
+            t.r.in_flight(Side::Client)
+                .values()
+                .map(|v| v.method.clone())
+                .collect();
         assert_eq!(left, vec!["a".into()]);
     }
 
     #[test]
     fn client_garbage_gets_parse_error_and_is_not_forwarded() {
-        let (mut r, mut out, now) = setup();
-        r.on_client_frame(frame("not json"), now, &mut out);
-        assert!(out.to_agent.is_empty());
-        let reply = parse(&lines(&out.to_client)[0]);
+        let mut t = fixture();
+        t.client("not json");
+        assert!(t.out.to_agent.is_empty());
+        let reply = parse(&t.take_client()[0]);
         assert_eq!(reply["id"], Value::Null);
         assert_eq!(reply["error"]["code"], -32700);
     }
 
     #[test]
     fn client_invalid_request_gets_its_id_back() {
-        let (mut r, mut out, now) = setup();
-        r.on_client_frame(
-            frame(r#"{"jsonrpc":"2.0","id":"x","method":3}"#),
-            now,
-            &mut out,
-        );
-        r.on_client_frame(frame(r#"{"id":5}"#), now, &mut out);
-        r.on_client_frame(frame("[1,2]"), now, &mut out);
-        let replies = lines(&out.to_client);
+        let mut t = fixture();
+        t.client(r#"{"jsonrpc":"2.0","id":"x","method":3}"#);
+        t.client(r#"{"id":5}"#);
+        t.client("[1,2]");
+        let replies = t.take_client();
         assert_eq!(replies.len(), 2);
         assert_eq!(parse(&replies[0])["id"], "x");
         assert_eq!(parse(&replies[0])["error"]["code"], -32600);
         assert_eq!(parse(&replies[1])["id"], 5);
-        assert_eq!(lines(&out.to_agent), vec!["[1,2]"]);
+        assert_eq!(t.take_agent(), vec!["[1,2]"]);
     }
 
     #[test]
     fn agent_garbage_and_idless_error_are_dropped_silently() {
-        let (mut r, mut out, now) = setup();
-        r.on_agent_frame(frame("Loading model..."), now, &mut out);
-        r.on_agent_frame(
-            frame(r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"}}"#),
-            now,
-            &mut out,
-        );
-        assert!(out.to_client.is_empty());
-        assert!(out.to_agent.is_empty());
-        assert_eq!(r.counters.dropped_from_agent, 2);
+        let mut t = fixture();
+        t.agent("Loading model...");
+        t.agent(r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"}}"#);
+        assert!(t.out.to_client.is_empty());
+        assert!(t.out.to_agent.is_empty());
+        assert_eq!(t.r.counters.dropped_from_agent, 2);
     }
 
     #[test]
     fn over_long_line_is_dropped() {
-        let (mut r, mut out, now) = setup();
-        r.on_client_frame(Frame::TooLong { bytes: 10 }, now, &mut out);
-        assert!(out.to_client.is_empty() && out.to_agent.is_empty());
+        let mut t = fixture();
+        t.feed(Side::Client, Frame::TooLong { bytes: 10 });
+        assert!(t.out.to_client.is_empty() && t.out.to_agent.is_empty());
     }
 
     #[test]
     fn agent_gone_answers_each_waiting_request_once() {
-        let (mut r, mut out, now) = setup();
-        r.on_client_frame(
-            frame(
-                r#"{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s"}}"#,
-            ),
-            now,
-            &mut out,
-        );
-        out.to_agent.clear();
+        let mut t = fixture();
+        t.client(&msg::request(
+            json!(7),
+            "session/prompt",
+            json!({"sessionId":"s"}),
+        ));
+        t.take_agent();
         let exit = AgentExit {
             code: Some(3),
             signal: None,
             stderr_tail: "boom\n".into(),
         };
-        r.on_agent_gone(&exit, &mut out);
-        r.on_agent_gone(&exit, &mut out);
-        let replies = lines(&out.to_client);
-        assert_eq!(replies.len(), 1);
+        t.agent_gone(&exit);
+        t.agent_gone(&exit);
         assert_eq!(
-            replies[0],
-            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"agent exited with code 3 while handling session/prompt","data":{"exitCode":3,"signal":null,"stderrTail":"boom\n"}}}"#
+            t.take_client(),
+            vec![msg::error_data(
+                json!(7),
+                -32603,
+                "agent exited with code 3 while handling session/prompt",
+                json!({"exitCode":3,"signal":null,"stderrTail":"boom\n"}),
+            )]
         );
     }
 
     #[test]
     fn client_eof_closes_agent_stdin_after_queued_lines() {
-        let (mut r, mut out, now) = setup();
-        r.on_client_frame(frame(r#"{"jsonrpc":"2.0","method":"n"}"#), now, &mut out);
-        r.on_client_eof(now, &mut out);
+        let mut t = fixture();
+        t.client(r#"{"jsonrpc":"2.0","method":"n"}"#);
+        t.client_eof();
         assert_eq!(
-            lines(&out.to_agent),
+            t.take_agent(),
             vec![r#"{"jsonrpc":"2.0","method":"n"}"#, "<close>"]
         );
+    }
+
+    /// Every entry of the dispatch table is reached from both paths: the scanned line and
+    /// the same line classified do the same.
+    #[test]
+    fn both_paths_reach_each_table_entry() {
+        for entry in dispatch::TABLE {
+            for name in entry.names {
+                let line = match entry.on {
+                    dispatch::On::Request(_) => {
+                        msg::request(json!(1), name, json!({"sessionId":"s"}))
+                    }
+                    dispatch::On::Notification(_) => {
+                        msg::notification(name, json!({"sessionId":"s","requestId":1}))
+                    }
+                };
+                let (mut fast, mut slow) = (fixture(), fixture());
+                fast.feed(entry.from, frame(&line));
+                slow.feed_unscanned(entry.from, frame(&line));
+                assert_eq!(
+                    lines(&fast.out.to_agent),
+                    lines(&slow.out.to_agent),
+                    "{line}"
+                );
+                assert_eq!(
+                    lines(&fast.out.to_client),
+                    lines(&slow.out.to_client),
+                    "{line}"
+                );
+            }
+        }
     }
 }

@@ -1,6 +1,6 @@
-//! Question routing inside the [`Router`]: the agent's `_sandboxagent/session/request_question`
-//! requests (and, with `--advertise-elicitation`, its form elicitations), their delivery in
-//! the client's dialect, the client's answers, and every way a question can end.
+//! The question lifecycle inside the [`Router`], whatever the question's source (the
+//! handlers in [`super::handlers`] parse each source's request): its delivery in the
+//! client's dialect, the client's answers, and every way a question can end.
 //!
 //! Invariant: every question that enters the registry leaves it exactly once, and the agent
 //! receives exactly one response for it: the client's normalized answer, an error for an
@@ -81,7 +81,7 @@ impl Router {
     }
 
     /// Checks a new question against the registry; `Err` is the error for the agent.
-    fn admit(&self, id: &RequestId, q: &model::Question) -> Result<(), (i64, String)> {
+    pub(super) fn admit(&self, id: &RequestId, q: &model::Question) -> Result<(), (i64, String)> {
         if self.questions.has_question(&q.session_id, &q.question_id) {
             return Err((
                 code::INVALID_PARAMS,
@@ -123,7 +123,7 @@ impl Router {
         Ok(())
     }
 
-    fn new_pending(
+    pub(super) fn new_pending(
         &self,
         id: RequestId,
         q: model::Question,
@@ -211,72 +211,9 @@ impl Router {
         });
     }
 
-    /// The agent asks a question: validate, register, deliver to the client.
-    pub(super) fn on_question_request(
-        &mut self,
-        id: RequestId,
-        params: Option<&str>,
-        line: &Bytes,
-        now: Instant,
-        out: &mut Outbox,
-    ) {
-        let q = match model::parse_request_text(params) {
-            Ok(q) => q,
-            Err(e) => {
-                self.counters.questions_invalid += 1;
-                return refuse(
-                    &id,
-                    code::INVALID_PARAMS,
-                    format!("Invalid params: {e}"),
-                    out,
-                );
-            }
-        };
-        if let Err((code, msg)) = self.admit(&id, &q) {
-            return refuse(&id, code, msg, out);
-        }
-        let p = self.new_pending(id, q, Origin::Question, now);
-        self.counters.questions_asked += 1;
-        let dialect = self.dialect();
-        self.show(p, dialect, Some(line), out);
-    }
-
-    /// The agent sends a form `elicitation/create` the client cannot render: ask it as a
-    /// question in the extension or permission dialect, or decline it.
-    pub(super) fn on_agent_elicitation(
-        &mut self,
-        id: RequestId,
-        params: Option<&RawValue>,
-        now: Instant,
-        out: &mut Outbox,
-    ) {
-        let v: Value = params
-            .and_then(|p| serde_json::from_str(p.get()).ok())
-            .unwrap_or(Value::Null);
-        let (q, fields) = match dialect::from_agent_elicitation(&v, format!("elicitation:{id}")) {
-            Ok(x) => x,
-            Err(why) => {
-                tracing::warn!(%id, why = ?why, "the client cannot show this elicitation; declined");
-                out.agent(jsonrpc::result(&id, &json!({ "action": "decline" })));
-                return;
-            }
-        };
-        if let Err((code, msg)) = self.admit(&id, &q) {
-            return refuse(&id, code, msg, out);
-        }
-        let p = self.new_pending(id, q, Origin::AgentElicitation(fields), now);
-        let native = self.dialect() == Dialect::Extension;
-        let dialect = if native {
-            Dialect::Extension
-        } else {
-            Dialect::Permission
-        };
-        self.show(p, dialect, None, out);
-    }
-
     /// Shows `p` to the client in `dialect` and registers it; when the dialect cannot
     /// express it, the agent gets `unsupported` (a declined form for an elicitation).
-    fn show(
+    pub(super) fn show(
         &mut self,
         mut p: Pending,
         dialect: Dialect,
@@ -650,7 +587,7 @@ impl Router {
     /// the agent gets `-32800`, and true is returned.
     pub(super) fn on_agent_cancel_request(
         &mut self,
-        params: Option<&RawValue>,
+        params: Option<&str>,
         line: &Bytes,
         out: &mut Outbox,
     ) -> bool {
@@ -819,15 +756,15 @@ fn rfc3339(t: std::time::SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
-/// The `requestId` a `$/cancel_request` names.
-pub(super) fn cancelled_request_id(params: Option<&RawValue>) -> Option<RequestId> {
+/// The `requestId` a `$/cancel_request` names (`params` is its JSON text).
+fn cancelled_request_id(params: Option<&str>) -> Option<RequestId> {
     #[derive(Deserialize)]
     struct P<'a> {
         #[serde(rename = "requestId", borrow)]
         request_id: Option<&'a RawValue>,
     }
     params
-        .and_then(|p| serde_json::from_str::<P<'_>>(p.get()).ok())
+        .and_then(|p| serde_json::from_str::<P<'_>>(p).ok())
         .and_then(|p| p.request_id)
         .map(RequestId::from_raw)
 }
@@ -843,7 +780,7 @@ fn field_of(msg: &str) -> &str {
 }
 
 /// Refuses an agent's request with an error (it never reaches the client).
-fn refuse(id: &RequestId, code: i64, msg: String, out: &mut Outbox) {
+pub(super) fn refuse(id: &RequestId, code: i64, msg: String, out: &mut Outbox) {
     // The message may quote the agent's question (option values): details only at trace.
     tracing::warn!(%id, code, field = ?field_of(&msg), "question refused");
     tracing::trace!(error = %msg, "question refused (details)");
@@ -852,66 +789,15 @@ fn refuse(id: &RequestId, code: i64, msg: String, out: &mut Outbox) {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant, SystemTime};
+    use std::time::Duration;
 
-    use bytes::Bytes;
     use serde_json::{json, Value};
 
-    use crate::codec::Frame;
     use crate::events::By;
-    use crate::router::{lines, parse, ControlError, Outbox, Router, RouterConfig};
+    use crate::router::fixture::{msg, parse, Fixture};
+    use crate::router::{ControlError, RouterConfig};
 
     const ASK: &str = r#"{"jsonrpc":"2.0","id":5,"method":"_sandboxagent/session/request_question","params":{"sessionId":"s1","questionId":"q-7","prompt":"Which option?","options":[["option-a","Option A"],["option-b","Option B"]],"x":1e400}}"#;
-
-    fn frame(s: &str) -> Frame {
-        Frame::Line(Bytes::copy_from_slice(s.as_bytes()))
-    }
-
-    struct T {
-        r: Router,
-        out: Outbox,
-        now: Instant,
-    }
-
-    impl T {
-        fn new(cfg: RouterConfig) -> Self {
-            let now = Instant::now();
-            let mut r = Router::new(cfg);
-            // 2026-11-20T00:00:00Z
-            r.set_wall_anchor(
-                now,
-                SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_132_800),
-            );
-            T {
-                r,
-                out: Outbox::default(),
-                now,
-            }
-        }
-        /// A router that shows every question as the extension (as a native client would).
-        fn ext(cfg: RouterConfig) -> Self {
-            T::new(RouterConfig {
-                client_dialect: Some(crate::questions::Dialect::Extension),
-                ..cfg
-            })
-        }
-        fn agent(&mut self, s: &str) {
-            self.r.on_agent_frame(frame(s), self.now, &mut self.out);
-        }
-        fn client(&mut self, s: &str) {
-            self.r.on_client_frame(frame(s), self.now, &mut self.out);
-        }
-        fn take_agent(&mut self) -> Vec<String> {
-            let l = lines(&self.out.to_agent);
-            self.out.to_agent.clear();
-            l
-        }
-        fn take_client(&mut self) -> Vec<String> {
-            let l = lines(&self.out.to_client);
-            self.out.to_client.clear();
-            l
-        }
-    }
 
     fn ask(session: &str, qid: &str, id: Value) -> String {
         json!({"jsonrpc":"2.0","id":id,"method":"_sandboxagent/session/request_question",
@@ -921,7 +807,7 @@ mod tests {
 
     #[test]
     fn question_is_forwarded_unchanged_and_answer_normalized() {
-        let mut t = T::ext(RouterConfig::default());
+        let mut t = Fixture::native(RouterConfig::default());
         t.agent(ASK);
         assert_eq!(t.take_client(), vec![ASK]);
         assert_eq!(t.r.questions().len(), 1);
@@ -930,9 +816,7 @@ mod tests {
         );
         assert_eq!(
             t.take_agent(),
-            vec![
-                r#"{"jsonrpc":"2.0","id":5,"result":{"status":"answered","answers":[["option-b"]]}}"#
-            ]
+            vec![msg::answered(json!(5), json!([["option-b"]]))]
         );
         assert!(t.r.questions().is_empty());
         // A duplicate answer is dropped, not forwarded twice.
@@ -945,20 +829,22 @@ mod tests {
 
     #[test]
     fn invalid_params_never_reach_the_client() {
-        let mut t = T::ext(RouterConfig::default());
-        t.agent(r#"{"jsonrpc":"2.0","id":"x","method":"_sandboxagent/session/request_question","params":{"sessionId":"s","questionId":"q","questions":[{"question":"a","options":[{"value":1,"label":"l"}]}]}}"#);
+        let mut t = Fixture::native(RouterConfig::default());
+        t.agent(&msg::ask(json!("x"), json!({"sessionId":"s","questionId":"q","questions":[{"question":"a","options":[{"value":1,"label":"l"}]}]})));
         assert!(t.take_client().is_empty());
         assert_eq!(
             t.take_agent(),
-            vec![
-                r#"{"jsonrpc":"2.0","id":"x","error":{"code":-32602,"message":"Invalid params: questions[0].options[0]: value must be a string"}}"#
-            ]
+            vec![msg::error(
+                json!("x"),
+                -32602,
+                "Invalid params: questions[0].options[0]: value must be a string"
+            )]
         );
     }
 
     #[test]
     fn duplicate_question_id_and_pending_cap() {
-        let mut t = T::ext(RouterConfig {
+        let mut t = Fixture::native(RouterConfig {
             max_pending_per_session: 2,
             ..RouterConfig::default()
         });
@@ -983,9 +869,9 @@ mod tests {
 
     #[test]
     fn invalid_answer_carries_the_original() {
-        let mut t = T::ext(RouterConfig::default());
+        let mut t = Fixture::native(RouterConfig::default());
         t.agent(ASK);
-        t.client(r#"{"jsonrpc":"2.0","id":5,"result":{"status":"answered","answers":[["zzz"]]}}"#);
+        t.client(&msg::answered(json!(5), json!([["zzz"]])));
         let e = parse(&t.take_agent()[0]);
         assert_eq!(e["error"]["code"], -32603);
         assert_eq!(
@@ -996,31 +882,26 @@ mod tests {
 
     #[test]
     fn client_errors() {
-        let mut t = T::ext(RouterConfig::default());
+        let mut t = Fixture::native(RouterConfig::default());
         t.agent(ASK);
         t.client(
             r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32601,"message":"Method not found"}}"#,
         );
-        assert_eq!(
-            t.take_agent(),
-            vec![
-                r#"{"jsonrpc":"2.0","id":5,"result":{"status":"rejected","reason":"unsupported"}}"#
-            ]
-        );
+        assert_eq!(t.take_agent(), vec![msg::rejected(json!(5), "unsupported")]);
         t.agent(ASK);
-        let other = r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32000,"message":"busy"}}"#;
-        t.client(other);
+        let other = msg::error(json!(5), -32000, "busy");
+        t.client(&other);
         assert_eq!(t.take_agent(), vec![other]);
     }
 
     #[test]
     fn session_cancel_rejects_only_that_session() {
-        let mut t = T::ext(RouterConfig::default());
+        let mut t = Fixture::native(RouterConfig::default());
         t.agent(&ask("s1", "a", json!(1)));
         t.agent(&ask("s2", "a", json!(2)));
         t.take_client();
-        let cancel = r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#;
-        t.client(cancel);
+        let cancel = msg::session_cancel("s1");
+        t.client(&cancel);
         assert_eq!(
             t.take_agent(),
             vec![
@@ -1038,31 +919,29 @@ mod tests {
 
     #[test]
     fn agent_cancel_request() {
-        let mut t = T::ext(RouterConfig::default());
+        let mut t = Fixture::native(RouterConfig::default());
         t.agent(ASK);
         t.take_client();
-        let cancel = r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":5}}"#;
-        t.agent(cancel);
+        let cancel = msg::cancel_request(json!(5));
+        t.agent(&cancel);
         assert_eq!(t.take_client(), vec![cancel]);
         assert_eq!(
             t.take_agent(),
-            vec![
-                r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32800,"message":"Request cancelled"}}"#
-            ]
+            vec![msg::error(json!(5), -32800, "Request cancelled")]
         );
         t.client(
             r#"{"jsonrpc":"2.0","id":5,"result":{"status":"answered","answers":[["option-a"]]}}"#,
         );
         assert!(t.take_agent().is_empty());
         // A cancel for something else is just forwarded.
-        let other = r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"5"}}"#;
-        t.agent(other);
+        let other = msg::cancel_request(json!("5"));
+        t.agent(&other);
         assert_eq!(t.take_client(), vec![other]);
     }
 
     #[test]
     fn timeout_adds_expires_at_and_rejects() {
-        let mut t = T::ext(RouterConfig {
+        let mut t = Fixture::native(RouterConfig {
             question_timeout: Some(Duration::from_secs(60)),
             ..RouterConfig::default()
         });
@@ -1078,83 +957,80 @@ mod tests {
         );
         assert_eq!(
             t.r.next_deadline(),
-            Some(t.now + Duration::from_millis(1500))
+            Some(t.start + Duration::from_millis(1500))
         );
-        t.r.on_timer(t.now + Duration::from_millis(1499), &mut t.out);
+        t.timer_at(Duration::from_millis(1499));
         assert!(t.take_agent().is_empty());
-        t.r.on_timer(t.now + Duration::from_millis(1500), &mut t.out);
-        assert_eq!(
-            t.take_agent(),
-            vec![r#"{"jsonrpc":"2.0","id":5,"result":{"status":"rejected","reason":"timeout"}}"#]
-        );
-        assert_eq!(
-            t.take_client(),
-            vec![r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":5}}"#]
-        );
+        t.timer_at(Duration::from_millis(1500));
+        assert_eq!(t.take_agent(), vec![msg::rejected(json!(5), "timeout")]);
+        assert_eq!(t.take_client(), vec![msg::cancel_request(json!(5))]);
         assert_eq!(t.r.next_deadline(), None);
     }
 
     #[test]
     fn client_eof_rejects_before_closing_and_agent_exit_withdraws() {
-        let mut t = T::ext(RouterConfig::default());
+        let mut t = Fixture::native(RouterConfig::default());
         t.agent(&ask("s", "a", json!(1)));
         t.take_client();
-        t.r.on_client_eof(t.now, &mut t.out);
+        t.client_eof();
         assert_eq!(
             t.take_agent(),
             vec![
-                r#"{"jsonrpc":"2.0","id":1,"result":{"status":"rejected","reason":"client_disconnected"}}"#,
-                "<close>"
+                msg::rejected(json!(1), "client_disconnected"),
+                "<close>".into()
             ]
         );
-        let mut t = T::ext(RouterConfig::default());
+        let mut t = Fixture::native(RouterConfig::default());
         t.agent(&ask("s", "a", json!("1")));
         t.take_client();
-        t.r.on_agent_gone(
-            &crate::router::AgentExit {
-                code: Some(1),
-                signal: None,
-                stderr_tail: String::new(),
-            },
-            &mut t.out,
-        );
-        assert_eq!(
-            t.take_client(),
-            vec![r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"1"}}"#]
-        );
+        t.agent_gone(&crate::router::AgentExit {
+            code: Some(1),
+            signal: None,
+            stderr_tail: String::new(),
+        });
+        assert_eq!(t.take_client(), vec![msg::cancel_request(json!("1"))]);
     }
 
     #[test]
     fn ids_one_and_string_one_are_different_questions() {
-        let mut t = T::ext(RouterConfig::default());
+        let mut t = Fixture::native(RouterConfig::default());
         t.agent(&ask("s", "a", json!(1)));
         t.agent(&ask("s", "b", json!("1")));
-        t.client(r#"{"jsonrpc":"2.0","id":"1","result":{"status":"answered","answers":[["b"]]}}"#);
-        t.client(r#"{"jsonrpc":"2.0","id":1,"result":{"status":"answered","answers":[["a"]]}}"#);
+        t.client(&msg::answered(json!("1"), json!([["b"]])));
+        t.client(&msg::answered(json!(1), json!([["a"]])));
         assert_eq!(
             t.take_agent(),
             vec![
-                r#"{"jsonrpc":"2.0","id":"1","result":{"status":"answered","answers":[["b"]]}}"#,
-                r#"{"jsonrpc":"2.0","id":1,"result":{"status":"answered","answers":[["a"]]}}"#
+                msg::answered(json!("1"), json!([["b"]])),
+                msg::answered(json!(1), json!([["a"]])),
             ]
         );
     }
 
     #[test]
     fn initialize_is_merged_both_ways() {
-        let mut t = T::ext(RouterConfig::default());
-        t.client(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{}}}}"#);
+        let mut t = Fixture::native(RouterConfig::default());
+        t.client(&msg::request(
+            json!(0),
+            "initialize",
+            json!({"protocolVersion":1,"clientCapabilities":{"fs":{}}}),
+        ));
         assert_eq!(
             t.take_agent(),
-            vec![
-                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{},"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}}"#
-            ]
+            vec![msg::request(
+                json!(0),
+                "initialize",
+                json!({"protocolVersion":1,"clientCapabilities":{"fs":{},"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}})
+            )]
         );
         assert_eq!(
             t.r.client_support().map(|c| c.native_questions),
             Some(false)
         );
-        t.agent(r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}"#);
+        t.agent(&msg::result(
+            json!(0),
+            json!({"protocolVersion":1,"agentCapabilities":{"loadSession":true}}),
+        ));
         let resp = parse(&t.take_client()[0]);
         assert_eq!(
             resp["result"]["agentCapabilities"],
@@ -1164,13 +1040,31 @@ mod tests {
         );
     }
 
-    const INIT_PLAIN: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
-    const INIT_FORMS: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"elicitation":{"form":{}}}}}"#;
-    const INIT_NATIVE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}}"#;
-    const MULTI: &str = r#"{"jsonrpc":"2.0","id":9,"method":"_sandboxagent/session/request_question","params":{"sessionId":"s1","questionId":"m","questions":[{"question":"A?","options":["x","y"],"multiple":true},{"question":"Notes?"}]}}"#;
+    /// The client's `initialize` without a capability that shows questions.
+    fn init_plain() -> String {
+        msg::initialize(json!({}))
+    }
+    /// The client's `initialize` with form elicitations.
+    fn init_forms() -> String {
+        msg::initialize(json!({"elicitation":{"form":{}}}))
+    }
+    /// The client's `initialize` with the extension.
+    fn init_native() -> String {
+        msg::initialize(
+            json!({"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}),
+        )
+    }
+    /// A question of two items (a multi-select and a free text).
+    fn multi() -> String {
+        msg::ask(
+            json!(9),
+            json!({"sessionId":"s1","questionId":"m","questions":[
+                {"question":"A?","options":["x","y"],"multiple":true},{"question":"Notes?"}]}),
+        )
+    }
 
-    fn auto(init: &str) -> T {
-        let mut t = T::new(RouterConfig::default());
+    fn auto(init: &str) -> Fixture {
+        let mut t = Fixture::new(RouterConfig::default());
         t.client(init);
         t.take_agent();
         t
@@ -1179,10 +1073,10 @@ mod tests {
     #[test]
     fn auto_dialect_follows_initialize() {
         use crate::questions::Dialect;
-        assert_eq!(auto(INIT_NATIVE).r.dialect(), Dialect::Extension);
-        assert_eq!(auto(INIT_FORMS).r.dialect(), Dialect::Elicitation);
-        assert_eq!(auto(INIT_PLAIN).r.dialect(), Dialect::Permission);
-        let forced = T::new(RouterConfig {
+        assert_eq!(auto(&init_native()).r.dialect(), Dialect::Extension);
+        assert_eq!(auto(&init_forms()).r.dialect(), Dialect::Elicitation);
+        assert_eq!(auto(&init_plain()).r.dialect(), Dialect::Permission);
+        let forced = Fixture::new(RouterConfig {
             client_dialect: Some(Dialect::Elicitation),
             ..RouterConfig::default()
         });
@@ -1191,7 +1085,7 @@ mod tests {
 
     #[test]
     fn elicitation_dialect_round_trip() {
-        let mut t = auto(INIT_FORMS);
+        let mut t = auto(&init_forms());
         t.agent(ASK);
         let sent = parse(&t.take_client()[0]);
         assert_eq!(sent["method"], "elicitation/create");
@@ -1203,9 +1097,7 @@ mod tests {
         t.client(&json!({"jsonrpc":"2.0","id":bridge_id,"result":{"action":"accept","content":{"q1":"option-b"}}}).to_string());
         assert_eq!(
             t.take_agent(),
-            vec![
-                r#"{"jsonrpc":"2.0","id":5,"result":{"status":"answered","answers":[["option-b"]]}}"#
-            ]
+            vec![msg::answered(json!(5), json!([["option-b"]]))]
         );
         // decline / cancel / invalid content
         for (result, expect) in [
@@ -1236,7 +1128,7 @@ mod tests {
 
     #[test]
     fn permission_dialect_round_trip_and_limits() {
-        let mut t = auto(INIT_PLAIN);
+        let mut t = auto(&init_plain());
         t.agent(ASK);
         let sent = t.take_client();
         assert_eq!(sent.len(), 2);
@@ -1275,27 +1167,22 @@ mod tests {
         assert_eq!(parse(&t.take_agent()[0])["result"]["reason"], "declined");
         t.take_client();
         // A multi-select question cannot be a permission prompt.
-        t.agent(MULTI);
+        t.agent(&multi());
         assert!(t.take_client().is_empty());
-        assert_eq!(
-            t.take_agent(),
-            vec![
-                r#"{"jsonrpc":"2.0","id":9,"result":{"status":"rejected","reason":"unsupported"}}"#
-            ]
-        );
+        assert_eq!(t.take_agent(), vec![msg::rejected(json!(9), "unsupported")]);
     }
 
     #[test]
     fn timeout_in_permission_dialect_closes_the_tool_call() {
-        let mut t = T::new(RouterConfig {
+        let mut t = Fixture::new(RouterConfig {
             question_timeout: Some(Duration::from_secs(1)),
             ..RouterConfig::default()
         });
-        t.client(INIT_PLAIN);
+        t.client(&init_plain());
         t.take_agent();
         t.agent(ASK);
         let req = parse(&t.take_client()[1]);
-        t.r.on_timer(t.now + Duration::from_secs(1), &mut t.out);
+        t.timer_at(Duration::from_secs(1));
         assert_eq!(parse(&t.take_agent()[0])["result"]["reason"], "timeout");
         let sent = t.take_client();
         assert_eq!(
@@ -1308,8 +1195,12 @@ mod tests {
     #[test]
     fn unknown_extension_falls_back_for_the_rest_of_the_connection() {
         use crate::questions::Dialect;
-        let native_forms = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"elicitation":{"form":{}},"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}}"#;
-        let mut t = auto(native_forms);
+        let native_forms = msg::request(
+            json!(0),
+            "initialize",
+            json!({"protocolVersion":1,"clientCapabilities":{"elicitation":{"form":{}},"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}),
+        );
+        let mut t = auto(&native_forms);
         t.agent(ASK);
         t.take_client();
         t.client(
@@ -1328,7 +1219,7 @@ mod tests {
         assert_eq!(parse(&sent[1])["method"], "session/request_permission");
         assert_eq!(t.r.dialect(), Dialect::Permission);
         // Forced dialects do not fall back.
-        let mut f = T::ext(RouterConfig::default());
+        let mut f = Fixture::native(RouterConfig::default());
         f.agent(ASK);
         f.client(
             r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32601,"message":"Method not found"}}"#,
@@ -1338,7 +1229,7 @@ mod tests {
 
     #[test]
     fn agent_id_that_looks_like_a_bridge_id_routes_correctly() {
-        let mut t = auto(INIT_FORMS);
+        let mut t = auto(&init_forms());
         t.agent(ASK);
         let bridge_id = parse(&t.take_client()[0])["id"].clone();
         // The agent sends its own request under the very same id: refused, not confused.
@@ -1352,11 +1243,18 @@ mod tests {
         assert_eq!(parse(&t.take_agent()[0])["error"]["code"], -32600);
         assert!(t.take_client().is_empty());
         // A look-alike id of a normal request is just forwarded, and its answer too.
-        let look_alike = r#"{"jsonrpc":"2.0","id":"acp-question-bridge:0000000000000000:1","method":"fs/read_text_file","params":{"sessionId":"s1"}}"#;
-        t.agent(look_alike);
+        let look_alike = msg::request(
+            json!("acp-question-bridge:0000000000000000:1"),
+            "fs/read_text_file",
+            json!({"sessionId":"s1"}),
+        );
+        t.agent(&look_alike);
         assert_eq!(t.take_client(), vec![look_alike]);
-        let answer = r#"{"jsonrpc":"2.0","id":"acp-question-bridge:0000000000000000:1","result":{"content":""}}"#;
-        t.client(answer);
+        let answer = msg::result(
+            json!("acp-question-bridge:0000000000000000:1"),
+            json!({"content":""}),
+        );
+        t.client(&answer);
         assert_eq!(t.take_agent(), vec![answer]);
         t.client(&json!({"jsonrpc":"2.0","id":bridge_id,"result":{"action":"accept","content":{"q1":"option-a"}}}).to_string());
         assert_eq!(parse(&t.take_agent()[0])["id"], 5);
@@ -1364,26 +1262,34 @@ mod tests {
 
     #[test]
     fn agent_permission_and_elicitation_are_answered_on_cancel_and_eof() {
-        let mut t = auto(INIT_FORMS);
-        let perm = r#"{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t"},"options":[]}}"#;
-        let elic = r#"{"jsonrpc":"2.0","id":2,"method":"elicitation/create","params":{"sessionId":"s2","mode":"form","message":"m","requestedSchema":{"type":"object","properties":{}}}}"#;
-        t.agent(perm);
-        t.agent(elic);
+        let mut t = auto(&init_forms());
+        let perm = msg::request(
+            json!(1),
+            "session/request_permission",
+            json!({"sessionId":"s1","toolCall":{"toolCallId":"t"},"options":[]}),
+        );
+        let elic = msg::request(
+            json!(2),
+            "elicitation/create",
+            json!({"sessionId":"s2","mode":"form","message":"m","requestedSchema":{"type":"object","properties":{}}}),
+        );
+        t.agent(&perm);
+        t.agent(&elic);
         assert_eq!(t.take_client(), vec![perm, elic]);
-        t.client(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#);
+        t.client(&msg::session_cancel("s1"));
         let to_agent = t.take_agent();
         assert_eq!(
             to_agent[1],
-            r#"{"jsonrpc":"2.0","id":1,"result":{"outcome":{"outcome":"cancelled"}}}"#
+            msg::result(json!(1), json!({"outcome":{"outcome":"cancelled"}}))
         );
-        assert_eq!(
-            t.take_client(),
-            vec![r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1}}"#]
-        );
+        assert_eq!(t.take_client(), vec![msg::cancel_request(json!(1))]);
         // The client's own (late) cancelled answer is dropped.
-        t.client(r#"{"jsonrpc":"2.0","id":1,"result":{"outcome":{"outcome":"cancelled"}}}"#);
+        t.client(&msg::result(
+            json!(1),
+            json!({"outcome":{"outcome":"cancelled"}}),
+        ));
         assert!(t.take_agent().is_empty());
-        t.r.on_client_eof(t.now, &mut t.out);
+        t.client_eof();
         assert_eq!(
             t.take_agent(),
             vec![
@@ -1395,18 +1301,15 @@ mod tests {
 
     #[test]
     fn agent_exit_withdraws_every_request_the_client_shows() {
-        let mut t = auto(INIT_FORMS);
+        let mut t = auto(&init_forms());
         t.agent(r#"{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s1"}}"#);
         t.agent(ASK);
         let bridge_id = parse(&t.take_client()[1])["id"].clone();
-        t.r.on_agent_gone(
-            &crate::router::AgentExit {
-                code: Some(1),
-                signal: None,
-                stderr_tail: String::new(),
-            },
-            &mut t.out,
-        );
+        t.agent_gone(&crate::router::AgentExit {
+            code: Some(1),
+            signal: None,
+            stderr_tail: String::new(),
+        });
         let ids: Vec<Value> = t
             .take_client()
             .iter()
@@ -1419,11 +1322,11 @@ mod tests {
 
     #[test]
     fn advertised_elicitation_becomes_a_permission_prompt_and_back() {
-        let mut t = T::new(RouterConfig {
+        let mut t = Fixture::new(RouterConfig {
             advertise_elicitation: true,
             ..RouterConfig::default()
         });
-        t.client(INIT_PLAIN);
+        t.client(&init_plain());
         let init = parse(&t.take_agent()[0]);
         assert_eq!(
             init["params"]["clientCapabilities"]["elicitation"]["form"],
@@ -1439,9 +1342,10 @@ mod tests {
         t.client(&json!({"jsonrpc":"2.0","id":req["id"],"result":{"outcome":{"outcome":"selected","optionId":"green"}}}).to_string());
         assert_eq!(
             t.take_agent(),
-            vec![
-                r#"{"jsonrpc":"2.0","id":3,"result":{"action":"accept","content":{"color":"green"}}}"#
-            ]
+            vec![msg::result(
+                json!(3),
+                json!({"action":"accept","content":{"color":"green"}})
+            )]
         );
         // A form the permission prompt cannot express is declined.
         let wide = json!({"jsonrpc":"2.0","id":4,"method":"elicitation/create","params":{"sessionId":"s1","mode":"form",
@@ -1455,11 +1359,11 @@ mod tests {
 
     #[test]
     fn advertised_elicitation_goes_to_a_native_client_as_the_extension() {
-        let mut t = T::new(RouterConfig {
+        let mut t = Fixture::new(RouterConfig {
             advertise_elicitation: true,
             ..RouterConfig::default()
         });
-        t.client(INIT_NATIVE);
+        t.client(&init_native());
         t.take_agent();
         let elic = json!({"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{"sessionId":"s1","mode":"form",
             "message":"Configure","requestedSchema":{"type":"object","properties":{
@@ -1471,22 +1375,15 @@ mod tests {
         t.client(&json!({"jsonrpc":"2.0","id":q["id"],"result":{"status":"answered","answers":[["Ada"],["Yes"]]}}).to_string());
         assert_eq!(
             t.take_agent(),
-            vec![
-                r#"{"jsonrpc":"2.0","id":3,"result":{"action":"accept","content":{"name":"Ada","ok":true}}}"#
-            ]
+            vec![msg::result(
+                json!(3),
+                json!({"action":"accept","content":{"name":"Ada","ok":true}})
+            )]
         );
     }
 
-    fn events(t: &mut T) -> Vec<Value> {
-        t.out
-            .events
-            .drain(..)
-            .map(|e| serde_json::to_value(e).unwrap())
-            .collect()
-    }
-
-    fn observed(cfg: RouterConfig) -> T {
-        T::ext(RouterConfig {
+    fn observed(cfg: RouterConfig) -> Fixture {
+        Fixture::native(RouterConfig {
             events: true,
             hold_unsupported: true,
             ..cfg
@@ -1498,7 +1395,7 @@ mod tests {
         let mut t = observed(RouterConfig::default());
         t.agent(&ask("s", "q", json!(7)));
         t.take_client();
-        let ev = events(&mut t);
+        let ev = t.take_events();
         assert_eq!(ev[0]["event"], "requested");
         assert_eq!(ev[0]["question"]["dialect"], "extension");
         assert_eq!(ev[1]["event"], "delivered");
@@ -1509,19 +1406,16 @@ mod tests {
         assert_eq!(r, json!({"status":"answered","answers":[["b"]]}));
         assert_eq!(
             t.take_agent(),
-            vec![r#"{"jsonrpc":"2.0","id":7,"result":{"status":"answered","answers":[["b"]]}}"#]
+            vec![msg::answered(json!(7), json!([["b"]]))]
         );
-        assert_eq!(
-            t.take_client(),
-            vec![r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":7}}"#]
-        );
-        let ev = events(&mut t);
+        assert_eq!(t.take_client(), vec![msg::cancel_request(json!(7))]);
+        let ev = t.take_events();
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0]["by"], "control");
         // The client's answer comes second: dropped, reported with what it answered.
-        t.client(r#"{"jsonrpc":"2.0","id":7,"result":{"status":"answered","answers":[["a"]]}}"#);
+        t.client(&msg::answered(json!(7), json!([["a"]])));
         assert!(t.take_agent().is_empty());
-        let ev = events(&mut t);
+        let ev = t.take_events();
         assert_eq!(ev[0]["event"], "late_answer");
         assert_eq!(ev[0]["from"], "client");
         assert_eq!(ev[0]["questionId"], "q");
@@ -1534,9 +1428,9 @@ mod tests {
     fn a_control_answer_after_the_client_is_refused_and_kept() {
         let mut t = observed(RouterConfig::default());
         t.agent(&ask("s", "q", json!(1)));
-        t.client(r#"{"jsonrpc":"2.0","id":1,"result":{"status":"answered","answers":[["a"]]}}"#);
+        t.client(&msg::answered(json!(1), json!([["a"]])));
         assert_eq!(t.take_agent().len(), 1);
-        events(&mut t);
+        t.take_events();
         let e = t.r.control_answer("s", "q", &json!([["b"]]), &mut t.out);
         assert_eq!(
             e,
@@ -1545,7 +1439,7 @@ mod tests {
             })
         );
         assert!(t.take_agent().is_empty());
-        let ev = events(&mut t);
+        let ev = t.take_events();
         assert_eq!(ev[0]["event"], "late_answer");
         assert_eq!(ev[0]["from"], "control");
         assert_eq!(ev[0]["content"], json!({"answers":[["b"]]}));
@@ -1575,15 +1469,12 @@ mod tests {
         // A label stands for its value, as from a client.
         let r = t.r.control_reject("s", "q", None, &mut t.out).unwrap();
         assert_eq!(r, json!({"status":"rejected","reason":"declined"}));
-        assert_eq!(
-            t.take_agent(),
-            vec![r#"{"jsonrpc":"2.0","id":1,"result":{"status":"rejected","reason":"declined"}}"#]
-        );
+        assert_eq!(t.take_agent(), vec![msg::rejected(json!(1), "declined")]);
     }
 
     #[test]
     fn unsupported_questions_wait_for_the_control_server() {
-        let mut t = T::new(RouterConfig {
+        let mut t = Fixture::new(RouterConfig {
             events: true,
             hold_unsupported: true,
             client_dialect: Some(crate::questions::Dialect::Permission),
@@ -1601,7 +1492,7 @@ mod tests {
             t.take_agent().is_empty(),
             "nor is the agent told it is unsupported"
         );
-        let ev = events(&mut t);
+        let ev = t.take_events();
         assert_eq!(ev[0]["question"]["dialect"], "control");
         assert_eq!(ev[1]["dialect"], "control");
         assert_eq!(t.r.question_views()[0].dialect, "control");
@@ -1610,12 +1501,10 @@ mod tests {
         assert!(t.take_client().is_empty());
         assert_eq!(
             t.take_agent(),
-            vec![
-                r#"{"jsonrpc":"2.0","id":"m","result":{"status":"answered","answers":[["b"],["c"]]}}"#
-            ]
+            vec![msg::answered(json!("m"), json!([["b"], ["c"]]))]
         );
         // Without a control server it is rejected at once, as before.
-        let mut t = T::new(RouterConfig {
+        let mut t = Fixture::new(RouterConfig {
             client_dialect: Some(crate::questions::Dialect::Permission),
             ..RouterConfig::default()
         });
@@ -1626,7 +1515,7 @@ mod tests {
 
     #[test]
     fn a_control_answer_closes_a_permission_prompt() {
-        let mut t = T::new(RouterConfig {
+        let mut t = Fixture::new(RouterConfig {
             events: true,
             client_dialect: Some(crate::questions::Dialect::Permission),
             ..RouterConfig::default()
@@ -1643,7 +1532,7 @@ mod tests {
             parse(&closed[1])["params"]["update"]["sessionUpdate"],
             "tool_call_update"
         );
-        let ev = events(&mut t);
+        let ev = t.take_events();
         let kinds: Vec<&str> = ev.iter().map(|e| e["event"].as_str().unwrap()).collect();
         assert_eq!(kinds, ["requested", "delivered", "resolved"]);
         assert_eq!(
@@ -1662,10 +1551,11 @@ mod tests {
         );
         t.agent(&ask("s", "c", json!(2)));
         t.agent(&ask("s2", "d", json!(3)));
-        t.r.on_timer(t.now + Duration::from_millis(10), &mut t.out);
-        t.client(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#);
-        t.r.on_client_eof(t.now, &mut t.out);
-        let by: Vec<(String, String)> = events(&mut t)
+        t.timer_at(Duration::from_millis(10));
+        t.client(&msg::session_cancel("s"));
+        t.client_eof();
+        let by: Vec<(String, String)> = t
+            .take_events()
             .into_iter()
             .filter(|e| e["event"] == "resolved")
             .map(|e| {
@@ -1687,7 +1577,7 @@ mod tests {
 
     #[test]
     fn a_permission_prompt_the_client_does_not_know_hands_over_to_the_control_server() {
-        let mut t = T::new(RouterConfig {
+        let mut t = Fixture::new(RouterConfig {
             events: true,
             hold_unsupported: true,
             ..RouterConfig::default()

@@ -26,13 +26,13 @@
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
 use acp_question_bridge::codec::Frame;
 use acp_question_bridge::envelope::{classify, Kind};
 use acp_question_bridge::questions::Dialect;
-use acp_question_bridge::router::{lines, AgentExit, Out, Outbox, Router, RouterConfig, Side};
-use acp_question_bridge::scan::Scanned;
+use acp_question_bridge::router::fixture::{lines, Fixture};
+use acp_question_bridge::router::{AgentExit, Out, Outbox, RouterConfig, Side};
 use bytes::Bytes;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
@@ -288,11 +288,11 @@ struct Shown {
 
 /// What a peer sees of the conversation, and the checks.
 pub struct Harness {
-    pub r: Router,
+    /// The router under test, fed every frame scanned (as the bridge's readers do).
+    pub fx: Fixture,
     /// The same router fed every frame unscanned (the full classification path): its
     /// output must be identical, so the fast path changes nothing.
-    twin: Router,
-    pub now: Instant,
+    twin: Fixture,
     strict: Strictness,
     /// Agent requests (exact id text) waiting for their one response.
     agent_open: HashMap<String, AgentKind>,
@@ -387,20 +387,11 @@ impl Harness {
             advertise_elicitation: s.advertise_elicitation,
             ..RouterConfig::default()
         };
-        let now = Instant::now();
-        let mut r = Router::new(cfg.clone());
-        let mut twin = Router::new(cfg);
-        for r in [&mut r, &mut twin] {
-            r.set_wall_anchor(
-                now,
-                SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_132_800),
-            );
-            r.set_id_prefix("bridge:");
-        }
+        let fx = Fixture::new(cfg.clone()).with_id_prefix("bridge:");
+        let twin = Fixture::new(cfg).with_id_prefix("bridge:");
         Harness {
-            r,
+            fx,
             twin,
-            now,
             strict,
             agent_open: HashMap::new(),
             agent_done: HashSet::new(),
@@ -415,6 +406,23 @@ impl Harness {
             fresh: 0,
             steps: Vec::new(),
         }
+    }
+
+    /// Runs `f` on the router and on its twin; their outputs must agree.
+    fn both(&mut self, f: impl Fn(&mut Fixture)) -> Result<Outbox, String> {
+        f(&mut self.fx);
+        f(&mut self.twin);
+        let (out, twin) = self.take_both();
+        same(&out, &twin)?;
+        Ok(out)
+    }
+
+    /// What the router and its twin wrote since the last step.
+    fn take_both(&mut self) -> (Outbox, Outbox) {
+        (
+            std::mem::take(&mut self.fx.out),
+            std::mem::take(&mut self.twin.out),
+        )
     }
 
     fn report(&self, e: &str) -> String {
@@ -477,7 +485,6 @@ impl Harness {
         if client_op && self.client_eof {
             return Ok(()); // the shell reads nothing from the client after EOF
         }
-        let mut out = Outbox::default();
         let mut expect: Option<(Side, Bytes)> = None;
         let mut first_to_agent = false;
         let mut client_bad_parse = false;
@@ -770,25 +777,18 @@ impl Harness {
                 input = (Side::Client, frame);
             }
             Op::TickToDeadline => {
-                let Some(d) = self.r.next_deadline() else {
+                let Some(d) = self.fx.r.next_deadline() else {
                     return Ok(());
                 };
-                self.now = self.now.max(d);
+                let by = d.saturating_duration_since(self.fx.now);
                 self.steps
                     .push(Step::Note("tick to the next deadline".into()));
-                self.r.on_timer(self.now, &mut out);
-                let mut twin = Outbox::default();
-                self.twin.on_timer(self.now, &mut twin);
-                same(&out, &twin)?;
+                let out = self.both(|f| f.tick(by))?;
                 return self.check(out, None, None, false, false);
             }
             Op::Tick { ms } => {
-                self.now += Duration::from_millis((*ms).into());
                 self.steps.push(Step::Note(format!("tick +{ms}ms")));
-                self.r.on_timer(self.now, &mut out);
-                let mut twin = Outbox::default();
-                self.twin.on_timer(self.now, &mut twin);
-                same(&out, &twin)?;
+                let out = self.both(|f| f.tick(Duration::from_millis((*ms).into())))?;
                 return self.check(out, None, None, false, false);
             }
         }
@@ -798,18 +798,11 @@ impl Harness {
             Frame::Line(b) => Some((side, b.clone())),
             Frame::TooLong { .. } => None,
         };
-        let unscanned = Scanned {
-            frame: frame.clone(),
-            shape: None,
-        };
-        match side {
-            Side::Client => self.r.on_client_frame(frame, self.now, &mut out),
-            Side::Agent => self.r.on_agent_frame(frame, self.now, &mut out),
-        }
-        let mut twin = Outbox::default();
-        self.twin.on_scanned(side, unscanned, self.now, &mut twin);
+        self.fx.feed(side, frame.clone());
+        self.twin.feed_unscanned(side, frame);
+        let (out, twin) = self.take_both();
         same(&out, &twin)?;
-        let (a, b) = (&self.r.counters, &self.twin.counters);
+        let (a, b) = (&self.fx.r.counters, &self.twin.r.counters);
         if format!("{a:?}") != format!("{b:?}") {
             return Err(format!("counters differ: {a:?} vs {b:?}"));
         }
@@ -1008,27 +1001,27 @@ impl Harness {
         if self.agent_gone {
             return Ok(());
         }
-        if let Some(d) = self.r.next_deadline() {
-            if d <= self.now {
+        if let Some(d) = self.fx.r.next_deadline() {
+            if d <= self.fx.now {
                 return Err("a deadline in the past is still pending after the timer ran".into());
             }
         }
         if !self.agent_stdin_closed {
-            let tracked = self.r.questions().len() + self.r.in_flight(Side::Agent).len();
+            let tracked = self.fx.r.questions().len() + self.fx.r.in_flight(Side::Agent).len();
             if tracked != self.agent_open.len() {
                 return Err(format!(
                     "router tracks {tracked} agent requests ({} questions + {} in flight), but {} are waiting for a response: {:?}",
-                    self.r.questions().len(),
-                    self.r.in_flight(Side::Agent).len(),
+                    self.fx.r.questions().len(),
+                    self.fx.r.in_flight(Side::Agent).len(),
                     self.agent_open.len(),
                     self.agent_open
                 ));
             }
         }
-        if self.r.in_flight(Side::Client).len() != self.client_open.len() {
+        if self.fx.r.in_flight(Side::Client).len() != self.client_open.len() {
             return Err(format!(
                 "router tracks {} client requests, {} are waiting",
-                self.r.in_flight(Side::Client).len(),
+                self.fx.r.in_flight(Side::Client).len(),
                 self.client_open.len()
             ));
         }
@@ -1041,16 +1034,12 @@ impl Harness {
         }
         self.client_eof = true;
         self.steps.push(Step::Note("client EOF".into()));
-        let mut out = Outbox::default();
-        self.r.on_client_eof(self.now, &mut out);
-        let mut twin = Outbox::default();
-        self.twin.on_client_eof(self.now, &mut twin);
-        same(&out, &twin)?;
+        let out = self.both(Fixture::client_eof)?;
         if !matches!(out.to_agent.back(), Some(Out::Close)) {
             return Err("client EOF did not end with Close for the agent".into());
         }
         self.check(out, None, None, false, false)?;
-        if !self.r.questions().is_empty() {
+        if !self.fx.r.questions().is_empty() {
             return Err("questions still pending after client EOF".into());
         }
         let owed: Vec<(&String, &AgentKind)> = self
@@ -1068,24 +1057,20 @@ impl Harness {
 
     pub fn agent_gone_now(&mut self) -> Result<(), String> {
         self.steps.push(Step::Note("agent gone".into()));
-        let mut out = Outbox::default();
         let exit = AgentExit {
             code: None,
             signal: Some(9),
             stderr_tail: "tail\n".into(),
         };
-        self.r.on_agent_gone(&exit, &mut out);
-        let mut twin = Outbox::default();
-        self.twin.on_agent_gone(&exit, &mut twin);
-        same(&out, &twin)?;
+        let out = self.both(|f| f.agent_gone(&exit))?;
         if !out.to_agent.is_empty() {
             return Err("lines for a gone agent".into());
         }
         self.agent_stdin_closed = true; // nothing can reach it any more
         self.check(out, None, None, false, false)?;
         // A second call changes nothing.
-        let mut again = Outbox::default();
-        self.r.on_agent_gone(&exit, &mut again);
+        self.fx.agent_gone(&exit);
+        let again = std::mem::take(&mut self.fx.out);
         if !again.to_client.is_empty() || !again.to_agent.is_empty() {
             return Err("on_agent_gone twice produced output twice".into());
         }
@@ -1096,9 +1081,9 @@ impl Harness {
                 self.client_open
             ));
         }
-        if !self.r.questions().is_empty()
-            || !self.r.in_flight(Side::Client).is_empty()
-            || !self.r.in_flight(Side::Agent).is_empty()
+        if !self.fx.r.questions().is_empty()
+            || !self.fx.r.in_flight(Side::Client).is_empty()
+            || !self.fx.r.in_flight(Side::Agent).is_empty()
         {
             return Err("router state not empty after agent exit".into());
         }

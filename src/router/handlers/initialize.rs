@@ -1,0 +1,40 @@
+//! `initialize` from the client: records what the client can show (and so the dialect of
+//! questions), merges the extension's capability into the request the agent sees (and
+//! `elicitation.form` with `--advertise-elicitation`), and into the agent's result.
+//! A message that cannot be merged into goes on unchanged.
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+
+use crate::capabilities::{self, ClientSupport};
+use crate::router::dispatch::Req;
+use crate::router::{rewrite, Outbox, Router, Side};
+
+pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
+    // The text was checked; `RawValue` only wraps it again.
+    let params = req
+        .params
+        .and_then(|p| serde_json::from_str::<&RawValue>(p).ok());
+    let support = ClientSupport::from_initialize(params);
+    r.client = Some(support);
+    r.auto_dialect = None;
+    let dialect = r.dialect();
+    tracing::info!(
+        dialect = dialect.as_str(),
+        forced = r.cfg.client_dialect.is_some(),
+        native_questions = support.native_questions,
+        elicitation_form = support.elicitation_form,
+        "questions will reach the client as {}",
+        dialect.as_str()
+    );
+    let mut line = rewrite(req.line.clone(), capabilities::merge_initialize_request);
+    if r.translates_agent_elicitations() {
+        line = rewrite(line, capabilities::advertise_elicitation);
+    }
+    r.pass(Side::Client, req, line, out);
+}
+
+/// The agent's successful `initialize` result.
+pub(in crate::router) fn result(line: Bytes) -> Bytes {
+    rewrite(line, capabilities::merge_initialize_response)
+}

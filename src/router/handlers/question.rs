@@ -1,0 +1,33 @@
+//! `_sandboxagent/session/request_question` from the agent: the extension's own question.
+//! Parsed and validated into the question model; an invalid one is refused and never
+//! reaches the client. It does not know how the question is shown.
+
+use crate::jsonrpc::code;
+use crate::questions::model;
+use crate::questions::registry::Origin;
+use crate::router::dispatch::Req;
+use crate::router::questions::refuse;
+use crate::router::{Outbox, Router};
+
+/// The agent asks a question: validate, register, deliver to the client.
+pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
+    let q = match model::parse_request_text(req.params) {
+        Ok(q) => q,
+        Err(e) => {
+            r.counters.questions_invalid += 1;
+            return refuse(
+                &req.id,
+                code::INVALID_PARAMS,
+                format!("Invalid params: {e}"),
+                out,
+            );
+        }
+    };
+    if let Err((code, msg)) = r.admit(&req.id, &q) {
+        return refuse(&req.id, code, msg, out);
+    }
+    let p = r.new_pending(req.id, q, Origin::Question, req.now);
+    r.counters.questions_asked += 1;
+    let dialect = r.dialect();
+    r.show(p, dialect, Some(req.line), out);
+}
