@@ -18,21 +18,18 @@ fn fail(code: u8, msg: &str) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// glibc malloc tunables for the bridge's buffers.
+/// glibc malloc tunables for the bridge's buffers (their measured effect is in
+/// `bench/results.md`, "Figures moved from code comments").
 ///
 /// - One arena for all threads. The bridge's buffers are allocated on one thread and freed
 ///   on another (reader, scan thread, writer; tasks move between workers), and glibc keeps
-///   what is freed in the arena that made it: with an arena per thread, each one kept its
-///   own share of freed 2 MiB line buffers, and the peak RSS on the mixed workload swung
-///   between 20 and 25 MiB. With one arena it stays at ~19 MiB, at no measurable cost in
-///   speed (the threads do not allocate at the same time often enough to contend).
-/// - Fixed mmap and trim thresholds. By default glibc moves both as big blocks come and go
-///   (an mmap threshold that rises to the last freed block, a trim threshold of twice that),
-///   so a stream of 0.2-2 MiB lines kept giving heap back to the kernel and faulting it in
-///   again, zeroed, a page at a time: ~12,000 page faults per 256 MiB mixed run against
-///   ~5,000 with these, and ~10% off the bridge's wall time. Blocks under 32 MiB (glibc's
-///   own ceiling for the moving threshold) come from the heap, and up to 16 MiB of free
-///   heap is kept for the next long line instead of being trimmed.
+///   what is freed in the arena that made it: with an arena per thread, each kept its own
+///   share of freed long-line buffers and the peak RSS swung from run to run.
+/// - Fixed mmap and trim thresholds. By default glibc moves both as big blocks come and go,
+///   so a stream of long lines kept giving heap back to the kernel and faulting it in
+///   again, zeroed, a page at a time. Blocks under 32 MiB (glibc's own ceiling for the
+///   moving threshold) come from the heap, and up to 16 MiB of free heap is kept for the
+///   next long line instead of being trimmed.
 ///
 /// The project denies `unsafe`; these FFI calls are the one exception.
 #[allow(unsafe_code)]
@@ -124,8 +121,8 @@ fn main() -> ExitCode {
     };
     // The loop runs as a task on a worker, not on this thread: a request then goes from
     // the reader to the loop to the writer on one worker, with no thread to wake on the
-    // way (added round-trip latency p50 +44 -> +19 us). Streaming input still uses the
-    // second core through the readers' scan threads (see `bridge::read_frames`).
+    // way (it halved the added round-trip latency: bench/results.md). Streaming input
+    // still uses the second core through the readers' scan threads (`bridge::reader`).
     let result = match runtime.block_on(async { tokio::spawn(bridge::run(config)).await }) {
         Ok(result) => result,
         Err(e) => std::panic::resume_unwind(e.into_panic()),

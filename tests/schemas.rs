@@ -1153,18 +1153,14 @@ fn router_events_match_the_event_schema() {
 
     // Without a control server to hold it, a question a permission-only client cannot
     // show is rejected by the bridge itself.
-    let mut plain = Router::new(RouterConfig {
+    let mut plain = Fixture::new(RouterConfig {
         events: true,
         ..RouterConfig::default()
     });
-    plain.on_agent_frame(
-        line(ask(8, "q8", json!({"multiSelect": true}))),
-        now,
-        &mut out,
-    );
+    plain.agent(&ask(8, "q8", json!({"multiSelect": true})).to_string());
 
     let mut seen = BTreeSet::new();
-    for e in t.take_events() {
+    for e in t.take_events().into_iter().chain(plain.take_events()) {
         let errors = errors_of(&v, &e, &[]);
         assert!(errors.is_empty(), "{e}: {errors:?}");
         let status = e["result"]["status"].as_str().unwrap_or("");

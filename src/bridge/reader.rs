@@ -176,13 +176,12 @@ async fn watching_hup<F: std::future::Future>(wait: F, hup: &mut Hup) -> F::Outp
 /// How many bytes of one input's lines may be between their read and their write (or
 /// drop).
 ///
-/// The channels bound the number of batches in flight, not their size: with 2 MiB image
-/// lines, a 256 KiB agent pipe and every queue full (the output is the slower side), the
-/// bridge held ~11 such lines, 26-35 MiB of RSS. So each chunk a reader sends holds its
-/// share of this budget until the last piece of it is dropped (written, or not forwarded),
-/// and the reader waits for room before it sends more. 4 MiB lets one 2 MiB line be
-/// written while the next is read and scanned (measured on the mixed benchmark: 2 MiB
-/// serialises them, ratio ~1.6; 4 MiB ~1.2 at 19-23 MiB RSS; 8 MiB no faster at 25-28 MiB).
+/// The channels bound the number of batches in flight, not their size: with long image
+/// lines, a wide agent pipe and every queue full (the output is the slower side), the
+/// bridge held many such lines at once. So each chunk a reader sends holds its share of this
+/// budget until the last piece of it is dropped (written, or not forwarded), and the reader
+/// waits for room before it sends more. 4 MiB lets one 2 MiB line be written while the next
+/// is read and scanned; the sizes tried and their speed and RSS are in `bench/results.md`.
 /// A line longer than the whole budget waits until nothing else is in flight.
 pub const IN_FLIGHT_BYTES: usize = 4 << 20;
 
