@@ -59,9 +59,13 @@ pub struct QuestionView {
     /// How the IDE client is showing it: `extension`, `elicitation`, `permission`, or
     /// `control` when only the control server shows it (the client cannot).
     pub dialect: &'static str,
-    /// `question` (the extension request) or `elicitation` (an agent's form, shown as a
-    /// question under `--advertise-elicitation`).
+    /// How the agent asked: `question` (the extension request), `form` (its form
+    /// elicitation), `permission` (a tool approval), `qwen` (a permission with questions).
     pub source: &'static str,
+    /// What to show beside it (display only): for a permission, `{"toolCall": {...}}`
+    /// with the title, kind, command or path (`rawInput`), content and locations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
 }
 
 /// One lifecycle event.

@@ -69,6 +69,16 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The `result` of a `resolved` event.
+    pub fn to_event(&self) -> serde_json::Value {
+        match self {
+            Outcome::Answered(a) => serde_json::json!({ "status": "answered", "answers": a }),
+            Outcome::Rejected(r) => {
+                serde_json::json!({ "status": "rejected", "reason": r.as_str() })
+            }
+        }
+    }
+
     /// The canonical result the agent receives (JSON text); `extras` are members the
     /// client added, spliced in unchanged.
     pub fn to_result(&self, extras: &Extras) -> String {
@@ -137,6 +147,7 @@ pub fn check_answers(q: &Question, answers: &Value) -> Result<Vec<Vec<String>>, 
         }
         match (item.multi_select, chosen.len()) {
             (false, 1) | (true, 1..) => {}
+            (_, 0) if item.optional => {}
             (false, n) => {
                 return Err(format!(
                     "answers[{i}]: a single-select question takes exactly one answer, got {n}"

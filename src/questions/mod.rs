@@ -8,6 +8,7 @@ pub mod answer;
 pub mod dialect;
 pub mod model;
 pub mod registry;
+pub mod sources;
 
 /// The extension's method name.
 pub const METHOD: &str = "_sandboxagent/session/request_question";
@@ -24,6 +25,10 @@ pub enum Dialect {
     Elicitation,
     /// ACP `session/request_permission`, for one single-select item.
     Permission,
+    /// The agent's own request, forwarded as it was sent (a form to a client that renders
+    /// forms, a permission request), and the client's result returned unchanged.
+    #[value(skip)]
+    Native,
 }
 
 impl Dialect {
@@ -32,6 +37,7 @@ impl Dialect {
             Dialect::Extension => "extension",
             Dialect::Elicitation => "elicitation",
             Dialect::Permission => "permission",
+            Dialect::Native => "native",
         }
     }
 }

@@ -41,16 +41,23 @@ const ITEM_KEYS: &[&str] = &[
 pub const MAX_ITEMS: usize = 16;
 
 /// One selectable option.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Choice {
     pub value: String,
     pub label: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Text to show beside the option (a code sample, a plan), display only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
+    /// A permission option's kind (`allow_once`, `allow_always`, `reject_once`,
+    /// `reject_always`), so a page can style allow and reject apart.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
 
 /// One question item (a request carries one or more).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Item {
     pub prompt: String,
@@ -59,6 +66,10 @@ pub struct Item {
     pub options: Vec<Choice>,
     pub multi_select: bool,
     pub allow_free_text: bool,
+    /// The item may be left unanswered (an empty answer): the agent's form does not
+    /// require it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
 }
 
 impl Item {
@@ -211,12 +222,14 @@ fn parse_choice(v: &Value) -> Result<Choice, String> {
             value: s.clone(),
             label: s.clone(),
             description: None,
+            ..Choice::default()
         }),
         Value::Array(pair) => match pair.as_slice() {
             [value, label] => Ok(Choice {
                 value: text(value, "value")?,
                 label: text(label, "label")?,
                 description: None,
+                ..Choice::default()
             }),
             _ => Err("must be [value, label]".to_owned()),
         },
@@ -237,6 +250,7 @@ fn parse_choice(v: &Value) -> Result<Choice, String> {
                 value,
                 label,
                 description,
+                ..Choice::default()
             })
         }
         _ => Err("must be a string, [value, label] or {value?, label, description?}".to_owned()),
@@ -280,6 +294,7 @@ fn parse_item(obj: &Members<'_>, prompt_key: &str, at: &str) -> Result<Item, Inv
         options,
         multi_select,
         allow_free_text,
+        ..Item::default()
     })
 }
 

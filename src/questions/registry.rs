@@ -12,8 +12,8 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::{Instant, SystemTime};
 
-use super::dialect::Field;
 use super::model::Question;
+use super::sources::Source;
 use super::Dialect;
 use crate::envelope::{IdMap, IdSet, RequestId};
 
@@ -21,20 +21,15 @@ use crate::envelope::{IdMap, IdSet, RequestId};
 pub const RECENTLY_RESOLVED: usize = 4096;
 
 /// Where a pending question came from, which decides what the agent gets back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
-    /// `_sandboxagent/session/request_question`: the agent gets the canonical result.
-    Question,
-    /// The agent's own form `elicitation/create`, shown as a question
-    /// (`--advertise-elicitation`): the agent gets an elicitation result for these fields.
-    AgentElicitation(Vec<Field>),
-}
+pub type Origin = std::sync::Arc<dyn Source>;
 
 /// A question waiting for its answer.
 #[derive(Debug, Clone)]
 pub struct Pending {
     pub question: Question,
     pub origin: Origin,
+    /// What to show beside it, display only (the tool call being approved).
+    pub context: Option<serde_json::Value>,
     /// The `toolCallId` shown with a permission-prompt question.
     pub tool_call_id: Option<String>,
     /// The id of the agent's request (the response to the agent carries it).
@@ -290,7 +285,8 @@ mod tests {
 
     fn pending(session: &str, qid: &str, id: &str, deadline: Option<Instant>) -> Pending {
         Pending {
-            origin: Origin::Question,
+            origin: std::sync::Arc::new(crate::questions::sources::extension::Extension),
+            context: None,
             tool_call_id: None,
             question: parse_request(Some(
                 &serde_json::value::RawValue::from_string(

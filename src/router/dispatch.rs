@@ -13,7 +13,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use serde_json::value::RawValue;
 
-use super::handlers::{cancel, elicitation, initialize, question};
+use super::handlers::{cancel, elicitation, initialize, permission, question};
 use super::{Outbox, Router, Side};
 use crate::envelope::{self, RequestId};
 use crate::scan::{Shape, Span};
@@ -29,7 +29,7 @@ pub(super) static TABLE: &[Entry] = &[
         }),
     },
     Entry {
-        names: &["elicitation/create"],
+        names: &["elicitation/create", "session/elicitation"],
         from: Side::Agent,
         on: On::Request(RequestRule {
             arrives: Some(elicitation::arrives),
@@ -41,6 +41,7 @@ pub(super) static TABLE: &[Entry] = &[
         names: &["session/request_permission"],
         from: Side::Agent,
         on: On::Request(RequestRule {
+            arrives: Some(permission::arrives),
             cancelled: Some(r#"{"outcome":{"outcome":"cancelled"}}"#),
             ..RequestRule::TRACKED
         }),

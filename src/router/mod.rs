@@ -23,6 +23,8 @@ mod dispatch;
 pub mod fixture;
 mod handlers;
 mod questions;
+#[cfg(test)]
+mod sources_tests;
 
 pub use questions::ControlError;
 

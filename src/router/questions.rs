@@ -22,6 +22,7 @@ use crate::events::{By, Event, QuestionView};
 use crate::jsonrpc::{self, code};
 use crate::questions::answer::{self, Extras, Outcome, Reason};
 use crate::questions::registry::{Origin, Pending};
+use crate::questions::sources::Reply;
 use crate::questions::{dialect, model, Dialect};
 
 /// The longest deadline a question gets (a longer `timeoutMs` or `--question-timeout` is
@@ -62,10 +63,12 @@ impl Router {
             return None;
         }
         let elicitation = self.client.is_some_and(|c| c.elicitation_form);
-        match (failed, origin) {
-            (Dialect::Extension, Origin::Question) if elicitation => Some(Dialect::Elicitation),
+        match (failed, origin.name()) {
+            (Dialect::Extension, "question") if elicitation => Some(Dialect::Elicitation),
             (Dialect::Extension | Dialect::Elicitation, _) => Some(Dialect::Permission),
-            (Dialect::Permission, _) => None,
+            // The agent's own request, shown as it was sent: the client's error is its
+            // answer to the agent.
+            (Dialect::Permission | Dialect::Native, _) => None,
         }
     }
 
@@ -142,6 +145,7 @@ impl Router {
         Pending {
             question: q,
             origin,
+            context: None,
             tool_call_id: None,
             agent_id: id.clone(),
             client_id: id,
@@ -168,10 +172,8 @@ impl Router {
             } else {
                 p.dialect.as_str()
             },
-            source: match p.origin {
-                Origin::Question => "question",
-                Origin::AgentElicitation(_) => "elicitation",
-            },
+            source: p.origin.name(),
+            context: p.context.clone(),
         }
     }
 
@@ -225,8 +227,18 @@ impl Router {
             .map(|w| humantime::format_rfc3339_millis(w).to_string());
         p.dialect = dialect;
         match dialect {
-            Dialect::Extension => match (original, &p.origin) {
-                (Some(line), Origin::Question) => {
+            Dialect::Native => {
+                let Some(line) = original else {
+                    // A native request is only ever shown from its own line.
+                    return self.unsupported(&p, out);
+                };
+                p.client_id = p.agent_id.clone();
+                // The agent's own request: forwarded traffic.
+                self.counters.forwarded_to_client += 1;
+                out.to_client.push_back(super::Out::Line(line.clone()));
+            }
+            Dialect::Extension => match (original, p.origin.name()) {
+                (Some(line), "question") => {
                     p.client_id = p.agent_id.clone();
                     let line = match &expires {
                         Some(at) => rewrite(line.clone(), |l| {
@@ -394,6 +406,7 @@ impl Router {
             Err(error) => return self.client_error(p, error, line, out),
         };
         let normalized = match p.dialect {
+            Dialect::Native => return self.native_answer(p, result, line, out),
             Dialect::Extension => answer::normalize(&p.question, result),
             Dialect::Elicitation => dialect::from_elicitation(&p.question, result),
             Dialect::Permission => dialect::from_permission(&p.question, result),
@@ -431,6 +444,30 @@ impl Router {
         }
     }
 
+    /// The client's result for the agent's own request, shown as it was sent: the agent
+    /// gets it unchanged (the two agree on their shape); observers get what it stands for.
+    fn native_answer(&mut self, p: Pending, result: &RawValue, line: &Bytes, out: &mut Outbox) {
+        let outcome = p.origin.read(&p.question, result);
+        self.count_outcome(&p, outcome.as_ref().ok(), By::Client);
+        if self.cfg.events {
+            let event = match &outcome {
+                Ok(o) => o.to_event(),
+                Err(msg) => {
+                    tracing::warn!(
+                        session_id = ?p.question.session_id,
+                        question_id = ?p.question.question_id,
+                        source = p.origin.name(),
+                        "the client's result cannot be read; forwarded as it is"
+                    );
+                    json!({ "status": "invalid", "error": msg })
+                }
+            };
+            self.resolved(&p, By::Client, event, out);
+        }
+        self.counters.forwarded_to_agent += 1;
+        out.to_agent.push_back(super::Out::Line(line.clone()));
+    }
+
     /// The client answered a question's request with an error.
     fn client_error(&mut self, p: Pending, error: &RawValue, line: &Bytes, out: &mut Outbox) {
         #[derive(Deserialize)]
@@ -440,7 +477,7 @@ impl Router {
         let code = serde_json::from_str::<E>(error.get())
             .ok()
             .and_then(|e| e.code);
-        if code == Some(code::METHOD_NOT_FOUND) {
+        if code == Some(code::METHOD_NOT_FOUND) && p.dialect != Dialect::Native {
             let failed = p.dialect;
             match self.next_dialect(failed, &p.origin) {
                 Some(next) => {
@@ -522,48 +559,41 @@ impl Router {
     /// Sends the agent its one response for `p`.
     fn finish(&mut self, p: &Pending, outcome: Outcome, extras: &Extras, by: By, out: &mut Outbox) {
         if self.cfg.events {
-            let result = match &outcome {
-                Outcome::Answered(a) => json!({ "status": "answered", "answers": a }),
-                Outcome::Rejected(r) => json!({ "status": "rejected", "reason": r.as_str() }),
-            };
-            self.resolved(p, by, result, out);
+            self.resolved(p, by, outcome.to_event(), out);
         }
-        let reason = match &outcome {
-            Outcome::Answered(_) => {
-                self.counters.questions_answered += 1;
-                None
+        self.count_outcome(p, Some(&outcome), by);
+        match p.origin.reply(&p.question, &outcome, extras) {
+            Reply::Result(result) => {
+                tracing::trace!(%result, "question result");
+                out.agent(jsonrpc::result_text(&p.agent_id, &result));
             }
-            Outcome::Rejected(r) => {
+            Reply::Error { code, message } => {
+                out.agent(jsonrpc::error(Some(&p.agent_id), code, &message, None))
+            }
+        }
+    }
+
+    /// Counts and logs how `p` ended (`None`: a result the bridge could not read).
+    fn count_outcome(&mut self, p: &Pending, outcome: Option<&Outcome>, by: By) {
+        let reason = match outcome {
+            Some(Outcome::Rejected(r)) => {
                 self.counters.questions_rejected += 1;
                 Some(r.as_str())
+            }
+            _ => {
+                self.counters.questions_answered += 1;
+                None
             }
         };
         tracing::info!(
             session_id = ?p.question.session_id,
             question_id = ?p.question.question_id,
+            source = p.origin.name(),
             answered = reason.is_none(),
             reason,
             by = by.as_str(),
             "question resolved"
         );
-        match &p.origin {
-            Origin::Question => {
-                let result = outcome.to_result(extras);
-                tracing::trace!(%result, "question result");
-                out.agent(jsonrpc::result_text(&p.agent_id, &result));
-            }
-            Origin::AgentElicitation(fields) => {
-                match dialect::to_elicitation_result(fields, &outcome) {
-                    Ok(result) => out.agent(jsonrpc::result(&p.agent_id, &result)),
-                    Err(msg) => out.agent(jsonrpc::error(
-                        Some(&p.agent_id),
-                        code::INTERNAL_ERROR,
-                        &format!("Invalid answer from the client: {msg}"),
-                        None,
-                    )),
-                }
-            }
-        }
     }
 
     /// Ends `p` with a bridge-made rejection, closing it at the client when asked.
@@ -598,6 +628,21 @@ impl Router {
             return false;
         };
         tracing::info!(question_id = ?p.question.question_id, "agent cancelled its question");
+        if p.dialect == Dialect::Native {
+            // The agent's own request, which the client shows as it was sent: the
+            // cancellation is between the two (the client still answers the request, with
+            // -32800 or a result), and the bridge steps back to tracking it as a request.
+            self.counters.forwarded_to_client += 1;
+            out.to_client.push_back(super::Out::Line(line.clone()));
+            self.resolved(
+                &p,
+                By::Cancel,
+                json!({ "status": "rejected", "reason": "cancelled" }),
+                out,
+            );
+            self.track_shown(&p);
+            return true;
+        }
         if p.client_id == p.agent_id {
             self.counters.forwarded_to_client += 1;
             out.to_client.push_back(super::Out::Line(line.clone()));
@@ -618,6 +663,23 @@ impl Router {
             None,
         ));
         true
+    }
+
+    /// A request the client shows as the agent sent it, no longer a question: tracked like
+    /// any request the client has to answer.
+    fn track_shown(&mut self, p: &Pending) {
+        let method = match p.origin.name() {
+            "form" => "elicitation/create",
+            _ => "session/request_permission",
+        };
+        self.seq += 1;
+        let entry = super::InFlight {
+            method: method.into(),
+            session_id: Some(p.question.session_id.as_str().into()),
+            started: p.created,
+            seq: self.seq,
+        };
+        self.agent_requests.insert(p.agent_id.clone(), entry);
     }
 
     /// `questions.answer` through the control server: `answers` is checked exactly like a

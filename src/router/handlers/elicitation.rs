@@ -1,44 +1,61 @@
-//! `elicitation/create` from the agent. Forwarded (and tracked) when the client renders form
-//! elicitations or `--advertise-elicitation` is off; else the form is read as a question and
-//! shown in the extension or permission dialect, and the answer mapped back into the form's
-//! result. A form no question can express (or a URL elicitation) is declined.
+//! `elicitation/create` (and its older name `session/elicitation`) from the agent: a form.
+//!
+//! A form the bridge can read as a question is tracked on every surface. A client that
+//! renders forms is shown it as it was sent (native) and its result goes back unchanged;
+//! with `--advertise-elicitation` and a client that does not, it is shown as the extension
+//! or a permission prompt and the answer mapped back into the form's result (declined when
+//! it cannot be shown). A form the bridge cannot read (URL mode, a new property type) is
+//! only forwarded.
+
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
 use crate::jsonrpc;
 use crate::questions::registry::Origin;
-use crate::questions::{dialect, Dialect};
+use crate::questions::sources::form::{self, FormSource};
+use crate::questions::Dialect;
 use crate::router::dispatch::Req;
-use crate::router::questions::refuse;
 use crate::router::{Outbox, Router, Side};
 
 pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
-    if !r.translates_agent_elicitations() {
-        let line = req.line.clone();
-        return r.pass(Side::Agent, req, line, out);
-    }
-    let id = req.id;
+    let translate = r.translates_agent_elicitations();
+    let id = req.id.clone();
     let v: Value = req
         .params
         .and_then(|p| serde_json::from_str(p).ok())
         .unwrap_or(Value::Null);
-    let (q, fields) = match dialect::from_agent_elicitation(&v, format!("elicitation:{id}")) {
+    let parsed = form::parse(&v, format!("elicitation:{id}"));
+    let (q, form) = match parsed {
         Ok(x) => x,
-        Err(why) => {
+        Err(why) if translate => {
             tracing::warn!(%id, why = ?why, "the client cannot show this elicitation; declined");
             out.agent(jsonrpc::result(&id, &json!({ "action": "decline" })));
             return;
         }
+        Err(why) => {
+            tracing::debug!(%id, why = ?why, "an elicitation the bridge cannot read; forwarded");
+            let line = req.line.clone();
+            return r.pass(Side::Agent, req, line, out);
+        }
     };
     if let Err((code, msg)) = r.admit(&id, &q) {
-        return refuse(&id, code, msg, out);
+        if !translate {
+            // The agent's own request, which the client can show: not the bridge's to refuse.
+            let line = req.line.clone();
+            return r.pass(Side::Agent, req, line, out);
+        }
+        return crate::router::questions::refuse(&id, code, msg, out);
     }
-    let p = r.new_pending(id, q, Origin::AgentElicitation(fields), req.now);
-    let native = r.dialect() == Dialect::Extension;
-    let dialect = if native {
+    let source: Origin = Arc::new(FormSource { form });
+    let mut p = r.new_pending(id, q, source, req.now);
+    p.context = v.get("message").map(|m| json!({ "message": m }));
+    let dialect = if !translate {
+        Dialect::Native
+    } else if r.dialect() == Dialect::Extension {
         Dialect::Extension
     } else {
         Dialect::Permission
     };
-    r.show(p, dialect, None, out);
+    r.show(p, dialect, Some(req.line), out);
 }

@@ -7,4 +7,5 @@
 pub(super) mod cancel;
 pub(super) mod elicitation;
 pub(super) mod initialize;
+pub(super) mod permission;
 pub(super) mod question;

@@ -5,6 +5,7 @@
 use crate::jsonrpc::code;
 use crate::questions::model;
 use crate::questions::registry::Origin;
+use crate::questions::sources::extension::Extension;
 use crate::router::dispatch::Req;
 use crate::router::questions::refuse;
 use crate::router::{Outbox, Router};
@@ -26,7 +27,8 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
     if let Err((code, msg)) = r.admit(&req.id, &q) {
         return refuse(&req.id, code, msg, out);
     }
-    let p = r.new_pending(req.id, q, Origin::Question, req.now);
+    let source: Origin = std::sync::Arc::new(Extension);
+    let p = r.new_pending(req.id, q, source, req.now);
     r.counters.questions_asked += 1;
     let dialect = r.dialect();
     r.show(p, dialect, Some(req.line), out);

@@ -1,0 +1,55 @@
+//! Where a question comes from, and how its agent gets its one reply.
+//!
+//! One module per source (AGENT-DIALECTS.md section 1): each reads its request into the
+//! question model and builds the agent's reply in the source's own shape, for an answer and
+//! for every way a question can end. The router knows a source only through [`Source`]; it
+//! knows nothing of the shapes.
+
+pub mod extension;
+pub mod form;
+pub mod permission;
+
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::jsonrpc::code;
+use crate::questions::answer::{Extras, Outcome};
+use crate::questions::model::Question;
+
+/// What the agent gets back for its request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A result (JSON text, so members the client added keep their exact text).
+    Result(String),
+    /// A JSON-RPC error.
+    Error { code: i64, message: String },
+}
+
+impl Reply {
+    /// A result value.
+    pub fn value(v: &Value) -> Self {
+        Reply::Result(v.to_string())
+    }
+
+    /// The answer did not fit the agent's shape.
+    pub fn invalid(msg: &str) -> Self {
+        Reply::Error {
+            code: code::INTERNAL_ERROR,
+            message: format!("Invalid answer from the client: {msg}"),
+        }
+    }
+}
+
+/// A question's source: how the agent asked, and so what it must get back.
+pub trait Source: std::fmt::Debug + Send + Sync {
+    /// Shown on every surface: `question`, `form`, `permission`, `qwen`, ...
+    fn name(&self) -> &'static str;
+
+    /// The agent's one reply for how the question ended: an answer (already checked
+    /// against the question) or a rejection, mapped as AGENT-DIALECTS.md section 4 says.
+    fn reply(&self, q: &Question, outcome: &Outcome, extras: &Extras) -> Reply;
+
+    /// What the client's own result stands for, when the client was shown the agent's
+    /// request as it is (the agent then gets that result unchanged).
+    fn read(&self, q: &Question, result: &RawValue) -> Result<Outcome, String>;
+}

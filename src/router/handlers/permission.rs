@@ -1,0 +1,29 @@
+//! `session/request_permission` from the agent: a tool approval (or Qwen's permission with
+//! questions). Every ACP client shows it, so it goes to the client as it was sent and the
+//! client's result goes back unchanged; the bridge tracks it so every other surface (the
+//! control server, the page, the CLI, the journal, `--on-question`) sees it and may answer
+//! it first. One the bridge cannot read is only forwarded.
+
+use std::sync::Arc;
+
+use crate::questions::registry::Origin;
+use crate::questions::sources::permission;
+use crate::questions::Dialect;
+use crate::router::dispatch::Req;
+use crate::router::{Outbox, Router, Side};
+
+pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
+    let id = req.id.clone();
+    let parsed = req
+        .params
+        .and_then(|p| serde_json::from_str(p).ok())
+        .and_then(|v| permission::parse(&v, format!("permission:{id}")));
+    let Some((q, source, context)) = parsed.filter(|(q, ..)| r.admit(&id, q).is_ok()) else {
+        let line = req.line.clone();
+        return r.pass(Side::Agent, req, line, out);
+    };
+    let source: Origin = Arc::new(source);
+    let mut p = r.new_pending(id, q, source, req.now);
+    p.context = Some(context);
+    r.show(p, Dialect::Native, Some(req.line), out);
+}

@@ -1,0 +1,226 @@
+//! Router tests of the question sources beyond the extension: the agent's own permission
+//! requests and form elicitations, tracked on every surface and answered once.
+
+use serde_json::{json, Value};
+
+use crate::events::By;
+use crate::router::fixture::{msg, parse, Fixture};
+use crate::router::RouterConfig;
+
+fn observed() -> RouterConfig {
+    RouterConfig {
+        events: true,
+        ..RouterConfig::default()
+    }
+}
+
+fn permission(id: Value) -> String {
+    msg::request(
+        id,
+        "session/request_permission",
+        json!({
+            "sessionId": "s1",
+            "toolCall": {"toolCallId": "tc-1", "title": "rm -rf build", "kind": "execute",
+                         "rawInput": {"command": "rm -rf build"}},
+            "options": [
+                {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                {"optionId": "reject", "name": "Reject", "kind": "reject_once"}
+            ]
+        }),
+    )
+}
+
+#[test]
+fn a_tool_approval_goes_to_the_client_as_sent_and_is_listed_with_its_command() {
+    let mut t = Fixture::new(observed());
+    t.client(&msg::initialize(json!({})));
+    t.take_agent();
+    let ask = permission(json!(7));
+    t.agent(&ask);
+    assert_eq!(t.take_client(), [ask], "byte-identical");
+    let views = t.r.question_views();
+    assert_eq!(views.len(), 1);
+    let v = serde_json::to_value(&views[0]).unwrap();
+    assert_eq!(v["source"], "permission");
+    assert_eq!(v["dialect"], "native");
+    assert_eq!(v["questionId"], "permission:7");
+    assert_eq!(
+        v["context"]["toolCall"]["rawInput"]["command"],
+        "rm -rf build"
+    );
+    assert_eq!(v["items"][0]["options"][1]["kind"], "reject_once");
+    // The client's answer reaches the agent unchanged; observers see what it means.
+    let answer = msg::result(
+        json!(7),
+        json!({"outcome":{"outcome":"selected","optionId":"allow"}}),
+    );
+    t.client(&answer);
+    assert_eq!(t.take_agent(), [answer]);
+    let resolved = t
+        .take_events()
+        .into_iter()
+        .find(|e| e["event"] == "resolved")
+        .unwrap();
+    assert_eq!(resolved["by"], "client");
+    assert_eq!(
+        resolved["result"],
+        json!({"status":"answered","answers":[["allow"]]})
+    );
+    assert!(t.r.question_views().is_empty());
+}
+
+#[test]
+fn a_tool_approval_answered_from_the_control_server_is_withdrawn_at_the_client() {
+    let mut t = Fixture::new(observed());
+    t.client(&msg::initialize(json!({})));
+    t.agent(&permission(json!("p-1")));
+    t.take_client();
+    t.take_agent();
+    // A bad answer is refused and the question stays pending.
+    assert!(t
+        .r
+        .control_answer("s1", "permission:\"p-1\"", &json!([["maybe"]]), &mut t.out)
+        .is_err());
+    assert_eq!(t.r.question_views().len(), 1);
+    let got =
+        t.r.control_answer("s1", "permission:\"p-1\"", &json!([["Reject"]]), &mut t.out)
+            .unwrap();
+    assert_eq!(got, json!({"status":"answered","answers":[["reject"]]}));
+    assert_eq!(
+        t.take_agent(),
+        [msg::result(
+            json!("p-1"),
+            json!({"outcome":{"outcome":"selected","optionId":"reject"}})
+        )]
+    );
+    assert_eq!(t.take_client(), [msg::cancel_request(json!("p-1"))]);
+    // The client's own answer, now late, is dropped.
+    t.client(&msg::error(json!("p-1"), -32800, "Request cancelled"));
+    assert!(t.take_agent().is_empty());
+    let by: Vec<Value> = t
+        .take_events()
+        .into_iter()
+        .filter(|e| e["event"] == "resolved" || e["event"] == "late_answer")
+        .map(|e| e["by"].clone())
+        .collect();
+    assert_eq!(by, [json!(By::Control.as_str()), Value::Null]);
+}
+
+#[test]
+fn a_declined_tool_approval_picks_the_reject_option_and_a_cancelled_session_cancels() {
+    let mut t = Fixture::new(observed());
+    t.client(&msg::initialize(json!({})));
+    t.take_agent();
+    t.agent(&permission(json!(1)));
+    t.r.control_reject("s1", "permission:1", None, &mut t.out)
+        .unwrap();
+    assert_eq!(
+        t.take_agent(),
+        [msg::result(
+            json!(1),
+            json!({"outcome":{"outcome":"selected","optionId":"reject"}})
+        )]
+    );
+    t.agent(&permission(json!(2)));
+    t.take_client();
+    t.client(&msg::session_cancel("s1"));
+    let to_agent = t.take_agent();
+    assert_eq!(to_agent[0], msg::session_cancel("s1"));
+    assert_eq!(
+        parse(&to_agent[1]),
+        json!({"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"cancelled"}}})
+    );
+}
+
+fn claude_form(id: Value) -> String {
+    msg::request(
+        id,
+        "elicitation/create",
+        json!({"sessionId":"s1","toolCallId":"toolu_1","mode":"form","message":"Which database?",
+            "requestedSchema":{"type":"object","properties":{
+                "question_0":{"type":"string","title":"Database","oneOf":[
+                    {"const":"SQLite","title":"SQLite"},{"const":"Postgres","title":"Postgres"}]},
+                "question_0_custom":{"type":"string","title":"Other"}}}}),
+    )
+}
+
+#[test]
+fn a_form_goes_as_sent_to_a_client_that_renders_forms_and_the_control_server_can_answer_it() {
+    let mut t = Fixture::new(observed());
+    t.client(&msg::initialize(json!({"elicitation":{"form":{}}})));
+    t.take_agent();
+    let ask = claude_form(json!(3));
+    t.agent(&ask);
+    assert_eq!(t.take_client(), [ask]);
+    let v = serde_json::to_value(&t.r.question_views()[0]).unwrap();
+    assert_eq!(v["source"], "form");
+    assert_eq!(
+        v["items"].as_array().unwrap().len(),
+        1,
+        "Other is a box, not an item"
+    );
+    assert_eq!(v["items"][0]["prompt"], "Which database?");
+    t.r.control_answer("s1", "elicitation:3", &json!([["SQLite"]]), &mut t.out)
+        .unwrap();
+    assert_eq!(
+        t.take_agent(),
+        [msg::result(
+            json!(3),
+            json!({"action":"accept","content":{"question_0":"SQLite"}})
+        )]
+    );
+    assert_eq!(t.take_client(), [msg::cancel_request(json!(3))]);
+}
+
+#[test]
+fn a_claude_form_shown_as_the_extension_takes_one_value() {
+    let mut t = Fixture::native(RouterConfig {
+        advertise_elicitation: true,
+        ..observed()
+    });
+    t.agent(&claude_form(json!(4)));
+    let shown = parse(&t.take_client()[0]);
+    assert_eq!(shown["method"], crate::questions::METHOD);
+    let questions = shown["params"]["questions"].as_array().unwrap();
+    assert_eq!(questions.len(), 1);
+    assert_eq!(questions[0]["question"], "Which database?");
+    let id = shown["id"].clone();
+    t.client(&msg::answered(id.clone(), json!([["SQLite"]])));
+    assert_eq!(
+        t.take_agent(),
+        [msg::result(
+            json!(4),
+            json!({"action":"accept","content":{"question_0":"SQLite"}})
+        )]
+    );
+    // Free text goes to the Other box.
+    t.agent(&claude_form(json!(5)));
+    let id = parse(&t.take_client()[0])["id"].clone();
+    t.client(&msg::answered(id, json!([["DuckDB"]])));
+    assert_eq!(
+        t.take_agent(),
+        [msg::result(
+            json!(5),
+            json!({"action":"accept","content":{"question_0_custom":"DuckDB"}})
+        )]
+    );
+}
+
+#[test]
+fn the_agents_own_cancel_of_a_request_shown_as_sent_stays_between_agent_and_client() {
+    let mut t = Fixture::new(observed());
+    t.client(&msg::initialize(json!({})));
+    t.take_agent();
+    t.agent(&permission(json!(9)));
+    t.take_client();
+    let cancel = msg::cancel_request(json!(9));
+    t.agent(&cancel);
+    assert_eq!(t.take_client(), [cancel]);
+    assert!(
+        t.take_agent().is_empty(),
+        "the client answers it, not the bridge"
+    );
+    let reply = msg::error(json!(9), -32800, "Request cancelled");
+    t.client(&reply);
+    assert_eq!(t.take_agent(), [reply]);
+}
