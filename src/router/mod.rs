@@ -18,6 +18,7 @@
 //! - A message that looks like a response is never answered (no error storms).
 //! - Every client request still in flight when the agent is gone gets exactly one error.
 
+mod control_calls;
 mod dispatch;
 #[cfg(any(test, feature = "test-util"))]
 pub mod fixture;
@@ -26,7 +27,7 @@ mod questions;
 #[cfg(test)]
 mod sources_tests;
 
-pub use questions::ControlError;
+pub use control_calls::ControlError;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime};

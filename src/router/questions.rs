@@ -535,7 +535,7 @@ impl Router {
 
     /// Tells the client a question is over: `$/cancel_request` when it is still showing it
     /// (`withdraw`), and for a permission prompt the `tool_call_update` that closes it.
-    fn close_at_client(
+    pub(super) fn close_at_client(
         &mut self,
         p: &Pending,
         outcome: &Outcome,
@@ -557,7 +557,14 @@ impl Router {
     }
 
     /// Sends the agent its one response for `p`.
-    fn finish(&mut self, p: &Pending, outcome: Outcome, extras: &Extras, by: By, out: &mut Outbox) {
+    pub(super) fn finish(
+        &mut self,
+        p: &Pending,
+        outcome: Outcome,
+        extras: &Extras,
+        by: By,
+        out: &mut Outbox,
+    ) {
         if self.cfg.events {
             self.resolved(p, by, outcome.to_event(), out);
         }
@@ -682,100 +689,6 @@ impl Router {
         self.agent_requests.insert(p.agent_id.clone(), entry);
     }
 
-    /// `questions.answer` through the control server: `answers` is checked exactly like a
-    /// client's; the agent gets the canonical result and the client is told to close the
-    /// request it still shows. Returns the result the agent got.
-    pub fn control_answer(
-        &mut self,
-        session: &str,
-        question_id: &str,
-        answers: &Value,
-        out: &mut Outbox,
-    ) -> Result<Value, ControlError> {
-        let Some(p) = self.questions.get_by_key(session, question_id) else {
-            let content = json!({ "answers": answers });
-            return Err(self.control_too_late(session, question_id, content, out));
-        };
-        let checked = answer::check_answers(&p.question, answers).map_err(ControlError::Invalid)?;
-        self.control_resolve(session, question_id, Outcome::Answered(checked), out)
-    }
-
-    /// `questions.reject` through the control server (`reason` defaults to `declined`).
-    pub fn control_reject(
-        &mut self,
-        session: &str,
-        question_id: &str,
-        reason: Option<&str>,
-        out: &mut Outbox,
-    ) -> Result<Value, ControlError> {
-        let reason = match reason {
-            None => Reason::Declined,
-            Some(r) => Reason::parse(r).ok_or_else(|| {
-                let all: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
-                ControlError::Invalid(format!("reason: {r:?} is not one of {}", all.join(", ")))
-            })?,
-        };
-        if !self.questions.has_question(session, question_id) {
-            let content = json!({ "reason": reason.as_str() });
-            return Err(self.control_too_late(session, question_id, content, out));
-        }
-        self.control_resolve(session, question_id, Outcome::Rejected(reason), out)
-    }
-
-    fn control_resolve(
-        &mut self,
-        session: &str,
-        question_id: &str,
-        outcome: Outcome,
-        out: &mut Outbox,
-    ) -> Result<Value, ControlError> {
-        let agent_id = self
-            .questions
-            .get_by_key(session, question_id)
-            .map(|p| p.agent_id.clone())
-            .ok_or(ControlError::NotPending { resolved_by: None })?;
-        let Some(p) = self.questions.take(&agent_id) else {
-            return Err(ControlError::NotPending { resolved_by: None });
-        };
-        let result: Value =
-            serde_json::from_str(&outcome.to_result(&Vec::new())).unwrap_or(Value::Null);
-        self.close_at_client(&p, &outcome, true, out);
-        self.finish(&p, outcome, &Vec::new(), By::Control, out);
-        Ok(result)
-    }
-
-    /// A control answer for a question that is not pending: dropped, reported to the
-    /// caller with who resolved it, and kept as a `late_answer` event.
-    fn control_too_late(
-        &mut self,
-        session: &str,
-        question_id: &str,
-        content: Value,
-        out: &mut Outbox,
-    ) -> ControlError {
-        let resolved_by = self
-            .resolutions
-            .get(&(session.into(), question_id.into()))
-            .copied();
-        if resolved_by.is_some() {
-            self.counters.late_answers_dropped += 1;
-            tracing::warn!(
-                session_id = ?session,
-                question_id = ?question_id,
-                "control answer to a question that is already resolved; dropped"
-            );
-            if self.cfg.events {
-                out.events.push(Event::LateAnswer {
-                    session_id: Some(session.to_owned()),
-                    question_id: Some(question_id.to_owned()),
-                    from: By::Control,
-                    content,
-                });
-            }
-        }
-        ControlError::NotPending { resolved_by }
-    }
-
     /// Questions past their deadline: rejected (`timeout`), and the client closes them.
     pub(super) fn expire_questions(&mut self, now: Instant, out: &mut Outbox) {
         for p in self.questions.take_due(now) {
@@ -797,21 +710,6 @@ impl Router {
             self.resolved(&p, By::Disconnect, json!({ "status": "withdrawn" }), out);
         }
     }
-}
-
-/// Why a control answer or rejection was not taken.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ControlError {
-    /// No such question is pending: it was resolved already (by whom, when known) or
-    /// never existed.
-    #[error("the question is not pending{}", match .resolved_by {
-        Some(by) => format!(" (already resolved by {})", by.as_str()),
-        None => String::new(),
-    })]
-    NotPending { resolved_by: Option<By> },
-    /// The answer does not fit the question; names the field.
-    #[error("{0}")]
-    Invalid(String),
 }
 
 fn rfc3339(t: std::time::SystemTime) -> String {
