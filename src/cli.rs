@@ -41,6 +41,13 @@ pub enum Command {
     AgentGuard { pgid: u32, grace_ms: u64 },
 }
 
+/// A way of asking the bridge offers the agent (`--no-opt-in`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OptIn {
+    /// `clientCapabilities.elicitation.form`.
+    Form,
+}
+
 /// Flags of the bridge itself.
 #[derive(Debug, Args)]
 pub struct BridgeArgs {
@@ -76,10 +83,16 @@ pub struct BridgeArgs {
     /// `session/request_permission` prompt); the others force one.
     #[arg(long, value_enum, value_name = "DIALECT", default_value_t = ClientDialect::Auto)]
     pub client_dialect: ClientDialect,
-    /// Tell the agent the client renders form elicitations even when it does not, and show
-    /// the agent's form elicitations as questions (extension or permission prompt).
+    /// Kept for compatibility: offering the agent forms is now the default (see
+    /// --no-opt-in).
     #[arg(long)]
     pub advertise_elicitation: bool,
+    /// Do not offer the agent these ways of asking. By default the bridge adds each to the
+    /// `initialize` the agent sees when the client lacks it, since it can show them
+    /// anywhere: `form` (`elicitation.form`: agents' forms reach a client without forms as
+    /// the extension or a permission prompt). Comma-separated or repeated.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "OPT_IN")]
+    pub no_opt_in: Vec<OptIn>,
     /// Start the control server on this address (`127.0.0.1:0` picks a free port): the
     /// Questions page at `/`, and JSON-RPC over HTTP and WebSocket. Its URL and token are
     /// printed on stderr. Loopback only, unless --control-allow-remote.

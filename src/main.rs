@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use acp_question_bridge::cli::{Cli, Command};
+use acp_question_bridge::cli::{Cli, Command, OptIn};
 use acp_question_bridge::{
     bridge, child, control, logging, notify,
     router::RouterConfig,
@@ -94,6 +94,13 @@ fn main() -> ExitCode {
         Some(Ok(argv)) => Some(argv),
         Some(Err(e)) => return fail(2, &e),
     };
+    let no_forms = args.no_opt_in.contains(&OptIn::Form);
+    if no_forms && args.advertise_elicitation {
+        return fail(
+            2,
+            "--advertise-elicitation and --no-opt-in form contradict each other",
+        );
+    }
     let config = bridge::Config {
         control,
         journal: args.journal,
@@ -107,7 +114,7 @@ fn main() -> ExitCode {
             max_pending_per_session: args.max_pending_per_session as usize,
             max_in_flight: args.max_in_flight as usize,
             client_dialect: args.client_dialect.forced(),
-            advertise_elicitation: args.advertise_elicitation,
+            advertise_elicitation: !no_forms,
             ..RouterConfig::default()
         },
     };

@@ -304,3 +304,29 @@ async fn look_alike_agent_ids_route_correctly() {
         "{got:?}"
     );
 }
+
+/// The agent is offered forms by default when the client lacks them (the bridge can show
+/// a form anywhere); `--no-opt-in form` withholds the offer. The client's own view of its
+/// capabilities is never changed.
+#[tokio::test]
+async fn forms_are_offered_to_the_agent_unless_opted_out() {
+    // An agent that prints the first line it reads to stderr, then exits.
+    let agent = ["--", "sh", "-c", "read -r l; echo \"agent saw: $l\" >&2"];
+    for (extra, offered) in [(&[][..], true), (&["--no-opt-in", "form"][..], false)] {
+        let args: Vec<&str> = extra.iter().chain(agent.iter()).copied().collect();
+        let mut b = Bridge::with_args(&args);
+        b.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize",
+            "params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}}}}))
+            .await;
+        b.stderr_contains("agent saw: ").await;
+        let seen = b.stderr();
+        assert_eq!(
+            seen.contains(r#""elicitation":{"form":{}}"#),
+            offered,
+            "{extra:?}: {seen}"
+        );
+        assert!(seen.contains(r#""fs":{"readTextFile":true}"#), "{seen}");
+        b.close_stdin();
+        b.wait().await;
+    }
+}
