@@ -166,15 +166,22 @@ fn summary(questions: &[Value]) -> String {
     for q in questions {
         let str_of = |k: &str| q[k].as_str().unwrap_or("").to_owned();
         s += &format!(
-            "session {}  question {}  (shown as {}{})\n",
+            "session {}  question {}  ({}, shown as {}{})\n",
             str_of("sessionId"),
             str_of("questionId"),
+            match q["source"].as_str() {
+                Some("question") | None => "asked with the extension".to_owned(),
+                Some("permission") => "a tool approval".to_owned(),
+                Some("form") => "a form".to_owned(),
+                Some(other) => format!("asked as {other}"),
+            },
             str_of("dialect"),
             q["expiresAt"]
                 .as_str()
                 .map(|e| format!(", expires {e}"))
                 .unwrap_or_default()
         );
+        s += &context_lines(&q["context"]);
         for (i, item) in q["items"].as_array().into_iter().flatten().enumerate() {
             let header = item["header"]
                 .as_str()
@@ -199,9 +206,13 @@ fn summary(questions: &[Value]) -> String {
             );
             for o in item["options"].as_array().into_iter().flatten() {
                 s += &format!(
-                    "     - {}: {}{}\n",
+                    "     - {}: {}{}{}\n",
                     o["value"].as_str().unwrap_or(""),
                     o["label"].as_str().unwrap_or(""),
+                    o["kind"]
+                        .as_str()
+                        .map(|k| format!(" [{k}]"))
+                        .unwrap_or_default(),
                     o["description"]
                         .as_str()
                         .map(|d| format!(" ({d})"))
@@ -209,6 +220,35 @@ fn summary(questions: &[Value]) -> String {
                 );
             }
         }
+    }
+    s
+}
+
+/// The lines that show a question's context: the tool call being approved (its title, and
+/// the command or path it runs on, from `rawInput`), or a form's message.
+fn context_lines(context: &Value) -> String {
+    let mut s = String::new();
+    let tool = &context["toolCall"];
+    if let Some(title) = tool["title"].as_str() {
+        s += &format!("  tool call: {title}");
+        if let Some(kind) = tool["kind"].as_str() {
+            s += &format!(" ({kind})");
+        }
+        s += "\n";
+    }
+    let input = &tool["rawInput"];
+    for key in ["command", "path", "file_path", "url"] {
+        match &input[key] {
+            Value::String(v) => s += &format!("  {key}: {v}\n"),
+            Value::Array(parts) => {
+                let words: Vec<&str> = parts.iter().filter_map(Value::as_str).collect();
+                s += &format!("  {key}: {}\n", words.join(" "));
+            }
+            _ => {}
+        }
+    }
+    if let Some(m) = context["message"].as_str() {
+        s += &format!("  message: {m}\n");
     }
     s
 }
@@ -356,7 +396,7 @@ mod tests {
         let list = list.as_array().cloned().unwrap_or_default();
         assert_eq!(
             summary(&list),
-            "session s1  question q1  (shown as extension)\n\
+            "session s1  question q1  (asked with the extension, shown as extension)\n\
              \x20 1. [Notes] Notes? (type your answer)\n\
              \x20 2. DB? (pick one, or type)\n\
              \x20    - pg: Postgres\n\
@@ -364,6 +404,29 @@ mod tests {
              \x20    - a: Auth (login)\n\
              \x20 4. Day? (pick one)\n\
              \x20    - fri: Friday\n"
+        );
+    }
+
+    #[test]
+    fn summary_shows_a_tool_approval_with_its_command() {
+        let list = vec![json!({
+            "sessionId": "s1", "questionId": "permission:7", "dialect": "native",
+            "source": "permission",
+            "context": {"toolCall": {"toolCallId": "t", "title": "Run tests", "kind": "execute",
+                                     "rawInput": {"command": "cargo test"}}},
+            "items": [{"prompt": "Run tests", "header": "execute", "multiSelect": false,
+                       "allowFreeText": false, "options": [
+                {"value": "allow", "label": "Allow", "kind": "allow_once"},
+                {"value": "reject", "label": "Reject", "kind": "reject_once"}]}]
+        })];
+        assert_eq!(
+            summary(&list),
+            "session s1  question permission:7  (a tool approval, shown as native)\n\
+             \x20 tool call: Run tests (execute)\n\
+             \x20 command: cargo test\n\
+             \x20 1. [execute] Run tests (pick one)\n\
+             \x20    - allow: Allow [allow_once]\n\
+             \x20    - reject: Reject [reject_once]\n"
         );
     }
 }
