@@ -222,7 +222,33 @@ pub struct ClientSupport {
     pub native_questions: bool,
     /// `clientCapabilities.elicitation.form` (v2: `capabilities.elicitation.form`) is present.
     pub elicitation_form: bool,
+    /// Which of [`VENDOR_METHODS`] the client said it understands (bit `i` for method `i`).
+    pub vendor_methods: u8,
 }
+
+/// Agents' own ways of asking that a client may understand natively (AGENT-DIALECTS.md
+/// 2.1): it says so with a `_meta` key named after the method, or the vendor's own opt-in.
+pub const VENDOR_METHODS: [&str; 5] = [
+    "cursor/ask_question",
+    "cursor/create_plan",
+    "x.ai/ask_user_question",
+    "gemini/requestUserInput",
+    "opencode/question",
+];
+
+/// The vendor's own opt-in key for a method, where it has one.
+fn vendor_opt_in(method: &str) -> Option<&'static str> {
+    match method {
+        "gemini/requestUserInput" => Some(GEMINI_HOST_INPUT),
+        "opencode/question" => Some(OPENCODE_QUESTION),
+        _ => None,
+    }
+}
+
+/// gemini-cli's opt-in (`_meta` key of the client capabilities).
+pub const GEMINI_HOST_INPUT: &str = "geminiCli.hostInput";
+/// OpenCode's opt-in (`_meta` key of the client capabilities).
+pub const OPENCODE_QUESTION: &str = "opencode/question";
 
 impl ClientSupport {
     pub fn from_initialize(params: Option<&RawValue>) -> Self {
@@ -233,11 +259,35 @@ impl ClientSupport {
             .and_then(|p| p.get(key))
             .and_then(|c| serde_json::from_str(c.get()).ok())
             .unwrap_or(Value::Null);
+        let meta = &caps["_meta"];
+        let said =
+            |key: &str| !matches!(meta.get(key), None | Some(Value::Null | Value::Bool(false)));
+        let mut vendor_methods = 0u8;
+        for (i, m) in VENDOR_METHODS.iter().enumerate() {
+            let opted_in = match vendor_opt_in(m) {
+                Some(GEMINI_HOST_INPUT) => meta[GEMINI_HOST_INPUT]["requestUserInput"] == true,
+                Some(key) => said(key),
+                None => false,
+            };
+            if said(m) || said(&format!("_{m}")) || opted_in {
+                vendor_methods |= 1 << i;
+            }
+        }
         ClientSupport {
             native_questions: caps["_meta"][META_KEY]["extensions"]["sessionRequestQuestion"]
                 == Value::Bool(true),
             elicitation_form: caps["elicitation"]["form"].is_object(),
+            vendor_methods,
         }
+    }
+
+    /// Whether the client understands this vendor method (with or without its leading `_`).
+    pub fn understands(&self, method: &str) -> bool {
+        let m = method.strip_prefix('_').unwrap_or(method);
+        VENDOR_METHODS
+            .iter()
+            .position(|v| *v == m)
+            .is_some_and(|i| self.vendor_methods & (1 << i) != 0)
     }
 }
 
@@ -404,6 +454,7 @@ mod tests {
         let both = ClientSupport {
             native_questions: true,
             elicitation_form: true,
+            vendor_methods: 0,
         };
         assert_eq!(
             support(
@@ -422,12 +473,45 @@ mod tests {
             support(r#"{"protocolVersion":1,"capabilities":{"elicitation":{"form":{}}}}"#),
             ClientSupport {
                 native_questions: false,
-                elicitation_form: true
+                elicitation_form: true,
+                vendor_methods: 0,
             }
         );
         assert_eq!(
             ClientSupport::from_initialize(None),
             ClientSupport::default()
+        );
+    }
+
+    #[test]
+    fn vendor_methods_the_client_understands() {
+        let support = |caps: serde_json::Value| {
+            let params = json!({"protocolVersion": 1, "clientCapabilities": caps}).to_string();
+            let raw = RawValue::from_string(params).unwrap();
+            ClientSupport::from_initialize(Some(&raw))
+        };
+        let none = support(json!({"_meta": {"x.ai/ask_user_question": false}}));
+        assert!(VENDOR_METHODS.iter().all(|m| !none.understands(m)));
+        let some = support(json!({"_meta": {
+            "_x.ai/ask_user_question": {},
+            "cursor/ask_question": true,
+            "geminiCli.hostInput": {"requestUserInput": true, "version": 1},
+            "opencode/question": {"version": 1}
+        }}));
+        for m in [
+            "x.ai/ask_user_question",
+            "_x.ai/ask_user_question",
+            "cursor/ask_question",
+            "_cursor/ask_question",
+            "gemini/requestUserInput",
+            "opencode/question",
+        ] {
+            assert!(some.understands(m), "{m}");
+        }
+        assert!(!some.understands("cursor/create_plan"));
+        assert!(
+            !support(json!({"_meta": {"geminiCli.hostInput": {"requestUserInput": false}}}))
+                .understands("gemini/requestUserInput")
         );
     }
 }

@@ -35,16 +35,19 @@ impl Router {
         if let Some(forced) = self.cfg.client_dialect {
             return forced;
         }
-        self.auto_dialect.unwrap_or_else(|| {
-            let c = self.client.unwrap_or_default();
-            if c.native_questions {
-                Dialect::Extension
-            } else if c.elicitation_form {
-                Dialect::Elicitation
-            } else {
-                Dialect::Permission
-            }
-        })
+        self.auto_dialect.unwrap_or_else(|| self.client_dialect())
+    }
+
+    /// The best standard dialect the client's `initialize` advertised.
+    fn client_dialect(&self) -> Dialect {
+        let c = self.client.unwrap_or_default();
+        if c.native_questions {
+            Dialect::Extension
+        } else if c.elicitation_form {
+            Dialect::Elicitation
+        } else {
+            Dialect::Permission
+        }
     }
 
     /// Whether the agent's form elicitations are shown as questions (the client cannot
@@ -66,8 +69,10 @@ impl Router {
         match (failed, origin.name()) {
             (Dialect::Extension, "question") if elicitation => Some(Dialect::Elicitation),
             (Dialect::Extension | Dialect::Elicitation, _) => Some(Dialect::Permission),
-            // The agent's own request, shown as it was sent: the client's error is its
-            // answer to the agent.
+            // A vendor's method the client said it knows, but does not: the client's own
+            // standard shape.
+            (Dialect::Native, _) if !origin.standard() => Some(self.client_dialect()),
+            // A standard request shown as it was sent: the client's error is its answer.
             (Dialect::Permission | Dialect::Native, _) => None,
         }
     }
@@ -477,7 +482,8 @@ impl Router {
         let code = serde_json::from_str::<E>(error.get())
             .ok()
             .and_then(|e| e.code);
-        if code == Some(code::METHOD_NOT_FOUND) && p.dialect != Dialect::Native {
+        let own_answer = p.dialect == Dialect::Native && p.origin.standard();
+        if code == Some(code::METHOD_NOT_FOUND) && !own_answer {
             let failed = p.dialect;
             match self.next_dialect(failed, &p.origin) {
                 Some(next) => {

@@ -398,6 +398,10 @@ pub struct FormSource {
 }
 
 impl Source for FormSource {
+    fn standard(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "form"
     }

@@ -52,4 +52,11 @@ pub trait Source: std::fmt::Debug + Send + Sync {
     /// What the client's own result stands for, when the client was shown the agent's
     /// request as it is (the agent then gets that result unchanged).
     fn read(&self, q: &Question, result: &RawValue) -> Result<Outcome, String>;
+
+    /// The agent's request is standard ACP, which every client it was sent to knows: the
+    /// client's error to it is the agent's answer. A vendor's method is not: a client that
+    /// answers it `-32601` is asked again in a standard shape.
+    fn standard(&self) -> bool {
+        false
+    }
 }

@@ -140,6 +140,10 @@ fn qwen_item(v: &Value) -> Option<Item> {
 }
 
 impl Source for Permission {
+    fn standard(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         if self.qwen_submit.is_some() {
             "qwen"
