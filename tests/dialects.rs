@@ -232,7 +232,7 @@ async fn permission_prompt_rejects_what_it_cannot_express() {
         .all(|m| m["method"] != "session/request_permission"));
     assert!(
         b.stderr()
-            .contains("cannot express several questions at once"),
+            .contains("cannot express a multi-select question"),
         "the log says why"
     );
     finish(b).await;

@@ -206,25 +206,39 @@ pub fn dismiss_id(item: &Item) -> String {
     id
 }
 
-/// Why `q` cannot be asked as a permission prompt, if it cannot.
+/// Why `q` cannot be asked as permission prompts, if it cannot. Each item becomes one
+/// prompt (several items: one after another); an item that allows free text but has
+/// options can still be asked (the user just cannot type).
 pub fn permission_obstacle(q: &Question) -> Option<&'static str> {
-    match q.items.as_slice() {
-        [item] if item.multi_select => Some("a multi-select question"),
-        [item] if item.allow_free_text => Some("a question that allows free text"),
-        [item] if item.options.is_empty() => Some("a question without options"),
-        [_] => None,
-        _ => Some("several questions at once"),
-    }
+    q.items.iter().find_map(|item| {
+        if item.multi_select {
+            Some("a multi-select question")
+        } else if item.options.is_empty() {
+            Some("a question without options")
+        } else {
+            None
+        }
+    })
 }
 
-/// The `session/update` `tool_call` that introduces a permission-prompt question, and the
-/// `session/request_permission` params that ask it. `None` when `q` cannot be asked so
-/// (see [`permission_obstacle`]).
-pub fn to_permission(q: &Question, tool_call_id: &str) -> Option<(Value, Value)> {
+/// The `session/update` that shows item `step` of a permission-prompt question (a
+/// `tool_call` when `announce`, else a `tool_call_update` of a tool call the client has),
+/// and the `session/request_permission` params that ask it. `None` when `q` cannot be asked
+/// so (see [`permission_obstacle`]).
+pub fn to_permission(
+    q: &Question,
+    step: usize,
+    tool_call_id: &str,
+    announce: bool,
+) -> Option<(Value, Value)> {
     if permission_obstacle(q).is_some() {
         return None;
     }
-    let item = &q.items[0];
+    let item = q.items.get(step)?;
+    let title = match q.items.len() {
+        1 => item.prompt.clone(),
+        n => format!("({}/{n}) {}", step + 1, item.prompt),
+    };
     let mut listing = String::new();
     if let Some(h) = &item.header {
         listing.push_str(h);
@@ -242,9 +256,9 @@ pub fn to_permission(q: &Question, tool_call_id: &str) -> Option<(Value, Value)>
     let tool_call = json!({
         "sessionId": q.session_id,
         "update": {
-            "sessionUpdate": "tool_call",
+            "sessionUpdate": if announce { "tool_call" } else { "tool_call_update" },
             "toolCallId": tool_call_id,
-            "title": item.prompt,
+            "title": title,
             "kind": "other",
             "status": "pending",
             "content": [{ "type": "content", "content": { "type": "text", "text": listing.trim_end() } }]
@@ -258,25 +272,37 @@ pub fn to_permission(q: &Question, tool_call_id: &str) -> Option<(Value, Value)>
     options.push(json!({ "optionId": dismiss_id(item), "name": "Dismiss", "kind": "reject_once" }));
     let request = json!({
         "sessionId": q.session_id,
-        "toolCall": { "toolCallId": tool_call_id, "title": item.prompt, "kind": "other", "status": "pending" },
+        "toolCall": { "toolCallId": tool_call_id, "title": title, "kind": "other", "status": "pending" },
         "options": options,
         "_meta": { super::META_KEY: { "questionId": q.question_id } }
     });
     Some((tool_call, request))
 }
 
-/// The outcome of a `session/request_permission` response for `q`.
-pub fn from_permission(q: &Question, result: &RawValue) -> Result<(Outcome, Extras), String> {
+/// The outcome of a `session/request_permission` response for item `step` of `q`: the
+/// answer to that item alone (`Answered` holds one list), or the question's end.
+pub fn from_permission(
+    q: &Question,
+    step: usize,
+    result: &RawValue,
+) -> Result<(Outcome, Extras), String> {
     let (obj, extras) = split(result, &["outcome"])?;
     let outcome = &obj.get("outcome").cloned().unwrap_or(Value::Null);
-    let item = q.items.first().ok_or("question has no items")?;
+    let item = q.items.get(step).ok_or("question has no such item")?;
     let outcome = match outcome.get("outcome").and_then(Value::as_str) {
         Some("cancelled") => Outcome::Rejected(Reason::Cancelled),
         Some("selected") => match outcome.get("optionId").and_then(Value::as_str) {
             Some(id) if id == dismiss_id(item) => Outcome::Rejected(Reason::Declined),
-            Some(id) => Outcome::Answered(check_answers(q, &json!([[id]])).map_err(|_| {
-                format!("outcome.optionId: {id:?} is not one of the options offered")
-            })?),
+            Some(id) => match item.option_value(id) {
+                Some(v) if item.options.iter().any(|c| c.value == id) => {
+                    Outcome::Answered(vec![vec![v.to_owned()]])
+                }
+                _ => {
+                    return Err(format!(
+                        "outcome.optionId: {id:?} is not one of the options offered"
+                    ))
+                }
+            },
             None => return Err("outcome.optionId: is required with \"selected\"".into()),
         },
         _ => {
@@ -293,15 +319,17 @@ pub fn from_permission(q: &Question, result: &RawValue) -> Result<(Outcome, Extr
 pub fn permission_done(q: &Question, tool_call_id: &str, outcome: &Outcome) -> Value {
     let (status, text) = match outcome {
         Outcome::Answered(answers) => {
-            let item = &q.items[0];
-            let labels: Vec<&str> = answers
+            let labels: Vec<&str> = q
+                .items
                 .iter()
-                .flatten()
-                .map(|v| {
-                    item.options
-                        .iter()
-                        .find(|c| &c.value == v)
-                        .map_or(v.as_str(), |c| c.label.as_str())
+                .zip(answers)
+                .flat_map(|(item, values)| {
+                    values.iter().map(|v| {
+                        item.options
+                            .iter()
+                            .find(|c| &c.value == v)
+                            .map_or(v.as_str(), |c| c.label.as_str())
+                    })
                 })
                 .collect();
             ("completed", format!("Answered: {}", labels.join(", ")))
@@ -431,7 +459,7 @@ mod tests {
     #[test]
     fn permission_prompt_and_answers() {
         let s = single();
-        let (tool_call, req) = to_permission(&s, "tc-1").unwrap();
+        let (tool_call, req) = to_permission(&s, 0, "tc-1", true).unwrap();
         assert_eq!(tool_call["update"]["sessionUpdate"], "tool_call");
         assert_eq!(tool_call["update"]["status"], "pending");
         assert_eq!(tool_call["update"]["kind"], "other");
@@ -448,20 +476,20 @@ mod tests {
         );
         let sel = |id: &str| raw(json!({"outcome":{"outcome":"selected","optionId":id}}));
         assert_eq!(
-            from_permission(&s, &sel("option-b")).unwrap().0,
+            from_permission(&s, 0, &sel("option-b")).unwrap().0,
             Outcome::Answered(vec![vec!["option-b".into()]])
         );
         assert_eq!(
-            from_permission(&s, &sel("dismiss")).unwrap().0,
+            from_permission(&s, 0, &sel("dismiss")).unwrap().0,
             Outcome::Rejected(Reason::Declined)
         );
         assert_eq!(
-            from_permission(&s, &raw(json!({"outcome":{"outcome":"cancelled"}})))
+            from_permission(&s, 0, &raw(json!({"outcome":{"outcome":"cancelled"}})))
                 .unwrap()
                 .0,
             Outcome::Rejected(Reason::Cancelled)
         );
-        assert!(from_permission(&s, &sel("nope")).is_err());
+        assert!(from_permission(&s, 0, &sel("nope")).is_err());
         let done = permission_done(
             &s,
             "tc-1",
@@ -475,17 +503,51 @@ mod tests {
     }
 
     #[test]
+    fn several_single_select_items_are_asked_one_prompt_at_a_time() {
+        // Free text allowed (but not required) does not stop a prompt: the user just
+        // cannot type.
+        let two = q(json!({"sessionId":"s","questionId":"q","questions":[
+            {"question":"Which DB?","options":["pg","sqlite"],"custom":true},
+            {"question":"Which day?","options":["mon","fri"]}]}));
+        assert_eq!(permission_obstacle(&two), None);
+        let (first, _) = to_permission(&two, 0, "tc", true).unwrap();
+        assert_eq!(first["update"]["sessionUpdate"], "tool_call");
+        assert_eq!(first["update"]["title"], "(1/2) Which DB?");
+        let (second, req) = to_permission(&two, 1, "tc", false).unwrap();
+        assert_eq!(second["update"]["sessionUpdate"], "tool_call_update");
+        assert_eq!(req["toolCall"]["title"], "(2/2) Which day?");
+        let sel = raw(json!({"outcome":{"outcome":"selected","optionId":"fri"}}));
+        assert_eq!(
+            from_permission(&two, 1, &sel).unwrap().0,
+            Outcome::Answered(vec![vec!["fri".into()]])
+        );
+        assert!(
+            from_permission(&two, 0, &sel).is_err(),
+            "not an option of item 0"
+        );
+        let done = permission_done(
+            &two,
+            "tc",
+            &Outcome::Answered(vec![vec!["pg".into()], vec!["fri".into()]]),
+        );
+        assert_eq!(
+            done["update"]["content"][0]["content"]["text"],
+            "Answered: pg, fri"
+        );
+    }
+
+    #[test]
     fn permission_cannot_express_everything() {
         assert_eq!(
             permission_obstacle(&multi()),
-            Some("several questions at once")
+            Some("a multi-select question")
         );
         let m = q(
             json!({"sessionId":"s","questionId":"q","questions":[{"question":"x","options":["a"],"multiple":true}]}),
         );
         assert_eq!(permission_obstacle(&m), Some("a multi-select question"));
         let f = q(json!({"sessionId":"s","questionId":"q","prompt":"notes?"}));
-        assert!(to_permission(&f, "t").is_none());
+        assert!(to_permission(&f, 0, "t", true).is_none());
         let d = q(json!({"sessionId":"s","questionId":"q","prompt":"p","options":["dismiss","x"]}));
         assert_eq!(dismiss_id(&d.items[0]), "dismiss_");
     }

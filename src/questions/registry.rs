@@ -32,6 +32,13 @@ pub struct Pending {
     pub context: Option<serde_json::Value>,
     /// The `toolCallId` shown with a permission-prompt question.
     pub tool_call_id: Option<String>,
+    /// The agent's own `toolCallId` for the question (Claude's form, Cursor, Grok): a
+    /// translation uses it, so the IDE ties the prompt to the tool call it already shows.
+    pub agent_tool_call: Option<String>,
+    /// Permission prompts ask one item at a time: the item being asked, and the answers to
+    /// the items before it.
+    pub step: usize,
+    pub collected: Vec<Vec<String>>,
     /// The id of the agent's request (the response to the agent carries it).
     pub agent_id: RequestId,
     /// The id of the request the client is showing (equal to `agent_id` for the extension).
@@ -287,6 +294,9 @@ mod tests {
         Pending {
             origin: std::sync::Arc::new(crate::questions::sources::extension::Extension),
             context: None,
+            agent_tool_call: None,
+            step: 0,
+            collected: Vec::new(),
             tool_call_id: None,
             question: parse_request(Some(
                 &serde_json::value::RawValue::from_string(

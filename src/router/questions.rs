@@ -152,6 +152,9 @@ impl Router {
             origin,
             context: None,
             tool_call_id: None,
+            agent_tool_call: None,
+            step: 0,
+            collected: Vec::new(),
             agent_id: id.clone(),
             client_id: id,
             dialect: Dialect::Extension,
@@ -273,7 +276,10 @@ impl Router {
             },
             Dialect::Elicitation => {
                 p.client_id = self.bridge_id();
-                let params = dialect::to_elicitation(&p.question, expires.as_deref());
+                let mut params = dialect::to_elicitation(&p.question, expires.as_deref());
+                if let Some(tc) = &p.agent_tool_call {
+                    params["toolCallId"] = json!(tc);
+                }
                 out.client(jsonrpc::request(
                     &p.client_id,
                     "elicitation/create",
@@ -301,20 +307,11 @@ impl Router {
                     self.unsupported(&p, out);
                     return;
                 }
-                let id = self.bridge_id();
-                let tool_call_id = format!("question-{}", id.as_json().trim_matches('"'));
-                let Some((tool_call, request)) = dialect::to_permission(&p.question, &tool_call_id)
-                else {
+                p.step = 0;
+                p.collected.clear();
+                if !self.ask_permission_step(&mut p, out) {
                     return;
-                };
-                p.client_id = id;
-                p.tool_call_id = Some(tool_call_id);
-                out.client(jsonrpc::notification("session/update", &tool_call));
-                out.client(jsonrpc::request(
-                    &p.client_id,
-                    "session/request_permission",
-                    &request,
-                ));
+                }
             }
         }
         tracing::info!(
@@ -335,6 +332,36 @@ impl Router {
             });
         }
         self.questions.insert(p);
+    }
+
+    /// Asks item `p.step` of `p` as a permission prompt under a new bridge id (the first
+    /// step announces the tool call, unless it is the agent's own, which the client has);
+    /// false when it cannot be asked so.
+    fn ask_permission_step(&mut self, p: &mut Pending, out: &mut Outbox) -> bool {
+        let id = self.bridge_id();
+        let first = p.tool_call_id.is_none();
+        let tool_call_id = p
+            .tool_call_id
+            .clone()
+            .unwrap_or_else(|| match &p.agent_tool_call {
+                Some(tc) => tc.clone(),
+                None => format!("question-{}", id.as_json().trim_matches('"')),
+            });
+        let announce = first && p.agent_tool_call.is_none();
+        let Some((tool_call, request)) =
+            dialect::to_permission(&p.question, p.step, &tool_call_id, announce)
+        else {
+            return false;
+        };
+        p.client_id = id;
+        p.tool_call_id = Some(tool_call_id);
+        out.client(jsonrpc::notification("session/update", &tool_call));
+        out.client(jsonrpc::request(
+            &p.client_id,
+            "session/request_permission",
+            &request,
+        ));
+        true
     }
 
     /// The client has no way to show `p`: the agent gets `rejected` / `unsupported`, the
@@ -414,7 +441,27 @@ impl Router {
             Dialect::Native => return self.native_answer(p, result, line, out),
             Dialect::Extension => answer::normalize(&p.question, result),
             Dialect::Elicitation => dialect::from_elicitation(&p.question, result),
-            Dialect::Permission => dialect::from_permission(&p.question, result),
+            Dialect::Permission => {
+                let step = dialect::from_permission(&p.question, p.step, result);
+                match step {
+                    Ok((Outcome::Answered(mut a), extras)) => {
+                        let mut p = p;
+                        p.collected.append(&mut a);
+                        if p.step + 1 < p.question.items.len() {
+                            // The next item, as the next prompt of the same tool call.
+                            p.step += 1;
+                            if self.ask_permission_step(&mut p, out) {
+                                self.questions.insert(p);
+                            }
+                            return;
+                        }
+                        let all = std::mem::take(&mut p.collected);
+                        self.close_at_client(&p, &Outcome::Answered(all.clone()), false, out);
+                        return self.finish(&p, Outcome::Answered(all), &extras, By::Client, out);
+                    }
+                    other => other,
+                }
+            }
         };
         match normalized {
             Ok((o, extras)) => {
@@ -1448,7 +1495,7 @@ mod tests {
         });
         let multi = json!({"jsonrpc":"2.0","id":"m","method":"_sandboxagent/session/request_question",
             "params":{"sessionId":"s","questionId":"q","questions":[
-                {"question":"one","options":["a","b"]},{"question":"two","options":["c","d"]}]}});
+                {"question":"one","options":["a","b"]},{"question":"two","options":["c","d"],"multiple":true}]}});
         t.agent(&multi.to_string());
         assert!(
             t.take_client().is_empty(),

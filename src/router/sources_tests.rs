@@ -224,3 +224,87 @@ fn the_agents_own_cancel_of_a_request_shown_as_sent_stays_between_agent_and_clie
     t.client(&reply);
     assert_eq!(t.take_agent(), [reply]);
 }
+
+#[test]
+fn several_single_select_items_reach_a_permission_only_client_one_prompt_at_a_time() {
+    let mut t = Fixture::new(observed());
+    t.client(&msg::initialize(json!({})));
+    t.take_agent();
+    t.agent(&msg::ask(
+        json!(1),
+        json!({"sessionId": "s1", "questionId": "q", "questions": [
+            {"question": "Which DB?", "options": ["pg", "sqlite"]},
+            {"question": "Which day?", "options": ["mon", "fri"]}]}),
+    ));
+    let first: Vec<Value> = t.take_client().iter().map(|l| parse(l)).collect();
+    assert_eq!(first[0]["params"]["update"]["sessionUpdate"], "tool_call");
+    let tc = first[0]["params"]["update"]["toolCallId"].clone();
+    assert_eq!(first[1]["params"]["toolCall"]["title"], "(1/2) Which DB?");
+    t.client(&msg::result(
+        first[1]["id"].clone(),
+        json!({"outcome": {"outcome": "selected", "optionId": "sqlite"}}),
+    ));
+    assert!(t.take_agent().is_empty(), "one more item to ask");
+    let second: Vec<Value> = t.take_client().iter().map(|l| parse(l)).collect();
+    assert_eq!(
+        second[0]["params"]["update"]["sessionUpdate"],
+        "tool_call_update"
+    );
+    assert_eq!(second[0]["params"]["update"]["toolCallId"], tc);
+    assert_eq!(second[1]["params"]["toolCall"]["title"], "(2/2) Which day?");
+    assert_ne!(second[1]["id"], first[1]["id"]);
+    t.client(&msg::result(
+        second[1]["id"].clone(),
+        json!({"outcome": {"outcome": "selected", "optionId": "fri"}}),
+    ));
+    assert_eq!(
+        t.take_agent(),
+        [msg::answered(json!(1), json!([["sqlite"], ["fri"]]))]
+    );
+    let closed = parse(&t.take_client()[0]);
+    assert_eq!(closed["params"]["update"]["status"], "completed");
+    // A cancel at any step cancels the whole question.
+    t.agent(&msg::ask(
+        json!(2),
+        json!({"sessionId": "s1", "questionId": "q2", "questions": [
+            {"question": "A?", "options": ["a", "b"]},
+            {"question": "B?", "options": ["c", "d"]}]}),
+    ));
+    let id = parse(&t.take_client()[1])["id"].clone();
+    t.client(&msg::result(
+        id,
+        json!({"outcome": {"outcome": "cancelled"}}),
+    ));
+    assert_eq!(t.take_agent(), [msg::rejected(json!(2), "cancelled")]);
+}
+
+#[test]
+fn a_claude_question_reaches_a_permission_only_client_on_the_agents_tool_call() {
+    let mut t = Fixture::new(RouterConfig {
+        advertise_elicitation: true,
+        ..observed()
+    });
+    t.client(&msg::initialize(json!({})));
+    t.take_agent();
+    t.agent(&claude_form(json!(6)));
+    let shown: Vec<Value> = t.take_client().iter().map(|l| parse(l)).collect();
+    // The IDE already shows Claude's tool call: the prompt updates it.
+    assert_eq!(
+        shown[0]["params"]["update"]["sessionUpdate"],
+        "tool_call_update"
+    );
+    assert_eq!(shown[0]["params"]["update"]["toolCallId"], "toolu_1");
+    assert_eq!(shown[1]["params"]["toolCall"]["toolCallId"], "toolu_1");
+    assert_eq!(shown[1]["params"]["toolCall"]["title"], "Which database?");
+    t.client(&msg::result(
+        shown[1]["id"].clone(),
+        json!({"outcome": {"outcome": "selected", "optionId": "SQLite"}}),
+    ));
+    assert_eq!(
+        t.take_agent(),
+        [msg::result(
+            json!(6),
+            json!({"action":"accept","content":{"question_0":"SQLite"}})
+        )]
+    );
+}

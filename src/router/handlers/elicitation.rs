@@ -50,6 +50,10 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
     let source: Origin = Arc::new(FormSource { form });
     let mut p = r.new_pending(id, q, source, req.now);
     p.context = v.get("message").map(|m| json!({ "message": m }));
+    p.agent_tool_call = v
+        .get("toolCallId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     let dialect = if !translate {
         Dialect::Native
     } else if r.dialect() == Dialect::Extension {
