@@ -604,3 +604,61 @@ async fn subscribers_see_questions_withdrawn_when_the_agent_dies() {
     b.drain().await;
     assert_eq!(b.wait().await, 137);
 }
+
+/// The agent's own tool approval (`session/request_permission`) is on the control server
+/// with its tool call, the CLI shows it, and an answer from the CLI reaches the agent in
+/// the permission shape while the IDE's copy is withdrawn; the IDE's late answer is
+/// dropped.
+#[tokio::test]
+async fn a_tool_approval_is_listed_and_answered_from_the_cli() {
+    let mut b = Bridge::mock(&["--control", "127.0.0.1:0"]);
+    let (base, token) = control_of(&b).await;
+    let page_url = format!("{base}#token={token}");
+    b.initialize(json!({})).await;
+    let sid = b.new_session(1).await;
+    b.prompt(2, &sid, "permission").await;
+    let (asked, _) = b
+        .recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+    let c = http(&base, &token);
+    let list: Vec<Value> = within(c.request("questions.list", rpc_params![]))
+        .await
+        .unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["source"], "permission");
+    assert_eq!(list[0]["dialect"], "native");
+    assert_eq!(list[0]["context"]["toolCall"]["title"], "Run the mock tool");
+    let qid = list[0]["questionId"].as_str().unwrap().to_owned();
+    let (code, out, _) = cli(&["list", "--control", &page_url]).await;
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("a tool approval") && out.contains("tool call: Run the mock tool"),
+        "{out}"
+    );
+    // A value that is no option is refused, and the question stays.
+    let (code, _, err) = cli(&["answer", "--control", &page_url, &sid, &qid, "maybe"]).await;
+    assert_eq!(code, 1, "{err}");
+    let (code, out, err) = cli(&["answer", "--control", &page_url, &sid, &qid, "Reject"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("reject"), "{out}");
+    let (m, before) = b
+        .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("permission:")))
+        .await;
+    assert_eq!(chunk_text(&m), Some("permission: reject"));
+    assert!(
+        before
+            .iter()
+            .any(|m| m["method"] == "$/cancel_request" && m["params"]["requestId"] == asked["id"]),
+        "the IDE's copy is withdrawn: {before:?}"
+    );
+    // The IDE answers anyway: dropped, the agent has its one answer.
+    b.send(&json!({"jsonrpc":"2.0","id":asked["id"],"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}))
+        .await;
+    b.close_stdin();
+    let rest = b.drain().await;
+    assert!(
+        !rest.iter().any(|l| l.contains("permission: allow")),
+        "{rest:?}"
+    );
+    assert_eq!(b.wait().await, 0);
+}
