@@ -329,6 +329,23 @@ pub fn merge_initialize_response(line: &str) -> Option<String> {
     )
 }
 
+/// The client's `initialize` request with gemini-cli's opt-in added to its capabilities'
+/// `_meta` (an existing one is kept): the bridge shows its questions anywhere.
+pub fn offer_gemini(line: &str) -> Option<String> {
+    let value = json!({"requestUserInput": true, "supportedKinds": ["ask_user", "exit_plan_mode"], "version": 1});
+    offer_meta(line, GEMINI_HOST_INPUT, &value)
+}
+
+/// The client's `initialize` request with OpenCode's opt-in added (see [`offer_gemini`]).
+pub fn offer_opencode(line: &str) -> Option<String> {
+    offer_meta(line, OPENCODE_QUESTION, &json!({ "version": 1 }))
+}
+
+fn offer_meta(line: &str, key: &str, value: &Value) -> Option<String> {
+    let caps = capabilities_key_in(line, "params", V1_CLIENT);
+    merge(line, &["params", caps, "_meta"], key, value, Existing::Keep)
+}
+
 /// The client's `initialize` request with `clientCapabilities.elicitation.form = {}` added
 /// (v2: `capabilities.elicitation.form`; `--advertise-elicitation`; an existing `form` is
 /// kept).

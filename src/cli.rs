@@ -46,6 +46,11 @@ pub enum Command {
 pub enum OptIn {
     /// `clientCapabilities.elicitation.form`.
     Form,
+    /// `clientCapabilities._meta["geminiCli.hostInput"]` (gemini-cli's
+    /// `gemini/requestUserInput`).
+    Gemini,
+    /// `clientCapabilities._meta["opencode/question"]` (OpenCode's `opencode/question`).
+    Opencode,
 }
 
 /// Flags of the bridge itself.
@@ -90,7 +95,8 @@ pub struct BridgeArgs {
     /// Do not offer the agent these ways of asking. By default the bridge adds each to the
     /// `initialize` the agent sees when the client lacks it, since it can show them
     /// anywhere: `form` (`elicitation.form`: agents' forms reach a client without forms as
-    /// the extension or a permission prompt). Comma-separated or repeated.
+    /// the extension or a permission prompt), `gemini` (`_meta["geminiCli.hostInput"]`),
+    /// `opencode` (`_meta["opencode/question"]`). Comma-separated or repeated.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "OPT_IN")]
     pub no_opt_in: Vec<OptIn>,
     /// Start the control server on this address (`127.0.0.1:0` picks a free port): the

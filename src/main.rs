@@ -115,6 +115,8 @@ fn main() -> ExitCode {
             max_in_flight: args.max_in_flight as usize,
             client_dialect: args.client_dialect.forced(),
             advertise_elicitation: !no_forms,
+            offer_gemini: !args.no_opt_in.contains(&OptIn::Gemini),
+            offer_opencode: !args.no_opt_in.contains(&OptIn::Opencode),
             ..RouterConfig::default()
         },
     };

@@ -312,19 +312,27 @@ async fn look_alike_agent_ids_route_correctly() {
 async fn forms_are_offered_to_the_agent_unless_opted_out() {
     // An agent that prints the first line it reads to stderr, then exits.
     let agent = ["--", "sh", "-c", "read -r l; echo \"agent saw: $l\" >&2"];
-    for (extra, offered) in [(&[][..], true), (&["--no-opt-in", "form"][..], false)] {
+    for (extra, offered) in [
+        (&[][..], [true, true, true]),
+        (&["--no-opt-in", "form"][..], [false, true, true]),
+        (
+            &["--no-opt-in", "gemini,opencode"][..],
+            [true, false, false],
+        ),
+    ] {
         let args: Vec<&str> = extra.iter().chain(agent.iter()).copied().collect();
         let mut b = Bridge::with_args(&args);
         b.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize",
             "params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}}}}))
             .await;
-        b.stderr_contains("agent saw: ").await;
+        b.stderr_contains("agent saw: {").await;
         let seen = b.stderr();
-        assert_eq!(
+        let has = [
             seen.contains(r#""elicitation":{"form":{}}"#),
-            offered,
-            "{extra:?}: {seen}"
-        );
+            seen.contains(r#""geminiCli.hostInput":{"requestUserInput":true"#),
+            seen.contains(r#""opencode/question":{"version":1}"#),
+        ];
+        assert_eq!(has, offered, "{extra:?}: {seen}");
         assert!(seen.contains(r#""fs":{"readTextFile":true}"#), "{seen}");
         b.close_stdin();
         b.wait().await;

@@ -13,7 +13,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use serde_json::value::RawValue;
 
-use super::handlers::{cancel, elicitation, initialize, permission, question};
+use super::handlers::{cancel, elicitation, initialize, permission, question, vendor};
 use super::{Outbox, Router, Side};
 use crate::envelope::{self, RequestId};
 use crate::scan::{Shape, Span};
@@ -43,6 +43,53 @@ pub(super) static TABLE: &[Entry] = &[
         on: On::Request(RequestRule {
             arrives: Some(permission::arrives),
             cancelled: Some(r#"{"outcome":{"outcome":"cancelled"}}"#),
+            ..RequestRule::TRACKED
+        }),
+    },
+    // The vendors' own ways of asking (AGENT-DIALECTS.md 1.4-1.7), with and without the
+    // leading `_` (vendors differ since the TypeScript SDK stopped adding it).
+    Entry {
+        names: &["cursor/ask_question", "_cursor/ask_question"],
+        from: Side::Agent,
+        on: On::Request(RequestRule {
+            arrives: Some(vendor::cursor_ask),
+            cancelled: Some(r#"{"outcome":{"outcome":"cancelled"}}"#),
+            ..RequestRule::TRACKED
+        }),
+    },
+    Entry {
+        names: &["cursor/create_plan", "_cursor/create_plan"],
+        from: Side::Agent,
+        on: On::Request(RequestRule {
+            arrives: Some(vendor::cursor_plan),
+            cancelled: Some(r#"{"outcome":{"outcome":"cancelled"}}"#),
+            ..RequestRule::TRACKED
+        }),
+    },
+    Entry {
+        names: &["_x.ai/ask_user_question", "x.ai/ask_user_question"],
+        from: Side::Agent,
+        on: On::Request(RequestRule {
+            arrives: Some(vendor::grok),
+            cancelled: Some(r#"{"outcome":"cancelled"}"#),
+            ..RequestRule::TRACKED
+        }),
+    },
+    Entry {
+        names: &["gemini/requestUserInput", "_gemini/requestUserInput"],
+        from: Side::Agent,
+        on: On::Request(RequestRule {
+            arrives: Some(vendor::gemini),
+            cancelled: Some(r#"{"outcome":"cancelled"}"#),
+            ..RequestRule::TRACKED
+        }),
+    },
+    Entry {
+        names: &["opencode/question", "_opencode/question"],
+        from: Side::Agent,
+        on: On::Request(RequestRule {
+            arrives: Some(vendor::opencode),
+            cancelled: Some(r#"{"rejected":true}"#),
             ..RequestRule::TRACKED
         }),
     },

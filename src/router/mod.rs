@@ -168,6 +168,12 @@ pub struct RouterConfig {
     /// `--advertise-elicitation`: tell the agent the client renders form elicitations
     /// even when it does not, and show them as questions.
     pub advertise_elicitation: bool,
+    /// Offer the agent gemini-cli's `_meta["geminiCli.hostInput"]` opt-in when the client
+    /// lacks it (`--no-opt-in gemini`).
+    pub offer_gemini: bool,
+    /// Offer the agent OpenCode's `_meta["opencode/question"]` opt-in when the client lacks
+    /// it (`--no-opt-in opencode`).
+    pub offer_opencode: bool,
     /// Make question lifecycle events ([`Outbox::events`]) for the control server, the
     /// journal and notifications.
     pub events: bool,
@@ -184,6 +190,8 @@ impl Default for RouterConfig {
             max_pending_per_session: 32,
             client_dialect: None,
             advertise_elicitation: false,
+            offer_gemini: false,
+            offer_opencode: false,
             events: false,
             hold_unsupported: false,
         }
@@ -318,6 +326,16 @@ impl Router {
     }
 
     /// Requests in flight from `side`.
+    /// The session of the newest `session/prompt` still waiting for its result: the one a
+    /// request without a `sessionId` (Cursor's) belongs to.
+    pub(crate) fn prompting_session(&self) -> Option<&str> {
+        self.client_requests
+            .values()
+            .filter(|r| &*r.method == "session/prompt")
+            .max_by_key(|r| r.seq)
+            .and_then(|r| r.session_id.as_deref())
+    }
+
     pub fn in_flight(&self, side: Side) -> &IdMap<RequestId, InFlight> {
         match side {
             Side::Client => &self.client_requests,

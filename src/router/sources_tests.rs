@@ -308,3 +308,148 @@ fn a_claude_question_reaches_a_permission_only_client_on_the_agents_tool_call() 
         )]
     );
 }
+
+fn grok_ask(id: Value) -> String {
+    msg::request(
+        id,
+        "_x.ai/ask_user_question",
+        json!({"sessionId": "s1", "toolCallId": "call_7", "mode": "default",
+            "questions": [{"question": "Which database?", "multiSelect": false,
+                "options": [{"label": "SQLite"}, {"label": "Postgres"}]}]}),
+    )
+}
+
+#[test]
+fn a_vendor_question_is_translated_for_a_client_that_does_not_know_it() {
+    // A native-extension client: the extension request, the answer in Grok's shape.
+    let mut t = Fixture::native(observed());
+    t.agent(&grok_ask(json!(1)));
+    let shown = parse(&t.take_client()[0]);
+    assert_eq!(shown["method"], crate::questions::METHOD);
+    assert_eq!(
+        shown["params"]["questions"][0]["question"],
+        "Which database?"
+    );
+    t.client(&msg::answered(shown["id"].clone(), json!([["DuckDB"]])));
+    assert_eq!(
+        t.take_agent(),
+        [msg::result(
+            json!(1),
+            json!({"outcome":"accepted","answers":{"Which database?":["Other"]},
+                   "annotations":{"Which database?":{"notes":"DuckDB"}}})
+        )]
+    );
+    let v = serde_json::to_value(t.take_events()).unwrap();
+    assert_eq!(v[0]["question"]["source"], "grok");
+    // A permission-only client: the prompt, on Grok's own tool call.
+    let mut t = Fixture::new(observed());
+    t.client(&msg::initialize(json!({})));
+    t.take_agent();
+    t.agent(&grok_ask(json!(2)));
+    let shown: Vec<Value> = t.take_client().iter().map(|l| parse(l)).collect();
+    assert_eq!(shown[1]["method"], "session/request_permission");
+    assert_eq!(shown[1]["params"]["toolCall"]["toolCallId"], "call_7");
+    t.r.control_reject("s1", "x.ai/ask_user_question:2", None, &mut t.out)
+        .unwrap();
+    assert_eq!(
+        t.take_agent(),
+        [msg::result(json!(2), json!({"outcome":"cancelled"}))]
+    );
+}
+
+#[test]
+fn a_vendor_question_goes_as_sent_to_a_client_that_advertised_it_and_falls_back_on_32601() {
+    let mut t = Fixture::new(observed());
+    t.client(&msg::initialize(
+        json!({"elicitation": {"form": {}}, "_meta": {"x.ai/ask_user_question": true}}),
+    ));
+    t.take_agent();
+    let ask = grok_ask(json!(3));
+    t.agent(&ask);
+    assert_eq!(t.take_client(), [ask]);
+    // It did not know it after all: asked again as a form.
+    t.client(&msg::error(json!(3), -32601, "Method not found"));
+    let shown = parse(&t.take_client()[0]);
+    assert_eq!(shown["method"], "elicitation/create");
+    assert_eq!(shown["params"]["toolCallId"], "call_7");
+    let field = shown["params"]["requestedSchema"]["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    t.client(&msg::result(
+        shown["id"].clone(),
+        json!({"action": "accept", "content": {field: "Postgres"}}),
+    ));
+    assert_eq!(
+        t.take_agent(),
+        [msg::result(
+            json!(3),
+            json!({"outcome":"accepted","answers":{"Which database?":["Postgres"]}})
+        )]
+    );
+}
+
+#[test]
+fn a_cursor_question_belongs_to_the_session_whose_prompt_is_in_flight() {
+    let mut t = Fixture::new(observed());
+    t.client(&msg::initialize(
+        json!({"_meta": {"cursor/ask_question": {}}}),
+    ));
+    t.client(&msg::request(
+        json!(5),
+        "session/prompt",
+        json!({"sessionId": "cursor-s", "prompt": []}),
+    ));
+    t.take_agent();
+    let ask = msg::request(
+        json!(8),
+        "cursor/ask_question",
+        json!({"toolCallId": "tc", "title": "Quick question",
+            "questions": [{"id": "q1", "prompt": "Tabs or spaces?",
+                "options": [{"id": "tabs", "label": "Tabs"}, {"id": "spaces", "label": "Spaces"}],
+                "allowMultiple": false}]}),
+    );
+    t.agent(&ask);
+    assert_eq!(t.take_client(), [ask], "the client advertised it");
+    let v = serde_json::to_value(&t.r.question_views()[0]).unwrap();
+    assert_eq!(v["sessionId"], "cursor-s");
+    assert_eq!(v["source"], "cursor");
+    t.r.control_answer(
+        "cursor-s",
+        "cursor/ask_question:8",
+        &json!([["Spaces"]]),
+        &mut t.out,
+    )
+    .unwrap();
+    assert_eq!(
+        t.take_agent(),
+        [msg::result(
+            json!(8),
+            json!({"outcome":{"outcome":"answered","answers":[{"questionId":"q1","selectedOptionIds":["spaces"]}]}})
+        )]
+    );
+    assert_eq!(t.take_client(), [msg::cancel_request(json!(8))]);
+}
+
+#[test]
+fn an_opencode_question_ends_rejected_at_the_clients_eof() {
+    let mut t = Fixture::native(observed());
+    t.agent(&msg::request(
+        json!(4),
+        "opencode/question",
+        json!({"requestId": "r", "sessionId": "s1", "questions": [
+            {"header": "Go", "question": "Continue?", "options": [{"label": "Yes"}, {"label": "No"}], "multiple": false}]}),
+    ));
+    t.take_client();
+    t.client_eof();
+    assert_eq!(
+        t.take_agent(),
+        [
+            msg::result(json!(4), json!({"rejected": true})),
+            "<close>".to_owned()
+        ]
+    );
+}

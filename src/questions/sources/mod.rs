@@ -5,8 +5,12 @@
 //! for every way a question can end. The router knows a source only through [`Source`]; it
 //! knows nothing of the shapes.
 
+pub mod cursor;
 pub mod extension;
 pub mod form;
+pub mod gemini;
+pub mod grok;
+pub mod opencode;
 pub mod permission;
 
 use serde_json::value::RawValue;
@@ -14,7 +18,7 @@ use serde_json::Value;
 
 use crate::jsonrpc::code;
 use crate::questions::answer::{Extras, Outcome};
-use crate::questions::model::Question;
+use crate::questions::model::{Choice, Question};
 
 /// What the agent gets back for its request.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,5 +62,50 @@ pub trait Source: std::fmt::Debug + Send + Sync {
     /// answers it `-32601` is asked again in a standard shape.
     fn standard(&self) -> bool {
         false
+    }
+}
+
+/// Options of the shape most vendors use: `[{label, description?, preview?, id?}]`, the
+/// label being the value (what the agents expect back). `None` when one is malformed;
+/// absent options are none.
+pub(crate) fn options_of(list: Option<&Value>) -> Option<Vec<Choice>> {
+    let Some(list) = list.filter(|l| !l.is_null()) else {
+        return Some(Vec::new());
+    };
+    list.as_array()?
+        .iter()
+        .map(|o| {
+            let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
+            let label = text("label")?;
+            Some(Choice {
+                value: label.clone(),
+                label,
+                description: text("description"),
+                preview: text("preview"),
+                ..Choice::default()
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use serde_json::value::RawValue;
+    use serde_json::Value;
+
+    use super::{Reply, Source};
+    use crate::questions::answer::Outcome;
+    use crate::questions::model::Question;
+
+    pub fn raw(v: Value) -> Box<RawValue> {
+        RawValue::from_string(v.to_string()).expect("valid JSON")
+    }
+
+    /// The result a source replies with, as a value (panics on an error reply).
+    pub fn reply_json(s: &dyn Source, q: &Question, o: &Outcome) -> Value {
+        match s.reply(q, o, &Vec::new()) {
+            Reply::Result(text) => serde_json::from_str(&text).expect("valid JSON"),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -31,6 +31,12 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
     if r.translates_agent_elicitations() {
         line = rewrite(line, capabilities::advertise_elicitation);
     }
+    if r.cfg.offer_gemini {
+        line = rewrite(line, capabilities::offer_gemini);
+    }
+    if r.cfg.offer_opencode {
+        line = rewrite(line, capabilities::offer_opencode);
+    }
     r.pass(Side::Client, req, line, out);
 }
 

@@ -9,3 +9,4 @@ pub(super) mod elicitation;
 pub(super) mod initialize;
 pub(super) mod permission;
 pub(super) mod question;
+pub(super) mod vendor;

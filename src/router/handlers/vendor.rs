@@ -1,0 +1,75 @@
+//! The vendors' own ways of asking (Cursor, Grok Build, gemini-cli, OpenCode): methods an
+//! ACP client does not know unless it says so.
+//!
+//! A request the bridge can read is tracked on every surface. A client that advertised the
+//! method (a `_meta` key named after it, or the vendor's own opt-in) gets it as it was sent,
+//! and its result goes back unchanged; if it answers `-32601` after all, or never said so,
+//! the question is shown in the best standard shape the client has (the extension, a form,
+//! a permission prompt) and the answer is mapped back into the vendor's shape. One the
+//! bridge cannot read is tracked and forwarded.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::questions::model::Question;
+use crate::questions::registry::Origin;
+use crate::questions::sources::{cursor, gemini, grok, opencode, Source};
+use crate::questions::Dialect;
+use crate::router::dispatch::Req;
+use crate::router::{Outbox, Router, Side};
+
+/// Reads a vendor's request (params, the question id to give it, the session whose prompt
+/// is in flight): the question, its source, and what to show beside it.
+pub(in crate::router) type Parse<S> = fn(&Value, String, &str) -> Option<(Question, S, Value)>;
+
+pub(in crate::router) fn cursor_ask(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
+    arrives(r, req, out, cursor::parse_ask)
+}
+
+pub(in crate::router) fn cursor_plan(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
+    arrives(r, req, out, cursor::parse_plan)
+}
+
+pub(in crate::router) fn grok(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
+    arrives(r, req, out, |p, id, _| grok::parse(p, id))
+}
+
+pub(in crate::router) fn gemini(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
+    arrives(r, req, out, |p, id, _| gemini::parse(p, id))
+}
+
+pub(in crate::router) fn opencode(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
+    arrives(r, req, out, |p, id, _| opencode::parse(p, id))
+}
+
+/// The request of a vendor method arrives; `parse` is its source's reader.
+fn arrives<S: Source + 'static>(r: &mut Router, req: Req<'_>, out: &mut Outbox, parse: Parse<S>) {
+    let id = req.id.clone();
+    let method = req.method.trim_start_matches('_');
+    let prompting = r.prompting_session().unwrap_or_default().to_owned();
+    let params: Value = req
+        .params
+        .and_then(|p| serde_json::from_str(p).ok())
+        .unwrap_or(Value::Null);
+    let parsed = parse(&params, format!("{method}:{id}"), &prompting);
+    let Some((q, source, context)) = parsed.filter(|(q, ..)| r.admit(&id, q).is_ok()) else {
+        let line = req.line.clone();
+        return r.pass(Side::Agent, req, line, out);
+    };
+    let native = r.client.is_some_and(|c| c.understands(req.method));
+    let source: Origin = Arc::new(source);
+    let mut p = r.new_pending(id, q, source, req.now);
+    p.context = Some(context);
+    p.agent_tool_call = params
+        .get("toolCallId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    r.counters.questions_asked += 1;
+    if native {
+        r.show(p, Dialect::Native, Some(req.line), out);
+    } else {
+        let dialect = r.dialect();
+        r.show(p, dialect, None, out);
+    }
+}
