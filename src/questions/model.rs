@@ -18,6 +18,7 @@ const REQUEST_KEYS: &[&str] = &[
     "sessionId",
     "questionId",
     "prompt",
+    "question",
     "header",
     "options",
     "multiSelect",
@@ -29,6 +30,7 @@ const REQUEST_KEYS: &[&str] = &[
 /// Members of one `questions[i]` item the bridge reads.
 const ITEM_KEYS: &[&str] = &[
     "question",
+    "prompt",
     "header",
     "options",
     "multiSelect",
@@ -306,6 +308,17 @@ pub fn parse_request(params: Option<&RawValue>) -> Result<Question, Invalid> {
 
 /// [`parse_request`] on the JSON text of `params` (valid JSON, as the scan found it).
 pub fn parse_request_text(params: Option<&str>) -> Result<Question, Invalid> {
+    parse_request_from(params, None)
+}
+
+/// [`parse_request_text`], liberal as sandbox-agent's own adapter needs (AGENT-DIALECTS.md
+/// 1.8): a request without `questionId` gets `request-<its JSON-RPC id>` when `request_id`
+/// (the id's JSON text) is given. (An item's text is read from `prompt` or `question` in
+/// both forms either way.)
+pub fn parse_request_from(
+    params: Option<&str>,
+    request_id: Option<&str>,
+) -> Result<Question, Invalid> {
     let raw = params.ok_or_else(|| invalid("params", "are required"))?;
     let members = RawObject::parse(raw).ok_or_else(|| invalid("params", "must be an object"))?;
     let member = |key: &str| members.get(key);
@@ -313,16 +326,23 @@ pub fn parse_request_text(params: Option<&str>) -> Result<Question, Invalid> {
         .known(REQUEST_KEYS)
         .map_err(|e| invalid_member(&e, ""))?;
     let session_id = non_empty_string(obj, "sessionId", "")?;
-    let question_id = non_empty_string(obj, "questionId", "")?;
-    let items = match (obj.get("prompt"), member("questions")) {
-        (Some(_), Some(_)) => {
+    let question_id = match (obj.get("questionId"), request_id) {
+        (None, Some(id)) => format!("request-{}", id.trim_matches('"')),
+        _ => non_empty_string(obj, "questionId", "")?,
+    };
+    // The single form's text: `prompt`, or `question` as an alias.
+    let single = ["prompt", "question"]
+        .into_iter()
+        .find(|k| obj.get(k).is_some());
+    let items = match (single, member("questions")) {
+        (Some(key), Some(_)) => {
             return Err(invalid(
-                "prompt",
+                key,
                 "cannot be combined with `questions` (send one form)",
             ))
         }
         (None, None) => return Err(invalid("questions", "is required (or `prompt`)")),
-        (Some(_), None) => vec![parse_item(obj, "prompt", "")?],
+        (Some(key), None) => vec![parse_item(obj, key, "")?],
         (None, Some(list)) => {
             let list: Vec<&RawValue> = serde_json::from_str(list.get())
                 .map_err(|_| invalid("questions", "must be an array"))?;
@@ -339,7 +359,13 @@ pub fn parse_request_text(params: Option<&str>) -> Result<Question, Invalid> {
                     .ok_or_else(|| invalid(at.as_str(), "must be an object"))?
                     .known(ITEM_KEYS)
                     .map_err(|e| invalid_member(&e, &at))?;
-                items.push(parse_item(&q, "question", &at)?);
+                // The item's text: `question`, or `prompt` as an alias.
+                let key = if q.get("question").is_none() && q.get("prompt").is_some() {
+                    "prompt"
+                } else {
+                    "question"
+                };
+                items.push(parse_item(&q, key, &at)?);
             }
             items
         }
@@ -535,6 +561,29 @@ mod tests {
         assert_eq!(
             err(base(json!({ "questions": many }))),
             "questions: must hold 1 to 16 items (has 17)"
+        );
+    }
+
+    #[test]
+    fn the_extension_is_read_liberally_as_sandbox_agents_adapter_sends_it() {
+        // `question` for the single form's text, `prompt` for an item's, no questionId.
+        let single = json!({"sessionId": "s", "question": "Proceed?", "options": ["yes", "no"]});
+        let q = parse_request_from(Some(&single.to_string()), Some("7")).unwrap();
+        assert_eq!(q.question_id, "request-7");
+        assert_eq!(q.items[0].prompt, "Proceed?");
+        let multi =
+            json!({"sessionId": "s", "questions": [{"prompt": "Which?", "options": ["a", "b"]}]});
+        let q = parse_request_from(Some(&multi.to_string()), Some("\"abc\"")).unwrap();
+        assert_eq!(q.question_id, "request-abc");
+        assert_eq!(q.items[0].prompt, "Which?");
+        // A questionId that is there is still checked; strict callers still require one.
+        let empty = json!({"sessionId": "s", "questionId": "", "prompt": "p"});
+        assert!(parse_request_from(Some(&empty.to_string()), Some("1")).is_err());
+        assert_eq!(
+            parse_request_text(Some(&single.to_string()))
+                .unwrap_err()
+                .to_string(),
+            "questionId: is required"
         );
     }
 }

@@ -12,7 +12,7 @@ use crate::router::{Outbox, Router};
 
 /// The agent asks a question: validate, register, deliver to the client.
 pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
-    let q = match model::parse_request_text(req.params) {
+    let q = match model::parse_request_from(req.params, Some(req.id.as_json())) {
         Ok(q) => q,
         Err(e) => {
             r.counters.questions_invalid += 1;
