@@ -38,6 +38,10 @@ Script words (the first word of the prompt text picks the behaviour):
   elicit                 elicitation/create (form: an enum, a string, a boolean); streams
                          `elicitation: <action> <content json>`, end_turn
   elicit-choice          elicitation/create with one single-select field (red / green)
+  ask-claude, ask-claude-two, ask-codex, ask-kimi, approve, ask-qwen, ask-cursor,
+  plan-cursor, ask-grok, ask-gemini, plan-gemini, ask-opencode, ask-extension-liberal
+                         ask in that agent's own shape (docs/MOCK_AGENT.md says which);
+                         streams `<word>: <result json>` (or `<word>: error <error json>`)
   flood <N> [<BYTES>]    N agent_message_chunks of about BYTES bytes (default 100), end_turn
   slow <MS>              wait MS milliseconds, then end_turn (stopReason cancelled if cancelled)
   garbage                write a non-JSON line to stdout, then behave as the default
@@ -387,6 +391,27 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
                     r.get("content").cloned().unwrap_or(Value::Null)
                 ),
                 Err(e) => format!("elicitation: error {e}"),
+            };
+            wait_and_report(ctx, sid, rx, cancel, report).await
+        }
+        word if super::shapes::for_word(word, sid, 0).is_some() => {
+            let n = {
+                let mut q = ctx.questions.lock().unwrap_or_else(|e| e.into_inner());
+                *q += 1;
+                *q
+            };
+            let Some(shape) = super::shapes::for_word(word, sid, n) else {
+                return "end_turn";
+            };
+            if let Some(update) = &shape.announce {
+                ctx.send(&json!({"jsonrpc": "2.0", "method": "session/update", "params": update}))
+                    .await;
+            }
+            let rx = ctx.request(shape.method, shape.params).await;
+            let word = word.to_owned();
+            let report = move |outcome: Result<Value, Value>| match outcome {
+                Ok(r) => format!("{word}: {r}"),
+                Err(e) => format!("{word}: error {e}"),
             };
             wait_and_report(ctx, sid, rx, cancel, report).await
         }

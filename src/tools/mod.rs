@@ -4,3 +4,4 @@
 
 pub mod demo;
 pub mod mock_agent;
+pub mod shapes;

@@ -1,0 +1,210 @@
+//! The exact shapes in which the agents people run ask their user (AGENT-DIALECTS.md
+//! section 1), for the mock agent's script words, the demo and tests. Each function returns
+//! what the agent sends: an optional `session/update` announcing its tool call first, then
+//! the request's method and params.
+
+use serde_json::{json, Value};
+
+/// One way of asking: the tool call announced before it (if the agent announces one), the
+/// method and the params.
+pub struct Shape {
+    pub announce: Option<Value>,
+    pub method: &'static str,
+    pub params: Value,
+}
+
+/// The script words that ask in an agent's shape, with what each mimics.
+pub const WORDS: &[(&str, &str)] = &[
+    (
+        "ask-claude",
+        "claude-agent-acp 0.100 AskUserQuestion, one question (elicitation/create)",
+    ),
+    (
+        "ask-claude-two",
+        "claude-agent-acp 0.100 AskUserQuestion, two questions, one multi-select",
+    ),
+    (
+        "ask-codex",
+        "codex-acp 2.6 request_user_input (elicitation/create)",
+    ),
+    (
+        "ask-kimi",
+        "Kimi Code (elicitation/create, q0/q1, required)",
+    ),
+    (
+        "approve",
+        "any agent's tool approval: a Bash command (session/request_permission)",
+    ),
+    (
+        "ask-qwen",
+        "Qwen Code's permission with questions (session/request_permission)",
+    ),
+    ("ask-cursor", "Cursor CLI cursor/ask_question"),
+    ("plan-cursor", "Cursor CLI cursor/create_plan"),
+    ("ask-grok", "Grok Build _x.ai/ask_user_question"),
+    ("ask-gemini", "gemini-cli gemini/requestUserInput, ask_user"),
+    (
+        "plan-gemini",
+        "gemini-cli gemini/requestUserInput, exit_plan_mode",
+    ),
+    ("ask-opencode", "OpenCode opencode/question"),
+    (
+        "ask-extension-liberal",
+        "sandbox-agent's adapter: the extension without questionId",
+    ),
+];
+
+fn db_options_claude() -> Value {
+    json!([
+        {"const": "SQLite", "title": "SQLite", "description": "One file, no server",
+         "_meta": {"_claude/askUserQuestionOption": {"preview": "sqlite3 app.db"}}},
+        {"const": "Postgres", "title": "Postgres", "description": "A server, for many writers"}
+    ])
+}
+
+/// The shape a script word asks in (`sid`: the session; `n`: a number for unique ids).
+pub fn for_word(word: &str, sid: &str, n: u64) -> Option<Shape> {
+    let tool_call = format!("toolu_mock_{n}");
+    let claude_announce = |questions: Value| {
+        Some(
+            json!({"sessionId": sid, "update": {"sessionUpdate": "tool_call",
+            "toolCallId": tool_call, "title": "Asking for your input", "kind": "other",
+            "status": "pending", "rawInput": {"questions": questions}}}),
+        )
+    };
+    let shape = match word {
+        "ask-claude" => Shape {
+            announce: claude_announce(
+                json!([{"question": "Which database?", "header": "Database"}]),
+            ),
+            method: "elicitation/create",
+            params: json!({"sessionId": sid, "toolCallId": tool_call, "mode": "form",
+                "message": "Which database?",
+                "requestedSchema": {"type": "object", "properties": {
+                    "question_0": {"type": "string", "title": "Database", "oneOf": db_options_claude()},
+                    "question_0_custom": {"type": "string", "title": "Other", "description": "Type your own answer"}}}}),
+        },
+        "ask-claude-two" => Shape {
+            announce: claude_announce(
+                json!([{"question": "Which database?"}, {"question": "Which features?"}]),
+            ),
+            method: "elicitation/create",
+            params: json!({"sessionId": sid, "toolCallId": tool_call, "mode": "form",
+                "message": "Answer the questions below.",
+                "requestedSchema": {"type": "object", "properties": {
+                    "question_0": {"type": "string", "title": "Database", "description": "Which database?", "oneOf": db_options_claude()},
+                    "question_0_custom": {"type": "string", "title": "Other"},
+                    "question_1": {"type": "array", "title": "Features", "description": "Which features?",
+                        "items": {"anyOf": [{"const": "auth", "title": "Auth"}, {"const": "billing", "title": "Billing"}]}},
+                    "question_1_custom": {"type": "string", "title": "Other"}}}}),
+        },
+        "ask-codex" => Shape {
+            announce: None,
+            method: "elicitation/create",
+            params: json!({"sessionId": sid, "toolCallId": tool_call, "mode": "form",
+                "message": "Codex needs your input to continue.",
+                "_meta": {"codex": {"autoResolutionMs": null}},
+                "requestedSchema": {"type": "object", "required": ["database"], "properties": {
+                    "database": {"type": "string", "title": "Which database?", "description": "Database",
+                        "_meta": {"codex": {"isOther": true}},
+                        "oneOf": [{"const": "SQLite", "title": "SQLite"}, {"const": "Postgres", "title": "Postgres"},
+                                  {"const": "None of the above", "title": "None of the above"}]},
+                    "database_note": {"type": "string", "title": "Other",
+                        "_meta": {"codex": {"role": "user_note", "questionId": "database"}}}}}}),
+        },
+        "ask-kimi" => Shape {
+            announce: None,
+            method: "elicitation/create",
+            params: json!({"sessionId": sid, "mode": "form", "message": "Kimi has questions",
+                "requestedSchema": {"type": "object", "required": ["q0", "q1"], "properties": {
+                    "q0": {"type": "string", "title": "Which database?",
+                        "oneOf": [{"const": "SQLite", "title": "SQLite"}, {"const": "Postgres", "title": "Postgres"}]},
+                    "q1": {"type": "array", "title": "Which features?", "minItems": 1,
+                        "items": {"enum": ["auth", "billing"]}}}}}),
+        },
+        "approve" => Shape {
+            announce: Some(
+                json!({"sessionId": sid, "update": {"sessionUpdate": "tool_call",
+                "toolCallId": tool_call, "title": "Bash", "kind": "execute", "status": "pending",
+                "rawInput": {"command": "rm -rf build", "description": "Remove the build directory"}}}),
+            ),
+            method: "session/request_permission",
+            params: json!({"sessionId": sid,
+                "toolCall": {"toolCallId": tool_call, "title": "Bash", "kind": "execute", "status": "pending",
+                    "rawInput": {"command": "rm -rf build", "description": "Remove the build directory"},
+                    "content": [{"type": "content", "content": {"type": "text", "text": "rm -rf build"}}]},
+                "options": [
+                    {"optionId": "allow", "name": "Yes", "kind": "allow_once"},
+                    {"optionId": "allow_always", "name": "Yes, always", "kind": "allow_always"},
+                    {"optionId": "reject", "name": "No", "kind": "reject_once"}]}),
+        },
+        "ask-qwen" => Shape {
+            announce: None,
+            method: "session/request_permission",
+            params: json!({"sessionId": sid,
+                "toolCall": {"toolCallId": tool_call, "title": "Ask user", "kind": "other",
+                    "rawInput": {"questions": [
+                        {"question": "Which database?", "header": "Database",
+                         "options": [{"label": "Postgres", "description": "A server"}, {"label": "SQLite", "description": "A file"}],
+                         "multiSelect": false}]},
+                    "_meta": {"qwenInteractionKind": "user_question"}},
+                "options": [
+                    {"optionId": "proceed_once", "name": "Submit", "kind": "allow_once"},
+                    {"optionId": "cancel", "name": "Cancel", "kind": "reject_once"}]}),
+        },
+        "ask-cursor" => Shape {
+            announce: None,
+            method: "cursor/ask_question",
+            params: json!({"toolCallId": tool_call, "title": "A quick question",
+                "questions": [{"id": "db", "prompt": "Which database?",
+                    "options": [{"id": "sqlite", "label": "SQLite"}, {"id": "postgres", "label": "Postgres"}],
+                    "allowMultiple": false}]}),
+        },
+        "plan-cursor" => Shape {
+            announce: None,
+            method: "cursor/create_plan",
+            params: json!({"toolCallId": tool_call, "name": "Add a database", "overview": "SQLite first",
+                "plan": "# Plan\n1. Add sqlx\n2. Write the schema\n3. Migrate",
+                "todos": [{"id": "t1", "content": "Add sqlx", "status": "pending"}], "isProject": false}),
+        },
+        "ask-grok" => Shape {
+            announce: None,
+            method: "_x.ai/ask_user_question",
+            params: json!({"sessionId": sid, "toolCallId": tool_call, "mode": "default",
+                "questions": [{"question": "Which database?", "multiSelect": false,
+                    "options": [{"label": "SQLite", "description": "A file"}, {"label": "Postgres"}]}]}),
+        },
+        "ask-gemini" | "plan-gemini" => {
+            let plan = word == "plan-gemini";
+            Shape {
+                announce: None,
+                method: "gemini/requestUserInput",
+                params: if plan {
+                    json!({"sessionId": sid, "requestId": format!("req-{n}"), "kind": "exit_plan_mode",
+                        "title": "Ready to code?", "questions": [{"question": "Approve the plan?", "header": "Plan",
+                            "type": "choice", "options": [{"label": "Yes, start coding", "description": "Leave plan mode"},
+                                                          {"label": "No, keep planning", "description": "Stay in plan mode"}]}]})
+                } else {
+                    json!({"sessionId": sid, "requestId": format!("req-{n}"), "kind": "ask_user", "title": "Setup",
+                        "questions": [{"question": "Which database?", "header": "Database", "type": "choice",
+                            "options": [{"label": "PostgreSQL"}, {"label": "SQLite"}], "multiSelect": false}]})
+                },
+            }
+        }
+        "ask-opencode" => Shape {
+            announce: None,
+            method: "opencode/question",
+            params: json!({"requestId": format!("req-{n}"), "sessionId": sid,
+                "questions": [{"header": "Database", "question": "Which database?",
+                    "options": [{"label": "SQLite", "description": "A file"}, {"label": "Postgres", "description": "A server"}],
+                    "multiple": false, "custom": true}]}),
+        },
+        "ask-extension-liberal" => Shape {
+            announce: None,
+            method: crate::questions::METHOD,
+            params: json!({"sessionId": sid, "question": "Which database?", "options": ["SQLite", "Postgres"]}),
+        },
+        _ => return None,
+    };
+    Some(shape)
+}
