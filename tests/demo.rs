@@ -390,3 +390,38 @@ fn ctrl_c_waits_for_the_bridge() {
 fn sigint_to_the_demo_alone_ends_the_bridge() {
     interrupt_at_the_prompt(false);
 }
+
+/// `demo --script <word>` shows how each agent's question looks and what the agent gets
+/// back in its own shape.
+#[test]
+fn the_demo_shows_each_agents_shape() {
+    for (word, answer, shown, got) in [
+        (
+            "ask-claude",
+            "Postgres",
+            "Database: Which database?",
+            r#"{"action":"accept","content":{"question_0":"Postgres"}}"#,
+        ),
+        (
+            "ask-cursor",
+            "SQLite",
+            "Which database?",
+            r#""selectedOptionIds":["sqlite"]"#,
+        ),
+        (
+            "ask-opencode",
+            "SQLite",
+            "Database: Which database?",
+            r#"{"answers":[["SQLite"]]}"#,
+        ),
+    ] {
+        let run = demo(&["--script", word, "--answer", answer], Input::Null);
+        assert_ok(&run, shown);
+        assert!(
+            run.stdout.contains(&format!("<- agent: {word}: ")),
+            "{}",
+            run.stdout
+        );
+        assert!(run.stdout.contains(got), "{word}: {}", run.stdout);
+    }
+}
