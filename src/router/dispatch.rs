@@ -217,17 +217,19 @@ impl<'a> Msg<'a> {
     }
 }
 
+/// The entry for `method` from `from` among those `kind` selects (a notification, on the
+/// hot path of forwarding, is compared with the few notification entries only).
 #[inline]
-fn entry(from: Side, method: &[u8]) -> Option<&'static Entry> {
+fn entry(from: Side, method: &[u8], kind: fn(&On) -> bool) -> Option<&'static Entry> {
     TABLE
         .iter()
-        .find(|e| e.from == from && e.names.iter().any(|n| n.as_bytes() == method))
+        .find(|e| e.from == from && kind(&e.on) && e.names.iter().any(|n| n.as_bytes() == method))
 }
 
 /// The rule for a request of `method` from `from`, when the bridge acts on it.
 #[inline]
 pub(super) fn request(from: Side, method: &[u8]) -> Option<&'static RequestRule> {
-    match entry(from, method) {
+    match entry(from, method, |on| matches!(on, On::Request(_))) {
         Some(Entry {
             on: On::Request(rule),
             ..
@@ -239,7 +241,7 @@ pub(super) fn request(from: Side, method: &[u8]) -> Option<&'static RequestRule>
 /// The handler of a notification of `method` from `from`, when the bridge acts on it.
 #[inline]
 pub(super) fn notification(from: Side, method: &[u8]) -> Option<NotificationFn> {
-    match entry(from, method) {
+    match entry(from, method, |on| matches!(on, On::Notification(_))) {
         Some(Entry {
             on: On::Notification(handler),
             ..
