@@ -15,7 +15,8 @@
 #![no_main]
 
 use acp_question_bridge::questions::answer::{check_answers, normalize, Outcome, Reason};
-use acp_question_bridge::questions::dialect::{self, FieldKind};
+use acp_question_bridge::questions::dialect;
+use acp_question_bridge::questions::sources::form::{self, FieldKind};
 use acp_question_bridge::questions::model::{parse_request, Question, MAX_ITEMS};
 use libfuzzer_sys::fuzz_target;
 use serde::de::IgnoredAny;
@@ -37,9 +38,11 @@ fn check_model(q: &Question) {
 fn check_answers_obey(q: &Question, answers: &[Vec<String>]) {
     assert_eq!(answers.len(), q.items.len());
     for (item, a) in q.items.iter().zip(answers) {
-        if item.multi_select {
-            assert!(!a.is_empty());
-        } else {
+        if a.is_empty() {
+            assert!(item.optional, "an answer to a required item is empty");
+            continue;
+        }
+        if !item.multi_select {
             assert_eq!(a.len(), 1);
         }
         for (j, v) in a.iter().enumerate() {
@@ -121,37 +124,52 @@ fn question(q: &Question, result: Option<&RawValue>) {
         Ok((Outcome::Answered(got), _)) => assert_eq!(got, answers),
         other => panic!("its own canonical answer was refused: {other:?}"),
     }
-    // Permission: possible exactly when there is no obstacle; its options are accepted.
+    // Permission: possible exactly when there is no obstacle, one prompt per item; each
+    // prompt's options are accepted for that item.
     let obstacle = dialect::permission_obstacle(q);
-    match dialect::to_permission(q, "tc") {
-        None => assert!(obstacle.is_some()),
-        Some((_, req)) => {
-            assert!(obstacle.is_none());
-            let opts = req["options"].as_array().expect("options");
-            assert_eq!(opts.len(), q.items[0].options.len() + 1);
-            let sel = json!({"outcome":{"outcome":"selected","optionId":opts[0]["optionId"]}});
-            match dialect::from_permission(q, &raw(&sel)) {
-                Ok((Outcome::Answered(got), _)) => assert_eq!(got, answers),
-                other => panic!("its own permission option was refused: {other:?}"),
+    for (step, item) in q.items.iter().enumerate() {
+        match dialect::to_permission(q, step, "tc", step == 0) {
+            None => assert!(obstacle.is_some()),
+            Some((_, req)) => {
+                assert!(obstacle.is_none());
+                let opts = req["options"].as_array().expect("options");
+                assert_eq!(opts.len(), item.options.len() + 1);
+                let sel =
+                    json!({"outcome":{"outcome":"selected","optionId":opts[0]["optionId"]}});
+                match dialect::from_permission(q, step, &raw(&sel)) {
+                    Ok((Outcome::Answered(got), _)) => {
+                        assert_eq!(got, vec![answers[step].clone()])
+                    }
+                    other => panic!("its own permission option was refused: {other:?}"),
+                }
+                let dismiss = json!({"outcome":{"outcome":"selected","optionId":dialect::dismiss_id(item)}});
+                assert!(matches!(
+                    dialect::from_permission(q, step, &raw(&dismiss)),
+                    Ok((Outcome::Rejected(Reason::Declined), _))
+                ));
             }
-            let dismiss = json!({"outcome":{"outcome":"selected","optionId":dialect::dismiss_id(&q.items[0])}});
-            assert!(matches!(
-                dialect::from_permission(q, &raw(&dismiss)),
-                Ok((Outcome::Rejected(Reason::Declined), _))
-            ));
-            for o in [
-                Outcome::Answered(answers.clone()),
-                Outcome::Rejected(Reason::Timeout),
-            ] {
-                let _ = dialect::permission_done(q, "tc", &o);
-            }
+        }
+    }
+    if obstacle.is_none() {
+        for o in [
+            Outcome::Answered(answers.clone()),
+            Outcome::Rejected(Reason::Timeout),
+        ] {
+            let _ = dialect::permission_done(q, "tc", &o);
         }
     }
     // Whatever the client sent: anything accepted obeys the question.
     if let Some(result) = result {
         check_outcome(q, normalize(q, result));
         check_outcome(q, dialect::from_elicitation(q, result));
-        check_outcome(q, dialect::from_permission(q, result));
+        // A permission prompt answers one item (the first, here).
+        if let Ok((Outcome::Answered(a), _)) = dialect::from_permission(q, 0, result) {
+            let first = Question {
+                items: vec![q.items[0].clone()],
+                ..q.clone()
+            };
+            check_answers_obey(&first, &a);
+        }
         if let Ok(v) = serde_json::from_str::<Value>(result.get()) {
             if let Ok(a) = check_answers(q, &v) {
                 check_answers_obey(q, &a);
@@ -166,31 +184,33 @@ fn question(q: &Question, result: Option<&RawValue>) {
 }
 
 fn agent_form(params: &Value) {
-    let Ok((q, fields)) = dialect::from_agent_elicitation(params, "elicitation:1".into()) else {
+    let Ok((q, form)) = form::parse(params, "elicitation:1".into()) else {
         return;
     };
+    let fields = &form.fields;
     assert_eq!(fields.len(), q.items.len());
     assert!((1..=MAX_ITEMS).contains(&q.items.len()));
     let answers: Vec<Vec<String>> = q
         .items
         .iter()
-        .zip(&fields)
+        .zip(fields)
         .map(|(i, f)| match (&f.kind, i.options.first()) {
             (FieldKind::Number { .. }, _) => vec!["3".to_owned()],
             (_, Some(c)) => vec![c.value.clone()],
             (_, None) => vec!["text".to_owned()],
         })
         .collect();
-    let result = dialect::to_elicitation_result(&fields, &Outcome::Answered(answers))
+    let result = form
+        .result(&Outcome::Answered(answers))
         .expect("a valid answer maps back to the form");
     let content = result["content"].as_object().expect("content");
     assert_eq!(content.len(), fields.len());
     for r in [Reason::Declined, Reason::Cancelled, Reason::Timeout] {
-        assert!(dialect::to_elicitation_result(&fields, &Outcome::Rejected(r)).is_ok());
+        assert!(form.result(&Outcome::Rejected(r)).is_ok());
     }
     // What the bridge shows a native client for it.
     let _ = dialect::to_extension(&q, None);
-    let _ = dialect::to_permission(&q, "tc");
+    let _ = dialect::to_permission(&q, 0, "tc", true);
 }
 
 fuzz_target!(|data: &[u8]| {
