@@ -151,10 +151,22 @@ async fn roundtrip_in_bursts(
         script += &format!("cat '{}'; sleep 0.02; ", play.display());
     }
     script += "} & cat > \"$1\"; wait";
-    let argv: Vec<String> = ["--", "sh", "-c", &script, "sh", rec.to_str().unwrap()]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    // The agent still has its lines to write when its stdin closes (the test reads only
+    // after it has sent everything): a grace far above what that takes on a loaded machine
+    // (the bridge exits as soon as the agent does).
+    let argv: Vec<String> = [
+        "--shutdown-grace",
+        "60s",
+        "--",
+        "sh",
+        "-c",
+        &script,
+        "sh",
+        rec.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let mut b = Bridge::spawn(&argv);
     for part in split(&client_lines, bursts) {
         let input: String = part.iter().map(|l| format!("{l}\n")).collect();
