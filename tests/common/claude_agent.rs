@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use tokio::process::Command;
 
 use super::fake_anthropic::{FakeAnthropic, Reply};
-use super::{Bridge, Dir, BRIDGE, WAIT};
+use super::{Bridge, Dir, BRIDGE};
 
 pub const PACKAGE: &str = "@agentclientprotocol/claude-agent-acp";
 pub const VERSION: &str = "0.100.0";
@@ -115,8 +115,7 @@ impl Claude {
     /// bridge's exit code.
     pub async fn finish(&mut self) -> i32 {
         self.bridge.close_stdin();
-        let rest = tokio::time::timeout(WAIT, self.bridge.drain()).await;
-        assert!(rest.is_ok(), "the bridge kept its stdout open");
+        self.bridge.drain().await; // (recorded)
         let code = self.bridge.wait().await;
         self.agent = None;
         code

@@ -68,6 +68,12 @@ pub struct Request {
 }
 
 impl Request {
+    /// The names of the tools the request offers the model.
+    pub fn tool_names(&self) -> Vec<&str> {
+        let tools = self.body["tools"].as_array().into_iter().flatten();
+        tools.filter_map(|t| t["name"].as_str()).collect()
+    }
+
     /// The `tool_result` blocks of the request's messages, in order.
     pub fn tool_results(&self) -> Vec<&Value> {
         blocks(&self.body, "user")
