@@ -2,6 +2,9 @@
 //! `acp-mock-agent`) and talks to it as an IDE client would. Every wait has a timeout.
 #![allow(dead_code)]
 
+pub mod claude_agent;
+pub mod fake_anthropic;
+
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -23,6 +26,17 @@ pub struct Bridge {
     /// Everything the bridge wrote to stderr so far.
     pub stderr: Arc<Mutex<String>>,
     stderr_task: Option<tokio::task::JoinHandle<()>>,
+    /// Every line sent and received so far, when recording (see [`Bridge::record`]).
+    transcript: Option<Vec<(Dir, String)>>,
+}
+
+/// Which way a recorded line went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dir {
+    /// The client (the test) sent it to the bridge.
+    Client,
+    /// The bridge sent it to the client.
+    Bridge,
 }
 
 impl Bridge {
@@ -47,10 +61,17 @@ impl Bridge {
 
     /// The bridge with exactly `argv`, and `env` added to its environment.
     pub fn spawn_env(argv: &[impl AsRef<std::ffi::OsStr>], env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new(BRIDGE)
-            .args(argv)
+        let mut cmd = Command::new(BRIDGE);
+        cmd.args(argv)
             .envs(env.iter().copied())
-            .env("RUST_LOG", "debug")
+            .env("RUST_LOG", "debug");
+        Self::from_command(cmd)
+    }
+
+    /// Runs `cmd` (the bridge, with whatever arguments, environment and directory it was
+    /// given) with piped stdio.
+    pub fn from_command(mut cmd: Command) -> Self {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -66,6 +87,24 @@ impl Bridge {
             stdout,
             stderr,
             stderr_task: Some(stderr_task),
+            transcript: None,
+        }
+    }
+
+    /// From now on, keeps every line sent and received, for [`Bridge::transcript`].
+    pub fn record(&mut self) {
+        self.transcript.get_or_insert_with(Vec::new);
+    }
+
+    /// The lines recorded since [`Bridge::record`], in order, as sent or received.
+    pub fn transcript(&self) -> &[(Dir, String)] {
+        self.transcript.as_deref().unwrap_or_default()
+    }
+
+    fn note(&mut self, dir: Dir, bytes: &[u8]) {
+        if let Some(t) = &mut self.transcript {
+            let text = String::from_utf8_lossy(bytes);
+            t.extend(text.lines().map(|l| (dir, l.to_owned())));
         }
     }
 
@@ -75,6 +114,7 @@ impl Bridge {
 
     /// Writes raw bytes to the bridge's stdin.
     pub async fn send_raw(&mut self, bytes: &[u8]) {
+        self.note(Dir::Client, bytes);
         let stdin = self.stdin.as_mut().expect("stdin open");
         tokio::time::timeout(WAIT, async {
             stdin.write_all(bytes).await.expect("write");
@@ -101,6 +141,7 @@ impl Bridge {
         assert!(n > 0, "bridge stdout closed; stderr:\n{}", self.stderr());
         assert!(line.ends_with('\n'));
         line.pop();
+        self.note(Dir::Bridge, line.as_bytes());
         line
     }
 
@@ -108,7 +149,10 @@ impl Bridge {
     pub async fn try_recv(&mut self, wait: Duration) -> Option<Value> {
         let mut line = String::new();
         match tokio::time::timeout(wait, self.stdout.read_line(&mut line)).await {
-            Ok(Ok(n)) if n > 0 => serde_json::from_str(line.trim_end()).ok(),
+            Ok(Ok(n)) if n > 0 => {
+                self.note(Dir::Bridge, line.as_bytes());
+                serde_json::from_str(line.trim_end()).ok()
+            }
             _ => None,
         }
     }
@@ -205,6 +249,7 @@ impl Bridge {
             .await
             .expect("timed out draining stdout")
             .expect("read");
+        self.note(Dir::Bridge, rest.as_bytes());
         rest.lines().map(str::to_owned).collect()
     }
 
@@ -329,6 +374,14 @@ pub async fn control_of(b: &Bridge) -> (String, String) {
 /// The directory of npm package `name`@`version` in `<repo>/.cache/npm`, installed there
 /// first if it is missing (needs Node.js and npm).
 pub async fn npm_package(name: &str, version: &str) -> PathBuf {
+    try_npm_package(name, version)
+        .await
+        .unwrap_or_else(|why| panic!("{why}"))
+}
+
+/// As [`npm_package`], but says why when the package cannot be installed (no npm, no
+/// registry) instead of failing, for a test that may skip then.
+pub async fn try_npm_package(name: &str, version: &str) -> Result<PathBuf, String> {
     const NPM_TIMEOUT: Duration = Duration::from_secs(300);
     let cache = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/npm");
     let pkg = cache.join("node_modules").join(name);
@@ -337,7 +390,7 @@ pub async fn npm_package(name: &str, version: &str) -> PathBuf {
         serde_json::from_str::<Value>(&manifest).is_ok_and(|m| m["version"] == version)
     };
     if installed() {
-        return pkg;
+        return Ok(pkg);
     }
     std::fs::create_dir_all(&cache).expect("cannot create .cache/npm");
     let spec = format!("{name}@{version}");
@@ -347,18 +400,16 @@ pub async fn npm_package(name: &str, version: &str) -> PathBuf {
     npm.stdin(Stdio::null()).kill_on_drop(true);
     let out = tokio::time::timeout(NPM_TIMEOUT, npm.output())
         .await
-        .unwrap_or_else(|_| panic!("`npm install {spec}` timed out after {NPM_TIMEOUT:?}"))
-        .unwrap_or_else(|e| panic!("cannot run npm to install {spec} (need Node.js + npm): {e}"));
+        .map_err(|_| format!("`npm install {spec}` timed out after {NPM_TIMEOUT:?}"))?
+        .map_err(|e| format!("cannot run npm to install {spec} (need Node.js + npm): {e}"))?;
     let log = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        out.status.success(),
-        "npm install {spec} failed: {}\n{log}",
-        out.status
-    );
+    if !out.status.success() {
+        return Err(format!("npm install {spec} failed: {}\n{log}", out.status));
+    }
     assert!(installed(), "npm install {spec} did not install it\n{log}");
-    pkg
+    Ok(pkg)
 }

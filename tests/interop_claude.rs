@@ -1,0 +1,180 @@
+//! A real agent, offline (issue 16): claude-agent-acp 0.100 (npm, running its native Claude
+//! Code CLI) behind the real bridge, its model the scripted fake of the Anthropic Messages
+//! API in `tests/common/fake_anthropic.rs`. Nothing leaves the machine but the npm install.
+//!
+//! What works today, through the bridge as a pass-through: a client that renders forms
+//! gets Claude's own `elicitation/create` for `AskUserQuestion`, and every client gets its
+//! `session/request_permission` for `Bash`; the answers reach the model as `tool_result`s.
+//! Each run also checks the recorded traffic in `fixtures/real-agents/` against the live one
+//! (`ACP_QB_RECORD=1` rewrites it). When npm cannot install the agent, the tests say so
+//! loudly on stderr and pass without running.
+
+mod common;
+
+use common::chunks;
+use common::claude_agent::{form_client, record_or_load, Claude, VERSION};
+use common::fake_anthropic::{tool_result_text, tool_use_id, Kind, Reply};
+use serde_json::{json, Value};
+
+const QUESTION: &str = "Which database?";
+const ASK_FINAL: &str = "SQLite it is, then.";
+const COMMAND: &str = "echo rig-bash-ran > marker.txt && cat marker.txt";
+const BASH_FINAL: &str = "The marker file is written.";
+
+/// The messages a fixture pins: the agent's requests, and its updates about the tool call
+/// once it has run. How the call is announced races the request: the `tool_call` comes
+/// either with `rawInput: {}` and a generic title, refined later by an update with the
+/// `rawInput` (sometimes after the answer, sometimes never), or complete at once.
+fn pinned(steps: &[Value]) -> Vec<&Value> {
+    let tool = tool_use_id(0);
+    let is_pinned = |m: &Value| {
+        let update = &m["params"]["update"];
+        let announcing = update["sessionUpdate"] == "tool_call" || update.get("rawInput").is_some();
+        matches!(
+            m["method"].as_str(),
+            Some("elicitation/create" | "session/request_permission")
+        ) || (update["toolCallId"] == tool.as_str() && !announcing)
+    };
+    steps
+        .iter()
+        .filter_map(|s| s.get("bridge"))
+        .filter(|m| is_pinned(m))
+        .collect()
+}
+
+/// Answers the agent's request `ask` with `result`, then checks the turn (prompt id 2) ends
+/// with `final_text`; returns the `tool_result` the model got for the scripted tool use.
+async fn answer(claude: &mut Claude, ask: &Value, result: Value, final_text: &str) -> Value {
+    let b = &mut claude.bridge;
+    b.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": result}))
+        .await;
+    let (done, after) = b.response(json!(2)).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert_eq!(chunks(&after), final_text);
+    claude.model.tool_result(0).await
+}
+
+/// Checks the end of a run: the bridge exits cleanly, the CLI called only the Messages API,
+/// and the fixture `name` holds the same pinned messages as this run (`scenario` goes into
+/// the fixture's comment line when recording).
+async fn finish(mut claude: Claude, session: &str, name: &str, scenario: &str) {
+    let comment = format!(
+        "claude-agent-acp {VERSION} behind the bridge (pass-through), a client with \
+         elicitation.form; {scenario}. Recorded at the client by tests/interop_claude.rs \
+         (ACP_QB_RECORD=1); <session> and <cwd> stand for the run's session id and working \
+         directory, <timestamp> for a time. Not replayed."
+    );
+    assert_eq!(claude.finish().await, 0, "{}", claude.bridge.stderr());
+    let other = claude
+        .model
+        .requests()
+        .into_iter()
+        .any(|r| r.kind == Kind::Other);
+    assert!(
+        !other,
+        "unexpected model API calls: {:?}",
+        claude.model.paths()
+    );
+    let live = claude.transcript(session);
+    let asks = pinned(&live).into_iter().filter(|m| m.get("id").is_some());
+    assert_eq!(asks.count(), 1, "one request from the agent: {live:#?}");
+    let stored = record_or_load(name, &comment, &live);
+    assert_eq!(
+        pinned(&stored),
+        pinned(&live),
+        "fixtures/real-agents/{name}.jsonl is stale: rerun with ACP_QB_RECORD=1 and review"
+    );
+}
+
+#[tokio::test]
+async fn claude_asks_a_form_client_and_the_model_gets_the_answer() {
+    let question = json!({"question": QUESTION, "header": "Database", "multiSelect": false,
+        "options": [{"label": "SQLite", "description": "One file, no server"},
+            {"label": "Postgres", "description": "A server"}]});
+    let script = vec![
+        Reply::tool("AskUserQuestion", json!({ "questions": [question] })),
+        Reply::text(ASK_FINAL),
+    ];
+    let Some(mut claude) = Claude::start("claude-ask", script, &[]).await else {
+        return;
+    };
+    let session = claude.open(form_client()).await;
+    let b = &mut claude.bridge;
+    b.prompt(2, &session, "pick a database").await;
+
+    let (ask, before) = b.recv_until(|m| m["method"] == "elicitation/create").await;
+    // Claude offers the tool only to a client that renders forms.
+    let offered = claude.model.wait_step(0).await;
+    let tools = offered.tool_names();
+    assert!(tools.contains(&"AskUserQuestion"), "offered: {tools:?}");
+    let tool = tool_use_id(0);
+    let announced = before.iter().find(|m| {
+        m["params"]["update"]["sessionUpdate"] == "tool_call"
+            && m["params"]["update"]["toolCallId"] == tool.as_str()
+    });
+    let announced = announced.unwrap_or_else(|| panic!("no tool_call before {ask}"));
+    let title = &announced["params"]["update"]["title"];
+    assert!(
+        title == "Asking for your input" || title == QUESTION,
+        "{announced}"
+    );
+    let other = json!({"type": "string", "title": "Other", "description":
+        "Type your own answer, or add a note to the option you chose above (optional)."});
+    let expected = json!({"mode": "form", "sessionId": session, "toolCallId": tool,
+        "message": QUESTION, "requestedSchema": {"type": "object", "properties": {
+            "question_0": {"type": "string", "title": "Database", "oneOf": [
+                {"const": "SQLite", "title": "SQLite", "description": "One file, no server"},
+                {"const": "Postgres", "title": "Postgres", "description": "A server"}]},
+            "question_0_custom": other}}});
+    assert_eq!(ask["params"], expected);
+
+    let accept = json!({"action": "accept", "content": {"question_0": "SQLite"}});
+    let result = answer(&mut claude, &ask, accept, ASK_FINAL).await;
+    let text = tool_result_text(&result);
+    assert!(text.contains(r#""Which database?"="SQLite""#), "{result}");
+
+    let scenario = "the fake model asks AskUserQuestion, the client accepts SQLite";
+    finish(claude, &session, "claude-agent-acp-0.100-ask", scenario).await;
+}
+
+#[tokio::test]
+async fn claude_asks_permission_for_bash_and_the_model_gets_its_output() {
+    let input = json!({"command": COMMAND, "description": "Write a marker file"});
+    let script = vec![Reply::tool("Bash", input.clone()), Reply::text(BASH_FINAL)];
+    let Some(mut claude) = Claude::start("claude-bash", script, &[]).await else {
+        return;
+    };
+    let session = claude.open(form_client()).await;
+    let b = &mut claude.bridge;
+    b.prompt(2, &session, "write a marker file").await;
+
+    let is_ask = |m: &Value| m["method"] == "session/request_permission";
+    let (ask, _) = b.recv_until(is_ask).await;
+    let cwd = claude.cwd.to_string_lossy().into_owned();
+    let text =
+        json!({"type": "content", "content": {"type": "text", "text": "Write a marker file"}});
+    let expected = json!({
+        "toolCall": {"toolCallId": tool_use_id(0), "name": "Bash", "status": "pending",
+            "rawInput": input, "title": COMMAND, "kind": "execute", "content": [text],
+            "locations": [{"path": format!("{cwd}/marker.txt")}]},
+        "options": [
+            {"optionId": "allow-once", "name": "Yes", "kind": "allow_once"},
+            {"optionId": "allow-with-updates", "kind": "allow_always",
+                "name": "Yes, and allow access to project/ and echo rig-bash-ran * commands"},
+            {"optionId": "reject", "name": "No", "kind": "reject_once"}],
+        "sessionId": session});
+    assert_eq!(ask["params"], expected);
+
+    let options = ask["params"]["options"].as_array().expect("options");
+    let once = options.iter().find(|o| o["kind"] == "allow_once");
+    let once = &once.expect("an allow_once option")["optionId"];
+    let outcome = json!({"outcome": {"outcome": "selected", "optionId": once}});
+    let result = answer(&mut claude, &ask, outcome, BASH_FINAL).await;
+    assert_eq!(tool_result_text(&result), "rig-bash-ran", "{result}");
+    assert_eq!(result["is_error"], false, "{result}");
+    let marker = std::fs::read_to_string(claude.cwd.join("marker.txt"));
+    assert_eq!(marker.expect("marker.txt"), "rig-bash-ran\n");
+
+    let scenario = "the fake model runs Bash (a write, so Claude asks), the client allows once";
+    finish(claude, &session, "claude-agent-acp-0.100-bash", scenario).await;
+}
