@@ -2,12 +2,14 @@
 //! Code CLI) behind the real bridge, its model the scripted fake of the Anthropic Messages
 //! API in `tests/common/fake_anthropic.rs`. Nothing leaves the machine but the npm install.
 //!
-//! What works today, through the bridge as a pass-through: a client that renders forms
-//! gets Claude's own `elicitation/create` for `AskUserQuestion`, and every client gets its
-//! `session/request_permission` for `Bash`; the answers reach the model as `tool_result`s.
-//! Each run also checks the recorded traffic in `fixtures/real-agents/` against the live one
-//! (`ACP_QB_RECORD=1` rewrites it). When npm cannot install the agent, the tests say so
-//! loudly on stderr and pass without running.
+//! Claude's `AskUserQuestion` reaches the model's `tool_result` whoever answers it: a client
+//! that renders forms (Claude's own `elicitation/create`, as sent), a client that shows the
+//! extension (one item, answered with one value), a permission-only client (a prompt on
+//! Claude's own tool call), or the `questions` CLI; a `Bash` tool use is asked as sent, and
+//! is listed on the control server with its command and approved from there. The two
+//! pass-through runs also check the recorded traffic in `fixtures/real-agents/` against the
+//! live one (`ACP_QB_RECORD=1` rewrites it). When npm cannot install the agent, the tests
+//! say so loudly on stderr and pass without running.
 
 mod common;
 
@@ -177,4 +179,146 @@ async fn claude_asks_permission_for_bash_and_the_model_gets_its_output() {
 
     let scenario = "the fake model runs Bash (a write, so Claude asks), the client allows once";
     finish(claude, &session, "claude-agent-acp-0.100-bash", scenario).await;
+}
+
+/// The one-question script every "who answers" case below plays.
+fn ask_script() -> Vec<Reply> {
+    let question = json!({"question": QUESTION, "header": "Database", "multiSelect": false,
+        "options": [{"label": "SQLite", "description": "One file, no server"},
+            {"label": "Postgres", "description": "A server"}]});
+    vec![
+        Reply::tool("AskUserQuestion", json!({ "questions": [question] })),
+        Reply::text(ASK_FINAL),
+    ]
+}
+
+/// Runs `questions ARGS` against the bridge's control server; returns (code, stdout).
+async fn questions_cli(args: &[&str]) -> (i32, String) {
+    let out = tokio::time::timeout(
+        common::WAIT,
+        tokio::process::Command::new(common::BRIDGE)
+            .arg("questions")
+            .args(args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("in time")
+    .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// (a) A client that shows the extension but no forms: the bridge offers Claude forms,
+/// shows its question as one extension item, and the natural one-value answer reaches the
+/// model.
+#[tokio::test]
+async fn claude_asks_an_extension_client_and_one_value_answers_it() {
+    let Some(mut claude) = Claude::start("claude-ext", ask_script(), &[]).await else {
+        return;
+    };
+    let caps =
+        json!({"_meta": {"sandboxagent.dev": {"extensions": {"sessionRequestQuestion": true}}}});
+    let session = claude.open(caps).await;
+    let b = &mut claude.bridge;
+    b.prompt(2, &session, "pick a database").await;
+    let (ask, _) = b
+        .recv_until(|m| m["method"] == "_sandboxagent/session/request_question")
+        .await;
+    let questions = ask["params"]["questions"].as_array().expect("questions");
+    assert_eq!(questions.len(), 1, "the Other box is no question: {ask}");
+    assert_eq!(questions[0]["question"], QUESTION);
+    let answered = json!({"status": "answered", "answers": [["SQLite"]]});
+    let result = answer(&mut claude, &ask, answered, ASK_FINAL).await;
+    assert!(
+        tool_result_text(&result).contains(r#""Which database?"="SQLite""#),
+        "{result}"
+    );
+    assert_eq!(claude.finish().await, 0);
+}
+
+/// (b) A permission-only client: a prompt on Claude's own tool call, its pick reaching the
+/// model.
+#[tokio::test]
+async fn claude_asks_a_permission_only_client_and_the_pick_reaches_the_model() {
+    let Some(mut claude) = Claude::start("claude-perm", ask_script(), &[]).await else {
+        return;
+    };
+    let session = claude.open(json!({})).await;
+    let b = &mut claude.bridge;
+    b.prompt(2, &session, "pick a database").await;
+    let (ask, _) = b
+        .recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+    assert_eq!(
+        ask["params"]["toolCall"]["toolCallId"],
+        tool_use_id(0),
+        "{ask}"
+    );
+    let outcome = json!({"outcome": {"outcome": "selected", "optionId": "Postgres"}});
+    let result = answer(&mut claude, &ask, outcome, ASK_FINAL).await;
+    assert!(
+        tool_result_text(&result).contains(r#""Which database?"="Postgres""#),
+        "{result}"
+    );
+    assert_eq!(claude.finish().await, 0);
+}
+
+/// (c) Answered from the control CLI while the IDE shows the form; and a Bash tool use is
+/// listed with its command and approved from there.
+#[tokio::test]
+async fn claude_is_answered_and_approved_from_the_questions_cli() {
+    let input = json!({"command": COMMAND, "description": "Write a marker file"});
+    // The question, then the Bash tool use, then the final text.
+    let mut script = ask_script();
+    script[1] = Reply::tool("Bash", input);
+    script.push(Reply::text(BASH_FINAL));
+    let Some(mut claude) = Claude::start("claude-cli", script, &["--control", "127.0.0.1:0"]).await
+    else {
+        return;
+    };
+    let (base, token) = common::control_of(&claude.bridge).await;
+    let url = format!("{base}#token={token}");
+    let session = claude.open(form_client()).await;
+    let b = &mut claude.bridge;
+    b.prompt(2, &session, "pick a database, then write a marker")
+        .await;
+    b.recv_until(|m| m["method"] == "elicitation/create").await;
+    let (code, out) = questions_cli(&["list", "--json", "--control", &url]).await;
+    assert_eq!(code, 0);
+    let list: Vec<Value> = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(list[0]["source"], "form");
+    let qid = list[0]["questionId"].as_str().expect("id").to_owned();
+    let (code, _) = questions_cli(&["answer", "--control", &url, &session, &qid, "SQLite"]).await;
+    assert_eq!(code, 0);
+    let first = claude.model.tool_result(0).await;
+    assert!(
+        tool_result_text(&first).contains(r#""Which database?"="SQLite""#),
+        "{first}"
+    );
+    // Then the Bash approval, listed with its command.
+    let b = &mut claude.bridge;
+    b.recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+    let (_, out) = questions_cli(&["list", "--json", "--control", &url]).await;
+    let list: Vec<Value> = serde_json::from_str(&out).expect("JSON");
+    let approval = list
+        .iter()
+        .find(|q| q["source"] == "permission")
+        .unwrap_or_else(|| panic!("no approval listed: {list:?}"));
+    assert_eq!(
+        approval["context"]["toolCall"]["rawInput"]["command"],
+        COMMAND
+    );
+    let qid = approval["questionId"].as_str().expect("id").to_owned();
+    let (code, _) =
+        questions_cli(&["answer", "--control", &url, &session, &qid, "allow-once"]).await;
+    assert_eq!(code, 0);
+    let (done, _) = b.response(json!(2)).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let second = claude.model.tool_result(1).await;
+    assert_eq!(tool_result_text(&second), "rig-bash-ran", "{second}");
+    assert_eq!(claude.finish().await, 0);
 }
