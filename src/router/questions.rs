@@ -728,13 +728,9 @@ impl Router {
     /// A request the client shows as the agent sent it, no longer a question: tracked like
     /// any request the client has to answer.
     fn track_shown(&mut self, p: &Pending) {
-        let method = match p.origin.name() {
-            "form" => "elicitation/create",
-            _ => "session/request_permission",
-        };
         self.seq += 1;
         let entry = super::InFlight {
-            method: method.into(),
+            method: p.origin.method().into(),
             session_id: Some(p.question.session_id.as_str().into()),
             started: p.created,
             seq: self.seq,

@@ -453,3 +453,25 @@ fn an_opencode_question_ends_rejected_at_the_clients_eof() {
         ]
     );
 }
+
+#[test]
+fn a_vendor_request_the_agent_cancelled_is_answered_in_its_own_shape_at_eof() {
+    let mut t = Fixture::new(observed());
+    t.client(&msg::initialize(
+        json!({"_meta": {"x.ai/ask_user_question": true}}),
+    ));
+    t.take_agent();
+    t.agent(&grok_ask(json!(9)));
+    t.take_client();
+    t.agent(&msg::cancel_request(json!(9)));
+    assert_eq!(t.take_client(), [msg::cancel_request(json!(9))]);
+    // The client never answers; at its EOF the agent still gets one reply, Grok's.
+    t.client_eof();
+    assert_eq!(
+        t.take_agent(),
+        [
+            msg::result(json!(9), json!({"outcome": "cancelled"})),
+            "<close>".to_owned()
+        ]
+    );
+}

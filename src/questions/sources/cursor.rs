@@ -136,6 +136,10 @@ fn nested(result: &RawValue) -> Result<Value, String> {
 }
 
 impl Source for Ask {
+    fn method(&self) -> &'static str {
+        "cursor/ask_question"
+    }
+
     fn name(&self) -> &'static str {
         "cursor"
     }
@@ -192,6 +196,10 @@ impl Source for Ask {
 }
 
 impl Source for Plan {
+    fn method(&self) -> &'static str {
+        "cursor/create_plan"
+    }
+
     fn name(&self) -> &'static str {
         "cursor_plan"
     }

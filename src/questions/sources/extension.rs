@@ -12,6 +12,10 @@ use crate::questions::model::Question;
 pub struct Extension;
 
 impl Source for Extension {
+    fn method(&self) -> &'static str {
+        crate::questions::METHOD
+    }
+
     fn name(&self) -> &'static str {
         "question"
     }

@@ -402,6 +402,10 @@ impl Source for FormSource {
         true
     }
 
+    fn method(&self) -> &'static str {
+        "elicitation/create"
+    }
+
     fn name(&self) -> &'static str {
         "form"
     }

@@ -65,6 +65,10 @@ pub fn parse(params: &Value, question_id: String) -> Option<(Question, Gemini, V
 }
 
 impl Source for Gemini {
+    fn method(&self) -> &'static str {
+        "gemini/requestUserInput"
+    }
+
     fn name(&self) -> &'static str {
         if self.plan {
             "gemini_plan"

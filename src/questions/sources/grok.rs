@@ -54,6 +54,10 @@ pub fn parse(params: &Value, question_id: String) -> Option<(Question, Grok, Val
 }
 
 impl Source for Grok {
+    fn method(&self) -> &'static str {
+        "x.ai/ask_user_question"
+    }
+
     fn name(&self) -> &'static str {
         "grok"
     }

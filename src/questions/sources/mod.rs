@@ -49,6 +49,9 @@ pub trait Source: std::fmt::Debug + Send + Sync {
     /// Shown on every surface: `question`, `form`, `permission`, `qwen`, ...
     fn name(&self) -> &'static str;
 
+    /// The agent's method (its name in the dispatch table, without a leading `_`).
+    fn method(&self) -> &'static str;
+
     /// The agent's one reply for how the question ended: an answer (already checked
     /// against the question) or a rejection, mapped as AGENT-DIALECTS.md section 4 says.
     fn reply(&self, q: &Question, outcome: &Outcome, extras: &Extras) -> Reply;

@@ -43,6 +43,10 @@ pub fn parse(params: &Value, question_id: String) -> Option<(Question, OpenCode,
 }
 
 impl Source for OpenCode {
+    fn method(&self) -> &'static str {
+        "opencode/question"
+    }
+
     fn name(&self) -> &'static str {
         "opencode"
     }

@@ -144,6 +144,10 @@ impl Source for Permission {
         true
     }
 
+    fn method(&self) -> &'static str {
+        "session/request_permission"
+    }
+
     fn name(&self) -> &'static str {
         if self.qwen_submit.is_some() {
             "qwen"
