@@ -85,8 +85,11 @@ pub struct BridgeArgs {
     pub max_in_flight: u32,
     /// How questions reach the client: `auto` picks from its `initialize` (the extension
     /// when advertised, else an `elicitation/create` form when it renders forms, else a
-    /// `session/request_permission` prompt); the others force one.
-    #[arg(long, value_enum, value_name = "DIALECT", default_value_t = ClientDialect::Auto)]
+    /// `session/request_permission` prompt); the others force one. `control`: the client is
+    /// never shown a question (not even the agent's own permission requests and forms);
+    /// each waits on the control server, the page and the CLI.
+    #[arg(long, value_enum, value_name = "DIALECT", default_value_t = ClientDialect::Auto,
+          requires_if("control", "control"))]
     pub client_dialect: ClientDialect,
     /// Kept for compatibility: offering the agent forms is now the default (see
     /// --no-opt-in).
@@ -136,6 +139,9 @@ pub enum ClientDialect {
     Extension,
     Elicitation,
     Permission,
+    /// Never show questions to the client: they wait on the control server, the page and
+    /// the CLI (needs --control).
+    Control,
 }
 
 impl ClientDialect {
@@ -147,6 +153,7 @@ impl ClientDialect {
             ClientDialect::Extension => Some(Dialect::Extension),
             ClientDialect::Elicitation => Some(Dialect::Elicitation),
             ClientDialect::Permission => Some(Dialect::Permission),
+            ClientDialect::Control => Some(Dialect::Control),
         }
     }
 }

@@ -6,27 +6,9 @@
 
 mod common;
 
+use common::control::cli;
 use common::*;
 use serde_json::{json, Value};
-
-/// `questions` CLI call; returns (exit code, stdout).
-async fn cli(args: &[&str]) -> (i32, String) {
-    let out = tokio::time::timeout(
-        WAIT,
-        tokio::process::Command::new(BRIDGE)
-            .arg("questions")
-            .args(args)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("in time")
-    .expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
-}
 
 /// (script word, source on the control server, the answer given there, a JSON fragment the
 /// agent's result must contain).
@@ -161,15 +143,4 @@ async fn every_shape_is_listed_and_answered_from_the_control_server_in_the_agent
     b.close_stdin();
     b.drain().await;
     assert_eq!(b.wait().await, 0);
-}
-
-/// Whether `got` holds everything `expected` says (objects: these members, recursively;
-/// anything else: equal).
-fn contains(got: &Value, expected: &Value) -> bool {
-    match (got, expected) {
-        (Value::Object(g), Value::Object(e)) => e
-            .iter()
-            .all(|(k, v)| g.get(k).is_some_and(|gv| contains(gv, v))),
-        _ => got == expected,
-    }
 }

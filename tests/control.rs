@@ -7,11 +7,10 @@ mod common;
 use std::time::Duration;
 
 use acp_question_bridge::control::client::ws_client;
+use common::control::{http, params};
 use common::*;
 use jsonrpsee::core::client::{ClientT, Error as RpcError, Subscription, SubscriptionClientT};
-use jsonrpsee::core::params::ObjectParams;
 use jsonrpsee::rpc_params;
-use jsonrpsee_http_client::{HeaderMap, HeaderValue, HttpClient, HttpClientBuilder};
 use jsonrpsee_ws_client::WsClient;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -20,29 +19,8 @@ const NATIVE: &str =
     r#"{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}"#;
 const ASK: &str = "_sandboxagent/session/request_question";
 
-fn http(base: &str, token: &str) -> HttpClient {
-    let mut h = HeaderMap::new();
-    h.insert(
-        "authorization",
-        HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
-    );
-    HttpClientBuilder::default()
-        .set_headers(h)
-        .request_timeout(WAIT)
-        .build(base)
-        .unwrap()
-}
-
 fn ws_url(base: &str) -> String {
     base.replacen("http://", "ws://", 1)
-}
-
-fn params(v: Value) -> ObjectParams {
-    let mut p = ObjectParams::new();
-    for (k, v) in v.as_object().unwrap() {
-        p.insert(k, v.clone()).unwrap();
-    }
-    p
 }
 
 async fn within<T>(f: impl std::future::Future<Output = T>) -> T {

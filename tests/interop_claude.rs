@@ -192,25 +192,6 @@ fn ask_script() -> Vec<Reply> {
     ]
 }
 
-/// Runs `questions ARGS` against the bridge's control server; returns (code, stdout).
-async fn questions_cli(args: &[&str]) -> (i32, String) {
-    let out = tokio::time::timeout(
-        common::WAIT,
-        tokio::process::Command::new(common::BRIDGE)
-            .arg("questions")
-            .args(args)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("in time")
-    .expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
-}
-
 /// (a) A client that shows the extension but no forms: the bridge offers Claude forms,
 /// shows its question as one extension item, and the natural one-value answer reaches the
 /// model.
@@ -286,12 +267,13 @@ async fn claude_is_answered_and_approved_from_the_questions_cli() {
     b.prompt(2, &session, "pick a database, then write a marker")
         .await;
     b.recv_until(|m| m["method"] == "elicitation/create").await;
-    let (code, out) = questions_cli(&["list", "--json", "--control", &url]).await;
+    let (code, out) = common::control::cli(&["list", "--json", "--control", &url]).await;
     assert_eq!(code, 0);
     let list: Vec<Value> = serde_json::from_str(&out).expect("JSON");
     assert_eq!(list[0]["source"], "form");
     let qid = list[0]["questionId"].as_str().expect("id").to_owned();
-    let (code, _) = questions_cli(&["answer", "--control", &url, &session, &qid, "SQLite"]).await;
+    let (code, _) =
+        common::control::cli(&["answer", "--control", &url, &session, &qid, "SQLite"]).await;
     assert_eq!(code, 0);
     let first = claude.model.tool_result(0).await;
     assert!(
@@ -302,7 +284,7 @@ async fn claude_is_answered_and_approved_from_the_questions_cli() {
     let b = &mut claude.bridge;
     b.recv_until(|m| m["method"] == "session/request_permission")
         .await;
-    let (_, out) = questions_cli(&["list", "--json", "--control", &url]).await;
+    let (_, out) = common::control::cli(&["list", "--json", "--control", &url]).await;
     let list: Vec<Value> = serde_json::from_str(&out).expect("JSON");
     let approval = list
         .iter()
@@ -314,7 +296,7 @@ async fn claude_is_answered_and_approved_from_the_questions_cli() {
     );
     let qid = approval["questionId"].as_str().expect("id").to_owned();
     let (code, _) =
-        questions_cli(&["answer", "--control", &url, &session, &qid, "allow-once"]).await;
+        common::control::cli(&["answer", "--control", &url, &session, &qid, "allow-once"]).await;
     assert_eq!(code, 0);
     let (done, _) = b.response(json!(2)).await;
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");

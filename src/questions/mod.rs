@@ -29,6 +29,9 @@ pub enum Dialect {
     /// forms, a permission request), and the client's result returned unchanged.
     #[value(skip)]
     Native,
+    /// Not shown to the client at all: the question waits on the control server (page,
+    /// CLI, `--on-question`) alone (`--client-dialect control`).
+    Control,
 }
 
 impl Dialect {
@@ -38,6 +41,7 @@ impl Dialect {
             Dialect::Elicitation => "elicitation",
             Dialect::Permission => "permission",
             Dialect::Native => "native",
+            Dialect::Control => "control",
         }
     }
 }

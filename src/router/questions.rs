@@ -73,7 +73,7 @@ impl Router {
             // standard shape.
             (Dialect::Native, _) if !origin.standard() => Some(self.client_dialect()),
             // A standard request shown as it was sent: the client's error is its answer.
-            (Dialect::Permission | Dialect::Native, _) => None,
+            (Dialect::Permission | Dialect::Native | Dialect::Control, _) => None,
         }
     }
 
@@ -230,11 +230,18 @@ impl Router {
         original: Option<&Bytes>,
         out: &mut Outbox,
     ) {
+        if self.cfg.client_dialect == Some(Dialect::Control) {
+            // `--client-dialect control`: whatever the source, the client is not shown it.
+            p.dialect = Dialect::Control;
+            return self.hold(p, out);
+        }
         let expires = p
             .expires_wall
             .map(|w| humantime::format_rfc3339_millis(w).to_string());
         p.dialect = dialect;
         match dialect {
+            // Only ever chosen by the flag, handled above.
+            Dialect::Control => return self.hold(p, out),
             Dialect::Native => {
                 let Some(line) = original else {
                     // A native request is only ever shown from its own line.
@@ -439,7 +446,7 @@ impl Router {
         };
         let normalized = match p.dialect {
             Dialect::Native => return self.native_answer(p, result, line, out),
-            Dialect::Extension => answer::normalize(&p.question, result),
+            Dialect::Extension | Dialect::Control => answer::normalize(&p.question, result),
             Dialect::Elicitation => dialect::from_elicitation(&p.question, result),
             Dialect::Permission => {
                 let step = dialect::from_permission(&p.question, p.step, result);
@@ -1520,6 +1527,45 @@ mod tests {
         t.agent(&multi.to_string());
         assert_eq!(parse(&t.take_agent()[0])["result"]["reason"], "unsupported");
         assert!(t.out.events.is_empty(), "no events unless asked for");
+    }
+
+    #[test]
+    fn the_control_dialect_shows_the_client_nothing_not_even_the_agents_own_requests() {
+        let mut t = Fixture::new(RouterConfig {
+            events: true,
+            hold_unsupported: true,
+            client_dialect: Some(crate::questions::Dialect::Control),
+            ..RouterConfig::default()
+        });
+        let approve = json!({"jsonrpc":"2.0","id":7,"method":"session/request_permission",
+            "params":{"sessionId":"s","toolCall":{"toolCallId":"tc","title":"rm -rf build"},
+                "options":[{"optionId":"allow","name":"Allow","kind":"allow_once"},
+                           {"optionId":"reject","name":"Reject","kind":"reject_once"}]}});
+        t.agent(&approve.to_string());
+        t.agent(&ask("s", "q", json!(1)));
+        assert!(t.take_client().is_empty(), "the client is shown nothing");
+        let views = t.r.question_views();
+        assert_eq!(views.len(), 2);
+        assert!(views.iter().all(|v| v.dialect == "control"));
+        let permission = views[0].question_id.clone();
+        t.r.control_answer("s", &permission, &json!([["reject"]]), &mut t.out)
+            .unwrap();
+        assert_eq!(
+            parse(&t.take_agent()[0]),
+            json!({"jsonrpc":"2.0","id":7,"result":{"outcome":{"outcome":"selected","optionId":"reject"}}})
+        );
+        // Its endings tell the client nothing either.
+        t.client(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#);
+        assert!(
+            t.take_agent()
+                .contains(&msg::rejected(json!(1), "cancelled")),
+            "the agent hears its question was cancelled"
+        );
+        let to_client = t.take_client();
+        assert!(
+            to_client.iter().all(|m| !m.contains("$/cancel_request")),
+            "{to_client:?}"
+        );
     }
 
     #[test]

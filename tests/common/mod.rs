@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod claude_agent;
+pub mod control;
 pub mod fake_anthropic;
 
 use std::path::PathBuf;
@@ -412,4 +413,15 @@ pub async fn try_npm_package(name: &str, version: &str) -> Result<PathBuf, Strin
     }
     assert!(installed(), "npm install {spec} did not install it\n{log}");
     Ok(pkg)
+}
+
+/// Whether `got` holds everything `expected` says (objects: these members, recursively;
+/// anything else: equal).
+pub fn contains(got: &Value, expected: &Value) -> bool {
+    match (got, expected) {
+        (Value::Object(g), Value::Object(e)) => e
+            .iter()
+            .all(|(k, v)| g.get(k).is_some_and(|gv| contains(gv, v))),
+        _ => got == expected,
+    }
 }

@@ -1,0 +1,83 @@
+//! The control server from a test: its JSON-RPC over HTTP (`jsonrpsee`'s client) and the
+//! `questions` CLI of the real binary.
+
+use jsonrpsee::core::client::ClientT;
+use jsonrpsee::core::params::ObjectParams;
+use jsonrpsee_http_client::{HeaderMap, HeaderValue, HttpClient, HttpClientBuilder};
+use serde_json::Value;
+
+use super::{BRIDGE, WAIT};
+
+/// An HTTP JSON-RPC client of the control server at `base`, with its token.
+pub fn http(base: &str, token: &str) -> HttpClient {
+    let mut h = HeaderMap::new();
+    h.insert(
+        "authorization",
+        HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
+    );
+    HttpClientBuilder::default()
+        .set_headers(h)
+        .request_timeout(WAIT)
+        .build(base)
+        .unwrap()
+}
+
+/// JSON-RPC named params from a JSON object.
+pub fn params(v: Value) -> ObjectParams {
+    let mut p = ObjectParams::new();
+    for (k, v) in v.as_object().expect("an object") {
+        p.insert(k, v.clone()).unwrap();
+    }
+    p
+}
+
+/// `method` with `p` on the control server: its result, or its error's text.
+pub async fn call(c: &HttpClient, method: &str, p: Value) -> Result<Value, String> {
+    tokio::time::timeout(WAIT, c.request::<Value, _>(method, params(p)))
+        .await
+        .expect("the control server answers in time")
+        .map_err(|e| e.to_string())
+}
+
+/// `questions.list`.
+pub async fn list(c: &HttpClient) -> Vec<Value> {
+    let v = call(c, "questions.list", serde_json::json!({}))
+        .await
+        .expect("questions.list");
+    serde_json::from_value(v).expect("a list")
+}
+
+/// Waits until `questions.list` holds `n` questions; returns them.
+pub async fn list_until(c: &HttpClient, n: usize) -> Vec<Value> {
+    let start = std::time::Instant::now();
+    loop {
+        let l = list(c).await;
+        if l.len() == n {
+            return l;
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "questions.list never held {n} questions: {l:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// `acp-question-bridge questions ARGS`: (exit code, stdout).
+pub async fn cli(args: &[&str]) -> (i32, String) {
+    let out = tokio::time::timeout(
+        WAIT,
+        tokio::process::Command::new(BRIDGE)
+            .arg("questions")
+            .args(args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("in time")
+    .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
