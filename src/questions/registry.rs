@@ -116,6 +116,10 @@ impl<K: std::hash::Hash + Eq + Clone, V> RecentMap<K, V> {
         self.map.get(k)
     }
 
+    pub fn get_mut(&mut self, k: &K) -> Option<&mut V> {
+        self.map.get_mut(k)
+    }
+
     pub fn len(&self) -> usize {
         self.map.len()
     }
@@ -132,6 +136,14 @@ impl<K: std::hash::Hash + Eq + Clone, V> RecentMap<K, V> {
                     self.map.remove(&old);
                 }
             }
+        }
+    }
+
+    /// Like [`RecentMap::insert`], but a key already there gets the new value.
+    pub fn insert_or_replace(&mut self, k: K, v: V) {
+        match self.map.get_mut(&k) {
+            Some(old) => *old = v,
+            None => self.insert(k, v),
         }
     }
 }

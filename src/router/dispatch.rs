@@ -13,7 +13,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use serde_json::value::RawValue;
 
-use super::handlers::{cancel, elicitation, initialize, permission, question, vendor};
+use super::handlers::{cancel, elicitation, initialize, permission, question, tool_call, vendor};
 use super::{Outbox, Router, Side};
 use crate::envelope::{self, RequestId};
 use crate::scan::{Shape, Span};
@@ -112,6 +112,16 @@ pub(super) static TABLE: &[Entry] = &[
         from: Side::Agent,
         on: On::Notification(cancel::cancel_request),
     },
+    // Forwarded like any notification; one about a tool call is also remembered, for the
+    // permission requests that name it by id.
+    Entry {
+        names: &["session/update"],
+        from: Side::Agent,
+        on: On::Observe {
+            wants: tool_call::mentions_tool_call,
+            then: tool_call::update,
+        },
+    },
 ];
 
 /// One method the bridge acts on.
@@ -129,6 +139,12 @@ pub(super) enum On {
     Request(RequestRule),
     /// The handler owns the notification: it forwards it, or not.
     Notification(NotificationFn),
+    /// A notification only forwarded (in runs with its neighbours), unless `wants` picks
+    /// the line (a cheap look at its bytes): then `then` takes it, and forwards it.
+    Observe {
+        wants: fn(&[u8]) -> bool,
+        then: NotificationFn,
+    },
 }
 
 /// What the bridge does with a request, its response, and its ending.
@@ -238,14 +254,14 @@ pub(super) fn request(from: Side, method: &[u8]) -> Option<&'static RequestRule>
     }
 }
 
-/// The handler of a notification of `method` from `from`, when the bridge acts on it.
+/// The handler of a notification of `method` from `from` (the whole `line`), when the
+/// bridge acts on it.
 #[inline]
-pub(super) fn notification(from: Side, method: &[u8]) -> Option<NotificationFn> {
-    match entry(from, method, |on| matches!(on, On::Notification(_))) {
-        Some(Entry {
-            on: On::Notification(handler),
-            ..
-        }) => Some(*handler),
+pub(super) fn notification(from: Side, method: &[u8], line: &[u8]) -> Option<NotificationFn> {
+    let kind = |on: &On| matches!(on, On::Notification(_) | On::Observe { .. });
+    match entry(from, method, kind).map(|e| &e.on) {
+        Some(On::Notification(handler)) => Some(*handler),
+        Some(On::Observe { wants, then }) if wants(line) => Some(*then),
         _ => None,
     }
 }
@@ -284,7 +300,7 @@ impl Router {
                 let span = tracing::debug_span!("msg", direction = from.as_str(), method = ?method);
                 let _e = span.enter();
                 tracing::trace!(payload = %String::from_utf8_lossy(line), "notification");
-                match notification(from, method.as_bytes()) {
+                match notification(from, method.as_bytes(), line) {
                     Some(handler) => handler(self, Note { params, line }, out),
                     None => self.forward(from, line.clone(), out),
                 }

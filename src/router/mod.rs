@@ -246,6 +246,8 @@ pub struct Router {
     resolved_keys: RecentMap<RequestId, (String, String)>,
     /// Session ids seen in client requests and questions (only with events; bounded).
     sessions: std::collections::HashSet<Box<str>>,
+    /// Tool calls the agent announced, for permission requests that name them by id.
+    tool_calls: handlers::tool_call::ToolCalls,
     pub counters: Counters,
 }
 
@@ -268,6 +270,7 @@ impl Router {
             resolutions: RecentMap::new(RECENTLY_RESOLVED),
             resolved_keys: RecentMap::new(RECENTLY_RESOLVED),
             sessions: Default::default(),
+            tool_calls: handlers::tool_call::ToolCalls::new(handlers::tool_call::REMEMBERED),
             counters: Counters::default(),
         }
     }
@@ -406,7 +409,7 @@ impl Router {
         let Some(Shape::Notification { method, .. }) = shape else {
             return false;
         };
-        if dispatch::notification(from, method.bytes(line)).is_some() {
+        if dispatch::notification(from, method.bytes(line), line).is_some() {
             return false;
         }
         if tracing::enabled!(tracing::Level::TRACE) {
@@ -1048,6 +1051,10 @@ mod tests {
                     dispatch::On::Notification(_) => {
                         msg::notification(name, json!({"sessionId":"s","requestId":1}))
                     }
+                    dispatch::On::Observe { .. } => msg::notification(
+                        name,
+                        json!({"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t"}}),
+                    ),
                 };
                 let (mut fast, mut slow) = (fixture(), fixture());
                 fast.feed(entry.from, frame(&line));

@@ -1547,7 +1547,12 @@ mod tests {
         let views = t.r.question_views();
         assert_eq!(views.len(), 2);
         assert!(views.iter().all(|v| v.dialect == "control"));
-        let permission = views[0].question_id.clone();
+        let permission = views
+            .iter()
+            .find(|v| v.source == "permission")
+            .unwrap()
+            .question_id
+            .clone();
         t.r.control_answer("s", &permission, &json!([["reject"]]), &mut t.out)
             .unwrap();
         assert_eq!(

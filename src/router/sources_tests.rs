@@ -31,6 +31,50 @@ fn permission(id: Value) -> String {
 }
 
 #[test]
+fn a_permission_request_naming_its_tool_call_by_id_is_listed_with_what_was_announced() {
+    let mut t = Fixture::new(observed());
+    t.client(&msg::initialize(json!({})));
+    t.take_agent();
+    let announce = msg::notification(
+        "session/update",
+        json!({"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"tc-9",
+            "title":"Terminal","kind":"execute","rawInput":{},"status":"pending"}}),
+    );
+    let detail = msg::notification(
+        "session/update",
+        json!({"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"tc-9",
+            "title":"cargo publish","rawInput":{"command":"cargo publish"}}}),
+    );
+    let chunk = msg::notification(
+        "session/update",
+        json!({"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk",
+            "content":{"type":"text","text":"about to publish"}}}),
+    );
+    let ask = msg::request(
+        json!(3),
+        "session/request_permission",
+        json!({"sessionId":"s1","toolCall":{"toolCallId":"tc-9"},"options":[
+            {"optionId":"allow","name":"Allow","kind":"allow_once"},
+            {"optionId":"reject","name":"Reject","kind":"reject_once"}]}),
+    );
+    for line in [&announce, &detail, &chunk, &ask] {
+        t.agent(line);
+    }
+    assert_eq!(
+        t.take_client(),
+        [announce, detail, chunk, ask],
+        "all forwarded, byte-identical"
+    );
+    let v = serde_json::to_value(&t.r.question_views()[0]).unwrap();
+    assert_eq!(
+        v["context"]["toolCall"],
+        json!({"toolCallId":"tc-9","title":"cargo publish","kind":"execute",
+            "rawInput":{"command":"cargo publish"}})
+    );
+    assert_eq!(v["items"][0]["prompt"], "cargo publish", "{v}");
+}
+
+#[test]
 fn a_tool_approval_goes_to_the_client_as_sent_and_is_listed_with_its_command() {
     let mut t = Fixture::new(observed());
     t.client(&msg::initialize(json!({})));

@@ -9,4 +9,5 @@ pub(super) mod elicitation;
 pub(super) mod initialize;
 pub(super) mod permission;
 pub(super) mod question;
+pub(super) mod tool_call;
 pub(super) mod vendor;

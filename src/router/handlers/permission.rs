@@ -10,14 +10,21 @@ use crate::questions::registry::Origin;
 use crate::questions::sources::permission;
 use crate::questions::Dialect;
 use crate::router::dispatch::Req;
+use crate::router::handlers::tool_call;
 use crate::router::{Outbox, Router, Side};
 
 pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
     let id = req.id.clone();
     let parsed = req
         .params
-        .and_then(|p| serde_json::from_str(p).ok())
-        .and_then(|v| permission::parse(&v, format!("permission:{id}")));
+        .and_then(|p| serde_json::from_str::<serde_json::Value>(p).ok())
+        .and_then(|mut v| {
+            // What the agent announced of the tool call, where the request names it only.
+            if let Some(tc) = v.get_mut("toolCall") {
+                tool_call::fill(&r.tool_calls, tc);
+            }
+            permission::parse(&v, format!("permission:{id}"))
+        });
     let Some((q, source, context)) = parsed.filter(|(q, ..)| r.admit(&id, q).is_ok()) else {
         let line = req.line.clone();
         return r.pass(Side::Agent, req, line, out);

@@ -1,0 +1,151 @@
+//! The agent's `session/update`: always forwarded as it is. One that announces or updates a
+//! tool call (`tool_call`, `tool_call_update`) is also remembered, by `toolCallId`, with what
+//! a person needs to judge it (title, kind, raw input, content, locations), so that a
+//! permission request naming the tool call by its id alone (the ACP schema requires nothing
+//! more) is shown with what it approves.
+//!
+//! Cost: a `session/update` pays one substring search of at most its first [`LOOK`] bytes
+//! (and stays in its run of forwarded lines); only one that mentions a tool call there is
+//! parsed. Memory: the last [`REMEMBERED`] tool calls, each from a line of at
+//! most [`MAX_LINE`] bytes.
+
+use std::sync::LazyLock;
+
+use memchr::memmem;
+use serde_json::{Map, Value};
+
+use crate::questions::registry::RecentMap;
+use crate::router::dispatch::Note;
+use crate::router::{Outbox, Router, Side};
+
+/// How many tool calls are remembered (the oldest is forgotten first).
+pub(in crate::router) const REMEMBERED: usize = 256;
+/// A longer update (a huge diff) is forwarded but not remembered.
+const MAX_LINE: usize = 1 << 20;
+/// How far into a `session/update` line `"tool_call` is looked for.
+const LOOK: usize = 4096;
+/// The members of a tool call kept for showing beside its permission prompt.
+const KEPT: [&str; 5] = ["title", "kind", "rawInput", "content", "locations"];
+
+pub(in crate::router) type ToolCalls = RecentMap<Box<str>, Map<String, Value>>;
+
+/// Whether a `session/update` line may be about a tool call (and is not too long to keep):
+/// `"tool_call` within its first [`LOOK`] bytes, where agents put `sessionUpdate` (before a
+/// long content), so that a flood of big updates costs a few KiB of search each.
+pub(in crate::router) fn mentions_tool_call(line: &[u8]) -> bool {
+    static FINDER: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\"tool_call"));
+    line.len() <= MAX_LINE && FINDER.find(&line[..line.len().min(LOOK)]).is_some()
+}
+
+/// A `session/update` that [`mentions_tool_call`]: forwarded, and remembered when it is one.
+pub(in crate::router) fn update(r: &mut Router, note: Note<'_>, out: &mut Outbox) {
+    r.forward(Side::Agent, note.line.clone(), out);
+    let Some(params) = note.params else { return };
+    let Ok(v) = serde_json::from_str::<Value>(params) else {
+        return;
+    };
+    remember(&mut r.tool_calls, &v["update"]);
+}
+
+/// Records a `tool_call` or `tool_call_update` (an update's members replace the ones known).
+fn remember(known: &mut ToolCalls, update: &Value) {
+    let fresh = match update["sessionUpdate"].as_str() {
+        Some("tool_call") => true,
+        Some("tool_call_update") => false,
+        _ => return,
+    };
+    let Some(id) = update["toolCallId"].as_str() else {
+        return;
+    };
+    let kept = KEPT.iter().filter_map(|k| {
+        Some((
+            k.to_string(),
+            update.get(*k).filter(|v| !v.is_null())?.clone(),
+        ))
+    });
+    let key: Box<str> = id.into();
+    match known.get_mut(&key) {
+        Some(fields) if !fresh => fields.extend(kept),
+        _ => known.insert_or_replace(key, kept.collect()),
+    }
+}
+
+/// Fills in `tool_call` (a permission request's `toolCall`) the members it lacks from the
+/// tool call announced under its id.
+pub(in crate::router) fn fill(known: &ToolCalls, tool_call: &mut Value) {
+    let Some(id) = tool_call["toolCallId"].as_str() else {
+        return;
+    };
+    let Some(fields) = known.get(&Box::from(id)) else {
+        return;
+    };
+    let Some(obj) = tool_call.as_object_mut() else {
+        return;
+    };
+    for (k, v) in fields {
+        if obj.get(k).is_none_or(Value::is_null) {
+            obj.insert(k.clone(), v.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_permission_request_naming_a_tool_call_by_id_gets_what_was_announced() {
+        let mut known = ToolCalls::new(REMEMBERED);
+        remember(
+            &mut known,
+            &json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"Terminal",
+                "kind":"execute","rawInput":{},"status":"pending","content":[]}),
+        );
+        remember(
+            &mut known,
+            &json!({"sessionUpdate":"tool_call_update","toolCallId":"t1",
+                "rawInput":{"command":"rm -rf build"},"title":"rm -rf build","status":null}),
+        );
+        remember(
+            &mut known,
+            &json!({"sessionUpdate":"agent_message_chunk","toolCallId":"t1","title":"no"}),
+        );
+        let mut tc = json!({"toolCallId":"t1","title":"Run it?"});
+        fill(&known, &mut tc);
+        assert_eq!(
+            tc,
+            json!({"toolCallId":"t1","title":"Run it?","kind":"execute",
+                "rawInput":{"command":"rm -rf build"},"content":[]})
+        );
+        // An unknown id, or none, is left as it is.
+        let mut other = json!({"toolCallId":"t2"});
+        fill(&known, &mut other);
+        assert_eq!(other, json!({"toolCallId":"t2"}));
+        // A new announcement under the same id starts afresh.
+        remember(
+            &mut known,
+            &json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"Read"}),
+        );
+        let mut tc = json!({"toolCallId":"t1"});
+        fill(&known, &mut tc);
+        assert_eq!(tc, json!({"toolCallId":"t1","title":"Read"}));
+    }
+
+    #[test]
+    fn only_the_most_recent_tool_calls_are_kept() {
+        let mut known = ToolCalls::new(REMEMBERED);
+        for i in 0..REMEMBERED + 10 {
+            remember(
+                &mut known,
+                &json!({"sessionUpdate":"tool_call","toolCallId":format!("t{i}"),"title":"x"}),
+            );
+        }
+        assert_eq!(known.len(), REMEMBERED);
+        assert!(known.get(&Box::from("t0")).is_none());
+        assert!(known
+            .get(&Box::from(format!("t{}", REMEMBERED + 9)))
+            .is_some());
+    }
+}
