@@ -66,6 +66,14 @@ const CASES: &[Case] = &[
         declined_by_bridge: None,
     },
     Case {
+        word: "ask-claude-steps",
+        source: "form",
+        answered: r#"{"action":"accept","content":{"question_0":"SQLite","question_1":"nextest"}}"#,
+        declined: r#"{"action":"decline"}"#,
+        ended: r#"{"action":"cancel"}"#,
+        declined_by_bridge: None,
+    },
+    Case {
         word: "ask-codex",
         source: "form",
         answered: r#"{"action":"accept","content":{"database":"SQLite"}}"#,
@@ -373,8 +381,8 @@ fn check(client: Client, case: &Case, ending: &str, got: &Value, expected: &str,
 
 /// Answers `asked` with the first choice of every item: on the control server when the
 /// client was not shown it, else as the IDE (a sequence of permission prompts gets an
-/// answer for each). Returns the agent's reply and what the client was sent meanwhile.
-async fn answer_first(r: &mut Rig, w: &str, asked: Asked) -> (Value, Vec<Value>) {
+/// answer for each). Returns the agent's reply and how many requests the client answered.
+async fn answer_first(r: &mut Rig, w: &str, asked: Asked) -> (Value, usize) {
     if asked.held() {
         let l = &asked.listed;
         let answers: Vec<Value> = l["items"]
@@ -390,28 +398,28 @@ async fn answer_first(r: &mut Rig, w: &str, asked: Asked) -> (Value, Vec<Value>)
         )
         .await
         .unwrap_or_else(|e| panic!("{w}: {e}"));
-        return r.report(w).await;
+        return (r.report(w).await.0, 0);
     }
     let prefix = format!("{w}: ");
     let mut req = asked.shown;
-    let mut seen = Vec::new();
+    let mut shown = 0;
     loop {
+        shown += 1;
         let answer = ide_answer(&req);
         r.b.send(&json!({"jsonrpc":"2.0","id":req["id"],"result":answer}))
             .await;
-        let (next, mut before) =
+        let (next, _) =
             r.b.recv_until(|m| {
                 m["method"] == "session/request_permission"
                     || chunk_text(m).is_some_and(|t| t.starts_with(&prefix))
             })
             .await;
-        seen.append(&mut before);
         if next["method"] == "session/request_permission" {
             req = next;
             continue;
         }
         let text = &chunk_text(&next).unwrap()[prefix.len()..];
-        return (serde_json::from_str(text).unwrap(), seen);
+        return (serde_json::from_str(text).unwrap(), shown);
     }
 }
 
@@ -427,8 +435,14 @@ async fn answered_declined_cancelled_and_eof(client: Client) {
         // Answered: the first choice of every item.
         let asked = r.ask(10, w, case.source).await;
         answerer(&asked);
-        let (got, _) = answer_first(&mut r, w, asked).await;
+        let held = asked.held();
+        let (got, prompts) = answer_first(&mut r, w, asked).await;
         check(client, case, "answered", &got, case.answered, "");
+        if client == Client::Permission && w == "ask-claude-steps" {
+            assert_eq!(prompts, 2, "two single-select items are two prompts");
+        } else if !held {
+            assert_eq!(prompts, 1, "{client:?} {w}");
+        }
         r.b.response(json!(10)).await;
         assert!(control::list(&r.http).await.is_empty(), "{w}");
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use acp_question_bridge::capabilities::{merge_initialize_request, merge_initialize_response};
 use acp_question_bridge::questions::answer::{normalize, Outcome, Reason};
-use acp_question_bridge::questions::model::{parse_request, MAX_ITEMS};
+use acp_question_bridge::questions::model::{parse_request, parse_request_from, MAX_ITEMS};
 use acp_question_bridge::questions::{META_KEY, METHOD};
 use jsonschema::Validator;
 use serde_json::value::RawValue;
@@ -267,9 +267,10 @@ fn raw(v: &Value) -> Box<RawValue> {
     RawValue::from_string(v.to_string()).unwrap()
 }
 
-/// Whether the bridge itself accepts `params`.
+/// Whether the bridge itself accepts `params` (in a request with id 1, as the router reads
+/// it: a missing `questionId` is then named after the id).
 fn bridge_accepts(params: &Value) -> bool {
-    parse_request(Some(&raw(params))).is_ok()
+    parse_request_from(Some(raw(params).get()), Some("1")).is_ok()
 }
 
 /// `(what, params, schema accepts, bridge accepts)`. The two verdicts differ only where the
@@ -281,6 +282,19 @@ fn request_cases() -> Vec<(&'static str, Value, bool, bool)> {
             .collect()
     };
     vec![
+        // sandbox-agent's adapter: `question` for `prompt`, no `questionId`.
+        (
+            "liberal single form",
+            json!({"sessionId":"s1","question":"Which database?","options":["SQLite","Postgres"]}),
+            true,
+            true,
+        ),
+        (
+            "`question` with `questions`",
+            json!({"sessionId":"s1","question":"x","questions":[{"question":"a"}]}),
+            false,
+            false,
+        ),
         // PROTOCOL.md 1.1, verbatim.
         (
             "1.1 single form",

@@ -38,7 +38,7 @@ Script words (the first word of the prompt text picks the behaviour):
   elicit                 elicitation/create (form: an enum, a string, a boolean); streams
                          `elicitation: <action> <content json>`, end_turn
   elicit-choice          elicitation/create with one single-select field (red / green)
-  ask-claude, ask-claude-two, ask-codex, ask-kimi, approve, ask-qwen, ask-cursor,
+  ask-claude, ask-claude-two, ask-claude-steps, ask-codex, ask-kimi, approve, ask-qwen, ask-cursor,
   plan-cursor, ask-grok, ask-gemini, plan-gemini, ask-opencode, ask-extension-liberal
                          ask in that agent's own shape (docs/MOCK_AGENT.md says which);
                          streams `<word>: <result json>` (or `<word>: error <error json>`)

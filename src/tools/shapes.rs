@@ -24,6 +24,10 @@ pub const WORDS: &[(&str, &str)] = &[
         "claude-agent-acp 0.100 AskUserQuestion, two questions, one multi-select",
     ),
     (
+        "ask-claude-steps",
+        "claude-agent-acp 0.100 AskUserQuestion, two single-select questions (a permission-only client gets two prompts)",
+    ),
+    (
         "ask-codex",
         "codex-acp 2.6 request_user_input (elicitation/create)",
     ),
@@ -96,6 +100,20 @@ pub fn for_word(word: &str, sid: &str, n: u64) -> Option<Shape> {
                     "question_0_custom": {"type": "string", "title": "Other"},
                     "question_1": {"type": "array", "title": "Features", "description": "Which features?",
                         "items": {"anyOf": [{"const": "auth", "title": "Auth"}, {"const": "billing", "title": "Billing"}]}},
+                    "question_1_custom": {"type": "string", "title": "Other"}}}}),
+        },
+        "ask-claude-steps" => Shape {
+            announce: claude_announce(
+                json!([{"question": "Which database?"}, {"question": "Which test runner?"}]),
+            ),
+            method: "elicitation/create",
+            params: json!({"sessionId": sid, "toolCallId": tool_call, "mode": "form",
+                "message": "Answer the questions below.",
+                "requestedSchema": {"type": "object", "properties": {
+                    "question_0": {"type": "string", "title": "Database", "description": "Which database?", "oneOf": db_options_claude()},
+                    "question_0_custom": {"type": "string", "title": "Other"},
+                    "question_1": {"type": "string", "title": "Tests", "description": "Which test runner?",
+                        "oneOf": [{"const": "nextest", "title": "nextest"}, {"const": "cargo test", "title": "cargo test"}]},
                     "question_1_custom": {"type": "string", "title": "Other"}}}}),
         },
         "ask-codex" => Shape {
