@@ -30,8 +30,12 @@ pub enum Command {
     /// Play an IDE in the terminal: run the bridge around the built-in mock agent, which
     /// asks a question; show it, read the answer, print the agent's reply.
     Demo(crate::tools::demo::DemoArgs),
-    /// Talk to a running bridge's control server: list, answer, reject or watch questions.
+    /// Talk to a running bridge's control server (or an inbox): list, answer, reject or
+    /// watch questions.
     Questions(crate::control::client::QuestionsArgs),
+    /// One Questions page and control API over every bridge this user runs here (the
+    /// bridges started with --control list themselves in a per-user registry).
+    Inbox(crate::inbox::InboxArgs),
     /// Run the built-in mock ACP agent on this process's stdio (same as `acp-mock-agent`).
     #[command(name = "mock-agent", hide = true)]
     MockAgent,
@@ -115,6 +119,10 @@ pub struct BridgeArgs {
     /// $ACP_QUESTION_BRIDGE_TOKEN is set.
     #[arg(long, value_name = "PATH", requires = "control")]
     pub control_token_file: Option<PathBuf>,
+    /// Do not list this bridge in the per-user registry that `inbox` reads (it is listed
+    /// while its control server runs, by default).
+    #[arg(long, requires = "control")]
+    pub no_register: bool,
     /// Append every question event (requested, delivered, answered/rejected and by whom,
     /// late answers with their content) to this file as JSON lines, synced to disk.
     #[arg(long, value_name = "PATH")]

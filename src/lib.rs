@@ -24,6 +24,7 @@ pub mod codec;
 pub mod control;
 pub mod envelope;
 pub mod events;
+pub mod inbox;
 pub mod journal;
 pub mod jsonrpc;
 pub mod logging;

@@ -51,6 +51,7 @@ fn main() -> ExitCode {
         Some(Command::MockAgent) => return mock_agent::main(),
         Some(Command::Demo(args)) => return demo::main(args),
         Some(Command::Questions(args)) => return control::client::main(args),
+        Some(Command::Inbox(args)) => return acp_question_bridge::inbox::main(args),
         Some(Command::AgentGuard { pgid, grace_ms }) => {
             child::guard::watch(pgid, std::time::Duration::from_millis(grace_ms));
             return ExitCode::SUCCESS;
@@ -105,6 +106,7 @@ fn main() -> ExitCode {
         control,
         journal: args.journal,
         on_question,
+        register: !args.no_register,
         agent: args.agent,
         cwd: args.cwd,
         max_line_bytes: args.max_line_bytes,

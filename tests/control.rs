@@ -7,13 +7,12 @@ mod common;
 use std::time::Duration;
 
 use acp_question_bridge::control::client::ws_client;
-use common::control::{http, params};
+use common::control::{http, params, raw_http};
 use common::*;
 use jsonrpsee::core::client::{ClientT, Error as RpcError, Subscription, SubscriptionClientT};
 use jsonrpsee::rpc_params;
 use jsonrpsee_ws_client::WsClient;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const NATIVE: &str =
     r#"{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}"#;
@@ -203,44 +202,6 @@ async fn reject_a_question_the_client_cannot_show() {
     b.close_stdin();
     b.drain().await;
     assert_eq!(b.wait().await, 0);
-}
-
-/// Sends one raw HTTP/1.1 request; returns the status line and the whole response.
-async fn raw_http(base: &str, request: &str) -> (String, String) {
-    let addr = base
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_owned();
-    within(async {
-        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
-        s.write_all(request.replace("{addr}", &addr).as_bytes())
-            .await
-            .unwrap();
-        // Until the whole response is in: headers, then Content-Length bytes (or EOF).
-        let mut out = Vec::new();
-        let mut buf = [0u8; 16384];
-        loop {
-            let n = s.read(&mut buf).await.unwrap();
-            out.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&out);
-            let complete = text.split_once("\r\n\r\n").is_some_and(|(head, body)| {
-                head.lines()
-                    .find_map(|l| {
-                        let (k, v) = l.split_once(':')?;
-                        k.eq_ignore_ascii_case("content-length")
-                            .then(|| v.trim().parse::<usize>().ok())
-                            .flatten()
-                    })
-                    .is_some_and(|len| body.len() >= len)
-            });
-            if n == 0 || complete {
-                break;
-            }
-        }
-        let text = String::from_utf8_lossy(&out).into_owned();
-        (text.lines().next().unwrap_or("").to_owned(), text)
-    })
-    .await
 }
 
 const LIST: &str = r#"{"jsonrpc":"2.0","id":1,"method":"questions.list","params":[]}"#;

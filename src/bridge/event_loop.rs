@@ -24,7 +24,7 @@ use tokio::time::sleep_until;
 use super::shutdown::Ladder;
 use super::{Observers, REPLY_BACKLOG};
 use crate::child;
-use crate::control::{Call, Control};
+use crate::control::{self, Call, Control};
 use crate::router::{Out, Outbox, Router, Side};
 use crate::scan::Batch;
 
@@ -60,6 +60,8 @@ pub(super) struct Shell {
     pub pgid: u32,
     pub signals: Signals,
     pub control: Option<Control>,
+    /// This bridge's registry entry (with the control server).
+    pub identity: Option<crate::inbox::registry::Entry>,
     pub observers: Observers,
     pub started: Instant,
     pub client_frames: mpsc::Receiver<Batch>,
@@ -214,28 +216,57 @@ impl Shell {
         // A caller that went away (timeout, closed connection) just misses its reply.
         match call {
             Call::List(reply) => {
-                let _ = reply.send(router.question_views());
+                let views = serde_json::to_value(router.question_views()).unwrap_or_default();
+                let _ = reply.send(views);
             }
             Call::Answer {
+                bridge,
                 session_id,
                 question_id,
                 answers,
                 reply,
             } => {
-                let r = router.control_answer(&session_id, &question_id, &answers, outbox);
+                let r = match not_me(self.identity.as_ref(), bridge.as_deref()) {
+                    Some(e) => Err(e),
+                    None => router
+                        .control_answer(&session_id, &question_id, &answers, outbox)
+                        .map_err(control::control_error),
+                };
                 let _ = reply.send(r);
             }
             Call::Reject {
+                bridge,
                 session_id,
                 question_id,
                 reason,
                 reply,
             } => {
-                let r = router.control_reject(&session_id, &question_id, reason.as_deref(), outbox);
+                let r = match not_me(self.identity.as_ref(), bridge.as_deref()) {
+                    Some(e) => Err(e),
+                    None => router
+                        .control_reject(&session_id, &question_id, reason.as_deref(), outbox)
+                        .map_err(control::control_error),
+                };
                 let _ = reply.send(r);
+            }
+            Call::Bridges(reply) => {
+                let me: Vec<serde_json::Value> = self
+                    .identity
+                    .iter()
+                    .map(|e| {
+                        let mut v = e.public();
+                        v["status"] = "live".into();
+                        v["pending"] = router.questions().len().into();
+                        v
+                    })
+                    .collect();
+                let _ = reply.send(me.into());
             }
             Call::Status(reply) => {
                 let mut v = router.status();
+                if let Some(me) = &self.identity {
+                    v["bridge"] = me.public();
+                }
                 v["agentPid"] = self.pgid.into();
                 v["uptimeMs"] = (self.started.elapsed().as_millis() as u64).into();
                 v["version"] = env!("CARGO_PKG_VERSION").into();
@@ -352,4 +383,19 @@ impl Signals {
             _ = self.hup.recv() => Signal::SIGHUP,
         }
     }
+}
+
+/// The error for a call that names another bridge than this one (`None`: it is for us).
+fn not_me(
+    me: Option<&crate::inbox::registry::Entry>,
+    named: Option<&str>,
+) -> Option<jsonrpsee::types::ErrorObjectOwned> {
+    let named = named?;
+    if me.is_some_and(|e| e.id == named) {
+        return None;
+    }
+    Some(control::invalid_params(format!(
+        "bridge: {named:?} is not this bridge ({})",
+        me.map_or("unnamed", |e| e.id.as_str())
+    )))
 }

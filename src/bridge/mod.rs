@@ -27,6 +27,7 @@ use tokio::sync::mpsc;
 use crate::child::{self, StderrTail};
 use crate::control::{self, ControlConfig};
 use crate::events::Event;
+use crate::inbox::registry;
 use crate::journal::{self, Journal};
 use crate::notify::Notifier;
 use crate::router::{AgentExit, Out, Outbox, Router, RouterConfig};
@@ -58,6 +59,9 @@ pub struct Config {
     pub journal: Option<std::path::PathBuf>,
     /// `--on-question`: the notification command's argv.
     pub on_question: Option<Vec<String>>,
+    /// List the bridge in the per-user registry the inbox reads, while its control server
+    /// runs (off with `--no-register`).
+    pub register: bool,
 }
 
 /// Failures before the bridge is running.
@@ -169,6 +173,27 @@ where
         Some(c) => Some(control::start(c).await?),
         None => None,
     };
+    // Who this bridge is, for `bridges.list` and the inbox.
+    let identity = match (&control, &cfg.control) {
+        (Some(running), Some(c)) => Some(identity(&cfg, running.addr, &c.token)?),
+        _ => None,
+    };
+    let registration = match &identity {
+        Some(entry) if cfg.register => {
+            let dir = registry::dir();
+            match registry::register(&dir, entry) {
+                Ok(r) => {
+                    tracing::info!(dir = %dir.display(), id = %entry.id, "listed in the registry the inbox reads");
+                    Some(r)
+                }
+                Err(e) => {
+                    tracing::warn!(dir = %dir.display(), error = %e, "cannot list this bridge in the registry; the inbox will not see it");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     let journal = match &cfg.journal {
         Some(path) => {
             Some(journal::open(path, &cfg.agent).map_err(|e| RunError::Journal(path.clone(), e))?)
@@ -267,6 +292,7 @@ where
         pgid,
         signals,
         control,
+        identity,
         observers,
         started,
         client_frames,
@@ -337,7 +363,31 @@ where
         j.record("bridge_stopped", serde_json::json!({ "exitCode": code }));
         j.close();
     }
+    drop(registration);
     Ok(code)
+}
+
+/// This bridge's registry entry: a fresh id, its control server, its agent.
+fn identity(
+    cfg: &Config,
+    addr: std::net::SocketAddr,
+    token: &str,
+) -> Result<registry::Entry, RunError> {
+    let id = control::random_token()?[..16].to_owned();
+    let cwd = match &cfg.cwd {
+        Some(d) => d.clone(),
+        None => std::env::current_dir().unwrap_or_default(),
+    };
+    Ok(registry::Entry {
+        id,
+        url: format!("http://{addr}/"),
+        token: token.to_owned(),
+        pid: std::process::id(),
+        agent: cfg.agent.clone(),
+        cwd: cwd.display().to_string(),
+        host: registry::host_name(),
+        started_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+    })
 }
 
 /// Who sees question lifecycle events: control-server subscribers, the journal, the

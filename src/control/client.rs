@@ -52,6 +52,10 @@ pub enum Action {
         /// All answers as JSON: one array of strings per item.
         #[arg(long, value_name = "ANSWERS", conflicts_with = "values")]
         json: Option<String>,
+        /// The bridge the question belongs to (an inbox needs it only when several bridges
+        /// have a question with these ids; `list` shows it).
+        #[arg(long, value_name = "ID")]
+        bridge: Option<String>,
     },
     /// Reject a question (the agent gets status "rejected").
     Reject {
@@ -60,6 +64,9 @@ pub enum Action {
         /// declined (default), cancelled, ...
         #[arg(long)]
         reason: Option<String>,
+        /// The bridge the question belongs to (as for `answer`).
+        #[arg(long, value_name = "ID")]
+        bridge: Option<String>,
     },
     /// Print every question event as a JSON line (pending ones first) until the bridge stops.
     Watch,
@@ -181,6 +188,22 @@ fn summary(questions: &[Value]) -> String {
                 .map(|e| format!(", expires {e}"))
                 .unwrap_or_default()
         );
+        if let Some(b) = q["bridge"].as_object() {
+            let agent: Vec<&str> = b
+                .get("agent")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            s += &format!(
+                "  bridge {} (pid {}): {}  in {}\n",
+                b.get("id").and_then(Value::as_str).unwrap_or(""),
+                b.get("pid").and_then(Value::as_u64).unwrap_or(0),
+                agent.join(" "),
+                b.get("cwd").and_then(Value::as_str).unwrap_or("")
+            );
+        }
         s += &context_lines(&q["context"]);
         for (i, item) in q["items"].as_array().into_iter().flatten().enumerate() {
             let header = item["header"]
@@ -279,6 +302,7 @@ async fn run(a: QuestionsArgs) -> Result<(), Failure> {
             question_id,
             values,
             json,
+            bridge,
         } => {
             let answers = match json {
                 Some(j) => serde_json::from_str::<Value>(&j)
@@ -291,6 +315,9 @@ async fn run(a: QuestionsArgs) -> Result<(), Failure> {
             p.insert("questionId", question_id)
                 .map_err(|e| e.to_string())?;
             p.insert("answers", answers).map_err(|e| e.to_string())?;
+            if let Some(b) = bridge {
+                p.insert("bridge", b).map_err(|e| e.to_string())?;
+            }
             let c = http_client(&t)?;
             let r: Value = c.request("questions.answer", p).await.map_err(describe)?;
             print(format!("{r}\n"));
@@ -299,6 +326,7 @@ async fn run(a: QuestionsArgs) -> Result<(), Failure> {
             session_id,
             question_id,
             reason,
+            bridge,
         } => {
             let mut p = ObjectParams::new();
             p.insert("sessionId", session_id)
@@ -307,6 +335,9 @@ async fn run(a: QuestionsArgs) -> Result<(), Failure> {
                 .map_err(|e| e.to_string())?;
             if let Some(r) = reason {
                 p.insert("reason", r).map_err(|e| e.to_string())?;
+            }
+            if let Some(b) = bridge {
+                p.insert("bridge", b).map_err(|e| e.to_string())?;
             }
             let c = http_client(&t)?;
             let r: Value = c.request("questions.reject", p).await.map_err(describe)?;

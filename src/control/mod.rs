@@ -1,8 +1,9 @@
 //! The control server (`--control <ADDR>`): answer questions from anywhere.
 //!
 //! A `jsonrpsee` server (HTTP and WebSocket on one port) behind the [`gate`], with the
-//! methods `questions.list`, `questions.answer`, `questions.reject`, `questions.subscribe`
-//! and `bridge.status`, and the Questions page at `GET /`.
+//! methods `questions.list`, `questions.answer`, `questions.reject`, `questions.subscribe`,
+//! `bridge.status` and `bridges.list`, and the Questions page at `GET /`. The same server
+//! fronts `inbox`, whose loop answers the calls over every bridge (`crate::inbox`).
 //!
 //! Shape: the server never touches routing state. Each method sends a [`Call`] to the
 //! bridge's loop (which owns the [`crate::router::Router`]) and awaits the reply, so an
@@ -24,7 +25,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::events::{By, QuestionView};
+use crate::events::By;
 use crate::router::ControlError;
 
 /// The environment variable a token can be given in.
@@ -35,6 +36,8 @@ const EVENT_BUFFER: usize = 1024;
 pub const NOT_PENDING: i32 = -32004;
 /// Error code: the bridge is shutting down (its loop no longer takes calls).
 pub const SHUTTING_DOWN: i32 = -32005;
+/// Error code (inbox): the bridge named is not known, or cannot be reached.
+pub const NO_BRIDGE: i32 = -32006;
 
 /// `--control` and friends.
 #[derive(Debug, Clone)]
@@ -105,23 +108,34 @@ fn write_token_file(path: &std::path::Path, token: &str) -> std::io::Result<()> 
     f.sync_all()
 }
 
-/// A call from the control server into the bridge's loop.
+/// What a call answers: its result, or the JSON-RPC error for the caller.
+pub type Reply = oneshot::Sender<Result<Value, ErrorObjectOwned>>;
+
+/// A call from the control server into the loop that owns the questions (the bridge's, or
+/// the inbox's).
 #[derive(Debug)]
 pub enum Call {
-    List(oneshot::Sender<Vec<QuestionView>>),
+    /// `questions.list`: a JSON array of question views.
+    List(oneshot::Sender<Value>),
     Answer {
+        /// The bridge the question belongs to (the inbox needs it when several have the
+        /// same ids); a bridge checks that it is its own.
+        bridge: Option<String>,
         session_id: String,
         question_id: String,
         answers: Value,
-        reply: oneshot::Sender<Result<Value, ControlError>>,
+        reply: Reply,
     },
     Reject {
+        bridge: Option<String>,
         session_id: String,
         question_id: String,
         reason: Option<String>,
-        reply: oneshot::Sender<Result<Value, ControlError>>,
+        reply: Reply,
     },
     Status(oneshot::Sender<Value>),
+    /// `bridges.list`: a JSON array.
+    Bridges(oneshot::Sender<Value>),
 }
 
 /// The running control server.
@@ -172,6 +186,8 @@ struct Ctx {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct AnswerParams {
+    #[serde(default)]
+    bridge: Option<String>,
     session_id: String,
     question_id: String,
     answers: Value,
@@ -180,6 +196,8 @@ struct AnswerParams {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RejectParams {
+    #[serde(default)]
+    bridge: Option<String>,
     session_id: String,
     question_id: String,
     #[serde(default)]
@@ -190,7 +208,8 @@ fn shutting_down() -> ErrorObjectOwned {
     ErrorObjectOwned::owned(SHUTTING_DOWN, "the bridge is shutting down", None::<()>)
 }
 
-fn control_error(e: ControlError) -> ErrorObjectOwned {
+/// The JSON-RPC error for a control call the router did not take.
+pub fn control_error(e: ControlError) -> ErrorObjectOwned {
     match e {
         ControlError::NotPending { resolved_by } => ErrorObjectOwned::owned(
             NOT_PENDING,
@@ -203,7 +222,8 @@ fn control_error(e: ControlError) -> ErrorObjectOwned {
     }
 }
 
-fn invalid_params(e: impl std::fmt::Display) -> ErrorObjectOwned {
+/// `-32602` with `e`.
+pub fn invalid_params(e: impl std::fmt::Display) -> ErrorObjectOwned {
     ErrorObjectOwned::owned(-32602, format!("Invalid params: {e}"), None::<()>)
 }
 
@@ -230,13 +250,13 @@ fn module(ctx: Ctx) -> RpcModule<Ctx> {
         |p: Params<'static>, ctx, _| async move {
             let a: AnswerParams = p.parse().map_err(|e| invalid_params(e.message()))?;
             ask(&ctx, |reply| Call::Answer {
+                bridge: a.bridge,
                 session_id: a.session_id,
                 question_id: a.question_id,
                 answers: a.answers,
                 reply,
             })
             .await?
-            .map_err(control_error)
         },
     )
     .expect("unique method name");
@@ -245,15 +265,19 @@ fn module(ctx: Ctx) -> RpcModule<Ctx> {
         |p: Params<'static>, ctx, _| async move {
             let r: RejectParams = p.parse().map_err(|e| invalid_params(e.message()))?;
             ask(&ctx, |reply| Call::Reject {
+                bridge: r.bridge,
                 session_id: r.session_id,
                 question_id: r.question_id,
                 reason: r.reason,
                 reply,
             })
             .await?
-            .map_err(control_error)
         },
     )
+    .expect("unique method name");
+    m.register_async_method("bridges.list", |_p, ctx, _| async move {
+        ask(&ctx, Call::Bridges).await
+    })
     .expect("unique method name");
     m.register_async_method("bridge.status", |_p, ctx, _| async move {
         ask(&ctx, Call::Status).await

@@ -5,6 +5,7 @@ use jsonrpsee::core::client::ClientT;
 use jsonrpsee::core::params::ObjectParams;
 use jsonrpsee_http_client::{HeaderMap, HeaderValue, HttpClient, HttpClientBuilder};
 use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{BRIDGE, WAIT};
 
@@ -80,4 +81,43 @@ pub async fn cli(args: &[&str]) -> (i32, String) {
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
     )
+}
+
+/// Sends one raw HTTP/1.1 request; returns the status line and the whole response.
+pub async fn raw_http(base: &str, request: &str) -> (String, String) {
+    let addr = base
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    tokio::time::timeout(WAIT, async {
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        s.write_all(request.replace("{addr}", &addr).as_bytes())
+            .await
+            .unwrap();
+        // Until the whole response is in: headers, then Content-Length bytes (or EOF).
+        let mut out = Vec::new();
+        let mut buf = [0u8; 16384];
+        loop {
+            let n = s.read(&mut buf).await.unwrap();
+            out.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&out);
+            let complete = text.split_once("\r\n\r\n").is_some_and(|(head, body)| {
+                head.lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse::<usize>().ok())
+                            .flatten()
+                    })
+                    .is_some_and(|len| body.len() >= len)
+            });
+            if n == 0 || complete {
+                break;
+            }
+        }
+        let text = String::from_utf8_lossy(&out).into_owned();
+        (text.lines().next().unwrap_or("").to_owned(), text)
+    })
+    .await
+    .expect("the server answers in time")
 }

@@ -1,0 +1,662 @@
+//! `acp-question-bridge inbox`: one Questions page and one control API over every bridge
+//! this user runs on this machine.
+//!
+//! Shape: the inbox runs the same control server as a bridge ([`crate::control`]: the gate,
+//! the JSON-RPC methods, the page), but its loop answers the calls from what it gathered:
+//! - it reads the [`registry`] every [`RESCAN`] and connects to each live bridge's control
+//!   server over WebSocket (`questions.subscribe`, then `questions.list`);
+//! - each bridge's pending questions are kept here, tagged with the bridge (`bridge`:
+//!   its id, agent command, cwd, host, pid), and its events are passed on to the inbox's
+//!   subscribers with `bridge` (the bridge's id) added;
+//! - `questions.answer` and `questions.reject` go to the bridge that has the question, whose
+//!   own loop decides between this answer and the IDE's as it always does, and its reply
+//!   (result or error) is returned as it is;
+//! - a bridge whose entry disappears (it exited, or was killed and its entry cleaned) is
+//!   dropped and its questions withdrawn (`resolved`, `by: "disconnect"`); a bridge that
+//!   cannot be reached is tried again with a growing delay.
+//!
+//! Invariant: the inbox never decides a question itself: every answer is the bridge's call.
+
+pub mod registry;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use jsonrpsee::core::client::{ClientT, Error as RpcError, SubscriptionClientT};
+use jsonrpsee::core::params::ObjectParams;
+use jsonrpsee::rpc_params;
+use jsonrpsee::types::ErrorObjectOwned;
+use jsonrpsee_ws_client::WsClient;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::control::{self, Call, ControlConfig};
+use crate::notify::Notifier;
+use registry::Entry;
+
+/// How often the registry is read for bridges that started or exited.
+pub const RESCAN: Duration = Duration::from_millis(500);
+/// Longest wait before a bridge that cannot be reached is tried again.
+const MAX_RETRY: Duration = Duration::from_secs(5);
+/// How long connecting to one bridge may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What `inbox` runs with.
+#[derive(Debug, Clone)]
+pub struct InboxConfig {
+    pub control: ControlConfig,
+    /// The registry folder to read.
+    pub registry: PathBuf,
+    /// `--on-question`: run for every new question of any bridge.
+    pub on_question: Option<Vec<String>>,
+}
+
+/// What a bridge's connection task reports.
+enum FromBridge {
+    Connected {
+        id: String,
+        generation: u64,
+        client: Arc<WsClient>,
+        list: Vec<Value>,
+    },
+    Event {
+        id: String,
+        generation: u64,
+        event: Value,
+    },
+    Lost {
+        id: String,
+        generation: u64,
+        why: String,
+    },
+}
+
+/// One bridge as the inbox knows it.
+struct Bridge {
+    entry: Entry,
+    /// Its public description (no token), as questions carry it.
+    public: Value,
+    /// Counts connections, so reports of an old one are ignored.
+    generation: u64,
+    task: Option<tokio::task::JoinHandle<()>>,
+    client: Option<Arc<WsClient>>,
+    /// Its pending questions, by (sessionId, questionId): views with `bridge`.
+    pending: HashMap<(String, String), Value>,
+    /// When to try again after a failed connection.
+    retry_at: Option<Instant>,
+    failures: u32,
+    last_error: Option<String>,
+}
+
+impl Bridge {
+    fn status(&self) -> &'static str {
+        if self.client.is_some() {
+            "connected"
+        } else if self.failures > 0 {
+            "unreachable"
+        } else {
+            "connecting"
+        }
+    }
+}
+
+/// The inbox's state and loop.
+struct Inbox {
+    cfg: InboxConfig,
+    bridges: HashMap<String, Bridge>,
+    events: tokio::sync::broadcast::Sender<Arc<Value>>,
+    notifier: Option<Notifier>,
+    tx: mpsc::Sender<FromBridge>,
+    started: Instant,
+    started_wall: String,
+}
+
+/// Runs the inbox until SIGINT or SIGTERM; the exit code.
+pub async fn run(cfg: InboxConfig) -> Result<i32, control::ControlSetupError> {
+    let mut server = control::start(&cfg.control).await?;
+    tracing::info!(registry = %cfg.registry.display(), "inbox: reading bridges from the registry");
+    let notifier = cfg
+        .on_question
+        .clone()
+        .map(|argv| Notifier::new(argv, Some(server.page_url.clone())));
+    let (tx, mut rx) = mpsc::channel(1024);
+    let mut inbox = Inbox {
+        cfg,
+        bridges: HashMap::new(),
+        events: server.events.clone(),
+        notifier,
+        tx,
+        started: Instant::now(),
+        started_wall: rfc3339(SystemTime::now()),
+    };
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| control::ControlSetupError::Bind(server.addr, e))?;
+    let mut tick = tokio::time::interval(RESCAN);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => inbox.rescan(),
+            Some(msg) = rx.recv() => inbox.on_bridge(msg),
+            Some(call) = server.calls.recv() => inbox.on_call(call),
+            _ = tokio::signal::ctrl_c() => break,
+            _ = term.recv() => break,
+        }
+    }
+    tracing::info!("inbox stopping");
+    for b in inbox.bridges.values() {
+        if let Some(t) = &b.task {
+            t.abort();
+        }
+    }
+    server.stop(Duration::from_secs(1)).await;
+    Ok(0)
+}
+
+fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+impl Inbox {
+    fn publish(&self, event: Value) {
+        let _ = self.events.send(Arc::new(event));
+    }
+
+    /// Reads the registry: connects to new bridges, drops those gone, retries those due.
+    fn rescan(&mut self) {
+        let live = registry::scan(&self.cfg.registry);
+        let now = Instant::now();
+        let gone: Vec<String> = self
+            .bridges
+            .keys()
+            .filter(|id| !live.iter().any(|e| &e.id == *id))
+            .cloned()
+            .collect();
+        for id in gone {
+            self.drop_bridge(&id);
+        }
+        for entry in live {
+            let id = entry.id.clone();
+            let b = self.bridges.entry(id.clone()).or_insert_with(|| {
+                tracing::info!(%id, agent = ?entry.agent, pid = entry.pid, "inbox: a bridge joined");
+                Bridge {
+                    public: entry.public(),
+                    entry,
+                    generation: 0,
+                    task: None,
+                    client: None,
+                    pending: HashMap::new(),
+                    retry_at: None,
+                    failures: 0,
+                    last_error: None,
+                }
+            });
+            if b.task.is_none() && b.retry_at.is_none_or(|t| t <= now) {
+                b.generation += 1;
+                b.retry_at = None;
+                b.task = Some(tokio::spawn(connect(
+                    b.entry.clone(),
+                    b.generation,
+                    self.tx.clone(),
+                )));
+            }
+        }
+    }
+
+    /// Forgets a bridge; its questions leave the inbox.
+    fn drop_bridge(&mut self, id: &str) {
+        let Some(b) = self.bridges.remove(id) else {
+            return;
+        };
+        tracing::info!(%id, "inbox: a bridge left");
+        if let Some(t) = b.task {
+            t.abort();
+        }
+        for (sid, qid) in b.pending.into_keys() {
+            self.publish(withdrawn(id, &sid, &qid));
+        }
+    }
+
+    fn on_bridge(&mut self, msg: FromBridge) {
+        match msg {
+            FromBridge::Connected {
+                id,
+                generation,
+                client,
+                list,
+            } => {
+                let Some(b) = self.bridges.get_mut(&id) else {
+                    return;
+                };
+                if b.generation != generation {
+                    return;
+                }
+                tracing::info!(%id, pending = list.len(), "inbox: connected to a bridge");
+                b.client = Some(client);
+                b.failures = 0;
+                b.last_error = None;
+                // The list is the truth: what the inbox held and the bridge no longer has
+                // was resolved meanwhile.
+                let mut fresh = HashMap::new();
+                for mut q in list {
+                    q["bridge"] = b.public.clone();
+                    fresh.insert(key_of(&q), q);
+                }
+                let old = std::mem::take(&mut b.pending);
+                let public = b.public.clone();
+                b.pending = fresh.clone();
+                for k in old.keys().filter(|k| !fresh.contains_key(*k)) {
+                    self.publish(withdrawn(&id, &k.0, &k.1));
+                }
+                for (k, q) in fresh {
+                    if !old.contains_key(&k) {
+                        self.requested(&id, &public, q);
+                    }
+                }
+            }
+            FromBridge::Event {
+                id,
+                generation,
+                event,
+            } => {
+                if self
+                    .bridges
+                    .get(&id)
+                    .is_some_and(|b| b.generation == generation)
+                {
+                    self.bridge_event(&id, event);
+                }
+            }
+            FromBridge::Lost {
+                id,
+                generation,
+                why,
+            } => {
+                let Some(b) = self.bridges.get_mut(&id) else {
+                    return;
+                };
+                if b.generation != generation {
+                    return;
+                }
+                b.task = None;
+                b.client = None;
+                b.failures += 1;
+                let delay = (RESCAN * 2u32.saturating_pow(b.failures.min(8))).min(MAX_RETRY);
+                b.retry_at = Some(Instant::now() + delay);
+                tracing::info!(%id, why = %why, retry_in = ?delay, "inbox: lost a bridge");
+                b.last_error = Some(why);
+                // What cannot be answered from here leaves the inbox until the bridge is
+                // reached again (its list then says what is pending).
+                let gone = std::mem::take(&mut b.pending);
+                for (sid, qid) in gone.into_keys() {
+                    self.publish(withdrawn(&id, &sid, &qid));
+                }
+            }
+        }
+    }
+
+    /// A new question of bridge `id`: announced to subscribers (and the hook).
+    fn requested(&self, id: &str, _public: &Value, q: Value) {
+        if let Some(n) = &self.notifier {
+            // Only questions asked since the inbox started: a restart does not ring again.
+            if q["createdAt"]
+                .as_str()
+                .is_some_and(|c| c >= self.started_wall.as_str())
+            {
+                n.question(&q);
+            }
+        }
+        self.publish(json!({"event": "requested", "bridge": id, "question": q}));
+    }
+
+    /// One of bridge `id`'s own events.
+    fn bridge_event(&mut self, id: &str, mut event: Value) {
+        let Some(b) = self.bridges.get_mut(id) else {
+            return;
+        };
+        match event["event"].as_str() {
+            Some("requested") => {
+                let mut q = event["question"].take();
+                q["bridge"] = b.public.clone();
+                let k = key_of(&q);
+                if b.pending.contains_key(&k) {
+                    return;
+                }
+                b.pending.insert(k, q.clone());
+                let public = b.public.clone();
+                self.requested(id, &public, q);
+                return;
+            }
+            Some("resolved") => {
+                let k = key_of(&event);
+                if b.pending.remove(&k).is_none() {
+                    return;
+                }
+            }
+            Some("delivered") => {
+                if let Some(q) = b.pending.get_mut(&key_of(&event)) {
+                    q["dialect"] = event["dialect"].clone();
+                }
+            }
+            Some("lagged") => {
+                // Events were missed: reconnect for a fresh list.
+                if let Some(t) = b.task.take() {
+                    t.abort();
+                }
+                b.client = None;
+                b.retry_at = None;
+                return;
+            }
+            _ => {}
+        }
+        event["bridge"] = json!(id);
+        self.publish(event);
+    }
+
+    fn on_call(&mut self, call: Call) {
+        match call {
+            Call::List(reply) => {
+                let _ = reply.send(Value::Array(self.list()));
+            }
+            Call::Answer {
+                bridge,
+                session_id,
+                question_id,
+                answers,
+                reply,
+            } => {
+                let params =
+                    json!({"sessionId": session_id, "questionId": question_id, "answers": answers});
+                self.relay(bridge, "questions.answer", params, reply);
+            }
+            Call::Reject {
+                bridge,
+                session_id,
+                question_id,
+                reason,
+                reply,
+            } => {
+                let mut params = json!({"sessionId": session_id, "questionId": question_id});
+                if let Some(r) = reason {
+                    params["reason"] = r.into();
+                }
+                self.relay(bridge, "questions.reject", params, reply);
+            }
+            Call::Status(reply) => {
+                let pending: usize = self.bridges.values().map(|b| b.pending.len()).sum();
+                let _ = reply.send(json!({
+                    "inbox": true,
+                    "bridges": self.bridges.len(),
+                    "pendingQuestions": pending,
+                    "registry": self.cfg.registry.display().to_string(),
+                    "uptimeMs": self.started.elapsed().as_millis() as u64,
+                    "version": env!("CARGO_PKG_VERSION"),
+                }));
+            }
+            Call::Bridges(reply) => {
+                let mut all: Vec<&Bridge> = self.bridges.values().collect();
+                all.sort_by(|a, b| a.entry.started_at.cmp(&b.entry.started_at));
+                let list: Vec<Value> = all
+                    .into_iter()
+                    .map(|b| {
+                        let mut v = b.public.clone();
+                        v["status"] = b.status().into();
+                        v["pending"] = b.pending.len().into();
+                        if let Some(e) = &b.last_error {
+                            v["error"] = e.clone().into();
+                        }
+                        v
+                    })
+                    .collect();
+                let _ = reply.send(Value::Array(list));
+            }
+        }
+    }
+
+    /// Every bridge's pending questions, oldest first.
+    fn list(&self) -> Vec<Value> {
+        let mut all: Vec<&Value> = self
+            .bridges
+            .values()
+            .flat_map(|b| b.pending.values())
+            .collect();
+        all.sort_by(|a, b| {
+            let at = |q: &Value| q["createdAt"].as_str().unwrap_or("").to_owned();
+            at(a).cmp(&at(b))
+        });
+        all.into_iter().cloned().collect()
+    }
+
+    /// Sends an answer or rejection to the bridge that has the question; its reply
+    /// (result or error) goes back as it is.
+    fn relay(
+        &self,
+        bridge: Option<String>,
+        method: &'static str,
+        params: Value,
+        reply: control::Reply,
+    ) {
+        let key = key_of(&params);
+        let target = match bridge {
+            Some(id) => match self.bridges.get(&id) {
+                Some(b) => Ok(b),
+                None => Err(ErrorObjectOwned::owned(
+                    control::NO_BRIDGE,
+                    format!("no bridge {id:?} in this inbox"),
+                    None::<()>,
+                )),
+            },
+            None => {
+                let having: Vec<&Bridge> = self
+                    .bridges
+                    .values()
+                    .filter(|b| b.pending.contains_key(&key))
+                    .collect();
+                match having.as_slice() {
+                    [one] => Ok(*one),
+                    [] => Err(control::control_error(
+                        crate::router::ControlError::NotPending { resolved_by: None },
+                    )),
+                    _ => Err(control::invalid_params(format!(
+                        "bridge: several bridges have session {:?} question {:?} pending; name one",
+                        key.0, key.1
+                    ))),
+                }
+            }
+        };
+        let b = match target {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
+            }
+        };
+        let Some(client) = b.client.clone() else {
+            let _ = reply.send(Err(ErrorObjectOwned::owned(
+                control::NO_BRIDGE,
+                format!("bridge {:?} cannot be reached now", b.entry.id),
+                None::<()>,
+            )));
+            return;
+        };
+        let id = b.entry.id.clone();
+        tokio::spawn(async move {
+            let mut p = ObjectParams::new();
+            for (k, v) in params.as_object().into_iter().flatten() {
+                let _ = p.insert(k, v.clone());
+            }
+            let r: Result<Value, RpcError> = client.request(method, p).await;
+            let r = r.map_err(|e| match e {
+                RpcError::Call(obj) => obj,
+                other => ErrorObjectOwned::owned(
+                    control::NO_BRIDGE,
+                    format!("bridge {id:?} cannot be reached: {other}"),
+                    None::<()>,
+                ),
+            });
+            let _ = reply.send(r);
+        });
+    }
+}
+
+/// (sessionId, questionId) of a question view or event.
+fn key_of(v: &Value) -> (String, String) {
+    let s = |k: &str| v[k].as_str().unwrap_or("").to_owned();
+    (s("sessionId"), s("questionId"))
+}
+
+/// The event for a question that left the inbox with its bridge.
+fn withdrawn(bridge: &str, session_id: &str, question_id: &str) -> Value {
+    json!({"event": "resolved", "bridge": bridge, "sessionId": session_id,
+        "questionId": question_id, "by": "disconnect", "result": {"status": "withdrawn"}})
+}
+
+/// Connects to one bridge's control server and reports what it says until it goes.
+async fn connect(entry: Entry, generation: u64, tx: mpsc::Sender<FromBridge>) {
+    let id = entry.id.clone();
+    let why = match follow(&entry, generation, &tx).await {
+        Ok(()) => "the bridge's control server ended the subscription".to_owned(),
+        Err(e) => e,
+    };
+    let _ = tx
+        .send(FromBridge::Lost {
+            id,
+            generation,
+            why,
+        })
+        .await;
+}
+
+async fn follow(
+    entry: &Entry,
+    generation: u64,
+    tx: &mpsc::Sender<FromBridge>,
+) -> Result<(), String> {
+    let ws = entry.url.replacen("http://", "ws://", 1);
+    let setup = async {
+        let c = control::client::ws_client(&ws, &entry.token).await?;
+        let sub = c
+            .subscribe::<Value, _>(
+                "questions.subscribe",
+                rpc_params![],
+                "questions.unsubscribe",
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        let list: Vec<Value> = c
+            .request("questions.list", rpc_params![])
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>((c, sub, list))
+    };
+    let (c, mut sub, list) = tokio::time::timeout(CONNECT_TIMEOUT, setup)
+        .await
+        .map_err(|_| format!("no answer from {ws} within {CONNECT_TIMEOUT:?}"))??;
+    let id = entry.id.clone();
+    tx.send(FromBridge::Connected {
+        id: id.clone(),
+        generation,
+        client: Arc::new(c),
+        list,
+    })
+    .await
+    .map_err(|_| "the inbox is stopping".to_owned())?;
+    while let Some(ev) = sub.next().await {
+        let event = ev.map_err(|e| e.to_string())?;
+        tx.send(FromBridge::Event {
+            id: id.clone(),
+            generation,
+            event,
+        })
+        .await
+        .map_err(|_| "the inbox is stopping".to_owned())?;
+    }
+    Ok(())
+}
+
+/// `inbox` and its flags.
+#[derive(Debug, clap::Args)]
+pub struct InboxArgs {
+    /// Serve the Questions page and the control API here (`127.0.0.1:0` picks a free
+    /// port). Loopback only, unless --allow-remote.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: String,
+    /// Let --listen be a non-loopback address (anyone who can reach it and has the token
+    /// can answer every agent's questions; there is no TLS).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Write the token to this file (mode 0600). Random unless $ACP_QUESTION_BRIDGE_TOKEN
+    /// is set.
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+    /// Run this command for every new question of any bridge (as a bridge's
+    /// --on-question: the question as JSON on stdin, with its `bridge`).
+    #[arg(long, value_name = "COMMAND")]
+    pub on_question: Option<String>,
+    /// The registry folder to read (default: $ACP_QUESTION_BRIDGE_REGISTRY, else
+    /// $XDG_RUNTIME_DIR/acp-question-bridge, else ~/.local/state/acp-question-bridge/bridges).
+    #[arg(long, value_name = "DIR")]
+    pub registry: Option<PathBuf>,
+    /// Log level or filter; RUST_LOG overrides.
+    #[arg(long, value_name = "LEVEL", default_value = "info")]
+    pub log_level: String,
+}
+
+/// Runs `inbox`: exit code 0 when stopped by a signal, 1 when it cannot start, 2 on a
+/// command line that cannot work.
+pub fn main(a: InboxArgs) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    #[allow(clippy::print_stderr)]
+    fn fail(code: u8, msg: &str) -> ExitCode {
+        eprintln!("acp-question-bridge inbox: {msg}");
+        ExitCode::from(code)
+    }
+    if let Err(e) = crate::logging::init(&a.log_level, crate::logging::LogFormat::Text, None) {
+        return fail(2, &format!("cannot set up logging: {e}"));
+    }
+    let addr = match control::parse_addr(&a.listen, a.allow_remote) {
+        Ok(addr) => addr,
+        Err(e) => {
+            return fail(
+                2,
+                &e.to_string()
+                    .replace("--control-allow-remote", "--allow-remote"),
+            )
+        }
+    };
+    let token = match std::env::var(control::TOKEN_ENV) {
+        Ok(t) if !t.trim().is_empty() => t.trim().to_owned(),
+        _ => match control::random_token() {
+            Ok(t) => t,
+            Err(e) => return fail(1, &e.to_string()),
+        },
+    };
+    let on_question = match a.on_question.as_deref().map(crate::notify::parse_command) {
+        None => None,
+        Some(Ok(argv)) => Some(argv),
+        Some(Err(e)) => return fail(2, &e),
+    };
+    let cfg = InboxConfig {
+        control: ControlConfig {
+            addr,
+            allow_remote: a.allow_remote,
+            token,
+            token_file: a.token_file,
+        },
+        registry: a.registry.unwrap_or_else(registry::dir),
+        on_question,
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(1, &format!("cannot start runtime: {e}")),
+    };
+    match runtime.block_on(run(cfg)) {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => fail(1, &e.to_string()),
+    }
+}

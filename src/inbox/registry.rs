@@ -1,0 +1,269 @@
+//! The per-user registry of running bridges, which `inbox` reads: one JSON file per bridge
+//! whose control server runs, in a folder only its user can enter.
+//!
+//! - Where: `$ACP_QUESTION_BRIDGE_REGISTRY` (tests), else `$XDG_RUNTIME_DIR/acp-question-bridge`,
+//!   else `$XDG_STATE_HOME/acp-question-bridge/bridges`, else
+//!   `~/.local/state/acp-question-bridge/bridges`.
+//! - The folder is created 0700; an existing one that is not the user's own, or that others
+//!   may enter, is refused (its entries carry tokens).
+//! - An entry (`<id>.json`, 0600) holds the bridge's id, control URL, token, pid, agent
+//!   command, cwd, host and start time. It is written to a temporary name and renamed, so a
+//!   reader never sees half of one; it is removed when the bridge exits ([`Registration`]'s
+//!   drop). A bridge killed with SIGKILL leaves its entry: readers skip an entry whose pid is
+//!   not alive, and remove it.
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The environment variable that names the registry folder (overrides the default).
+pub const REGISTRY_ENV: &str = "ACP_QUESTION_BRIDGE_REGISTRY";
+
+/// One running bridge, as its entry says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    /// Random, unique per bridge process (16 hex digits).
+    pub id: String,
+    /// The control server: `http://ADDR/`.
+    pub url: String,
+    pub token: String,
+    pub pid: u32,
+    /// The agent command and its arguments.
+    pub agent: Vec<String>,
+    pub cwd: String,
+    pub host: String,
+    /// RFC 3339.
+    pub started_at: String,
+}
+
+impl Entry {
+    /// What others may see of the bridge (everything but the token).
+    pub fn public(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id, "agent": self.agent, "cwd": self.cwd, "host": self.host,
+            "pid": self.pid, "startedAt": self.started_at,
+        })
+    }
+}
+
+/// The registry folder for this user (not created).
+pub fn dir() -> PathBuf {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(d) = var(REGISTRY_ENV) {
+        return d;
+    }
+    if let Some(d) = var("XDG_RUNTIME_DIR") {
+        return d.join("acp-question-bridge");
+    }
+    let state = var("XDG_STATE_HOME")
+        .or_else(|| var("HOME").map(|h| h.join(".local/state")))
+        .unwrap_or_else(std::env::temp_dir);
+    state.join("acp-question-bridge").join("bridges")
+}
+
+/// This machine's name (`/proc/sys/kernel/hostname`), or `localhost`.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Creates `dir` (0700, with its parents) or checks an existing one: it must be a folder
+/// of this user's that nobody else may enter.
+pub fn ensure_dir(dir: &Path) -> std::io::Result<()> {
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+    {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let meta = std::fs::symlink_metadata(dir)?;
+    let me = std::fs::metadata("/proc/self")?.uid();
+    let refuse = |why: String| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            why,
+        ))
+    };
+    if !meta.is_dir() {
+        return refuse(format!("{} is not a folder", dir.display()));
+    }
+    if meta.uid() != me {
+        return refuse(format!("{} belongs to another user", dir.display()));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return refuse(format!(
+            "{} may be entered by other users (mode {:o}); it must be 0700",
+            dir.display(),
+            meta.mode() & 0o777
+        ));
+    }
+    Ok(())
+}
+
+/// A bridge's entry in the registry, removed when dropped.
+#[derive(Debug)]
+pub struct Registration {
+    path: PathBuf,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Writes `entry` into the registry at `dir` (created if needed).
+pub fn register(dir: &Path, entry: &Entry) -> std::io::Result<Registration> {
+    ensure_dir(dir)?;
+    let path = dir.join(format!("{}.json", entry.id));
+    let tmp = dir.join(format!(".{}.tmp", entry.id));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    serde_json::to_writer(&mut f, entry)?;
+    f.write_all(b"\n")?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(Registration { path })
+}
+
+/// Whether a process with this pid exists (signal 0) and has not exited (a zombie, whose
+/// parent has not reaped it yet, is gone for us).
+fn alive(pid: u32) -> bool {
+    let Ok(raw) = i32::try_from(pid) else {
+        return false;
+    };
+    let exists = match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
+        Ok(()) => true,
+        // It exists, but is not ours to signal.
+        Err(nix::errno::Errno::EPERM) => true,
+        Err(_) => false,
+    };
+    exists && !zombie(pid)
+}
+
+/// Whether `/proc/<pid>/stat` says the process has exited (state `Z` or `X`).
+fn zombie(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the command name, which is in parentheses and may hold any byte.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .is_some_and(|state| state == "Z" || state == "X")
+}
+
+/// The live bridges in the registry at `dir`; entries of processes that are gone are
+/// removed, unreadable ones skipped.
+pub fn scan(dir: &Path) -> Vec<Entry> {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut live = Vec::new();
+    for e in read.flatten() {
+        let path = e.path();
+        if path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let Ok(entry) = serde_json::from_str::<Entry>(&text) else {
+            tracing::debug!(path = %path.display(), "not a registry entry; skipped");
+            continue;
+        };
+        if alive(entry.pid) {
+            live.push(entry);
+        } else {
+            tracing::info!(id = %entry.id, pid = entry.pid, "a bridge that is gone left its entry; removed");
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    live.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.id.cmp(&b.id)));
+    live
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str, pid: u32) -> Entry {
+        Entry {
+            id: id.into(),
+            url: "http://127.0.0.1:1/".into(),
+            token: "t".into(),
+            pid,
+            agent: vec!["agent".into()],
+            cwd: "/".into(),
+            host: host_name(),
+            started_at: "2026-11-22T00:00:00.000Z".into(),
+        }
+    }
+
+    fn temp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "acp-qb-registry-{name}-{}-{}",
+            std::process::id(),
+            crate::control::random_token().unwrap()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn entries_are_private_listed_while_alive_and_removed_on_drop() {
+        let d = temp("life");
+        let reg = register(&d, &entry("a", std::process::id())).unwrap();
+        assert_eq!(std::fs::metadata(&d).unwrap().mode() & 0o777, 0o700);
+        let file = d.join("a.json");
+        assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o777, 0o600);
+        assert_eq!(scan(&d), vec![entry("a", std::process::id())]);
+        drop(reg);
+        assert!(!file.exists());
+        assert!(scan(&d).is_empty());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_entry_of_a_dead_process_is_skipped_and_removed() {
+        let d = temp("dead");
+        // A child that has exited and been reaped: its pid names no process.
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        let pid = c.id();
+        c.wait().unwrap();
+        let reg = register(&d, &entry("gone", pid)).unwrap();
+        std::mem::forget(reg);
+        assert!(scan(&d).is_empty());
+        assert!(!d.join("gone.json").exists());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_folder_others_may_enter_is_refused() {
+        let d = temp("open");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = register(&d, &entry("x", std::process::id())).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
+        assert!(err.to_string().contains("0700"), "{err}");
+        assert!(!d.join("x.json").exists());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
