@@ -1,8 +1,9 @@
 //! The Questions page in a real browser: headless Chromium (Debian's `chromium`) driven by
 //! Playwright (`playwright-core` from npm, with `executablePath`), against the real bridge
 //! and mock agent. The page shows the pending question, survives a reload, and the agent
-//! receives exactly what was clicked and typed. Screenshots are saved under
-//! `target/tmp/browser/`.
+//! receives exactly what was clicked and typed; the inbox's page over two bridges groups
+//! their questions and sends each answer to its own agent. Screenshots are saved under
+//! `target/tmp/browser/` (`docs/images/inbox-page.png` is the inbox's, copied from there).
 //!
 //! Missing pieces are installed on first use: `playwright-core` into `.cache/npm`, and
 //! Chromium with apt-get when running as root (as CI does); otherwise the test fails and
@@ -70,10 +71,46 @@ fn nix_is_root() -> bool {
         .unwrap_or(false)
 }
 
-#[tokio::test]
-async fn questions_page_in_headless_chromium() {
+/// Runs `tests/browser/<script>` against the page at `url` (saving screenshots in `out`);
+/// its step lines. `context` goes into the failure message.
+async fn run_page_script(
+    script: &str,
+    url: &str,
+    out: &std::path::Path,
+    context: &str,
+) -> Vec<Value> {
     let browser = chromium().await;
     let playwright = npm_package(PLAYWRIGHT, PLAYWRIGHT_VERSION).await;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/browser")
+        .join(script);
+    let mut node = Command::new("node");
+    node.arg(&script)
+        .arg(url)
+        .arg(out)
+        .env("PLAYWRIGHT_CORE", &playwright)
+        .env("CHROMIUM", &browser)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let run = tokio::time::timeout(BROWSER_RUN, node.output())
+        .await
+        .expect("the browser run timed out")
+        .expect("cannot run node");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "browser run failed: {}\nstdout:\n{stdout}\nstderr:\n{}\n{context}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr),
+    );
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[tokio::test]
+async fn questions_page_in_headless_chromium() {
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
     std::fs::create_dir_all(&out).unwrap();
     for f in ["questions-page.png", "questions-page-answered.png"] {
@@ -89,31 +126,13 @@ async fn questions_page_in_headless_chromium() {
     b.prompt(2, &sid, "questions").await;
     b.stderr_contains("it waits on the control server").await;
 
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser/questions_page.mjs");
-    let mut node = Command::new("node");
-    node.arg(&script)
-        .arg(format!("{base}#token={token}"))
-        .arg(&out)
-        .env("PLAYWRIGHT_CORE", &playwright)
-        .env("CHROMIUM", &browser)
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    let run = tokio::time::timeout(BROWSER_RUN, node.output())
-        .await
-        .expect("the browser run timed out")
-        .expect("cannot run node");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "browser run failed: {}\nstdout:\n{stdout}\nstderr:\n{}\nbridge:\n{}",
-        run.status,
-        String::from_utf8_lossy(&run.stderr),
-        b.stderr()
-    );
-    let steps: Vec<Value> = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let steps = run_page_script(
+        "questions_page.mjs",
+        &format!("{base}#token={token}"),
+        &out,
+        &format!("bridge:\n{}", b.stderr()),
+    )
+    .await;
     let names: Vec<&str> = steps.iter().filter_map(|s| s["step"].as_str()).collect();
     assert_eq!(
         names,
@@ -140,4 +159,88 @@ async fn questions_page_in_headless_chromium() {
     b.close_stdin();
     b.drain().await;
     assert_eq!(b.wait().await, 0);
+}
+
+/// The inbox's page over two bridges (the Questions page in its grouped form): one agent's
+/// approval approved, the other's rejected, and a reload shows the one question left.
+#[tokio::test]
+async fn inbox_page_in_headless_chromium() {
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&out).unwrap();
+    let registry = temp_dir("browser-inbox").join("registry");
+    let reg = registry.to_str().unwrap();
+    let start = || {
+        Bridge::spawn_env(
+            &["--control", "127.0.0.1:0", "--", MOCK],
+            &[("ACP_QUESTION_BRIDGE_REGISTRY", reg)],
+        )
+    };
+    let (mut a, mut b) = (start(), start());
+    for br in [&mut a, &mut b] {
+        control_of(br).await;
+        br.initialize(serde_json::json!({})).await;
+        br.new_session(1).await;
+    }
+    b.new_session(2).await;
+    a.prompt(10, "mock-session-1", "approve").await;
+    b.prompt(10, "mock-session-1", "approve").await;
+    b.prompt(11, "mock-session-2", "question").await;
+    for (br, n) in [(&mut a, 1), (&mut b, 2)] {
+        for _ in 0..n {
+            br.recv_until(|m| m["method"] == "session/request_permission")
+                .await;
+        }
+    }
+
+    let mut inbox = Command::new(BRIDGE);
+    inbox
+        .args(["inbox", "--registry", reg])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut inbox = inbox.spawn().expect("spawn inbox");
+    let mut lines =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(inbox.stderr.take().unwrap()));
+    let url = tokio::time::timeout(WAIT, async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            if let Some(u) = l.strip_prefix("acp-question-bridge: questions page: ") {
+                return u.to_owned();
+            }
+        }
+        panic!("the inbox printed no page URL");
+    })
+    .await
+    .expect("the inbox starts in time");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+
+    let steps = run_page_script("inbox_page.mjs", &url, &out, "").await;
+    let names: Vec<&str> = steps.iter().filter_map(|s| s["step"].as_str()).collect();
+    assert_eq!(names, ["shown", "approved", "rejected", "reloaded", "done"]);
+    assert_eq!(steps[0]["groups"], 3, "one group per agent and session");
+    assert_eq!(steps[0]["heading"], "Inbox");
+    assert!(steps[0]["title"].as_str().unwrap().starts_with("(3) "));
+    assert_eq!(steps[3]["left"], 1);
+    assert_eq!(steps[3]["text"].as_str().unwrap(), "Which option?pick one");
+    assert!(steps[3]["title"].as_str().unwrap().starts_with("(1) "));
+
+    // Each agent got what was clicked for its own question.
+    let approved = steps[1]["bridge"].as_str().unwrap().to_owned();
+    let report = |m: &Value| chunk_text(m).is_some_and(|t| t.starts_with("approve: "));
+    let (ma, _) = a.recv_until(report).await;
+    let (mb, _) = b.recv_until(report).await;
+    let (ta, tb) = (chunk_text(&ma).unwrap(), chunk_text(&mb).unwrap());
+    let (allowed, rejected) = if ta.contains(r#""optionId":"allow""#) {
+        (ta, tb)
+    } else {
+        (tb, ta)
+    };
+    assert!(allowed.contains(r#""optionId":"allow""#), "{allowed}");
+    assert!(rejected.contains(r#""optionId":"reject""#), "{rejected}");
+    assert!(!approved.is_empty());
+    for f in ["inbox-page.png", "inbox-page-after.png"] {
+        let png = std::fs::read(out.join(f)).unwrap_or_default();
+        assert!(png.starts_with(b"\x89PNG"), "{f} is not a PNG");
+    }
+    let _ = inbox.start_kill();
 }

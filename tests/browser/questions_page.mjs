@@ -2,33 +2,12 @@
 // Usage: node questions_page.mjs <page URL with #token=...> <output dir>
 // Env: PLAYWRIGHT_CORE (the package directory), CHROMIUM (the browser binary).
 // Prints one JSON line per step; exits non-zero on the first failure.
-import { createRequire } from "node:module";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { step, withPage } from "./launch.mjs";
 
-const require = createRequire(import.meta.url);
-const { chromium } = require(process.env.PLAYWRIGHT_CORE);
 const [url, outDir] = process.argv.slice(2);
-const step = (name, extra = {}) => console.log(JSON.stringify({ step: name, ...extra }));
-const TIMEOUT = 20000;
 
-const profile = mkdtempSync(join(tmpdir(), "acp-qb-chromium-"));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  viewport: { width: 860, height: 980 },
-  // As root in a closed network: no sandbox, nothing that phones home.
-  args: [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-  ],
-});
-try {
-  const page = context.pages()[0] || (await context.newPage());
-  page.setDefaultTimeout(TIMEOUT);
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
+await withPage({ width: 860, height: 980 }, async (page, errors) => {
   await page.goto(url);
   const card = page.locator("section.card").filter({ hasText: "Which database?" });
   await card.waitFor();
@@ -56,7 +35,4 @@ try {
   await page.screenshot({ path: join(outDir, "questions-page-answered.png"), fullPage: true });
   if (errors.length) throw new Error(`page errors: ${errors.join("; ")}`);
   step("done");
-} finally {
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
-}
+});
