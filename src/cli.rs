@@ -123,6 +123,17 @@ pub struct BridgeArgs {
     /// while its control server runs, by default).
     #[arg(long, requires = "control")]
     pub no_register: bool,
+    /// Also publish this bridge's pending questions to this NATS server (JetStream), for an
+    /// inbox on another machine (`inbox --nats`), and take answers from there. Needs
+    /// --control. `nats://HOST:PORT` or `tls://...`; NATS down never holds up a question.
+    #[arg(long, value_name = "URL", requires = "control")]
+    pub nats: Option<String>,
+    /// NATS credentials file (`.creds`).
+    #[arg(long, value_name = "FILE", requires = "nats")]
+    pub nats_creds: Option<PathBuf>,
+    /// Prefix of the NATS buckets and subjects, so one NATS serves many users.
+    #[arg(long, value_name = "PREFIX", default_value = "acpqb")]
+    pub nats_prefix: String,
     /// Append every question event (requested, delivered, answered/rejected and by whom,
     /// late answers with their content) to this file as JSON lines, synced to disk.
     #[arg(long, value_name = "PATH")]

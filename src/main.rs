@@ -102,11 +102,21 @@ fn main() -> ExitCode {
             "--advertise-elicitation and --no-opt-in form contradict each other",
         );
     }
+    if let Err(e) = acp_question_bridge::inbox::nats::check_prefix(&args.nats_prefix) {
+        return fail(2, &e);
+    }
     let config = bridge::Config {
         control,
         journal: args.journal,
         on_question,
         register: !args.no_register,
+        nats: args
+            .nats
+            .map(|url| acp_question_bridge::inbox::nats::NatsConfig {
+                url,
+                creds: args.nats_creds,
+                prefix: args.nats_prefix.clone(),
+            }),
         agent: args.agent,
         cwd: args.cwd,
         max_line_bytes: args.max_line_bytes,

@@ -62,6 +62,8 @@ pub struct Config {
     /// List the bridge in the per-user registry the inbox reads, while its control server
     /// runs (off with `--no-register`).
     pub register: bool,
+    /// `--nats`: publish pending questions to NATS JetStream and take answers from there.
+    pub nats: Option<crate::inbox::nats::NatsConfig>,
 }
 
 /// Failures before the bridge is running.
@@ -192,6 +194,20 @@ where
                 }
             }
         }
+        _ => None,
+    };
+    // NATS sees what the control server sees, from beside the loop (never in its way).
+    let nats_stop = tokio_util::sync::CancellationToken::new();
+    let nats_task = match (&cfg.nats, &control, &identity) {
+        (Some(n), Some(c), Some(me)) => Some(tokio::spawn(crate::inbox::nats::publish(
+            crate::inbox::nats::Publisher {
+                cfg: n.clone(),
+                identity: me.public(),
+                calls: c.caller.clone(),
+                events: c.events.subscribe(),
+                stop: nats_stop.clone(),
+            },
+        ))),
         _ => None,
     };
     let journal = match &cfg.journal {
@@ -354,6 +370,11 @@ where
     }
     let code = exit_code(&ladder.outcome(), &exit);
     tracing::info!(code, "bridge exiting");
+    // NATS is told this bridge's questions are gone (bounded: NATS may be down).
+    nats_stop.cancel();
+    if let Some(t) = nats_task {
+        let _ = tokio::time::timeout(Duration::from_secs(3), t).await;
+    }
     // Stopped last, once subscribers have been handed the final events (withdrawn
     // questions).
     if let Some(c) = &control {

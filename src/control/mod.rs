@@ -142,6 +142,8 @@ pub enum Call {
 pub struct Control {
     /// Calls for the bridge's loop.
     pub calls: mpsc::Receiver<Call>,
+    /// Makes calls like the server's methods do (for another front end: NATS).
+    pub caller: mpsc::Sender<Call>,
     /// Lifecycle events for subscribers (JSON of [`crate::events::Event`]).
     pub events: broadcast::Sender<Arc<Value>>,
     /// The bound address.
@@ -350,7 +352,7 @@ pub async fn start(cfg: &ControlConfig) -> Result<Control, ControlSetupError> {
     let stopping = CancellationToken::new();
     let subscriptions = TaskTracker::new();
     let handle = server.start(module(Ctx {
-        calls: calls_tx,
+        calls: calls_tx.clone(),
         events: events.clone(),
         stopping: stopping.clone(),
         subscriptions: subscriptions.clone(),
@@ -361,6 +363,7 @@ pub async fn start(cfg: &ControlConfig) -> Result<Control, ControlSetupError> {
     tracing::info!(%addr, "control server listening");
     Ok(Control {
         calls,
+        caller: calls_tx,
         events,
         addr,
         page_url,

@@ -17,6 +17,7 @@
 //!
 //! Invariant: the inbox never decides a question itself: every answer is the bridge's call.
 
+pub mod nats;
 pub mod registry;
 
 use std::collections::HashMap;
@@ -51,6 +52,8 @@ pub struct InboxConfig {
     pub registry: PathBuf,
     /// `--on-question`: run for every new question of any bridge.
     pub on_question: Option<Vec<String>>,
+    /// `--nats`: follow the bridges over NATS instead of the registry.
+    pub nats: Option<nats::NatsConfig>,
 }
 
 /// What a bridge's connection task reports.
@@ -75,7 +78,14 @@ enum FromBridge {
 
 /// One bridge as the inbox knows it.
 struct Bridge {
-    entry: Entry,
+    /// Its registry entry (a bridge seen over NATS has none).
+    entry: Option<Entry>,
+    id: String,
+    started_at: String,
+    /// Over NATS: when its heartbeat was last seen (`None`: never, its questions are held
+    /// back), and when the inbox first heard of it.
+    heard: Option<Instant>,
+    first_seen: Instant,
     /// Its public description (no token), as questions carry it.
     public: Value,
     /// Counts connections, so reports of an old one are ignored.
@@ -92,6 +102,13 @@ struct Bridge {
 
 impl Bridge {
     fn status(&self) -> &'static str {
+        if self.entry.is_none() {
+            return if self.heard.is_some() {
+                "connected"
+            } else {
+                "connecting"
+            };
+        }
         if self.client.is_some() {
             "connected"
         } else if self.failures > 0 {
@@ -111,6 +128,10 @@ struct Inbox {
     tx: mpsc::Sender<FromBridge>,
     started: Instant,
     started_wall: String,
+    /// `--nats`: the client answers go through.
+    nats: Option<(async_nats::Client, nats::NatsConfig)>,
+    /// Questions not yet seen again since the NATS watches were set up again.
+    unconfirmed: Option<std::collections::HashSet<(String, (String, String))>>,
 }
 
 /// Runs the inbox until SIGINT or SIGTERM; the exit code.
@@ -122,7 +143,28 @@ pub async fn run(cfg: InboxConfig) -> Result<i32, control::ControlSetupError> {
         .clone()
         .map(|argv| Notifier::new(argv, Some(server.page_url.clone())));
     let (tx, mut rx) = mpsc::channel(1024);
+    let (seen_tx, mut seen) = mpsc::channel(4096);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let nats = match &cfg.nats {
+        Some(n) => match nats::follow(n.clone(), seen_tx, stop.clone()).await {
+            Ok(client) => {
+                tracing::info!(url = %n.url, prefix = %n.prefix, "inbox: following bridges over NATS");
+                Some((client, n.clone()))
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "inbox: cannot use NATS");
+                server.stop(Duration::from_secs(1)).await;
+                return Ok(1);
+            }
+        },
+        None => {
+            drop(seen_tx);
+            None
+        }
+    };
     let mut inbox = Inbox {
+        nats,
+        unconfirmed: None,
         cfg,
         bridges: HashMap::new(),
         events: server.events.clone(),
@@ -137,14 +179,18 @@ pub async fn run(cfg: InboxConfig) -> Result<i32, control::ControlSetupError> {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = tick.tick() => inbox.rescan(),
+            _ = tick.tick() => {
+                if inbox.nats.is_some() { inbox.expire() } else { inbox.rescan() }
+            }
             Some(msg) = rx.recv() => inbox.on_bridge(msg),
+            Some(s) = seen.recv() => inbox.on_nats(s),
             Some(call) = server.calls.recv() => inbox.on_call(call),
             _ = tokio::signal::ctrl_c() => break,
             _ = term.recv() => break,
         }
     }
     tracing::info!("inbox stopping");
+    stop.cancel();
     for b in inbox.bridges.values() {
         if let Some(t) = &b.task {
             t.abort();
@@ -182,7 +228,11 @@ impl Inbox {
                 tracing::info!(%id, agent = ?entry.agent, pid = entry.pid, "inbox: a bridge joined");
                 Bridge {
                     public: entry.public(),
-                    entry,
+                    id: entry.id.clone(),
+                    started_at: entry.started_at.clone(),
+                    heard: None,
+                    first_seen: now,
+                    entry: Some(entry),
                     generation: 0,
                     task: None,
                     client: None,
@@ -192,11 +242,14 @@ impl Inbox {
                     last_error: None,
                 }
             });
-            if b.task.is_none() && b.retry_at.is_none_or(|t| t <= now) {
+            if let (None, Some(entry)) = (&b.task, &b.entry) {
+                if b.retry_at.is_some_and(|t| t > now) {
+                    continue;
+                }
                 b.generation += 1;
                 b.retry_at = None;
                 b.task = Some(tokio::spawn(connect(
-                    b.entry.clone(),
+                    entry.clone(),
                     b.generation,
                     self.tx.clone(),
                 )));
@@ -324,8 +377,10 @@ impl Inbox {
                     return;
                 }
                 b.pending.insert(k, q.clone());
-                let public = b.public.clone();
-                self.requested(id, &public, q);
+                if b.entry.is_some() || b.heard.is_some() {
+                    let public = b.public.clone();
+                    self.requested(id, &public, q);
+                }
                 return;
             }
             Some("resolved") => {
@@ -352,6 +407,134 @@ impl Inbox {
         }
         event["bridge"] = json!(id);
         self.publish(event);
+    }
+
+    /// The bridge `id` as seen over NATS, created when first heard of.
+    fn nats_bridge(&mut self, id: &str, public: Option<&Value>) -> &mut Bridge {
+        let now = Instant::now();
+        self.bridges.entry(id.to_owned()).or_insert_with(|| {
+            tracing::info!(%id, "inbox: a bridge joined (NATS)");
+            let public = public.cloned().unwrap_or_else(|| json!({ "id": id }));
+            Bridge {
+                started_at: public["startedAt"].as_str().unwrap_or("").to_owned(),
+                public,
+                id: id.to_owned(),
+                heard: None,
+                first_seen: now,
+                entry: None,
+                generation: 0,
+                task: None,
+                client: None,
+                pending: HashMap::new(),
+                retry_at: None,
+                failures: 0,
+                last_error: None,
+            }
+        })
+    }
+
+    /// What the NATS follower saw.
+    fn on_nats(&mut self, seen: nats::Seen) {
+        use nats::Seen;
+        match seen {
+            Seen::Bridge(mut v) => {
+                let Some(id) = v["id"].as_str().map(str::to_owned) else {
+                    return;
+                };
+                if let Some(o) = v.as_object_mut() {
+                    o.remove("heartbeatAt");
+                }
+                let b = self.nats_bridge(&id, Some(&v));
+                let first = b.heard.is_none();
+                b.heard = Some(Instant::now());
+                b.public = v;
+                if first {
+                    // Its questions, held until now, are announced.
+                    let public = b.public.clone();
+                    let held: Vec<Value> = b.pending.values().cloned().collect();
+                    for q in held {
+                        self.requested(&id, &public, q);
+                    }
+                }
+            }
+            Seen::BridgeLeft(id) => self.drop_bridge(&id),
+            Seen::Question(key, mut q) => {
+                let Some((id, s, qid)) = nats::parse_key(&key) else {
+                    return;
+                };
+                let public = q["bridge"].clone();
+                let b = self.nats_bridge(&id, Some(&public));
+                q["bridge"] = b.public.clone();
+                let k = (s, qid);
+                if let Some(u) = &mut self.unconfirmed {
+                    u.remove(&(id.clone(), k.clone()));
+                }
+                let b = self.bridges.get_mut(&id).expect("just made");
+                let fresh = !b.pending.contains_key(&k);
+                b.pending.insert(k, q.clone());
+                if fresh && b.heard.is_some() {
+                    let public = b.public.clone();
+                    self.requested(&id, &public, q);
+                }
+            }
+            Seen::QuestionGone(key, s, qid) => {
+                let Some((id, _, _)) = nats::parse_key(&key) else {
+                    return;
+                };
+                if let Some(b) = self.bridges.get_mut(&id) {
+                    if b.pending.remove(&(s.clone(), qid.clone())).is_some() && b.heard.is_some() {
+                        self.publish(withdrawn(&id, &s, &qid));
+                    }
+                }
+            }
+            Seen::Event(id, ev) => {
+                self.nats_bridge(&id, None);
+                self.bridge_event(&id, ev);
+            }
+            Seen::Resyncing => {
+                let all = self
+                    .bridges
+                    .iter()
+                    .filter(|(_, b)| b.entry.is_none())
+                    .flat_map(|(id, b)| b.pending.keys().map(move |k| (id.clone(), k.clone())))
+                    .collect();
+                self.unconfirmed = Some(all);
+            }
+            Seen::Synced => {
+                for (id, (s, q)) in self.unconfirmed.take().into_iter().flatten() {
+                    if let Some(b) = self.bridges.get_mut(&id) {
+                        if b.pending.remove(&(s.clone(), q.clone())).is_some() {
+                            self.publish(withdrawn(&id, &s, &q));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Over NATS: bridges whose heartbeat stopped are gone, and what they left is swept.
+    fn expire(&mut self) {
+        let now = Instant::now();
+        let gone: Vec<String> = self
+            .bridges
+            .values()
+            .filter(|b| b.entry.is_none())
+            .filter(|b| now.duration_since(b.heard.unwrap_or(b.first_seen)) > nats::EXPIRY)
+            .map(|b| b.id.clone())
+            .collect();
+        for id in gone {
+            let held = self.bridges.get(&id).is_some_and(|b| b.heard.is_none());
+            tracing::info!(%id, "inbox: a bridge's heartbeat expired");
+            if held {
+                // Never heard: its questions were never shown.
+                self.bridges.remove(&id);
+            } else {
+                self.drop_bridge(&id);
+            }
+            if let Some((client, cfg)) = self.nats.clone() {
+                tokio::spawn(async move { nats::sweep(&client, &cfg, &id).await });
+            }
+        }
     }
 
     fn on_call(&mut self, call: Call) {
@@ -396,7 +579,8 @@ impl Inbox {
             }
             Call::Bridges(reply) => {
                 let mut all: Vec<&Bridge> = self.bridges.values().collect();
-                all.sort_by(|a, b| a.entry.started_at.cmp(&b.entry.started_at));
+                all.retain(|b| b.entry.is_some() || b.heard.is_some());
+                all.sort_by(|a, b| a.started_at.cmp(&b.started_at));
                 let list: Vec<Value> = all
                     .into_iter()
                     .map(|b| {
@@ -419,6 +603,7 @@ impl Inbox {
         let mut all: Vec<&Value> = self
             .bridges
             .values()
+            .filter(|b| b.entry.is_some() || b.heard.is_some())
             .flat_map(|b| b.pending.values())
             .collect();
         all.sort_by(|a, b| {
@@ -472,15 +657,24 @@ impl Inbox {
                 return;
             }
         };
+        let id = b.id.clone();
+        if b.entry.is_none() {
+            let Some((client, cfg)) = self.nats.clone() else {
+                return;
+            };
+            tokio::spawn(async move {
+                let _ = reply.send(nats::relay(&client, &cfg, &id, method, params).await);
+            });
+            return;
+        }
         let Some(client) = b.client.clone() else {
             let _ = reply.send(Err(ErrorObjectOwned::owned(
                 control::NO_BRIDGE,
-                format!("bridge {:?} cannot be reached now", b.entry.id),
+                format!("bridge {id:?} cannot be reached now"),
                 None::<()>,
             )));
             return;
         };
-        let id = b.entry.id.clone();
         tokio::spawn(async move {
             let mut p = ObjectParams::new();
             for (k, v) in params.as_object().into_iter().flatten() {
@@ -598,6 +792,16 @@ pub struct InboxArgs {
     /// $XDG_RUNTIME_DIR/acp-question-bridge, else ~/.local/state/acp-question-bridge/bridges).
     #[arg(long, value_name = "DIR")]
     pub registry: Option<PathBuf>,
+    /// Follow the bridges over this NATS server (with JetStream) instead of the local
+    /// registry: `nats://HOST:PORT` or `tls://...`.
+    #[arg(long, value_name = "URL")]
+    pub nats: Option<String>,
+    /// NATS credentials file (`.creds`).
+    #[arg(long, value_name = "FILE", requires = "nats")]
+    pub nats_creds: Option<PathBuf>,
+    /// Prefix of the NATS buckets and subjects (as the bridges').
+    #[arg(long, value_name = "PREFIX", default_value = "acpqb")]
+    pub nats_prefix: String,
     /// Log level or filter; RUST_LOG overrides.
     #[arg(long, value_name = "LEVEL", default_value = "info")]
     pub log_level: String,
@@ -646,7 +850,15 @@ pub fn main(a: InboxArgs) -> std::process::ExitCode {
         },
         registry: a.registry.unwrap_or_else(registry::dir),
         on_question,
+        nats: a.nats.map(|url| nats::NatsConfig {
+            url,
+            creds: a.nats_creds,
+            prefix: a.nats_prefix.clone(),
+        }),
     };
+    if let Err(e) = nats::check_prefix(&a.nats_prefix) {
+        return fail(2, &e);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

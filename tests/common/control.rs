@@ -40,6 +40,18 @@ pub async fn call(c: &HttpClient, method: &str, p: Value) -> Result<Value, Strin
         .map_err(|e| e.to_string())
 }
 
+/// A WebSocket client of the control server at `base` (`http://ADDR/`), with its token.
+pub async fn ws(base: &str, token: &str) -> jsonrpsee_ws_client::WsClient {
+    let url = base.replacen("http://", "ws://", 1);
+    tokio::time::timeout(
+        WAIT,
+        acp_question_bridge::control::client::ws_client(&url, token),
+    )
+    .await
+    .expect("connects in time")
+    .expect("connects")
+}
+
 /// `questions.list`.
 pub async fn list(c: &HttpClient) -> Vec<Value> {
     let v = call(c, "questions.list", serde_json::json!({}))

@@ -1,0 +1,401 @@
+//! The inbox across machines, through the real binaries and a real NATS server: Debian's
+//! `nats-server` (2.9) with JetStream, started by the test on a free loopback port with a
+//! temporary store (installed with apt-get when missing and running as root, as CI does;
+//! otherwise the test fails and says what to install: it is never skipped).
+//!
+//! Bridges with `--nats` and an `inbox --nats`: questions listed, answered and streamed;
+//! NATS killed: the bridges go on with their IDE and local control servers, and once NATS
+//! is back the inbox shows the current state; the inbox restarted shows what is pending;
+//! the IDE and the inbox answering at once, 25 times: exactly one answer reaches the agent.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::control::{self, list_until};
+use common::*;
+use jsonrpsee::core::client::SubscriptionClientT;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The nats-server binary: $NATS_SERVER, else on PATH or /usr/sbin, installed if missing.
+async fn nats_binary() -> PathBuf {
+    if let Ok(p) = std::env::var("NATS_SERVER") {
+        return PathBuf::from(p);
+    }
+    let found = || {
+        ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+    };
+    if let Some(p) = found() {
+        return p;
+    }
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|v| v.split_whitespace().next().map(|u| u == "0"))
+        .unwrap_or(false);
+    assert!(
+        root,
+        "nats-server is missing: install Debian's `nats-server` package (or set NATS_SERVER)"
+    );
+    for args in [
+        &["install", "-y", "nats-server"][..],
+        &["update"],
+        &["install", "-y", "nats-server"],
+    ] {
+        if found().is_some() {
+            break;
+        }
+        let _ = tokio::time::timeout(
+            Duration::from_secs(600),
+            Command::new("apt-get")
+                .args(args)
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .stdin(Stdio::null())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await;
+    }
+    found().expect("apt-get installed no nats-server")
+}
+
+/// A running nats-server with JetStream; killed when dropped.
+struct Nats {
+    child: Option<Child>,
+    port: u16,
+    store: PathBuf,
+}
+
+impl Nats {
+    async fn start(store: &Path, port: Option<u16>) -> Nats {
+        let bin = nats_binary().await;
+        let port_arg = port.map_or("-1".to_owned(), |p| p.to_string());
+        let mut child = Command::new(bin)
+            .args(["-js", "-a", "127.0.0.1", "-p", &port_arg, "-sd"])
+            .arg(store)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn nats-server");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let port = tokio::time::timeout(WAIT, async {
+            let mut port = None;
+            while let Ok(Some(l)) = lines.next_line().await {
+                if let Some(rest) = l.split("Listening for client connections on ").nth(1) {
+                    port = rest.rsplit(':').next().and_then(|p| p.trim().parse().ok());
+                }
+                if l.contains("Server is ready") {
+                    return port.expect("a port before ready");
+                }
+            }
+            panic!("nats-server stopped before it was ready");
+        })
+        .await
+        .expect("nats-server is ready in time");
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Nats {
+            child: Some(child),
+            port,
+            store: store.to_owned(),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    async fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill().await;
+        }
+    }
+
+    /// Starts it again on the same port, with the same store.
+    async fn restart(&mut self) {
+        self.kill().await;
+        let again = Nats::start(&self.store.clone(), Some(self.port)).await;
+        *self = again;
+    }
+}
+
+/// A bridge around the mock agent with `--nats`, its client past `session/new`.
+async fn bridge(nats: &str, registry: &Path) -> (Bridge, String, String) {
+    let mut b = Bridge::spawn_env(
+        &["--control", "127.0.0.1:0", "--nats", nats, "--", MOCK],
+        &[("ACP_QUESTION_BRIDGE_REGISTRY", registry.to_str().unwrap())],
+    );
+    let (base, token) = control_of(&b).await;
+    b.initialize(json!({})).await;
+    b.new_session(1).await;
+    (b, base, token)
+}
+
+/// A running `inbox --nats`.
+struct Inbox {
+    _child: Child,
+    base: String,
+    token: String,
+    _log: Arc<Mutex<String>>,
+}
+
+impl Inbox {
+    async fn start(nats: &str, registry: &Path) -> Inbox {
+        let mut child = Command::new(BRIDGE)
+            .args(["inbox", "--nats", nats, "--registry"])
+            .arg(registry)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn inbox");
+        let log = Arc::new(Mutex::new(String::new()));
+        let sink = log.clone();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let mut tx = Some(tx);
+            while let Ok(Some(l)) = lines.next_line().await {
+                sink.lock().unwrap().push_str(&format!("{l}\n"));
+                if let Some(page) = l.strip_prefix("acp-question-bridge: questions page: ") {
+                    if let Some(tx) = tx.take() {
+                        let _ = tx.send(page.to_owned());
+                    }
+                }
+            }
+        });
+        let page = tokio::time::timeout(WAIT, rx)
+            .await
+            .expect("the inbox starts in time")
+            .expect("the inbox prints its page");
+        let (base, token) = page.split_once("#token=").unwrap();
+        Inbox {
+            _child: child,
+            base: base.to_owned(),
+            token: token.to_owned(),
+            _log: log,
+        }
+    }
+
+    fn http(&self) -> jsonrpsee_http_client::HttpClient {
+        control::http(&self.base, &self.token)
+    }
+}
+
+/// The agent's report of its approval.
+async fn approval(b: &mut Bridge) -> String {
+    let (m, _) = b
+        .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("approve: ")))
+        .await;
+    chunk_text(&m).unwrap().to_owned()
+}
+
+/// Asks for an approval in prompt `id`; returns the request the IDE is shown.
+async fn ask(b: &mut Bridge, id: i64) -> Value {
+    b.prompt(id, "mock-session-1", "approve").await;
+    b.recv_until(|m| m["method"] == "session/request_permission")
+        .await
+        .0
+}
+
+fn pid_of(q: &Value) -> u32 {
+    q["bridge"]["pid"].as_u64().unwrap() as u32
+}
+
+#[tokio::test]
+async fn bridges_and_an_inbox_over_nats_and_nats_going_away() {
+    let dir = temp_dir("nats");
+    let reg = dir.join("registry");
+    let mut nats = Nats::start(&dir.join("store"), None).await;
+    let url = nats.url();
+    let (mut a, a_base, a_token) = bridge(&url, &reg).await;
+    let (mut b, _, _) = bridge(&url, &reg).await;
+    let inbox = Inbox::start(&url, &dir.join("no-registry")).await;
+    let c = inbox.http();
+
+    // Events stream from every bridge through the inbox.
+    let ws = common::control::ws(&inbox.base, &inbox.token).await;
+    let mut sub = ws
+        .subscribe::<Value, _>(
+            "questions.subscribe",
+            jsonrpsee::rpc_params![],
+            "questions.unsubscribe",
+        )
+        .await
+        .unwrap();
+    ask(&mut a, 10).await;
+    let b_shown = ask(&mut b, 10).await;
+    let list = list_until(&c, 2).await;
+    assert!(list.iter().any(|q| pid_of(q) == a.pid()));
+    assert!(list.iter().any(|q| pid_of(q) == b.pid()));
+    let mut requested = 0;
+    while requested < 2 {
+        let ev = tokio::time::timeout(WAIT, sub.next())
+            .await
+            .expect("events in time")
+            .unwrap()
+            .unwrap();
+        if ev["event"] == "requested" {
+            assert!(ev["bridge"].is_string(), "{ev}");
+            requested += 1;
+        }
+    }
+
+    // Answered from the inbox: over NATS to that bridge only.
+    let qa = list.iter().find(|q| pid_of(q) == a.pid()).unwrap();
+    let r = control::call(
+        &c,
+        "questions.answer",
+        json!({"bridge": qa["bridge"]["id"], "sessionId": "mock-session-1",
+            "questionId": "permission:0", "answers": [["allow"]]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r["status"], "answered");
+    assert!(approval(&mut a).await.contains(r#""optionId":"allow""#));
+    a.response(json!(10)).await;
+    let left = list_until(&c, 1).await;
+    assert_eq!(pid_of(&left[0]), b.pid());
+    loop {
+        let ev = tokio::time::timeout(WAIT, sub.next())
+            .await
+            .expect("events in time")
+            .unwrap()
+            .unwrap();
+        if ev["event"] == "resolved" {
+            assert_eq!(ev["bridge"], qa["bridge"]["id"]);
+            break;
+        }
+    }
+    // A second answer gets the bridge's own error, through NATS.
+    let err = control::call(
+        &c,
+        "questions.answer",
+        json!({"bridge": qa["bridge"]["id"], "sessionId": "mock-session-1",
+            "questionId": "permission:0", "answers": [["allow"]]}),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.contains("not pending"), "{err}");
+
+    // NATS goes away: the bridges go on with their IDE and local control server.
+    nats.kill().await;
+    let shown = ask(&mut a, 11).await;
+    a.send(&json!({"jsonrpc":"2.0","id":shown["id"],
+        "result":{"outcome":{"outcome":"selected","optionId":"reject"}}}))
+        .await;
+    assert!(approval(&mut a).await.contains(r#""optionId":"reject""#));
+    a.response(json!(11)).await;
+    let local = control::http(&a_base, &a_token);
+    ask(&mut a, 12).await;
+    control::call(
+        &local,
+        "questions.answer",
+        json!({"sessionId":"mock-session-1","questionId":"permission:2","answers":[["allow"]]}),
+    )
+    .await
+    .unwrap();
+    assert!(approval(&mut a).await.contains(r#""optionId":"allow""#));
+    a.response(json!(12)).await;
+    // b's question is answered by its IDE meanwhile; a asks once more and it stays pending.
+    b.send(&json!({"jsonrpc":"2.0","id":b_shown["id"],
+        "result":{"outcome":{"outcome":"selected","optionId":"allow"}}}))
+        .await;
+    assert!(approval(&mut b).await.contains(r#""optionId":"allow""#));
+    ask(&mut a, 13).await;
+
+    // NATS back: the inbox shows the current state, a's one pending question.
+    nats.restart().await;
+    let start = std::time::Instant::now();
+    loop {
+        let l = control::list(&c).await;
+        if l.len() == 1 && pid_of(&l[0]) == a.pid() && l[0]["questionId"] == "permission:3" {
+            break;
+        }
+        assert!(
+            start.elapsed() < WAIT * 2,
+            "the inbox never showed the current state: {l:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The inbox restarted shows what is pending.
+    drop(sub);
+    drop(inbox);
+    let inbox = Inbox::start(&url, &dir.join("no-registry")).await;
+    let again = list_until(&inbox.http(), 1).await;
+    assert_eq!(again[0]["questionId"], "permission:3");
+    assert_eq!(pid_of(&again[0]), a.pid());
+
+    // A bridge that exits takes its questions out of the bucket.
+    a.close_stdin();
+    a.drain().await;
+    a.wait().await;
+    list_until(&inbox.http(), 0).await;
+}
+
+/// The IDE and the inbox answer the same question at once, 25 times: each time exactly one
+/// answer reaches the agent, and it is the one whose side was told it won.
+#[tokio::test]
+async fn the_ide_and_the_inbox_racing_give_the_agent_one_answer() {
+    let dir = temp_dir("nats-race");
+    let nats = Nats::start(&dir.join("store"), None).await;
+    let url = nats.url();
+    let (mut b, _, _) = bridge(&url, &dir.join("registry")).await;
+    let inbox = Inbox::start(&url, &dir.join("no-registry")).await;
+    let c = inbox.http();
+    let (mut inbox_won, mut ide_won) = (0, 0);
+    for round in 0..25i64 {
+        let pid = 100 + round;
+        let shown = ask(&mut b, pid).await;
+        let q = list_until(&c, 1).await.remove(0);
+        let ide = json!({"jsonrpc":"2.0","id":shown["id"],
+            "result":{"outcome":{"outcome":"selected","optionId":"allow"}}});
+        let params = json!({"bridge": q["bridge"]["id"], "sessionId": "mock-session-1",
+            "questionId": q["questionId"], "answers": [["reject"]]});
+        let (_, from_inbox) =
+            tokio::join!(b.send(&ide), control::call(&c, "questions.answer", params));
+        let report = approval(&mut b).await;
+        let (done, between) = b.response(json!(pid)).await;
+        assert_eq!(done["result"]["stopReason"], "end_turn");
+        assert!(
+            !between
+                .iter()
+                .any(|m| chunk_text(m).is_some_and(|t| t.starts_with("approve: "))),
+            "round {round}: a second answer reached the agent: {between:?}"
+        );
+        match from_inbox {
+            Ok(r) => {
+                assert_eq!(r["status"], "answered", "round {round}");
+                assert!(
+                    report.contains(r#""optionId":"reject""#),
+                    "round {round}: {report}"
+                );
+                inbox_won += 1;
+            }
+            Err(e) => {
+                assert!(e.contains("not pending"), "round {round}: {e}");
+                assert!(
+                    report.contains(r#""optionId":"allow""#),
+                    "round {round}: {report}"
+                );
+                ide_won += 1;
+            }
+        }
+        list_until(&c, 0).await;
+    }
+    assert_eq!(inbox_won + ide_won, 25);
+    drop(nats);
+}
