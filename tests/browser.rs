@@ -192,27 +192,8 @@ async fn inbox_page_in_headless_chromium() {
         }
     }
 
-    let mut inbox = Command::new(BRIDGE);
-    inbox
-        .args(["inbox", "--registry", reg])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut inbox = inbox.spawn().expect("spawn inbox");
-    let mut lines =
-        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(inbox.stderr.take().unwrap()));
-    let url = tokio::time::timeout(WAIT, async {
-        while let Ok(Some(l)) = lines.next_line().await {
-            if let Some(u) = l.strip_prefix("acp-question-bridge: questions page: ") {
-                return u.to_owned();
-            }
-        }
-        panic!("the inbox printed no page URL");
-    })
-    .await
-    .expect("the inbox starts in time");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let inbox = common::inbox::Inbox::start(&["--registry", reg]).await;
+    let url = inbox.url();
 
     let steps = run_page_script("inbox_page.mjs", &url, &out, "").await;
     let names: Vec<&str> = steps.iter().filter_map(|s| s["step"].as_str()).collect();
@@ -242,5 +223,5 @@ async fn inbox_page_in_headless_chromium() {
         let png = std::fs::read(out.join(f)).unwrap_or_default();
         assert!(png.starts_with(b"\x89PNG"), "{f} is not a PNG");
     }
-    let _ = inbox.start_kill();
+    drop(inbox);
 }

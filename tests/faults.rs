@@ -69,6 +69,7 @@ struct Raw {
     stdin: Option<ChildStdin>,
     stdout: Option<BufReader<ChildStdout>>,
     stderr: Arc<Mutex<String>>,
+    stderr_task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Raw {
@@ -84,12 +85,13 @@ impl Raw {
             .expect("spawn bridge");
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().map(BufReader::new);
-        let (stderr, _) = collect_stderr(child.stderr.take().expect("stderr"));
+        let (stderr, stderr_task) = collect_stderr(child.stderr.take().expect("stderr"));
         Raw {
             child,
             stdin,
             stdout,
             stderr,
+            stderr_task: Some(stderr_task),
         }
     }
 
@@ -154,8 +156,13 @@ impl Raw {
                 )
             })
             .expect("wait");
+        let took = start.elapsed();
+        // Everything it logged is in `stderr` once it has exited.
+        if let Some(task) = self.stderr_task.take() {
+            let _ = tokio::time::timeout(WAIT, task).await;
+        }
         let code = st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0));
-        (code, start.elapsed())
+        (code, took)
     }
 }
 

@@ -8,14 +8,11 @@ mod common;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 
 use common::control::{self, list_until, raw_http};
+use common::inbox::Inbox;
 use common::*;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 
 /// A bridge around the mock agent, listed in `registry`, its client past `session/new`.
 async fn bridge(registry: &Path) -> Bridge {
@@ -27,63 +24,6 @@ async fn bridge(registry: &Path) -> Bridge {
     b.initialize(json!({})).await;
     b.new_session(1).await;
     b
-}
-
-/// A running `inbox`, and its page URL and token.
-struct Inbox {
-    /// Killed when the test drops it.
-    _child: Child,
-    base: String,
-    token: String,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Inbox {
-    async fn start(registry: &Path) -> Inbox {
-        let mut child = Command::new(BRIDGE)
-            .args(["inbox", "--registry", registry.to_str().unwrap()])
-            .env("RUST_LOG", "debug")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn inbox");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let sink = stderr.clone();
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
-            let mut tx = Some(tx);
-            while let Ok(Some(l)) = lines.next_line().await {
-                sink.lock().unwrap().push_str(&format!("{l}\n"));
-                if let Some(page) = l.strip_prefix("acp-question-bridge: questions page: ") {
-                    if let Some(tx) = tx.take() {
-                        let _ = tx.send(page.to_owned());
-                    }
-                }
-            }
-        });
-        let page = tokio::time::timeout(WAIT, rx)
-            .await
-            .expect("the inbox prints its page in time")
-            .expect("the inbox prints its page");
-        let (base, token) = page.split_once("#token=").unwrap();
-        Inbox {
-            _child: child,
-            base: base.to_owned(),
-            token: token.to_owned(),
-            stderr,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("{}#token={}", self.base, self.token)
-    }
-
-    fn http(&self) -> jsonrpsee_http_client::HttpClient {
-        control::http(&self.base, &self.token)
-    }
 }
 
 fn registry(name: &str) -> PathBuf {
@@ -106,7 +46,7 @@ async fn one_inbox_lists_every_bridge_and_answers_each_alone() {
     for _ in 0..3 {
         bridges.push(bridge(&reg).await);
     }
-    let inbox = Inbox::start(&reg).await;
+    let inbox = Inbox::start(&["--registry", reg.to_str().unwrap()]).await;
     let c = inbox.http();
     // Every mock asks the same thing under the same ids: the inbox keeps them apart.
     for (i, b) in bridges.iter_mut().enumerate() {
@@ -264,7 +204,7 @@ async fn the_registry_is_private_and_the_inbox_checks_like_a_bridge() {
         .await;
     assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
 
-    let inbox = Inbox::start(&reg).await;
+    let inbox = Inbox::start(&["--registry", reg.to_str().unwrap()]).await;
     let list = r#"{"jsonrpc":"2.0","id":1,"method":"questions.list","params":[]}"#;
     let post = |headers: String| {
         format!(

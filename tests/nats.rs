@@ -12,10 +12,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::control::{self, list_until};
+use common::inbox::Inbox;
 use common::*;
 use jsonrpsee::core::client::SubscriptionClientT;
 use serde_json::{json, Value};
@@ -141,57 +141,10 @@ async fn bridge(nats: &str, registry: &Path) -> (Bridge, String, String) {
     (b, base, token)
 }
 
-/// A running `inbox --nats`.
-struct Inbox {
-    _child: Child,
-    base: String,
-    token: String,
-    _log: Arc<Mutex<String>>,
-}
-
-impl Inbox {
-    async fn start(nats: &str, registry: &Path) -> Inbox {
-        let mut child = Command::new(BRIDGE)
-            .args(["inbox", "--nats", nats, "--registry"])
-            .arg(registry)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn inbox");
-        let log = Arc::new(Mutex::new(String::new()));
-        let sink = log.clone();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
-            let mut tx = Some(tx);
-            while let Ok(Some(l)) = lines.next_line().await {
-                sink.lock().unwrap().push_str(&format!("{l}\n"));
-                if let Some(page) = l.strip_prefix("acp-question-bridge: questions page: ") {
-                    if let Some(tx) = tx.take() {
-                        let _ = tx.send(page.to_owned());
-                    }
-                }
-            }
-        });
-        let page = tokio::time::timeout(WAIT, rx)
-            .await
-            .expect("the inbox starts in time")
-            .expect("the inbox prints its page");
-        let (base, token) = page.split_once("#token=").unwrap();
-        Inbox {
-            _child: child,
-            base: base.to_owned(),
-            token: token.to_owned(),
-            _log: log,
-        }
-    }
-
-    fn http(&self) -> jsonrpsee_http_client::HttpClient {
-        control::http(&self.base, &self.token)
-    }
+/// A running `inbox --nats` (with a registry of its own that no bridge uses).
+async fn nats_inbox(nats: &str, dir: &Path) -> Inbox {
+    let reg = dir.join("no-registry");
+    Inbox::start(&["--nats", nats, "--registry", reg.to_str().unwrap()]).await
 }
 
 /// The agent's report of its approval.
@@ -222,7 +175,7 @@ async fn bridges_and_an_inbox_over_nats_and_nats_going_away() {
     let url = nats.url();
     let (mut a, a_base, a_token) = bridge(&url, &reg).await;
     let (mut b, _, _) = bridge(&url, &reg).await;
-    let inbox = Inbox::start(&url, &dir.join("no-registry")).await;
+    let inbox = nats_inbox(&url, &dir).await;
     let c = inbox.http();
 
     // Events stream from every bridge through the inbox.
@@ -334,7 +287,7 @@ async fn bridges_and_an_inbox_over_nats_and_nats_going_away() {
     // The inbox restarted shows what is pending.
     drop(sub);
     drop(inbox);
-    let inbox = Inbox::start(&url, &dir.join("no-registry")).await;
+    let inbox = nats_inbox(&url, &dir).await;
     let again = list_until(&inbox.http(), 1).await;
     assert_eq!(again[0]["questionId"], "permission:3");
     assert_eq!(pid_of(&again[0]), a.pid());
@@ -354,7 +307,7 @@ async fn the_ide_and_the_inbox_racing_give_the_agent_one_answer() {
     let nats = Nats::start(&dir.join("store"), None).await;
     let url = nats.url();
     let (mut b, _, _) = bridge(&url, &dir.join("registry")).await;
-    let inbox = Inbox::start(&url, &dir.join("no-registry")).await;
+    let inbox = nats_inbox(&url, &dir).await;
     let c = inbox.http();
     let (mut inbox_won, mut ide_won) = (0, 0);
     for round in 0..25i64 {

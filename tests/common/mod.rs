@@ -5,6 +5,7 @@
 pub mod claude_agent;
 pub mod control;
 pub mod fake_anthropic;
+pub mod inbox;
 
 use std::path::PathBuf;
 use std::process::Stdio;
