@@ -139,6 +139,7 @@ fn headers(token: &str) -> Result<HeaderMap, String> {
 fn http_client(t: &Target) -> Result<HttpClient, String> {
     HttpClientBuilder::default()
         .set_headers(headers(&t.token)?)
+        .max_response_size(super::MAX_RESPONSE)
         .request_timeout(Duration::from_secs(30))
         .build(&t.http)
         .map_err(|e| e.to_string())
@@ -148,6 +149,7 @@ fn http_client(t: &Target) -> Result<HttpClient, String> {
 pub async fn ws_client(url: &str, token: &str) -> Result<WsClient, String> {
     WsClientBuilder::default()
         .set_headers(headers(token)?)
+        .max_response_size(super::MAX_RESPONSE)
         .build(url)
         .await
         .map_err(|e| e.to_string())

@@ -32,6 +32,10 @@ use crate::router::ControlError;
 pub const TOKEN_ENV: &str = "ACP_QUESTION_BRIDGE_TOKEN";
 /// Events buffered per subscriber; a subscriber further behind is told it missed some.
 const EVENT_BUFFER: usize = 1024;
+/// The largest response the control server sends and its clients (the CLI, the inbox) take:
+/// `questions.list` of an inbox over 10,000 questions is about 10 MiB, jsonrpsee's default
+/// limit; the list is what is pending, which the bridges bound, so no tighter limit here.
+pub const MAX_RESPONSE: u32 = 1 << 30;
 /// Error code: the question is not pending (already resolved, or unknown).
 pub const NOT_PENDING: i32 = -32004;
 /// Error code: the bridge is shutting down (its loop no longer takes calls).
@@ -336,6 +340,7 @@ pub async fn start(cfg: &ControlConfig) -> Result<Control, ControlSetupError> {
             ServerConfig::builder()
                 .max_connections(64)
                 .max_request_body_size(1 << 20)
+                .max_response_body_size(MAX_RESPONSE)
                 .build(),
         )
         .set_http_middleware(tower::ServiceBuilder::new().layer(gate::GateLayer(Arc::new(policy))))

@@ -101,6 +101,25 @@ struct Bridge {
 }
 
 impl Bridge {
+    /// A bridge just heard of: from its registry entry, or over NATS (`entry` none).
+    fn new(id: &str, public: Value, entry: Option<Entry>) -> Bridge {
+        Bridge {
+            started_at: public["startedAt"].as_str().unwrap_or("").to_owned(),
+            public,
+            id: id.to_owned(),
+            heard: None,
+            first_seen: Instant::now(),
+            entry,
+            generation: 0,
+            task: None,
+            client: None,
+            pending: HashMap::new(),
+            retry_at: None,
+            failures: 0,
+            last_error: None,
+        }
+    }
+
     fn status(&self) -> &'static str {
         if self.entry.is_none() {
             return if self.heard.is_some() {
@@ -226,21 +245,10 @@ impl Inbox {
             let id = entry.id.clone();
             let b = self.bridges.entry(id.clone()).or_insert_with(|| {
                 tracing::info!(%id, agent = ?entry.agent, pid = entry.pid, "inbox: a bridge joined");
-                Bridge {
-                    public: entry.public(),
-                    id: entry.id.clone(),
-                    started_at: entry.started_at.clone(),
-                    heard: None,
-                    first_seen: now,
-                    entry: Some(entry),
-                    generation: 0,
-                    task: None,
-                    client: None,
-                    pending: HashMap::new(),
-                    retry_at: None,
-                    failures: 0,
-                    last_error: None,
-                }
+                let mut b = Bridge::new(&id, entry.public(), None);
+                b.started_at = entry.started_at.clone();
+                b.entry = Some(entry);
+                b
             });
             if let (None, Some(entry)) = (&b.task, &b.entry) {
                 if b.retry_at.is_some_and(|t| t > now) {
@@ -411,25 +419,10 @@ impl Inbox {
 
     /// The bridge `id` as seen over NATS, created when first heard of.
     fn nats_bridge(&mut self, id: &str, public: Option<&Value>) -> &mut Bridge {
-        let now = Instant::now();
         self.bridges.entry(id.to_owned()).or_insert_with(|| {
             tracing::info!(%id, "inbox: a bridge joined (NATS)");
             let public = public.cloned().unwrap_or_else(|| json!({ "id": id }));
-            Bridge {
-                started_at: public["startedAt"].as_str().unwrap_or("").to_owned(),
-                public,
-                id: id.to_owned(),
-                heard: None,
-                first_seen: now,
-                entry: None,
-                generation: 0,
-                task: None,
-                client: None,
-                pending: HashMap::new(),
-                retry_at: None,
-                failures: 0,
-                last_error: None,
-            }
+            Bridge::new(id, public, None)
         })
     }
 
@@ -606,10 +599,8 @@ impl Inbox {
             .filter(|b| b.entry.is_some() || b.heard.is_some())
             .flat_map(|b| b.pending.values())
             .collect();
-        all.sort_by(|a, b| {
-            let at = |q: &Value| q["createdAt"].as_str().unwrap_or("").to_owned();
-            at(a).cmp(&at(b))
-        });
+        let at = |q: &Value| q["createdAt"].as_str().unwrap_or("").to_owned();
+        all.sort_by_cached_key(|q| at(q));
         all.into_iter().cloned().collect()
     }
 
