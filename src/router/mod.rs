@@ -270,7 +270,7 @@ impl Router {
             resolutions: RecentMap::new(RECENTLY_RESOLVED),
             resolved_keys: RecentMap::new(RECENTLY_RESOLVED),
             sessions: Default::default(),
-            tool_calls: handlers::tool_call::ToolCalls::new(handlers::tool_call::REMEMBERED),
+            tool_calls: handlers::tool_call::ToolCalls::default(),
             counters: Counters::default(),
         }
     }

@@ -6,28 +6,84 @@
 //!
 //! Cost: a `session/update` pays one substring search of at most its first [`LOOK`] bytes
 //! (and stays in its run of forwarded lines); only one that mentions a tool call there is
-//! parsed. Memory: the last [`REMEMBERED`] tool calls, each from a line of at
-//! most [`MAX_LINE`] bytes.
+//! parsed. Memory: the last [`REMEMBERED`] tool calls within [`BUDGET`] bytes of the lines
+//! they came from, each from a line of at most [`MAX_LINE`] bytes: an agent streaming diffs
+//! (a `tool_call_update` each) keeps the bridge's memory where it was without them.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::LazyLock;
 
 use memchr::memmem;
 use serde_json::{Map, Value};
 
-use crate::questions::registry::RecentMap;
 use crate::router::dispatch::Note;
 use crate::router::{Outbox, Router, Side};
 
-/// How many tool calls are remembered (the oldest is forgotten first).
+/// How many tool calls are remembered at most (the oldest is forgotten first).
 pub(in crate::router) const REMEMBERED: usize = 256;
+/// How many bytes of `session/update` lines the remembered tool calls may come from (the
+/// oldest is forgotten first; the newest is always kept).
+const BUDGET: usize = 1 << 20;
 /// A longer update (a huge diff) is forwarded but not remembered.
-const MAX_LINE: usize = 1 << 20;
+const MAX_LINE: usize = 256 << 10;
 /// How far into a `session/update` line `"tool_call` is looked for.
 const LOOK: usize = 4096;
 /// The members of a tool call kept for showing beside its permission prompt.
 const KEPT: [&str; 5] = ["title", "kind", "rawInput", "content", "locations"];
 
-pub(in crate::router) type ToolCalls = RecentMap<Box<str>, Map<String, Value>>;
+/// The tool calls remembered, by `toolCallId`, oldest first.
+#[derive(Debug, Default)]
+pub(in crate::router) struct ToolCalls {
+    order: VecDeque<Box<str>>,
+    /// Its members, and the bytes of the lines they came from.
+    known: HashMap<Box<str>, (Map<String, Value>, usize)>,
+    bytes: usize,
+}
+
+impl ToolCalls {
+    fn get(&self, id: &str) -> Option<&Map<String, Value>> {
+        self.known.get(id).map(|(m, _)| m)
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.known.len()
+    }
+
+    /// A new tool call (`fresh`: its members replace all known), or an update of one (its
+    /// members replace those it names), from a line of `size` bytes.
+    fn record(
+        &mut self,
+        id: &str,
+        fresh: bool,
+        kept: impl Iterator<Item = (String, Value)>,
+        size: usize,
+    ) {
+        if !self.known.contains_key(id) {
+            self.order.push_back(id.into());
+            self.known.insert(id.into(), (Map::new(), 0));
+        }
+        let Some((fields, n)) = self.known.get_mut(id) else {
+            return;
+        };
+        if fresh {
+            fields.clear();
+            self.bytes -= *n;
+            *n = 0;
+        }
+        fields.extend(kept);
+        *n += size;
+        self.bytes += size;
+        while self.order.len() > REMEMBERED || (self.bytes > BUDGET && self.order.len() > 1) {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            if let Some((_, n)) = self.known.remove(&old) {
+                self.bytes -= n;
+            }
+        }
+    }
+}
 
 /// Whether a `session/update` line may be about a tool call (and is not too long to keep):
 /// `"tool_call` within its first [`LOOK`] bytes, where agents put `sessionUpdate` (before a
@@ -45,11 +101,12 @@ pub(in crate::router) fn update(r: &mut Router, note: Note<'_>, out: &mut Outbox
     let Ok(v) = serde_json::from_str::<Value>(params) else {
         return;
     };
-    remember(&mut r.tool_calls, &v["update"]);
+    remember(&mut r.tool_calls, &v["update"], params.len());
 }
 
-/// Records a `tool_call` or `tool_call_update` (an update's members replace the ones known).
-fn remember(known: &mut ToolCalls, update: &Value) {
+/// Records a `tool_call` or `tool_call_update` (an update's members replace the ones known)
+/// from a line of `size` bytes.
+fn remember(known: &mut ToolCalls, update: &Value, size: usize) {
     let fresh = match update["sessionUpdate"].as_str() {
         Some("tool_call") => true,
         Some("tool_call_update") => false,
@@ -64,11 +121,7 @@ fn remember(known: &mut ToolCalls, update: &Value) {
             update.get(*k).filter(|v| !v.is_null())?.clone(),
         ))
     });
-    let key: Box<str> = id.into();
-    match known.get_mut(&key) {
-        Some(fields) if !fresh => fields.extend(kept),
-        _ => known.insert_or_replace(key, kept.collect()),
-    }
+    known.record(id, fresh, kept, size);
 }
 
 /// Fills in `tool_call` (a permission request's `toolCall`) the members it lacks from the
@@ -77,7 +130,7 @@ pub(in crate::router) fn fill(known: &ToolCalls, tool_call: &mut Value) {
     let Some(id) = tool_call["toolCallId"].as_str() else {
         return;
     };
-    let Some(fields) = known.get(&Box::from(id)) else {
+    let Some(fields) = known.get(id) else {
         return;
     };
     let Some(obj) = tool_call.as_object_mut() else {
@@ -97,20 +150,23 @@ mod tests {
 
     #[test]
     fn a_permission_request_naming_a_tool_call_by_id_gets_what_was_announced() {
-        let mut known = ToolCalls::new(REMEMBERED);
+        let mut known = ToolCalls::default();
         remember(
             &mut known,
             &json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"Terminal",
                 "kind":"execute","rawInput":{},"status":"pending","content":[]}),
+            100,
         );
         remember(
             &mut known,
             &json!({"sessionUpdate":"tool_call_update","toolCallId":"t1",
                 "rawInput":{"command":"rm -rf build"},"title":"rm -rf build","status":null}),
+            100,
         );
         remember(
             &mut known,
             &json!({"sessionUpdate":"agent_message_chunk","toolCallId":"t1","title":"no"}),
+            100,
         );
         let mut tc = json!({"toolCallId":"t1","title":"Run it?"});
         fill(&known, &mut tc);
@@ -127,6 +183,7 @@ mod tests {
         remember(
             &mut known,
             &json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"Read"}),
+            100,
         );
         let mut tc = json!({"toolCallId":"t1"});
         fill(&known, &mut tc);
@@ -135,17 +192,59 @@ mod tests {
 
     #[test]
     fn only_the_most_recent_tool_calls_are_kept() {
-        let mut known = ToolCalls::new(REMEMBERED);
+        let mut known = ToolCalls::default();
         for i in 0..REMEMBERED + 10 {
             remember(
                 &mut known,
                 &json!({"sessionUpdate":"tool_call","toolCallId":format!("t{i}"),"title":"x"}),
+                100,
             );
         }
         assert_eq!(known.len(), REMEMBERED);
-        assert!(known.get(&Box::from("t0")).is_none());
-        assert!(known
-            .get(&Box::from(format!("t{}", REMEMBERED + 9)))
-            .is_some());
+        assert!(known.get("t0").is_none());
+        assert!(known.get(&format!("t{}", REMEMBERED + 9)).is_some());
+    }
+
+    #[test]
+    fn big_updates_are_kept_within_the_byte_budget() {
+        let mut known = ToolCalls::default();
+        // Diffs of 40 KiB, one tool call each: only the last BUDGET bytes' worth stay.
+        let big = 40 << 10;
+        for i in 0..200 {
+            remember(
+                &mut known,
+                &json!({"sessionUpdate":"tool_call_update","toolCallId":format!("d{i}"),"content":[]}),
+                big,
+            );
+        }
+        assert_eq!(known.len(), BUDGET / big);
+        assert!(known.bytes <= BUDGET);
+        assert!(known.get("d199").is_some() && known.get("d0").is_none());
+        // Updates of one tool call count its bytes; a new announcement starts them afresh.
+        for _ in 0..3 {
+            remember(
+                &mut known,
+                &json!({"sessionUpdate":"tool_call_update","toolCallId":"d199","title":"t"}),
+                big,
+            );
+        }
+        remember(
+            &mut known,
+            &json!({"sessionUpdate":"tool_call","toolCallId":"d199","title":"again"}),
+            10,
+        );
+        assert_eq!(known.known["d199"].1, 10);
+        assert_eq!(
+            known.bytes,
+            known.known.values().map(|(_, n)| n).sum::<usize>()
+        );
+        // The newest is kept even when it alone is over the budget.
+        remember(
+            &mut known,
+            &json!({"sessionUpdate":"tool_call","toolCallId":"huge","title":"x"}),
+            BUDGET * 2,
+        );
+        assert_eq!(known.len(), 1);
+        assert!(known.get("huge").is_some());
     }
 }
