@@ -7,6 +7,9 @@
 //! - `echo`: an agent that answers every request with `{"ok":true}` under its id;
 //! - `ask <QUESTIONS> <SESSIONS> [hold]`: an agent that asks questions as fast as it can and
 //!   reports `_bench/done` with the elapsed time once all are answered;
+//! - `ask-timed <QUESTIONS> <FILE>`: an agent that asks one question at a time, its send time
+//!   (Unix ns) in the prompt as `bench-t=<ns>`, and writes `<i> <ns>` to FILE when the answer
+//!   to question i reaches its stdin (for the inbox's latency, `examples/inbox_bench.rs`);
 //! - `naive AGENT...`: the naive line proxy, for comparison: what a first version of the
 //!   bridge would be (each line parsed into a `serde_json::Value`, written and flushed on
 //!   its own, one thread per direction);
@@ -226,6 +229,43 @@ fn ask(questions: usize, sessions: usize, hold: bool) {
     }
 }
 
+/// Nanoseconds since the Unix epoch: one clock for several processes.
+fn unix_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+fn ask_timed(questions: usize, file: &str) {
+    let mut log = std::io::BufWriter::new(std::fs::File::create(file).expect("the times file"));
+    let mut lines = std::io::stdin().lock().lines();
+    // Ask only after the client's initialize.
+    let _ = lines.next();
+    let mut out = std::io::stdout().lock();
+    for i in 0..questions {
+        let _ = writeln!(
+            out,
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"_sandboxagent/session/request_question","params":{{"sessionId":"s1","questionId":"q{i}","prompt":"bench-t={} Which option?","options":[["option-a","Option A"],["option-b","Option B"]]}}}}"#,
+            unix_ns()
+        );
+        let _ = out.flush();
+        loop {
+            match lines.next() {
+                Some(Ok(line)) if line.contains("\"result\"") || line.contains("\"error\"") => {
+                    let _ = writeln!(log, "{i} {}", unix_ns());
+                    break;
+                }
+                Some(Ok(_)) => {}
+                _ => return,
+            }
+        }
+    }
+    let _ = log.flush();
+    // Stay until the client goes away.
+    for _ in lines {}
+}
+
 /// Relays `input` to `output` line by line, dropping lines that are not JSON.
 fn naive_pump(input: impl Read, mut output: impl Write) {
     for line in BufReader::new(input).lines() {
@@ -301,6 +341,16 @@ enum Via {
     Naive,
 }
 
+/// More bridge options for the relay (`$BENCH_BRIDGE_ARGS`, split at spaces): to measure the
+/// relay with `--control` or `--nats` on.
+fn extra_bridge_args() -> Vec<String> {
+    std::env::var("BENCH_BRIDGE_ARGS")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// One throughput run: the emitter behind the bridge, `cat` or the naive proxy. Returns the
 /// time and the middle process's peak RSS in KiB.
 fn relay(kind: &str, bytes: usize, sessions: usize, via: Via) -> (Duration, u64) {
@@ -325,14 +375,16 @@ fn relay(kind: &str, bytes: usize, sessions: usize, via: Via) -> (Duration, u64)
         (child, None)
     } else if via == Via::Bridge {
         let child = Command::new(bridge())
-            .args([
-                "--log-level",
-                "error",
-                "--client-dialect",
-                "extension",
-                "--",
-            ])
+            .args(["--log-level", "error", "--client-dialect", "extension"])
+            .args(extra_bridge_args())
+            .arg("--")
             .args(&emitter)
+            // With --control the bridge prints its page URL; keep the table clean.
+            .stderr(if extra_bridge_args().is_empty() {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -636,6 +688,7 @@ fn main() {
         "echo" => echo(),
         "naive" => naive(&args[1..]),
         "ask" => ask(num(1, 10_000), num(2, 1_000), arg(3) == "hold"),
+        "ask-timed" => ask_timed(num(1, 1_000), arg(2)),
         "relay" => {
             // One throughput figure alone: `relay KIND BYTES [RUNS] [SESSIONS]`, bridge vs
             // `cat` (lines spread over SESSIONS sessions, each with a pending question).
@@ -690,7 +743,7 @@ fn main() {
         _ => {
             let _ = writeln!(
                 std::io::stderr(),
-                "usage: bench run [--quick] [--out FILE] | relay KIND BYTES [RUNS] [SESSIONS] [--naive] | naive AGENT... | latency [ROUNDS] | questions N SESSIONS | emit KIND BYTES [SESSIONS] | echo | ask N SESSIONS [hold]"
+                "usage: bench run [--quick] [--out FILE] | relay KIND BYTES [RUNS] [SESSIONS] [--naive] | naive AGENT... | latency [ROUNDS] | questions N SESSIONS | emit KIND BYTES [SESSIONS] | echo | ask N SESSIONS [hold] | ask-timed N FILE"
             );
             std::process::exit(2);
         }

@@ -119,8 +119,9 @@ pub type Reply = oneshot::Sender<Result<Value, ErrorObjectOwned>>;
 /// the inbox's).
 #[derive(Debug)]
 pub enum Call {
-    /// `questions.list`: a JSON array of question views.
-    List(oneshot::Sender<Value>),
+    /// `questions.list`: a JSON array of question views (as JSON text: an inbox over
+    /// thousands of questions writes it from what it keeps, without building a `Value`).
+    List(oneshot::Sender<Box<serde_json::value::RawValue>>),
     Answer {
         /// The bridge the question belongs to (the inbox needs it when several have the
         /// same ids); a bridge checks that it is its own.

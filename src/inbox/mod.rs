@@ -92,12 +92,66 @@ struct Bridge {
     generation: u64,
     task: Option<tokio::task::JoinHandle<()>>,
     client: Option<Arc<WsClient>>,
-    /// Its pending questions, by (sessionId, questionId): views with `bridge`.
-    pending: HashMap<(String, String), Value>,
+    /// Its pending questions, by (sessionId, questionId).
+    pending: HashMap<(String, String), Held>,
     /// When to try again after a failed connection.
     retry_at: Option<Instant>,
     failures: u32,
     last_error: Option<String>,
+}
+
+/// A pending question as the inbox keeps it: its view as JSON text without `bridge` (which
+/// is added when it is listed), and when it was asked. Text rather than a `Value`: an inbox
+/// over 10,000 questions keeps about what their JSON takes, and lists them by copying.
+struct Held {
+    json: Box<str>,
+    created_at: Box<str>,
+}
+
+impl Held {
+    fn of(q: &Value) -> Held {
+        /// An object's members but `bridge`.
+        struct Without<'a>(&'a serde_json::Map<String, Value>);
+        impl serde::Serialize for Without<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_map(self.0.iter().filter(|(k, _)| k.as_str() != "bridge"))
+            }
+        }
+        let json = q
+            .as_object()
+            .and_then(|o| serde_json::to_string(&Without(o)).ok())
+            .unwrap_or_else(|| "{}".to_owned());
+        Held {
+            json: json.into(),
+            created_at: q["createdAt"].as_str().unwrap_or("").into(),
+        }
+    }
+
+    /// The view, with `bridge`.
+    fn view(&self, bridge: &Value) -> Value {
+        let mut q: Value = serde_json::from_str(&self.json).unwrap_or_else(|_| json!({}));
+        q["bridge"] = bridge.clone();
+        q
+    }
+
+    /// Sets one member of the view.
+    fn set(&mut self, key: &str, value: Value) {
+        let mut q = self.view(&Value::Null);
+        q[key] = value;
+        *self = Held::of(&q);
+    }
+
+    /// Appends the view with `bridge` (JSON text) to `out`.
+    fn write(&self, bridge: &str, out: &mut String) {
+        let open = self.json.strip_suffix('}').unwrap_or("{");
+        out.push_str(open);
+        if open.len() > 1 {
+            out.push(',');
+        }
+        out.push_str("\"bridge\":");
+        out.push_str(bridge);
+        out.push('}');
+    }
 }
 
 impl Bridge {
@@ -306,7 +360,7 @@ impl Inbox {
                 }
                 let old = std::mem::take(&mut b.pending);
                 let public = b.public.clone();
-                b.pending = fresh.clone();
+                b.pending = fresh.iter().map(|(k, q)| (k.clone(), Held::of(q))).collect();
                 for k in old.keys().filter(|k| !fresh.contains_key(*k)) {
                     self.publish(withdrawn(&id, &k.0, &k.1));
                 }
@@ -384,7 +438,7 @@ impl Inbox {
                 if b.pending.contains_key(&k) {
                     return;
                 }
-                b.pending.insert(k, q.clone());
+                b.pending.insert(k, Held::of(&q));
                 if b.entry.is_some() || b.heard.is_some() {
                     let public = b.public.clone();
                     self.requested(id, &public, q);
@@ -399,7 +453,7 @@ impl Inbox {
             }
             Some("delivered") => {
                 if let Some(q) = b.pending.get_mut(&key_of(&event)) {
-                    q["dialect"] = event["dialect"].clone();
+                    q.set("dialect", event["dialect"].clone());
                 }
             }
             Some("lagged") => {
@@ -444,7 +498,7 @@ impl Inbox {
                 if first {
                     // Its questions, held until now, are announced.
                     let public = b.public.clone();
-                    let held: Vec<Value> = b.pending.values().cloned().collect();
+                    let held: Vec<Value> = b.pending.values().map(|h| h.view(&public)).collect();
                     for q in held {
                         self.requested(&id, &public, q);
                     }
@@ -464,7 +518,7 @@ impl Inbox {
                 }
                 let b = self.bridges.get_mut(&id).expect("just made");
                 let fresh = !b.pending.contains_key(&k);
-                b.pending.insert(k, q.clone());
+                b.pending.insert(k, Held::of(&q));
                 if fresh && b.heard.is_some() {
                     let public = b.public.clone();
                     self.requested(&id, &public, q);
@@ -533,7 +587,7 @@ impl Inbox {
     fn on_call(&mut self, call: Call) {
         match call {
             Call::List(reply) => {
-                let _ = reply.send(Value::Array(self.list()));
+                let _ = reply.send(self.list());
             }
             Call::Answer {
                 bridge,
@@ -591,17 +645,33 @@ impl Inbox {
         }
     }
 
-    /// Every bridge's pending questions, oldest first.
-    fn list(&self) -> Vec<Value> {
-        let mut all: Vec<&Value> = self
-            .bridges
-            .values()
-            .filter(|b| b.entry.is_some() || b.heard.is_some())
-            .flat_map(|b| b.pending.values())
-            .collect();
-        let at = |q: &Value| q["createdAt"].as_str().unwrap_or("").to_owned();
-        all.sort_by_cached_key(|q| at(q));
-        all.into_iter().cloned().collect()
+    /// Every bridge's pending questions, oldest first, as JSON text: each question's text
+    /// with its bridge's description spliced in.
+    fn list(&self) -> Box<serde_json::value::RawValue> {
+        let mut bridges: Vec<String> = Vec::new();
+        let mut all: Vec<(&Held, usize)> = Vec::new();
+        for b in self.bridges.values() {
+            if b.pending.is_empty() || !(b.entry.is_some() || b.heard.is_some()) {
+                continue;
+            }
+            all.extend(b.pending.values().map(|h| (h, bridges.len())));
+            bridges.push(b.public.to_string());
+        }
+        all.sort_by(|a, b| a.0.created_at.cmp(&b.0.created_at));
+        let size: usize = all
+            .iter()
+            .map(|(h, i)| h.json.len() + bridges[*i].len() + 12)
+            .sum();
+        let mut out = String::with_capacity(size + 2);
+        out.push('[');
+        for (n, (h, i)) in all.iter().enumerate() {
+            if n > 0 {
+                out.push(',');
+            }
+            h.write(&bridges[*i], &mut out);
+        }
+        out.push(']');
+        serde_json::value::RawValue::from_string(out).expect("JSON made of JSON")
     }
 
     /// Sends an answer or rejection to the bridge that has the question; its reply
@@ -861,5 +931,34 @@ pub fn main(a: InboxArgs) -> std::process::ExitCode {
     match runtime.block_on(run(cfg)) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => fail(1, &e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_question_lists_with_its_bridge_and_reads_back() {
+        let bridge = json!({"id": "b1", "agent": ["claude-agent-acp"], "cwd": "/w \"x\""});
+        let q = json!({"sessionId": "s1", "questionId": "q\u{1}\"", "createdAt": "2026-11-22T10:00:00Z",
+            "items": [{"prompt": "Which?", "options": []}], "bridge": {"id": "old"}});
+        let mut h = Held::of(&q);
+        assert_eq!(&*h.created_at, "2026-11-22T10:00:00Z");
+        assert!(!h.json.contains("\"bridge\""), "kept without its bridge: {}", h.json);
+        let mut out = String::new();
+        h.write(&bridge.to_string(), &mut out);
+        let listed: Value = serde_json::from_str(&out).expect("valid JSON");
+        let mut expect = q.clone();
+        expect["bridge"] = bridge.clone();
+        assert_eq!(listed, expect);
+        assert_eq!(h.view(&bridge), expect);
+        h.set("dialect", "permission".into());
+        expect["dialect"] = "permission".into();
+        assert_eq!(h.view(&bridge), expect);
+        // An empty view still lists as an object.
+        let mut out = String::new();
+        Held::of(&json!({})).write("{}", &mut out);
+        assert_eq!(out, r#"{"bridge":{}}"#);
     }
 }

@@ -357,7 +357,7 @@ async fn resync(
         .await
         .map_err(|_| "the bridge is stopping")?;
     let list = rx.await.map_err(|_| "the bridge is stopping")?;
-    let list = list.as_array().cloned().unwrap_or_default();
+    let list: Vec<Value> = serde_json::from_str(list.get()).map_err(|e| e.to_string())?;
     let mut pending = HashSet::new();
     for mut q in list {
         q["bridge"] = identity.clone();
