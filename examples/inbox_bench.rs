@@ -265,12 +265,17 @@ impl Inbox {
             body.len()
         );
         let t = Instant::now();
-        let mut conn = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+        let mut conn = tokio::net::TcpStream::connect(&addr)
+            .await
+            .expect("connect");
         conn.write_all(req.as_bytes()).await.expect("send");
         let mut resp = Vec::new();
         conn.read_to_end(&mut resp).await.expect("read");
         let took = t.elapsed();
-        assert!(resp.starts_with(b"HTTP/1.1 200"), "questions.list over HTTP failed");
+        assert!(
+            resp.starts_with(b"HTTP/1.1 200"),
+            "questions.list over HTTP failed"
+        );
         (took, resp.len())
     }
 

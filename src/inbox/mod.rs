@@ -360,7 +360,10 @@ impl Inbox {
                 }
                 let old = std::mem::take(&mut b.pending);
                 let public = b.public.clone();
-                b.pending = fresh.iter().map(|(k, q)| (k.clone(), Held::of(q))).collect();
+                b.pending = fresh
+                    .iter()
+                    .map(|(k, q)| (k.clone(), Held::of(q)))
+                    .collect();
                 for k in old.keys().filter(|k| !fresh.contains_key(*k)) {
                     self.publish(withdrawn(&id, &k.0, &k.1));
                 }
@@ -945,7 +948,11 @@ mod tests {
             "items": [{"prompt": "Which?", "options": []}], "bridge": {"id": "old"}});
         let mut h = Held::of(&q);
         assert_eq!(&*h.created_at, "2026-11-22T10:00:00Z");
-        assert!(!h.json.contains("\"bridge\""), "kept without its bridge: {}", h.json);
+        assert!(
+            !h.json.contains("\"bridge\""),
+            "kept without its bridge: {}",
+            h.json
+        );
         let mut out = String::new();
         h.write(&bridge.to_string(), &mut out);
         let listed: Value = serde_json::from_str(&out).expect("valid JSON");

@@ -8,7 +8,7 @@
 //! (and stays in its run of forwarded lines); only one that mentions a tool call there is
 //! parsed. Memory: the last [`REMEMBERED`] tool calls within [`BUDGET`] bytes of the lines
 //! they came from, each from a line of at most [`MAX_LINE`] bytes: an agent streaming diffs
-//! (a `tool_call_update` each) keeps the bridge's memory where it was without them.
+//! (a `tool_call_update` each) makes the bridge keep at most about 1 MiB of them.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::LazyLock;
