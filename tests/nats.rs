@@ -352,3 +352,82 @@ async fn the_ide_and_the_inbox_racing_give_the_agent_one_answer() {
     assert_eq!(inbox_won + ide_won, 25);
     drop(nats);
 }
+
+/// A bridge killed outright deletes nothing: the inbox drops it once its heartbeat is older
+/// than the expiry (10 s), withdraws its question, and sweeps its keys, so an inbox started
+/// afterwards does not list it either.
+#[tokio::test]
+async fn a_killed_bridge_leaves_the_inbox_when_its_heartbeat_stops() {
+    let dir = temp_dir("nats-expiry");
+    let nats = Nats::start(&dir.join("store"), None).await;
+    let url = nats.url();
+    let (mut a, _, _) = bridge(&url, &dir.join("registry")).await;
+    let (mut b, _, _) = bridge(&url, &dir.join("registry")).await;
+    let inbox = nats_inbox(&url, &dir).await;
+    let c = inbox.http();
+    ask(&mut a, 10).await;
+    ask(&mut b, 10).await;
+    let listed = list_until(&c, 2).await;
+    let a_id = listed.iter().find(|q| pid_of(q) == a.pid()).unwrap()["bridge"]["id"].clone();
+
+    let ws = common::control::ws(&inbox.base, &inbox.token).await;
+    let mut sub = ws
+        .subscribe::<Value, _>(
+            "questions.subscribe",
+            jsonrpsee::rpc_params![],
+            "questions.unsubscribe",
+        )
+        .await
+        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(a.pid() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    // The expiry is 10 s: wait for the withdrawal event, with a margin far above it.
+    let withdrawn = tokio::time::timeout(Duration::from_secs(90), async {
+        loop {
+            let ev = sub.next().await.expect("subscribed").expect("an event");
+            if ev["event"] == "resolved" && ev["bridge"] == a_id {
+                return ev;
+            }
+        }
+    })
+    .await
+    .expect("the killed bridge's question is withdrawn once its heartbeat expires");
+    assert_eq!(withdrawn["by"], "disconnect", "{withdrawn}");
+    assert_eq!(withdrawn["result"]["status"], "withdrawn", "{withdrawn}");
+    let left = list_until(&c, 1).await;
+    assert_eq!(
+        pid_of(&left[0]),
+        b.pid(),
+        "the live bridge's question stays"
+    );
+    let bridges = control::call(&c, "bridges.list", json!({})).await.unwrap();
+    assert!(
+        bridges.as_array().unwrap().iter().all(|x| x["id"] != a_id),
+        "{bridges}"
+    );
+
+    // Swept: a new inbox sees only the live bridge's question.
+    drop(sub);
+    drop(inbox);
+    let again = nats_inbox(&url, &dir).await;
+    let c = again.http();
+    let start = std::time::Instant::now();
+    let listed = loop {
+        let l = control::list(&c).await;
+        if !l.is_empty() {
+            break l;
+        }
+        assert!(start.elapsed() < WAIT, "the new inbox lists nothing");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        listed.len(),
+        1,
+        "nothing of the killed bridge is left: {listed:?}"
+    );
+    assert_eq!(pid_of(&listed[0]), b.pid());
+    drop(nats);
+}

@@ -487,7 +487,7 @@ impl Inbox {
     fn on_nats(&mut self, seen: nats::Seen) {
         use nats::Seen;
         match seen {
-            Seen::Bridge(mut v) => {
+            Seen::Bridge(mut v, live) => {
                 let Some(id) = v["id"].as_str().map(str::to_owned) else {
                     return;
                 };
@@ -495,9 +495,15 @@ impl Inbox {
                     o.remove("heartbeatAt");
                 }
                 let b = self.nats_bridge(&id, Some(&v));
+                b.public = v;
+                if !live {
+                    // A heartbeat put before the inbox watched may be the last of a bridge
+                    // that was killed: its questions wait for one put while it watches
+                    // (within a heartbeat), or leave unseen when none comes (`expire`).
+                    return;
+                }
                 let first = b.heard.is_none();
                 b.heard = Some(Instant::now());
-                b.public = v;
                 if first {
                     // Its questions, held until now, are announced.
                     let public = b.public.clone();

@@ -425,8 +425,10 @@ async fn answer(calls: &mpsc::Sender<Call>, payload: &[u8]) -> Value {
 
 /// What the inbox's NATS follower reports.
 pub enum Seen {
-    /// A bridge's heartbeat (its public description).
-    Bridge(Value),
+    /// A bridge's heartbeat (its public description), and whether it was put while the
+    /// watch ran (`false`: replayed from before, maybe the last one of a bridge that was
+    /// killed).
+    Bridge(Value, bool),
     /// A bridge's heartbeat key was deleted (it left).
     BridgeLeft(String),
     /// A question was put (with `bridge`).
@@ -502,11 +504,12 @@ async fn watch_once(
             _ = stop.cancelled() => return Ok(()),
             e = bw.next() => {
                 let e = e.ok_or("the bridges watch ended")?.map_err(|e| e.to_string())?;
+                let live = b_current;
                 b_current |= e.delta == 0;
                 match e.operation {
                     kv::Operation::Put => {
                         if let Ok(v) = serde_json::from_slice::<Value>(&e.value) {
-                            send(Seen::Bridge(v)).await?;
+                            send(Seen::Bridge(v, live)).await?;
                         }
                     }
                     kv::Operation::Delete | kv::Operation::Purge => send(Seen::BridgeLeft(e.key)).await?,
