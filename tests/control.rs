@@ -7,11 +7,10 @@ mod common;
 use std::time::Duration;
 
 use acp_question_bridge::control::client::ws_client;
-use common::control::{http, params, raw_http};
+use common::control::{http, params, raw_http, subscribed};
 use common::*;
-use jsonrpsee::core::client::{ClientT, Error as RpcError, Subscription, SubscriptionClientT};
+use jsonrpsee::core::client::{ClientT, Error as RpcError, Subscription};
 use jsonrpsee::rpc_params;
-use jsonrpsee_ws_client::WsClient;
 use serde_json::{json, Value};
 
 const NATIVE: &str =
@@ -31,19 +30,6 @@ async fn next_event(sub: &mut Subscription<Value>) -> Value {
         .await
         .expect("subscription ended")
         .expect("event")
-}
-
-/// A WebSocket client with the token, subscribed to question events.
-async fn subscribed(base: &str, token: &str) -> (WsClient, Subscription<Value>) {
-    let ws = within(ws_client(&ws_url(base), token)).await.unwrap();
-    let sub = within(ws.subscribe(
-        "questions.subscribe",
-        rpc_params![],
-        "questions.unsubscribe",
-    ))
-    .await
-    .unwrap();
-    (ws, sub)
 }
 
 /// Reads the client side until the agent's report of the question's outcome.

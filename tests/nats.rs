@@ -17,7 +17,6 @@ use std::time::Duration;
 use common::control::{self, list_until};
 use common::inbox::Inbox;
 use common::*;
-use jsonrpsee::core::client::SubscriptionClientT;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -179,15 +178,7 @@ async fn bridges_and_an_inbox_over_nats_and_nats_going_away() {
     let c = inbox.http();
 
     // Events stream from every bridge through the inbox.
-    let ws = common::control::ws(&inbox.base, &inbox.token).await;
-    let mut sub = ws
-        .subscribe::<Value, _>(
-            "questions.subscribe",
-            jsonrpsee::rpc_params![],
-            "questions.unsubscribe",
-        )
-        .await
-        .unwrap();
+    let (_ws, mut sub) = control::subscribed(&inbox.base, &inbox.token).await;
     ask(&mut a, 10).await;
     let b_shown = ask(&mut b, 10).await;
     let list = list_until(&c, 2).await;
@@ -370,15 +361,7 @@ async fn a_killed_bridge_leaves_the_inbox_when_its_heartbeat_stops() {
     let listed = list_until(&c, 2).await;
     let a_id = listed.iter().find(|q| pid_of(q) == a.pid()).unwrap()["bridge"]["id"].clone();
 
-    let ws = common::control::ws(&inbox.base, &inbox.token).await;
-    let mut sub = ws
-        .subscribe::<Value, _>(
-            "questions.subscribe",
-            jsonrpsee::rpc_params![],
-            "questions.unsubscribe",
-        )
-        .await
-        .unwrap();
+    let (_ws, mut sub) = control::subscribed(&inbox.base, &inbox.token).await;
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(a.pid() as i32),
         nix::sys::signal::Signal::SIGKILL,

@@ -52,6 +52,31 @@ pub async fn ws(base: &str, token: &str) -> jsonrpsee_ws_client::WsClient {
     .expect("connects")
 }
 
+/// A WebSocket client of the control server at `base`, subscribed to question events (keep
+/// the client: the subscription ends with it).
+pub async fn subscribed(
+    base: &str,
+    token: &str,
+) -> (
+    jsonrpsee_ws_client::WsClient,
+    jsonrpsee::core::client::Subscription<Value>,
+) {
+    use jsonrpsee::core::client::SubscriptionClientT;
+    let c = ws(base, token).await;
+    let sub = tokio::time::timeout(
+        WAIT,
+        c.subscribe(
+            "questions.subscribe",
+            jsonrpsee::rpc_params![],
+            "questions.unsubscribe",
+        ),
+    )
+    .await
+    .expect("subscribed in time")
+    .expect("questions.subscribe");
+    (c, sub)
+}
+
 /// `questions.list`.
 pub async fn list(c: &HttpClient) -> Vec<Value> {
     let v = call(c, "questions.list", serde_json::json!({}))
