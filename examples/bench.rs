@@ -374,13 +374,14 @@ fn relay(kind: &str, bytes: usize, sessions: usize, via: Via) -> (Duration, u64)
             .expect("naive");
         (child, None)
     } else if via == Via::Bridge {
+        let extra = extra_bridge_args();
         let child = Command::new(bridge())
             .args(["--log-level", "error", "--client-dialect", "extension"])
-            .args(extra_bridge_args())
+            .args(&extra)
             .arg("--")
             .args(&emitter)
             // With --control the bridge prints its page URL; keep the table clean.
-            .stderr(if extra_bridge_args().is_empty() {
+            .stderr(if extra.is_empty() {
                 Stdio::inherit()
             } else {
                 Stdio::null()

@@ -299,10 +299,7 @@ impl Inbox {
             let id = entry.id.clone();
             let b = self.bridges.entry(id.clone()).or_insert_with(|| {
                 tracing::info!(%id, agent = ?entry.agent, pid = entry.pid, "inbox: a bridge joined");
-                let mut b = Bridge::new(&id, entry.public(), None);
-                b.started_at = entry.started_at.clone();
-                b.entry = Some(entry);
-                b
+                Bridge::new(&id, entry.public(), Some(entry))
             });
             if let (None, Some(entry)) = (&b.task, &b.entry) {
                 if b.retry_at.is_some_and(|t| t > now) {

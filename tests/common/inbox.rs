@@ -3,7 +3,6 @@
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use super::{BRIDGE, WAIT};
@@ -31,25 +30,24 @@ impl Inbox {
             .kill_on_drop(true)
             .spawn()
             .expect("spawn inbox");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let sink = stderr.clone();
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
-            let mut tx = Some(tx);
-            while let Ok(Some(l)) = lines.next_line().await {
-                sink.lock().unwrap().push_str(&format!("{l}\n"));
-                if let Some(page) = l.strip_prefix("acp-question-bridge: questions page: ") {
-                    if let Some(tx) = tx.take() {
-                        let _ = tx.send(page.to_owned());
-                    }
+        let (stderr, _) = super::collect_stderr(child.stderr.take().unwrap());
+        // Wait for the whole line with the page URL.
+        let page = tokio::time::timeout(WAIT, async {
+            loop {
+                let text = stderr.lock().unwrap().clone();
+                let page = text.split_inclusive('\n').find_map(|l| {
+                    l.strip_suffix('\n')?
+                        .strip_prefix("acp-question-bridge: questions page: ")
+                        .map(str::to_owned)
+                });
+                if let Some(page) = page {
+                    return page;
                 }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
-        });
-        let page = tokio::time::timeout(WAIT, rx)
-            .await
-            .expect("the inbox prints its page in time")
-            .expect("the inbox prints its page");
+        })
+        .await
+        .expect("the inbox prints its page in time");
         let (base, token) = page.split_once("#token=").unwrap();
         Inbox {
             child,
