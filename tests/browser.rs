@@ -5,9 +5,10 @@
 //! their questions and sends each answer to its own agent. Screenshots are saved under
 //! `target/tmp/browser/` (`docs/images/inbox-page.png` is the inbox's, copied from there).
 //!
-//! Missing pieces are installed on first use: `playwright-core` into `.cache/npm`, and
-//! Chromium with apt-get when running as root (as CI does); otherwise the test fails and
-//! says what to install. It is never skipped.
+//! Missing pieces are installed on first use, once per machine under the tests' install lock
+//! (`tests/common/install.rs`): `playwright-core` into `.cache/npm`, and Chromium with
+//! apt-get when running as root (as CI does); otherwise the test fails and says what to
+//! install. It is never skipped.
 
 mod common;
 
@@ -23,52 +24,13 @@ const PLAYWRIGHT: &str = "playwright-core";
 const PLAYWRIGHT_VERSION: &str = "1.64.1";
 const BROWSER_RUN: Duration = Duration::from_secs(120);
 
-/// The Chromium binary: $CHROMIUM, else /usr/bin/chromium, installed if missing.
+/// The Chromium binary: $CHROMIUM, else Debian's, installed if missing (once per machine,
+/// under the test install lock).
 async fn chromium() -> PathBuf {
     if let Ok(p) = std::env::var("CHROMIUM") {
         return PathBuf::from(p);
     }
-    let path = PathBuf::from("/usr/bin/chromium");
-    if path.exists() {
-        return path;
-    }
-    let root = nix_is_root();
-    assert!(
-        root,
-        "Chromium is missing: install Debian's `chromium` package (or set CHROMIUM=/path/to/chromium)"
-    );
-    let install = |args: &'static [&'static str]| async move {
-        let mut c = Command::new("apt-get");
-        c.args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
-        tokio::time::timeout(Duration::from_secs(600), c.output())
-            .await
-            .expect("apt-get timed out")
-            .expect("cannot run apt-get")
-    };
-    let first = install(&["install", "-y", "--no-install-recommends", "chromium"]).await;
-    if !first.status.success() {
-        install(&["update"]).await;
-        let again = install(&["install", "-y", "--no-install-recommends", "chromium"]).await;
-        assert!(
-            again.status.success(),
-            "apt-get install chromium failed:\n{}",
-            String::from_utf8_lossy(&again.stderr)
-        );
-    }
-    assert!(path.exists(), "apt-get installed no /usr/bin/chromium");
-    path
-}
-
-fn nix_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|v| v.split_whitespace().next().map(|u| u == "0"))
-        .unwrap_or(false)
+    install::debian_program("chromium", &["/usr/bin/chromium"]).await
 }
 
 /// Runs `tests/browser/<script>` against the page at `url` (saving screenshots in `out`);

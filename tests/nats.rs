@@ -21,50 +21,17 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-/// The nats-server binary: $NATS_SERVER, else on PATH or /usr/sbin, installed if missing.
+/// The nats-server binary: $NATS_SERVER, else Debian's, installed if missing (once per
+/// machine, under the test install lock).
 async fn nats_binary() -> PathBuf {
     if let Ok(p) = std::env::var("NATS_SERVER") {
         return PathBuf::from(p);
     }
-    let found = || {
-        ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
-            .iter()
-            .map(PathBuf::from)
-            .find(|p| p.exists())
-    };
-    if let Some(p) = found() {
-        return p;
-    }
-    let root = std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|v| v.split_whitespace().next().map(|u| u == "0"))
-        .unwrap_or(false);
-    assert!(
-        root,
-        "nats-server is missing: install Debian's `nats-server` package (or set NATS_SERVER)"
-    );
-    for args in [
-        &["install", "-y", "nats-server"][..],
-        &["update"],
-        &["install", "-y", "nats-server"],
-    ] {
-        if found().is_some() {
-            break;
-        }
-        let _ = tokio::time::timeout(
-            Duration::from_secs(600),
-            Command::new("apt-get")
-                .args(args)
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .stdin(Stdio::null())
-                .kill_on_drop(true)
-                .output(),
-        )
-        .await;
-    }
-    found().expect("apt-get installed no nats-server")
+    install::debian_program(
+        "nats-server",
+        &["/usr/sbin/nats-server", "/usr/bin/nats-server"],
+    )
+    .await
 }
 
 /// A running nats-server with JetStream; killed when dropped.

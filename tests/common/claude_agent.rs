@@ -47,8 +47,8 @@ impl Claude {
     /// claude-agent-acp. `None`, after a loud message on stderr, when the package cannot be
     /// installed (npm or its registry out of reach): the caller then skips its test.
     pub async fn start(name: &str, script: Vec<Reply>, bridge_args: &[&str]) -> Option<Self> {
-        // One install for all the tests of a binary: two `npm install`s into one prefix at
-        // once can break it.
+        // One attempt for all the tests of a binary (the install itself takes the tests'
+        // install lock, so other binaries wait for it too).
         static INSTALL: tokio::sync::OnceCell<Result<PathBuf, String>> =
             tokio::sync::OnceCell::const_new();
         let install = INSTALL.get_or_init(|| super::try_npm_package(PACKAGE, VERSION));

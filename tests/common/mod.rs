@@ -6,6 +6,7 @@ pub mod claude_agent;
 pub mod control;
 pub mod fake_anthropic;
 pub mod inbox;
+pub mod install;
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -373,47 +374,18 @@ pub async fn control_of(b: &Bridge) -> (String, String) {
     (find("control server on "), find("control token: "))
 }
 
-/// The directory of npm package `name`@`version` in `<repo>/.cache/npm`, installed there
-/// first if it is missing (needs Node.js and npm).
-pub async fn npm_package(name: &str, version: &str) -> PathBuf {
+/// The directory of npm package `name`@`version` in the test cache, installed there first
+/// if it is missing (needs Node.js and npm; see [`install`]).
+pub async fn npm_package(name: &'static str, version: &'static str) -> PathBuf {
     try_npm_package(name, version)
         .await
         .unwrap_or_else(|why| panic!("{why}"))
 }
 
 /// As [`npm_package`], but says why when the package cannot be installed (no npm, no
-/// registry) instead of failing, for a test that may skip then.
-pub async fn try_npm_package(name: &str, version: &str) -> Result<PathBuf, String> {
-    const NPM_TIMEOUT: Duration = Duration::from_secs(300);
-    let cache = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/npm");
-    let pkg = cache.join("node_modules").join(name);
-    let installed = || {
-        let manifest = std::fs::read_to_string(pkg.join("package.json")).unwrap_or_default();
-        serde_json::from_str::<Value>(&manifest).is_ok_and(|m| m["version"] == version)
-    };
-    if installed() {
-        return Ok(pkg);
-    }
-    std::fs::create_dir_all(&cache).expect("cannot create .cache/npm");
-    let spec = format!("{name}@{version}");
-    let mut npm = Command::new("npm");
-    npm.arg("install").arg("--prefix").arg(&cache);
-    npm.args(["--no-audit", "--no-fund", &spec]);
-    npm.stdin(Stdio::null()).kill_on_drop(true);
-    let out = tokio::time::timeout(NPM_TIMEOUT, npm.output())
-        .await
-        .map_err(|_| format!("`npm install {spec}` timed out after {NPM_TIMEOUT:?}"))?
-        .map_err(|e| format!("cannot run npm to install {spec} (need Node.js + npm): {e}"))?;
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if !out.status.success() {
-        return Err(format!("npm install {spec} failed: {}\n{log}", out.status));
-    }
-    assert!(installed(), "npm install {spec} did not install it\n{log}");
-    Ok(pkg)
+/// registry) instead of failing.
+pub async fn try_npm_package(name: &'static str, version: &'static str) -> Result<PathBuf, String> {
+    install::npm_package(name, version).await
 }
 
 /// Whether `got` holds everything `expected` says (objects: these members, recursively;
