@@ -224,6 +224,8 @@ pub struct ClientSupport {
     pub elicitation_form: bool,
     /// Which of [`VENDOR_METHODS`] the client said it understands (bit `i` for method `i`).
     pub vendor_methods: u8,
+    /// The client, when the bridge knows it by name (`crate::clients`).
+    pub known: Option<&'static crate::clients::Known>,
 }
 
 /// Agents' own ways of asking that a client may understand natively (AGENT-DIALECTS.md
@@ -252,6 +254,9 @@ pub const OPENCODE_QUESTION: &str = "opencode/question";
 
 impl ClientSupport {
     pub fn from_initialize(params: Option<&RawValue>) -> Self {
+        let whole: Value = params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(Value::Null);
         let params = params.and_then(|p| RawObject::parse(p.get()));
         let key = capabilities_key(params.as_ref(), V1_CLIENT);
         let caps: Value = params
@@ -278,6 +283,7 @@ impl ClientSupport {
                 == Value::Bool(true),
             elicitation_form: caps["elicitation"]["form"].is_object(),
             vendor_methods,
+            known: crate::clients::recognize(&whole, &caps),
         }
     }
 
@@ -472,6 +478,7 @@ mod tests {
             native_questions: true,
             elicitation_form: true,
             vendor_methods: 0,
+            known: None,
         };
         assert_eq!(
             support(
@@ -492,6 +499,7 @@ mod tests {
                 native_questions: false,
                 elicitation_form: true,
                 vendor_methods: 0,
+                known: None,
             }
         );
         assert_eq!(

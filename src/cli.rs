@@ -95,6 +95,18 @@ pub struct BridgeArgs {
     #[arg(long, value_enum, value_name = "DIALECT", default_value_t = ClientDialect::Auto,
           requires_if("control", "control"))]
     pub client_dialect: ClientDialect,
+    /// How a question reaches a client that shows only permission prompts: `binary`, one
+    /// yes/no prompt per decision ("Which database? → SQLite", then "→ Postgres"), which
+    /// every client answers correctly; `list`, every option by name in one prompt. By
+    /// default, `list` for clients known to show every option (agentic.nvim), `binary` for
+    /// every other (docs/CLIENTS.md).
+    #[arg(long, value_enum, value_name = "STYLE")]
+    pub permission_prompts: Option<crate::questions::prompts::Style>,
+    /// Send the client `$/cancel_request` for a question it shows that ended elsewhere. By
+    /// default only clients known to handle it get one (none yet: real clients crash or
+    /// exit on it); the others see the question's tool call marked done in the chat.
+    #[arg(long)]
+    pub client_cancel_requests: bool,
     /// Kept for compatibility: offering the agent forms is now the default (see
     /// --no-opt-in).
     #[arg(long)]

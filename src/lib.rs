@@ -20,6 +20,7 @@ pub mod bridge;
 pub mod capabilities;
 pub mod child;
 pub mod cli;
+pub mod clients;
 pub mod codec;
 pub mod control;
 pub mod envelope;

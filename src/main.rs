@@ -129,6 +129,8 @@ fn main() -> ExitCode {
             advertise_elicitation: !no_forms,
             offer_gemini: !args.no_opt_in.contains(&OptIn::Gemini),
             offer_opencode: !args.no_opt_in.contains(&OptIn::Opencode),
+            permission_prompts: args.permission_prompts,
+            client_cancel_requests: args.client_cancel_requests,
             ..RouterConfig::default()
         },
     };

@@ -1,12 +1,15 @@
 //! Every source in every client, through the real binaries: the mock agent asks in each
 //! agent's own shape (`src/tools/shapes.rs`), behind the real bridge, to a client that shows
 //! the extension, one that renders forms, one that only shows permission prompts, and one
-//! that is shown nothing (`--client-dialect control`: answered on the control server). Each
-//! question ends every way it can (answered, declined, `session/cancel`, timeout, client EOF,
-//! agent exit), and the agent gets exactly one reply, in its own shape, as
-//! AGENT-DIALECTS.md section 4 says; the client is told to close what it was shown; the
-//! control server lists the question with its source while it waits, and the journal
-//! records how it ended.
+//! that is shown nothing (`--client-dialect control`: answered on the control server). The
+//! permission-only client behaves like the weakest real one (docs/CLIENTS.md): it reaches
+//! one option per kind (the last of each, as codecompanion.nvim's keys do) and reads only
+//! the tool call's title. Each question ends every way it can (answered, declined,
+//! `session/cancel`, timeout, client EOF, agent exit), and the agent gets exactly one reply,
+//! in its own shape, as docs/AGENT-DIALECTS.md section 4 says; the client is told in its
+//! chat when what it shows is over, and is never sent `$/cancel_request`; the control server
+//! lists the question with its source while it waits, and the journal records how it
+//! ended.
 
 mod common;
 
@@ -44,7 +47,8 @@ struct Case {
     declined: &'static str,
     ended: &'static str,
     /// Where the bridge builds the reply to a decline (the question waited on the control
-    /// server) and it differs from the client's own "no" shown as sent.
+    /// server, or the client was shown a translation) and it differs from the client's own
+    /// "no" shown as sent.
     declined_by_bridge: Option<&'static str>,
 }
 
@@ -232,14 +236,29 @@ fn ide_answer(req: &Value) -> Value {
             json!({"action":"accept","content":content})
         }
         "session/request_permission" => {
-            let options = p["options"].as_array().expect("options");
-            let o = options
-                .iter()
-                .find(|o| !o["kind"].as_str().unwrap_or("").starts_with("reject"))
-                .unwrap_or(&options[0]);
-            json!({"outcome":{"outcome":"selected","optionId":o["optionId"]}})
+            // The weakest client reads the title: a yes/no prompt of the bridge's offers the
+            // first option as "(option 1 of n", and the first choice is a yes to it only.
+            let title = p["toolCall"]["title"].as_str().unwrap_or("");
+            let yes = !title.contains("(option ") || title.contains("(option 1 of ");
+            by_kind(req, if yes { "allow" } else { "reject" })
         }
         m => panic!("the client was shown {m}"),
+    }
+}
+
+/// What a client that reaches one option per kind sends for "yes" (`allow`) or "no"
+/// (`reject`): the last option of the first kind it has of `allow_once`, `allow_always`
+/// (resp. `reject_once`, `reject_always`), as codecompanion.nvim's keys do; `cancelled`
+/// when it has none.
+fn by_kind(req: &Value, answer: &str) -> Value {
+    let options = req["params"]["options"].as_array().expect("options");
+    let kinds = [format!("{answer}_once"), format!("{answer}_always")];
+    let pick = kinds
+        .iter()
+        .find_map(|k| options.iter().rfind(|o| o["kind"] == k.as_str()));
+    match pick {
+        Some(o) => json!({"outcome":{"outcome":"selected","optionId":o["optionId"]}}),
+        None => json!({"outcome":{"outcome":"cancelled"}}),
     }
 }
 
@@ -250,15 +269,9 @@ fn ide_decline(req: &Value) -> Value {
             json!({"status":"rejected","reason":"declined"})
         }
         "elicitation/create" => json!({"action":"decline"}),
-        "session/request_permission" => {
-            let options = req["params"]["options"].as_array().expect("options");
-            let o = options
-                .iter()
-                .find(|o| o["kind"].as_str().unwrap_or("").starts_with("reject"))
-                .or_else(|| options.iter().find(|o| o["optionId"] == "dismiss"))
-                .expect("a way to say no");
-            json!({"outcome":{"outcome":"selected","optionId":o["optionId"]}})
-        }
+        // No to every prompt (a question asked yes/no per option is declined by a no to
+        // each).
+        "session/request_permission" => by_kind(req, "reject"),
         m => panic!("the client was shown {m}"),
     }
 }
@@ -357,12 +370,40 @@ impl Asked {
     fn held(&self) -> bool {
         self.shown.is_null()
     }
+
+    /// The client was shown a request of the bridge's own (a translation), not the
+    /// agent's.
+    fn translated(&self) -> bool {
+        self.shown["id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("acp-question-bridge:"))
+    }
 }
 
-/// Whether `msgs` tell the client to close the request it saw as `shown`.
+/// Whether `msgs` tell the client that the request it saw as `shown` is over, through what
+/// every client renders: the tool call that shows it marked done (failed or completed), or,
+/// for a request shown without a tool call, a note in the chat. No `$/cancel_request`: real
+/// clients crash or exit on it.
 fn withdrawn(msgs: &[Value], shown: &Value) -> bool {
-    msgs.iter()
-        .any(|m| m["method"] == "$/cancel_request" && m["params"]["requestId"] == shown["id"])
+    assert!(
+        msgs.iter().all(|m| m["method"] != "$/cancel_request"),
+        "the client was sent $/cancel_request: {msgs:?}"
+    );
+    let p = &shown["params"];
+    let tool_call = p["toolCall"]["toolCallId"]
+        .as_str()
+        .or(p["toolCallId"].as_str());
+    msgs.iter().any(|m| {
+        let u = &m["params"]["update"];
+        let done = u["sessionUpdate"] == "tool_call_update"
+            && (u["status"] == "failed" || u["status"] == "completed");
+        match tool_call {
+            Some(tc) => done && u["toolCallId"] == tc,
+            // Shown without a tool call: the agent's own tool call for it (Claude's
+            // "Asking for your input"), or a note.
+            None => done || chunk_text(m).is_some_and(|t| t.contains("[acp-question-bridge]")),
+        }
+    })
 }
 
 /// Checks the agent's reply for `case` against `expected` (one of the case's fragments);
@@ -400,12 +441,25 @@ async fn answer_first(r: &mut Rig, w: &str, asked: Asked) -> (Value, usize) {
         .unwrap_or_else(|e| panic!("{w}: {e}"));
         return (r.report(w).await.0, 0);
     }
+    let (got, shown) = respond_until_report(r, w, asked.shown, ide_answer).await;
+    (got, shown)
+}
+
+/// Answers `req` with `answer`, and each permission prompt that follows it (a question asked
+/// prompt by prompt), until the mock's report for `w`: the reply the agent got, and how many
+/// requests the client answered.
+async fn respond_until_report(
+    r: &mut Rig,
+    w: &str,
+    first: Value,
+    answer: fn(&Value) -> Value,
+) -> (Value, usize) {
     let prefix = format!("{w}: ");
-    let mut req = asked.shown;
+    let mut req = first;
     let mut shown = 0;
     loop {
         shown += 1;
-        let answer = ide_answer(&req);
+        let answer = answer(&req);
         r.b.send(&json!({"jsonrpc":"2.0","id":req["id"],"result":answer}))
             .await;
         let (next, _) =
@@ -436,10 +490,13 @@ async fn answered_declined_cancelled_and_eof(client: Client) {
         let asked = r.ask(10, w, case.source).await;
         answerer(&asked);
         let held = asked.held();
+        let items = asked.listed["items"].as_array().map_or(1, Vec::len);
+        let translated = asked.shown["params"]["_meta"]["sandboxagent.dev"].is_object();
         let (got, prompts) = answer_first(&mut r, w, asked).await;
         check(client, case, "answered", &got, case.answered, "");
-        if client == Client::Permission && w == "ask-claude-steps" {
-            assert_eq!(prompts, 2, "two single-select items are two prompts");
+        if client == Client::Permission && translated {
+            // At least a prompt per item (a multi-select item takes one per option).
+            assert!(prompts >= items, "{client:?} {w}: {prompts} prompts");
         } else if !held {
             assert_eq!(prompts, 1, "{client:?} {w}");
         }
@@ -449,7 +506,7 @@ async fn answered_declined_cancelled_and_eof(client: Client) {
         // Declined by the user.
         let asked = r.ask(11, w, case.source).await;
         answerer(&asked);
-        if asked.held() {
+        let got = if asked.held() {
             let l = &asked.listed;
             control::call(
                 &r.http,
@@ -458,14 +515,14 @@ async fn answered_declined_cancelled_and_eof(client: Client) {
             )
             .await
             .unwrap_or_else(|e| panic!("{w}: {e}"));
+            r.report(w).await.0
         } else {
-            let no = ide_decline(&asked.shown);
-            r.b.send(&json!({"jsonrpc":"2.0","id":asked.shown["id"],"result":no}))
-                .await;
-        }
-        let (got, _) = r.report(w).await;
+            respond_until_report(&mut r, w, asked.shown.clone(), ide_decline)
+                .await
+                .0
+        };
         let declined = match case.declined_by_bridge {
-            Some(d) if asked.held() => d,
+            Some(d) if asked.held() || asked.translated() => d,
             _ => case.declined,
         };
         check(client, case, "declined", &got, declined, "declined");

@@ -207,10 +207,26 @@ fn invalid_answer_fails() {
     assert!(!run.stdout.contains("<- agent: answered"), "{}", run.stdout);
 }
 
+/// A permission prompt shows its options and waits for the user's choice, like a question.
 #[test]
-fn permission_is_allowed() {
-    let run = demo(&["--script", "permission"], Input::Null);
+fn permission_waits_for_the_users_choice() {
+    let run = demo(&["--script", "permission", "--answer", "1"], Input::Null);
     assert_ok(&run, "<- agent: permission: allow");
+    let run = demo(&["--script", "approve", "--answer", "3"], Input::Null);
+    assert_ok(&run, "command: rm -rf build");
+    assert!(run.stdout.contains("1) Yes [allow]"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("approve: {\"outcome\":{\"outcome\":\"selected\",\"optionId\":\"reject\"}}"),
+        "{}",
+        run.stdout
+    );
+    // Typed on stdin, as a person would.
+    let run = demo(&["--script", "approve"], Input::Piped("2\n"));
+    assert_ok(&run, "\"optionId\":\"allow_always\"");
+    // No choice (end of input) is a no.
+    let run = demo(&["--script", "approve"], Input::Null);
+    assert_ok(&run, "\"optionId\":\"reject\"");
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! Every way a question ends, in every dialect, through the real bridge and mock agent:
 //! answered, declined, cancelled by the user, timeout, `session/cancel`, client EOF and
 //! agent crash, for a native client (the extension), a client that renders forms
-//! (`elicitation/create`) and a client with neither (`session/request_permission`).
+//! (`elicitation/create`) and a client with neither (`session/request_permission`, asked one
+//! yes/no prompt per option). The client is never sent `$/cancel_request`: a question that
+//! ends while it shows it is marked done in its chat.
 
 mod common;
 
@@ -36,21 +38,21 @@ impl D {
         }
     }
 
-    /// The client's answer choosing `option-a`.
+    /// The client's answer choosing `option-a` (for yes/no prompts: yes to the first).
     fn answer(self) -> Value {
         match self {
             D::Extension => json!({"status":"answered","answers":[["option-a"]]}),
             D::Elicitation => json!({"action":"accept","content":{"q1":"option-a"}}),
-            D::Permission => json!({"outcome":{"outcome":"selected","optionId":"option-a"}}),
+            D::Permission => json!({"outcome":{"outcome":"selected","optionId":"allow"}}),
         }
     }
 
-    /// The client's "no".
+    /// The client's "no" (for yes/no prompts: no to each option).
     fn decline(self) -> Value {
         match self {
             D::Extension => json!({"status":"rejected","reason":"declined"}),
             D::Elicitation => json!({"action":"decline"}),
-            D::Permission => json!({"outcome":{"outcome":"selected","optionId":"dismiss"}}),
+            D::Permission => json!({"outcome":{"outcome":"selected","optionId":"reject"}}),
         }
     }
 
@@ -85,14 +87,37 @@ async fn ask(b: &mut Bridge, d: D, id: i64, sid: &str, text: &str) -> Value {
     req["id"].clone()
 }
 
-/// Reads the turn's end; returns the agent's report chunk and the messages before it.
+/// Reads the turn's end; returns the agent's report chunk (the bridge's own notes left
+/// out) and the messages before it.
 async fn report(b: &mut Bridge, prompt_id: i64) -> (String, String, Vec<Value>) {
     let (done, before) = b.response(json!(prompt_id)).await;
     let stop = done["result"]["stopReason"]
         .as_str()
         .unwrap_or("?")
         .to_owned();
-    (chunks(&before), stop, before)
+    let agent: Vec<Value> = before
+        .iter()
+        .filter(|m| !chunk_text(m).is_some_and(|t| t.contains("[acp-question-bridge]")))
+        .cloned()
+        .collect();
+    (chunks(&agent), stop, before)
+}
+
+/// Whether the client was told that the question it shows is over: its tool call marked
+/// done (permission prompts), or a note in the chat (shown without a tool call); never
+/// `$/cancel_request`.
+fn told_over(d: D, before: &[Value]) -> bool {
+    assert!(
+        before.iter().all(|m| m["method"] != "$/cancel_request"),
+        "{d:?}: {before:?}"
+    );
+    before.iter().any(|m| match d {
+        D::Permission => {
+            m["params"]["update"]["sessionUpdate"] == "tool_call_update"
+                && m["params"]["update"]["status"] == "failed"
+        }
+        _ => chunk_text(m).is_some_and(|t| t.contains("[acp-question-bridge]")),
+    })
 }
 
 async fn finish(mut b: Bridge) {
@@ -115,8 +140,17 @@ async fn answered_declined_and_dismissed_in_every_dialect() {
         {
             let pid = 10 + n as i64;
             let id = ask(&mut b, d, pid, &sid, "question").await;
+            let decline = result == d.decline();
             b.send(&json!({"jsonrpc":"2.0","id":id,"result":result}))
                 .await;
+            if let (D::Permission, true) = (d, decline) {
+                // No to option A asks about option B; no to that declines.
+                let (next, _) = b
+                    .recv_until(|m| m["method"] == "session/request_permission")
+                    .await;
+                b.send(&json!({"jsonrpc":"2.0","id":next["id"],"result":d.decline()}))
+                    .await;
+            }
             let (text, stop, before) = report(&mut b, pid).await;
             assert_eq!(text, expect, "{d:?}");
             assert_eq!(stop, "end_turn");
@@ -141,10 +175,8 @@ async fn timeout_in_every_dialect() {
         let (text, _, before) = report(&mut b, 2).await;
         assert_eq!(text, "rejected: timeout", "{d:?}");
         assert!(
-            before
-                .iter()
-                .any(|m| m["method"] == "$/cancel_request" && m["params"]["requestId"] == id),
-            "{d:?}: the client is told to close {id}"
+            told_over(d, &before),
+            "{d:?}: the client is told {id} is over"
         );
         // A late answer is dropped: the next turn works and nothing else arrives.
         b.send(&json!({"jsonrpc":"2.0","id":id,"result":d.answer()}))
@@ -171,9 +203,7 @@ async fn session_cancel_in_every_dialect() {
             ("rejected: cancelled", "cancelled"),
             "{d:?}"
         );
-        assert!(before
-            .iter()
-            .any(|m| m["method"] == "$/cancel_request" && m["params"]["requestId"] == id));
+        assert!(told_over(d, &before), "{d:?}: {id} is over");
         // The other session's question is still open and can be answered.
         b.send(&json!({"jsonrpc":"2.0","id":kept,"result":d.answer()}))
             .await;
@@ -212,11 +242,7 @@ async fn agent_crash_in_every_dialect() {
                 .any(|m| m["id"] == 3 && m["error"]["code"] == -32603),
             "{d:?}: the waiting prompt gets its error"
         );
-        assert!(
-            rest.iter()
-                .any(|m| m["method"] == "$/cancel_request" && m["params"]["requestId"] == id),
-            "{d:?}: the question is withdrawn"
-        );
+        assert!(told_over(d, &rest), "{d:?}: the question {id} is withdrawn");
         assert_eq!(b.wait().await, 7);
     }
 }
@@ -231,7 +257,7 @@ async fn permission_prompt_rejects_what_it_cannot_express() {
         .iter()
         .all(|m| m["method"] != "session/request_permission"));
     // The log says why (read from the bridge's stderr as it arrives).
-    b.stderr_contains("cannot express a multi-select question")
+    b.stderr_contains("cannot express a question without options (free text)")
         .await;
     finish(b).await;
 }
@@ -260,7 +286,7 @@ async fn look_alike_agent_ids_route_correctly() {
         r#"printf '%s\n' '{{"jsonrpc":"2.0","id":0,"method":"_sandboxagent/session/request_question","params":{{"sessionId":"s1","questionId":"q","prompt":"Which?","options":["a","b"]}}}}' '{{"jsonrpc":"2.0","id":"{look_alike}","method":"fs/read_text_file","params":{{"sessionId":"s1","path":"/x"}}}}'; cat > "{}""#,
         rec.display()
     );
-    let mut b = Bridge::with_args(&["--", "sh", "-c", &script]);
+    let mut b = Bridge::with_args(&["--permission-prompts", "list", "--", "sh", "-c", &script]);
     let mut permission = None;
     let mut read = None;
     while permission.is_none() || read.is_none() {

@@ -574,7 +574,7 @@ async fn ten_thousand_requests_in_flight_each_way() {
 #[tokio::test]
 async fn many_sessions_cancelled_in_every_dialect() {
     for dialect in ["elicitation", "permission"] {
-        let mut b = Bridge::mock(&["--client-dialect", dialect]);
+        let mut b = Bridge::mock(&["--client-dialect", dialect, "--client-cancel-requests"]);
         b.initialize(json!({})).await;
         let mut sessions = Vec::new();
         for i in 0..100 {

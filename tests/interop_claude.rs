@@ -238,8 +238,22 @@ async fn claude_asks_a_permission_only_client_and_the_pick_reaches_the_model() {
         tool_use_id(0),
         "{ask}"
     );
-    let outcome = json!({"outcome": {"outcome": "selected", "optionId": "Postgres"}});
-    let result = answer(&mut claude, &ask, outcome, ASK_FINAL).await;
+    // An unknown client gets yes/no prompts, one option at a time: no to SQLite, yes to
+    // Postgres (the second option, which a client keyed by kind could never reach in one
+    // prompt).
+    let title = ask["params"]["toolCall"]["title"].as_str().unwrap_or("");
+    assert!(title.contains("→ SQLite (option 1 of 2)"), "{ask}");
+    let no = json!({"outcome": {"outcome": "selected", "optionId": "reject"}});
+    b.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": no}))
+        .await;
+    let (next, _) = b
+        .recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+    assert_eq!(next["params"]["toolCall"]["toolCallId"], tool_use_id(0));
+    let title = next["params"]["toolCall"]["title"].as_str().unwrap_or("");
+    assert!(title.contains("→ Postgres (option 2 of 2)"), "{next}");
+    let outcome = json!({"outcome": {"outcome": "selected", "optionId": "allow"}});
+    let result = answer(&mut claude, &next, outcome, ASK_FINAL).await;
     assert!(
         tool_result_text(&result).contains(r#""Which database?"="Postgres""#),
         "{result}"

@@ -1171,7 +1171,7 @@ fn router_events_match_the_event_schema() {
         events: true,
         ..RouterConfig::default()
     });
-    plain.agent(&ask(8, "q8", json!({"multiSelect": true})).to_string());
+    plain.agent(&ask(8, "q8", json!({"options": []})).to_string());
 
     let mut seen = BTreeSet::new();
     for e in t.take_events().into_iter().chain(plain.take_events()) {

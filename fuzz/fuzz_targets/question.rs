@@ -1,6 +1,7 @@
 //! The question model and its dialects on arbitrary JSON: `parse_request`, the answer
-//! checks (`normalize`, `check_answers`, `from_elicitation`, `from_permission`), the
-//! translations (`to_extension`, `to_elicitation`, `to_permission`, `permission_done`) and
+//! checks (`normalize`, `check_answers`, `from_elicitation`, `from_permission` and
+//! `advance` in both prompt styles), the translations (`to_extension`, `to_elicitation`,
+//! `to_permission`, `chat::done`) and
 //! the agent-form translation (`from_agent_elicitation`, `to_elicitation_result`).
 //!
 //! Input: `<params JSON>\n<client result JSON>` (either part may be anything).
@@ -15,7 +16,9 @@
 #![no_main]
 
 use acp_question_bridge::questions::answer::{check_answers, normalize, Outcome, Reason};
-use acp_question_bridge::questions::dialect;
+use acp_question_bridge::events::By;
+use acp_question_bridge::questions::prompts::{self, At, Next, Style};
+use acp_question_bridge::questions::{chat, dialect};
 use acp_question_bridge::questions::sources::form::{self, FieldKind};
 use acp_question_bridge::questions::model::{parse_request, Question, MAX_ITEMS};
 use libfuzzer_sys::fuzz_target;
@@ -124,51 +127,78 @@ fn question(q: &Question, result: Option<&RawValue>) {
         Ok((Outcome::Answered(got), _)) => assert_eq!(got, answers),
         other => panic!("its own canonical answer was refused: {other:?}"),
     }
-    // Permission: possible exactly when there is no obstacle, one prompt per item; each
-    // prompt's options are accepted for that item.
-    let obstacle = dialect::permission_obstacle(q);
-    for (step, item) in q.items.iter().enumerate() {
-        match dialect::to_permission(q, step, "tc", step == 0) {
-            None => assert!(obstacle.is_some()),
-            Some((_, req)) => {
-                assert!(obstacle.is_none());
-                let opts = req["options"].as_array().expect("options");
-                assert_eq!(opts.len(), item.options.len() + 1);
-                let sel =
-                    json!({"outcome":{"outcome":"selected","optionId":opts[0]["optionId"]}});
-                match dialect::from_permission(q, step, &raw(&sel)) {
-                    Ok((Outcome::Answered(got), _)) => {
-                        assert_eq!(got, vec![answers[step].clone()])
-                    }
-                    other => panic!("its own permission option was refused: {other:?}"),
+    // Permission prompts: possible exactly when there is no obstacle; in either style the
+    // prompts, answered for the first option of each item, reach exactly that answer, and
+    // each binary prompt has one allow and one reject option.
+    let obstacle = prompts::obstacle(q);
+    for style in [Style::List, Style::Binary] {
+        let mut at = At::first(q, style, 0);
+        let mut collected = Vec::new();
+        for _ in 0..=q.items.iter().map(|i| i.options.len()).sum::<usize>() {
+            let Some((_, req)) = prompts::to_permission(q, at, "tc", at.item == 0) else {
+                assert!(obstacle.is_some());
+                break;
+            };
+            assert!(obstacle.is_none());
+            let opts = req["options"].as_array().expect("options");
+            let item = &q.items[at.item];
+            let id = match at.option {
+                None => {
+                    assert_eq!(opts.len(), item.options.len() + 1);
+                    answers[at.item][0].clone()
                 }
-                let dismiss = json!({"outcome":{"outcome":"selected","optionId":dialect::dismiss_id(item)}});
-                assert!(matches!(
-                    dialect::from_permission(q, step, &raw(&dismiss)),
-                    Ok((Outcome::Rejected(Reason::Declined), _))
-                ));
+                Some(o) => {
+                    assert_eq!(opts.len(), 2);
+                    let yes = answers[at.item].contains(&item.options[o].value);
+                    (if yes { prompts::ALLOW } else { prompts::REJECT }).to_owned()
+                }
+            };
+            let sel = json!({"outcome":{"outcome":"selected","optionId":id}});
+            let (reply, _) = prompts::from_permission(q, at, &raw(&sel))
+                .unwrap_or_else(|e| panic!("its own permission option was refused: {e}"));
+            match prompts::advance(q, style, at, reply, &mut collected) {
+                Ok(Next::Ask(next)) => at = next,
+                Ok(Next::Done(o)) => {
+                    assert_eq!(o, Outcome::Answered(answers.clone()));
+                    break;
+                }
+                Err(e) => panic!("its own prompts' answers were refused: {e}"),
+            }
+        }
+        if obstacle.is_none() {
+            let item = &q.items[0];
+            let at = At::first(q, style, 0);
+            if at.option.is_none() {
+                let dismiss = json!({"outcome":{"outcome":"selected","optionId":prompts::dismiss_id(item)}});
+                let (reply, _) = prompts::from_permission(q, at, &raw(&dismiss)).expect("dismiss");
+                assert_eq!(
+                    prompts::advance(q, style, at, reply, &mut Vec::new()),
+                    Ok(Next::Done(Outcome::Rejected(Reason::Declined)))
+                );
             }
         }
     }
-    if obstacle.is_none() {
-        for o in [
-            Outcome::Answered(answers.clone()),
-            Outcome::Rejected(Reason::Timeout),
-        ] {
-            let _ = dialect::permission_done(q, "tc", &o);
-        }
+    for o in [
+        Outcome::Answered(answers.clone()),
+        Outcome::Rejected(Reason::Timeout),
+    ] {
+        let _ = chat::done(q, "tc", &o, By::Control);
+        let _ = chat::stale(q, &o, By::Control);
     }
     // Whatever the client sent: anything accepted obeys the question.
     if let Some(result) = result {
         check_outcome(q, normalize(q, result));
         check_outcome(q, dialect::from_elicitation(q, result));
-        // A permission prompt answers one item (the first, here).
-        if let Ok((Outcome::Answered(a), _)) = dialect::from_permission(q, 0, result) {
-            let first = Question {
-                items: vec![q.items[0].clone()],
-                ..q.clone()
-            };
-            check_answers_obey(&first, &a);
+        // A permission prompt's answer moves the question on; whatever it reaches obeys it.
+        for style in [Style::List, Style::Binary] {
+            let at = At::first(q, style, 0);
+            if let Ok((reply, _)) = prompts::from_permission(q, at, result) {
+                if let Ok(Next::Done(Outcome::Answered(a))) =
+                    prompts::advance(q, style, at, reply, &mut Vec::new())
+                {
+                    check_answers_obey(q, &a);
+                }
+            }
         }
         if let Ok(v) = serde_json::from_str::<Value>(result.get()) {
             if let Ok(a) = check_answers(q, &v) {
@@ -210,7 +240,7 @@ fn agent_form(params: &Value) {
     }
     // What the bridge shows a native client for it.
     let _ = dialect::to_extension(&q, None);
-    let _ = dialect::to_permission(&q, 0, "tc", true);
+    let _ = prompts::to_permission(&q, At::default(), "tc", true);
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -298,6 +298,11 @@ where
     let router = Router::new(RouterConfig {
         events: cfg.router.events || observers.any(),
         hold_unsupported: cfg.router.hold_unsupported || control.is_some(),
+        // Without its token (the fragment): the chat is kept by clients, shown and shared.
+        page_url: control.as_ref().map(|c| {
+            let url = c.page_url.as_str();
+            url.split_once('#').map_or(url, |(page, _)| page).to_owned()
+        }),
         ..cfg.router.clone()
     });
     let mut shell = Shell {

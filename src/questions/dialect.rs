@@ -1,6 +1,6 @@
 //! Translations between the question model and what clients can show (PROTOCOL.md
-//! section 3): ACP `elicitation/create` forms and `session/request_permission` prompts,
-//! and back from an agent's own form elicitation to a question.
+//! section 3): the extension and ACP `elicitation/create` forms, and back (permission
+//! prompts are [`super::prompts`]).
 //!
 //! Pure functions only: the router decides when to use them. Invariant: every translation
 //! back to an answer goes through [`check_answers`], so an answer that reaches the agent
@@ -126,7 +126,10 @@ pub fn to_extension(q: &Question, expires_at: Option<&str>) -> Value {
 }
 
 /// Splits a client's result object into the members the bridge reads and the rest.
-fn split(result: &RawValue, read: &[&str]) -> Result<(Map<String, Value>, Extras), String> {
+pub(crate) fn split(
+    result: &RawValue,
+    read: &[&str],
+) -> Result<(Map<String, Value>, Extras), String> {
     let members: RawObject<'_> =
         serde_json::from_str(result.get()).map_err(|_| "result: must be an object".to_owned())?;
     let mut known = Map::new();
@@ -197,169 +200,11 @@ pub fn from_elicitation(q: &Question, result: &RawValue) -> Result<(Outcome, Ext
     Ok((outcome, extras))
 }
 
-/// The optionId of the permission prompt's "Dismiss" option: one that is no option value.
-pub fn dismiss_id(item: &Item) -> String {
-    let mut id = "dismiss".to_owned();
-    while item.options.iter().any(|c| c.value == id) {
-        id.push('_');
-    }
-    id
-}
-
-/// Why `q` cannot be asked as permission prompts, if it cannot. Each item becomes one
-/// prompt (several items: one after another); an item that allows free text but has
-/// options can still be asked (the user just cannot type).
-pub fn permission_obstacle(q: &Question) -> Option<&'static str> {
-    q.items.iter().find_map(|item| {
-        if item.multi_select {
-            Some("a multi-select question")
-        } else if item.options.is_empty() {
-            Some("a question without options")
-        } else {
-            None
-        }
-    })
-}
-
-/// The `session/update` that shows item `step` of a permission-prompt question (a
-/// `tool_call` when `announce`, else a `tool_call_update` of a tool call the client has),
-/// and the `session/request_permission` params that ask it. `None` when `q` cannot be asked
-/// so (see [`permission_obstacle`]).
-pub fn to_permission(
-    q: &Question,
-    step: usize,
-    tool_call_id: &str,
-    announce: bool,
-) -> Option<(Value, Value)> {
-    if permission_obstacle(q).is_some() {
-        return None;
-    }
-    let item = q.items.get(step)?;
-    let title = match q.items.len() {
-        1 => item.prompt.clone(),
-        n => format!("({}/{n}) {}", step + 1, item.prompt),
-    };
-    let mut listing = String::new();
-    if let Some(h) = &item.header {
-        listing.push_str(h);
-        listing.push('\n');
-    }
-    for c in &item.options {
-        listing.push_str("- ");
-        listing.push_str(&c.label);
-        if let Some(d) = &c.description {
-            listing.push_str(": ");
-            listing.push_str(d);
-        }
-        listing.push('\n');
-    }
-    let tool_call = json!({
-        "sessionId": q.session_id,
-        "update": {
-            "sessionUpdate": if announce { "tool_call" } else { "tool_call_update" },
-            "toolCallId": tool_call_id,
-            "title": title,
-            "kind": "other",
-            "status": "pending",
-            "content": [{ "type": "content", "content": { "type": "text", "text": listing.trim_end() } }]
-        }
-    });
-    let mut options: Vec<Value> = item
-        .options
-        .iter()
-        .map(|c| json!({ "optionId": c.value, "name": c.label, "kind": "allow_once" }))
-        .collect();
-    options.push(json!({ "optionId": dismiss_id(item), "name": "Dismiss", "kind": "reject_once" }));
-    let request = json!({
-        "sessionId": q.session_id,
-        "toolCall": { "toolCallId": tool_call_id, "title": title, "kind": "other", "status": "pending" },
-        "options": options,
-        "_meta": { super::META_KEY: { "questionId": q.question_id } }
-    });
-    Some((tool_call, request))
-}
-
-/// The outcome of a `session/request_permission` response for item `step` of `q`: the
-/// answer to that item alone (`Answered` holds one list), or the question's end.
-pub fn from_permission(
-    q: &Question,
-    step: usize,
-    result: &RawValue,
-) -> Result<(Outcome, Extras), String> {
-    let (obj, extras) = split(result, &["outcome"])?;
-    let outcome = &obj.get("outcome").cloned().unwrap_or(Value::Null);
-    let item = q.items.get(step).ok_or("question has no such item")?;
-    let outcome = match outcome.get("outcome").and_then(Value::as_str) {
-        Some("cancelled") => Outcome::Rejected(Reason::Cancelled),
-        Some("selected") => match outcome.get("optionId").and_then(Value::as_str) {
-            Some(id) if id == dismiss_id(item) => Outcome::Rejected(Reason::Declined),
-            Some(id) => match item.option_value(id) {
-                Some(v) if item.options.iter().any(|c| c.value == id) => {
-                    Outcome::Answered(vec![vec![v.to_owned()]])
-                }
-                _ => {
-                    return Err(format!(
-                        "outcome.optionId: {id:?} is not one of the options offered"
-                    ))
-                }
-            },
-            None => return Err("outcome.optionId: is required with \"selected\"".into()),
-        },
-        _ => {
-            return Err(
-                "outcome: must be {\"outcome\":\"selected\",..} or {\"outcome\":\"cancelled\"}"
-                    .into(),
-            )
-        }
-    };
-    Ok((outcome, extras))
-}
-
-/// The `tool_call_update` that closes a permission-prompt question's tool call.
-pub fn permission_done(q: &Question, tool_call_id: &str, outcome: &Outcome) -> Value {
-    let (status, text) = match outcome {
-        Outcome::Answered(answers) => {
-            let labels: Vec<&str> = q
-                .items
-                .iter()
-                .zip(answers)
-                .flat_map(|(item, values)| {
-                    values.iter().map(|v| {
-                        item.options
-                            .iter()
-                            .find(|c| &c.value == v)
-                            .map_or(v.as_str(), |c| c.label.as_str())
-                    })
-                })
-                .collect();
-            ("completed", format!("Answered: {}", labels.join(", ")))
-        }
-        Outcome::Rejected(Reason::Declined) => ("completed", "Dismissed".to_owned()),
-        Outcome::Rejected(r) => ("failed", format!("Withdrawn ({})", r.as_str())),
-    };
-    json!({
-        "sessionId": q.session_id,
-        "update": {
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": tool_call_id,
-            "status": status,
-            "content": [{ "type": "content", "content": { "type": "text", "text": text } }]
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::questions::model::parse_request;
 
-    fn q(v: Value) -> Question {
-        parse_request(Some(&RawValue::from_string(v.to_string()).unwrap())).unwrap()
-    }
-
-    fn raw(v: Value) -> Box<RawValue> {
-        RawValue::from_string(v.to_string()).unwrap()
-    }
+    use crate::questions::sources::testing::{question as q, raw};
 
     fn single() -> Question {
         q(
@@ -454,101 +299,5 @@ mod tests {
             from_elicitation(&single(), &raw(json!({"action":"accept","content":{}}))).unwrap_err();
         assert!(e.contains("exactly one"), "{e}");
         assert!(from_elicitation(&single(), &raw(json!({"action":"maybe"}))).is_err());
-    }
-
-    #[test]
-    fn permission_prompt_and_answers() {
-        let s = single();
-        let (tool_call, req) = to_permission(&s, 0, "tc-1", true).unwrap();
-        assert_eq!(tool_call["update"]["sessionUpdate"], "tool_call");
-        assert_eq!(tool_call["update"]["status"], "pending");
-        assert_eq!(tool_call["update"]["kind"], "other");
-        assert_eq!(tool_call["update"]["title"], "Which option?");
-        assert_eq!(
-            tool_call["update"]["content"][0]["content"]["text"],
-            "- Option A\n- Option B"
-        );
-        assert_eq!(
-            req["options"],
-            json!([{"optionId":"option-a","name":"Option A","kind":"allow_once"},
-                   {"optionId":"option-b","name":"Option B","kind":"allow_once"},
-                   {"optionId":"dismiss","name":"Dismiss","kind":"reject_once"}])
-        );
-        let sel = |id: &str| raw(json!({"outcome":{"outcome":"selected","optionId":id}}));
-        assert_eq!(
-            from_permission(&s, 0, &sel("option-b")).unwrap().0,
-            Outcome::Answered(vec![vec!["option-b".into()]])
-        );
-        assert_eq!(
-            from_permission(&s, 0, &sel("dismiss")).unwrap().0,
-            Outcome::Rejected(Reason::Declined)
-        );
-        assert_eq!(
-            from_permission(&s, 0, &raw(json!({"outcome":{"outcome":"cancelled"}})))
-                .unwrap()
-                .0,
-            Outcome::Rejected(Reason::Cancelled)
-        );
-        assert!(from_permission(&s, 0, &sel("nope")).is_err());
-        let done = permission_done(
-            &s,
-            "tc-1",
-            &Outcome::Answered(vec![vec!["option-b".into()]]),
-        );
-        assert_eq!(done["update"]["status"], "completed");
-        assert_eq!(
-            done["update"]["content"][0]["content"]["text"],
-            "Answered: Option B"
-        );
-    }
-
-    #[test]
-    fn several_single_select_items_are_asked_one_prompt_at_a_time() {
-        // Free text allowed (but not required) does not stop a prompt: the user just
-        // cannot type.
-        let two = q(json!({"sessionId":"s","questionId":"q","questions":[
-            {"question":"Which DB?","options":["pg","sqlite"],"custom":true},
-            {"question":"Which day?","options":["mon","fri"]}]}));
-        assert_eq!(permission_obstacle(&two), None);
-        let (first, _) = to_permission(&two, 0, "tc", true).unwrap();
-        assert_eq!(first["update"]["sessionUpdate"], "tool_call");
-        assert_eq!(first["update"]["title"], "(1/2) Which DB?");
-        let (second, req) = to_permission(&two, 1, "tc", false).unwrap();
-        assert_eq!(second["update"]["sessionUpdate"], "tool_call_update");
-        assert_eq!(req["toolCall"]["title"], "(2/2) Which day?");
-        let sel = raw(json!({"outcome":{"outcome":"selected","optionId":"fri"}}));
-        assert_eq!(
-            from_permission(&two, 1, &sel).unwrap().0,
-            Outcome::Answered(vec![vec!["fri".into()]])
-        );
-        assert!(
-            from_permission(&two, 0, &sel).is_err(),
-            "not an option of item 0"
-        );
-        let done = permission_done(
-            &two,
-            "tc",
-            &Outcome::Answered(vec![vec!["pg".into()], vec!["fri".into()]]),
-        );
-        assert_eq!(
-            done["update"]["content"][0]["content"]["text"],
-            "Answered: pg, fri"
-        );
-    }
-
-    #[test]
-    fn permission_cannot_express_everything() {
-        assert_eq!(
-            permission_obstacle(&multi()),
-            Some("a multi-select question")
-        );
-        let m = q(
-            json!({"sessionId":"s","questionId":"q","questions":[{"question":"x","options":["a"],"multiple":true}]}),
-        );
-        assert_eq!(permission_obstacle(&m), Some("a multi-select question"));
-        let f = q(json!({"sessionId":"s","questionId":"q","prompt":"notes?"}));
-        assert!(to_permission(&f, 0, "t", true).is_none());
-        let d = q(json!({"sessionId":"s","questionId":"q","prompt":"p","options":["dismiss","x"]}));
-        assert_eq!(dismiss_id(&d.items[0]), "dismiss_");
     }
 }

@@ -5,8 +5,10 @@
 //! - [`registry`]: the pending questions, indexed for O(1) routing.
 
 pub mod answer;
+pub mod chat;
 pub mod dialect;
 pub mod model;
+pub mod prompts;
 pub mod registry;
 pub mod sources;
 

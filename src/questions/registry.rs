@@ -35,9 +35,9 @@ pub struct Pending {
     /// The agent's own `toolCallId` for the question (Claude's form, Cursor, Grok): a
     /// translation uses it, so the IDE ties the prompt to the tool call it already shows.
     pub agent_tool_call: Option<String>,
-    /// Permission prompts ask one item at a time: the item being asked, and the answers to
-    /// the items before it.
-    pub step: usize,
+    /// Permission prompts ask one decision at a time: the prompt being asked, and the
+    /// answers to the items before it (`crate::questions::prompts::advance`).
+    pub at: crate::questions::prompts::At,
     pub collected: Vec<Vec<String>>,
     /// The id of the agent's request (the response to the agent carries it).
     pub agent_id: RequestId,
@@ -307,7 +307,7 @@ mod tests {
             origin: std::sync::Arc::new(crate::questions::sources::extension::Extension),
             context: None,
             agent_tool_call: None,
-            step: 0,
+            at: Default::default(),
             collected: Vec::new(),
             tool_call_id: None,
             question: parse_request(Some(

@@ -67,7 +67,7 @@ impl Router {
         };
         let result: Value =
             serde_json::from_str(&outcome.to_result(&Vec::new())).unwrap_or(Value::Null);
-        self.close_at_client(&p, &outcome, true, out);
+        self.close_at_client(&p, &outcome, By::Control, true, out);
         self.finish(&p, outcome, &Vec::new(), By::Control, out);
         Ok(result)
     }

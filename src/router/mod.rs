@@ -180,6 +180,15 @@ pub struct RouterConfig {
     /// A question the client cannot show waits for an answer through the control server
     /// instead of being rejected as `unsupported` (the control server is running).
     pub hold_unsupported: bool,
+    /// `--permission-prompts`: how questions are asked as permission prompts; `None`
+    /// chooses by the client (`crate::clients`).
+    pub permission_prompts: Option<crate::questions::prompts::Style>,
+    /// `--client-cancel-requests`: send the client `$/cancel_request` for a request it shows
+    /// that is over, whatever is known of the client.
+    pub client_cancel_requests: bool,
+    /// The control server's page (without its token), named in the chat of a question the
+    /// client cannot show.
+    pub page_url: Option<String>,
 }
 
 impl Default for RouterConfig {
@@ -194,6 +203,9 @@ impl Default for RouterConfig {
             offer_opencode: false,
             events: false,
             hold_unsupported: false,
+            permission_prompts: None,
+            client_cancel_requests: false,
+            page_url: None,
         }
     }
 }
@@ -248,6 +260,13 @@ pub struct Router {
     sessions: std::collections::HashSet<Box<str>>,
     /// Tool calls the agent announced, for permission requests that name them by id.
     tool_calls: handlers::tool_call::ToolCalls,
+    /// What a press on a recently withdrawn prompt is told in the chat, by the id the
+    /// client showed it under: (session, note).
+    stale: RecentMap<RequestId, (String, String)>,
+    /// Notifications the bridge sent the client that a client may answer as if they were
+    /// requests (with an `id: null` error, say): each lets one response from the client to
+    /// no request in flight be dropped instead of reaching the agent.
+    own_notifications: u32,
     pub counters: Counters,
 }
 
@@ -271,6 +290,8 @@ impl Router {
             resolved_keys: RecentMap::new(RECENTLY_RESOLVED),
             sessions: Default::default(),
             tool_calls: handlers::tool_call::ToolCalls::default(),
+            stale: RecentMap::new(RECENTLY_RESOLVED),
+            own_notifications: 0,
             counters: Counters::default(),
         }
     }
@@ -653,9 +674,27 @@ impl Router {
                 self.count_dropped(from);
                 return;
             }
+            None if from == Side::Client && self.own_notifications > 0 => {
+                // No request of the agent's has this id, and the bridge has sent the client
+                // notifications of its own: a client answering one of those (some answer a
+                // notification they do not know with an `id: null` error). The agent would
+                // take it for an answer to something else. Without such a notification the
+                // response is the agent's business, and goes on.
+                self.own_notifications -= 1;
+                tracing::warn!(%id, "response from the client to no request in flight; dropped");
+                tracing::trace!(payload = %String::from_utf8_lossy(&line), "dropped response");
+                self.count_dropped(from);
+                return;
+            }
             None => tracing::debug!("response to an unknown request id; forwarded"),
         }
         self.forward(from, line, out);
+    }
+
+    /// A notification of the bridge's own for the client.
+    fn notify_client(&mut self, line: Bytes, out: &mut Outbox) {
+        self.own_notifications = self.own_notifications.saturating_add(1).min(1024);
+        out.client(line);
     }
 
     fn count_dropped(&mut self, from: Side) {
@@ -723,8 +762,8 @@ impl Router {
             };
             tracing::info!(%id, method = ?req.method, "answered on the client's behalf");
             out.agent(line);
-            if notify_client {
-                out.client(jsonrpc::cancel_request(&id));
+            if notify_client && self.sends_cancel_requests() {
+                self.notify_client(jsonrpc::cancel_request(&id), out);
             }
             self.done_agent_requests.insert(id);
         }
@@ -765,8 +804,10 @@ impl Router {
         // what it still shows.
         let mut shown: Vec<(RequestId, InFlight)> = self.agent_requests.drain().collect();
         shown.sort_by_key(|(_, r)| r.seq);
-        for (id, _) in shown {
-            out.client(jsonrpc::cancel_request(&id));
+        if self.sends_cancel_requests() {
+            for (id, _) in shown {
+                self.notify_client(jsonrpc::cancel_request(&id), out);
+            }
         }
         self.withdraw_all_questions(out);
     }

@@ -21,9 +21,10 @@ use crate::envelope::RequestId;
 use crate::events::{By, Event, QuestionView};
 use crate::jsonrpc::{self, code};
 use crate::questions::answer::{self, Extras, Outcome, Reason};
+use crate::questions::prompts::{self, Next, Style};
 use crate::questions::registry::{Origin, Pending};
 use crate::questions::sources::Reply;
-use crate::questions::{dialect, model, Dialect};
+use crate::questions::{chat, dialect, model, Dialect};
 
 /// The longest deadline a question gets (a longer `timeoutMs` or `--question-timeout` is
 /// cut to this), so deadlines and `expiresAt` stay representable.
@@ -48,6 +49,29 @@ impl Router {
         } else {
             Dialect::Permission
         }
+    }
+
+    /// How questions are asked as permission prompts on this connection: `--permission-prompts`,
+    /// else every option in one prompt for a client known to show them all by name, else
+    /// yes/no prompts (`crate::clients`).
+    pub(super) fn prompt_style(&self) -> Style {
+        self.cfg
+            .permission_prompts
+            .unwrap_or_else(|| match self.client.and_then(|c| c.known) {
+                Some(k) if k.shows_option_names => Style::List,
+                _ => Style::Binary,
+            })
+    }
+
+    /// Whether the client is sent `$/cancel_request` for a request it shows that is over:
+    /// only when `--client-cancel-requests` says so or it is known to handle it; else the
+    /// chat says so (`crate::questions::chat`).
+    pub(super) fn sends_cancel_requests(&self) -> bool {
+        self.cfg.client_cancel_requests
+            || self
+                .client
+                .and_then(|c| c.known)
+                .is_some_and(|k| k.handles_cancel_request)
     }
 
     /// Whether the agent's form elicitations are shown as questions (the client cannot
@@ -153,7 +177,7 @@ impl Router {
             context: None,
             tool_call_id: None,
             agent_tool_call: None,
-            step: 0,
+            at: prompts::At::default(),
             collected: Vec::new(),
             agent_id: id.clone(),
             client_id: id,
@@ -294,7 +318,7 @@ impl Router {
                 ));
             }
             Dialect::Permission => {
-                if let Some(why) = dialect::permission_obstacle(&p.question) {
+                if let Some(why) = prompts::obstacle(&p.question) {
                     if !self.cfg.hold_unsupported {
                         self.announce(&mut p, out);
                     }
@@ -314,7 +338,7 @@ impl Router {
                     self.unsupported(&p, out);
                     return;
                 }
-                p.step = 0;
+                p.at = prompts::At::first(&p.question, self.prompt_style(), 0);
                 p.collected.clear();
                 if !self.ask_permission_step(&mut p, out) {
                     return;
@@ -341,8 +365,8 @@ impl Router {
         self.questions.insert(p);
     }
 
-    /// Asks item `p.step` of `p` as a permission prompt under a new bridge id (the first
-    /// step announces the tool call, unless it is the agent's own, which the client has);
+    /// Asks prompt `p.at` of `p` as a permission prompt under a new bridge id (the first
+    /// prompt announces the tool call, unless it is the agent's own, which the client has);
     /// false when it cannot be asked so.
     fn ask_permission_step(&mut self, p: &mut Pending, out: &mut Outbox) -> bool {
         let id = self.bridge_id();
@@ -356,13 +380,13 @@ impl Router {
             });
         let announce = first && p.agent_tool_call.is_none();
         let Some((tool_call, request)) =
-            dialect::to_permission(&p.question, p.step, &tool_call_id, announce)
+            prompts::to_permission(&p.question, p.at, &tool_call_id, announce)
         else {
             return false;
         };
         p.client_id = id;
         p.tool_call_id = Some(tool_call_id);
-        out.client(jsonrpc::notification("session/update", &tool_call));
+        self.notify_client(jsonrpc::notification("session/update", &tool_call), out);
         out.client(jsonrpc::request(
             &p.client_id,
             "session/request_permission",
@@ -381,15 +405,28 @@ impl Router {
     /// Registers `p` without showing it to the client (it cannot): it waits for an answer
     /// through the control server, or its deadline, cancel, or disconnect.
     fn hold(&mut self, mut p: Pending, out: &mut Outbox) {
-        // A permission prompt's tool call shown before its `-32601` is closed: the question
-        // now lives on the control server only.
-        if p.tool_call_id.is_some() {
-            self.close_at_client(&p, &Outcome::Rejected(Reason::Unsupported), false, out);
-        }
-        p.held = true;
-        p.tool_call_id = None;
         // Never sent: it only keeps the registry's client-id index whole.
         p.client_id = self.bridge_id();
+        p.held = true;
+        if self.cfg.client_dialect == Some(Dialect::Control) {
+            // `--client-dialect control`: the client is shown nothing at all.
+            p.tool_call_id = None;
+        } else {
+            // No invisible waits: the chat says that the agent waits, and where to answer.
+            // The tool call is the prompt's shown before a `-32601`, else the agent's own,
+            // else a new one; it is marked done when the question ends.
+            let (tool_call_id, announce) = match (&p.tool_call_id, &p.agent_tool_call) {
+                (Some(tc), _) | (None, Some(tc)) => (tc.clone(), false),
+                (None, None) => (
+                    format!("question-{}", p.client_id.as_json().trim_matches('"')),
+                    true,
+                ),
+            };
+            let page = self.cfg.page_url.as_deref();
+            let waiting = chat::waiting(&p.question, &tool_call_id, announce, page);
+            self.notify_client(jsonrpc::notification("session/update", &waiting), out);
+            p.tool_call_id = Some(tool_call_id);
+        }
         self.announce(&mut p, out);
         if self.cfg.events {
             out.events.push(Event::Delivered {
@@ -417,6 +454,13 @@ impl Router {
         if self.questions.was_resolved(id) && !self.agent_requests.contains_key(id) {
             self.counters.late_answers_dropped += 1;
             tracing::warn!(%id, "answer to a request that is already resolved (late or duplicate); dropped");
+            // A press on a prompt that was over before it: the user is told, in the chat,
+            // that it had no effect (a client's own `cancelled` needs no word).
+            let pressed = outcome.is_ok_and(|r| !is_cancelled(r));
+            if let (true, Some((session, note))) = (pressed, self.stale.get(id)) {
+                let note = chat::note(session, note);
+                self.notify_client(jsonrpc::notification("session/update", &note), out);
+            }
             tracing::trace!(payload = %String::from_utf8_lossy(line), "dropped answer");
             if self.cfg.events {
                 let key = self.resolved_keys.get(id).cloned();
@@ -444,35 +488,36 @@ impl Router {
             Ok(result) => result,
             Err(error) => return self.client_error(p, error, line, out),
         };
+        let mut p = p;
         let normalized = match p.dialect {
             Dialect::Native => return self.native_answer(p, result, line, out),
             Dialect::Extension | Dialect::Control => answer::normalize(&p.question, result),
             Dialect::Elicitation => dialect::from_elicitation(&p.question, result),
             Dialect::Permission => {
-                let step = dialect::from_permission(&p.question, p.step, result);
-                match step {
-                    Ok((Outcome::Answered(mut a), extras)) => {
-                        let mut p = p;
-                        p.collected.append(&mut a);
-                        if p.step + 1 < p.question.items.len() {
-                            // The next item, as the next prompt of the same tool call.
-                            p.step += 1;
-                            if self.ask_permission_step(&mut p, out) {
-                                self.questions.insert(p);
-                            }
-                            return;
+                let style = self.prompt_style();
+                let next = prompts::from_permission(&p.question, p.at, result).and_then(
+                    |(reply, extras)| {
+                        prompts::advance(&p.question, style, p.at, reply, &mut p.collected)
+                            .map(|next| (next, extras))
+                    },
+                );
+                match next {
+                    Ok((Next::Ask(at), _)) => {
+                        // The next prompt, on the same tool call.
+                        p.at = at;
+                        if self.ask_permission_step(&mut p, out) {
+                            self.questions.insert(p);
                         }
-                        let all = std::mem::take(&mut p.collected);
-                        self.close_at_client(&p, &Outcome::Answered(all.clone()), false, out);
-                        return self.finish(&p, Outcome::Answered(all), &extras, By::Client, out);
+                        return;
                     }
-                    other => other,
+                    Ok((Next::Done(outcome), extras)) => Ok((outcome, extras)),
+                    Err(e) => Err(e),
                 }
             }
         };
         match normalized {
             Ok((o, extras)) => {
-                self.close_at_client(&p, &o, false, out);
+                self.close_at_client(&p, &o, By::Client, false, out);
                 self.finish(&p, o, &extras, By::Client, out);
             }
             Err(msg) => {
@@ -486,7 +531,8 @@ impl Router {
                 );
                 tracing::trace!(error = %msg, "invalid answer (details)");
                 // The question is over: a permission prompt's tool call is closed too.
-                self.close_at_client(&p, &Outcome::Rejected(Reason::Cancelled), false, out);
+                let cancelled = Outcome::Rejected(Reason::Cancelled);
+                self.close_at_client(&p, &cancelled, By::Client, false, out);
                 self.resolved(
                     &p,
                     By::Client,
@@ -537,6 +583,16 @@ impl Router {
             .ok()
             .and_then(|e| e.code);
         let own_answer = p.dialect == Dialect::Native && p.origin.standard();
+        if code == Some(code::METHOD_NOT_FOUND) && own_answer && self.cfg.hold_unsupported {
+            // A standard request (a tool approval, a form) the client says it cannot show:
+            // another surface can take it, so the error is not the user's answer.
+            tracing::info!(
+                question_id = ?p.question.question_id,
+                source = p.origin.name(),
+                "the client cannot show this request (-32601); it waits on the control server"
+            );
+            return self.hold(p, out);
+        }
         if code == Some(code::METHOD_NOT_FOUND) && !own_answer {
             let failed = p.dialect;
             match self.next_dialect(failed, &p.origin) {
@@ -593,27 +649,45 @@ impl Router {
         }
     }
 
-    /// Tells the client a question is over: `$/cancel_request` when it is still showing it
-    /// (`withdraw`), and for a permission prompt the `tool_call_update` that closes it.
+    /// Tells the client a question is over. The tool call that shows it (a permission
+    /// prompt's, the pointer of a question waiting elsewhere, or, when it is withdrawn, the
+    /// agent's own) is marked done with what was answered and where. When the question is
+    /// `withdraw`n while the client still shows it (answered elsewhere, expired, cancelled),
+    /// a later press there is told it had no effect; the client gets `$/cancel_request` only
+    /// when it is known to handle it, and a question shown without a tool call gets a note
+    /// in the chat instead.
     pub(super) fn close_at_client(
         &mut self,
         p: &Pending,
         outcome: &Outcome,
+        by: By,
         withdraw: bool,
         out: &mut Outbox,
     ) {
-        if p.held {
-            return;
+        let shown = withdraw && !p.held;
+        let cancel_request = shown && self.sends_cancel_requests();
+        if cancel_request {
+            self.notify_client(jsonrpc::cancel_request(&p.client_id), out);
         }
-        if withdraw {
-            out.client(jsonrpc::cancel_request(&p.client_id));
+        if shown {
+            let note = chat::stale(&p.question, outcome, by);
+            self.stale
+                .insert(p.client_id.clone(), (p.question.session_id.clone(), note));
         }
-        if let Some(tc) = &p.tool_call_id {
-            out.client(jsonrpc::notification(
-                "session/update",
-                &dialect::permission_done(&p.question, tc, outcome),
-            ));
-        }
+        let tool_call = match (&p.tool_call_id, &p.agent_tool_call) {
+            (Some(tc), _) => Some(tc),
+            (None, Some(tc)) if shown => Some(tc),
+            _ => None,
+        };
+        let update = match tool_call {
+            Some(tc) => chat::done(&p.question, tc, outcome, by),
+            None if shown && !cancel_request => chat::note(
+                &p.question.session_id,
+                &chat::over(&p.question, outcome, by),
+            ),
+            None => return,
+        };
+        self.notify_client(jsonrpc::notification("session/update", &update), out);
     }
 
     /// Sends the agent its one response for `p`.
@@ -667,7 +741,7 @@ impl Router {
     fn end(&mut self, p: &Pending, reason: Reason, by: By, withdraw: bool, out: &mut Outbox) {
         let outcome = Outcome::Rejected(reason);
         if withdraw {
-            self.close_at_client(p, &outcome, true, out);
+            self.close_at_client(p, &outcome, by, true, out);
         }
         self.finish(p, outcome, &Vec::new(), by, out);
     }
@@ -713,9 +787,11 @@ impl Router {
         if p.client_id == p.agent_id {
             self.counters.forwarded_to_client += 1;
             out.to_client.push_back(super::Out::Line(line.clone()));
-            self.close_at_client(&p, &Outcome::Rejected(Reason::Cancelled), false, out);
+            let cancelled = Outcome::Rejected(Reason::Cancelled);
+            self.close_at_client(&p, &cancelled, By::Cancel, false, out);
         } else {
-            self.close_at_client(&p, &Outcome::Rejected(Reason::Cancelled), true, out);
+            let cancelled = Outcome::Rejected(Reason::Cancelled);
+            self.close_at_client(&p, &cancelled, By::Cancel, true, out);
         }
         self.resolved(
             &p,
@@ -762,7 +838,8 @@ impl Router {
     /// The agent is gone: the client closes every question it still shows.
     pub(super) fn withdraw_all_questions(&mut self, out: &mut Outbox) {
         for p in self.questions.take_all() {
-            self.close_at_client(&p, &Outcome::Rejected(Reason::Cancelled), true, out);
+            let cancelled = Outcome::Rejected(Reason::Cancelled);
+            self.close_at_client(&p, &cancelled, By::Disconnect, true, out);
             self.resolved(&p, By::Disconnect, json!({ "status": "withdrawn" }), out);
         }
     }
@@ -770,6 +847,17 @@ impl Router {
 
 fn rfc3339(t: std::time::SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// Whether a client's result says only that it cancelled (a permission prompt's
+/// `{"outcome":{"outcome":"cancelled"}}`, a form's `{"action":"cancel"}`, the extension's
+/// `cancelled`).
+fn is_cancelled(result: &RawValue) -> bool {
+    let v: Value = serde_json::from_str(result.get()).unwrap_or(Value::Null);
+    v["outcome"]["outcome"] == "cancelled"
+        || v["outcome"] == "cancelled"
+        || v["action"] == "cancel"
+        || v["status"] == "cancelled"
 }
 
 /// The `requestId` a `$/cancel_request` names (`params` is its JSON text).
@@ -912,7 +1000,7 @@ mod tests {
 
     #[test]
     fn session_cancel_rejects_only_that_session() {
-        let mut t = Fixture::native(RouterConfig::default());
+        let mut t = Fixture::native(cancels());
         t.agent(&ask("s1", "a", json!(1)));
         t.agent(&ask("s2", "a", json!(2)));
         t.take_client();
@@ -958,6 +1046,7 @@ mod tests {
     #[test]
     fn timeout_adds_expires_at_and_rejects() {
         let mut t = Fixture::native(RouterConfig {
+            client_cancel_requests: true,
             question_timeout: Some(Duration::from_secs(60)),
             ..RouterConfig::default()
         });
@@ -985,7 +1074,7 @@ mod tests {
 
     #[test]
     fn client_eof_rejects_before_closing_and_agent_exit_withdraws() {
-        let mut t = Fixture::native(RouterConfig::default());
+        let mut t = Fixture::native(cancels());
         t.agent(&ask("s", "a", json!(1)));
         t.take_client();
         t.client_eof();
@@ -1004,7 +1093,17 @@ mod tests {
             signal: None,
             stderr_tail: String::new(),
         });
-        assert_eq!(t.take_client(), vec![msg::cancel_request(json!("1"))]);
+        // No `$/cancel_request` by default: a question shown without a tool call gets a
+        // note in the chat.
+        let note = parse(&t.take_client()[0]);
+        assert_eq!(
+            note["params"]["update"]["sessionUpdate"],
+            "agent_message_chunk"
+        );
+        assert_eq!(
+            note["params"]["update"]["content"]["text"],
+            "\n[acp-question-bridge] The question \"p\" was withdrawn (cancelled).\n"
+        );
     }
 
     #[test]
@@ -1080,10 +1179,30 @@ mod tests {
     }
 
     fn auto(init: &str) -> Fixture {
-        let mut t = Fixture::new(RouterConfig::default());
+        auto_with(RouterConfig::default(), init)
+    }
+
+    fn auto_with(cfg: RouterConfig, init: &str) -> Fixture {
+        let mut t = Fixture::new(cfg);
         t.client(init);
         t.take_agent();
         t
+    }
+
+    /// `--client-cancel-requests`: the client is sent `$/cancel_request` for what it shows.
+    fn cancels() -> RouterConfig {
+        RouterConfig {
+            client_cancel_requests: true,
+            ..RouterConfig::default()
+        }
+    }
+
+    /// `--permission-prompts list`.
+    fn lists() -> RouterConfig {
+        RouterConfig {
+            permission_prompts: Some(crate::questions::prompts::Style::List),
+            ..RouterConfig::default()
+        }
     }
 
     #[test]
@@ -1144,7 +1263,7 @@ mod tests {
 
     #[test]
     fn permission_dialect_round_trip_and_limits() {
-        let mut t = auto(&init_plain());
+        let mut t = auto_with(lists(), &init_plain());
         t.agent(ASK);
         let sent = t.take_client();
         assert_eq!(sent.len(), 2);
@@ -1192,6 +1311,7 @@ mod tests {
     fn timeout_in_permission_dialect_closes_the_tool_call() {
         let mut t = Fixture::new(RouterConfig {
             question_timeout: Some(Duration::from_secs(1)),
+            client_cancel_requests: true,
             ..RouterConfig::default()
         });
         t.client(&init_plain());
@@ -1278,7 +1398,7 @@ mod tests {
 
     #[test]
     fn agent_permission_and_elicitation_are_answered_on_cancel_and_eof() {
-        let mut t = auto(&init_forms());
+        let mut t = auto_with(cancels(), &init_forms());
         let perm = msg::request(
             json!(1),
             "session/request_permission",
@@ -1317,7 +1437,7 @@ mod tests {
 
     #[test]
     fn agent_exit_withdraws_every_request_the_client_shows() {
-        let mut t = auto(&init_forms());
+        let mut t = auto_with(cancels(), &init_forms());
         t.agent(r#"{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s1"}}"#);
         t.agent(ASK);
         let bridge_id = parse(&t.take_client()[1])["id"].clone();
@@ -1351,11 +1471,29 @@ mod tests {
         let elic = json!({"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{"sessionId":"s1","mode":"form",
             "message":"Pick a color","requestedSchema":{"type":"object","properties":{"color":{"type":"string","enum":["red","green"]}}}}});
         t.agent(&elic.to_string());
+        // An unknown client gets yes/no prompts: "red"? No. "green"? Yes.
         let sent = t.take_client();
         let req = parse(&sent[1]);
         assert_eq!(req["method"], "session/request_permission");
-        assert_eq!(req["params"]["options"][1]["optionId"], "green");
-        t.client(&json!({"jsonrpc":"2.0","id":req["id"],"result":{"outcome":{"outcome":"selected","optionId":"green"}}}).to_string());
+        assert_eq!(req["params"]["options"][0]["optionId"], "allow");
+        assert_eq!(req["params"]["options"][1]["optionId"], "reject");
+        assert_eq!(
+            req["params"]["toolCall"]["title"],
+            "Pick a color → red (option 1 of 2)"
+        );
+        t.client(&json!({"jsonrpc":"2.0","id":req["id"],"result":{"outcome":{"outcome":"selected","optionId":"reject"}}}).to_string());
+        assert!(t.take_agent().is_empty());
+        let sent = t.take_client();
+        assert_eq!(
+            parse(&sent[0])["params"]["update"]["sessionUpdate"],
+            "tool_call_update"
+        );
+        let req = parse(&sent[1]);
+        assert_eq!(
+            req["params"]["toolCall"]["title"],
+            "Pick a color → green (option 2 of 2)"
+        );
+        t.client(&json!({"jsonrpc":"2.0","id":req["id"],"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}).to_string());
         assert_eq!(
             t.take_agent(),
             vec![msg::result(
@@ -1408,7 +1546,7 @@ mod tests {
 
     #[test]
     fn control_answer_resolves_once_and_withdraws_the_client_request() {
-        let mut t = observed(RouterConfig::default());
+        let mut t = observed(cancels());
         t.agent(&ask("s", "q", json!(7)));
         t.take_client();
         let ev = t.take_events();
@@ -1498,11 +1636,18 @@ mod tests {
         });
         let multi = json!({"jsonrpc":"2.0","id":"m","method":"_sandboxagent/session/request_question",
             "params":{"sessionId":"s","questionId":"q","questions":[
-                {"question":"one","options":["a","b"]},{"question":"two","options":["c","d"],"multiple":true}]}});
+                {"question":"one","options":["a","b"]},{"question":"two"}]}});
         t.agent(&multi.to_string());
-        assert!(
-            t.take_client().is_empty(),
-            "the client is not shown what it cannot show"
+        // Not the question (free text cannot be a permission prompt), but a tool call in
+        // the chat that says the agent waits, and where to answer.
+        let pointer = t.take_client();
+        assert_eq!(pointer.len(), 1);
+        let update = &parse(&pointer[0])["params"]["update"];
+        assert_eq!(update["sessionUpdate"], "tool_call");
+        assert_eq!(update["status"], "pending");
+        assert_eq!(
+            update["title"],
+            "Waiting for your answer: Please answer 2 questions: one, two"
         );
         assert!(
             t.take_agent().is_empty(),
@@ -1512,12 +1657,14 @@ mod tests {
         assert_eq!(ev[0]["question"]["dialect"], "control");
         assert_eq!(ev[1]["dialect"], "control");
         assert_eq!(t.r.question_views()[0].dialect, "control");
-        t.r.control_answer("s", "q", &json!([["b"], ["c"]]), &mut t.out)
+        t.r.control_answer("s", "q", &json!([["b"], ["notes"]]), &mut t.out)
             .unwrap();
-        assert!(t.take_client().is_empty());
+        let done = parse(&t.take_client()[0]);
+        assert_eq!(done["params"]["update"]["toolCallId"], update["toolCallId"]);
+        assert_eq!(done["params"]["update"]["status"], "completed");
         assert_eq!(
             t.take_agent(),
-            vec![msg::answered(json!("m"), json!([["b"], ["c"]]))]
+            vec![msg::answered(json!("m"), json!([["b"], ["notes"]]))]
         );
         // Without a control server it is rejected at once, as before.
         let mut t = Fixture::new(RouterConfig {
@@ -1584,17 +1731,51 @@ mod tests {
         let shown = t.take_client();
         assert_eq!(shown.len(), 2);
         let request = parse(&shown[1]);
+        let tool_call = request["params"]["toolCall"]["toolCallId"].clone();
         t.r.control_answer("s", "q", &json!([["a"]]), &mut t.out)
             .unwrap();
+        assert_eq!(t.take_agent(), [msg::answered(json!(1), json!([["a"]]))]);
+        // No `$/cancel_request` (no client handles it): the tool call says what was
+        // answered, and where.
         let closed = t.take_client();
-        assert_eq!(parse(&closed[0])["params"]["requestId"], request["id"]);
         assert_eq!(
-            parse(&closed[1])["params"]["update"]["sessionUpdate"],
-            "tool_call_update"
+            closed,
+            [msg::notification(
+                "session/update",
+                json!({"sessionId":"s","update":{"sessionUpdate":"tool_call_update",
+                    "toolCallId":tool_call,"status":"completed","content":[{"type":"content",
+                    "content":{"type":"text","text":"Answered on the Questions page or CLI: a"}}]}})
+            )]
         );
+        // A later press on the prompt is told it had no effect; the agent hears nothing.
+        t.client(&msg::result(
+            request["id"].clone(),
+            json!({"outcome":{"outcome":"selected","optionId":"allow"}}),
+        ));
+        assert!(t.take_agent().is_empty());
+        let note = parse(&t.take_client()[0]);
+        assert_eq!(
+            note["params"]["update"]["content"]["text"],
+            "\n[acp-question-bridge] The question \"p\" was already answered on the Questions page or CLI: a. Your choice in this prompt was not used.\n"
+        );
+        // The client's own `cancelled` for it (at the end of a turn) needs no word.
+        t.client(&msg::result(
+            request["id"].clone(),
+            json!({"outcome":{"outcome":"cancelled"}}),
+        ));
+        assert!(t.take_client().is_empty());
         let ev = t.take_events();
         let kinds: Vec<&str> = ev.iter().map(|e| e["event"].as_str().unwrap()).collect();
-        assert_eq!(kinds, ["requested", "delivered", "resolved"]);
+        assert_eq!(
+            kinds,
+            [
+                "requested",
+                "delivered",
+                "resolved",
+                "late_answer",
+                "late_answer"
+            ]
+        );
         assert_eq!(
             ev[2]["result"],
             json!({"status":"answered","answers":[["a"]]})
@@ -1650,15 +1831,22 @@ mod tests {
             &json!({"jsonrpc":"2.0","id":request["id"],"error":{"code":-32601,"message":"?"}})
                 .to_string(),
         );
-        // The tool call it showed is closed; the agent hears nothing yet.
-        let closed = t.take_client();
-        assert_eq!(closed.len(), 1);
-        assert_eq!(parse(&closed[0])["params"]["update"]["status"], "failed");
+        // The tool call it showed now says where the question waits; the agent hears
+        // nothing yet.
+        let tool_call = request["params"]["toolCall"]["toolCallId"].clone();
+        let waiting = t.take_client();
+        assert_eq!(waiting.len(), 1);
+        let update = &parse(&waiting[0])["params"]["update"];
+        assert_eq!(update["toolCallId"], tool_call);
+        assert_eq!(update["status"], "pending");
+        assert_eq!(update["title"], "Waiting for your answer: p");
         assert!(t.take_agent().is_empty());
         assert_eq!(t.r.question_views()[0].dialect, "control");
         t.r.control_answer("s", "q", &json!(["a"]), &mut t.out)
             .unwrap();
-        assert!(t.take_client().is_empty(), "nothing more for the client");
+        let done = t.take_client();
+        assert_eq!(done.len(), 1, "only the tool call is marked done");
+        assert_eq!(parse(&done[0])["params"]["update"]["status"], "completed");
         assert_eq!(
             parse(&t.take_agent()[0])["result"]["answers"],
             json!([["a"]])

@@ -4,8 +4,19 @@
 use serde_json::{json, Value};
 
 use crate::events::By;
+use crate::questions::prompts::Style;
 use crate::router::fixture::{msg, parse, Fixture};
 use crate::router::RouterConfig;
+
+/// The `tool_call_update` that marks a tool call done, answered elsewhere.
+fn marked_done(session: &str, tool_call: &str, text: &str) -> String {
+    msg::notification(
+        "session/update",
+        json!({"sessionId":session,"update":{"sessionUpdate":"tool_call_update",
+            "toolCallId":tool_call,"status":"completed",
+            "content":[{"type":"content","content":{"type":"text","text":text}}]}}),
+    )
+}
 
 fn observed() -> RouterConfig {
     RouterConfig {
@@ -137,7 +148,15 @@ fn a_tool_approval_answered_from_the_control_server_is_withdrawn_at_the_client()
             json!({"outcome":{"outcome":"selected","optionId":"reject"}})
         )]
     );
-    assert_eq!(t.take_client(), [msg::cancel_request(json!("p-1"))]);
+    // No `$/cancel_request` (no client handles it): its tool call says what happened.
+    assert_eq!(
+        t.take_client(),
+        [marked_done(
+            "s1",
+            "tc-1",
+            "Answered on the Questions page or CLI: Reject"
+        )]
+    );
     // The client's own answer, now late, is dropped.
     t.client(&msg::error(json!("p-1"), -32800, "Request cancelled"));
     assert!(t.take_agent().is_empty());
@@ -213,7 +232,14 @@ fn a_form_goes_as_sent_to_a_client_that_renders_forms_and_the_control_server_can
             json!({"action":"accept","content":{"question_0":"SQLite"}})
         )]
     );
-    assert_eq!(t.take_client(), [msg::cancel_request(json!(3))]);
+    assert_eq!(
+        t.take_client(),
+        [marked_done(
+            "s1",
+            "toolu_1",
+            "Answered on the Questions page or CLI: SQLite"
+        )]
+    );
 }
 
 #[test]
@@ -271,7 +297,10 @@ fn the_agents_own_cancel_of_a_request_shown_as_sent_stays_between_agent_and_clie
 
 #[test]
 fn several_single_select_items_reach_a_permission_only_client_one_prompt_at_a_time() {
-    let mut t = Fixture::new(observed());
+    let mut t = Fixture::new(RouterConfig {
+        permission_prompts: Some(Style::List),
+        ..observed()
+    });
     t.client(&msg::initialize(json!({})));
     t.take_agent();
     t.agent(&msg::ask(
@@ -326,6 +355,7 @@ fn several_single_select_items_reach_a_permission_only_client_one_prompt_at_a_ti
 fn a_claude_question_reaches_a_permission_only_client_on_the_agents_tool_call() {
     let mut t = Fixture::new(RouterConfig {
         advertise_elicitation: true,
+        permission_prompts: Some(Style::List),
         ..observed()
     });
     t.client(&msg::initialize(json!({})));
@@ -475,7 +505,14 @@ fn a_cursor_question_belongs_to_the_session_whose_prompt_is_in_flight() {
             json!({"outcome":{"outcome":"answered","answers":[{"questionId":"q1","selectedOptionIds":["spaces"]}]}})
         )]
     );
-    assert_eq!(t.take_client(), [msg::cancel_request(json!(8))]);
+    assert_eq!(
+        t.take_client(),
+        [marked_done(
+            "cursor-s",
+            "tc",
+            "Answered on the Questions page or CLI: Spaces"
+        )]
+    );
 }
 
 #[test]

@@ -23,7 +23,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
 
 use crate::questions::answer::check_answers;
-use crate::questions::model::{parse_request, Item, Question};
+use crate::questions::model::{parse_request, Choice, Item, Question};
 use crate::questions::{META_KEY, METHOD};
 
 /// Longest wait for the next message from the bridge.
@@ -399,24 +399,7 @@ impl Demo {
         };
         match method.as_str() {
             METHOD => self.on_question(id, params).await,
-            "session/request_permission" => {
-                let title = params["toolCall"]["title"].as_str().unwrap_or("(untitled)");
-                self.say(&format!("<- session/request_permission: {title}"));
-                let options = params["options"].as_array().cloned().unwrap_or_default();
-                let allow = options
-                    .iter()
-                    .find(|o| o["kind"].as_str().is_some_and(|k| k.starts_with("allow")));
-                let Some(option) = allow.or(options.first()) else {
-                    self.say("-> cancelled (no options)");
-                    return self
-                        .respond(&id, json!({"outcome": {"outcome": "cancelled"}}))
-                        .await;
-                };
-                let oid = option["optionId"].clone();
-                self.say(&format!("-> selected: {}", oid.as_str().unwrap_or("?")));
-                let outcome = json!({"outcome": "selected", "optionId": oid});
-                self.respond(&id, json!({ "outcome": outcome })).await
-            }
+            "session/request_permission" => self.on_permission(id, params).await,
             other => {
                 self.say(&format!("<- {other}: not supported by the demo (-32601)"));
                 let error =
@@ -425,6 +408,77 @@ impl Demo {
                     .await
             }
         }
+    }
+
+    /// A permission prompt (a tool approval, or a question the bridge asks one option at a
+    /// time): its title, content and options, and the user's choice, like any question.
+    async fn on_permission(&mut self, id: Value, params: &Value) -> Res<()> {
+        let title = params["toolCall"]["title"].as_str().unwrap_or("(untitled)");
+        self.say(&format!("<- session/request_permission: {title}"));
+        if let Some(command) = params["toolCall"]["rawInput"]["command"].as_str() {
+            self.say(&format!("   command: {command}"));
+        }
+        let options: Vec<Choice> = params["options"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|o| {
+                Some(Choice {
+                    value: o["optionId"].as_str()?.to_owned(),
+                    label: o["name"].as_str()?.to_owned(),
+                    kind: o["kind"].as_str().map(str::to_owned),
+                    ..Choice::default()
+                })
+            })
+            .collect();
+        let reject = options
+            .iter()
+            .find(|c| c.kind.as_deref().is_some_and(|k| k.starts_with("reject")))
+            .map(|c| c.value.clone());
+        let say_no = |demo: &mut Self| {
+            let outcome = match &reject {
+                Some(r) => json!({"outcome": "selected", "optionId": r}),
+                None => json!({"outcome": "cancelled"}),
+            };
+            demo.say(&format!("-> {}", outcome));
+            outcome
+        };
+        let item = Item {
+            prompt: title.to_owned(),
+            options,
+            ..Item::default()
+        };
+        if item.options.is_empty() || self.reject {
+            let outcome = say_no(self);
+            return self.respond(&id, json!({ "outcome": outcome })).await;
+        }
+        let q = Question {
+            session_id: String::new(),
+            question_id: String::new(),
+            items: vec![item],
+            timeout_ms: None,
+        };
+        self.render_item(&q, 0);
+        let item = &q.items[0];
+        let outcome = loop {
+            let text = match self.next_answer(&id, item).await? {
+                Answer::Text(text) => text,
+                Answer::Reject(_) => break say_no(self),
+                Answer::Withdrawn => return Ok(()),
+            };
+            match parse_answer(item, &text) {
+                Ok(values) => {
+                    let oid = values.into_iter().next().unwrap_or_default();
+                    self.say(&format!("-> selected: {oid}"));
+                    break json!({"outcome": "selected", "optionId": oid});
+                }
+                Err(e) if self.answers.is_some() => {
+                    return bad_answer(format!("--answer for {title:?}: {e}"));
+                }
+                Err(e) => self.say(&format!("   {e}; try again")),
+            }
+        };
+        self.respond(&id, json!({ "outcome": outcome })).await
     }
 
     async fn on_question(&mut self, id: Value, params: &Value) -> Res<()> {

@@ -281,6 +281,23 @@ pub fn chunk_text(m: &Value) -> Option<&str> {
 }
 
 /// All chunk texts among `msgs`, concatenated.
+/// Whether `msgs` tell the client that a question it shows is over the way every client
+/// renders (docs/CLIENTS.md): a tool call marked done (completed or failed) or a note of
+/// the bridge's in the chat. Fails if any is a `$/cancel_request`, which real clients crash
+/// or exit on.
+pub fn told_over(msgs: &[Value]) -> bool {
+    assert!(
+        msgs.iter().all(|m| m["method"] != "$/cancel_request"),
+        "the client was sent $/cancel_request: {msgs:?}"
+    );
+    msgs.iter().any(|m| {
+        let u = &m["params"]["update"];
+        (u["sessionUpdate"] == "tool_call_update"
+            && (u["status"] == "completed" || u["status"] == "failed"))
+            || chunk_text(m).is_some_and(|t| t.contains("[acp-question-bridge]"))
+    })
+}
+
 pub fn chunks(msgs: &[Value]) -> String {
     msgs.iter().filter_map(chunk_text).collect()
 }

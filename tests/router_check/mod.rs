@@ -385,6 +385,10 @@ impl Harness {
                 _ => Some(Dialect::Permission),
             },
             advertise_elicitation: s.advertise_elicitation,
+            // The checker pairs every withdrawal with the id the client was shown, which
+            // `$/cancel_request` names; the default (the chat is told instead, as real
+            // clients need) is checked by the router's and the process tests.
+            client_cancel_requests: true,
             ..RouterConfig::default()
         };
         let fx = Fixture::new(cfg.clone()).with_id_prefix("bridge:");

@@ -427,7 +427,7 @@ impl Source for FormSource {
 mod tests {
     use super::*;
     use crate::questions::answer::check_answers;
-    use crate::questions::dialect::permission_obstacle;
+    use crate::questions::prompts::obstacle as permission_obstacle;
 
     fn q(params: Value) -> Question {
         crate::questions::model::parse_request_text(Some(&params.to_string())).unwrap()

@@ -104,6 +104,11 @@ pub(crate) mod testing {
         RawValue::from_string(v.to_string()).expect("valid JSON")
     }
 
+    /// The question of an extension request's params (panics when they are invalid).
+    pub fn question(v: Value) -> Question {
+        crate::questions::model::parse_request(Some(&raw(v))).expect("a valid question")
+    }
+
     /// The result a source replies with, as a value (panics on an error reply).
     pub fn reply_json(s: &dyn Source, q: &Question, o: &Outcome) -> Value {
         match s.reply(q, o, &Vec::new()) {

@@ -139,6 +139,14 @@ fn qwen_item(v: &Value) -> Option<Item> {
     })
 }
 
+impl Permission {
+    /// Qwen's questions inside a permission request: a real question, which only Qwen's own
+    /// client reads from the request as sent.
+    pub fn asks_questions(&self) -> bool {
+        self.qwen_submit.is_some()
+    }
+}
+
 impl Source for Permission {
     fn standard(&self) -> bool {
         true

@@ -1,8 +1,11 @@
 //! `session/request_permission` from the agent: a tool approval (or Qwen's permission with
-//! questions). Every ACP client shows it, so it goes to the client as it was sent and the
-//! client's result goes back unchanged; the bridge tracks it so every other surface (the
-//! control server, the page, the CLI, the journal, `--on-question`) sees it and may answer
-//! it first. One the bridge cannot read is only forwarded.
+//! questions). Every ACP client shows a tool approval, so it goes to the client as it was
+//! sent and the client's result goes back unchanged; the bridge tracks it so every other
+//! surface (the control server, the page, the CLI, the journal, `--on-question`) sees it and
+//! may answer it first. Qwen's questions are a real question that no client but Qwen's own
+//! reads from the request: a client that shows questions (the extension, forms) is asked
+//! one, and only a permission-only client gets the request as sent; Qwen gets its own
+//! answer shape either way. One the bridge cannot read is only forwarded.
 
 use std::sync::Arc;
 
@@ -29,8 +32,17 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         let line = req.line.clone();
         return r.pass(Side::Agent, req, line, out);
     };
+    let questions = source.asks_questions();
     let source: Origin = Arc::new(source);
     let mut p = r.new_pending(id, q, source, req.now);
+    p.agent_tool_call = context["toolCall"]["toolCallId"]
+        .as_str()
+        .map(str::to_owned);
     p.context = Some(context);
-    r.show(p, Dialect::Native, Some(req.line), out);
+    match r.dialect() {
+        dialect @ (Dialect::Extension | Dialect::Elicitation) if questions => {
+            r.show(p, dialect, None, out)
+        }
+        _ => r.show(p, Dialect::Native, Some(req.line), out),
+    }
 }
