@@ -268,17 +268,48 @@ impl StderrTail {
 }
 
 /// Copies the agent's stderr to ours, unchanged, and keeps the tail. Ends at EOF.
+///
+/// Our stderr is the client's: it may be a pipe nobody reads, a full disk, or closed. So the
+/// agent's stderr is always drained (the agent never blocks on it) and kept in the tail, and
+/// the copy to ours is written by a thread of its own through a bounded queue: while that
+/// thread is stuck on a stderr that takes nothing, what does not fit in the queue is dropped
+/// (and counted in one line once stderr takes writes again), and no runtime worker ever waits
+/// on our stderr. Write errors are ignored.
 pub async fn pump_stderr(mut stderr: ChildStderr, tail: StderrTail) {
+    /// Reads of up to 8 KiB queued for our stderr: 512 KiB at most.
+    const QUEUED_READS: usize = 64;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(QUEUED_READS);
+    let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let lost = dropped.clone();
+    let writer = std::thread::Builder::new()
+        .name("agent-stderr".into())
+        .spawn(move || {
+            for chunk in rx {
+                let mut err = std::io::stderr().lock();
+                let n = lost.swap(0, std::sync::atomic::Ordering::Relaxed);
+                if n > 0 {
+                    let _ = writeln!(
+                        err,
+                        "acp-question-bridge: {n} bytes of the agent's stderr were dropped (our stderr took no more)"
+                    );
+                }
+                let _ = err.write_all(&chunk);
+                let _ = err.flush();
+            }
+        });
+    let tx = writer.ok().map(|_| tx);
     let mut buf = vec![0u8; 8192];
     loop {
         match stderr.read(&mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(n) => {
                 tail.push(&buf[..n]);
-                let mut err = std::io::stderr().lock();
-                // Our stderr going away must not stop the agent; ignore write errors.
-                let _ = err.write_all(&buf[..n]);
-                let _ = err.flush();
+                let queued = tx
+                    .as_ref()
+                    .is_some_and(|tx| tx.try_send(buf[..n].to_vec()).is_ok());
+                if !queued {
+                    dropped.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+                }
             }
         }
     }

@@ -1,11 +1,26 @@
 //! Logging setup: `tracing` to stderr (or `--log-file`), never to stdout.
 //!
-//! Owns the subscriber. Invariant: nothing here writes to stdout, which carries protocol
-//! only. `RUST_LOG` overrides `--log-level`.
+//! Owns the subscriber. Invariants: nothing here writes to stdout, which carries protocol
+//! only; a write to stderr that fails (a closed pipe, a full disk) loses that line and
+//! nothing else: no panic, no retry, no report of the failure on the same broken stderr.
+//! `RUST_LOG` overrides `--log-level`.
 
 use std::path::Path;
 
 use tracing_subscriber::EnvFilter;
+
+/// A one-line, user-facing message on stderr from the command `who` (stdout is protocol
+/// or output only). A broken stderr loses the line and nothing else.
+pub fn say(who: &str, msg: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{who}: {msg}");
+}
+
+/// [`say`]s `msg` and returns exit code `code`: how a command line ends on an error.
+pub fn fail(who: &str, code: u8, msg: &str) -> std::process::ExitCode {
+    say(who, msg);
+    std::process::ExitCode::from(code)
+}
 
 /// Log line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -33,7 +48,10 @@ pub fn init(level: &str, format: LogFormat, file: Option<&Path>) -> std::io::Res
         .with_env_filter(filter)
         .with_writer(writer)
         .with_ansi(false)
-        .with_target(false);
+        .with_target(false)
+        // Its report of a failed write goes through `eprintln!`, which panics when stderr
+        // is the thing that failed.
+        .log_internal_errors(false);
     // A second init (tests) is not an error worth failing for.
     let _ = match format {
         LogFormat::Text => builder.try_init(),

@@ -12,10 +12,8 @@ use acp_question_bridge::{
 };
 
 /// A one-line, user-facing error on stderr (stdout is protocol only).
-#[allow(clippy::print_stderr)]
 fn fail(code: u8, msg: &str) -> ExitCode {
-    eprintln!("acp-question-bridge: {msg}");
-    ExitCode::from(code)
+    acp_question_bridge::logging::fail("acp-question-bridge", code, msg)
 }
 
 /// glibc malloc tunables for the bridge's buffers (their measured effect is in

@@ -394,7 +394,7 @@ pub fn main(a: QuestionsArgs) -> ExitCode {
 
 /// A line for the person at the terminal (stderr: stdout carries only the output).
 fn note(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "acp-question-bridge questions: {msg}");
+    crate::logging::say("acp-question-bridge questions", msg);
 }
 
 fn fail(f: Failure) -> ExitCode {

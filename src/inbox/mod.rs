@@ -878,10 +878,8 @@ pub struct InboxArgs {
 /// command line that cannot work.
 pub fn main(a: InboxArgs) -> std::process::ExitCode {
     use std::process::ExitCode;
-    #[allow(clippy::print_stderr)]
     fn fail(code: u8, msg: &str) -> ExitCode {
-        eprintln!("acp-question-bridge inbox: {msg}");
-        ExitCode::from(code)
+        crate::logging::fail("acp-question-bridge inbox", code, msg)
     }
     if let Err(e) = crate::logging::init(&a.log_level, crate::logging::LogFormat::Text, None) {
         return fail(2, &format!("cannot set up logging: {e}"));

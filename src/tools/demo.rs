@@ -100,8 +100,7 @@ pub fn main(args: DemoArgs) -> ExitCode {
 }
 
 fn report(Failure(code, msg): Failure) -> ExitCode {
-    let _ = writeln!(std::io::stderr().lock(), "acp-question-bridge demo: {msg}");
-    ExitCode::from(code)
+    crate::logging::fail("acp-question-bridge demo", code, &msg)
 }
 
 fn say(line: &str) {

@@ -73,23 +73,36 @@ impl Bridge {
 
     /// Runs `cmd` (the bridge, with whatever arguments, environment and directory it was
     /// given) with piped stdio.
-    pub fn from_command(mut cmd: Command) -> Self {
+    pub fn from_command(cmd: Command) -> Self {
+        Self::with_stderr(cmd, None)
+    }
+
+    /// As [`Bridge::from_command`], with stderr going to `stderr` instead of a pipe the test
+    /// reads (when given; [`Bridge::stderr`] then stays empty).
+    pub fn with_stderr(mut cmd: Command, stderr: Option<Stdio>) -> Self {
+        let own_stderr = stderr.is_none();
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(stderr.unwrap_or_else(Stdio::piped))
             .kill_on_drop(true)
             .spawn()
             .expect("spawn bridge");
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let (stderr, stderr_task) = collect_stderr(child.stderr.take().expect("stderr"));
+        let (stderr, stderr_task) = match child.stderr.take() {
+            Some(err) if own_stderr => {
+                let (s, t) = collect_stderr(err);
+                (s, Some(t))
+            }
+            _ => (Arc::default(), None),
+        };
         Self {
             child,
             stdin,
             stdout,
             stderr,
-            stderr_task: Some(stderr_task),
+            stderr_task,
             transcript: None,
         }
     }
