@@ -342,7 +342,7 @@ enum Via {
 }
 
 /// More bridge options for the relay (`$BENCH_BRIDGE_ARGS`, split at spaces): to measure the
-/// relay with `--control` or `--nats` on.
+/// relay with `--control 127.0.0.1:0` or `--nats` on. Without any, `--no-control`.
 fn extra_bridge_args() -> Vec<String> {
     std::env::var("BENCH_BRIDGE_ARGS")
         .unwrap_or_default()
@@ -374,17 +374,25 @@ fn relay(kind: &str, bytes: usize, sessions: usize, via: Via) -> (Duration, u64)
             .expect("naive");
         (child, None)
     } else if via == Via::Bridge {
-        let extra = extra_bridge_args();
+        let mut extra = extra_bridge_args();
+        if extra.is_empty() {
+            // The relay alone, as the guards were set (the control server's own cost is
+            // measured by bench/defaults.sh, and with BENCH_BRIDGE_ARGS=--control=...).
+            extra.push("--no-control".into());
+        }
+        let quiet = extra
+            .iter()
+            .any(|a| a.starts_with("--control") || a == "--nats");
         let child = Command::new(bridge())
             .args(["--log-level", "error", "--client-dialect", "extension"])
             .args(&extra)
             .arg("--")
             .args(&emitter)
-            // With --control the bridge prints its page URL; keep the table clean.
-            .stderr(if extra.is_empty() {
-                Stdio::inherit()
-            } else {
+            // With the control server the bridge prints its page URL; keep the table clean.
+            .stderr(if quiet {
                 Stdio::null()
+            } else {
+                Stdio::inherit()
             })
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -228,7 +228,7 @@ pub struct ClientSupport {
     pub known: Option<&'static crate::clients::Known>,
 }
 
-/// Agents' own ways of asking that a client may understand natively (AGENT-DIALECTS.md
+/// Agents' own ways of asking that a client may understand natively (docs/AGENT-DIALECTS.md
 /// 2.1): it says so with a `_meta` key named after the method, or the vendor's own opt-in.
 pub const VENDOR_METHODS: [&str; 5] = [
     "cursor/ask_question",

@@ -92,8 +92,7 @@ pub struct BridgeArgs {
     /// `session/request_permission` prompt); the others force one. `control`: the client is
     /// never shown a question (not even the agent's own permission requests and forms);
     /// each waits on the control server, the page and the CLI.
-    #[arg(long, value_enum, value_name = "DIALECT", default_value_t = ClientDialect::Auto,
-          requires_if("control", "control"))]
+    #[arg(long, value_enum, value_name = "DIALECT", default_value_t = ClientDialect::Auto)]
     pub client_dialect: ClientDialect,
     /// How a question reaches a client that shows only permission prompts: `binary`, one
     /// yes/no prompt per decision ("Which database? → SQLite", then "→ Postgres"), which
@@ -107,8 +106,9 @@ pub struct BridgeArgs {
     /// exit on it); the others see the question's tool call marked done in the chat.
     #[arg(long)]
     pub client_cancel_requests: bool,
-    /// Kept for compatibility: offering the agent forms is now the default (see
-    /// --no-opt-in).
+    /// Offer the agent forms even where no surface could take a question the client cannot
+    /// show (with --no-control and a client without forms). Offering them is the default
+    /// wherever one can (see --no-opt-in).
     #[arg(long)]
     pub advertise_elicitation: bool,
     /// Do not offer the agent these ways of asking. By default the bridge adds each to the
@@ -118,27 +118,35 @@ pub struct BridgeArgs {
     /// `opencode` (`_meta["opencode/question"]`). Comma-separated or repeated.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "OPT_IN")]
     pub no_opt_in: Vec<OptIn>,
-    /// Start the control server on this address (`127.0.0.1:0` picks a free port): the
-    /// Questions page at `/`, and JSON-RPC over HTTP and WebSocket. Its URL and token are
-    /// printed on stderr. Loopback only, unless --control-allow-remote.
-    #[arg(long, value_name = "ADDR")]
+    /// The control server's address. It runs by default, on a free loopback port
+    /// (`127.0.0.1:0`), with a random token: the Questions page at `/`, JSON-RPC over HTTP
+    /// and WebSocket, the `questions` CLI, and this bridge in the user's `inbox`. Its URL and
+    /// token are printed on stderr. Loopback only, unless --control-allow-remote.
+    #[arg(long, value_name = "ADDR", conflicts_with = "no_control")]
     pub control: Option<String>,
+    /// Run no control server: no page, no CLI, not in the inbox. A question the client
+    /// cannot show then has nowhere to wait: the agent gets its "unsupported" ending, and
+    /// agents are offered forms and the vendors' opt-ins only when the client itself renders
+    /// forms or the extension.
+    #[arg(long)]
+    pub no_control: bool,
     /// Let --control listen on a non-loopback address (anyone who can reach it and has the
     /// token can answer questions; there is no TLS).
     #[arg(long, requires = "control")]
     pub control_allow_remote: bool,
     /// Write the control token to this file (mode 0600). The token is random unless
     /// $ACP_QUESTION_BRIDGE_TOKEN is set.
-    #[arg(long, value_name = "PATH", requires = "control")]
+    #[arg(long, value_name = "PATH", conflicts_with = "no_control")]
     pub control_token_file: Option<PathBuf>,
     /// Do not list this bridge in the per-user registry that `inbox` reads (it is listed
     /// while its control server runs, by default).
-    #[arg(long, requires = "control")]
+    #[arg(long)]
     pub no_register: bool,
     /// Also publish this bridge's pending questions to this NATS server (JetStream), for an
-    /// inbox on another machine (`inbox --nats`), and take answers from there. Needs
-    /// --control. `nats://HOST:PORT` or `tls://...`; NATS down never holds up a question.
-    #[arg(long, value_name = "URL", requires = "control")]
+    /// inbox on another machine (`inbox --nats`), and take answers from there (needs the
+    /// control server). `nats://HOST:PORT` or `tls://...`; NATS down never holds up a
+    /// question.
+    #[arg(long, value_name = "URL", conflicts_with = "no_control")]
     pub nats: Option<String>,
     /// NATS credentials file (`.creds`).
     #[arg(long, value_name = "FILE", requires = "nats")]

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use acp_question_bridge::cli::{Cli, Command, OptIn};
+use acp_question_bridge::cli::{Cli, ClientDialect, Command, OptIn};
 use acp_question_bridge::{
     bridge, child, control, logging, notify,
     router::RouterConfig,
@@ -66,7 +66,20 @@ fn main() -> ExitCode {
     if let Err(e) = logging::init(&args.log_level, args.log_format, args.log_file.as_deref()) {
         return fail(2, &format!("cannot open log file: {e}"));
     }
-    let control = match &args.control {
+    if args.no_control && args.client_dialect == ClientDialect::Control {
+        return fail(
+            2,
+            "--client-dialect control needs the control server (drop --no-control)",
+        );
+    }
+    // The control server runs unless --no-control: every question then has somewhere to
+    // wait, and every bridge is in the user's inbox.
+    let control_addr = match (args.no_control, &args.control) {
+        (true, _) => None,
+        (false, Some(addr)) => Some(addr.as_str()),
+        (false, None) => Some("127.0.0.1:0"),
+    };
+    let control = match control_addr {
         None => None,
         Some(addr) => {
             let addr = match control::parse_addr(addr, args.control_allow_remote) {
@@ -125,6 +138,7 @@ fn main() -> ExitCode {
             max_in_flight: args.max_in_flight as usize,
             client_dialect: args.client_dialect.forced(),
             advertise_elicitation: !no_forms,
+            force_forms: args.advertise_elicitation,
             offer_gemini: !args.no_opt_in.contains(&OptIn::Gemini),
             offer_opencode: !args.no_opt_in.contains(&OptIn::Opencode),
             permission_prompts: args.permission_prompts,

@@ -461,7 +461,7 @@ async fn a_tool_approval_the_client_refuses_waits_on_the_page() {
     );
     c.end().await;
     // Without a control server the agent gets the client's error, as ACP says.
-    let mut b = Bridge::mock(&[]);
+    let mut b = Bridge::mock(&["--no-control"]);
     b.call(0, "initialize", Model::NoPermissions.initialize())
         .await;
     let sid = b.new_session(1).await;
@@ -562,4 +562,67 @@ async fn qwen_questions_are_a_real_question_where_the_client_can_show_one() {
         "user_question"
     );
     c.end().await;
+}
+
+/// With `--no-control` a question the client cannot show has nowhere to wait: the agent gets
+/// its source's "unsupported" ending (never the user's "decline": nobody saw it), and the
+/// journal says the bridge ended it. Every source, to a client that answers `-32601` to
+/// what it is shown.
+#[tokio::test]
+async fn a_question_no_surface_can_take_is_never_declined_for_the_user() {
+    for (word, ending) in [
+        ("ask-claude", json!({"action":"cancel"})),
+        ("ask-codex", json!({"action":"cancel"})),
+        ("ask-kimi", json!({"action":"cancel"})),
+        ("ask-cursor", json!({"outcome":{"outcome":"cancelled"}})),
+        ("plan-cursor", json!({"outcome":{"outcome":"cancelled"}})),
+        ("ask-grok", json!({"outcome":"cancelled"})),
+        ("ask-gemini", json!({"outcome":"cancelled"})),
+        ("plan-gemini", json!({"outcome":"cancelled"})),
+        ("ask-opencode", json!({"rejected":true})),
+        (
+            "ask-extension-liberal",
+            json!({"status":"rejected","reason":"unsupported"}),
+        ),
+    ] {
+        let dir = temp_dir("no-control");
+        let journal = dir.join("journal.jsonl");
+        let mut b = Bridge::mock(&[
+            "--no-control",
+            "--advertise-elicitation",
+            "--journal",
+            journal.to_str().unwrap(),
+        ]);
+        b.call(0, "initialize", Model::NoPermissions.initialize())
+            .await;
+        let sid = b.new_session(1).await;
+        b.prompt(10, &sid, word).await;
+        let prefix = format!("{word}: ");
+        let report = loop {
+            let m = b.recv().await;
+            if m["method"] == "session/request_permission" {
+                b.send(&json!({"jsonrpc":"2.0","id":m["id"],
+                    "error":{"code":-32601,"message":"Method not found"}}))
+                    .await;
+            } else if chunk_text(&m).is_some_and(|t| t.starts_with(&prefix)) {
+                break m;
+            }
+        };
+        let got: Value =
+            serde_json::from_str(&chunk_text(&report).unwrap()[prefix.len()..]).expect("a report");
+        assert!(contains(&got, &ending), "{word}: the agent got {got}");
+        b.response(json!(10)).await;
+        b.close_stdin();
+        b.drain().await;
+        assert_eq!(b.wait().await, 0, "{word}");
+        let resolved: Vec<Value> = std::fs::read_to_string(&journal)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["event"] == "resolved")
+            .collect();
+        assert_eq!(resolved.len(), 1, "{word}: {resolved:?}");
+        assert_eq!(resolved[0]["by"], "bridge", "{word}");
+        assert_eq!(resolved[0]["result"]["reason"], "unsupported", "{word}");
+    }
 }

@@ -36,11 +36,22 @@ fn read_in_thread(mut r: impl Read + Send + 'static) -> mpsc::Receiver<String> {
     rx
 }
 
+/// A registry folder (0700) for the demo's bridges, not the user's.
+fn registry() -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("acp-qb-demo-registry-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("registry");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("0700");
+    dir
+}
+
 fn demo(args: &[&str], input: Input<'_>) -> Run {
     let mut child = Command::new(BIN)
         .arg("demo")
         .args(args)
         .env_remove("RUST_LOG")
+        // The demo's bridge lists itself for the inbox: in a registry of the tests'.
+        .env("ACP_QUESTION_BRIDGE_REGISTRY", registry())
         .stdin(match input {
             Input::Null => Stdio::null(),
             _ => Stdio::piped(),

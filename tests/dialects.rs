@@ -249,7 +249,7 @@ async fn agent_crash_in_every_dialect() {
 
 #[tokio::test]
 async fn permission_prompt_rejects_what_it_cannot_express() {
-    let (mut b, sid) = open(D::Permission, &[]).await;
+    let (mut b, sid) = open(D::Permission, &["--no-control"]).await;
     b.prompt(2, &sid, "questions").await;
     let (text, _, before) = report(&mut b, 2).await;
     assert_eq!(text, "rejected: unsupported");

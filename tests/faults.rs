@@ -77,6 +77,7 @@ impl Raw {
         let mut child = Command::new(BRIDGE)
             .args(argv)
             .env("RUST_LOG", "info")
+            .env(REGISTRY_ENV, test_registry())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

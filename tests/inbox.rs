@@ -233,3 +233,33 @@ async fn the_registry_is_private_and_the_inbox_checks_like_a_bridge() {
     assert!(status.contains(" 403 "), "{status}");
     assert!(inbox.stderr.lock().unwrap().contains("control token: "));
 }
+
+/// The control server runs by default: a bridge started with no flags at all is in the
+/// user's inbox, and its question can be answered there.
+#[tokio::test]
+async fn a_bridge_with_no_flags_is_in_the_inbox() {
+    let reg = registry("defaults");
+    let mut b = Bridge::spawn_env(
+        &["--", MOCK],
+        &[("ACP_QUESTION_BRIDGE_REGISTRY", reg.to_str().unwrap())],
+    );
+    control_of(&b).await;
+    b.initialize(json!({})).await;
+    b.new_session(1).await;
+    let inbox = Inbox::start(&["--registry", reg.to_str().unwrap()]).await;
+    let c = inbox.http();
+    b.prompt(10, "mock-session-1", "approve").await;
+    let listed = list_until(&c, 1).await.remove(0);
+    control::call(
+        &c,
+        "questions.answer",
+        json!({"bridge": listed["bridge"]["id"], "sessionId": listed["sessionId"],
+            "questionId": listed["questionId"], "answers": [["allow"]]}),
+    )
+    .await
+    .expect("answered in the inbox");
+    assert!(approval(&mut b).await.contains(r#""optionId":"allow""#));
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
+}

@@ -59,9 +59,9 @@ async fn reported(b: &mut Bridge) -> String {
 async fn the_bridges_own_unsupported_rejection_is_by_the_bridge() {
     let dir = temp_dir("journal-unsupported");
     let path = dir.join("questions.jsonl");
-    let mut b = Bridge::mock(&["--journal", path.to_str().unwrap()]);
+    let mut b = Bridge::mock(&["--no-control", "--journal", path.to_str().unwrap()]);
     // A client with neither the extension nor forms: permission prompts only, which cannot
-    // show the multi-question form.
+    // show the multi-question form's free-text item; and no control server to wait on.
     b.initialize(json!({})).await;
     let sid = b.new_session(1).await;
     b.prompt(2, &sid, "questions j-unsupported").await;

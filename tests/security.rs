@@ -22,6 +22,7 @@ async fn question_round_trip_logs(level: &str) -> String {
     let mut child = tokio::process::Command::new(BRIDGE)
         .args(["--", MOCK])
         .env("RUST_LOG", level)
+        .env(REGISTRY_ENV, test_registry())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -105,7 +106,7 @@ async fn agent_command_is_never_run_by_a_shell() {
     let out = tokio::time::timeout(
         WAIT,
         tokio::process::Command::new(BRIDGE)
-            .args(["--", &cmd])
+            .args(["--no-control", "--", &cmd])
             .stdin(Stdio::null())
             .output(),
     )
@@ -119,6 +120,7 @@ async fn agent_command_is_never_run_by_a_shell() {
         WAIT,
         tokio::process::Command::new(BRIDGE)
             .args([
+                "--no-control",
                 "--",
                 "sh",
                 "-c",

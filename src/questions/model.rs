@@ -311,7 +311,7 @@ pub fn parse_request_text(params: Option<&str>) -> Result<Question, Invalid> {
     parse_request_from(params, None)
 }
 
-/// [`parse_request_text`], liberal as sandbox-agent's own adapter needs (AGENT-DIALECTS.md
+/// [`parse_request_text`], liberal as sandbox-agent's own adapter needs (docs/AGENT-DIALECTS.md
 /// 1.8): a request without `questionId` gets `request-<its JSON-RPC id>` when `request_id`
 /// (the id's JSON text) is given. (An item's text is read from `prompt` or `question` in
 /// both forms either way.)

@@ -102,11 +102,12 @@ pub fn to_permission(
         1 => String::new(),
         n => format!("({}/{n}) ", at.item + 1),
     };
-    let mut text = String::new();
-    if let Some(h) = &item.header {
-        text.push_str(h);
-        text.push('\n');
-    }
+    // The question itself first: some clients show only the content of the tool call they
+    // were announced, never the prompt's title (agentic.nvim, docs/CLIENTS.md).
+    let mut text = match &item.header {
+        Some(h) => format!("{h}: {}\n", item.prompt),
+        None => format!("{}\n", item.prompt),
+    };
     let (title, options) = match at.option {
         None => {
             for c in &item.options {
@@ -377,7 +378,7 @@ mod tests {
         assert_eq!(update["update"]["sessionUpdate"], "tool_call");
         assert_eq!(
             update["update"]["content"][0]["content"]["text"],
-            "→ SQLite: a file\n- Postgres\nYes chooses it; No goes on to the next option (No to every option declines the question)."
+            "Which database?\n→ SQLite: a file\n- Postgres\nYes chooses it; No goes on to the next option (No to every option declines the question)."
         );
         let (_, last) = to_permission(
             &d,

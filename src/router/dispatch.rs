@@ -46,7 +46,7 @@ pub(super) static TABLE: &[Entry] = &[
             ..RequestRule::TRACKED
         }),
     },
-    // The vendors' own ways of asking (AGENT-DIALECTS.md 1.4-1.7), with and without the
+    // The vendors' own ways of asking (docs/AGENT-DIALECTS.md 1.4-1.7), with and without the
     // leading `_` (vendors differ since the TypeScript SDK stopped adding it).
     Entry {
         names: &["cursor/ask_question", "_cursor/ask_question"],

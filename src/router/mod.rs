@@ -165,9 +165,13 @@ pub struct RouterConfig {
     pub max_pending_per_session: usize,
     /// `--client-dialect`: `None` chooses from the client's `initialize` (auto).
     pub client_dialect: Option<Dialect>,
-    /// `--advertise-elicitation`: tell the agent the client renders form elicitations
-    /// even when it does not, and show them as questions.
+    /// Tell the agent the client renders form elicitations even when it does not, and show
+    /// them as questions (the default, unless `--no-opt-in form`), where some surface can
+    /// take them ([`Router::can_take_questions`]).
     pub advertise_elicitation: bool,
+    /// `--advertise-elicitation` given: offer forms even where no surface could take a
+    /// question the client cannot show.
+    pub force_forms: bool,
     /// Offer the agent gemini-cli's `_meta["geminiCli.hostInput"]` opt-in when the client
     /// lacks it (`--no-opt-in gemini`).
     pub offer_gemini: bool,
@@ -199,6 +203,7 @@ impl Default for RouterConfig {
             max_pending_per_session: 32,
             client_dialect: None,
             advertise_elicitation: false,
+            force_forms: false,
             offer_gemini: false,
             offer_opencode: false,
             events: false,

@@ -75,13 +75,34 @@ impl Router {
     }
 
     /// Whether the agent's form elicitations are shown as questions (the client cannot
-    /// render them, and `--advertise-elicitation` told the agent it may send them).
+    /// render them, and the bridge told the agent it may send them).
     pub(super) fn translates_agent_elicitations(&self) -> bool {
-        let client_renders = match self.cfg.client_dialect {
+        self.cfg.advertise_elicitation
+            && !self.client_renders_forms()
+            && (self.can_take_questions() || self.cfg.force_forms)
+    }
+
+    fn client_renders_forms(&self) -> bool {
+        match self.cfg.client_dialect {
             Some(forced) => forced == Dialect::Elicitation,
             None => self.client.is_some_and(|c| c.elicitation_form),
-        };
-        self.cfg.advertise_elicitation && !client_renders
+        }
+    }
+
+    /// Whether some surface can take any question an agent asks: the client shows forms or
+    /// the extension itself (a translation loses nothing), or the control server runs (a
+    /// question the client cannot show waits there, and in the inbox). Only then are agents
+    /// offered forms and the vendors' opt-ins: without one, an agent that asked would have
+    /// its question ended unseen, where without the offer it knows not to ask.
+    pub(super) fn can_take_questions(&self) -> bool {
+        let client = self.client.unwrap_or_default();
+        self.cfg.hold_unsupported
+            || client.native_questions
+            || self.client_renders_forms()
+            || matches!(
+                self.cfg.client_dialect,
+                Some(Dialect::Extension | Dialect::Elicitation)
+            )
     }
 
     /// The dialect to try after `failed` answered `-32601` (auto mode only).
@@ -1460,6 +1481,9 @@ mod tests {
     fn advertised_elicitation_becomes_a_permission_prompt_and_back() {
         let mut t = Fixture::new(RouterConfig {
             advertise_elicitation: true,
+            // Forms are offered only where a question can wait when the client cannot
+            // show it.
+            hold_unsupported: true,
             ..RouterConfig::default()
         });
         t.client(&init_plain());
@@ -1501,14 +1525,15 @@ mod tests {
                 json!({"action":"accept","content":{"color":"green"}})
             )]
         );
-        // A form the permission prompt cannot express is declined.
+        // A form the permission prompt cannot express (free text) waits on the control
+        // server, pointed to in the chat.
+        t.take_client();
         let wide = json!({"jsonrpc":"2.0","id":4,"method":"elicitation/create","params":{"sessionId":"s1","mode":"form",
             "message":"m","requestedSchema":{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"boolean"}}}}});
         t.agent(&wide.to_string());
-        assert_eq!(
-            t.take_agent(),
-            vec![r#"{"jsonrpc":"2.0","id":4,"result":{"action":"decline"}}"#]
-        );
+        assert!(t.take_agent().is_empty());
+        let pointer = parse(&t.take_client()[0]);
+        assert_eq!(pointer["params"]["update"]["status"], "pending");
     }
 
     #[test]

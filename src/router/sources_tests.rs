@@ -355,6 +355,7 @@ fn several_single_select_items_reach_a_permission_only_client_one_prompt_at_a_ti
 fn a_claude_question_reaches_a_permission_only_client_on_the_agents_tool_call() {
     let mut t = Fixture::new(RouterConfig {
         advertise_elicitation: true,
+        hold_unsupported: true,
         permission_prompts: Some(Style::List),
         ..observed()
     });

@@ -120,6 +120,8 @@ async fn run(args: DemoArgs) -> Res<()> {
         cmd.arg("--question-timeout")
             .arg(format!("{}ms", t.as_millis()));
     }
+    // The demo is the client that shows every question, in this terminal: no control server.
+    cmd.arg("--no-control");
     cmd.arg("--").arg(&exe).arg("mock-agent");
     let mut child = cmd
         .stdin(Stdio::piped())

@@ -1,4 +1,4 @@
-//! The exact shapes in which the agents people run ask their user (AGENT-DIALECTS.md
+//! The exact shapes in which the agents people run ask their user (docs/AGENT-DIALECTS.md
 //! section 1), for the mock agent's script words, the demo and tests. Each function returns
 //! what the agent sends: an optional `session/update` announcing its tool call first, then
 //! the request's method and params.

@@ -81,6 +81,12 @@ impl Bridge {
     /// reads (when given; [`Bridge::stderr`] then stays empty).
     pub fn with_stderr(mut cmd: Command, stderr: Option<Stdio>) -> Self {
         let own_stderr = stderr.is_none();
+        // The control server runs by default and registers the bridge for the inbox: in the
+        // tests' own registry, never the user's.
+        let registry = cmd.as_std().get_envs().any(|(k, _)| k == REGISTRY_ENV);
+        if !registry {
+            cmd.env(REGISTRY_ENV, test_registry());
+        }
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -374,6 +380,21 @@ pub fn rss_kib(pid: u32) -> u64 {
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
+}
+
+/// Where a bridge lists itself for the inbox.
+pub const REGISTRY_ENV: &str = "ACP_QUESTION_BRIDGE_REGISTRY";
+
+/// The registry folder (0700) shared by every bridge of the tests that names none: not the
+/// user's.
+pub fn test_registry() -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::fs::PermissionsExt;
+    let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
+    let dir = std::env::temp_dir().join(format!("acp-qb-test-registry-{uid}"));
+    std::fs::create_dir_all(&dir).expect("the tests' registry");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("0700");
+    dir
 }
 
 /// A temporary directory for one test.

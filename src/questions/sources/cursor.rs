@@ -1,4 +1,4 @@
-//! Cursor CLI's own ways of asking (AGENT-DIALECTS.md 1.4): `cursor/ask_question` (questions
+//! Cursor CLI's own ways of asking (docs/AGENT-DIALECTS.md 1.4): `cursor/ask_question` (questions
 //! with options, no free text) and `cursor/create_plan` (a plan to accept or reject).
 //!
 //! Replies are always nested under `outcome`. A question: answered ->

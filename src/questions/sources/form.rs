@@ -1,7 +1,7 @@
 //! Form elicitation (`elicitation/create`, `mode: "form"`) as a question source.
 //!
 //! Reads an agent's flat form into question items, knowing the conventions of the agents
-//! that ask this way (AGENT-DIALECTS.md 1.1), so a user sees one question with an "Other"
+//! that ask this way (docs/AGENT-DIALECTS.md 1.1), so a user sees one question with an "Other"
 //! box rather than two questions: a free-text companion field belongs to the item before it
 //! (Claude's `question_<n>_custom`; codex's `<id>_note` with `_meta.codex.role:
 //! "user_note"`, or `<id>__other` in older builds); `message` is the prompt when one item is
@@ -268,9 +268,8 @@ impl Form {
     /// its property's type.
     pub fn result(&self, outcome: &Outcome) -> Result<Value, String> {
         let answers = match outcome {
-            Outcome::Rejected(Reason::Declined | Reason::Unsupported) => {
-                return Ok(json!({ "action": "decline" }))
-            }
+            // Only the user declines: a form no surface could show was not seen.
+            Outcome::Rejected(Reason::Declined) => return Ok(json!({ "action": "decline" })),
             Outcome::Rejected(_) => return Ok(json!({ "action": "cancel" })),
             Outcome::Answered(a) => a,
         };

@@ -1,4 +1,4 @@
-//! gemini-cli's `gemini/requestUserInput` (AGENT-DIALECTS.md 1.6; unmerged upstream, PR
+//! gemini-cli's `gemini/requestUserInput` (docs/AGENT-DIALECTS.md 1.6; unmerged upstream, PR
 //! 24664). Params `{sessionId, requestId, kind: ask_user | exit_plan_mode, title,
 //! questions:[{question, header, type: choice | text | yesno, options?, multiSelect?,
 //! placeholder?}]}`. Answers `{"outcome":"submitted","answers":{"0":"..."}}` keyed by

@@ -1,4 +1,4 @@
-//! Grok Build's `_x.ai/ask_user_question` (AGENT-DIALECTS.md 1.5; unverified upstream).
+//! Grok Build's `_x.ai/ask_user_question` (docs/AGENT-DIALECTS.md 1.5; unverified upstream).
 //!
 //! Params `{sessionId, toolCallId, questions:[{question, multiSelect, options:[{label,
 //! description?, preview?, id?}]}], mode}`. Answers are keyed by the question's text:

@@ -1,6 +1,6 @@
 //! Where a question comes from, and how its agent gets its one reply.
 //!
-//! One module per source (AGENT-DIALECTS.md section 1): each reads its request into the
+//! One module per source (docs/AGENT-DIALECTS.md section 1): each reads its request into the
 //! question model and builds the agent's reply in the source's own shape, for an answer and
 //! for every way a question can end. The router knows a source only through [`Source`]; it
 //! knows nothing of the shapes.
@@ -53,7 +53,7 @@ pub trait Source: std::fmt::Debug + Send + Sync {
     fn method(&self) -> &'static str;
 
     /// The agent's one reply for how the question ended: an answer (already checked
-    /// against the question) or a rejection, mapped as AGENT-DIALECTS.md section 4 says.
+    /// against the question) or a rejection, mapped as docs/AGENT-DIALECTS.md section 4 says.
     fn reply(&self, q: &Question, outcome: &Outcome, extras: &Extras) -> Reply;
 
     /// What the client's own result stands for, when the client was shown the agent's

@@ -1,4 +1,4 @@
-//! OpenCode's `opencode/question` (AGENT-DIALECTS.md 1.7; unmerged upstream, PR 20017).
+//! OpenCode's `opencode/question` (docs/AGENT-DIALECTS.md 1.7; unmerged upstream, PR 20017).
 //! Params `{requestId, sessionId, questions:[{header, question, options:[{label,
 //! description}], multiple, custom}], tool?}` (`custom`, free text, defaults to true).
 //! Answers `{"answers":[["Yes"]]}` (one list per question, labels or free text); anything

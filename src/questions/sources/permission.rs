@@ -1,5 +1,5 @@
 //! `session/request_permission` as a question source: tool approvals from every agent
-//! (AGENT-DIALECTS.md 1.2), and Qwen Code's permission with answers (1.3), whose
+//! (docs/AGENT-DIALECTS.md 1.2), and Qwen Code's permission with answers (1.3), whose
 //! `toolCall.rawInput.questions` is a real multi-item question.
 //!
 //! A tool approval is one single-select item whose options are the permission options

@@ -2,10 +2,10 @@
 //!
 //! A form the bridge can read as a question is tracked on every surface. A client that
 //! renders forms is shown it as it was sent (native) and its result goes back unchanged;
-//! with `--advertise-elicitation` and a client that does not, it is shown as the extension
-//! or a permission prompt and the answer mapped back into the form's result (declined when
-//! it cannot be shown). A form the bridge cannot read (URL mode, a new property type) is
-//! only forwarded.
+//! when the bridge offered forms and the client does not render them, it is shown as the
+//! extension or a permission prompt (or waits on the control server) and the answer mapped
+//! back into the form's result (`cancel` when nothing can show it: only the user declines). A
+//! form the bridge cannot read (URL mode, a new property type) is only forwarded.
 
 use std::sync::Arc;
 
@@ -29,8 +29,8 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
     let (q, form) = match parsed {
         Ok(x) => x,
         Err(why) if translate => {
-            tracing::warn!(%id, why = ?why, "the client cannot show this elicitation; declined");
-            out.agent(jsonrpc::result(&id, &json!({ "action": "decline" })));
+            tracing::warn!(%id, why = ?why, "the client cannot show this elicitation; cancelled (not seen by the user)");
+            out.agent(jsonrpc::result(&id, &json!({ "action": "cancel" })));
             return;
         }
         Err(why) => {

@@ -31,10 +31,11 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
     if r.translates_agent_elicitations() {
         line = rewrite(line, capabilities::advertise_elicitation);
     }
-    if r.cfg.offer_gemini {
+    // The vendors' opt-ins only where some surface can take what they ask.
+    if r.cfg.offer_gemini && r.can_take_questions() {
         line = rewrite(line, capabilities::offer_gemini);
     }
-    if r.cfg.offer_opencode {
+    if r.cfg.offer_opencode && r.can_take_questions() {
         line = rewrite(line, capabilities::offer_opencode);
     }
     r.pass(Side::Client, req, line, out);
