@@ -397,11 +397,14 @@ fn withdrawn(msgs: &[Value], shown: &Value) -> bool {
         let u = &m["params"]["update"];
         let done = u["sessionUpdate"] == "tool_call_update"
             && (u["status"] == "failed" || u["status"] == "completed");
+        // A note in the chat: for a request shown without a tool call, and for a tool
+        // approval, whose tool call is the tool's own (the agent reports its status).
+        let note = chunk_text(m).is_some_and(|t| t.contains("[acp-question-bridge]"));
         match tool_call {
-            Some(tc) => done && u["toolCallId"] == tc,
+            Some(tc) => (done && u["toolCallId"] == tc) || note,
             // Shown without a tool call: the agent's own tool call for it (Claude's
             // "Asking for your input"), or a note.
-            None => done || chunk_text(m).is_some_and(|t| t.contains("[acp-question-bridge]")),
+            None => done || note,
         }
     })
 }

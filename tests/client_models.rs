@@ -390,11 +390,34 @@ async fn a_question_answered_elsewhere_is_marked_done_and_nothing_is_lost() {
             done["params"]["update"]["toolCallId"], tool_call,
             "{model:?}"
         );
-        assert_eq!(
-            done["params"]["update"]["content"][0]["content"]["text"],
-            "Answered on the Questions page or CLI: Postgres",
-            "{model:?}"
+        let text = |m: &Value| {
+            m["params"]["update"]["content"][0]["content"]["text"]
+                .as_str()
+                .map(str::to_owned)
+        };
+        let done_text = text(&done).expect("content");
+        assert!(
+            done_text.starts_with("Answered on the Questions page or CLI: Postgres"),
+            "{model:?}: {done_text}"
         );
+        // The prompt is still on screen below the tool call: agentic.nvim removes it by the
+        // rows it drew it at, so the tool call's content keeps its line count.
+        let shown_text = c
+            .seen
+            .iter()
+            .filter(|m| m["params"]["update"]["toolCallId"] == tool_call)
+            .filter_map(text)
+            .rev()
+            .nth(1)
+            .expect("the prompt's content");
+        assert_eq!(
+            done_text.lines().count(),
+            shown_text.lines().count(),
+            "{model:?}: {shown_text:?} -> {done_text:?}"
+        );
+        assert!(done["params"]["update"]["title"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("→ Postgres") && !t.contains(':')));
         // Nothing lost after it: the agent's report and the end of the turn.
         let report = c
             .until(|m| chunk_text(m).is_some_and(|t| t.starts_with("ask-claude: ")))
@@ -625,4 +648,51 @@ async fn a_question_no_surface_can_take_is_never_declined_for_the_user() {
         assert_eq!(resolved[0]["by"], "bridge", "{word}");
         assert_eq!(resolved[0]["result"]["reason"], "unsupported", "{word}");
     }
+}
+
+/// A question asked prompt by prompt, its first step answered in the client, then the whole
+/// question answered on the control server: the first complete answer wins (the control
+/// server's, all of it), the client's step answer is not used, and its chat says so.
+#[tokio::test]
+async fn a_step_answered_in_the_client_then_the_whole_question_elsewhere() {
+    let mut c = Client::start(Model::KindKeyed, &[]).await;
+    c.prompt(10, "ask-claude-steps").await;
+    let first = c.request_or_report("ask-claude-steps").await;
+    let yes = c.choose(&first, &["SQLite"]);
+    c.b.send(&json!({"jsonrpc":"2.0","id":first["id"],"result":yes}))
+        .await;
+    // The second question's first prompt: the first step is taken, the question pending.
+    let second = c.request_or_report("ask-claude-steps").await;
+    assert!(second["params"]["toolCall"]["title"]
+        .as_str()
+        .unwrap()
+        .starts_with("(2/2)"));
+    let listed = control::list_until(&c.http, 1).await.remove(0);
+    control::call(
+        &c.http,
+        "questions.answer",
+        json!({"sessionId": listed["sessionId"], "questionId": listed["questionId"],
+            "answers": [["Postgres"], ["cargo test"]]}),
+    )
+    .await
+    .expect("answered on the control server");
+    let report = c
+        .until(|m| chunk_text(m).is_some_and(|t| t.starts_with("ask-claude-steps: ")))
+        .await;
+    let got: Value =
+        serde_json::from_str(&chunk_text(&report).unwrap()["ask-claude-steps: ".len()..]).unwrap();
+    assert_eq!(
+        got,
+        json!({"action":"accept","content":{"question_0":"Postgres","question_1":"cargo test"}})
+    );
+    assert!(c.seen.iter().any(|m| {
+        m["params"]["update"]["status"] == "completed"
+            && m["params"]["update"]["content"][0]["content"]["text"]
+                .as_str()
+                .is_some_and(|t| {
+                    t.starts_with("Answered on the Questions page or CLI: Postgres, cargo test")
+                })
+    }));
+    c.until(|m| m["id"] == 10).await;
+    c.end().await;
 }

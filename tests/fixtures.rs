@@ -23,10 +23,14 @@ use std::time::Duration;
 use common::*;
 use serde_json::{json, Value};
 
+/// `fixtures/*.jsonl`, and `fixtures/clients/*.jsonl`: what real editors (codecompanion.nvim,
+/// agentic.nvim) sent on the wire, recorded by driving them in Neovim (docs/CLIENTS.md); their
+/// client lines are replayed exactly as the editors sent them.
 fn fixture_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("fixtures/")
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let mut files: Vec<PathBuf> = [root.clone(), root.join("clients")]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir).expect("fixtures/"))
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))

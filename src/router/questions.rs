@@ -445,7 +445,11 @@ impl Router {
             };
             let page = self.cfg.page_url.as_deref();
             let waiting = chat::waiting(&p.question, &tool_call_id, announce, page);
+            // And in words: some clients show no pending tool call (codecompanion.nvim).
+            let said = chat::waiting_text(&p.question, page).replace('\n', " ");
             self.notify_client(jsonrpc::notification("session/update", &waiting), out);
+            let note = chat::note(&p.question.session_id, &said);
+            self.notify_client(jsonrpc::notification("session/update", &note), out);
             p.tool_call_id = Some(tool_call_id);
         }
         self.announce(&mut p, out);
@@ -700,15 +704,44 @@ impl Router {
             (None, Some(tc)) if shown => Some(tc),
             _ => None,
         };
-        let update = match tool_call {
-            Some(tc) => chat::done(&p.question, tc, outcome, by),
-            None if shown && !cancel_request => chat::note(
+        let over = || {
+            chat::note(
                 &p.question.session_id,
                 &chat::over(&p.question, outcome, by),
-            ),
-            None => return,
+            )
         };
-        self.notify_client(jsonrpc::notification("session/update", &update), out);
+        let Some(tc) = tool_call else {
+            if shown && !cancel_request {
+                self.notify_client(jsonrpc::notification("session/update", &over()), out);
+            }
+            return;
+        };
+        // While the client still shows a prompt of the bridge's below the tool call, its
+        // content keeps its line count; a tool call whose content is the agent's is left as
+        // it is, and the chat gets the sentence.
+        let prompt = match (shown, p.dialect) {
+            (true, Dialect::Permission) => {
+                prompts::to_permission(&p.question, p.at, tc, false).map(|(update, _)| update)
+            }
+            _ => None,
+        };
+        let prompt_text = prompt
+            .as_ref()
+            .and_then(|u| u["update"]["content"][0]["content"]["text"].as_str());
+        let content = match (shown, prompt_text) {
+            (false, _) => chat::Content::Replace,
+            (true, Some(text)) => chat::Content::KeepLines(text),
+            (true, None) => chat::Content::Unchanged,
+        };
+        // A tool approval's tool call is the tool's own: the tool has not run yet, and the
+        // agent reports its status; the chat alone is told.
+        if !(matches!(content, chat::Content::Unchanged) && p.origin.approves_a_tool()) {
+            let update = chat::done(&p.question, tc, outcome, by, content);
+            self.notify_client(jsonrpc::notification("session/update", &update), out);
+        }
+        if let chat::Content::Unchanged = content {
+            self.notify_client(jsonrpc::notification("session/update", &over()), out);
+        }
     }
 
     /// Sends the agent its one response for `p`.
@@ -1664,9 +1697,14 @@ mod tests {
                 {"question":"one","options":["a","b"]},{"question":"two"}]}});
         t.agent(&multi.to_string());
         // Not the question (free text cannot be a permission prompt), but a tool call in
-        // the chat that says the agent waits, and where to answer.
+        // the chat that says the agent waits, and where to answer, and the same in words.
         let pointer = t.take_client();
-        assert_eq!(pointer.len(), 1);
+        assert_eq!(pointer.len(), 2);
+        let note = parse(&pointer[1]);
+        assert!(note["params"]["update"]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("The agent is waiting for your answer to: Please answer 2 questions"));
         let update = &parse(&pointer[0])["params"]["update"];
         assert_eq!(update["sessionUpdate"], "tool_call");
         assert_eq!(update["status"], "pending");
@@ -1761,15 +1799,15 @@ mod tests {
             .unwrap();
         assert_eq!(t.take_agent(), [msg::answered(json!(1), json!([["a"]]))]);
         // No `$/cancel_request` (no client handles it): the tool call says what was
-        // answered, and where.
+        // answered, and where, in as many lines as the prompt still on screen below it.
         let closed = t.take_client();
         assert_eq!(
             closed,
             [msg::notification(
                 "session/update",
                 json!({"sessionId":"s","update":{"sessionUpdate":"tool_call_update",
-                    "toolCallId":tool_call,"status":"completed","content":[{"type":"content",
-                    "content":{"type":"text","text":"Answered on the Questions page or CLI: a"}}]}})
+                    "toolCallId":tool_call,"title":"p → a","status":"completed","content":[{"type":"content",
+                    "content":{"type":"text","text":"Answered on the Questions page or CLI: a\n- a\n- b\n(this prompt is over)"}}]}})
             )]
         );
         // A later press on the prompt is told it had no effect; the agent hears nothing.
@@ -1860,7 +1898,7 @@ mod tests {
         // nothing yet.
         let tool_call = request["params"]["toolCall"]["toolCallId"].clone();
         let waiting = t.take_client();
-        assert_eq!(waiting.len(), 1);
+        assert_eq!(waiting.len(), 2, "the pointer, and a note");
         let update = &parse(&waiting[0])["params"]["update"];
         assert_eq!(update["toolCallId"], tool_call);
         assert_eq!(update["status"], "pending");

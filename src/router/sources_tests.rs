@@ -8,14 +8,22 @@ use crate::questions::prompts::Style;
 use crate::router::fixture::{msg, parse, Fixture};
 use crate::router::RouterConfig;
 
-/// The `tool_call_update` that marks a tool call done, answered elsewhere.
-fn marked_done(session: &str, tool_call: &str, text: &str) -> String {
-    msg::notification(
-        "session/update",
-        json!({"sessionId":session,"update":{"sessionUpdate":"tool_call_update",
-            "toolCallId":tool_call,"status":"completed",
-            "content":[{"type":"content","content":{"type":"text","text":text}}]}}),
-    )
+/// What a client showing the agent's own request (and tool call) is sent when the question
+/// is answered elsewhere: the tool call marked done with the answer in its title (its content
+/// is the agent's, and stays), and the sentence in the chat.
+fn marked_done(session: &str, tool_call: &str, title: &str, sentence: &str) -> [String; 2] {
+    [
+        msg::notification(
+            "session/update",
+            json!({"sessionId":session,"update":{"sessionUpdate":"tool_call_update",
+                "toolCallId":tool_call,"title":title,"status":"completed"}}),
+        ),
+        msg::notification(
+            "session/update",
+            json!({"sessionId":session,"update":{"sessionUpdate":"agent_message_chunk",
+                "content":{"type":"text","text":format!("\n[acp-question-bridge] {sentence}\n")}}}),
+        ),
+    ]
 }
 
 fn observed() -> RouterConfig {
@@ -148,14 +156,17 @@ fn a_tool_approval_answered_from_the_control_server_is_withdrawn_at_the_client()
             json!({"outcome":{"outcome":"selected","optionId":"reject"}})
         )]
     );
-    // No `$/cancel_request` (no client handles it): its tool call says what happened.
+    // No `$/cancel_request` (no client handles it), and the tool call is the tool's own
+    // (the agent reports its status): the chat says what was answered, and where.
     assert_eq!(
         t.take_client(),
         [marked_done(
             "s1",
             "tc-1",
-            "Answered on the Questions page or CLI: Reject"
-        )]
+            "rm -rf build → Reject",
+            "The question \"rm -rf build\" was answered on the Questions page or CLI: Reject."
+        )[1]
+        .clone()]
     );
     // The client's own answer, now late, is dropped.
     t.client(&msg::error(json!("p-1"), -32800, "Request cancelled"));
@@ -234,11 +245,12 @@ fn a_form_goes_as_sent_to_a_client_that_renders_forms_and_the_control_server_can
     );
     assert_eq!(
         t.take_client(),
-        [marked_done(
+        marked_done(
             "s1",
             "toolu_1",
-            "Answered on the Questions page or CLI: SQLite"
-        )]
+            "Which database? → SQLite",
+            "The question \"Which database?\" was answered on the Questions page or CLI: SQLite."
+        )
     );
 }
 
@@ -508,11 +520,12 @@ fn a_cursor_question_belongs_to_the_session_whose_prompt_is_in_flight() {
     );
     assert_eq!(
         t.take_client(),
-        [marked_done(
+        marked_done(
             "cursor-s",
             "tc",
-            "Answered on the Questions page or CLI: Spaces"
-        )]
+            "Tabs or spaces? → Spaces",
+            "The question \"Tabs or spaces?\" was answered on the Questions page or CLI: Spaces."
+        )
     );
 }
 

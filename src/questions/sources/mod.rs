@@ -66,6 +66,12 @@ pub trait Source: std::fmt::Debug + Send + Sync {
     fn standard(&self) -> bool {
         false
     }
+
+    /// The request approves a tool the agent is about to run: its tool call is the tool's,
+    /// whose status the agent reports as the tool runs (the bridge never marks it done).
+    fn approves_a_tool(&self) -> bool {
+        false
+    }
 }
 
 /// Options of the shape most vendors use: `[{label, description?, preview?, id?}]`, the

@@ -152,6 +152,10 @@ impl Source for Permission {
         true
     }
 
+    fn approves_a_tool(&self) -> bool {
+        !self.asks_questions()
+    }
+
     fn method(&self) -> &'static str {
         "session/request_permission"
     }
