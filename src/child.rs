@@ -276,41 +276,69 @@ impl StderrTail {
 /// (and counted in one line once stderr takes writes again), and no runtime worker ever waits
 /// on our stderr. Write errors are ignored.
 pub async fn pump_stderr(mut stderr: ChildStderr, tail: StderrTail) {
-    /// Reads of up to 8 KiB queued for our stderr: 512 KiB at most.
-    const QUEUED_READS: usize = 64;
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(QUEUED_READS);
-    let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let lost = dropped.clone();
-    let writer = std::thread::Builder::new()
-        .name("agent-stderr".into())
-        .spawn(move || {
-            for chunk in rx {
-                let mut err = std::io::stderr().lock();
-                let n = lost.swap(0, std::sync::atomic::Ordering::Relaxed);
-                if n > 0 {
-                    let _ = writeln!(
-                        err,
-                        "acp-question-bridge: {n} bytes of the agent's stderr were dropped (our stderr took no more)"
-                    );
-                }
-                let _ = err.write_all(&chunk);
-                let _ = err.flush();
-            }
-        });
-    let tx = writer.ok().map(|_| tx);
+    let mut copier: Option<StderrCopier> = None;
     let mut buf = vec![0u8; 8192];
     loop {
         match stderr.read(&mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(n) => {
                 tail.push(&buf[..n]);
-                let queued = tx
-                    .as_ref()
-                    .is_some_and(|tx| tx.try_send(buf[..n].to_vec()).is_ok());
-                if !queued {
-                    dropped.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
-                }
+                // The thread starts with the agent's first words on stderr: a silent agent
+                // costs none.
+                copier
+                    .get_or_insert_with(StderrCopier::start)
+                    .copy(&buf[..n]);
             }
+        }
+    }
+}
+
+/// The thread that writes the agent's stderr to ours, and its bounded queue.
+struct StderrCopier {
+    queue: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    /// Bytes dropped since the thread last wrote (reported by it, in one line).
+    dropped: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl StderrCopier {
+    /// Reads of up to 8 KiB queued for our stderr: 512 KiB at most.
+    const QUEUED_READS: usize = 64;
+
+    fn start() -> Self {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(Self::QUEUED_READS);
+        let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let lost = dropped.clone();
+        let thread = std::thread::Builder::new()
+            .name("agent-stderr".into())
+            .spawn(move || {
+                for chunk in rx {
+                    let mut err = std::io::stderr().lock();
+                    let n = lost.swap(0, std::sync::atomic::Ordering::Relaxed);
+                    if n > 0 {
+                        let _ = writeln!(
+                            err,
+                            "acp-question-bridge: {n} bytes of the agent's stderr were dropped (our stderr took no more)"
+                        );
+                    }
+                    let _ = err.write_all(&chunk);
+                    let _ = err.flush();
+                }
+            });
+        StderrCopier {
+            queue: thread.ok().map(|_| tx),
+            dropped,
+        }
+    }
+
+    /// Queues `bytes` for our stderr, or drops them (counted) when the queue is full.
+    fn copy(&self, bytes: &[u8]) {
+        let queued = self
+            .queue
+            .as_ref()
+            .is_some_and(|tx| tx.try_send(bytes.to_vec()).is_ok());
+        if !queued {
+            self.dropped
+                .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
         }
     }
 }
