@@ -15,12 +15,12 @@
 //! canonical result is valid JSON.
 #![no_main]
 
-use acp_question_bridge::questions::answer::{check_answers, normalize, Outcome, Reason};
 use acp_question_bridge::events::By;
-use acp_question_bridge::questions::prompts::{self, At, Next, Style};
-use acp_question_bridge::questions::{chat, dialect};
-use acp_question_bridge::questions::sources::form::{self, FieldKind};
+use acp_question_bridge::questions::answer::{check_answers, normalize, Outcome, Reason};
 use acp_question_bridge::questions::model::{parse_request, Question, MAX_ITEMS};
+use acp_question_bridge::questions::prompts::{self, At, Next, Style};
+use acp_question_bridge::questions::sources::form::{self, FieldKind};
+use acp_question_bridge::questions::{chat, dialect};
 use libfuzzer_sys::fuzz_target;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
@@ -169,7 +169,8 @@ fn question(q: &Question, result: Option<&RawValue>) {
             let item = &q.items[0];
             let at = At::first(q, style, 0);
             if at.option.is_none() {
-                let dismiss = json!({"outcome":{"outcome":"selected","optionId":prompts::dismiss_id(item)}});
+                let dismiss =
+                    json!({"outcome":{"outcome":"selected","optionId":prompts::dismiss_id(item)}});
                 let (reply, _) = prompts::from_permission(q, at, &raw(&dismiss)).expect("dismiss");
                 assert_eq!(
                     prompts::advance(q, style, at, reply, &mut Vec::new()),
@@ -182,7 +183,13 @@ fn question(q: &Question, result: Option<&RawValue>) {
         Outcome::Answered(answers.clone()),
         Outcome::Rejected(Reason::Timeout),
     ] {
-        let _ = chat::done(q, "tc", &o, By::Control);
+        for content in [
+            chat::Content::Replace,
+            chat::Content::KeepLines("a\nb"),
+            chat::Content::Unchanged,
+        ] {
+            let _ = chat::done(q, "tc", &o, By::Control, content);
+        }
         let _ = chat::stale(q, &o, By::Control);
     }
     // Whatever the client sent: anything accepted obeys the question.
