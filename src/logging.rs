@@ -29,20 +29,43 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the global subscriber. Fails only when `--log-file` cannot be opened.
-pub fn init(level: &str, format: LogFormat, file: Option<&Path>) -> std::io::Result<()> {
+/// Keeps the log's stderr writer running; dropped at the end of `main`, it writes what is
+/// still queued (waiting a second at most).
+#[must_use]
+pub struct Guard {
+    _worker: Option<tracing_appender::non_blocking::WorkerGuard>,
+}
+
+/// Lines of the log queued for a stderr that takes nothing before new ones are dropped.
+const QUEUED_LINES: usize = 4096;
+
+/// Installs the global subscriber. Fails only when `--log-file` cannot be opened. Lines for
+/// stderr are written by a thread of their own through a bounded queue: a stderr that is
+/// never read fills the queue, and further lines are dropped, never waited for.
+pub fn init(level: &str, format: LogFormat, file: Option<&Path>) -> std::io::Result<Guard> {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    let writer = match file {
+    let (writer, guard) = match file {
         Some(path) => {
             let f = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(path)?;
-            tracing_subscriber::fmt::writer::BoxMakeWriter::new(std::sync::Mutex::new(f))
+            let w = tracing_subscriber::fmt::writer::BoxMakeWriter::new(std::sync::Mutex::new(f));
+            (w, None)
         }
-        None => tracing_subscriber::fmt::writer::BoxMakeWriter::new(std::io::stderr),
+        None => {
+            let (w, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+                .lossy(true)
+                .buffered_lines_limit(QUEUED_LINES)
+                .thread_name("log-stderr")
+                .finish(std::io::stderr());
+            (
+                tracing_subscriber::fmt::writer::BoxMakeWriter::new(w),
+                Some(guard),
+            )
+        }
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -57,5 +80,5 @@ pub fn init(level: &str, format: LogFormat, file: Option<&Path>) -> std::io::Res
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
-    Ok(())
+    Ok(Guard { _worker: guard })
 }

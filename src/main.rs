@@ -63,9 +63,11 @@ fn main() -> ExitCode {
             "no agent command given; usage: acp-question-bridge [OPTIONS] -- <AGENT> [ARGS]...",
         );
     }
-    if let Err(e) = logging::init(&args.log_level, args.log_format, args.log_file.as_deref()) {
-        return fail(2, &format!("cannot open log file: {e}"));
-    }
+    // Kept to the end of `main`: the log's last lines are written then.
+    let _log = match logging::init(&args.log_level, args.log_format, args.log_file.as_deref()) {
+        Ok(guard) => guard,
+        Err(e) => return fail(2, &format!("cannot open log file: {e}")),
+    };
     if args.no_control && args.client_dialect == ClientDialect::Control {
         return fail(
             2,

@@ -881,9 +881,10 @@ pub fn main(a: InboxArgs) -> std::process::ExitCode {
     fn fail(code: u8, msg: &str) -> ExitCode {
         crate::logging::fail("acp-question-bridge inbox", code, msg)
     }
-    if let Err(e) = crate::logging::init(&a.log_level, crate::logging::LogFormat::Text, None) {
-        return fail(2, &format!("cannot set up logging: {e}"));
-    }
+    let _log = match crate::logging::init(&a.log_level, crate::logging::LogFormat::Text, None) {
+        Ok(guard) => guard,
+        Err(e) => return fail(2, &format!("cannot set up logging: {e}")),
+    };
     let addr = match control::parse_addr(&a.listen, a.allow_remote) {
         Ok(addr) => addr,
         Err(e) => {
