@@ -8,7 +8,9 @@
 //!   fails);
 //! - [`Model::NullIds`]: it answers a notification it does not know with an `id: null` error;
 //! - [`Model::NoPermissions`] (the Python SDK's example client): it answers
-//!   `session/request_permission` with `-32601`.
+//!   `session/request_permission` with `-32601`;
+//! - [`Model::AllowOnly`] (another Neovim client): it takes only options whose id starts
+//!   with `allow`; any other choice comes back as `dismiss`.
 //!
 //! Every model must be able to choose the second option of a single-select question and
 //! give a multi-select answer, in every source; a question answered elsewhere is marked done
@@ -28,13 +30,15 @@ enum Model {
     Agentic,
     NullIds,
     NoPermissions,
+    AllowOnly,
 }
 
-const MODELS: [Model; 4] = [
+const MODELS: [Model; 5] = [
     Model::KindKeyed,
     Model::Agentic,
     Model::NullIds,
     Model::NoPermissions,
+    Model::AllowOnly,
 ];
 
 impl Model {
@@ -49,6 +53,8 @@ impl Model {
                 "clientInfo":{"name":"some-other-client","version":"0.1.0"}}),
             Model::NoPermissions => json!({"protocolVersion":1,"clientCapabilities":{},
                 "clientInfo":{"name":"python-sdk-example","version":"0.1.0"}}),
+            Model::AllowOnly => json!({"protocolVersion":1,"clientCapabilities":{},
+                "clientInfo":{"name":"allow-only","version":"0.1.0"}}),
         }
     }
 }
@@ -149,6 +155,9 @@ impl Client {
             let yes = want.iter().any(|w| {
                 title.contains(&format!("→ {w} (")) || title.contains(&format!("include {w}?"))
             });
+            if self.model == Model::AllowOnly && !yes {
+                return json!({"outcome":{"outcome":"selected","optionId":"dismiss"}});
+            }
             return by_kind(if yes { "allow_once" } else { "reject_once" });
         }
         match self.model {
@@ -481,6 +490,21 @@ async fn a_tool_approval_the_client_refuses_waits_on_the_page() {
     assert_eq!(
         got,
         json!({"outcome":{"outcome":"selected","optionId":"allow"}})
+    );
+    // The pointer is a tool call of its own: the tool's (which has not run) is left alone.
+    let tool = c
+        .seen
+        .iter()
+        .find(|m| m["method"] == "session/request_permission")
+        .map(|m| m["params"]["toolCall"]["toolCallId"].clone())
+        .expect("the approval was shown");
+    assert!(
+        c.seen.iter().all(
+            |m| !(m["params"]["update"]["sessionUpdate"] == "tool_call_update"
+                && m["params"]["update"]["toolCallId"] == tool)
+        ),
+        "the tool's own tool call was changed: {:?}",
+        c.seen
     );
     c.end().await;
     // Without a control server the agent gets the client's error, as ACP says.

@@ -232,7 +232,10 @@ pub fn from_permission(q: &Question, at: At, result: &RawValue) -> Result<(Reply
                 .ok_or("outcome.optionId: is required with \"selected\"")?;
             match at.option {
                 Some(_) if id == ALLOW => Reply::Yes,
-                Some(_) if id == REJECT => Reply::No,
+                // Anything but the allow option is a no: some clients send an id of their
+                // own choosing for every option that does not start with `allow`
+                // (docs/CLIENTS.md).
+                Some(_) => Reply::No,
                 None if id == dismiss_id(item) => Reply::Declined,
                 None if item.options.iter().any(|c| c.value == id) => Reply::Pick(id.to_owned()),
                 _ => {
@@ -413,7 +416,12 @@ mod tests {
             advance(&d, Style::Binary, at, reply, &mut collected).unwrap(),
             Next::Done(Outcome::Rejected(Reason::Cancelled))
         );
-        assert!(from_permission(&d, at, &sel("sqlite")).is_err());
+        // An id that is not the allow option is a no (a client that sends its own id for
+        // anything but `allow...`).
+        assert_eq!(
+            from_permission(&d, at, &sel("dismiss")).unwrap().0,
+            Reply::No
+        );
     }
 
     #[test]

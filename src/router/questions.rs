@@ -362,7 +362,8 @@ impl Router {
                 p.at = prompts::At::first(&p.question, self.prompt_style(), 0);
                 p.collected.clear();
                 if !self.ask_permission_step(&mut p, out) {
-                    return;
+                    // Never dropped without its one response.
+                    return self.unsupported(&p, out);
                 }
             }
         }
@@ -436,7 +437,12 @@ impl Router {
             // No invisible waits: the chat says that the agent waits, and where to answer.
             // The tool call is the prompt's shown before a `-32601`, else the agent's own,
             // else a new one; it is marked done when the question ends.
-            let (tool_call_id, announce) = match (&p.tool_call_id, &p.agent_tool_call) {
+            // (A tool approval's tool call is the tool's own: never the pointer.)
+            let agent_tool_call = p
+                .agent_tool_call
+                .as_ref()
+                .filter(|_| !p.origin.approves_a_tool());
+            let (tool_call_id, announce) = match (&p.tool_call_id, agent_tool_call) {
                 (Some(tc), _) | (None, Some(tc)) => (tc.clone(), false),
                 (None, None) => (
                     format!("question-{}", p.client_id.as_json().trim_matches('"')),
@@ -532,6 +538,8 @@ impl Router {
                         p.at = at;
                         if self.ask_permission_step(&mut p, out) {
                             self.questions.insert(p);
+                        } else {
+                            self.unsupported(&p, out);
                         }
                         return;
                     }
@@ -644,11 +652,16 @@ impl Router {
                         dialect = failed.as_str(),
                         "the client cannot show questions (-32601); rejected as unsupported"
                     );
+                    let unsupported = Outcome::Rejected(Reason::Unsupported);
+                    self.close_at_client(&p, &unsupported, By::Bridge, false, out);
                     self.unsupported(&p, out);
                 }
             }
             return;
         }
+        // The prompt's tool call, if the bridge showed one, is over too.
+        let cancelled = Outcome::Rejected(Reason::Cancelled);
+        self.close_at_client(&p, &cancelled, By::Client, false, out);
         if self.cfg.events {
             let error = serde_json::from_str(error.get()).unwrap_or(Value::Null);
             self.resolved(
@@ -695,7 +708,13 @@ impl Router {
             self.notify_client(jsonrpc::cancel_request(&p.client_id), out);
         }
         if shown {
-            let note = chat::stale(&p.question, outcome, by);
+            // Kept for a while (the last 4,096): a few hundred bytes each, whatever the
+            // question's size.
+            let mut note = chat::stale(&p.question, outcome, by);
+            if let Some((cut, _)) = note.char_indices().nth(400) {
+                note.truncate(cut);
+                note.push('…');
+            }
             self.stale
                 .insert(p.client_id.clone(), (p.question.session_id.clone(), note));
         }
