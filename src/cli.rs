@@ -179,7 +179,7 @@ pub enum ClientDialect {
     Elicitation,
     Permission,
     /// Never show questions to the client: they wait on the control server, the page and
-    /// the CLI (needs --control).
+    /// the CLI (not with --no-control).
     Control,
 }
 

@@ -267,7 +267,8 @@ impl Router {
     }
 
     /// Shows `p` to the client in `dialect` and registers it; when the dialect cannot
-    /// express it, the agent gets `unsupported` (a declined form for an elicitation).
+    /// express it, it waits on the control server when one runs, else the agent gets
+    /// `unsupported` in its source's own shape (a cancelled form for an elicitation).
     pub(super) fn show(
         &mut self,
         mut p: Pending,
