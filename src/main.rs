@@ -88,18 +88,24 @@ fn main() -> ExitCode {
                 Ok(a) => a,
                 Err(e) => return fail(2, &e.to_string()),
             };
+            let implicit = args.control.is_none();
             let token = match std::env::var(control::TOKEN_ENV) {
-                Ok(t) if !t.trim().is_empty() => t.trim().to_owned(),
+                Ok(t) if !t.trim().is_empty() => Some(t.trim().to_owned()),
                 _ => match control::random_token() {
-                    Ok(t) => t,
-                    Err(e) => return fail(1, &e.to_string()),
+                    Ok(t) => Some(t),
+                    Err(e) if !implicit => return fail(1, &e.to_string()),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "no control server (cannot make its token); questions no client can show cannot wait");
+                        None
+                    }
                 },
             };
-            Some(control::ControlConfig {
+            token.map(|token| control::ControlConfig {
                 addr,
                 allow_remote: args.control_allow_remote,
                 token,
                 token_file: args.control_token_file.clone(),
+                implicit,
             })
         }
     };

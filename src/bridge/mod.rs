@@ -171,10 +171,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     // Observers first, so a bad address or path fails before the agent starts.
-    let control = match &cfg.control {
-        Some(c) => Some(control::start(c).await?),
-        None => None,
-    };
+    let control = start_control(cfg.control.as_ref()).await?;
     // Who this bridge is, for `bridges.list` and the inbox.
     let identity = match (&control, &cfg.control) {
         (Some(running), Some(c)) => Some(identity(&cfg, running.addr, &c.token)?),
@@ -393,6 +390,22 @@ where
     Ok(code)
 }
 
+/// The control server, when configured. One started by default (no `--control`) that
+/// cannot start is only a warning: the bridge then runs as with `--no-control`.
+async fn start_control(
+    cfg: Option<&ControlConfig>,
+) -> Result<Option<control::Control>, control::ControlSetupError> {
+    let Some(c) = cfg else { return Ok(None) };
+    match control::start(c).await {
+        Ok(running) => Ok(Some(running)),
+        Err(e) if c.implicit => {
+            tracing::warn!(error = %e, "no control server: questions no client can show cannot wait (pass --control ADDR to choose its address)");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// This bridge's registry entry: a fresh id, its control server, its agent.
 fn identity(
     cfg: &Config,
@@ -520,5 +533,26 @@ mod tests {
             exit_code(&(QuitReason::ClientEof, false), &exit(Some(0), None)),
             0
         );
+    }
+
+    #[tokio::test]
+    async fn a_default_control_server_that_cannot_listen_is_a_warning_an_asked_one_an_error() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let cfg = |implicit| ControlConfig {
+            addr: taken.local_addr().expect("its address"),
+            allow_remote: false,
+            token: "t".repeat(32),
+            token_file: None,
+            implicit,
+        };
+        let default =
+            tokio::time::timeout(Duration::from_secs(30), start_control(Some(&cfg(true))))
+                .await
+                .expect("in time");
+        assert!(matches!(default, Ok(None)), "runs without it");
+        let asked = tokio::time::timeout(Duration::from_secs(30), start_control(Some(&cfg(false))))
+            .await
+            .expect("in time");
+        assert!(matches!(asked, Err(control::ControlSetupError::Bind(..))));
     }
 }

@@ -50,6 +50,9 @@ pub struct ControlConfig {
     pub allow_remote: bool,
     pub token: String,
     pub token_file: Option<PathBuf>,
+    /// Started by default, not asked for (no `--control`): when it cannot start, the bridge
+    /// warns and runs without it instead of failing.
+    pub implicit: bool,
 }
 
 /// Why the control server cannot start.

@@ -913,6 +913,7 @@ pub fn main(a: InboxArgs) -> std::process::ExitCode {
             allow_remote: a.allow_remote,
             token,
             token_file: a.token_file,
+            implicit: false,
         },
         registry: a.registry.unwrap_or_else(registry::dir),
         on_question,
