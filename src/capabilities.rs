@@ -215,42 +215,20 @@ fn capabilities_key_in(line: &str, outer: &str, v1: &'static str) -> &'static st
 }
 
 /// What the client's `initialize` said about showing questions.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClientSupport {
     /// `clientCapabilities._meta["sandboxagent.dev"].extensions.sessionRequestQuestion`
     /// (`capabilities._meta...` in protocol version 2).
     pub native_questions: bool,
     /// `clientCapabilities.elicitation.form` (v2: `capabilities.elicitation.form`) is present.
     pub elicitation_form: bool,
-    /// Which of [`VENDOR_METHODS`] the client said it understands (bit `i` for method `i`).
-    pub vendor_methods: u8,
+    /// The vendors' methods ([`crate::questions::sources::VENDORS`]) the client said it
+    /// understands (docs/AGENT-DIALECTS.md 2.1): a `_meta` key named after the method, with
+    /// or without a leading `_`, or the vendor's own opt-in.
+    pub vendor_methods: Vec<&'static str>,
     /// The client, when the bridge knows it by name (`crate::clients`).
     pub known: Option<&'static crate::clients::Known>,
 }
-
-/// Agents' own ways of asking that a client may understand natively (docs/AGENT-DIALECTS.md
-/// 2.1): it says so with a `_meta` key named after the method, or the vendor's own opt-in.
-pub const VENDOR_METHODS: [&str; 5] = [
-    "cursor/ask_question",
-    "cursor/create_plan",
-    "x.ai/ask_user_question",
-    "gemini/requestUserInput",
-    "opencode/question",
-];
-
-/// The vendor's own opt-in key for a method, where it has one.
-fn vendor_opt_in(method: &str) -> Option<&'static str> {
-    match method {
-        "gemini/requestUserInput" => Some(GEMINI_HOST_INPUT),
-        "opencode/question" => Some(OPENCODE_QUESTION),
-        _ => None,
-    }
-}
-
-/// gemini-cli's opt-in (`_meta` key of the client capabilities).
-pub const GEMINI_HOST_INPUT: &str = "geminiCli.hostInput";
-/// OpenCode's opt-in (`_meta` key of the client capabilities).
-pub const OPENCODE_QUESTION: &str = "opencode/question";
 
 impl ClientSupport {
     pub fn from_initialize(params: Option<&RawValue>) -> Self {
@@ -267,17 +245,18 @@ impl ClientSupport {
         let meta = &caps["_meta"];
         let said =
             |key: &str| !matches!(meta.get(key), None | Some(Value::Null | Value::Bool(false)));
-        let mut vendor_methods = 0u8;
-        for (i, m) in VENDOR_METHODS.iter().enumerate() {
-            let opted_in = match vendor_opt_in(m) {
-                Some(GEMINI_HOST_INPUT) => meta[GEMINI_HOST_INPUT]["requestUserInput"] == true,
-                Some(key) => said(key),
-                None => false,
-            };
-            if said(m) || said(&format!("_{m}")) || opted_in {
-                vendor_methods |= 1 << i;
-            }
-        }
+        let vendor_methods = crate::questions::sources::VENDORS
+            .iter()
+            .filter(|v| {
+                let m = v.method;
+                let opted_in = v
+                    .opt_in
+                    .as_ref()
+                    .is_some_and(|o| meta.get(o.key).is_some_and(|x| (o.said)(x)));
+                said(m) || said(&format!("_{m}")) || opted_in
+            })
+            .map(|v| v.method)
+            .collect();
         ClientSupport {
             native_questions: caps["_meta"][META_KEY]["extensions"]["sessionRequestQuestion"]
                 == Value::Bool(true),
@@ -290,10 +269,7 @@ impl ClientSupport {
     /// Whether the client understands this vendor method (with or without its leading `_`).
     pub fn understands(&self, method: &str) -> bool {
         let m = method.strip_prefix('_').unwrap_or(method);
-        VENDOR_METHODS
-            .iter()
-            .position(|v| *v == m)
-            .is_some_and(|i| self.vendor_methods & (1 << i) != 0)
+        self.vendor_methods.contains(&m)
     }
 }
 
@@ -335,16 +311,10 @@ pub fn merge_initialize_response(line: &str) -> Option<String> {
     )
 }
 
-/// The client's `initialize` request with gemini-cli's opt-in added to its capabilities'
+/// The client's `initialize` request with a vendor's opt-in added to its capabilities'
 /// `_meta` (an existing one is kept): the bridge shows its questions anywhere.
-pub fn offer_gemini(line: &str) -> Option<String> {
-    let value = json!({"requestUserInput": true, "supportedKinds": ["ask_user", "exit_plan_mode"], "version": 1});
-    offer_meta(line, GEMINI_HOST_INPUT, &value)
-}
-
-/// The client's `initialize` request with OpenCode's opt-in added (see [`offer_gemini`]).
-pub fn offer_opencode(line: &str) -> Option<String> {
-    offer_meta(line, OPENCODE_QUESTION, &json!({ "version": 1 }))
+pub fn offer_opt_in(line: &str, opt_in: &crate::questions::sources::OptIn) -> Option<String> {
+    offer_meta(line, opt_in.key, &(opt_in.offer)())
 }
 
 fn offer_meta(line: &str, key: &str, value: &Value) -> Option<String> {
@@ -477,7 +447,7 @@ mod tests {
         let both = ClientSupport {
             native_questions: true,
             elicitation_form: true,
-            vendor_methods: 0,
+            vendor_methods: Vec::new(),
             known: None,
         };
         assert_eq!(
@@ -498,7 +468,7 @@ mod tests {
             ClientSupport {
                 native_questions: false,
                 elicitation_form: true,
-                vendor_methods: 0,
+                vendor_methods: Vec::new(),
                 known: None,
             }
         );
@@ -516,7 +486,9 @@ mod tests {
             ClientSupport::from_initialize(Some(&raw))
         };
         let none = support(json!({"_meta": {"x.ai/ask_user_question": false}}));
-        assert!(VENDOR_METHODS.iter().all(|m| !none.understands(m)));
+        assert!(crate::questions::sources::VENDORS
+            .iter()
+            .all(|v| !none.understands(v.method)));
         let some = support(json!({"_meta": {
             "_x.ai/ask_user_question": {},
             "cursor/ask_question": true,

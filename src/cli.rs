@@ -45,16 +45,19 @@ pub enum Command {
     AgentGuard { pgid: u32, grace_ms: u64 },
 }
 
-/// A way of asking the bridge offers the agent (`--no-opt-in`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OptIn {
-    /// `clientCapabilities.elicitation.form`.
-    Form,
-    /// `clientCapabilities._meta["geminiCli.hostInput"]` (gemini-cli's
-    /// `gemini/requestUserInput`).
-    Gemini,
-    /// `clientCapabilities._meta["opencode/question"]` (OpenCode's `opencode/question`).
-    Opencode,
+/// A way of asking the bridge offers the agent (`--no-opt-in`): `form`
+/// (`clientCapabilities.elicitation.form`) or a vendor's opt-in by its name
+/// (`crate::questions::sources::OptIn::name`).
+fn opt_in(name: &str) -> Result<String, String> {
+    let vendors = crate::questions::sources::VENDORS
+        .iter()
+        .filter_map(|v| v.opt_in.as_ref().map(|o| o.name));
+    let known: Vec<&str> = std::iter::once("form").chain(vendors).collect();
+    if known.contains(&name) {
+        Ok(name.to_owned())
+    } else {
+        Err(format!("expected one of: {}", known.join(", ")))
+    }
 }
 
 /// Flags of the bridge itself.
@@ -116,8 +119,8 @@ pub struct BridgeArgs {
     /// anywhere: `form` (`elicitation.form`: agents' forms reach a client without forms as
     /// the extension or a permission prompt), `gemini` (`_meta["geminiCli.hostInput"]`),
     /// `opencode` (`_meta["opencode/question"]`). Comma-separated or repeated.
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "OPT_IN")]
-    pub no_opt_in: Vec<OptIn>,
+    #[arg(long, value_parser = opt_in, value_delimiter = ',', value_name = "OPT_IN")]
+    pub no_opt_in: Vec<String>,
     /// The control server's address. It runs by default, on a free loopback port
     /// (`127.0.0.1:0`), with a random token: the Questions page at `/`, JSON-RPC over HTTP
     /// and WebSocket, the `questions` CLI, and this bridge in the user's `inbox`. Its URL and

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use acp_question_bridge::cli::{Cli, ClientDialect, Command, OptIn};
+use acp_question_bridge::cli::{Cli, ClientDialect, Command};
 use acp_question_bridge::{
     bridge, child, control, logging, notify,
     router::RouterConfig,
@@ -114,7 +114,7 @@ fn main() -> ExitCode {
         Some(Ok(argv)) => Some(argv),
         Some(Err(e)) => return fail(2, &e),
     };
-    let no_forms = args.no_opt_in.contains(&OptIn::Form);
+    let no_forms = args.no_opt_in.iter().any(|o| o == "form");
     if no_forms && args.advertise_elicitation {
         return fail(
             2,
@@ -147,8 +147,11 @@ fn main() -> ExitCode {
             client_dialect: args.client_dialect.forced(),
             advertise_elicitation: !no_forms,
             force_forms: args.advertise_elicitation,
-            offer_gemini: !args.no_opt_in.contains(&OptIn::Gemini),
-            offer_opencode: !args.no_opt_in.contains(&OptIn::Opencode),
+            opt_ins: acp_question_bridge::questions::sources::VENDORS
+                .iter()
+                .filter_map(|v| v.opt_in.as_ref().map(|o| o.name))
+                .filter(|name| !args.no_opt_in.iter().any(|o| o == name))
+                .collect(),
             permission_prompts: args.permission_prompts,
             client_cancel_requests: args.client_cancel_requests,
             ..RouterConfig::default()

@@ -16,9 +16,11 @@ use serde_json::value::RawValue;
 use super::handlers::{cancel, elicitation, initialize, permission, question, tool_call, vendor};
 use super::{Outbox, Router, Side};
 use crate::envelope::{self, RequestId};
+use crate::questions::sources;
 use crate::scan::{Shape, Span};
 
-/// The methods the bridge acts on. A new one is one entry here plus one handler module.
+/// The methods the bridge acts on, besides the vendors' ([`sources::VENDORS`], all taken by
+/// [`vendor::arrives`]). A new one is one entry here plus one handler module.
 pub(super) static TABLE: &[Entry] = &[
     Entry {
         names: &[crate::questions::METHOD],
@@ -43,53 +45,6 @@ pub(super) static TABLE: &[Entry] = &[
         on: On::Request(RequestRule {
             arrives: Some(permission::arrives),
             cancelled: Some(r#"{"outcome":{"outcome":"cancelled"}}"#),
-            ..RequestRule::TRACKED
-        }),
-    },
-    // The vendors' own ways of asking (docs/AGENT-DIALECTS.md 1.4-1.7), with and without the
-    // leading `_` (vendors differ since the TypeScript SDK stopped adding it).
-    Entry {
-        names: &["cursor/ask_question", "_cursor/ask_question"],
-        from: Side::Agent,
-        on: On::Request(RequestRule {
-            arrives: Some(vendor::cursor_ask),
-            cancelled: Some(r#"{"outcome":{"outcome":"cancelled"}}"#),
-            ..RequestRule::TRACKED
-        }),
-    },
-    Entry {
-        names: &["cursor/create_plan", "_cursor/create_plan"],
-        from: Side::Agent,
-        on: On::Request(RequestRule {
-            arrives: Some(vendor::cursor_plan),
-            cancelled: Some(r#"{"outcome":{"outcome":"cancelled"}}"#),
-            ..RequestRule::TRACKED
-        }),
-    },
-    Entry {
-        names: &["_x.ai/ask_user_question", "x.ai/ask_user_question"],
-        from: Side::Agent,
-        on: On::Request(RequestRule {
-            arrives: Some(vendor::grok),
-            cancelled: Some(r#"{"outcome":"cancelled"}"#),
-            ..RequestRule::TRACKED
-        }),
-    },
-    Entry {
-        names: &["gemini/requestUserInput", "_gemini/requestUserInput"],
-        from: Side::Agent,
-        on: On::Request(RequestRule {
-            arrives: Some(vendor::gemini),
-            cancelled: Some(r#"{"outcome":"cancelled"}"#),
-            ..RequestRule::TRACKED
-        }),
-    },
-    Entry {
-        names: &["opencode/question", "_opencode/question"],
-        from: Side::Agent,
-        on: On::Request(RequestRule {
-            arrives: Some(vendor::opencode),
-            cancelled: Some(r#"{"rejected":true}"#),
             ..RequestRule::TRACKED
         }),
     },
@@ -148,6 +103,7 @@ pub(super) enum On {
 }
 
 /// What the bridge does with a request, its response, and its ending.
+#[derive(Clone, Copy)]
 pub(super) struct RequestRule {
     /// Takes the request over (it refuses, shows, or passes it on with [`Router::pass`]);
     /// `None`: tracked and forwarded as any other request.
@@ -244,12 +200,20 @@ fn entry(from: Side, method: &[u8], kind: fn(&On) -> bool) -> Option<&'static En
 
 /// The rule for a request of `method` from `from`, when the bridge acts on it.
 #[inline]
-pub(super) fn request(from: Side, method: &[u8]) -> Option<&'static RequestRule> {
+pub(super) fn request(from: Side, method: &[u8]) -> Option<RequestRule> {
     match entry(from, method, |on| matches!(on, On::Request(_))) {
         Some(Entry {
             on: On::Request(rule),
             ..
-        }) => Some(rule),
+        }) => Some(*rule),
+        _ if from == Side::Agent => {
+            let v = sources::vendor(std::str::from_utf8(method).ok()?)?;
+            Some(RequestRule {
+                arrives: Some(vendor::arrives),
+                cancelled: Some(v.cancelled),
+                ..RequestRule::TRACKED
+            })
+        }
         _ => None,
     }
 }

@@ -172,12 +172,10 @@ pub struct RouterConfig {
     /// `--advertise-elicitation` given: offer forms even where no surface could take a
     /// question the client cannot show.
     pub force_forms: bool,
-    /// Offer the agent gemini-cli's `_meta["geminiCli.hostInput"]` opt-in when the client
-    /// lacks it (`--no-opt-in gemini`).
-    pub offer_gemini: bool,
-    /// Offer the agent OpenCode's `_meta["opencode/question"]` opt-in when the client lacks
-    /// it (`--no-opt-in opencode`).
-    pub offer_opencode: bool,
+    /// The vendors' opt-ins (`crate::questions::sources::OptIn::name`) offered to the agent
+    /// when some surface can take their questions; the command line offers all of them but
+    /// those named by `--no-opt-in`.
+    pub opt_ins: Vec<&'static str>,
     /// Make question lifecycle events ([`Outbox::events`]) for the control server, the
     /// journal and notifications.
     pub events: bool,
@@ -204,8 +202,7 @@ impl Default for RouterConfig {
             client_dialect: None,
             advertise_elicitation: false,
             force_forms: false,
-            offer_gemini: false,
-            offer_opencode: false,
+            opt_ins: Vec::new(),
             events: false,
             hold_unsupported: false,
             permission_prompts: None,
@@ -345,8 +342,8 @@ impl Router {
     }
 
     /// What the client's `initialize` declared, once it has been seen.
-    pub fn client_support(&self) -> Option<ClientSupport> {
-        self.client
+    pub fn client_support(&self) -> Option<&ClientSupport> {
+        self.client.as_ref()
     }
 
     /// The pending questions.

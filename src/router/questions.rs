@@ -41,7 +41,7 @@ impl Router {
 
     /// The best standard dialect the client's `initialize` advertised.
     fn client_dialect(&self) -> Dialect {
-        let c = self.client.unwrap_or_default();
+        let c = self.client.clone().unwrap_or_default();
         if c.native_questions {
             Dialect::Extension
         } else if c.elicitation_form {
@@ -55,12 +55,12 @@ impl Router {
     /// else every option in one prompt for a client known to show them all by name, else
     /// yes/no prompts (`crate::clients`).
     pub(super) fn prompt_style(&self) -> Style {
-        self.cfg
-            .permission_prompts
-            .unwrap_or_else(|| match self.client.and_then(|c| c.known) {
+        self.cfg.permission_prompts.unwrap_or_else(|| {
+            match self.client.as_ref().and_then(|c| c.known) {
                 Some(k) if k.shows_option_names => Style::List,
                 _ => Style::Binary,
-            })
+            }
+        })
     }
 
     /// Whether the client is sent `$/cancel_request` for a request it shows that is over:
@@ -70,6 +70,7 @@ impl Router {
         self.cfg.client_cancel_requests
             || self
                 .client
+                .as_ref()
                 .and_then(|c| c.known)
                 .is_some_and(|k| k.handles_cancel_request)
     }
@@ -85,7 +86,7 @@ impl Router {
     fn client_renders_forms(&self) -> bool {
         match self.cfg.client_dialect {
             Some(forced) => forced == Dialect::Elicitation,
-            None => self.client.is_some_and(|c| c.elicitation_form),
+            None => self.client.as_ref().is_some_and(|c| c.elicitation_form),
         }
     }
 
@@ -95,7 +96,7 @@ impl Router {
     /// offered forms and the vendors' opt-ins: without one, an agent that asked would have
     /// its question ended unseen, where without the offer it knows not to ask.
     pub(super) fn can_take_questions(&self) -> bool {
-        let client = self.client.unwrap_or_default();
+        let client = self.client.clone().unwrap_or_default();
         self.cfg.hold_unsupported
             || client.native_questions
             || self.client_renders_forms()
@@ -110,7 +111,7 @@ impl Router {
         if self.cfg.client_dialect.is_some() {
             return None;
         }
-        let elicitation = self.client.is_some_and(|c| c.elicitation_form);
+        let elicitation = self.client.as_ref().is_some_and(|c| c.elicitation_form);
         match (failed, origin.name()) {
             (Dialect::Extension, "question") if elicitation => Some(Dialect::Elicitation),
             (Dialect::Extension | Dialect::Elicitation, _) => Some(Dialect::Permission),

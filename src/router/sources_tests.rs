@@ -570,3 +570,75 @@ fn a_vendor_request_the_agent_cancelled_is_answered_in_its_own_shape_at_eof() {
         ]
     );
 }
+
+/// Adding a vendor is its module and one line in `VENDORS`: the test-only `test/ask`
+/// (`questions::sources::testing`) is routed, read, shown, answered in its own shape, taken
+/// natively by a client that names it, and ended in its own shape, with nothing else
+/// written for it.
+#[test]
+fn a_vendor_added_as_one_module_and_one_line_is_asked_and_answered_everywhere() {
+    let ask = |id: Value, method: &str| {
+        msg::request(
+            id,
+            method,
+            json!({"sessionId": "s1", "text": "Name the database"}),
+        )
+    };
+    // A client that knows only the extension: shown as the extension, answered as the vendor.
+    let mut t = Fixture::native(observed());
+    t.agent(&ask(json!(1), "_test/ask"));
+    let shown = parse(&t.take_client()[0]);
+    assert_eq!(shown["method"], crate::questions::METHOD);
+    assert_eq!(
+        shown["params"]["questions"][0]["question"],
+        "Name the database"
+    );
+    t.client(&msg::answered(shown["id"].clone(), json!([["DuckDB"]])));
+    assert_eq!(
+        t.take_agent(),
+        [msg::result(json!(1), json!({"said": "DuckDB"}))]
+    );
+    let v = serde_json::to_value(t.take_events()).unwrap();
+    assert_eq!(v[0]["question"]["source"], "test");
+    // A client that names the method gets it as sent; at its EOF the agent gets the
+    // vendor's own cancelled result.
+    let mut t = Fixture::new(observed());
+    t.client(&msg::initialize(json!({"_meta": {"test/ask": true}})));
+    t.take_agent();
+    let sent = ask(json!(2), "test/ask");
+    t.agent(&sent);
+    assert_eq!(t.take_client(), [sent]);
+    t.client_eof();
+    assert_eq!(
+        t.take_agent(),
+        [
+            msg::result(json!(2), json!({"said": null})),
+            "<close>".to_owned()
+        ]
+    );
+}
+
+const DIALECTS: &str = include_str!("../../docs/AGENT-DIALECTS.md");
+
+#[test]
+fn every_vendor_source_names_the_method_it_is_registered_under() {
+    let params = json!({"sessionId": "s1", "text": "t", "questions": [{"question": "q",
+        "id": "a", "prompt": "p", "options": [{"id": "x", "label": "X"}]}], "plan": "p"});
+    for v in crate::questions::sources::VENDORS {
+        let (_, source, _) = (v.parse)(&params, "id".into(), "s1")
+            .unwrap_or_else(|| panic!("{} reads its sample", v.method));
+        assert_eq!(source.method(), v.method);
+        assert_eq!(
+            crate::questions::sources::vendor(&format!("_{}", v.method)).map(|x| x.method),
+            Some(v.method)
+        );
+        // The contract the registry implements is written down (the test vendor is not).
+        if v.method != crate::questions::sources::testing::VENDOR.method {
+            assert!(
+                DIALECTS.contains(v.method),
+                "docs/AGENT-DIALECTS.md: {}",
+                v.method
+            );
+        }
+    }
+}

@@ -11,7 +11,7 @@
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{Reply, Source};
+use super::{Reply, Source, Vendor};
 use crate::questions::answer::{Extras, Outcome, Reason};
 use crate::questions::model::{Choice, Item, Question, MAX_ITEMS};
 
@@ -37,6 +37,22 @@ fn session(params: &Value, in_flight: &str) -> String {
         .unwrap_or(in_flight)
         .to_owned()
 }
+
+/// `cursor/ask_question`: every ending but an answer is `{"outcome":{"outcome":"cancelled"}}`.
+pub static ASK: Vendor = Vendor {
+    method: "cursor/ask_question",
+    cancelled: r#"{"outcome":{"outcome":"cancelled"}}"#,
+    opt_in: None,
+    parse: crate::vendor_parse!(parse_ask),
+};
+
+/// `cursor/create_plan`, ended like [`ASK`].
+pub static PLAN: Vendor = Vendor {
+    method: "cursor/create_plan",
+    cancelled: r#"{"outcome":{"outcome":"cancelled"}}"#,
+    opt_in: None,
+    parse: crate::vendor_parse!(parse_plan),
+};
 
 /// Reads `cursor/ask_question` params: `{toolCallId, title, questions:[{id, prompt,
 /// options:[{id, label}], allowMultiple}]}`.

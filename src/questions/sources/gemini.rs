@@ -9,9 +9,22 @@
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::{options_of, Reply, Source};
+use super::{options_of, OptIn, Reply, Source, Vendor};
 use crate::questions::answer::{Extras, Outcome, Reason};
 use crate::questions::model::{Choice, Item, Question, MAX_ITEMS};
+
+/// `gemini/requestUserInput`, with gemini-cli's opt-in (`_meta["geminiCli.hostInput"]`).
+pub static VENDOR: Vendor = Vendor {
+    method: "gemini/requestUserInput",
+    cancelled: r#"{"outcome":"cancelled"}"#,
+    opt_in: Some(OptIn {
+        name: "gemini",
+        key: "geminiCli.hostInput",
+        offer: || json!({"requestUserInput": true, "supportedKinds": ["ask_user", "exit_plan_mode"], "version": 1}),
+        said: |v| v["requestUserInput"] == true,
+    }),
+    parse: crate::vendor_parse!(|p, id, _| parse(p, id)),
+};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Gemini {

@@ -9,9 +9,17 @@
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::{options_of, Reply, Source};
+use super::{options_of, Reply, Source, Vendor};
 use crate::questions::answer::{Extras, Outcome, Reason};
 use crate::questions::model::{Item, Question, MAX_ITEMS};
+
+/// `_x.ai/ask_user_question`: every ending but an answer is `{"outcome":"cancelled"}`.
+pub static VENDOR: Vendor = Vendor {
+    method: "x.ai/ask_user_question",
+    cancelled: r#"{"outcome":"cancelled"}"#,
+    opt_in: None,
+    parse: crate::vendor_parse!(|p, id, _| parse(p, id)),
+};
 
 /// The questions' texts, the keys of the answers.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,6 +19,72 @@ use serde_json::Value;
 use crate::jsonrpc::code;
 use crate::questions::answer::{Extras, Outcome};
 use crate::questions::model::{Choice, Question};
+use crate::questions::registry::Origin;
+
+/// Every vendor's own way of asking, once. The dispatch table routes these methods (with
+/// or without a leading `_`) to one handler, the client's `initialize` is read for them,
+/// and their opt-ins are offered to the agent: adding a vendor is its module plus one line
+/// here (and its shape in the mock agent, an independent witness on purpose).
+pub static VENDORS: &[&Vendor] = &[
+    &cursor::ASK,
+    &cursor::PLAN,
+    &grok::VENDOR,
+    &gemini::VENDOR,
+    &opencode::VENDOR,
+    #[cfg(test)]
+    &testing::VENDOR,
+];
+
+/// A vendor's own method of asking (docs/AGENT-DIALECTS.md 1.4-1.7), declared in its
+/// source's module.
+pub struct Vendor {
+    /// The method, without a leading `_`; `Source::method` of what [`Vendor::parse`] makes.
+    pub method: &'static str,
+    /// The agent's result when the question ends unanswered at the client (its
+    /// `session/cancel`, its EOF) while the client was shown the request as it is.
+    pub cancelled: &'static str,
+    /// The vendor's own opt-in, besides a `_meta` key named after the method.
+    pub opt_in: Option<OptIn>,
+    /// Reads a request's params (with the question id to give it, and the session whose
+    /// prompt is in flight): the question, its source, and what to show beside it. `None`
+    /// when the bridge cannot read it (it is then tracked and forwarded).
+    pub parse: Parse,
+}
+
+/// [`Vendor::parse`]: (params, question id, session in flight) to the question, its source,
+/// and its context.
+pub type Parse = fn(&Value, String, &str) -> Option<(Question, Origin, Value)>;
+
+/// A vendor's opt-in: a member of the client capabilities' `_meta`.
+pub struct OptIn {
+    /// Its name for `--no-opt-in`.
+    pub name: &'static str,
+    /// The `_meta` key.
+    pub key: &'static str,
+    /// What the bridge offers the agent there when some surface can take the questions.
+    pub offer: fn() -> Value,
+    /// Whether a client's value there says it understands the method.
+    pub said: fn(&Value) -> bool,
+}
+
+/// The vendor whose method this is (with or without one leading `_`).
+pub fn vendor(method: &str) -> Option<&'static Vendor> {
+    let m = method.strip_prefix('_').unwrap_or(method);
+    VENDORS.iter().copied().find(|v| v.method == m)
+}
+
+/// [`Vendor::parse`] from a parser of a source's own type.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! vendor_parse {
+    ($parse:expr) => {
+        |params, id, in_flight| {
+            let (q, source, context) = $parse(params, id, in_flight)?;
+            let source: $crate::questions::registry::Origin = std::sync::Arc::new(source);
+            Some((q, source, context))
+        }
+    };
+}
 
 /// What the agent gets back for its request.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,11 +166,57 @@ pub(crate) fn options_of(list: Option<&Value>) -> Option<Vec<Choice>> {
 #[cfg(test)]
 pub(crate) mod testing {
     use serde_json::value::RawValue;
-    use serde_json::Value;
+    use serde_json::{json, Value};
 
-    use super::{Reply, Source};
-    use crate::questions::answer::Outcome;
-    use crate::questions::model::Question;
+    use super::{Reply, Source, Vendor};
+    use crate::questions::answer::{Extras, Outcome};
+    use crate::questions::model::{Item, Question};
+
+    /// A vendor that exists only in the tests: the whole of adding one is this and its line
+    /// in [`super::VENDORS`]. `test/ask {sessionId, text}` is answered `{"said": "<answer>"}`,
+    /// and `{"said": null}` for every other ending.
+    pub static VENDOR: Vendor = Vendor {
+        method: "test/ask",
+        cancelled: r#"{"said":null}"#,
+        opt_in: None,
+        parse: crate::vendor_parse!(|p: &Value, id: String, _: &str| {
+            let q = Question {
+                session_id: p.get("sessionId")?.as_str()?.to_owned(),
+                question_id: id,
+                items: vec![Item {
+                    prompt: p.get("text")?.as_str()?.to_owned(),
+                    allow_free_text: true,
+                    ..Item::default()
+                }],
+                timeout_ms: None,
+            };
+            q.problem()
+                .is_none()
+                .then_some((q, TestVendor, Value::Null))
+        }),
+    };
+
+    #[derive(Debug)]
+    pub struct TestVendor;
+
+    impl Source for TestVendor {
+        fn name(&self) -> &'static str {
+            "test"
+        }
+        fn method(&self) -> &'static str {
+            VENDOR.method
+        }
+        fn reply(&self, _q: &Question, o: &Outcome, _extras: &Extras) -> Reply {
+            let said = match o {
+                Outcome::Answered(a) => a.first().and_then(|x| x.first()).cloned(),
+                Outcome::Rejected(_) => None,
+            };
+            Reply::value(&json!({ "said": said }))
+        }
+        fn read(&self, _q: &Question, result: &RawValue) -> Result<Outcome, String> {
+            Err(format!("not read: {}", result.get()))
+        }
+    }
 
     pub fn raw(v: Value) -> Box<RawValue> {
         RawValue::from_string(v.to_string()).expect("valid JSON")

@@ -7,9 +7,22 @@
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{options_of, Reply, Source};
+use super::{options_of, OptIn, Reply, Source, Vendor};
 use crate::questions::answer::{Extras, Outcome, Reason};
 use crate::questions::model::{Item, Question, MAX_ITEMS};
+
+/// `opencode/question`, with OpenCode's own opt-in (`_meta["opencode/question"]`).
+pub static VENDOR: Vendor = Vendor {
+    method: "opencode/question",
+    cancelled: r#"{"rejected":true}"#,
+    opt_in: Some(OptIn {
+        name: "opencode",
+        key: "opencode/question",
+        offer: || json!({ "version": 1 }),
+        said: |v| !matches!(v, Value::Null | Value::Bool(false)),
+    }),
+    parse: crate::vendor_parse!(|p, id, _| parse(p, id)),
+};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenCode;

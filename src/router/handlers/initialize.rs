@@ -16,7 +16,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         .params
         .and_then(|p| serde_json::from_str::<&RawValue>(p).ok());
     let support = ClientSupport::from_initialize(params);
-    r.client = Some(support);
+    r.client = Some(support.clone());
     r.auto_dialect = None;
     let dialect = r.dialect();
     tracing::info!(
@@ -32,11 +32,14 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         line = rewrite(line, capabilities::advertise_elicitation);
     }
     // The vendors' opt-ins only where some surface can take what they ask.
-    if r.cfg.offer_gemini && r.can_take_questions() {
-        line = rewrite(line, capabilities::offer_gemini);
-    }
-    if r.cfg.offer_opencode && r.can_take_questions() {
-        line = rewrite(line, capabilities::offer_opencode);
+    if r.can_take_questions() {
+        let offered = crate::questions::sources::VENDORS
+            .iter()
+            .filter_map(|v| v.opt_in.as_ref())
+            .filter(|o| r.cfg.opt_ins.contains(&o.name));
+        for opt_in in offered {
+            line = rewrite(line, |l| capabilities::offer_opt_in(l, opt_in));
+        }
     }
     r.pass(Side::Client, req, line, out);
 }

@@ -8,43 +8,19 @@
 //! a permission prompt) and the answer is mapped back into the vendor's shape. One the
 //! bridge cannot read is tracked and forwarded.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 
-use crate::questions::model::Question;
-use crate::questions::registry::Origin;
-use crate::questions::sources::{cursor, gemini, grok, opencode, Source};
+use crate::questions::sources;
 use crate::questions::Dialect;
 use crate::router::dispatch::Req;
 use crate::router::{Outbox, Router, Side};
 
-/// Reads a vendor's request (params, the question id to give it, the session whose prompt
-/// is in flight): the question, its source, and what to show beside it.
-pub(in crate::router) type Parse<S> = fn(&Value, String, &str) -> Option<(Question, S, Value)>;
-
-pub(in crate::router) fn cursor_ask(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
-    arrives(r, req, out, cursor::parse_ask)
-}
-
-pub(in crate::router) fn cursor_plan(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
-    arrives(r, req, out, cursor::parse_plan)
-}
-
-pub(in crate::router) fn grok(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
-    arrives(r, req, out, |p, id, _| grok::parse(p, id))
-}
-
-pub(in crate::router) fn gemini(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
-    arrives(r, req, out, |p, id, _| gemini::parse(p, id))
-}
-
-pub(in crate::router) fn opencode(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
-    arrives(r, req, out, |p, id, _| opencode::parse(p, id))
-}
-
-/// The request of a vendor method arrives; `parse` is its source's reader.
-fn arrives<S: Source + 'static>(r: &mut Router, req: Req<'_>, out: &mut Outbox, parse: Parse<S>) {
+/// The request of a vendor method ([`sources::VENDORS`]) arrives.
+pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
+    let Some(vendor) = sources::vendor(req.method) else {
+        let line = req.line.clone();
+        return r.pass(Side::Agent, req, line, out);
+    };
     let id = req.id.clone();
     let method = req.method.trim_start_matches('_');
     let prompting = r.prompting_session().unwrap_or_default().to_owned();
@@ -52,13 +28,12 @@ fn arrives<S: Source + 'static>(r: &mut Router, req: Req<'_>, out: &mut Outbox, 
         .params
         .and_then(|p| serde_json::from_str(p).ok())
         .unwrap_or(Value::Null);
-    let parsed = parse(&params, format!("{method}:{id}"), &prompting);
+    let parsed = (vendor.parse)(&params, format!("{method}:{id}"), &prompting);
     let Some((q, source, context)) = parsed.filter(|(q, ..)| r.admit(&id, q).is_ok()) else {
         let line = req.line.clone();
         return r.pass(Side::Agent, req, line, out);
     };
-    let native = r.client.is_some_and(|c| c.understands(req.method));
-    let source: Origin = Arc::new(source);
+    let native = r.client.as_ref().is_some_and(|c| c.understands(req.method));
     let mut p = r.new_pending(id, q, source, req.now);
     p.context = Some(context);
     p.agent_tool_call = params
