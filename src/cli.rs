@@ -1,4 +1,5 @@
-//! The command line: flags of the bridge, its subcommands, and duration parsing.
+//! The command line: flags of the bridge and duration parsing (the binary's `Cli` adds its
+//! subcommands, `src/main.rs`).
 //!
 //! Owns the mapping from argv to [`crate::bridge::Config`]. Invariant: everything after
 //! `--` is the agent command, passed on untouched.
@@ -6,44 +7,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 
 use crate::logging::LogFormat;
-
-#[derive(Debug, Parser)]
-#[command(
-    name = "acp-question-bridge",
-    version,
-    about = "An ACP stdio proxy that lets coding agents ask their user structured questions in any IDE",
-    override_usage = "acp-question-bridge [OPTIONS] -- <AGENT> [ARGS]...\n       acp-question-bridge <COMMAND>",
-    args_conflicts_with_subcommands = true
-)]
-pub struct Cli {
-    #[command(subcommand)]
-    pub command: Option<Command>,
-    #[command(flatten)]
-    pub bridge: BridgeArgs,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Play an IDE in the terminal: run the bridge around the built-in mock agent, which
-    /// asks a question; show it, read the answer, print the agent's reply.
-    Demo(crate::tools::demo::DemoArgs),
-    /// Talk to a running bridge's control server (or an inbox): list, answer, reject or
-    /// watch questions.
-    Questions(crate::control::client::QuestionsArgs),
-    /// One Questions page and control API over every bridge this user runs here (the
-    /// bridges started with --control list themselves in a per-user registry).
-    Inbox(crate::inbox::InboxArgs),
-    /// Run the built-in mock ACP agent on this process's stdio (same as `acp-mock-agent`).
-    #[command(name = "mock-agent", hide = true)]
-    MockAgent,
-    /// Internal: started by the bridge; ends the agent's process group (id `pgid`) when
-    /// the bridge dies (see `child::guard`).
-    #[command(name = "agent-guard", hide = true)]
-    AgentGuard { pgid: u32, grace_ms: u64 },
-}
 
 /// A way of asking the bridge offers the agent (`--no-opt-in`): `form`
 /// (`clientCapabilities.elicitation.form`) or a vendor's opt-in by its name
@@ -217,8 +183,16 @@ mod tests {
         assert!(parse_duration("soon").is_err());
     }
 
+    /// The bridge's flags alone (the binary's `Cli` adds the subcommands).
+    #[derive(Debug, clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bridge: BridgeArgs,
+    }
+
     #[test]
     fn agent_after_double_dash() {
+        use clap::Parser as _;
         let cli = Cli::try_parse_from([
             "acp-question-bridge",
             "--shutdown-grace",
@@ -241,5 +215,6 @@ mod tests {
     #[test]
     fn cli_is_consistent() {
         <Cli as clap::CommandFactory>::command().debug_assert();
+        // The binary's whole command line: `src/main.rs`.
     }
 }

@@ -33,6 +33,5 @@ pub mod notify;
 pub mod questions;
 pub mod router;
 pub mod scan;
-pub mod tools;
 
 pub use bridge::{run, Config};

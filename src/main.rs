@@ -2,14 +2,50 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 
-use acp_question_bridge::cli::{Cli, ClientDialect, Command};
-use acp_question_bridge::{
-    bridge, child, control, logging, notify,
-    router::RouterConfig,
-    tools::{demo, mock_agent},
-};
+use acp_question_bridge::cli::{BridgeArgs, ClientDialect};
+use acp_question_bridge::{bridge, child, control, logging, notify, router::RouterConfig};
+use tools::{demo, mock_agent};
+
+/// The demo and the mock agent: programs around the bridge, built into this binary (and the
+/// mock agent into `acp-mock-agent`), not part of the library.
+mod tools;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "acp-question-bridge",
+    version,
+    about = "An ACP stdio proxy that lets coding agents ask their user structured questions in any IDE",
+    override_usage = "acp-question-bridge [OPTIONS] -- <AGENT> [ARGS]...\n       acp-question-bridge <COMMAND>",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    bridge: BridgeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Play an IDE in the terminal: run the bridge around the built-in mock agent, which
+    /// asks a question; show it, read the answer, print the agent's reply.
+    Demo(tools::demo::DemoArgs),
+    /// Talk to a running bridge's control server (or an inbox): list, answer, reject or
+    /// watch questions.
+    Questions(acp_question_bridge::control::client::QuestionsArgs),
+    /// One Questions page and control API over every bridge this user runs here (the
+    /// bridges started with --control list themselves in a per-user registry).
+    Inbox(acp_question_bridge::inbox::InboxArgs),
+    /// Run the built-in mock ACP agent on this process's stdio (same as `acp-mock-agent`).
+    #[command(name = "mock-agent", hide = true)]
+    MockAgent,
+    /// Internal: started by the bridge; ends the agent's process group (id `pgid`) when
+    /// the bridge dies (see `child::guard`).
+    #[command(name = "agent-guard", hide = true)]
+    AgentGuard { pgid: u32, grace_ms: u64 },
+}
 
 /// A one-line, user-facing error on stderr (stdout is protocol only).
 fn fail(code: u8, msg: &str) -> ExitCode {
@@ -178,5 +214,15 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => fail(u8::try_from(e.exit_code()).unwrap_or(1), &e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_is_consistent() {
+        <Cli as clap::CommandFactory>::command().debug_assert();
     }
 }

@@ -1,20 +1,26 @@
 //! `acp-mock-agent`: a scripted ACP agent for tests, CI, demos and client authors.
-//! The behaviour lives in `acp_question_bridge::tools::mock_agent`.
+//! The behaviour lives in `src/tools/mock_agent.rs` (shared with `acp-question-bridge
+//! mock-agent`; compiled into both binaries, not the library).
 
 use std::process::ExitCode;
 
 use clap::Parser;
+
+#[path = "../tools/mock_agent.rs"]
+mod mock_agent;
+#[path = "../tools/shapes.rs"]
+mod shapes;
 
 #[derive(Parser)]
 #[command(
     name = "acp-mock-agent",
     version,
     about = "A deterministic ACP agent (protocol version 1) on stdio, scripted by prompt words",
-    after_help = acp_question_bridge::tools::mock_agent::SCRIPT_HELP
+    after_help = mock_agent::SCRIPT_HELP
 )]
 struct Args {}
 
 fn main() -> ExitCode {
     let _ = Args::parse();
-    acp_question_bridge::tools::mock_agent::main()
+    mock_agent::main()
 }

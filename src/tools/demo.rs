@@ -22,9 +22,9 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
 
-use crate::questions::answer::check_answers;
-use crate::questions::model::{parse_request, Choice, Item, Question};
-use crate::questions::{META_KEY, METHOD};
+use acp_question_bridge::questions::answer::check_answers;
+use acp_question_bridge::questions::model::{parse_request, Choice, Item, Question};
+use acp_question_bridge::questions::{META_KEY, METHOD};
 
 /// Longest wait for the next message from the bridge.
 const BRIDGE_WAIT: Duration = Duration::from_secs(30);
@@ -54,7 +54,7 @@ pub struct DemoArgs {
     #[arg(long)]
     pub reject: bool,
     /// Passed to the bridge: reject a question not answered within this time.
-    #[arg(long, value_name = "DURATION", value_parser = crate::cli::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = acp_question_bridge::cli::parse_duration)]
     pub question_timeout: Option<Duration>,
     /// Show the raw JSON-RPC lines both ways (`->` sent, `<-` received) and the bridge's
     /// info logs.
@@ -100,7 +100,7 @@ pub fn main(args: DemoArgs) -> ExitCode {
 }
 
 fn report(Failure(code, msg): Failure) -> ExitCode {
-    crate::logging::fail("acp-question-bridge demo", code, &msg)
+    acp_question_bridge::logging::fail("acp-question-bridge demo", code, &msg)
 }
 
 fn say(line: &str) {

@@ -1,6 +1,7 @@
 //! Programs around the bridge, not part of it: the terminal demo and the scripted mock
-//! agent. They use the library like any client or agent would (through the binaries and
-//! the wire), and nothing in the bridge's core depends on them.
+//! agent. They are compiled into the binaries (`src/main.rs`; the mock agent also into
+//! `src/bin/acp-mock-agent.rs`), not the library: they use it like any client or agent
+//! would, and nothing in it depends on them.
 
 pub mod demo;
 pub mod mock_agent;

@@ -13,7 +13,9 @@ pub struct Shape {
     pub params: Value,
 }
 
-/// The script words that ask in an agent's shape, with what each mimics.
+/// The script words that ask in an agent's shape, with what each mimics (checked against
+/// [`for_word`] and docs/MOCK_AGENT.md by the tests).
+#[cfg(test)]
 pub const WORDS: &[(&str, &str)] = &[
     (
         "ask-claude",
@@ -219,10 +221,27 @@ pub fn for_word(word: &str, sid: &str, n: u64) -> Option<Shape> {
         },
         "ask-extension-liberal" => Shape {
             announce: None,
-            method: crate::questions::METHOD,
+            method: acp_question_bridge::questions::METHOD,
             params: json!({"sessionId": sid, "question": "Which database?", "options": ["SQLite", "Postgres"]}),
         },
         _ => return None,
     };
     Some(shape)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_word_asks_and_is_documented() {
+        let doc = include_str!("../../docs/MOCK_AGENT.md");
+        for (word, _) in WORDS {
+            assert!(for_word(word, "s1", 1).is_some(), "{word}");
+            assert!(
+                doc.contains(&format!("`{word}")),
+                "docs/MOCK_AGENT.md: {word}"
+            );
+        }
+    }
 }
