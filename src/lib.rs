@@ -31,6 +31,7 @@ pub mod jsonrpc;
 pub mod logging;
 pub mod notify;
 pub mod questions;
+pub mod rawjson;
 pub mod router;
 pub mod scan;
 

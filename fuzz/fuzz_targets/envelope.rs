@@ -11,7 +11,7 @@
 //! the second, scanned through a [`Memo`] that saw the first, is decided as when scanned alone.
 #![no_main]
 
-use acp_question_bridge::capabilities::RawObject;
+use acp_question_bridge::rawjson::RawObject;
 use acp_question_bridge::envelope::{classify, preview, session_id, Kind};
 use acp_question_bridge::scan::{assert_agrees, scan, Memo};
 use libfuzzer_sys::fuzz_target;

@@ -10,8 +10,8 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::model::Question;
-use crate::capabilities::{Members, RawObject};
 use crate::envelope::json_string;
+use crate::rawjson::{Members, RawObject};
 
 /// Members of a client's result that the bridge did not consume, as raw JSON text, in
 /// their original order: they reach the agent exactly as the client wrote them.

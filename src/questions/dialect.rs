@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use super::answer::{check_answers, Extras, Outcome, Reason};
 use super::model::{Choice, Item, Question};
-use crate::capabilities::RawObject;
+use crate::rawjson::RawObject;
 
 /// The property key of item `i` in an elicitation form.
 pub fn item_key(i: usize) -> String {

@@ -11,7 +11,7 @@
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::capabilities::{Members, RawObject};
+use crate::rawjson::{Members, RawObject};
 
 /// Members of the request params the bridge reads (others are forwarded, never parsed).
 const REQUEST_KEYS: &[&str] = &[

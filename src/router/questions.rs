@@ -16,7 +16,6 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::{rewrite, Outbox, Router, Side};
-use crate::capabilities::{self, Existing};
 use crate::envelope::RequestId;
 use crate::events::{By, Event, QuestionView};
 use crate::jsonrpc::{self, code};
@@ -25,6 +24,7 @@ use crate::questions::prompts::{self, Next, Style};
 use crate::questions::registry::{Origin, Pending};
 use crate::questions::sources::Reply;
 use crate::questions::{chat, dialect, model, Dialect};
+use crate::rawjson::{self, Existing};
 
 /// The longest deadline a question gets (a longer `timeoutMs` or `--question-timeout` is
 /// cut to this), so deadlines and `expiresAt` stay representable.
@@ -304,7 +304,7 @@ impl Router {
                     p.client_id = p.agent_id.clone();
                     let line = match &expires {
                         Some(at) => rewrite(line.clone(), |l| {
-                            capabilities::merge(
+                            rawjson::merge(
                                 l,
                                 &["params"],
                                 "expiresAt",
