@@ -21,12 +21,15 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::sleep_until;
 
+use super::observers::Observers;
 use super::shutdown::Ladder;
-use super::{Observers, REPLY_BACKLOG};
 use crate::child;
 use crate::control::{self, Call, Control};
 use crate::router::{Out, Outbox, Router, Side};
 use crate::scan::Batch;
+
+/// How many bridge-made replies may wait for a stalled peer before its input is paused.
+pub const REPLY_BACKLOG: usize = 256;
 
 /// What woke the loop.
 #[derive(Debug)]

@@ -13,6 +13,8 @@
 //! - Shutdown always ends: every wait after the agent is gone is bounded.
 
 mod event_loop;
+mod hangup;
+mod observers;
 mod reader;
 mod shutdown;
 mod writer;
@@ -26,12 +28,13 @@ use tokio::sync::mpsc;
 
 use crate::child::{self, StderrTail};
 use crate::control::{self, ControlConfig};
-use crate::events::Event;
 use crate::inbox::registry;
-use crate::journal::{self, Journal};
+use crate::journal;
 use crate::notify::Notifier;
 use crate::router::{AgentExit, Out, Outbox, Router, RouterConfig};
+pub use event_loop::REPLY_BACKLOG;
 use event_loop::{Shell, Signals};
+use observers::Observers;
 use reader::read_frames;
 pub use reader::IN_FLIGHT_BYTES;
 use shutdown::Ladder;
@@ -42,8 +45,6 @@ use writer::{write_lines, AgentInput, Bulk};
 /// batch is what one read produced (at most one read buffer of lines plus one line up to
 /// `--max-line-bytes`), or what the loop queued for a writer between two sends.
 pub const CHANNEL_CAPACITY: usize = 4;
-/// How many bridge-made replies may wait for a stalled peer before its input is paused.
-pub const REPLY_BACKLOG: usize = 256;
 
 /// Everything the bridge needs to run.
 #[derive(Debug, Clone)]
@@ -429,41 +430,6 @@ fn identity(
     })
 }
 
-/// Who sees question lifecycle events: control-server subscribers, the journal, the
-/// `--on-question` notifier.
-struct Observers {
-    events: Option<tokio::sync::broadcast::Sender<Arc<serde_json::Value>>>,
-    journal: Option<Journal>,
-    notifier: Option<Notifier>,
-}
-
-impl Observers {
-    fn any(&self) -> bool {
-        self.events.is_some() || self.journal.is_some() || self.notifier.is_some()
-    }
-
-    /// Hands out (and clears) the router's events, in order. Never waits.
-    fn publish(&self, events: &mut Vec<Event>) {
-        for e in events.drain(..) {
-            if let Some(j) = &self.journal {
-                j.event(&e);
-            }
-            if let (Some(n), Event::Requested { question }) = (&self.notifier, &e) {
-                if let Ok(q) = serde_json::to_value(question) {
-                    n.question(&q);
-                }
-            }
-            if let Some(tx) = &self.events {
-                if tx.receiver_count() > 0 {
-                    if let Ok(v) = serde_json::to_value(&e) {
-                        let _ = tx.send(Arc::new(v));
-                    }
-                }
-            }
-        }
-    }
-}
-
 fn exit_of(status: std::process::ExitStatus, stderr_tail: String) -> AgentExit {
     use std::os::unix::process::ExitStatusExt;
     AgentExit {
@@ -485,18 +451,6 @@ fn exit_code(reason: &(QuitReason, bool), exit: &AgentExit) -> i32 {
         (QuitReason::ClientEof, true) => 0,
         _ => agent_code,
     }
-}
-
-/// Whether the other end of a pipe or socket is closed: the writer of a read end (whose
-/// data may still be unread), the reader of a write end.
-fn peer_gone(fd: &std::os::fd::OwnedFd) -> bool {
-    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    use std::os::fd::AsFd;
-    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::empty())];
-    matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
-        && fds[0]
-            .revents()
-            .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR))
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 
-use super::peer_gone;
+use super::hangup::peer_gone;
 use crate::codec::LineCodec;
 use crate::scan::{Batch, Memo};
 

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use super::peer_gone;
+use super::hangup::peer_gone;
 use crate::router::Out;
 
 const WRITE_BUFFER: usize = 64 * 1024;

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 
 use super::handlers::{cancel, elicitation, initialize, permission, question, tool_call, vendor};
+pub(super) use super::message::{Note, Req};
 use super::{Outbox, Router, Side};
 use crate::envelope::{self, RequestId};
 use crate::questions::sources;
@@ -126,25 +127,6 @@ impl RequestRule {
 
 pub(super) type RequestFn = fn(&mut Router, Req<'_>, &mut Outbox);
 pub(super) type NotificationFn = fn(&mut Router, Note<'_>, &mut Outbox);
-
-/// A request, as a handler sees it (both paths give the same view).
-pub(super) struct Req<'a> {
-    pub id: RequestId,
-    pub method: &'a str,
-    /// The `params` value's JSON text, already checked.
-    pub params: Option<&'a str>,
-    /// The line exactly as read.
-    pub line: &'a Bytes,
-    pub now: Instant,
-}
-
-/// A notification, as a handler sees it.
-pub(super) struct Note<'a> {
-    /// The `params` value's JSON text, already checked.
-    pub params: Option<&'a str>,
-    /// The line exactly as read.
-    pub line: &'a Bytes,
-}
 
 /// A valid message, from the scan's offsets or from [`envelope::classify`].
 pub(super) enum Msg<'a> {

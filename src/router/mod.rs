@@ -23,6 +23,7 @@ mod dispatch;
 #[cfg(any(test, feature = "test-util"))]
 pub mod fixture;
 mod handlers;
+mod message;
 mod questions;
 #[cfg(test)]
 mod sources_tests;

@@ -4,7 +4,7 @@
 //! client is told; for anything else, forwarded).
 
 use crate::envelope;
-use crate::router::dispatch::Note;
+use crate::router::message::Note;
 use crate::router::{Outbox, Router, Side};
 
 pub(in crate::router) fn session_cancel(r: &mut Router, note: Note<'_>, out: &mut Outbox) {

@@ -15,7 +15,7 @@ use crate::jsonrpc;
 use crate::questions::registry::Origin;
 use crate::questions::sources::form::{self, FormSource};
 use crate::questions::Dialect;
-use crate::router::dispatch::Req;
+use crate::router::message::Req;
 use crate::router::{Outbox, Router, Side};
 
 pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {

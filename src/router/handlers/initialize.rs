@@ -7,7 +7,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 
 use crate::capabilities::{self, ClientSupport};
-use crate::router::dispatch::Req;
+use crate::router::message::Req;
 use crate::router::{rewrite, Outbox, Router, Side};
 
 pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {

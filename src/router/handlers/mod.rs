@@ -1,6 +1,6 @@
 //! The handlers of the methods in the dispatch table ([`super::dispatch::TABLE`]), one
-//! module per source. Each takes a request ([`super::dispatch::Req`]) or notification
-//! ([`super::dispatch::Note`]) and answers, shows, or passes it on; a question source parses
+//! module per source. Each takes a request ([`super::message::Req`]) or notification
+//! ([`super::message::Note`]) and answers, shows, or passes it on; a question source parses
 //! its request into the one question model and hands it to [`super::questions`], which owns
 //! how questions are shown and how they end.
 

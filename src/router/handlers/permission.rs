@@ -12,8 +12,8 @@ use std::sync::Arc;
 use crate::questions::registry::Origin;
 use crate::questions::sources::permission;
 use crate::questions::Dialect;
-use crate::router::dispatch::Req;
 use crate::router::handlers::tool_call;
+use crate::router::message::Req;
 use crate::router::{Outbox, Router, Side};
 
 pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {

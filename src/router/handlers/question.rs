@@ -6,7 +6,7 @@ use crate::jsonrpc::code;
 use crate::questions::model;
 use crate::questions::registry::Origin;
 use crate::questions::sources::extension::Extension;
-use crate::router::dispatch::Req;
+use crate::router::message::Req;
 use crate::router::questions::refuse;
 use crate::router::{Outbox, Router};
 

@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 use memchr::memmem;
 use serde_json::{Map, Value};
 
-use crate::router::dispatch::Note;
+use crate::router::message::Note;
 use crate::router::{Outbox, Router, Side};
 
 /// How many tool calls are remembered at most (the oldest is forgotten first).

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::questions::sources;
 use crate::questions::Dialect;
-use crate::router::dispatch::Req;
+use crate::router::message::Req;
 use crate::router::{Outbox, Router, Side};
 
 /// The request of a vendor method ([`sources::VENDORS`]) arrives.
