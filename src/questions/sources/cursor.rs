@@ -11,9 +11,9 @@
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{Reply, Source, Vendor};
+use super::{asked, questions_of, Reply, Source, Vendor};
 use crate::questions::answer::{Extras, Outcome, Reason};
-use crate::questions::model::{Choice, Item, Question, MAX_ITEMS};
+use crate::questions::model::{Choice, Item, Question};
 
 /// `cursor/ask_question`: the questions' ids, in item order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,10 +61,7 @@ pub fn parse_ask(
     question_id: String,
     in_flight: &str,
 ) -> Option<(Question, Ask, Value)> {
-    let list = params.get("questions")?.as_array()?;
-    if list.is_empty() || list.len() > MAX_ITEMS {
-        return None;
-    }
+    let list = questions_of(params)?;
     let mut ids = Vec::with_capacity(list.len());
     let mut items = Vec::with_capacity(list.len());
     for q in list {
@@ -91,14 +88,14 @@ pub fn parse_ask(
             ..Item::default()
         });
     }
-    let q = Question {
-        session_id: session(params, in_flight),
+    let context = json!({ "title": params.get("title") });
+    asked(
+        session(params, in_flight),
         question_id,
         items,
-        timeout_ms: None,
-    };
-    let context = json!({ "title": params.get("title") });
-    q.problem().is_none().then_some((q, Ask { ids }, context))
+        Ask { ids },
+        context,
+    )
 }
 
 /// Reads `cursor/create_plan` params: `{toolCallId, name?, overview?, plan, todos, ...}`.
@@ -125,19 +122,19 @@ pub fn parse_plan(
         allow_free_text: true,
         ..Item::default()
     };
-    let q = Question {
-        session_id: session(params, in_flight),
-        question_id,
-        items: vec![item],
-        timeout_ms: None,
-    };
     let context = json!({
         "plan": plan,
         "name": name,
         "overview": params.get("overview"),
         "todos": params.get("todos"),
     });
-    q.problem().is_none().then_some((q, Plan, context))
+    asked(
+        session(params, in_flight),
+        question_id,
+        vec![item],
+        Plan,
+        context,
+    )
 }
 
 fn outcome(v: Value) -> Reply {

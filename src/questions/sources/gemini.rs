@@ -9,9 +9,9 @@
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::{options_of, OptIn, Reply, Source, Vendor};
+use super::{asked, options_of, questions_of, OptIn, Reply, Source, Vendor};
 use crate::questions::answer::{Extras, Outcome, Reason};
-use crate::questions::model::{Choice, Item, Question, MAX_ITEMS};
+use crate::questions::model::{Choice, Item, Question};
 
 /// `gemini/requestUserInput`, with gemini-cli's opt-in (`_meta["geminiCli.hostInput"]`).
 pub static VENDOR: Vendor = Vendor {
@@ -33,10 +33,7 @@ pub struct Gemini {
 
 pub fn parse(params: &Value, question_id: String) -> Option<(Question, Gemini, Value)> {
     let plan = params.get("kind").and_then(Value::as_str) == Some("exit_plan_mode");
-    let list = params.get("questions")?.as_array()?;
-    if list.is_empty() || list.len() > MAX_ITEMS {
-        return None;
-    }
+    let list = questions_of(params)?;
     let items = list
         .iter()
         .map(|q| {
@@ -65,16 +62,9 @@ pub fn parse(params: &Value, question_id: String) -> Option<(Question, Gemini, V
             })
         })
         .collect::<Option<Vec<_>>>()?;
-    let q = Question {
-        session_id: params.get("sessionId")?.as_str()?.to_owned(),
-        question_id,
-        items,
-        timeout_ms: None,
-    };
+    let session = params.get("sessionId")?.as_str()?.to_owned();
     let context = json!({ "title": params.get("title"), "kind": params.get("kind") });
-    q.problem()
-        .is_none()
-        .then_some((q, Gemini { plan }, context))
+    asked(session, question_id, items, Gemini { plan }, context)
 }
 
 impl Source for Gemini {

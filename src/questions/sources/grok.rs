@@ -9,9 +9,9 @@
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::{options_of, Reply, Source, Vendor};
+use super::{asked, options_of, questions_of, Reply, Source, Vendor};
 use crate::questions::answer::{Extras, Outcome, Reason};
-use crate::questions::model::{Item, Question, MAX_ITEMS};
+use crate::questions::model::{Item, Question};
 
 /// `_x.ai/ask_user_question`: every ending but an answer is `{"outcome":"cancelled"}`.
 pub static VENDOR: Vendor = Vendor {
@@ -28,10 +28,7 @@ pub struct Grok {
 }
 
 pub fn parse(params: &Value, question_id: String) -> Option<(Question, Grok, Value)> {
-    let list = params.get("questions")?.as_array()?;
-    if list.is_empty() || list.len() > MAX_ITEMS {
-        return None;
-    }
+    let list = questions_of(params)?;
     let mut texts = Vec::new();
     let mut items = Vec::new();
     for q in list {
@@ -49,16 +46,9 @@ pub fn parse(params: &Value, question_id: String) -> Option<(Question, Grok, Val
         });
         texts.push(text);
     }
-    let q = Question {
-        session_id: params.get("sessionId")?.as_str()?.to_owned(),
-        question_id,
-        items,
-        timeout_ms: None,
-    };
+    let session = params.get("sessionId")?.as_str()?.to_owned();
     let context = json!({ "mode": params.get("mode") });
-    q.problem()
-        .is_none()
-        .then_some((q, Grok { texts }, context))
+    asked(session, question_id, items, Grok { texts }, context)
 }
 
 impl Source for Grok {

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::jsonrpc::code;
 use crate::questions::answer::{Extras, Outcome};
-use crate::questions::model::{Choice, Question};
+use crate::questions::model::{Choice, Item, Question, MAX_ITEMS};
 use crate::questions::registry::Origin;
 
 /// Every vendor's own way of asking, once. The dispatch table routes these methods (with
@@ -138,6 +138,33 @@ pub trait Source: std::fmt::Debug + Send + Sync {
     fn approves_a_tool(&self) -> bool {
         false
     }
+}
+
+/// A vendor request's `questions` list: present, an array, not empty and within
+/// [`MAX_ITEMS`] (`None` otherwise: the bridge cannot read the request).
+pub(crate) fn questions_of(params: &Value) -> Option<&Vec<Value>> {
+    params
+        .get("questions")?
+        .as_array()
+        .filter(|l| !l.is_empty() && l.len() <= MAX_ITEMS)
+}
+
+/// The end of every vendor parser: the question of `items` in `session_id`, when the
+/// model accepts it, with its source and context.
+pub(crate) fn asked<S>(
+    session_id: String,
+    question_id: String,
+    items: Vec<Item>,
+    source: S,
+    context: Value,
+) -> Option<(Question, S, Value)> {
+    let q = Question {
+        session_id,
+        question_id,
+        items,
+        timeout_ms: None,
+    };
+    q.problem().is_none().then_some((q, source, context))
 }
 
 /// Options of the shape most vendors use: `[{label, description?, preview?, id?}]`, the

@@ -7,9 +7,9 @@
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{options_of, OptIn, Reply, Source, Vendor};
+use super::{asked, options_of, questions_of, OptIn, Reply, Source, Vendor};
 use crate::questions::answer::{Extras, Outcome, Reason};
-use crate::questions::model::{Item, Question, MAX_ITEMS};
+use crate::questions::model::{Item, Question};
 
 /// `opencode/question`, with OpenCode's own opt-in (`_meta["opencode/question"]`).
 pub static VENDOR: Vendor = Vendor {
@@ -28,10 +28,7 @@ pub static VENDOR: Vendor = Vendor {
 pub struct OpenCode;
 
 pub fn parse(params: &Value, question_id: String) -> Option<(Question, OpenCode, Value)> {
-    let list = params.get("questions")?.as_array()?;
-    if list.is_empty() || list.len() > MAX_ITEMS {
-        return None;
-    }
+    let list = questions_of(params)?;
     let items = list
         .iter()
         .map(|q| {
@@ -45,14 +42,9 @@ pub fn parse(params: &Value, question_id: String) -> Option<(Question, OpenCode,
             })
         })
         .collect::<Option<Vec<_>>>()?;
-    let q = Question {
-        session_id: params.get("sessionId")?.as_str()?.to_owned(),
-        question_id,
-        items,
-        timeout_ms: None,
-    };
+    let session = params.get("sessionId")?.as_str()?.to_owned();
     let context = json!({ "tool": params.get("tool") });
-    q.problem().is_none().then_some((q, OpenCode, context))
+    asked(session, question_id, items, OpenCode, context)
 }
 
 impl Source for OpenCode {
