@@ -1082,10 +1082,11 @@ mod tests {
         );
     }
 
-    /// Every entry of the dispatch table is reached from both paths: the scanned line and
-    /// the same line classified do the same.
+    /// Every entry of the dispatch table, and every vendor's method, is reached from both
+    /// paths: the scanned line and the same line classified do the same.
     #[test]
     fn both_paths_reach_each_table_entry() {
+        let mut cases = Vec::new();
         for entry in dispatch::TABLE {
             for name in entry.names {
                 let line = match entry.on {
@@ -1100,20 +1101,29 @@ mod tests {
                         json!({"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t"}}),
                     ),
                 };
-                let (mut fast, mut slow) = (fixture(), fixture());
-                fast.feed(entry.from, frame(&line));
-                slow.feed_unscanned(entry.from, frame(&line));
-                assert_eq!(
-                    lines(&fast.out.to_agent),
-                    lines(&slow.out.to_agent),
-                    "{line}"
-                );
-                assert_eq!(
-                    lines(&fast.out.to_client),
-                    lines(&slow.out.to_client),
-                    "{line}"
-                );
+                cases.push((entry.from, line));
             }
+        }
+        for v in crate::questions::sources::VENDORS {
+            for name in [v.method.to_owned(), format!("_{}", v.method)] {
+                let params = json!({"sessionId":"s","text":"t","questions":[{"question":"q"}]});
+                cases.push((Side::Agent, msg::request(json!(1), &name, params)));
+            }
+        }
+        for (from, line) in cases {
+            let (mut fast, mut slow) = (fixture(), fixture());
+            fast.feed(from, frame(&line));
+            slow.feed_unscanned(from, frame(&line));
+            assert_eq!(
+                lines(&fast.out.to_agent),
+                lines(&slow.out.to_agent),
+                "{line}"
+            );
+            assert_eq!(
+                lines(&fast.out.to_client),
+                lines(&slow.out.to_client),
+                "{line}"
+            );
         }
     }
 }
