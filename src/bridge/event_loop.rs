@@ -223,35 +223,23 @@ impl Shell {
                     .expect("question views serialize");
                 let _ = reply.send(views);
             }
-            Call::Answer {
-                bridge,
-                session_id,
-                question_id,
-                answers,
-                reply,
-            } => {
-                let r = match not_me(self.identity.as_ref(), bridge.as_deref()) {
+            Call::Answer(a, reply) => {
+                let r = match not_me(self.identity.as_ref(), a.bridge.as_deref()) {
                     Some(e) => Err(e),
                     None => router
-                        .control_answer(&session_id, &question_id, &answers, outbox)
+                        .control_answer(&a.session_id, &a.question_id, &a.answers, outbox)
                         .map_err(control::control_error),
                 };
                 let _ = reply.send(r);
             }
-            Call::Reject {
-                bridge,
-                session_id,
-                question_id,
-                reason,
-                reply,
-            } => {
-                let r = match not_me(self.identity.as_ref(), bridge.as_deref()) {
+            Call::Reject(r, reply) => {
+                let result = match not_me(self.identity.as_ref(), r.bridge.as_deref()) {
                     Some(e) => Err(e),
                     None => router
-                        .control_reject(&session_id, &question_id, reason.as_deref(), outbox)
+                        .control_reject(&r.session_id, &r.question_id, r.reason.as_deref(), outbox)
                         .map_err(control::control_error),
                 };
-                let _ = reply.send(r);
+                let _ = reply.send(result);
             }
             Call::Bridges(reply) => {
                 let me: Vec<serde_json::Value> = self

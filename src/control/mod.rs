@@ -125,22 +125,10 @@ pub enum Call {
     /// `questions.list`: a JSON array of question views (as JSON text: an inbox over
     /// thousands of questions writes it from what it keeps, without building a `Value`).
     List(oneshot::Sender<Box<serde_json::value::RawValue>>),
-    Answer {
-        /// The bridge the question belongs to (the inbox needs it when several have the
-        /// same ids); a bridge checks that it is its own.
-        bridge: Option<String>,
-        session_id: String,
-        question_id: String,
-        answers: Value,
-        reply: Reply,
-    },
-    Reject {
-        bridge: Option<String>,
-        session_id: String,
-        question_id: String,
-        reason: Option<String>,
-        reply: Reply,
-    },
+    /// `questions.answer`.
+    Answer(AnswerParams, Reply),
+    /// `questions.reject`.
+    Reject(RejectParams, Reply),
     Status(oneshot::Sender<Value>),
     /// `bridges.list`: a JSON array.
     Bridges(oneshot::Sender<Value>),
@@ -193,25 +181,29 @@ struct Ctx {
     subscriptions: TaskTracker,
 }
 
-#[derive(Deserialize)]
+/// The params of `questions.answer`.
+#[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct AnswerParams {
+pub struct AnswerParams {
+    /// The bridge the question belongs to (the inbox needs it when several have the same
+    /// ids); a bridge checks that it is its own.
     #[serde(default)]
-    bridge: Option<String>,
-    session_id: String,
-    question_id: String,
-    answers: Value,
+    pub bridge: Option<String>,
+    pub session_id: String,
+    pub question_id: String,
+    pub answers: Value,
 }
 
-#[derive(Deserialize)]
+/// The params of `questions.reject`.
+#[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RejectParams {
+pub struct RejectParams {
     #[serde(default)]
-    bridge: Option<String>,
-    session_id: String,
-    question_id: String,
+    pub bridge: Option<String>,
+    pub session_id: String,
+    pub question_id: String,
     #[serde(default)]
-    reason: Option<String>,
+    pub reason: Option<String>,
 }
 
 fn shutting_down() -> ErrorObjectOwned {
@@ -259,14 +251,7 @@ fn module(ctx: Ctx) -> RpcModule<Ctx> {
         "questions.answer",
         |p: Params<'static>, ctx, _| async move {
             let a: AnswerParams = p.parse().map_err(|e| invalid_params(e.message()))?;
-            ask(&ctx, |reply| Call::Answer {
-                bridge: a.bridge,
-                session_id: a.session_id,
-                question_id: a.question_id,
-                answers: a.answers,
-                reply,
-            })
-            .await?
+            ask(&ctx, |reply| Call::Answer(a, reply)).await?
         },
     )
     .expect("unique method name");
@@ -274,14 +259,7 @@ fn module(ctx: Ctx) -> RpcModule<Ctx> {
         "questions.reject",
         |p: Params<'static>, ctx, _| async move {
             let r: RejectParams = p.parse().map_err(|e| invalid_params(e.message()))?;
-            ask(&ctx, |reply| Call::Reject {
-                bridge: r.bridge,
-                session_id: r.session_id,
-                question_id: r.question_id,
-                reason: r.reason,
-                reply,
-            })
-            .await?
+            ask(&ctx, |reply| Call::Reject(r, reply)).await?
         },
     )
     .expect("unique method name");

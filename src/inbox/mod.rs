@@ -595,29 +595,16 @@ impl Inbox {
             Call::List(reply) => {
                 let _ = reply.send(self.list());
             }
-            Call::Answer {
-                bridge,
-                session_id,
-                question_id,
-                answers,
-                reply,
-            } => {
-                let params =
-                    json!({"sessionId": session_id, "questionId": question_id, "answers": answers});
-                self.relay(bridge, "questions.answer", params, reply);
+            Call::Answer(a, reply) => {
+                let params = json!({"sessionId": a.session_id, "questionId": a.question_id, "answers": a.answers});
+                self.relay(a.bridge, "questions.answer", params, reply);
             }
-            Call::Reject {
-                bridge,
-                session_id,
-                question_id,
-                reason,
-                reply,
-            } => {
-                let mut params = json!({"sessionId": session_id, "questionId": question_id});
-                if let Some(r) = reason {
-                    params["reason"] = r.into();
+            Call::Reject(r, reply) => {
+                let mut params = json!({"sessionId": r.session_id, "questionId": r.question_id});
+                if let Some(reason) = r.reason {
+                    params["reason"] = reason.into();
                 }
-                self.relay(bridge, "questions.reject", params, reply);
+                self.relay(r.bridge, "questions.reject", params, reply);
             }
             Call::Status(reply) => {
                 let pending: usize = self.bridges.values().map(|b| b.pending.len()).sum();

@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::control::Call;
+use crate::control::{AnswerParams, Call, RejectParams};
 
 /// How often a bridge says it is alive.
 pub const HEARTBEAT: Duration = Duration::from_secs(2);
@@ -389,20 +389,24 @@ async fn answer(calls: &mpsc::Sender<Call>, payload: &[u8]) -> Value {
     };
     let (tx, rx) = oneshot::channel();
     let call = match req["method"].as_str() {
-        Some("questions.answer") => Call::Answer {
-            bridge: s("bridge"),
-            session_id,
-            question_id,
-            answers: p["answers"].clone(),
-            reply: tx,
-        },
-        Some("questions.reject") => Call::Reject {
-            bridge: s("bridge"),
-            session_id,
-            question_id,
-            reason: s("reason"),
-            reply: tx,
-        },
+        Some("questions.answer") => Call::Answer(
+            AnswerParams {
+                bridge: s("bridge"),
+                session_id,
+                question_id,
+                answers: p["answers"].clone(),
+            },
+            tx,
+        ),
+        Some("questions.reject") => Call::Reject(
+            RejectParams {
+                bridge: s("bridge"),
+                session_id,
+                question_id,
+                reason: s("reason"),
+            },
+            tx,
+        ),
         other => return error(-32601, format!("Method not found: {other:?}")),
     };
     if calls.send(call).await.is_err() {
