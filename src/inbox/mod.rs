@@ -17,33 +17,34 @@
 //!
 //! Invariant: the inbox never decides a question itself: every answer is the bridge's call.
 
+mod bridges;
+mod cli;
+mod follow;
 pub mod nats;
 pub mod registry;
+
+use bridges::{Bridge, Held};
+pub use cli::{main, InboxArgs};
+use follow::{connect, FromBridge};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use jsonrpsee::core::client::{ClientT, Error as RpcError, SubscriptionClientT};
+use jsonrpsee::core::client::{ClientT, Error as RpcError};
 use jsonrpsee::core::params::ObjectParams;
-use jsonrpsee::rpc_params;
 use jsonrpsee::types::ErrorObjectOwned;
-use jsonrpsee_ws_client::WsClient;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use crate::control::{self, Call, ControlConfig};
 use crate::notify::Notifier;
-use registry::Entry;
 
 /// How often the registry is read for bridges that started or exited.
 pub const RESCAN: Duration = Duration::from_millis(500);
 /// Longest wait before a bridge that cannot be reached is tried again.
 const MAX_RETRY: Duration = Duration::from_secs(5);
-/// How long connecting to one bridge may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
 /// What `inbox` runs with.
 #[derive(Debug, Clone)]
 pub struct InboxConfig {
@@ -54,142 +55,6 @@ pub struct InboxConfig {
     pub on_question: Option<Vec<String>>,
     /// `--nats`: follow the bridges over NATS instead of the registry.
     pub nats: Option<nats::NatsConfig>,
-}
-
-/// What a bridge's connection task reports.
-enum FromBridge {
-    Connected {
-        id: String,
-        generation: u64,
-        client: Arc<WsClient>,
-        list: Vec<Value>,
-    },
-    Event {
-        id: String,
-        generation: u64,
-        event: Value,
-    },
-    Lost {
-        id: String,
-        generation: u64,
-        why: String,
-    },
-}
-
-/// One bridge as the inbox knows it.
-struct Bridge {
-    /// Its registry entry (a bridge seen over NATS has none).
-    entry: Option<Entry>,
-    id: String,
-    started_at: String,
-    /// Over NATS: when its heartbeat was last seen (`None`: never, its questions are held
-    /// back), and when the inbox first heard of it.
-    heard: Option<Instant>,
-    first_seen: Instant,
-    /// Its public description (no token), as questions carry it.
-    public: Value,
-    /// Counts connections, so reports of an old one are ignored.
-    generation: u64,
-    task: Option<tokio::task::JoinHandle<()>>,
-    client: Option<Arc<WsClient>>,
-    /// Its pending questions, by (sessionId, questionId).
-    pending: HashMap<(String, String), Held>,
-    /// When to try again after a failed connection.
-    retry_at: Option<Instant>,
-    failures: u32,
-    last_error: Option<String>,
-}
-
-/// A pending question as the inbox keeps it: its view as JSON text without `bridge` (which
-/// is added when it is listed), and when it was asked. Text rather than a `Value`: an inbox
-/// over 10,000 questions keeps about what their JSON takes, and lists them by copying.
-struct Held {
-    json: Box<str>,
-    created_at: Box<str>,
-}
-
-impl Held {
-    fn of(q: &Value) -> Held {
-        /// An object's members but `bridge`.
-        struct Without<'a>(&'a serde_json::Map<String, Value>);
-        impl serde::Serialize for Without<'_> {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_map(self.0.iter().filter(|(k, _)| k.as_str() != "bridge"))
-            }
-        }
-        let json = q
-            .as_object()
-            .and_then(|o| serde_json::to_string(&Without(o)).ok())
-            .unwrap_or_else(|| "{}".to_owned());
-        Held {
-            json: json.into(),
-            created_at: q["createdAt"].as_str().unwrap_or("").into(),
-        }
-    }
-
-    /// The view, with `bridge`.
-    fn view(&self, bridge: &Value) -> Value {
-        let mut q: Value = serde_json::from_str(&self.json).unwrap_or_else(|_| json!({}));
-        q["bridge"] = bridge.clone();
-        q
-    }
-
-    /// Sets one member of the view.
-    fn set(&mut self, key: &str, value: Value) {
-        let mut q = self.view(&Value::Null);
-        q[key] = value;
-        *self = Held::of(&q);
-    }
-
-    /// Appends the view with `bridge` (JSON text) to `out`.
-    fn write(&self, bridge: &str, out: &mut String) {
-        let open = self.json.strip_suffix('}').unwrap_or("{");
-        out.push_str(open);
-        if open.len() > 1 {
-            out.push(',');
-        }
-        out.push_str("\"bridge\":");
-        out.push_str(bridge);
-        out.push('}');
-    }
-}
-
-impl Bridge {
-    /// A bridge just heard of: from its registry entry, or over NATS (`entry` none).
-    fn new(id: &str, public: Value, entry: Option<Entry>) -> Bridge {
-        Bridge {
-            started_at: public["startedAt"].as_str().unwrap_or("").to_owned(),
-            public,
-            id: id.to_owned(),
-            heard: None,
-            first_seen: Instant::now(),
-            entry,
-            generation: 0,
-            task: None,
-            client: None,
-            pending: HashMap::new(),
-            retry_at: None,
-            failures: 0,
-            last_error: None,
-        }
-    }
-
-    fn status(&self) -> &'static str {
-        if self.entry.is_none() {
-            return if self.heard.is_some() {
-                "connected"
-            } else {
-                "connecting"
-            };
-        }
-        if self.client.is_some() {
-            "connected"
-        } else if self.failures > 0 {
-            "unreachable"
-        } else {
-            "connecting"
-        }
-    }
 }
 
 /// The inbox's state and loop.
@@ -758,173 +623,6 @@ fn key_of(v: &Value) -> (String, String) {
 fn withdrawn(bridge: &str, session_id: &str, question_id: &str) -> Value {
     json!({"event": "resolved", "bridge": bridge, "sessionId": session_id,
         "questionId": question_id, "by": "disconnect", "result": {"status": "withdrawn"}})
-}
-
-/// Connects to one bridge's control server and reports what it says until it goes.
-async fn connect(entry: Entry, generation: u64, tx: mpsc::Sender<FromBridge>) {
-    let id = entry.id.clone();
-    let why = match follow(&entry, generation, &tx).await {
-        Ok(()) => "the bridge's control server ended the subscription".to_owned(),
-        Err(e) => e,
-    };
-    let _ = tx
-        .send(FromBridge::Lost {
-            id,
-            generation,
-            why,
-        })
-        .await;
-}
-
-async fn follow(
-    entry: &Entry,
-    generation: u64,
-    tx: &mpsc::Sender<FromBridge>,
-) -> Result<(), String> {
-    let ws = entry.url.replacen("http://", "ws://", 1);
-    let setup = async {
-        let c = control::client::ws_client(&ws, &entry.token).await?;
-        let sub = c
-            .subscribe::<Value, _>(
-                "questions.subscribe",
-                rpc_params![],
-                "questions.unsubscribe",
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-        let list: Vec<Value> = c
-            .request("questions.list", rpc_params![])
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok::<_, String>((c, sub, list))
-    };
-    let (c, mut sub, list) = tokio::time::timeout(CONNECT_TIMEOUT, setup)
-        .await
-        .map_err(|_| format!("no answer from {ws} within {CONNECT_TIMEOUT:?}"))??;
-    let id = entry.id.clone();
-    tx.send(FromBridge::Connected {
-        id: id.clone(),
-        generation,
-        client: Arc::new(c),
-        list,
-    })
-    .await
-    .map_err(|_| "the inbox is stopping".to_owned())?;
-    while let Some(ev) = sub.next().await {
-        let event = ev.map_err(|e| e.to_string())?;
-        tx.send(FromBridge::Event {
-            id: id.clone(),
-            generation,
-            event,
-        })
-        .await
-        .map_err(|_| "the inbox is stopping".to_owned())?;
-    }
-    Ok(())
-}
-
-/// `inbox` and its flags.
-#[derive(Debug, clap::Args)]
-pub struct InboxArgs {
-    /// Serve the Questions page and the control API here (`127.0.0.1:0` picks a free
-    /// port). Loopback only, unless --allow-remote.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
-    pub listen: String,
-    /// Let --listen be a non-loopback address (anyone who can reach it and has the token
-    /// can answer every agent's questions; there is no TLS).
-    #[arg(long)]
-    pub allow_remote: bool,
-    /// Write the token to this file (mode 0600). Random unless $ACP_QUESTION_BRIDGE_TOKEN
-    /// is set.
-    #[arg(long, value_name = "PATH")]
-    pub token_file: Option<PathBuf>,
-    /// Run this command for every new question of any bridge (as a bridge's
-    /// --on-question: the question as JSON on stdin, with its `bridge`).
-    #[arg(long, value_name = "COMMAND")]
-    pub on_question: Option<String>,
-    /// The registry folder to read (default: $ACP_QUESTION_BRIDGE_REGISTRY, else
-    /// $XDG_RUNTIME_DIR/acp-question-bridge, else ~/.local/state/acp-question-bridge/bridges).
-    #[arg(long, value_name = "DIR")]
-    pub registry: Option<PathBuf>,
-    /// Follow the bridges over this NATS server (with JetStream) instead of the local
-    /// registry: `nats://HOST:PORT` or `tls://...`.
-    #[arg(long, value_name = "URL")]
-    pub nats: Option<String>,
-    /// NATS credentials file (`.creds`).
-    #[arg(long, value_name = "FILE", requires = "nats")]
-    pub nats_creds: Option<PathBuf>,
-    /// Prefix of the NATS buckets and subjects (as the bridges').
-    #[arg(long, value_name = "PREFIX", default_value = "acpqb")]
-    pub nats_prefix: String,
-    /// Log level or filter; RUST_LOG overrides.
-    #[arg(long, value_name = "LEVEL", default_value = "info")]
-    pub log_level: String,
-}
-
-/// Runs `inbox`: exit code 0 when stopped by a signal, 1 when it cannot start, 2 on a
-/// command line that cannot work.
-pub fn main(a: InboxArgs) -> std::process::ExitCode {
-    use std::process::ExitCode;
-    fn fail(code: u8, msg: &str) -> ExitCode {
-        crate::logging::fail("acp-question-bridge inbox", code, msg)
-    }
-    let _log = match crate::logging::init(&a.log_level, crate::logging::LogFormat::Text, None) {
-        Ok(guard) => guard,
-        Err(e) => return fail(2, &format!("cannot set up logging: {e}")),
-    };
-    let addr = match control::parse_addr(&a.listen, a.allow_remote) {
-        Ok(addr) => addr,
-        Err(e) => {
-            return fail(
-                2,
-                &e.to_string()
-                    .replace("--control-allow-remote", "--allow-remote"),
-            )
-        }
-    };
-    let token = match std::env::var(control::TOKEN_ENV) {
-        Ok(t) if !t.trim().is_empty() => t.trim().to_owned(),
-        _ => match control::random_token() {
-            Ok(t) => t,
-            Err(e) => return fail(1, &e.to_string()),
-        },
-    };
-    let on_question = match a.on_question.as_deref().map(crate::notify::parse_command) {
-        None => None,
-        Some(Ok(argv)) => Some(argv),
-        Some(Err(e)) => return fail(2, &e),
-    };
-    let cfg = InboxConfig {
-        control: ControlConfig {
-            addr,
-            allow_remote: a.allow_remote,
-            token,
-            token_file: a.token_file,
-            implicit: false,
-        },
-        registry: a.registry.unwrap_or_else(registry::dir),
-        on_question,
-        nats: a.nats.map(|url| nats::NatsConfig {
-            url,
-            creds: a.nats_creds,
-            prefix: a.nats_prefix.clone(),
-        }),
-    };
-    if let Err(e) = nats::check_prefix(&a.nats_prefix) {
-        return fail(2, &e);
-    }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => return fail(1, &format!("cannot start runtime: {e}")),
-    };
-    match runtime.block_on(run(cfg)) {
-        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
-        Err(e) => fail(1, &e.to_string()),
-    }
 }
 
 #[cfg(test)]

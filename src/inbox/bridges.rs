@@ -1,0 +1,127 @@
+//! What the inbox keeps of each bridge: how it is reached, and its pending questions as
+//! JSON text.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use jsonrpsee_ws_client::WsClient;
+use serde_json::{json, Value};
+
+use super::registry::Entry;
+
+/// One bridge as the inbox knows it.
+pub(super) struct Bridge {
+    /// Its registry entry (a bridge seen over NATS has none).
+    pub(super) entry: Option<Entry>,
+    pub(super) id: String,
+    pub(super) started_at: String,
+    /// Over NATS: when its heartbeat was last seen (`None`: never, its questions are held
+    /// back), and when the inbox first heard of it.
+    pub(super) heard: Option<Instant>,
+    pub(super) first_seen: Instant,
+    /// Its public description (no token), as questions carry it.
+    pub(super) public: Value,
+    /// Counts connections, so reports of an old one are ignored.
+    pub(super) generation: u64,
+    pub(super) task: Option<tokio::task::JoinHandle<()>>,
+    pub(super) client: Option<Arc<WsClient>>,
+    /// Its pending questions, by (sessionId, questionId).
+    pub(super) pending: HashMap<(String, String), Held>,
+    /// When to try again after a failed connection.
+    pub(super) retry_at: Option<Instant>,
+    pub(super) failures: u32,
+    pub(super) last_error: Option<String>,
+}
+
+/// A pending question as the inbox keeps it: its view as JSON text without `bridge` (which
+/// is added when it is listed), and when it was asked. Text rather than a `Value`: an inbox
+/// over 10,000 questions keeps about what their JSON takes, and lists them by copying.
+pub(super) struct Held {
+    pub(super) json: Box<str>,
+    pub(super) created_at: Box<str>,
+}
+
+impl Held {
+    pub(super) fn of(q: &Value) -> Held {
+        /// An object's members but `bridge`.
+        struct Without<'a>(&'a serde_json::Map<String, Value>);
+        impl serde::Serialize for Without<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_map(self.0.iter().filter(|(k, _)| k.as_str() != "bridge"))
+            }
+        }
+        let json = q
+            .as_object()
+            .and_then(|o| serde_json::to_string(&Without(o)).ok())
+            .unwrap_or_else(|| "{}".to_owned());
+        Held {
+            json: json.into(),
+            created_at: q["createdAt"].as_str().unwrap_or("").into(),
+        }
+    }
+
+    /// The view, with `bridge`.
+    pub(super) fn view(&self, bridge: &Value) -> Value {
+        let mut q: Value = serde_json::from_str(&self.json).unwrap_or_else(|_| json!({}));
+        q["bridge"] = bridge.clone();
+        q
+    }
+
+    /// Sets one member of the view.
+    pub(super) fn set(&mut self, key: &str, value: Value) {
+        let mut q = self.view(&Value::Null);
+        q[key] = value;
+        *self = Held::of(&q);
+    }
+
+    /// Appends the view with `bridge` (JSON text) to `out`.
+    pub(super) fn write(&self, bridge: &str, out: &mut String) {
+        let open = self.json.strip_suffix('}').unwrap_or("{");
+        out.push_str(open);
+        if open.len() > 1 {
+            out.push(',');
+        }
+        out.push_str("\"bridge\":");
+        out.push_str(bridge);
+        out.push('}');
+    }
+}
+
+impl Bridge {
+    /// A bridge just heard of: from its registry entry, or over NATS (`entry` none).
+    pub(super) fn new(id: &str, public: Value, entry: Option<Entry>) -> Bridge {
+        Bridge {
+            started_at: public["startedAt"].as_str().unwrap_or("").to_owned(),
+            public,
+            id: id.to_owned(),
+            heard: None,
+            first_seen: Instant::now(),
+            entry,
+            generation: 0,
+            task: None,
+            client: None,
+            pending: HashMap::new(),
+            retry_at: None,
+            failures: 0,
+            last_error: None,
+        }
+    }
+
+    pub(super) fn status(&self) -> &'static str {
+        if self.entry.is_none() {
+            return if self.heard.is_some() {
+                "connected"
+            } else {
+                "connecting"
+            };
+        }
+        if self.client.is_some() {
+            "connected"
+        } else if self.failures > 0 {
+            "unreachable"
+        } else {
+            "connecting"
+        }
+    }
+}

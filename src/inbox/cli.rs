@@ -1,0 +1,110 @@
+//! `acp-question-bridge inbox`: its flags, and turning them into an [`InboxConfig`].
+
+use std::path::PathBuf;
+
+use super::{nats, registry, run, InboxConfig};
+use crate::control::{self, ControlConfig};
+
+/// `inbox` and its flags.
+#[derive(Debug, clap::Args)]
+pub struct InboxArgs {
+    /// Serve the Questions page and the control API here (`127.0.0.1:0` picks a free
+    /// port). Loopback only, unless --allow-remote.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: String,
+    /// Let --listen be a non-loopback address (anyone who can reach it and has the token
+    /// can answer every agent's questions; there is no TLS).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Write the token to this file (mode 0600). Random unless $ACP_QUESTION_BRIDGE_TOKEN
+    /// is set.
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+    /// Run this command for every new question of any bridge (as a bridge's
+    /// --on-question: the question as JSON on stdin, with its `bridge`).
+    #[arg(long, value_name = "COMMAND")]
+    pub on_question: Option<String>,
+    /// The registry folder to read (default: $ACP_QUESTION_BRIDGE_REGISTRY, else
+    /// $XDG_RUNTIME_DIR/acp-question-bridge, else ~/.local/state/acp-question-bridge/bridges).
+    #[arg(long, value_name = "DIR")]
+    pub registry: Option<PathBuf>,
+    /// Follow the bridges over this NATS server (with JetStream) instead of the local
+    /// registry: `nats://HOST:PORT` or `tls://...`.
+    #[arg(long, value_name = "URL")]
+    pub nats: Option<String>,
+    /// NATS credentials file (`.creds`).
+    #[arg(long, value_name = "FILE", requires = "nats")]
+    pub nats_creds: Option<PathBuf>,
+    /// Prefix of the NATS buckets and subjects (as the bridges').
+    #[arg(long, value_name = "PREFIX", default_value = "acpqb")]
+    pub nats_prefix: String,
+    /// Log level or filter; RUST_LOG overrides.
+    #[arg(long, value_name = "LEVEL", default_value = "info")]
+    pub log_level: String,
+}
+
+/// Runs `inbox`: exit code 0 when stopped by a signal, 1 when it cannot start, 2 on a
+/// command line that cannot work.
+pub fn main(a: InboxArgs) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    fn fail(code: u8, msg: &str) -> ExitCode {
+        crate::logging::fail("acp-question-bridge inbox", code, msg)
+    }
+    let _log = match crate::logging::init(&a.log_level, crate::logging::LogFormat::Text, None) {
+        Ok(guard) => guard,
+        Err(e) => return fail(2, &format!("cannot set up logging: {e}")),
+    };
+    let addr = match control::parse_addr(&a.listen, a.allow_remote) {
+        Ok(addr) => addr,
+        Err(e) => {
+            return fail(
+                2,
+                &e.to_string()
+                    .replace("--control-allow-remote", "--allow-remote"),
+            )
+        }
+    };
+    let token = match std::env::var(control::TOKEN_ENV) {
+        Ok(t) if !t.trim().is_empty() => t.trim().to_owned(),
+        _ => match control::random_token() {
+            Ok(t) => t,
+            Err(e) => return fail(1, &e.to_string()),
+        },
+    };
+    let on_question = match a.on_question.as_deref().map(crate::notify::parse_command) {
+        None => None,
+        Some(Ok(argv)) => Some(argv),
+        Some(Err(e)) => return fail(2, &e),
+    };
+    let cfg = InboxConfig {
+        control: ControlConfig {
+            addr,
+            allow_remote: a.allow_remote,
+            token,
+            token_file: a.token_file,
+            implicit: false,
+        },
+        registry: a.registry.unwrap_or_else(registry::dir),
+        on_question,
+        nats: a.nats.map(|url| nats::NatsConfig {
+            url,
+            creds: a.nats_creds,
+            prefix: a.nats_prefix.clone(),
+        }),
+    };
+    if let Err(e) = nats::check_prefix(&a.nats_prefix) {
+        return fail(2, &e);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(1, &format!("cannot start runtime: {e}")),
+    };
+    match runtime.block_on(run(cfg)) {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => fail(1, &e.to_string()),
+    }
+}
