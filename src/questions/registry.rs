@@ -139,6 +139,13 @@ impl<K: std::hash::Hash + Eq + Clone, V> RecentMap<K, V> {
         }
     }
 
+    /// Forgets `k` (a scan of the order only when it is there).
+    pub fn remove(&mut self, k: &K) {
+        if self.map.remove(k).is_some() {
+            self.order.retain(|o| o != k);
+        }
+    }
+
     /// Like [`RecentMap::insert`], but a key already there gets the new value.
     pub fn insert_or_replace(&mut self, k: K, v: V) {
         match self.map.get_mut(&k) {

@@ -81,10 +81,7 @@ impl Router {
         content: Value,
         out: &mut Outbox,
     ) -> ControlError {
-        let resolved_by = self
-            .resolutions
-            .get(&(session.into(), question_id.into()))
-            .copied();
+        let resolved_by = self.ledger.resolved_by(session, question_id);
         if resolved_by.is_some() {
             self.counters.late_answers_dropped += 1;
             tracing::warn!(

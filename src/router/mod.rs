@@ -1,14 +1,18 @@
 //! The sans-IO routing core: one message in, lines out.
 //!
-//! Owns all routing state: the requests in flight in each direction and (through
-//! [`crate::questions`]) the pending questions. It performs no I/O: the shell in
-//! [`crate::bridge`] feeds it frames, EOFs, exits and timer ticks, and drains the
-//! [`Outbox`] it fills.
+//! It performs no I/O: the shell in [`crate::bridge`] feeds it frames, EOFs, exits and timer
+//! ticks, and drains the [`Outbox`] it fills. Its state is split by concern, each part
+//! owning its own behind a narrow API:
+//! - [`requests`]: the requests in flight each way, and the ids answered already;
+//! - [`client`]: what the client can show, and so the dialect questions reach it in;
+//! - [`crate::questions::registry::Registry`]: the pending questions;
+//! - [`ledger`]: what is remembered of ended questions and seen sessions;
+//! - `handlers::tool_call`: the tool calls the agent announced.
 //!
-//! Which methods the bridge acts on, and the one route every valid message takes, is the
-//! dispatch table in [`dispatch`]; its handlers are the modules of [`handlers`]; the
-//! question lifecycle lives in [`questions`] (an `impl Router` block). Test helpers are in
-//! `fixture` (tests and the `test-util` feature only).
+//! The router itself decides what is sent: which methods it acts on, and the one route every
+//! valid message takes, is the dispatch table in [`dispatch`]; its handlers are the modules of
+//! [`handlers`]; the question lifecycle is [`questions`] (showing, answers, endings). Test
+//! helpers are in `fixture` (tests and the `test-util` feature only).
 //!
 //! Invariants:
 //! - A message the bridge does not rewrite is pushed to the outbox as the very `Bytes` it
@@ -18,20 +22,26 @@
 //! - A message that looks like a response is never answered (no error storms).
 //! - Every client request still in flight when the agent is gone gets exactly one error.
 
+mod client;
+mod config;
 mod control_calls;
 mod dispatch;
 #[cfg(any(test, feature = "test-util"))]
 pub mod fixture;
 mod handlers;
+mod ledger;
 mod message;
+mod outbox;
 mod questions;
+mod requests;
 #[cfg(test)]
 mod sources_tests;
 
+pub use config::{Counters, RouterConfig};
 pub use control_calls::ControlError;
+pub use outbox::{Out, Outbox, Side};
 
-use std::collections::VecDeque;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use bytes::Bytes;
 use serde_json::value::RawValue;
@@ -40,90 +50,12 @@ use serde_json::{json, Value};
 use crate::capabilities::ClientSupport;
 use crate::codec::Frame;
 use crate::envelope::{self, IdMap, Kind, RequestId};
-use crate::events::{By, Event};
 use crate::jsonrpc::{self, code};
-use crate::questions::registry::{RecentIds, RecentMap, Registry, RECENTLY_RESOLVED};
-use crate::questions::Dialect;
+use crate::questions::registry::Registry;
 use crate::scan::{Batch, Scanned, Shape};
 
 use dispatch::Msg;
-
-/// Which peer a message came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    Client,
-    Agent,
-}
-
-impl Side {
-    /// The other peer.
-    pub fn peer(self) -> Side {
-        match self {
-            Side::Client => Side::Agent,
-            Side::Agent => Side::Client,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Side::Client => "client->agent",
-            Side::Agent => "agent->client",
-        }
-    }
-}
-
-/// One item for a writer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Out {
-    /// A line's content; the writer adds the `\n`.
-    Line(Bytes),
-    /// Forwarded lines exactly as read, each with its `\n` (one slice of a read's chunk).
-    Run(Bytes),
-    /// Flush and close the output (only used for the agent's stdin).
-    Close,
-}
-
-/// What the router wants written, per direction, in order.
-#[derive(Debug, Default)]
-pub struct Outbox {
-    pub to_agent: VecDeque<Out>,
-    pub to_client: VecDeque<Out>,
-    /// How many lines in `to_agent` the bridge made itself (not forwarded from the client).
-    pub made_for_agent: usize,
-    /// How many lines in `to_client` the bridge made itself (not forwarded from the agent).
-    pub made_for_client: usize,
-    /// Question lifecycle events, in order (only with [`RouterConfig::events`]).
-    pub events: Vec<Event>,
-}
-
-impl Outbox {
-    /// A line the bridge made, for the agent.
-    fn agent(&mut self, line: Bytes) {
-        self.made_for_agent += 1;
-        self.to_agent.push_back(Out::Line(line));
-    }
-    /// A line the bridge made, for the client.
-    fn client(&mut self, line: Bytes) {
-        self.made_for_client += 1;
-        self.to_client.push_back(Out::Line(line));
-    }
-    fn reply(&mut self, to: Side, line: Bytes) {
-        match to {
-            Side::Client => self.client(line),
-            Side::Agent => self.agent(line),
-        }
-    }
-    /// Takes everything queued for the agent.
-    pub fn take_agent(&mut self) -> Vec<Out> {
-        self.made_for_agent = 0;
-        self.to_agent.drain(..).collect()
-    }
-    /// Takes everything queued for the client.
-    pub fn take_client(&mut self) -> Vec<Out> {
-        self.made_for_client = 0;
-        self.to_client.drain(..).collect()
-    }
-}
+use requests::Matched;
 
 /// A request waiting for its response.
 #[derive(Debug, Clone)]
@@ -153,148 +85,40 @@ impl AgentExit {
     }
 }
 
-/// Settings of the routing core.
-#[derive(Debug, Clone)]
-pub struct RouterConfig {
-    /// Upper bound on requests in flight per direction, and on pending questions in all
-    /// sessions; one more is refused with `-32000`, so memory stays bounded.
-    pub max_in_flight: usize,
-    /// Deadline for every question (`--question-timeout`); a request's `timeoutMs` may
-    /// shorten it.
-    pub question_timeout: Option<Duration>,
-    /// Most questions one session may have pending (`--max-pending-per-session`).
-    pub max_pending_per_session: usize,
-    /// `--client-dialect`: `None` chooses from the client's `initialize` (auto).
-    pub client_dialect: Option<Dialect>,
-    /// Tell the agent the client renders form elicitations even when it does not, and show
-    /// them as questions (the default, unless `--no-opt-in form`), where some surface can
-    /// take them ([`Router::can_take_questions`]).
-    pub advertise_elicitation: bool,
-    /// `--advertise-elicitation` given: offer forms even where no surface could take a
-    /// question the client cannot show.
-    pub force_forms: bool,
-    /// The vendors' opt-ins (`crate::questions::sources::OptIn::name`) offered to the agent
-    /// when some surface can take their questions; the command line offers all of them but
-    /// those named by `--no-opt-in`.
-    pub opt_ins: Vec<&'static str>,
-    /// Make question lifecycle events ([`Outbox::events`]) for the control server, the
-    /// journal and notifications.
-    pub events: bool,
-    /// A question the client cannot show waits for an answer through the control server
-    /// instead of being rejected as `unsupported` (the control server is running).
-    pub hold_unsupported: bool,
-    /// `--permission-prompts`: how questions are asked as permission prompts; `None`
-    /// chooses by the client (`crate::clients`).
-    pub permission_prompts: Option<crate::questions::prompts::Style>,
-    /// `--client-cancel-requests`: send the client `$/cancel_request` for a request it shows
-    /// that is over, whatever is known of the client.
-    pub client_cancel_requests: bool,
-    /// The control server's page (without its token), named in the chat of a question the
-    /// client cannot show.
-    pub page_url: Option<String>,
-}
-
-impl Default for RouterConfig {
-    fn default() -> Self {
-        Self {
-            max_in_flight: 16_384,
-            question_timeout: None,
-            max_pending_per_session: 32,
-            client_dialect: None,
-            advertise_elicitation: false,
-            force_forms: false,
-            opt_ins: Vec::new(),
-            events: false,
-            hold_unsupported: false,
-            permission_prompts: None,
-            client_cancel_requests: false,
-            page_url: None,
-        }
-    }
-}
-
-/// Counters for status and benchmarks.
-#[derive(Debug, Default, Clone, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Counters {
-    pub forwarded_to_agent: u64,
-    pub forwarded_to_client: u64,
-    pub dropped_from_agent: u64,
-    pub rejected_from_client: u64,
-    pub questions_asked: u64,
-    pub questions_answered: u64,
-    pub questions_rejected: u64,
-    pub questions_invalid: u64,
-    pub late_answers_dropped: u64,
-}
-
 /// The routing state machine.
 #[derive(Debug)]
 pub struct Router {
     cfg: RouterConfig,
-    /// Requests from the client waiting for the agent's response.
-    client_requests: IdMap<RequestId, InFlight>,
-    /// Requests from the agent waiting for the client's response.
-    agent_requests: IdMap<RequestId, InFlight>,
+    /// The requests in flight each way.
+    requests: requests::Requests,
     /// Pending questions.
     questions: Registry,
-    /// What the client's `initialize` said it can show (None before `initialize`).
-    client: Option<ClientSupport>,
-    /// The dialect chosen in auto mode (after `initialize`, or after a `-32601` fallback).
-    auto_dialect: Option<Dialect>,
-    /// Prefix of the ids of requests the bridge sends (random per process).
-    id_prefix: String,
-    next_bridge_id: u64,
-    /// Agent requests already answered (by the client, or by the bridge on its behalf):
-    /// a second answer is dropped.
-    done_agent_requests: RecentIds,
-    /// Client requests already answered by the agent (or the bridge): likewise.
-    done_client_requests: RecentIds,
+    /// What the client can show, and so how questions reach it.
+    client: client::ClientView,
+    /// The ids of the requests the bridge sends.
+    bridge_ids: requests::BridgeIds,
     /// Maps the monotonic clock to wall time (for `expiresAt`), fixed at creation.
     wall_anchor: (Instant, SystemTime),
     agent_gone: bool,
-    /// Numbers requests in arrival order.
-    seq: u64,
-    /// Who resolved recent questions, by (session, questionId) (only with events).
-    resolutions: RecentMap<(Box<str>, Box<str>), By>,
-    /// The question a recently resolved client request id showed (only with events).
-    resolved_keys: RecentMap<RequestId, (String, String)>,
-    /// Session ids seen in client requests and questions (only with events; bounded).
-    sessions: std::collections::HashSet<Box<str>>,
+    /// What is remembered of ended questions and seen sessions.
+    ledger: ledger::Ledger,
     /// Tool calls the agent announced, for permission requests that name them by id.
     tool_calls: handlers::tool_call::ToolCalls,
-    /// What a press on a recently withdrawn prompt is told in the chat, by the id the
-    /// client showed it under: (session, note).
-    stale: RecentMap<RequestId, (String, String)>,
-    /// Notifications the bridge sent the client that a client may answer as if they were
-    /// requests (with an `id: null` error, say): each lets one response from the client to
-    /// no request in flight be dropped instead of reaching the agent.
-    own_notifications: u32,
     pub counters: Counters,
 }
 
 impl Router {
     pub fn new(cfg: RouterConfig) -> Self {
         Self {
+            client: client::ClientView::new(&cfg),
+            requests: requests::Requests::new(cfg.max_in_flight),
+            ledger: ledger::Ledger::new(cfg.max_in_flight),
             cfg,
-            client_requests: IdMap::default(),
-            agent_requests: IdMap::default(),
             questions: Registry::default(),
-            client: None,
-            auto_dialect: None,
-            id_prefix: random_prefix(),
-            next_bridge_id: 0,
-            done_agent_requests: RecentIds::default(),
-            done_client_requests: RecentIds::default(),
+            bridge_ids: requests::BridgeIds::default(),
             wall_anchor: (Instant::now(), SystemTime::now()),
             agent_gone: false,
-            seq: 0,
-            resolutions: RecentMap::new(RECENTLY_RESOLVED),
-            resolved_keys: RecentMap::new(RECENTLY_RESOLVED),
-            sessions: Default::default(),
             tool_calls: handlers::tool_call::ToolCalls::default(),
-            stale: RecentMap::new(RECENTLY_RESOLVED),
-            own_notifications: 0,
             counters: Counters::default(),
         }
     }
@@ -302,7 +126,7 @@ impl Router {
     /// Fixes the prefix of the bridge's own request ids (tests compare two routers).
     #[cfg(any(test, feature = "test-util"))]
     pub fn set_id_prefix(&mut self, prefix: &str) {
-        self.id_prefix = prefix.to_owned();
+        self.bridge_ids = requests::BridgeIds::with_prefix(prefix);
     }
 
     /// Pins the wall clock that `now` corresponds to (tests use a fixed date).
@@ -320,23 +144,16 @@ impl Router {
         wall.unwrap_or(w)
     }
 
-    /// Remembers a session id for `bridge.status` (bounded like the requests in flight).
-    fn note_session(&mut self, s: &str) {
-        if self.sessions.len() < self.cfg.max_in_flight && !self.sessions.contains(s) {
-            self.sessions.insert(s.into());
-        }
-    }
-
     /// The bridge's state for `bridge.status`: dialect, sessions, questions, counters.
     pub fn status(&self) -> Value {
         json!({
             "dialect": self.dialect().as_str(),
-            "clientInitialized": self.client.is_some(),
-            "sessions": self.sessions.len(),
+            "clientInitialized": self.client.support().is_some(),
+            "sessions": self.ledger.sessions(),
             "pendingQuestions": self.questions.len(),
             "requestsInFlight": {
-                "fromClient": self.client_requests.len(),
-                "fromAgent": self.agent_requests.len(),
+                "fromClient": self.requests.from(Side::Client).len(),
+                "fromAgent": self.requests.from(Side::Agent).len(),
             },
             "counters": self.counters,
         })
@@ -344,7 +161,7 @@ impl Router {
 
     /// What the client's `initialize` declared, once it has been seen.
     pub fn client_support(&self) -> Option<&ClientSupport> {
-        self.client.as_ref()
+        self.client.support()
     }
 
     /// The pending questions.
@@ -352,22 +169,15 @@ impl Router {
         &self.questions
     }
 
-    /// Requests in flight from `side`.
     /// The session of the newest `session/prompt` still waiting for its result: the one a
     /// request without a `sessionId` (Cursor's) belongs to.
     pub(crate) fn prompting_session(&self) -> Option<&str> {
-        self.client_requests
-            .values()
-            .filter(|r| &*r.method == "session/prompt")
-            .max_by_key(|r| r.seq)
-            .and_then(|r| r.session_id.as_deref())
+        self.requests.prompting_session()
     }
 
+    /// Requests in flight from `side`.
     pub fn in_flight(&self, side: Side) -> &IdMap<RequestId, InFlight> {
-        match side {
-            Side::Client => &self.client_requests,
-            Side::Agent => &self.agent_requests,
-        }
+        self.requests.from(side)
     }
 
     /// The earliest moment `on_timer` has work to do.
@@ -600,42 +410,22 @@ impl Router {
             out.agent(jsonrpc::error(Some(&id), code::INVALID_REQUEST, &msg, None));
             return;
         }
-        self.seq += 1;
-        let entry = InFlight {
-            method,
-            session_id: session_id.map(Into::into),
-            started: now,
-            seq: self.seq,
-        };
-        if let (true, Some(s)) = (self.cfg.events, &entry.session_id) {
-            self.note_session(s);
+        if let (true, Some(s)) = (self.cfg.events, &session_id) {
+            self.ledger.session(s);
         }
-        let map = match from {
-            Side::Client => &mut self.client_requests,
-            Side::Agent => &mut self.agent_requests,
-        };
-        if map.len() >= self.cfg.max_in_flight {
+        let session_id = session_id.map(Into::into);
+        if let Err(limit) = self
+            .requests
+            .track(from, id.clone(), method, session_id, now)
+        {
             // Untracked it could never be answered on the sender's behalf: refuse.
-            tracing::warn!(
-                limit = self.cfg.max_in_flight,
-                "too many requests in flight; refused"
-            );
-            let msg = format!(
-                "too many requests in flight through the bridge (limit {})",
-                self.cfg.max_in_flight
-            );
+            tracing::warn!(limit, "too many requests in flight; refused");
+            let msg = format!("too many requests in flight through the bridge (limit {limit})");
             out.reply(
                 from,
                 jsonrpc::error(Some(&id), code::SERVER_ERROR, &msg, None),
             );
             return;
-        }
-        if map.insert(id.clone(), entry).is_some() {
-            tracing::warn!("request id reused while a request with it is still in flight");
-        }
-        match from {
-            Side::Client => self.done_client_requests.remove(&id),
-            Side::Agent => self.done_agent_requests.remove(&id),
         }
         self.forward(from, line, out);
     }
@@ -651,20 +441,14 @@ impl Router {
         now: Instant,
         out: &mut Outbox,
     ) {
-        // A response travels opposite to its request.
-        let (map, done) = match from {
-            Side::Client => (&mut self.agent_requests, &mut self.done_agent_requests),
-            Side::Agent => (&mut self.client_requests, &mut self.done_client_requests),
-        };
         let mut line = line;
-        match map.remove(&id) {
-            Some(req) => {
+        match self.requests.answered(from, &id) {
+            Matched::Request(req) => {
                 tracing::debug!(
                     method = ?req.method,
                     elapsed_us = now.saturating_duration_since(req.started).as_micros() as u64,
                     "response"
                 );
-                done.insert(id);
                 // The request came from the other peer: its entry may rewrite the result.
                 let rewrite_result = dispatch::request(from.peer(), req.method.as_bytes())
                     .and_then(|rule| rule.result);
@@ -672,31 +456,30 @@ impl Router {
                     line = rewrite_result(line);
                 }
             }
-            None if done.contains(&id) => {
+            Matched::Again => {
                 tracing::warn!(%id, "second response to a request already answered; dropped");
                 self.count_dropped(from);
                 return;
             }
-            None if from == Side::Client && self.own_notifications > 0 => {
+            Matched::OwnNotification => {
                 // No request of the agent's has this id, and the bridge has sent the client
                 // notifications of its own: a client answering one of those (some answer a
                 // notification they do not know with an `id: null` error). The agent would
                 // take it for an answer to something else. Without such a notification the
                 // response is the agent's business, and goes on.
-                self.own_notifications -= 1;
                 tracing::warn!(%id, "response from the client to no request in flight; dropped");
                 tracing::trace!(payload = %String::from_utf8_lossy(&line), "dropped response");
                 self.count_dropped(from);
                 return;
             }
-            None => tracing::debug!("response to an unknown request id; forwarded"),
+            Matched::Unknown => tracing::debug!("response to an unknown request id; forwarded"),
         }
         self.forward(from, line, out);
     }
 
     /// A notification of the bridge's own for the client.
     fn notify_client(&mut self, line: Bytes, out: &mut Outbox) {
-        self.own_notifications = self.own_notifications.saturating_add(1).min(1024);
+        self.requests.sent_own_notification();
         out.client(line);
     }
 
@@ -742,18 +525,11 @@ impl Router {
         out: &mut Outbox,
     ) {
         let cancelled = |m: &str| dispatch::request(Side::Agent, m.as_bytes())?.cancelled;
-        let mut due: Vec<(RequestId, InFlight)> = self
-            .agent_requests
-            .iter()
-            .filter(|(_, r)| match session {
-                Some(s) => cancelled(&r.method).is_some() && r.session_id.as_deref() == Some(s),
-                None => true,
-            })
-            .map(|(id, r)| (id.clone(), r.clone()))
-            .collect();
-        due.sort_by_key(|(_, r)| r.seq);
+        let due = self.requests.end_agent_requests(|r| match session {
+            Some(s) => cancelled(&r.method).is_some() && r.session_id.as_deref() == Some(s),
+            None => true,
+        });
         for (id, req) in due {
-            self.agent_requests.remove(&id);
             let line = match cancelled(&req.method) {
                 Some(result) => jsonrpc::result_text(&id, result),
                 None => jsonrpc::error(
@@ -765,10 +541,9 @@ impl Router {
             };
             tracing::info!(%id, method = ?req.method, "answered on the client's behalf");
             out.agent(line);
-            if notify_client && self.sends_cancel_requests() {
+            if notify_client && self.client.sends_cancel_requests() {
                 self.notify_client(jsonrpc::cancel_request(&id), out);
             }
-            self.done_agent_requests.insert(id);
         }
     }
 
@@ -779,8 +554,7 @@ impl Router {
             return;
         }
         self.agent_gone = true;
-        let mut waiting: Vec<(RequestId, InFlight)> = self.client_requests.drain().collect();
-        waiting.sort_by_key(|(_, r)| r.seq);
+        let waiting = self.requests.drain(Side::Client);
         // The first error carries the whole stderr tail, the others its last KiB, so the
         // burst stays small however many requests were waiting.
         let short_tail = last_chars(&exit.stderr_tail, SHORT_TAIL);
@@ -805,9 +579,8 @@ impl Router {
         }
         // Requests the agent sent can no longer be answered usefully: the client closes
         // what it still shows.
-        let mut shown: Vec<(RequestId, InFlight)> = self.agent_requests.drain().collect();
-        shown.sort_by_key(|(_, r)| r.seq);
-        if self.sends_cancel_requests() {
+        let shown = self.requests.drain(Side::Agent);
+        if self.client.sends_cancel_requests() {
             for (id, _) in shown {
                 self.notify_client(jsonrpc::cancel_request(&id), out);
             }
@@ -826,19 +599,6 @@ fn last_chars(s: &str, max: usize) -> &str {
         start += 1;
     }
     &s[start..]
-}
-
-/// A prefix for the bridge's own request ids that no agent can predict.
-fn random_prefix() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.write_u32(std::process::id());
-    format!("acp-question-bridge:{:016x}:", h.finish())
 }
 
 /// Applies a rewrite to a line; when it cannot be applied, the line goes on unchanged.

@@ -27,4 +27,8 @@ impl Source for Extension {
     fn read(&self, q: &Question, result: &RawValue) -> Result<Outcome, String> {
         answer::normalize(q, result).map(|(o, _)| o)
     }
+
+    fn form_after_extension(&self) -> bool {
+        true
+    }
 }

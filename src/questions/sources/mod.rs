@@ -133,6 +133,14 @@ pub trait Source: std::fmt::Debug + Send + Sync {
         false
     }
 
+    /// A client that refused this question as the extension is asked it next as a form
+    /// elicitation, where it renders forms (only the extension's own questions: a form the
+    /// agent sent is shown as a form only where the client renders forms, and a vendor's
+    /// question goes to a permission prompt).
+    fn form_after_extension(&self) -> bool {
+        false
+    }
+
     /// The request approves a tool the agent is about to run: its tool call is the tool's,
     /// whose status the agent reports as the tool runs (the bridge never marks it done).
     fn approves_a_tool(&self) -> bool {

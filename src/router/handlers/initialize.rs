@@ -16,30 +16,22 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         .params
         .and_then(|p| serde_json::from_str::<&RawValue>(p).ok());
     let support = ClientSupport::from_initialize(params);
-    r.client = Some(support.clone());
-    r.auto_dialect = None;
+    r.client.initialized(support.clone());
     let dialect = r.dialect();
     tracing::info!(
         dialect = dialect.as_str(),
-        forced = r.cfg.client_dialect.is_some(),
+        forced = r.client.forced().is_some(),
         native_questions = support.native_questions,
         elicitation_form = support.elicitation_form,
         "questions will reach the client as {}",
         dialect.as_str()
     );
     let mut line = rewrite(req.line.clone(), capabilities::merge_initialize_request);
-    if r.translates_agent_elicitations() {
+    if r.client.translates_agent_elicitations() {
         line = rewrite(line, capabilities::advertise_elicitation);
     }
-    // The vendors' opt-ins only where some surface can take what they ask.
-    if r.can_take_questions() {
-        let offered = crate::questions::sources::VENDORS
-            .iter()
-            .filter_map(|v| v.opt_in.as_ref())
-            .filter(|o| r.cfg.opt_ins.contains(&o.name));
-        for opt_in in offered {
-            line = rewrite(line, |l| capabilities::offer_opt_in(l, opt_in));
-        }
+    for opt_in in r.client.opt_ins() {
+        line = rewrite(line, |l| capabilities::offer_opt_in(l, opt_in));
     }
     r.pass(Side::Client, req, line, out);
 }

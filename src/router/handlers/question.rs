@@ -2,7 +2,6 @@
 //! Parsed and validated into the question model; an invalid one is refused and never
 //! reaches the client. It does not know how the question is shown.
 
-use crate::jsonrpc::code;
 use crate::questions::model;
 use crate::questions::registry::Origin;
 use crate::questions::sources::extension::Extension;
@@ -14,22 +13,13 @@ use crate::router::{Outbox, Router};
 pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
     let q = match model::parse_request_from(req.params, Some(req.id.as_json())) {
         Ok(q) => q,
-        Err(e) => {
-            r.counters.questions_invalid += 1;
-            return refuse(
-                &req.id,
-                code::INVALID_PARAMS,
-                format!("Invalid params: {e}"),
-                out,
-            );
-        }
+        Err(e) => return r.refuse_invalid(&req.id, &e, out),
     };
     if let Err((code, msg)) = r.admit(&req.id, &q) {
         return refuse(&req.id, code, msg, out);
     }
     let source: Origin = std::sync::Arc::new(Extension);
     let p = r.new_pending(req.id, q, source, req.now);
-    r.counters.questions_asked += 1;
     let dialect = r.dialect();
     r.show(p, dialect, Some(req.line), out);
 }

@@ -33,14 +33,13 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         let line = req.line.clone();
         return r.pass(Side::Agent, req, line, out);
     };
-    let native = r.client.as_ref().is_some_and(|c| c.understands(req.method));
+    let native = r.client.understands(req.method);
     let mut p = r.new_pending(id, q, source, req.now);
     p.context = Some(context);
     p.agent_tool_call = params
         .get("toolCallId")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    r.counters.questions_asked += 1;
     if native {
         r.show(p, Dialect::Native, Some(req.line), out);
     } else {

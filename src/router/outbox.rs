@@ -1,0 +1,85 @@
+//! What the [`super::Router`] reads from and writes to: the two peers ([`Side`]), and the
+//! [`Outbox`] of lines it fills for the shell's writers, in order, per direction.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+
+use crate::events::Event;
+
+/// Which peer a message came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    Agent,
+}
+
+impl Side {
+    /// The other peer.
+    pub fn peer(self) -> Side {
+        match self {
+            Side::Client => Side::Agent,
+            Side::Agent => Side::Client,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Client => "client->agent",
+            Side::Agent => "agent->client",
+        }
+    }
+}
+
+/// One item for a writer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Out {
+    /// A line's content; the writer adds the `\n`.
+    Line(Bytes),
+    /// Forwarded lines exactly as read, each with its `\n` (one slice of a read's chunk).
+    Run(Bytes),
+    /// Flush and close the output (only used for the agent's stdin).
+    Close,
+}
+
+/// What the router wants written, per direction, in order.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    pub to_agent: VecDeque<Out>,
+    pub to_client: VecDeque<Out>,
+    /// How many lines in `to_agent` the bridge made itself (not forwarded from the client).
+    pub made_for_agent: usize,
+    /// How many lines in `to_client` the bridge made itself (not forwarded from the agent).
+    pub made_for_client: usize,
+    /// Question lifecycle events, in order (only with [`RouterConfig::events`]).
+    pub events: Vec<Event>,
+}
+
+impl Outbox {
+    /// A line the bridge made, for the agent.
+    pub(super) fn agent(&mut self, line: Bytes) {
+        self.made_for_agent += 1;
+        self.to_agent.push_back(Out::Line(line));
+    }
+    /// A line the bridge made, for the client.
+    pub(super) fn client(&mut self, line: Bytes) {
+        self.made_for_client += 1;
+        self.to_client.push_back(Out::Line(line));
+    }
+    pub(super) fn reply(&mut self, to: Side, line: Bytes) {
+        match to {
+            Side::Client => self.client(line),
+            Side::Agent => self.agent(line),
+        }
+    }
+    /// Takes everything queued for the agent.
+    pub fn take_agent(&mut self) -> Vec<Out> {
+        self.made_for_agent = 0;
+        self.to_agent.drain(..).collect()
+    }
+    /// Takes everything queued for the client.
+    pub fn take_client(&mut self) -> Vec<Out> {
+        self.made_for_client = 0;
+        self.to_client.drain(..).collect()
+    }
+}
