@@ -11,17 +11,15 @@
 //! - Each output is a FIFO fed only here, so per-direction order is kept.
 
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use nix::sys::signal::Signal;
-use tokio::process::Child;
 use tokio::signal::unix::{signal, SignalKind};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::time::sleep_until;
 
-use super::observers::Observers;
+use super::services::{Agent, Ends, Surfaces};
 use super::shutdown::Ladder;
 use crate::child;
 use crate::control::{self, Call, Control};
@@ -59,24 +57,10 @@ pub(super) struct Shell {
     pub router: Router,
     pub outbox: Outbox,
     pub ladder: Ladder,
-    pub child: Child,
-    pub pgid: u32,
+    pub agent: Agent,
     pub signals: Signals,
-    pub control: Option<Control>,
-    /// This bridge's registry entry (with the control server).
-    pub identity: Option<crate::inbox::registry::Entry>,
-    pub observers: Observers,
-    pub started: Instant,
-    pub client_frames: mpsc::Receiver<Batch>,
-    pub agent_frames: mpsc::Receiver<Batch>,
-    pub to_client: Option<mpsc::Sender<Vec<Out>>>,
-    pub to_agent: Option<mpsc::Sender<Vec<Out>>>,
-    /// Reports once that the client hung up while its input was held back.
-    pub hup: Option<oneshot::Receiver<()>>,
-    /// Reports once that the agent's stdin is closed.
-    pub stdin_closed: Option<oneshot::Receiver<()>>,
-    /// Bytes the agent has taken off its stdin (see [`super::writer::AgentInput`]).
-    pub agent_taken: Arc<AtomicU64>,
+    pub surfaces: Surfaces,
+    pub ends: Ends,
     pub client_open: bool,
     pub agent_open: bool,
     pub status: Option<ExitStatus>,
@@ -86,8 +70,12 @@ impl Shell {
     /// Runs until the agent has exited and its output is drained (or its stdout closed).
     pub async fn run(&mut self) {
         loop {
-            self.observers.publish(&mut self.outbox.events);
-            flush_ready(&mut self.outbox, &mut self.to_client, &mut self.to_agent);
+            self.surfaces.observers.publish(&mut self.outbox.events);
+            flush_ready(
+                &mut self.outbox,
+                &mut self.ends.to_client,
+                &mut self.ends.to_agent,
+            );
             if self.status.is_some() && (!self.agent_open || self.ladder.drain_over(Instant::now()))
             {
                 return;
@@ -119,29 +107,29 @@ impl Shell {
             sig = self.signals.recv() => Event::Signal(sig),
             // Cancel-safe: `reserve` holds no message; the permit is dropped at once and the
             // queue handed over by `flush_ready`, which then finds the room.
-            _ = reserve(&self.to_client), if !outbox.to_client.is_empty() => Event::Room,
-            _ = reserve(&self.to_agent), if !outbox.to_agent.is_empty() => Event::Room,
+            _ = reserve(&self.ends.to_client), if !outbox.to_client.is_empty() => Event::Room,
+            _ = reserve(&self.ends.to_agent), if !outbox.to_agent.is_empty() => Event::Room,
             // Cancel-safe: a sleep can be re-created.
             _ = sleep_until_opt(deadline), if deadline.is_some() => Event::Timer,
             // Cancel-safe per tokio docs (`Child::wait`).
-            st = self.child.wait(), if self.status.is_none() => {
+            st = self.agent.child.wait(), if self.status.is_none() => {
                 Event::AgentExited(st.unwrap_or_else(|e| {
                     tracing::error!(error = %e, "cannot wait for agent");
                     std::os::unix::process::ExitStatusExt::from_raw(1 << 8)
                 }))
             }
             // Cancel-safe: `mpsc::Receiver::recv`.
-            call = recv_call(&mut self.control), if self.control.is_some() => Event::Call(call),
+            call = recv_call(&mut self.surfaces.control), if self.surfaces.control.is_some() => Event::Call(call),
             // Cancel-safe: `mpsc::Receiver::recv`.
-            batch = self.agent_frames.recv(), if read_agent => Event::AgentInput(batch),
+            batch = self.ends.agent_frames.recv(), if read_agent => Event::AgentInput(batch),
             // Cancel-safe: a oneshot receiver polled by reference.
-            _ = async { self.stdin_closed.as_mut().expect("guarded").await },
-                if self.stdin_closed.is_some() => Event::StdinClosed,
+            _ = async { self.ends.stdin_closed.as_mut().expect("guarded").await },
+                if self.ends.stdin_closed.is_some() => Event::StdinClosed,
             // Cancel-safe: a oneshot receiver polled by reference.
-            hup = async { self.hup.as_mut().expect("guarded").await },
-                if self.hup.is_some() && self.client_open => Event::ClientHungUp(hup.is_ok()),
+            hup = async { self.ends.hup.as_mut().expect("guarded").await },
+                if self.ends.hup.is_some() && self.client_open => Event::ClientHungUp(hup.is_ok()),
             // Cancel-safe: `mpsc::Receiver::recv`.
-            batch = self.client_frames.recv(), if read_client => Event::ClientInput(batch),
+            batch = self.ends.client_frames.recv(), if read_client => Event::ClientInput(batch),
         }
     }
 
@@ -151,7 +139,7 @@ impl Shell {
             Event::Signal(sig) => {
                 tracing::info!(signal = %sig, "received signal; forwarding to agent");
                 let first = !self.ladder.is_started();
-                child::signal_group(self.pgid, self.ladder.signal(now, sig));
+                child::signal_group(self.agent.pgid, self.ladder.signal(now, sig));
                 if first {
                     self.router.on_client_eof(now, &mut self.outbox);
                 }
@@ -161,18 +149,18 @@ impl Shell {
             Event::Timer => {
                 self.router.on_timer(now, &mut self.outbox);
                 if let Some(sig) = self.ladder.tick(now, self.taken()) {
-                    child::signal_group(self.pgid, sig);
+                    child::signal_group(self.agent.pgid, sig);
                 }
             }
             Event::AgentExited(st) => {
                 tracing::info!(status = %st, "agent exited");
                 // Leftovers of the agent's group could hold its stdout open: end them.
-                child::signal_group(self.pgid, Signal::SIGKILL);
+                child::signal_group(self.agent.pgid, Signal::SIGKILL);
                 self.status = Some(st);
                 self.ladder.agent_exited(now);
             }
             Event::Call(Some(call)) => self.on_call(call),
-            Event::Call(None) => self.control = None,
+            Event::Call(None) => self.surfaces.control = None,
             Event::AgentInput(Some(batch)) => {
                 self.router
                     .on_batch(Side::Agent, batch, now, &mut self.outbox)
@@ -186,11 +174,11 @@ impl Shell {
                 }
             }
             Event::StdinClosed => {
-                self.stdin_closed = None;
+                self.ends.stdin_closed = None;
                 self.ladder.stdin_closed(now);
             }
             Event::ClientHungUp(hung_up) => {
-                self.hup = None;
+                self.ends.hup = None;
                 if hung_up {
                     tracing::info!("the client hung up while its input waits for the agent");
                     self.ladder.client_hung_up(now, self.taken());
@@ -210,7 +198,7 @@ impl Shell {
     }
 
     fn taken(&self) -> u64 {
-        self.agent_taken.load(Ordering::Relaxed)
+        self.ends.agent_taken.load(Ordering::Relaxed)
     }
 
     /// Runs one control-server call against the router.
@@ -224,7 +212,7 @@ impl Shell {
                 let _ = reply.send(views);
             }
             Call::Answer(a, reply) => {
-                let r = match not_me(self.identity.as_ref(), a.bridge.as_deref()) {
+                let r = match not_me(self.surfaces.identity.as_ref(), a.bridge.as_deref()) {
                     Some(e) => Err(e),
                     None => router
                         .control_answer(&a.session_id, &a.question_id, &a.answers, outbox)
@@ -233,7 +221,7 @@ impl Shell {
                 let _ = reply.send(r);
             }
             Call::Reject(r, reply) => {
-                let result = match not_me(self.identity.as_ref(), r.bridge.as_deref()) {
+                let result = match not_me(self.surfaces.identity.as_ref(), r.bridge.as_deref()) {
                     Some(e) => Err(e),
                     None => router
                         .control_reject(&r.session_id, &r.question_id, r.reason.as_deref(), outbox)
@@ -243,6 +231,7 @@ impl Shell {
             }
             Call::Bridges(reply) => {
                 let me: Vec<serde_json::Value> = self
+                    .surfaces
                     .identity
                     .iter()
                     .map(|e| {
@@ -256,11 +245,11 @@ impl Shell {
             }
             Call::Status(reply) => {
                 let mut v = router.status();
-                if let Some(me) = &self.identity {
+                if let Some(me) = &self.surfaces.identity {
                     v["bridge"] = me.public();
                 }
-                v["agentPid"] = self.pgid.into();
-                v["uptimeMs"] = (self.started.elapsed().as_millis() as u64).into();
+                v["agentPid"] = self.agent.pgid.into();
+                v["uptimeMs"] = (self.agent.started.elapsed().as_millis() as u64).into();
                 v["version"] = env!("CARGO_PKG_VERSION").into();
                 let _ = reply.send(v);
             }

@@ -16,30 +16,24 @@ mod event_loop;
 mod hangup;
 mod observers;
 mod reader;
+mod services;
 mod shutdown;
 mod writer;
 
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
 
-use crate::child::{self, StderrTail};
+use crate::child;
 use crate::control::{self, ControlConfig};
-use crate::inbox::registry;
-use crate::journal;
-use crate::notify::Notifier;
-use crate::router::{AgentExit, Out, Outbox, Router, RouterConfig};
+use crate::router::{AgentExit, Outbox, Router, RouterConfig};
 pub use event_loop::REPLY_BACKLOG;
 use event_loop::{Shell, Signals};
-use observers::Observers;
-use reader::read_frames;
 pub use reader::IN_FLIGHT_BYTES;
+use services::{Agent, Pipes, Surfaces};
 use shutdown::Ladder;
 pub use shutdown::QuitReason;
-use writer::{write_lines, AgentInput, Bulk};
+use writer::Bulk;
 
 /// Batches buffered between a reader and the loop, and between the loop and a writer. A
 /// batch is what one read produced (at most one read buffer of lines plus one line up to
@@ -172,262 +166,57 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     // Observers first, so a bad address or path fails before the agent starts.
-    let control = start_control(cfg.control.as_ref()).await?;
-    // Who this bridge is, for `bridges.list` and the inbox.
-    let identity = match (&control, &cfg.control) {
-        (Some(running), Some(c)) => Some(identity(&cfg, running.addr, &c.token)?),
-        _ => None,
-    };
-    let registration = match &identity {
-        Some(entry) if cfg.register => {
-            let dir = registry::dir();
-            match registry::register(&dir, entry) {
-                Ok(r) => {
-                    tracing::info!(dir = %dir.display(), id = %entry.id, "listed in the registry the inbox reads");
-                    Some(r)
-                }
-                Err(e) => {
-                    tracing::warn!(dir = %dir.display(), error = %e, "cannot list this bridge in the registry; the inbox will not see it");
-                    None
-                }
-            }
-        }
-        _ => None,
-    };
-    // NATS sees what the control server sees, from beside the loop (never in its way).
-    let nats_stop = tokio_util::sync::CancellationToken::new();
-    let nats_task = match (&cfg.nats, &control, &identity) {
-        (Some(n), Some(c), Some(me)) => Some(tokio::spawn(crate::inbox::nats::publish(
-            crate::inbox::nats::Publisher {
-                cfg: n.clone(),
-                identity: me.public(),
-                calls: c.caller.clone(),
-                events: c.events.subscribe(),
-                stop: nats_stop.clone(),
-            },
-        ))),
-        _ => None,
-    };
-    let journal = match &cfg.journal {
-        Some(path) => {
-            Some(journal::open(path, &cfg.agent).map_err(|e| RunError::Journal(path.clone(), e))?)
-        }
-        None => None,
-    };
-    let notifier = cfg
-        .on_question
-        .clone()
-        .map(|argv| Notifier::new(argv, control.as_ref().map(|c| c.page_url.clone())));
-    let observers = Observers {
-        events: control.as_ref().map(|c| c.events.clone()),
-        journal,
-        notifier,
-    };
+    let surfaces = Surfaces::start(&cfg).await?;
     let signals = Signals::new().map_err(RunError::Signals)?;
-    let started = Instant::now();
-    let mut child = child::spawn(&cfg.agent, cfg.cwd.as_ref())?;
-    let pgid = child.id().unwrap_or(0);
-    tracing::info!(agent = ?cfg.agent, pid = pgid, "agent started");
-    let (Some(agent_in), Some(agent_out), Some(agent_err)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        unreachable!("all three agent pipes are requested in child::spawn");
-    };
-    // The binary has a guard end the agent's group should the bridge be killed (see
-    // `child::guard`).
-    let (client_bulk, agent_bulk, guard) = match host {
-        Host::Binary { client_bulk } => (
-            client_bulk,
-            Bulk::of(&agent_in),
-            std::env::current_exe()
-                .ok()
-                .and_then(|exe| child::guard::Guard::start(&exe, pgid, cfg.shutdown_grace)),
-        ),
-        Host::Library => (None, None, None),
-    };
-
-    let tail = StderrTail::default();
-    let stderr_task = tokio::spawn(child::pump_stderr(agent_err, tail.clone()));
-
-    let (client_frames_tx, client_frames) = mpsc::channel(CHANNEL_CAPACITY);
-    let (agent_frames_tx, agent_frames) = mpsc::channel(CHANNEL_CAPACITY);
-    let (hup_tx, hup_rx) = tokio::sync::oneshot::channel();
-    let client_reader = tokio::spawn(read_frames(
-        client_in,
-        cfg.max_line_bytes,
-        client_frames_tx,
-        "client",
-        hup_probe.map(|fd| (fd, hup_tx)),
-    ));
-    tokio::spawn(read_frames(
-        agent_out,
-        cfg.max_line_bytes,
-        agent_frames_tx,
-        "agent",
-        None,
-    ));
-    let (to_client_tx, to_client_rx) = mpsc::channel(CHANNEL_CAPACITY);
-    let (to_agent_tx, to_agent_rx) = mpsc::channel(CHANNEL_CAPACITY);
-    let agent_taken = Arc::new(AtomicU64::new(0));
-    let (stdin_closed_tx, stdin_closed_rx) = tokio::sync::oneshot::channel();
-    let client_writer = tokio::spawn(write_lines(
-        client_out,
-        to_client_rx,
-        "client",
-        None,
-        client_bulk,
-    ));
-    let agent_input = AgentInput {
-        taken: agent_taken.clone(),
-        closed: stdin_closed_tx,
-        probe: {
-            use std::os::fd::AsFd;
-            agent_in.as_fd().try_clone_to_owned().ok()
-        },
-    };
-    tokio::spawn(write_lines(
-        agent_in,
-        to_agent_rx,
-        "agent",
-        Some(agent_input),
-        agent_bulk,
-    ));
-
+    let (agent, agent_pipes) = Agent::spawn(&cfg, &host)?;
+    let client = (client_in, client_out);
+    let (pipes, ends) = Pipes::start(&cfg, client, agent_pipes, hup_probe, host);
     let router = Router::new(RouterConfig {
-        events: cfg.router.events || observers.any(),
-        hold_unsupported: cfg.router.hold_unsupported || control.is_some(),
-        // Without its token (the fragment): the chat is kept by clients, shown and shared.
-        page_url: control.as_ref().map(|c| {
-            let url = c.page_url.as_str();
-            url.split_once('#').map_or(url, |(page, _)| page).to_owned()
-        }),
+        events: cfg.router.events || surfaces.observers.any(),
+        hold_unsupported: cfg.router.hold_unsupported || surfaces.control.is_some(),
+        page_url: surfaces.page_url(),
         ..cfg.router.clone()
     });
     let mut shell = Shell {
         router,
         outbox: Outbox::default(),
         ladder: Ladder::new(cfg.shutdown_grace),
-        child,
-        pgid,
+        agent,
         signals,
-        control,
-        identity,
-        observers,
-        started,
-        client_frames,
-        agent_frames,
-        to_client: Some(to_client_tx),
-        to_agent: Some(to_agent_tx),
-        hup: Some(hup_rx),
-        stdin_closed: Some(stdin_closed_rx),
-        agent_taken,
+        surfaces,
+        ends,
         client_open: true,
         agent_open: true,
         status: None,
     };
     shell.run().await;
+    Ok(stop(shell, pipes, cfg.shutdown_grace).await)
+}
 
-    // The agent is gone: wait briefly for the end of its stderr so the tail is complete.
-    let _ = tokio::time::timeout(Duration::from_millis(500), stderr_task).await;
-    let grace = cfg.shutdown_grace;
+/// The agent is gone: the shutdown, in order. The client's requests still waiting get their
+/// errors and every question is withdrawn; the client is sent what is left (bounded); the
+/// agent's group is reaped; the surfaces stop last, so subscribers get the final events.
+/// Returns the bridge's exit code.
+async fn stop(shell: Shell, pipes: Pipes, grace: Duration) -> i32 {
     let Shell {
         mut router,
         mut outbox,
         ladder,
-        control,
-        observers,
-        to_client,
-        to_agent,
+        mut agent,
+        surfaces,
+        ends,
         status,
         ..
     } = shell;
-    let exit = exit_of(status.unwrap_or_default(), tail.text());
+    let exit = exit_of(status.unwrap_or_default(), agent.stderr_tail().await);
     router.on_agent_gone(&exit, &mut outbox);
-    observers.publish(&mut outbox.events);
-    client_reader.abort();
-    drop(to_agent);
-
-    // Deliver what is left for the client, bounded by the grace period.
-    let flush = async {
-        let rest: Vec<Out> = outbox.take_client();
-        if let Some(tx) = to_client {
-            if !rest.is_empty() {
-                let _ = tx.send(rest).await;
-            }
-        }
-        let _ = client_writer.await;
-    };
-    if tokio::time::timeout(grace.max(Duration::from_secs(1)), flush)
-        .await
-        .is_err()
-    {
-        tracing::warn!("client is not reading; giving up on the last messages");
-    }
-
-    // Leftovers of the agent's group were sent SIGKILL when it exited: make sure they are
-    // gone before we are. With the group gone, the guard goes without signalling; else,
-    // once we exit, it ends what is left.
-    let gone = child::wait_group_gone(pgid, Duration::from_millis(500)).await;
-    if let (true, Some(guard)) = (gone, guard) {
-        guard.release();
-    }
+    surfaces.observers.publish(&mut outbox.events);
+    pipes.finish(ends, outbox.take_client(), grace).await;
+    agent.reap().await;
     let code = exit_code(&ladder.outcome(), &exit);
     tracing::info!(code, "bridge exiting");
-    // NATS is told this bridge's questions are gone (bounded: NATS may be down).
-    nats_stop.cancel();
-    if let Some(t) = nats_task {
-        let _ = tokio::time::timeout(Duration::from_secs(3), t).await;
-    }
-    // Stopped last, once subscribers have been handed the final events (withdrawn
-    // questions).
-    if let Some(c) = &control {
-        c.stop(Duration::from_secs(1)).await;
-    }
-    if let Some(j) = observers.journal {
-        j.record("bridge_stopped", serde_json::json!({ "exitCode": code }));
-        j.close();
-    }
-    drop(registration);
-    Ok(code)
-}
-
-/// The control server, when configured. One started by default (no `--control`) that
-/// cannot start is only a warning: the bridge then runs as with `--no-control`.
-async fn start_control(
-    cfg: Option<&ControlConfig>,
-) -> Result<Option<control::Control>, control::ControlSetupError> {
-    let Some(c) = cfg else { return Ok(None) };
-    match control::start(c).await {
-        Ok(running) => Ok(Some(running)),
-        Err(e) if c.implicit => {
-            tracing::warn!(error = %e, "no control server: questions no client can show cannot wait (pass --control ADDR to choose its address)");
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// This bridge's registry entry: a fresh id, its control server, its agent.
-fn identity(
-    cfg: &Config,
-    addr: std::net::SocketAddr,
-    token: &str,
-) -> Result<registry::Entry, RunError> {
-    let id = control::random_token()?[..16].to_owned();
-    let cwd = match &cfg.cwd {
-        Some(d) => d.clone(),
-        None => std::env::current_dir().unwrap_or_default(),
-    };
-    Ok(registry::Entry {
-        id,
-        url: format!("http://{addr}/"),
-        token: token.to_owned(),
-        pid: std::process::id(),
-        agent: cfg.agent.clone(),
-        cwd: cwd.display().to_string(),
-        host: registry::host_name(),
-        started_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
-    })
+    surfaces.stop(code).await;
+    code
 }
 
 fn exit_of(status: std::process::ExitStatus, stderr_tail: String) -> AgentExit {
@@ -455,6 +244,7 @@ fn exit_code(reason: &(QuitReason, bool), exit: &AgentExit) -> i32 {
 
 #[cfg(test)]
 mod tests {
+    use super::services::start_control;
     use super::*;
 
     fn exit(code: Option<i32>, signal: Option<i32>) -> AgentExit {

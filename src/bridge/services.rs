@@ -1,0 +1,367 @@
+//! The bridge's services, each started and stopped in one place:
+//! - [`Surfaces`]: where questions are seen besides the client (the control server with this
+//!   bridge's registry entry, NATS, the journal, the `--on-question` notifier);
+//! - [`Agent`]: the agent's process, its group, its guard and its stderr;
+//! - [`Pipes`]: the reader and writer tasks of the four pipes, and the loop's ends of their
+//!   channels.
+//!
+//! [`super::run_inner`] starts them in this order (observers first, so a bad address or path
+//! fails before the agent starts) and stops them in the order [`super::stop`] writes down.
+
+use std::os::fd::OwnedFd;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::observers::Observers;
+use super::reader::read_frames;
+use super::writer::{write_lines, AgentInput, Bulk};
+use super::{Config, Host, RunError, CHANNEL_CAPACITY};
+use crate::child::{self, StderrTail};
+use crate::control::{self, ControlConfig};
+use crate::inbox::registry;
+use crate::journal;
+use crate::notify::Notifier;
+use crate::router::Out;
+use crate::scan::Batch;
+
+/// Where questions are seen besides the client.
+pub(super) struct Surfaces {
+    pub control: Option<control::Control>,
+    /// This bridge's registry entry (with the control server).
+    pub identity: Option<registry::Entry>,
+    pub observers: Observers,
+    /// The bridge's file in the registry the inbox reads; removed when dropped.
+    registration: Option<registry::Registration>,
+    /// The NATS publisher and what stops it.
+    nats: Option<(CancellationToken, JoinHandle<()>)>,
+}
+
+impl Surfaces {
+    pub(super) async fn start(cfg: &Config) -> Result<Self, RunError> {
+        let control = start_control(cfg.control.as_ref()).await?;
+        // Who this bridge is, for `bridges.list` and the inbox.
+        let identity = match (&control, &cfg.control) {
+            (Some(running), Some(c)) => Some(identity(cfg, running.addr, &c.token)?),
+            _ => None,
+        };
+        let registration = match &identity {
+            Some(entry) if cfg.register => register(entry),
+            _ => None,
+        };
+        // NATS sees what the control server sees, from beside the loop (never in its way).
+        let nats = match (&cfg.nats, &control, &identity) {
+            (Some(n), Some(c), Some(me)) => {
+                let stop = CancellationToken::new();
+                let task =
+                    tokio::spawn(crate::inbox::nats::publish(crate::inbox::nats::Publisher {
+                        cfg: n.clone(),
+                        identity: me.public(),
+                        calls: c.caller.clone(),
+                        events: c.events.subscribe(),
+                        stop: stop.clone(),
+                    }));
+                Some((stop, task))
+            }
+            _ => None,
+        };
+        let journal = match &cfg.journal {
+            Some(path) => Some(
+                journal::open(path, &cfg.agent).map_err(|e| RunError::Journal(path.clone(), e))?,
+            ),
+            None => None,
+        };
+        let notifier = cfg
+            .on_question
+            .clone()
+            .map(|argv| Notifier::new(argv, control.as_ref().map(|c| c.page_url.clone())));
+        let observers = Observers {
+            events: control.as_ref().map(|c| c.events.clone()),
+            journal,
+            notifier,
+        };
+        Ok(Self {
+            control,
+            identity,
+            observers,
+            registration,
+            nats,
+        })
+    }
+
+    /// The page's address without its token (the fragment): the chat is kept by clients,
+    /// shown and shared.
+    pub(super) fn page_url(&self) -> Option<String> {
+        self.control.as_ref().map(|c| {
+            let url = c.page_url.as_str();
+            url.split_once('#').map_or(url, |(page, _)| page).to_owned()
+        })
+    }
+
+    /// Stops them in order: NATS is told this bridge's questions are gone (bounded: NATS may
+    /// be down); the control server stops once its subscribers have had the final events;
+    /// the journal records the exit code; the registry entry goes last.
+    pub(super) async fn stop(self, code: i32) {
+        if let Some((stop, task)) = self.nats {
+            stop.cancel();
+            let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
+        }
+        if let Some(c) = &self.control {
+            c.stop(Duration::from_secs(1)).await;
+        }
+        if let Some(j) = self.observers.journal {
+            j.record("bridge_stopped", serde_json::json!({ "exitCode": code }));
+            j.close();
+        }
+        drop(self.registration);
+    }
+}
+
+/// The control server, when configured. One started by default (no `--control`) that
+/// cannot start is only a warning: the bridge then runs as with `--no-control`.
+pub(super) async fn start_control(
+    cfg: Option<&ControlConfig>,
+) -> Result<Option<control::Control>, control::ControlSetupError> {
+    let Some(c) = cfg else { return Ok(None) };
+    match control::start(c).await {
+        Ok(running) => Ok(Some(running)),
+        Err(e) if c.implicit => {
+            tracing::warn!(error = %e, "no control server: questions no client can show cannot wait (pass --control ADDR to choose its address)");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Lists the bridge in the registry the inbox reads; a failure is only a warning.
+fn register(entry: &registry::Entry) -> Option<registry::Registration> {
+    let dir = registry::dir();
+    match registry::register(&dir, entry) {
+        Ok(r) => {
+            tracing::info!(dir = %dir.display(), id = %entry.id, "listed in the registry the inbox reads");
+            Some(r)
+        }
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot list this bridge in the registry; the inbox will not see it");
+            None
+        }
+    }
+}
+
+/// This bridge's registry entry: a fresh id, its control server, its agent.
+fn identity(
+    cfg: &Config,
+    addr: std::net::SocketAddr,
+    token: &str,
+) -> Result<registry::Entry, RunError> {
+    let id = control::random_token()?[..16].to_owned();
+    let cwd = match &cfg.cwd {
+        Some(d) => d.clone(),
+        None => std::env::current_dir().unwrap_or_default(),
+    };
+    Ok(registry::Entry {
+        id,
+        url: format!("http://{addr}/"),
+        token: token.to_owned(),
+        pid: std::process::id(),
+        agent: cfg.agent.clone(),
+        cwd: cwd.display().to_string(),
+        host: registry::host_name(),
+        started_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+    })
+}
+
+/// The agent's process.
+pub(super) struct Agent {
+    pub child: Child,
+    /// Its pid, which is also its process group's id.
+    pub pgid: u32,
+    pub started: Instant,
+    /// The binary's guard, which ends the agent's group should the bridge be killed (see
+    /// `child::guard`).
+    guard: Option<child::guard::Guard>,
+    tail: StderrTail,
+    stderr: JoinHandle<()>,
+}
+
+/// The agent's stdin and stdout, for [`Pipes`].
+pub(super) struct AgentPipes {
+    pub stdin: ChildStdin,
+    pub stdout: ChildStdout,
+}
+
+impl Agent {
+    pub(super) fn spawn(cfg: &Config, host: &Host) -> Result<(Self, AgentPipes), RunError> {
+        let started = Instant::now();
+        let mut child = child::spawn(&cfg.agent, cfg.cwd.as_ref())?;
+        let pgid = child.id().unwrap_or(0);
+        tracing::info!(agent = ?cfg.agent, pid = pgid, "agent started");
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            unreachable!("all three agent pipes are requested in child::spawn");
+        };
+        let guard = match host {
+            Host::Binary { .. } => std::env::current_exe()
+                .ok()
+                .and_then(|exe| child::guard::Guard::start(&exe, pgid, cfg.shutdown_grace)),
+            Host::Library => None,
+        };
+        let tail = StderrTail::default();
+        let stderr = tokio::spawn(child::pump_stderr(stderr, tail.clone()));
+        let agent = Self {
+            child,
+            pgid,
+            started,
+            guard,
+            tail,
+            stderr,
+        };
+        Ok((agent, AgentPipes { stdin, stdout }))
+    }
+
+    /// The agent is gone: waits briefly for the end of its stderr, so the tail is complete,
+    /// and returns the tail.
+    pub(super) async fn stderr_tail(&mut self) -> String {
+        let _ = tokio::time::timeout(Duration::from_millis(500), &mut self.stderr).await;
+        self.tail.text()
+    }
+
+    /// Leftovers of the agent's group were sent SIGKILL when it exited: makes sure they are
+    /// gone before the bridge is. With the group gone, the guard goes without signalling;
+    /// else, once the bridge exits, it ends what is left.
+    pub(super) async fn reap(self) {
+        self.stderr.abort();
+        let gone = child::wait_group_gone(self.pgid, Duration::from_millis(500)).await;
+        if let (true, Some(guard)) = (gone, self.guard) {
+            guard.release();
+        }
+    }
+}
+
+/// The loop's ends of the channels to the four pipes' tasks.
+pub(super) struct Ends {
+    pub client_frames: mpsc::Receiver<Batch>,
+    pub agent_frames: mpsc::Receiver<Batch>,
+    pub to_client: Option<mpsc::Sender<Vec<Out>>>,
+    pub to_agent: Option<mpsc::Sender<Vec<Out>>>,
+    /// Reports once that the client hung up while its input was held back.
+    pub hup: Option<oneshot::Receiver<()>>,
+    /// Reports once that the agent's stdin is closed.
+    pub stdin_closed: Option<oneshot::Receiver<()>>,
+    /// Bytes the agent has taken off its stdin (see [`super::writer::AgentInput`]).
+    pub agent_taken: Arc<AtomicU64>,
+}
+
+/// The tasks the bridge waits for or stops at the end (the agent's reader and writer end
+/// with the agent's pipes).
+pub(super) struct Pipes {
+    client_reader: JoinHandle<()>,
+    client_writer: JoinHandle<()>,
+}
+
+impl Pipes {
+    /// Starts a reader per input and a writer per output.
+    pub(super) fn start<R, W>(
+        cfg: &Config,
+        client: (R, W),
+        agent: AgentPipes,
+        hup_probe: Option<OwnedFd>,
+        host: Host,
+    ) -> (Self, Ends)
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        // The binary writes long pieces with blocking writes ([`Bulk`]).
+        let (client_bulk, agent_bulk) = match host {
+            Host::Binary { client_bulk } => (client_bulk, Bulk::of(&agent.stdin)),
+            Host::Library => (None, None),
+        };
+        let (client_frames_tx, client_frames) = mpsc::channel(CHANNEL_CAPACITY);
+        let (agent_frames_tx, agent_frames) = mpsc::channel(CHANNEL_CAPACITY);
+        let (hup_tx, hup) = oneshot::channel();
+        let client_reader = tokio::spawn(read_frames(
+            client.0,
+            cfg.max_line_bytes,
+            client_frames_tx,
+            "client",
+            hup_probe.map(|fd| (fd, hup_tx)),
+        ));
+        tokio::spawn(read_frames(
+            agent.stdout,
+            cfg.max_line_bytes,
+            agent_frames_tx,
+            "agent",
+            None,
+        ));
+        let (to_client, to_client_rx) = mpsc::channel(CHANNEL_CAPACITY);
+        let (to_agent, to_agent_rx) = mpsc::channel(CHANNEL_CAPACITY);
+        let agent_taken = Arc::new(AtomicU64::new(0));
+        let (stdin_closed_tx, stdin_closed) = oneshot::channel();
+        let client_writer = tokio::spawn(write_lines(
+            client.1,
+            to_client_rx,
+            "client",
+            None,
+            client_bulk,
+        ));
+        let agent_input = AgentInput {
+            taken: agent_taken.clone(),
+            closed: stdin_closed_tx,
+            probe: {
+                use std::os::fd::AsFd;
+                agent.stdin.as_fd().try_clone_to_owned().ok()
+            },
+        };
+        tokio::spawn(write_lines(
+            agent.stdin,
+            to_agent_rx,
+            "agent",
+            Some(agent_input),
+            agent_bulk,
+        ));
+        let pipes = Self {
+            client_reader,
+            client_writer,
+        };
+        let ends = Ends {
+            client_frames,
+            agent_frames,
+            to_client: Some(to_client),
+            to_agent: Some(to_agent),
+            hup: Some(hup),
+            stdin_closed: Some(stdin_closed),
+            agent_taken,
+        };
+        (pipes, ends)
+    }
+
+    /// Stops reading the client, closes the agent's stdin after what is queued for it, and
+    /// delivers what is left for the client, bounded by `grace` (at least a second).
+    pub(super) async fn finish(self, ends: Ends, rest: Vec<Out>, grace: Duration) {
+        self.client_reader.abort();
+        drop(ends.to_agent);
+        let client_writer = self.client_writer;
+        let flush = async {
+            if let Some(tx) = ends.to_client {
+                if !rest.is_empty() {
+                    let _ = tx.send(rest).await;
+                }
+            }
+            let _ = client_writer.await;
+        };
+        if tokio::time::timeout(grace.max(Duration::from_secs(1)), flush)
+            .await
+            .is_err()
+        {
+            tracing::warn!("client is not reading; giving up on the last messages");
+        }
+    }
+}
