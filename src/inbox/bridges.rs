@@ -5,10 +5,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee_ws_client::WsClient;
 use serde_json::{json, Value};
 
 use super::registry::Entry;
+use crate::control;
 
 /// One bridge as the inbox knows it.
 pub(super) struct Bridge {
@@ -108,6 +110,12 @@ impl Bridge {
         }
     }
 
+    /// Whether it is listed: a registry bridge, or a NATS bridge whose heartbeat was heard
+    /// (a NATS bridge never heard has its questions held back).
+    pub(super) fn shown(&self) -> bool {
+        self.entry.is_some() || self.heard.is_some()
+    }
+
     pub(super) fn status(&self) -> &'static str {
         if self.entry.is_none() {
             return if self.heard.is_some() {
@@ -123,5 +131,86 @@ impl Bridge {
         } else {
             "connecting"
         }
+    }
+}
+
+/// Every bridge's pending questions, oldest first, as JSON text: each question's text
+/// with its bridge's description spliced in.
+pub(super) fn questions(bridges: &HashMap<String, Bridge>) -> Box<serde_json::value::RawValue> {
+    let mut publics: Vec<String> = Vec::new();
+    let mut all: Vec<(&Held, usize)> = Vec::new();
+    for b in bridges.values() {
+        if b.pending.is_empty() || !b.shown() {
+            continue;
+        }
+        all.extend(b.pending.values().map(|h| (h, publics.len())));
+        publics.push(b.public.to_string());
+    }
+    all.sort_by(|a, b| a.0.created_at.cmp(&b.0.created_at));
+    let size: usize = all
+        .iter()
+        .map(|(h, i)| h.json.len() + publics[*i].len() + 12)
+        .sum();
+    let mut out = String::with_capacity(size + 2);
+    out.push('[');
+    for (n, (h, i)) in all.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        h.write(&publics[*i], &mut out);
+    }
+    out.push(']');
+    serde_json::value::RawValue::from_string(out).expect("JSON made of JSON")
+}
+
+/// The bridges shown (`bridges.list`), oldest first, with their status and count of pending
+/// questions.
+pub(super) fn listing(bridges: &HashMap<String, Bridge>) -> Value {
+    let mut all: Vec<&Bridge> = bridges.values().filter(|b| b.shown()).collect();
+    all.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+    let list: Vec<Value> = all
+        .into_iter()
+        .map(|b| {
+            let mut v = b.public.clone();
+            v["status"] = b.status().into();
+            v["pending"] = b.pending.len().into();
+            if let Some(e) = &b.last_error {
+                v["error"] = e.clone().into();
+            }
+            v
+        })
+        .collect();
+    Value::Array(list)
+}
+
+/// The bridge an answer to question `key` goes to: the one named, or else the one bridge
+/// that has it pending.
+pub(super) fn holder<'a>(
+    bridges: &'a HashMap<String, Bridge>,
+    named: Option<String>,
+    key: &(String, String),
+) -> Result<&'a Bridge, ErrorObjectOwned> {
+    if let Some(id) = named {
+        return bridges.get(&id).ok_or_else(|| {
+            ErrorObjectOwned::owned(
+                control::NO_BRIDGE,
+                format!("no bridge {id:?} in this inbox"),
+                None::<()>,
+            )
+        });
+    }
+    let having: Vec<&Bridge> = bridges
+        .values()
+        .filter(|b| b.pending.contains_key(key))
+        .collect();
+    match having.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(control::control_error(
+            crate::router::ControlError::NotPending { resolved_by: None },
+        )),
+        _ => Err(control::invalid_params(format!(
+            "bridge: several bridges have session {:?} question {:?} pending; name one",
+            key.0, key.1
+        ))),
     }
 }

@@ -304,7 +304,7 @@ impl Inbox {
                     return;
                 }
                 b.pending.insert(k, Held::of(&q));
-                if b.entry.is_some() || b.heard.is_some() {
+                if b.shown() {
                     let public = b.public.clone();
                     self.requested(id, &public, q);
                 }
@@ -458,7 +458,7 @@ impl Inbox {
     fn on_call(&mut self, call: Call) {
         match call {
             Call::List(reply) => {
-                let _ = reply.send(self.list());
+                let _ = reply.send(bridges::questions(&self.bridges));
             }
             Call::Answer(a, reply) => {
                 let params = json!({"sessionId": a.session_id, "questionId": a.question_id, "answers": a.answers});
@@ -483,53 +483,9 @@ impl Inbox {
                 }));
             }
             Call::Bridges(reply) => {
-                let mut all: Vec<&Bridge> = self.bridges.values().collect();
-                all.retain(|b| b.entry.is_some() || b.heard.is_some());
-                all.sort_by(|a, b| a.started_at.cmp(&b.started_at));
-                let list: Vec<Value> = all
-                    .into_iter()
-                    .map(|b| {
-                        let mut v = b.public.clone();
-                        v["status"] = b.status().into();
-                        v["pending"] = b.pending.len().into();
-                        if let Some(e) = &b.last_error {
-                            v["error"] = e.clone().into();
-                        }
-                        v
-                    })
-                    .collect();
-                let _ = reply.send(Value::Array(list));
+                let _ = reply.send(bridges::listing(&self.bridges));
             }
         }
-    }
-
-    /// Every bridge's pending questions, oldest first, as JSON text: each question's text
-    /// with its bridge's description spliced in.
-    fn list(&self) -> Box<serde_json::value::RawValue> {
-        let mut bridges: Vec<String> = Vec::new();
-        let mut all: Vec<(&Held, usize)> = Vec::new();
-        for b in self.bridges.values() {
-            if b.pending.is_empty() || !(b.entry.is_some() || b.heard.is_some()) {
-                continue;
-            }
-            all.extend(b.pending.values().map(|h| (h, bridges.len())));
-            bridges.push(b.public.to_string());
-        }
-        all.sort_by(|a, b| a.0.created_at.cmp(&b.0.created_at));
-        let size: usize = all
-            .iter()
-            .map(|(h, i)| h.json.len() + bridges[*i].len() + 12)
-            .sum();
-        let mut out = String::with_capacity(size + 2);
-        out.push('[');
-        for (n, (h, i)) in all.iter().enumerate() {
-            if n > 0 {
-                out.push(',');
-            }
-            h.write(&bridges[*i], &mut out);
-        }
-        out.push(']');
-        serde_json::value::RawValue::from_string(out).expect("JSON made of JSON")
     }
 
     /// Sends an answer or rejection to the bridge that has the question; its reply
@@ -541,35 +497,7 @@ impl Inbox {
         params: Value,
         reply: control::Reply,
     ) {
-        let key = key_of(&params);
-        let target = match bridge {
-            Some(id) => match self.bridges.get(&id) {
-                Some(b) => Ok(b),
-                None => Err(ErrorObjectOwned::owned(
-                    control::NO_BRIDGE,
-                    format!("no bridge {id:?} in this inbox"),
-                    None::<()>,
-                )),
-            },
-            None => {
-                let having: Vec<&Bridge> = self
-                    .bridges
-                    .values()
-                    .filter(|b| b.pending.contains_key(&key))
-                    .collect();
-                match having.as_slice() {
-                    [one] => Ok(*one),
-                    [] => Err(control::control_error(
-                        crate::router::ControlError::NotPending { resolved_by: None },
-                    )),
-                    _ => Err(control::invalid_params(format!(
-                        "bridge: several bridges have session {:?} question {:?} pending; name one",
-                        key.0, key.1
-                    ))),
-                }
-            }
-        };
-        let b = match target {
+        let b = match bridges::holder(&self.bridges, bridge, &key_of(&params)) {
             Ok(b) => b,
             Err(e) => {
                 let _ = reply.send(Err(e));

@@ -22,8 +22,11 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
 
+mod typing;
+use typing::{parse_answer, typed, Answer, REJECT};
+
 use acp_question_bridge::questions::answer::check_answers;
-use acp_question_bridge::questions::model::{parse_request, Choice, Item, Question};
+use acp_question_bridge::questions::model::{parse_request, Item, Question};
 use acp_question_bridge::questions::{META_KEY, METHOD};
 
 /// Longest wait for the next message from the bridge.
@@ -208,14 +211,6 @@ async fn relay_stderr(from: ChildStderr, quiet: Arc<AtomicBool>) {
         }
         line.clear();
     }
-}
-
-/// Where an item's answer came from.
-enum Answer {
-    Text(String),
-    Reject(&'static str),
-    /// The bridge withdrew the question (`$/cancel_request`).
-    Withdrawn,
 }
 
 struct Demo {
@@ -419,23 +414,7 @@ impl Demo {
         if let Some(command) = params["toolCall"]["rawInput"]["command"].as_str() {
             self.say(&format!("   command: {command}"));
         }
-        let options: Vec<Choice> = params["options"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|o| {
-                Some(Choice {
-                    value: o["optionId"].as_str()?.to_owned(),
-                    label: o["name"].as_str()?.to_owned(),
-                    kind: o["kind"].as_str().map(str::to_owned),
-                    ..Choice::default()
-                })
-            })
-            .collect();
-        let reject = options
-            .iter()
-            .find(|c| c.kind.as_deref().is_some_and(|k| k.starts_with("reject")))
-            .map(|c| c.value.clone());
+        let (options, reject) = typing::permission_options(&params["options"]);
         let say_no = |demo: &mut Self| {
             let outcome = match &reject {
                 Some(r) => json!({"outcome": "selected", "optionId": r}),
@@ -572,13 +551,7 @@ impl Demo {
             self.user = Some(rx);
         }
         if self.interactive {
-            let n = item.options.len();
-            let hint = match (n, item.multi_select, item.allow_free_text) {
-                (0, _, _) => "text".to_owned(),
-                (_, true, _) => format!("numbers 1-{n}, comma-separated"),
-                (_, false, true) => format!("1-{n} or text"),
-                (_, false, false) => format!("1-{n}"),
-            };
+            let hint = typing::hint(item);
             let mut out = std::io::stdout().lock();
             let _ = write!(out, "   answer [{hint}; empty or {REJECT} rejects]> ");
             let _ = out.flush();
@@ -628,82 +601,9 @@ impl Demo {
         }
         Ok(typed(text))
     }
-
     fn render_item(&mut self, q: &Question, i: usize) {
-        let item = &q.items[i];
-        let n = q.items.len();
-        let count = (n > 1).then(|| format!("({}/{n}) ", i + 1));
-        let header = item.header.as_ref().map(|h| format!("{h}: "));
-        let notes = match (
-            item.multi_select,
-            item.allow_free_text,
-            item.options.is_empty(),
-        ) {
-            (_, true, true) => " (free text)",
-            (true, true, false) => " (multi-select, free text allowed)",
-            (true, false, _) => " (multi-select)",
-            (false, true, false) => " (free text allowed)",
-            (false, false, _) => "",
-        };
-        let (count, header) = (count.unwrap_or_default(), header.unwrap_or_default());
-        self.say(&format!("   {count}{header}{}{notes}", item.prompt));
-        for (n, c) in item.options.iter().enumerate() {
-            let desc = c
-                .description
-                .as_ref()
-                .map_or(String::new(), |d| format!(" - {d}"));
-            self.say(&format!("     {}) {} [{}]{desc}", n + 1, c.label, c.value));
+        for line in typing::render(q, i) {
+            self.say(&line);
         }
     }
-}
-
-/// The line that rejects a question (besides an empty one).
-const REJECT: &str = ":r";
-
-/// What a typed line (trimmed) means: empty or [`REJECT`] rejects; a leading `\` quotes the
-/// rest, so `\:r` is the text `:r`; anything else is an answer.
-fn typed(text: &str) -> Answer {
-    match text.strip_prefix('\\') {
-        Some(quoted) => Answer::Text(quoted.to_owned()),
-        None if text.is_empty() || text == REJECT => Answer::Reject("declined"),
-        None => Answer::Text(text.to_owned()),
-    }
-}
-
-/// Maps one typed answer to option values: an option value or label, an option number
-/// (1-based), or free text where allowed; a multi-select item takes a comma-separated list.
-fn parse_answer(item: &Item, text: &str) -> Result<Vec<String>, String> {
-    let tokens: Vec<&str> = if item.multi_select {
-        text.split(',')
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .collect()
-    } else {
-        vec![text.trim()]
-    };
-    if tokens.iter().all(|t| t.is_empty()) {
-        return Err("empty answer (use --reject to reject)".into());
-    }
-    let mut values: Vec<String> = Vec::new();
-    for t in tokens {
-        let number = t.parse::<usize>().ok().and_then(|n| n.checked_sub(1));
-        let value = match (
-            item.option_value(t),
-            number.and_then(|n| item.options.get(n)),
-        ) {
-            (Some(v), _) => v.to_owned(),
-            (None, Some(c)) => c.value.clone(),
-            (None, None) if item.allow_free_text => t.to_owned(),
-            (None, None) => {
-                let names: Vec<&str> = item.options.iter().map(|c| c.value.as_str()).collect();
-                return Err(format!(
-                    "{t:?} is not an option (a number 1-{} or one of: {}) and free text is not allowed",
-                    item.options.len(),
-                    names.join(", ")
-                ));
-            }
-        };
-        values.push(value);
-    }
-    Ok(values) // check_answers drops duplicates
 }
