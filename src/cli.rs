@@ -166,6 +166,15 @@ impl ClientDialect {
     }
 }
 
+/// The runtime of the bridge and of the inbox: two workers whatever the number of cores,
+/// so their threads (and memory) do not grow with the machine; with I/O and timers.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
 /// Parses `500ms`, `3s`, `2m`, `1h` (and combinations such as `1m30s`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s.trim()).map_err(|e| format!("invalid duration `{s}`: {e}"))

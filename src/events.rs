@@ -10,38 +10,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
+/// Who ended a question: defined with the outcomes it goes with.
+pub use crate::questions::answer::By;
 use crate::questions::model::Item;
-
-/// Who or what ended a question.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum By {
-    /// The IDE client answered (or rejected it, or answered with an error).
-    Client,
-    /// The bridge itself rejected it as `unsupported`: the client has no way to show it.
-    Bridge,
-    /// An answer or rejection through the control server (web page, CLI, API).
-    Control,
-    /// Its deadline passed.
-    Timeout,
-    /// The session was cancelled, or the agent withdrew its request.
-    Cancel,
-    /// The client or the agent went away.
-    Disconnect,
-}
-
-impl By {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            By::Client => "client",
-            By::Bridge => "bridge",
-            By::Control => "control",
-            By::Timeout => "timeout",
-            By::Cancel => "cancel",
-            By::Disconnect => "disconnect",
-        }
-    }
-}
 
 /// A pending question as observers see it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

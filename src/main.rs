@@ -193,11 +193,7 @@ fn main() -> ExitCode {
             ..RouterConfig::default()
         },
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match acp_question_bridge::cli::runtime() {
         Ok(rt) => rt,
         Err(e) => return fail(1, &format!("cannot start runtime: {e}")),
     };

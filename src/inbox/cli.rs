@@ -95,11 +95,7 @@ pub fn main(a: InboxArgs) -> std::process::ExitCode {
     if let Err(e) = nats::check_prefix(&a.nats_prefix) {
         return fail(2, &e);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match crate::cli::runtime() {
         Ok(rt) => rt,
         Err(e) => return fail(1, &format!("cannot start runtime: {e}")),
     };

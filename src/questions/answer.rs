@@ -6,6 +6,7 @@
 //! text). Invariant: the agent only ever sees `{"status":"answered","answers":[...]}` or
 //! `{"status":"rejected","reason":<reason>}`, plus any extra fields the client sent.
 
+use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -57,6 +58,37 @@ impl Reason {
 
     pub fn parse(s: &str) -> Option<Reason> {
         Reason::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+/// Who or what ended a question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum By {
+    /// The IDE client answered (or rejected it, or answered with an error).
+    Client,
+    /// The bridge itself rejected it as `unsupported`: the client has no way to show it.
+    Bridge,
+    /// An answer or rejection through the control server (web page, CLI, API).
+    Control,
+    /// Its deadline passed.
+    Timeout,
+    /// The session was cancelled, or the agent withdrew its request.
+    Cancel,
+    /// The client or the agent went away.
+    Disconnect,
+}
+
+impl By {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            By::Client => "client",
+            By::Bridge => "bridge",
+            By::Control => "control",
+            By::Timeout => "timeout",
+            By::Cancel => "cancel",
+            By::Disconnect => "disconnect",
+        }
     }
 }
 

@@ -8,10 +8,10 @@
 
 use serde_json::{json, Value};
 
+use super::answer::By;
 use super::answer::{Outcome, Reason};
 use super::dialect::message;
 use super::model::Question;
-use crate::events::By;
 
 /// The labels of an answer, or what a non-answer was.
 pub fn answer_text(q: &Question, outcome: &Outcome) -> String {

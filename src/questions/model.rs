@@ -13,31 +13,23 @@ use serde_json::Value;
 
 use crate::rawjson::{Members, RawObject};
 
-/// Members of the request params the bridge reads (others are forwarded, never parsed).
+/// Members of the request params the bridge reads (others are forwarded, never parsed): an
+/// item's members (the single form), then the three only a request has.
 const REQUEST_KEYS: &[&str] = &[
-    "sessionId",
-    "questionId",
-    "prompt",
     "question",
+    "prompt",
     "header",
     "options",
     "multiSelect",
     "multiple",
     "allowFreeText",
     "custom",
+    "sessionId",
+    "questionId",
     "timeoutMs",
 ];
 /// Members of one `questions[i]` item the bridge reads.
-const ITEM_KEYS: &[&str] = &[
-    "question",
-    "prompt",
-    "header",
-    "options",
-    "multiSelect",
-    "multiple",
-    "allowFreeText",
-    "custom",
-];
+const ITEM_KEYS: &[&str] = REQUEST_KEYS.split_at(REQUEST_KEYS.len() - 3).0;
 
 /// Most items one request may carry.
 pub const MAX_ITEMS: usize = 16;

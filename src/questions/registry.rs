@@ -13,15 +13,12 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::{Instant, SystemTime};
 
 use super::model::Question;
-use super::sources::Source;
+pub use super::sources::Origin;
 use super::Dialect;
 use crate::envelope::{IdMap, IdSet, RequestId};
 
 /// How many resolved client ids are remembered to recognize late answers.
 pub const RECENTLY_RESOLVED: usize = 4096;
-
-/// Where a pending question came from, which decides what the agent gets back.
-pub type Origin = std::sync::Arc<dyn Source>;
 
 /// A question waiting for its answer.
 #[derive(Debug, Clone)]

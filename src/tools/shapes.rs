@@ -78,6 +78,19 @@ pub fn for_word(word: &str, sid: &str, n: u64) -> Option<Shape> {
             "status": "pending", "rawInput": {"questions": questions}}}),
         )
     };
+    // Claude's form of two questions: the database, then `second` (its announced item and
+    // its schema property).
+    let claude_two = |second: Value, property: Value| Shape {
+        announce: claude_announce(json!([{"question": "Which database?"}, second])),
+        method: "elicitation/create",
+        params: json!({"sessionId": sid, "toolCallId": tool_call, "mode": "form",
+            "message": "Answer the questions below.",
+            "requestedSchema": {"type": "object", "properties": {
+                "question_0": {"type": "string", "title": "Database", "description": "Which database?", "oneOf": db_options_claude()},
+                "question_0_custom": {"type": "string", "title": "Other"},
+                "question_1": property,
+                "question_1_custom": {"type": "string", "title": "Other"}}}}),
+    };
     let shape = match word {
         "ask-claude" => Shape {
             announce: claude_announce(
@@ -90,34 +103,16 @@ pub fn for_word(word: &str, sid: &str, n: u64) -> Option<Shape> {
                     "question_0": {"type": "string", "title": "Database", "oneOf": db_options_claude()},
                     "question_0_custom": {"type": "string", "title": "Other", "description": "Type your own answer"}}}}),
         },
-        "ask-claude-two" => Shape {
-            announce: claude_announce(
-                json!([{"question": "Which database?"}, {"question": "Which features?"}]),
-            ),
-            method: "elicitation/create",
-            params: json!({"sessionId": sid, "toolCallId": tool_call, "mode": "form",
-                "message": "Answer the questions below.",
-                "requestedSchema": {"type": "object", "properties": {
-                    "question_0": {"type": "string", "title": "Database", "description": "Which database?", "oneOf": db_options_claude()},
-                    "question_0_custom": {"type": "string", "title": "Other"},
-                    "question_1": {"type": "array", "title": "Features", "description": "Which features?",
-                        "items": {"anyOf": [{"const": "auth", "title": "Auth"}, {"const": "billing", "title": "Billing"}]}},
-                    "question_1_custom": {"type": "string", "title": "Other"}}}}),
-        },
-        "ask-claude-steps" => Shape {
-            announce: claude_announce(
-                json!([{"question": "Which database?"}, {"question": "Which test runner?"}]),
-            ),
-            method: "elicitation/create",
-            params: json!({"sessionId": sid, "toolCallId": tool_call, "mode": "form",
-                "message": "Answer the questions below.",
-                "requestedSchema": {"type": "object", "properties": {
-                    "question_0": {"type": "string", "title": "Database", "description": "Which database?", "oneOf": db_options_claude()},
-                    "question_0_custom": {"type": "string", "title": "Other"},
-                    "question_1": {"type": "string", "title": "Tests", "description": "Which test runner?",
-                        "oneOf": [{"const": "nextest", "title": "nextest"}, {"const": "cargo test", "title": "cargo test"}]},
-                    "question_1_custom": {"type": "string", "title": "Other"}}}}),
-        },
+        "ask-claude-two" => claude_two(
+            json!({"question": "Which features?"}),
+            json!({"type": "array", "title": "Features", "description": "Which features?",
+                "items": {"anyOf": [{"const": "auth", "title": "Auth"}, {"const": "billing", "title": "Billing"}]}}),
+        ),
+        "ask-claude-steps" => claude_two(
+            json!({"question": "Which test runner?"}),
+            json!({"type": "string", "title": "Tests", "description": "Which test runner?",
+                "oneOf": [{"const": "nextest", "title": "nextest"}, {"const": "cargo test", "title": "cargo test"}]}),
+        ),
         "ask-codex" => Shape {
             announce: None,
             method: "elicitation/create",

@@ -19,7 +19,6 @@ use serde_json::Value;
 use crate::jsonrpc::code;
 use crate::questions::answer::{Extras, Outcome};
 use crate::questions::model::{Choice, Item, Question, MAX_ITEMS};
-use crate::questions::registry::Origin;
 
 /// Every vendor's own way of asking, once. The dispatch table routes these methods (with
 /// or without a leading `_`) to one handler, the client's `initialize` is read for them,
@@ -80,7 +79,7 @@ macro_rules! vendor_parse {
     ($parse:expr) => {
         |params, id, in_flight| {
             let (q, source, context) = $parse(params, id, in_flight)?;
-            let source: $crate::questions::registry::Origin = std::sync::Arc::new(source);
+            let source: $crate::questions::sources::Origin = std::sync::Arc::new(source);
             Some((q, source, context))
         }
     };
@@ -109,6 +108,9 @@ impl Reply {
         }
     }
 }
+
+/// Where a pending question came from, which decides what the agent gets back.
+pub type Origin = std::sync::Arc<dyn Source>;
 
 /// A question's source: how the agent asked, and so what it must get back.
 pub trait Source: std::fmt::Debug + Send + Sync {
