@@ -6,9 +6,11 @@
 //!
 //! Cost: a `session/update` pays one substring search of at most its first [`LOOK`] bytes
 //! (and stays in its run of forwarded lines); only one that mentions a tool call there is
-//! parsed. Memory: the last [`REMEMBERED`] tool calls within [`BUDGET`] bytes of the lines
-//! they came from, each from a line of at most [`MAX_LINE`] bytes: an agent streaming diffs
-//! (a `tool_call_update` each) makes the bridge keep at most about 1 MiB of them.
+//! parsed. Memory is bounded by what is open, not by traffic: a tool call is forgotten as
+//! soon as it is `completed` or `failed` (nothing asks to approve it then), at most
+//! [`REMEMBERED`] open ones are kept (the oldest forgotten first), and each keeps a digest of
+//! at most [`DIGEST`] bytes of its members, whatever the size of its lines: an agent
+//! streaming finished diffs makes the bridge keep nothing.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::LazyLock;
@@ -19,30 +21,29 @@ use serde_json::{Map, Value};
 use crate::router::message::Note;
 use crate::router::{Outbox, Router, Side};
 
-/// How many tool calls are remembered at most (the oldest is forgotten first).
-pub(in crate::router) const REMEMBERED: usize = 256;
-/// How many bytes of `session/update` lines the remembered tool calls may come from (the
-/// oldest is forgotten first; the newest is always kept).
-const BUDGET: usize = 1 << 20;
-/// A longer update (a huge diff) is forwarded but not remembered.
+/// How many open tool calls are remembered at most (the oldest is forgotten first).
+pub(in crate::router) const REMEMBERED: usize = 64;
+/// The most bytes of text one remembered tool call keeps: longer strings (a big diff, a long
+/// command output) are cut, with `…` at the cut.
+const DIGEST: usize = 16 << 10;
+/// A longer update is forwarded but not parsed.
 const MAX_LINE: usize = 256 << 10;
 /// How far into a `session/update` line `"tool_call` is looked for.
 const LOOK: usize = 4096;
-/// The members of a tool call kept for showing beside its permission prompt.
-const KEPT: [&str; 5] = ["title", "kind", "rawInput", "content", "locations"];
+/// The members of a tool call kept for showing beside its permission prompt, in the order
+/// they get room in the digest.
+const KEPT: [&str; 5] = ["title", "kind", "rawInput", "locations", "content"];
 
-/// The tool calls remembered, by `toolCallId`, oldest first.
+/// The open tool calls remembered, by `toolCallId`, oldest first.
 #[derive(Debug, Default)]
 pub(in crate::router) struct ToolCalls {
     order: VecDeque<Box<str>>,
-    /// Its members, and the bytes of the lines they came from.
-    known: HashMap<Box<str>, (Map<String, Value>, usize)>,
-    bytes: usize,
+    known: HashMap<Box<str>, Map<String, Value>>,
 }
 
 impl ToolCalls {
     fn get(&self, id: &str) -> Option<&Map<String, Value>> {
-        self.known.get(id).map(|(m, _)| m)
+        self.known.get(id)
     }
 
     #[cfg(test)]
@@ -51,36 +52,83 @@ impl ToolCalls {
     }
 
     /// A new tool call (`fresh`: its members replace all known), or an update of one (its
-    /// members replace those it names), from a line of `size` bytes.
-    fn record(
-        &mut self,
-        id: &str,
-        fresh: bool,
-        kept: impl Iterator<Item = (String, Value)>,
-        size: usize,
-    ) {
+    /// members replace those it names); its digest is made again within [`DIGEST`].
+    fn record(&mut self, id: &str, fresh: bool, kept: impl Iterator<Item = (String, Value)>) {
         if !self.known.contains_key(id) {
             self.order.push_back(id.into());
-            self.known.insert(id.into(), (Map::new(), 0));
+            self.known.insert(id.into(), Map::new());
         }
-        let Some((fields, n)) = self.known.get_mut(id) else {
+        let Some(fields) = self.known.get_mut(id) else {
             return;
         };
         if fresh {
             fields.clear();
-            self.bytes -= *n;
-            *n = 0;
         }
         fields.extend(kept);
-        *n += size;
-        self.bytes += size;
-        while self.order.len() > REMEMBERED || (self.bytes > BUDGET && self.order.len() > 1) {
+        let mut room = DIGEST;
+        let digest: Map<String, Value> = KEPT
+            .iter()
+            .filter_map(|k| Some((k.to_string(), fields.remove(*k)?)))
+            .map(|(k, v)| {
+                room = room.saturating_sub(k.len());
+                let v = cut(v, &mut room);
+                (k, v)
+            })
+            .collect();
+        *fields = digest;
+        while self.order.len() > REMEMBERED {
             let Some(old) = self.order.pop_front() else {
                 break;
             };
-            if let Some((_, n)) = self.known.remove(&old) {
-                self.bytes -= n;
+            self.known.remove(&old);
+        }
+    }
+
+    /// The tool call is over: nothing will ask to approve it.
+    fn forget(&mut self, id: &str) {
+        if self.known.remove(id).is_some() {
+            self.order.retain(|k| &**k != id);
+        }
+    }
+}
+
+/// `v` within `room` bytes of text: strings past it are cut (at a character boundary, `…`
+/// added), and members or elements past it are dropped; `room` is what is left.
+fn cut(v: Value, room: &mut usize) -> Value {
+    match v {
+        Value::String(mut s) => {
+            if s.len() > *room {
+                let mut at = *room;
+                while !s.is_char_boundary(at) {
+                    at -= 1;
+                }
+                s.truncate(at);
+                s.push('…');
             }
+            *room = room.saturating_sub(s.len());
+            Value::String(s)
+        }
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map_while(|item| (*room > 0).then(|| cut(item, room)))
+                .collect(),
+        ),
+        Value::Object(members) => {
+            let mut kept = Map::new();
+            for (k, item) in members {
+                if *room == 0 {
+                    break;
+                }
+                *room = room.saturating_sub(k.len());
+                let item = cut(item, room);
+                kept.insert(k, item);
+            }
+            Value::Object(kept)
+        }
+        other => {
+            *room = room.saturating_sub(8);
+            other
         }
     }
 }
@@ -101,12 +149,12 @@ pub(in crate::router) fn update(r: &mut Router, note: Note<'_>, out: &mut Outbox
     let Ok(v) = serde_json::from_str::<Value>(params) else {
         return;
     };
-    remember(&mut r.tool_calls, &v["update"], params.len());
+    remember(&mut r.tool_calls, &v["update"]);
 }
 
-/// Records a `tool_call` or `tool_call_update` (an update's members replace the ones known)
-/// from a line of `size` bytes.
-fn remember(known: &mut ToolCalls, update: &Value, size: usize) {
+/// Records a `tool_call` or `tool_call_update` (an update's members replace the ones
+/// known), or forgets the tool call when it says it is `completed` or `failed`.
+fn remember(known: &mut ToolCalls, update: &Value) {
     let fresh = match update["sessionUpdate"].as_str() {
         Some("tool_call") => true,
         Some("tool_call_update") => false,
@@ -115,13 +163,17 @@ fn remember(known: &mut ToolCalls, update: &Value, size: usize) {
     let Some(id) = update["toolCallId"].as_str() else {
         return;
     };
+    if matches!(update["status"].as_str(), Some("completed" | "failed")) {
+        known.forget(id);
+        return;
+    }
     let kept = KEPT.iter().filter_map(|k| {
         Some((
             k.to_string(),
             update.get(*k).filter(|v| !v.is_null())?.clone(),
         ))
     });
-    known.record(id, fresh, kept, size);
+    known.record(id, fresh, kept);
 }
 
 /// Fills in `tool_call` (a permission request's `toolCall`) the members it lacks from the
@@ -154,19 +206,16 @@ mod tests {
         remember(
             &mut known,
             &json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"Terminal",
-                "kind":"execute","rawInput":{},"status":"pending","content":[]}),
-            100,
+                "kind":"execute","rawInput":{},"status":"pending","content":[]})
         );
         remember(
             &mut known,
             &json!({"sessionUpdate":"tool_call_update","toolCallId":"t1",
-                "rawInput":{"command":"rm -rf build"},"title":"rm -rf build","status":null}),
-            100,
+                "rawInput":{"command":"rm -rf build"},"title":"rm -rf build","status":null})
         );
         remember(
             &mut known,
-            &json!({"sessionUpdate":"agent_message_chunk","toolCallId":"t1","title":"no"}),
-            100,
+            &json!({"sessionUpdate":"agent_message_chunk","toolCallId":"t1","title":"no"})
         );
         let mut tc = json!({"toolCallId":"t1","title":"Run it?"});
         fill(&known, &mut tc);
@@ -182,8 +231,7 @@ mod tests {
         // A new announcement under the same id starts afresh.
         remember(
             &mut known,
-            &json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"Read"}),
-            100,
+            &json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"Read"})
         );
         let mut tc = json!({"toolCallId":"t1"});
         fill(&known, &mut tc);
@@ -191,13 +239,12 @@ mod tests {
     }
 
     #[test]
-    fn only_the_most_recent_tool_calls_are_kept() {
+    fn only_the_most_recent_open_tool_calls_are_kept() {
         let mut known = ToolCalls::default();
         for i in 0..REMEMBERED + 10 {
             remember(
                 &mut known,
                 &json!({"sessionUpdate":"tool_call","toolCallId":format!("t{i}"),"title":"x"}),
-                100,
             );
         }
         assert_eq!(known.len(), REMEMBERED);
@@ -206,45 +253,57 @@ mod tests {
     }
 
     #[test]
-    fn big_updates_are_kept_within_the_byte_budget() {
+    fn finished_tool_calls_are_forgotten_and_big_ones_keep_a_bounded_digest() {
         let mut known = ToolCalls::default();
-        // Diffs of 40 KiB, one tool call each: only the last BUDGET bytes' worth stay.
-        let big = 40 << 10;
+        // Finished diffs, however many and however big, are not kept.
+        let diff = "+ x\n".repeat(10_000);
         for i in 0..200 {
             remember(
                 &mut known,
-                &json!({"sessionUpdate":"tool_call_update","toolCallId":format!("d{i}"),"content":[]}),
-                big,
+                &json!({"sessionUpdate":"tool_call_update","toolCallId":format!("d{i}"),
+                    "status":"completed","content":[{"type":"diff","newText":diff}]}),
             );
         }
-        assert_eq!(known.len(), BUDGET / big);
-        assert!(known.bytes <= BUDGET);
-        assert!(known.get("d199").is_some() && known.get("d0").is_none());
-        // Updates of one tool call count its bytes; a new announcement starts them afresh.
-        for _ in 0..3 {
-            remember(
-                &mut known,
-                &json!({"sessionUpdate":"tool_call_update","toolCallId":"d199","title":"t"}),
-                big,
-            );
+        assert_eq!(known.len(), 0);
+        // An open one keeps its title whole and at most DIGEST bytes of its content.
+        remember(
+            &mut known,
+            &json!({"sessionUpdate":"tool_call","toolCallId":"e1","title":"Edit lib.rs",
+                "kind":"edit","status":"pending",
+                "content":[{"type":"diff","path":"src/lib.rs","newText":diff},
+                           {"type":"diff","path":"src/main.rs","newText":diff}]}),
+        );
+        let kept = known.get("e1").expect("kept");
+        assert_eq!(kept["title"], "Edit lib.rs");
+        fn text(v: &Value) -> usize {
+            match v {
+                Value::String(s) => s.len(),
+                Value::Array(a) => a.iter().map(text).sum(),
+                Value::Object(o) => o.iter().map(|(k, v)| k.len() + text(v)).sum(),
+                _ => 0,
+            }
         }
+        let kept_text = text(&Value::Object(kept.clone()));
+        // DIGEST, plus the `…` of the cut.
+        assert!(kept_text <= DIGEST + 16, "{kept_text}");
+        assert!(kept["content"].as_array().unwrap().len() == 1, "the second diff had no room");
+        let first = kept["content"][0]["newText"].as_str().unwrap();
+        assert!(first.ends_with('…') && first.starts_with("+ x\n"));
+        assert_eq!(kept["content"][0]["path"], "src/lib.rs");
+        // It is forgotten when it ends, and a failed one likewise.
         remember(
             &mut known,
-            &json!({"sessionUpdate":"tool_call","toolCallId":"d199","title":"again"}),
-            10,
+            &json!({"sessionUpdate":"tool_call_update","toolCallId":"e1","status":"failed"}),
         );
-        assert_eq!(known.known["d199"].1, 10);
-        assert_eq!(
-            known.bytes,
-            known.known.values().map(|(_, n)| n).sum::<usize>()
-        );
-        // The newest is kept even when it alone is over the budget.
-        remember(
-            &mut known,
-            &json!({"sessionUpdate":"tool_call","toolCallId":"huge","title":"x"}),
-            BUDGET * 2,
-        );
-        assert_eq!(known.len(), 1);
-        assert!(known.get("huge").is_some());
+        assert!(known.get("e1").is_none() && known.order.is_empty());
+    }
+
+    #[test]
+    fn a_cut_keeps_characters_whole() {
+        let mut room = 4;
+        assert_eq!(cut(json!("aaéé"), &mut room), json!("aaé…"));
+        assert_eq!(room, 0);
+        let mut room = 3;
+        assert_eq!(cut(json!(["ab", "cd", "ef"]), &mut room), json!(["ab", "c…"]));
     }
 }
