@@ -13,8 +13,12 @@
 //! - [`events`]: question lifecycle events, seen by [`control`] (the control server, the
 //!   Questions page and the `questions` CLI), [`journal`] (`--journal`) and [`notify`]
 //!   (`--on-question`);
-//! - [`tools`]: programs around the bridge, not part of it: `acp-question-bridge demo`, a
-//!   terminal IDE around the mock agent, and the scripted ACP agent behind `acp-mock-agent`.
+//! - [`inbox`]: one page and API over every bridge of a user (registry, NATS, and the TLS
+//!   listener for a phone);
+//! - [`private_file`]: files only their owner may read.
+//!
+//! The demo and the mock agent are programs around the bridge, compiled into the binaries
+//! (`src/tools/`), not part of this library.
 
 pub mod bridge;
 pub mod capabilities;
@@ -30,6 +34,7 @@ pub mod journal;
 pub mod jsonrpc;
 pub mod logging;
 pub mod notify;
+pub mod private_file;
 pub mod questions;
 pub mod rawjson;
 pub mod router;

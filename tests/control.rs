@@ -368,21 +368,11 @@ async fn a_random_token_is_256_bits_and_remote_addresses_need_consent() {
 
 /// Runs `acp-question-bridge questions ARGS`; returns (exit code, stdout, stderr).
 async fn cli(args: &[&str]) -> (i32, String, String) {
-    let out = within(
-        tokio::process::Command::new(BRIDGE)
-            .arg("questions")
-            .args(args)
-            .env_remove("ACP_QUESTION_BRIDGE_TOKEN")
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let args: Vec<&str> = ["questions"]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    run_bridge(&args).await
 }
 
 /// Usage errors exit 2 (like clap's own); a failed call exits 1 and names the address.

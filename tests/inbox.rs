@@ -7,24 +7,12 @@
 mod common;
 
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use common::control::{self, list_until, raw_http};
-use common::inbox::Inbox;
+use common::inbox::{registered_bridge, Inbox};
 use common::*;
 use serde_json::{json, Value};
-
-/// A bridge around the mock agent, listed in `registry`, its client past `session/new`.
-async fn bridge(registry: &Path) -> Bridge {
-    let mut b = Bridge::spawn_env(
-        &["--control", "127.0.0.1:0", "--", MOCK],
-        &[("ACP_QUESTION_BRIDGE_REGISTRY", registry.to_str().unwrap())],
-    );
-    control_of(&b).await;
-    b.initialize(json!({})).await;
-    b.new_session(1).await;
-    b
-}
 
 fn registry(name: &str) -> PathBuf {
     // A folder the registry creates itself (0700).
@@ -44,7 +32,7 @@ async fn one_inbox_lists_every_bridge_and_answers_each_alone() {
     let reg = registry("inbox");
     let mut bridges = Vec::new();
     for _ in 0..3 {
-        bridges.push(bridge(&reg).await);
+        bridges.push(registered_bridge(&reg).await);
     }
     let inbox = Inbox::start(&["--registry", reg.to_str().unwrap()]).await;
     let c = inbox.http();
@@ -130,7 +118,7 @@ async fn one_inbox_lists_every_bridge_and_answers_each_alone() {
     assert!(err.contains("not pending"), "{err}");
 
     // A bridge started after the inbox is picked up.
-    let mut late = bridge(&reg).await;
+    let mut late = registered_bridge(&reg).await;
     late.prompt(10, "mock-session-1", "approve").await;
     let list = list_until(&c, 3).await;
     let late_q = list
@@ -179,7 +167,7 @@ async fn one_inbox_lists_every_bridge_and_answers_each_alone() {
 #[tokio::test]
 async fn the_registry_is_private_and_the_inbox_checks_like_a_bridge() {
     let reg = registry("inbox-sec");
-    let b = bridge(&reg).await;
+    let b = registered_bridge(&reg).await;
     let meta = std::fs::metadata(&reg).unwrap();
     assert_eq!(meta.mode() & 0o777, 0o700, "the folder");
     let entries: Vec<_> = std::fs::read_dir(&reg).unwrap().flatten().collect();
@@ -198,7 +186,7 @@ async fn the_registry_is_private_and_the_inbox_checks_like_a_bridge() {
     // A folder others may enter is not used.
     let open = temp_dir("inbox-open");
     std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let refused = bridge(&open).await;
+    let refused = registered_bridge(&open).await;
     refused
         .stderr_contains("cannot list this bridge in the registry")
         .await;

@@ -107,7 +107,7 @@ pub fn is_loopback_host(host: &str) -> bool {
 }
 
 /// Byte-wise comparison whose time does not depend on where the inputs differ.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same_secret(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
@@ -183,9 +183,16 @@ fn nonce() -> String {
     })
 }
 
-fn page() -> HttpResponse {
+/// The Questions page.
+pub(crate) fn page() -> HttpResponse {
+    html_page(PAGE)
+}
+
+/// A self-contained page whose first `<script>` gets a fresh nonce, with the headers that
+/// keep it from being framed, sniffed or made to run any other script.
+pub(crate) fn html_page(html: &str) -> HttpResponse {
     let nonce = nonce();
-    let html = PAGE.replacen("<script>", &format!("<script nonce=\"{nonce}\">"), 1);
+    let html = html.replacen("<script>", &format!("<script nonce=\"{nonce}\">"), 1);
     let csp = format!(
         "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; \
          connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; \

@@ -17,7 +17,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use jsonrpsee::server::{RpcModule, Server, ServerConfig, ServerHandle, SubscriptionMessage};
+use jsonrpsee::server::{
+    Methods, RpcModule, Server, ServerConfig, ServerHandle, SubscriptionMessage,
+};
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use serde::Deserialize;
 use serde_json::Value;
@@ -100,19 +102,7 @@ pub fn random_token() -> Result<String, ControlSetupError> {
 
 /// Writes the token to `path`, readable by its owner only.
 fn write_token_file(path: &std::path::Path, token: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    // An existing file keeps its mode on open: tighten it.
-    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    f.write_all(token.as_bytes())?;
-    f.write_all(b"\n")?;
-    f.sync_all()
+    crate::private_file::write(path, format!("{token}\n").as_bytes())
 }
 
 /// What a call answers: its result, or the JSON-RPC error for the caller.
@@ -146,6 +136,8 @@ pub struct Control {
     pub addr: SocketAddr,
     /// The page's URL with the token in its fragment.
     pub page_url: String,
+    /// The JSON-RPC methods, for another listener of the same loop (the inbox's `--remote`).
+    pub methods: Methods,
     handle: ServerHandle,
     stopping: CancellationToken,
     subscriptions: TaskTracker,
@@ -338,12 +330,14 @@ pub async fn start(cfg: &ControlConfig) -> Result<Control, ControlSetupError> {
     }
     let stopping = CancellationToken::new();
     let subscriptions = TaskTracker::new();
-    let handle = server.start(module(Ctx {
+    let methods: Methods = module(Ctx {
         calls: calls_tx.clone(),
         events: events.clone(),
         stopping: stopping.clone(),
         subscriptions: subscriptions.clone(),
-    }));
+    })
+    .into();
+    let handle = server.start(methods.clone());
     let base = format!("http://{addr}/");
     let page_url = format!("{base}#token={}", cfg.token);
     announce(&base, &page_url, &cfg.token);
@@ -354,6 +348,7 @@ pub async fn start(cfg: &ControlConfig) -> Result<Control, ControlSetupError> {
         events,
         addr,
         page_url,
+        methods,
         handle,
         stopping,
         subscriptions,

@@ -41,6 +41,44 @@ pub struct InboxArgs {
     /// Log level or filter; RUST_LOG overrides.
     #[arg(long, value_name = "LEVEL", default_value = "info")]
     pub log_level: String,
+    /// Also serve the page and the API to paired devices (a phone) on this address, over
+    /// TLS only, e.g. `0.0.0.0:8443` (port 0 picks a free one). Prints a pairing link and
+    /// its QR code. The loopback listener stays as it is.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub remote: Option<String>,
+    /// The host name or address the pairing link uses (default: this machine's first
+    /// non-loopback address when --remote is 0.0.0.0, else its address).
+    #[arg(long, value_name = "HOST", requires = "remote")]
+    pub remote_host: Option<String>,
+    /// Your own certificate for --remote (PEM; e.g. from mkcert, or your private network's).
+    /// Without it, a self-signed one is made once and kept in the state folder.
+    #[arg(long, value_name = "PEM", requires_all = ["remote", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The key of --tls-cert (PEM).
+    #[arg(long, value_name = "PEM", requires_all = ["remote", "tls_cert"])]
+    pub tls_key: Option<PathBuf>,
+    /// Where paired devices, pairing codes and the made certificate are kept (default:
+    /// $XDG_STATE_HOME/acp-question-bridge/inbox, else ~/.local/state/acp-question-bridge/inbox).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub state_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<super::remote::cli::InboxCommand>,
+}
+
+/// The state folder of `--remote`.
+pub fn state_dir(given: Option<PathBuf>) -> PathBuf {
+    given.unwrap_or_else(|| {
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        var("XDG_STATE_HOME")
+            .or_else(|| var("HOME").map(|h| h.join(".local/state")))
+            .unwrap_or_else(std::env::temp_dir)
+            .join("acp-question-bridge")
+            .join("inbox")
+    })
 }
 
 /// Runs `inbox`: exit code 0 when stopped by a signal, 1 when it cannot start, 2 on a
@@ -54,6 +92,9 @@ pub fn main(a: InboxArgs) -> std::process::ExitCode {
         Ok(guard) => guard,
         Err(e) => return fail(2, &format!("cannot set up logging: {e}")),
     };
+    if let Some(command) = a.command {
+        return super::remote::cli::main(command, &state_dir(a.state_dir));
+    }
     let addr = match control::parse_addr(&a.listen, a.allow_remote) {
         Ok(addr) => addr,
         Err(e) => {
@@ -76,7 +117,18 @@ pub fn main(a: InboxArgs) -> std::process::ExitCode {
         Some(Ok(argv)) => Some(argv),
         Some(Err(e)) => return fail(2, &e),
     };
+    let remote = match a.remote.as_deref().map(|r| control::parse_addr(r, true)) {
+        None => None,
+        Some(Err(e)) => return fail(2, &e.to_string().replace("--control", "--remote")),
+        Some(Ok(addr)) => Some(super::remote::RemoteConfig {
+            addr,
+            host: a.remote_host,
+            own_cert: a.tls_cert.zip(a.tls_key),
+            state: state_dir(a.state_dir),
+        }),
+    };
     let cfg = InboxConfig {
+        remote,
         control: ControlConfig {
             addr,
             allow_remote: a.allow_remote,

@@ -22,6 +22,7 @@ mod cli;
 mod follow;
 pub mod nats;
 pub mod registry;
+pub mod remote;
 
 use bridges::{Bridge, Held};
 pub use cli::{main, InboxArgs};
@@ -55,6 +56,8 @@ pub struct InboxConfig {
     pub on_question: Option<Vec<String>>,
     /// `--nats`: follow the bridges over NATS instead of the registry.
     pub nats: Option<nats::NatsConfig>,
+    /// `--remote`: the TLS listener for paired devices.
+    pub remote: Option<remote::RemoteConfig>,
 }
 
 /// The inbox's state and loop.
@@ -100,6 +103,17 @@ pub async fn run(cfg: InboxConfig) -> Result<i32, control::ControlSetupError> {
             None
         }
     };
+    let remote = match &cfg.remote {
+        Some(r) => match start_remote(r, &server).await {
+            Ok(remote) => Some(remote),
+            Err(e) => {
+                tracing::error!(error = %e, "inbox: cannot serve --remote");
+                server.stop(Duration::from_secs(1)).await;
+                return Ok(1);
+            }
+        },
+        None => None,
+    };
     let mut inbox = Inbox {
         nats,
         unconfirmed: None,
@@ -134,8 +148,22 @@ pub async fn run(cfg: InboxConfig) -> Result<i32, control::ControlSetupError> {
             t.abort();
         }
     }
+    if let Some(r) = &remote {
+        r.stop().await;
+    }
     server.stop(Duration::from_secs(1)).await;
     Ok(0)
+}
+
+/// Starts `--remote` and prints its pairing link.
+async fn start_remote(
+    cfg: &remote::RemoteConfig,
+    server: &control::Control,
+) -> Result<remote::Remote, Box<dyn std::error::Error>> {
+    let r = remote::start(cfg, server.methods.clone()).await?;
+    let store = remote::devices::Store::open(&cfg.state)?;
+    remote::cli::announce(&store, &r.base, &r.fingerprint, remote::devices::PAIR_TTL)?;
+    Ok(r)
 }
 
 fn rfc3339(t: SystemTime) -> String {

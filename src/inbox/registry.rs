@@ -12,8 +12,7 @@
 //!   drop). A bridge killed with SIGKILL leaves its entry: readers skip an entry whose pid is
 //!   not alive, and remove it.
 
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -129,18 +128,9 @@ impl Drop for Registration {
 pub fn register(dir: &Path, entry: &Entry) -> std::io::Result<Registration> {
     ensure_dir(dir)?;
     let path = dir.join(format!("{}.json", entry.id));
-    let tmp = dir.join(format!(".{}.tmp", entry.id));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    serde_json::to_writer(&mut f, entry)?;
-    f.write_all(b"\n")?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, &path)?;
+    let mut bytes = serde_json::to_vec(entry)?;
+    bytes.push(b'\n');
+    crate::private_file::replace(&path, &bytes)?;
     Ok(Registration { path })
 }
 
@@ -203,6 +193,7 @@ pub fn scan(dir: &Path) -> Vec<Entry> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn entry(id: &str, pid: u32) -> Entry {
         Entry {

@@ -7,7 +7,7 @@ use jsonrpsee_http_client::{HeaderMap, HeaderValue, HttpClient, HttpClientBuilde
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{BRIDGE, WAIT};
+use super::WAIT;
 
 /// An HTTP JSON-RPC client of the control server at `base`, with its token.
 pub fn http(base: &str, token: &str) -> HttpClient {
@@ -103,21 +103,12 @@ pub async fn list_until(c: &HttpClient, n: usize) -> Vec<Value> {
 
 /// `acp-question-bridge questions ARGS`: (exit code, stdout).
 pub async fn cli(args: &[&str]) -> (i32, String) {
-    let out = tokio::time::timeout(
-        WAIT,
-        tokio::process::Command::new(BRIDGE)
-            .arg("questions")
-            .args(args)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("in time")
-    .expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    let args: Vec<&str> = ["questions"]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    let (code, out, _) = super::run_bridge(&args).await;
+    (code, out)
 }
 
 /// Sends one raw HTTP/1.1 request; returns the status line and the whole response.

@@ -66,3 +66,15 @@ impl Inbox {
         super::control::http(&self.base, &self.token)
     }
 }
+
+/// A bridge around the mock agent, listed in `registry`, its client past `session/new`.
+pub async fn registered_bridge(registry: &std::path::Path) -> super::Bridge {
+    let mut b = super::Bridge::spawn_env(
+        &["--control", "127.0.0.1:0", "--", super::MOCK],
+        &[("ACP_QUESTION_BRIDGE_REGISTRY", registry.to_str().unwrap())],
+    );
+    super::control_of(&b).await;
+    b.initialize(serde_json::json!({})).await;
+    b.new_session(1).await;
+    b
+}

@@ -7,6 +7,7 @@ pub mod control;
 pub mod fake_anthropic;
 pub mod inbox;
 pub mod install;
+pub mod phone;
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -448,4 +449,25 @@ pub fn contains(got: &Value, expected: &Value) -> bool {
             .all(|(k, v)| g.get(k).is_some_and(|gv| contains(gv, v))),
         _ => got == expected,
     }
+}
+
+/// Runs `acp-question-bridge ARGS...` to its end (without the token variable of the
+/// environment); returns (exit code, stdout, stderr).
+pub async fn run_bridge(args: &[&str]) -> (i32, String, String) {
+    let out = tokio::time::timeout(
+        WAIT,
+        Command::new(BRIDGE)
+            .args(args)
+            .env_remove("ACP_QUESTION_BRIDGE_TOKEN")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the command ends in time")
+    .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }

@@ -206,16 +206,16 @@ mod tests {
         remember(
             &mut known,
             &json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"Terminal",
-                "kind":"execute","rawInput":{},"status":"pending","content":[]})
+                "kind":"execute","rawInput":{},"status":"pending","content":[]}),
         );
         remember(
             &mut known,
             &json!({"sessionUpdate":"tool_call_update","toolCallId":"t1",
-                "rawInput":{"command":"rm -rf build"},"title":"rm -rf build","status":null})
+                "rawInput":{"command":"rm -rf build"},"title":"rm -rf build","status":null}),
         );
         remember(
             &mut known,
-            &json!({"sessionUpdate":"agent_message_chunk","toolCallId":"t1","title":"no"})
+            &json!({"sessionUpdate":"agent_message_chunk","toolCallId":"t1","title":"no"}),
         );
         let mut tc = json!({"toolCallId":"t1","title":"Run it?"});
         fill(&known, &mut tc);
@@ -231,7 +231,7 @@ mod tests {
         // A new announcement under the same id starts afresh.
         remember(
             &mut known,
-            &json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"Read"})
+            &json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"Read"}),
         );
         let mut tc = json!({"toolCallId":"t1"});
         fill(&known, &mut tc);
@@ -286,7 +286,10 @@ mod tests {
         let kept_text = text(&Value::Object(kept.clone()));
         // DIGEST, plus the `…` of the cut.
         assert!(kept_text <= DIGEST + 16, "{kept_text}");
-        assert!(kept["content"].as_array().unwrap().len() == 1, "the second diff had no room");
+        assert!(
+            kept["content"].as_array().unwrap().len() == 1,
+            "the second diff had no room"
+        );
         let first = kept["content"][0]["newText"].as_str().unwrap();
         assert!(first.ends_with('…') && first.starts_with("+ x\n"));
         assert_eq!(kept["content"][0]["path"], "src/lib.rs");
@@ -304,6 +307,9 @@ mod tests {
         assert_eq!(cut(json!("aaéé"), &mut room), json!("aaé…"));
         assert_eq!(room, 0);
         let mut room = 3;
-        assert_eq!(cut(json!(["ab", "cd", "ef"]), &mut room), json!(["ab", "c…"]));
+        assert_eq!(
+            cut(json!(["ab", "cd", "ef"]), &mut room),
+            json!(["ab", "c…"])
+        );
     }
 }

@@ -1,0 +1,365 @@
+//! The HTTP gate of the remote listener: what a phone may do before and after pairing.
+//!
+//! - `GET /pair`: the pairing page; `POST /pair` `{code, name}` trades a pairing code for a
+//!   device token, set as a `Secure; HttpOnly; SameSite=Strict` cookie.
+//! - `GET /`: the Questions page (it holds no secret; the cookie authenticates its calls).
+//! - Anything else (the JSON-RPC calls, the WebSocket) only with a paired device's cookie;
+//!   the device is recorded on the connection, so that revoking it closes the connection.
+//!
+//! Invariants: a request whose `Origin` is not this listener's own is refused (CSRF); every
+//! failed pairing or authentication is logged and counted per source address, and an
+//! address with [`MAX_FAILURES`] within [`WINDOW`] is refused before anything is checked.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime};
+
+use futures::FutureExt;
+use http::header::{CONTENT_TYPE, COOKIE, HOST, ORIGIN, SET_COOKIE, UPGRADE};
+use http::{HeaderValue, Method, Response, StatusCode};
+use http_body_util::BodyExt;
+use jsonrpsee::core::BoxError;
+use jsonrpsee::server::{HttpBody, HttpRequest, HttpResponse};
+use tower::{Layer, Service};
+
+use super::devices::{device_of, Device, PairError, Store};
+
+/// Failed attempts an address may make within [`WINDOW`].
+pub const MAX_FAILURES: usize = 5;
+/// The window over which failures are counted.
+pub const WINDOW: Duration = Duration::from_secs(60);
+/// The cookie that carries a device's token.
+pub const COOKIE_NAME: &str = "aqb_device";
+/// The pairing page.
+const PAIR_PAGE: &str = include_str!("pair.html");
+/// Addresses remembered by the limiter at most (the quietest are forgotten first).
+const MAX_ADDRESSES: usize = 4096;
+
+/// Who answered through the remote listener: set on every call a device makes, as a
+/// request extension the control methods read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceName(pub String);
+
+/// Failed attempts per source address.
+#[derive(Debug, Default)]
+pub struct Limiter {
+    failures: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
+}
+
+impl Limiter {
+    /// Whether `ip` has used up its failures.
+    pub fn blocked(&self, ip: IpAddr, now: Instant) -> bool {
+        let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(times) = map.get_mut(&ip) else {
+            return false;
+        };
+        while times
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > WINDOW)
+        {
+            times.pop_front();
+        }
+        times.len() >= MAX_FAILURES
+    }
+
+    /// Counts (and logs) a failed attempt from `ip`.
+    pub fn failed(&self, ip: IpAddr, now: Instant, what: &str) {
+        tracing::warn!(%ip, what, "remote: a failed attempt");
+        let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_ADDRESSES && !map.contains_key(&ip) {
+            map.retain(|_, t| t.back().is_some_and(|t| now.duration_since(*t) <= WINDOW));
+            if map.len() >= MAX_ADDRESSES {
+                let quietest = map
+                    .iter()
+                    .min_by_key(|(_, t)| t.back().copied())
+                    .map(|(ip, _)| *ip);
+                if let Some(q) = quietest {
+                    map.remove(&q);
+                }
+            }
+        }
+        let times = map.entry(ip).or_default();
+        times.push_back(now);
+        while times.len() > MAX_FAILURES {
+            times.pop_front();
+        }
+    }
+}
+
+/// What every connection of the listener shares.
+pub struct Shared {
+    pub store: Store,
+    pub limiter: Limiter,
+    /// The devices as last read, and when their file had changed then.
+    devices: Mutex<(Option<SystemTime>, Arc<Vec<Device>>)>,
+    /// Bumped whenever the devices change, so connections check theirs.
+    pub changed: tokio::sync::watch::Sender<u64>,
+}
+
+impl Shared {
+    pub fn new(store: Store) -> Self {
+        Self {
+            store,
+            limiter: Limiter::default(),
+            devices: Mutex::new((None, Arc::new(Vec::new()))),
+            changed: tokio::sync::watch::channel(0).0,
+        }
+    }
+
+    /// The paired devices, read again when their file has changed (a revoked device is
+    /// refused at its next request).
+    pub fn devices(&self) -> Arc<Vec<Device>> {
+        let stamp = self.store.devices_changed();
+        let mut held = self.devices.lock().unwrap_or_else(|e| e.into_inner());
+        if held.0 != stamp || (stamp.is_none() && !held.1.is_empty()) {
+            match self.store.devices() {
+                Ok(d) => {
+                    *held = (stamp, Arc::new(d));
+                    self.changed.send_modify(|n| *n += 1);
+                }
+                Err(e) => tracing::error!(error = %e, "remote: cannot read the devices"),
+            }
+        }
+        held.1.clone()
+    }
+}
+
+/// One connection's device, once a request has authenticated it: (name, token hash).
+pub type Who = Arc<Mutex<Option<(String, String)>>>;
+
+/// A `tower` layer for one connection from `peer`.
+#[derive(Clone)]
+pub struct RemoteLayer {
+    pub shared: Arc<Shared>,
+    pub peer: IpAddr,
+    pub who: Who,
+}
+
+impl<S> Layer<S> for RemoteLayer {
+    type Service = RemoteGate<S>;
+    fn layer(&self, inner: S) -> RemoteGate<S> {
+        RemoteGate {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// The service made by [`RemoteLayer`].
+#[derive(Clone)]
+pub struct RemoteGate<S> {
+    inner: S,
+    layer: RemoteLayer,
+}
+
+fn text(status: StatusCode, body: &str) -> HttpResponse {
+    let mut r = Response::new(HttpBody::from(body.to_owned()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+fn json(status: StatusCode, body: &serde_json::Value) -> HttpResponse {
+    let mut r = Response::new(HttpBody::from(body.to_string()));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// The token in the request's device cookie.
+fn cookie_token<B>(req: &HttpRequest<B>) -> Option<String> {
+    req.headers()
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == COOKIE_NAME)
+        .map(|(_, v)| v.to_owned())
+}
+
+/// Whether the request's `Origin`, when it has one, is this listener (`https://` + `Host`).
+fn same_origin<B>(req: &HttpRequest<B>) -> bool {
+    let Some(origin) = req.headers().get(ORIGIN) else {
+        return true;
+    };
+    let host = req
+        .headers()
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.strip_prefix("https://"))
+        .is_some_and(|o| !host.is_empty() && o.eq_ignore_ascii_case(host))
+}
+
+/// `POST /pair`: `{code, name}` for a device cookie.
+async fn pair<B>(shared: Arc<Shared>, peer: IpAddr, req: HttpRequest<B>) -> HttpResponse
+where
+    B: http_body::Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let body = match http_body_util::Limited::new(req.into_body(), 4096)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return text(StatusCode::PAYLOAD_TOO_LARGE, "too large\n"),
+    };
+    #[derive(serde::Deserialize)]
+    struct Pair {
+        code: String,
+        name: String,
+    }
+    let Ok(p) = serde_json::from_slice::<Pair>(&body) else {
+        return json(
+            StatusCode::BAD_REQUEST,
+            &serde_json::json!({"error": "expected {\"code\": ..., \"name\": ...}"}),
+        );
+    };
+    let store = shared.store.clone();
+    let name = p.name.trim().to_owned();
+    let paired = tokio::task::spawn_blocking(move || store.pair(&p.code, &name, SystemTime::now()))
+        .await
+        .unwrap_or_else(|e| Err(PairError::Io(e.to_string())));
+    match paired {
+        Ok(token) => {
+            let name = p.name.trim().to_owned();
+            tracing::info!(%peer, device = %name, "remote: a device paired");
+            let mut r = json(StatusCode::OK, &serde_json::json!({ "device": name }));
+            let cookie = format!(
+                "{COOKIE_NAME}={token}; Path=/; Secure; HttpOnly; SameSite=Strict; Max-Age=31536000"
+            );
+            if let Ok(v) = HeaderValue::from_str(&cookie) {
+                r.headers_mut().insert(SET_COOKIE, v);
+            }
+            r
+        }
+        Err(PairError::BadCode) => {
+            shared.limiter.failed(peer, Instant::now(), "pairing code");
+            let e = PairError::BadCode.to_string();
+            json(StatusCode::FORBIDDEN, &serde_json::json!({ "error": e }))
+        }
+        Err(e @ (PairError::BadName | PairError::NameTaken(_))) => json(
+            StatusCode::BAD_REQUEST,
+            &serde_json::json!({ "error": e.to_string() }),
+        ),
+        Err(e) => {
+            tracing::error!(error = %e, "remote: cannot pair");
+            json(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &serde_json::json!({ "error": "the inbox cannot keep the device" }),
+            )
+        }
+    }
+}
+
+impl<S, B> Service<HttpRequest<B>> for RemoteGate<S>
+where
+    S: Service<HttpRequest<B>, Response = HttpResponse> + Send + Clone + 'static,
+    S::Error: Into<BoxError> + 'static,
+    S::Future: Send + 'static,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type Response = HttpResponse;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<HttpResponse, BoxError>> + Send + 'static>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, mut req: HttpRequest<B>) -> Self::Future {
+        let RemoteLayer { shared, peer, who } = self.layer.clone();
+        let now = Instant::now();
+        let ready = |r: HttpResponse| std::future::ready(Ok(r)).boxed();
+        if shared.limiter.blocked(peer, now) {
+            tracing::warn!(%peer, "remote: refused, too many failed attempts");
+            return ready(text(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too many failed attempts from this address; try again in a minute\n",
+            ));
+        }
+        if !same_origin(&req) {
+            tracing::warn!(%peer, path = %req.uri().path(), "remote: refused a cross-origin request");
+            return ready(text(
+                StatusCode::FORBIDDEN,
+                "Origin does not match this server\n",
+            ));
+        }
+        let upgrade = req.headers().contains_key(UPGRADE);
+        match (req.method(), req.uri().path(), upgrade) {
+            (&Method::GET, "/pair", false) => {
+                return ready(crate::control::gate::html_page(PAIR_PAGE))
+            }
+            (&Method::POST, "/pair", false) => {
+                return async move { Ok(pair(shared, peer, req).await) }.boxed()
+            }
+            (&Method::GET, "/" | "/index.html", false) => {
+                return ready(crate::control::gate::page())
+            }
+            (&Method::GET, _, false) => return ready(text(StatusCode::NOT_FOUND, "not found\n")),
+            _ => {}
+        }
+        let devices = shared.devices();
+        let device = cookie_token(&req).and_then(|t| device_of(&devices, &t).cloned());
+        let Some(device) = device else {
+            shared.limiter.failed(peer, now, "device token");
+            return ready(text(
+                StatusCode::UNAUTHORIZED,
+                "this device is not paired, or was revoked: pair it with `acp-question-bridge inbox pair`\n",
+            ));
+        };
+        *who.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((device.name.clone(), device.token_sha256.clone()));
+        req.extensions_mut().insert(DeviceName(device.name));
+        self.inner.call(req).map(|r| r.map_err(Into::into)).boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_is_refused_after_its_failures_until_the_window_passes() {
+        let l = Limiter::default();
+        let (a, b): (IpAddr, IpAddr) = ("192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap());
+        let t0 = Instant::now();
+        for _ in 0..MAX_FAILURES {
+            assert!(!l.blocked(a, t0));
+            l.failed(a, t0, "test");
+        }
+        assert!(l.blocked(a, t0));
+        assert!(!l.blocked(b, t0), "other addresses are not affected");
+        assert!(!l.blocked(a, t0 + WINDOW + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn origin_must_be_this_listener_over_https() {
+        let req = |origin: Option<&str>| {
+            let mut r = http::Request::builder().header(HOST, "192.168.1.5:8443");
+            if let Some(o) = origin {
+                r = r.header(ORIGIN, o);
+            }
+            r.body(()).unwrap()
+        };
+        assert!(same_origin(&req(None)));
+        assert!(same_origin(&req(Some("https://192.168.1.5:8443"))));
+        assert!(!same_origin(&req(Some("http://192.168.1.5:8443"))));
+        assert!(!same_origin(&req(Some("https://evil.example"))));
+    }
+}

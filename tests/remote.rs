@@ -1,0 +1,306 @@
+//! The inbox's remote listener (`inbox --remote`), through the real binaries: a phone pairs
+//! by the printed link and answers a real mock agent's question over TLS, and everything the
+//! threat model in docs/SECURITY.md names is refused: a spent or expired pairing code, a
+//! wrong token (then rate-limited), a revoked device (its WebSocket closed), plain HTTP, TLS
+//! older than 1.3, and a cross-origin POST. The listener binds 127.0.0.2, a loopback address
+//! that is not 127.0.0.1, so the code path for a non-default address is the one tested.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::inbox::{registered_bridge, Inbox};
+use common::phone::{client_config, Phone};
+use common::*;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// An inbox over `registry` with `--remote 127.0.0.2:0`, and its printed pairing link and
+/// certificate fingerprint.
+struct Remote {
+    inbox: Inbox,
+    state: PathBuf,
+    /// `https://127.0.0.2:PORT/`.
+    base: String,
+    fingerprint: String,
+    /// The code of the link printed at start.
+    code: String,
+}
+
+/// The pairing link and fingerprint in `text` (the last ones printed).
+fn printed(text: &str) -> Option<(String, String, String)> {
+    let link = text
+        .lines()
+        .rfind(|l| l.starts_with("https://") && l.contains("/pair#code="))?;
+    let (base, code) = link.split_once("pair#code=")?;
+    let fingerprint = text
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("acp-question-bridge: certificate SHA-256 fingerprint: "))?;
+    Some((base.to_owned(), code.to_owned(), fingerprint.to_owned()))
+}
+
+async fn remote(name: &str, registry: &Path) -> Remote {
+    let state = temp_dir(name).join("state");
+    let inbox = Inbox::start(&[
+        "--registry",
+        registry.to_str().unwrap(),
+        "--remote",
+        "127.0.0.2:0",
+        "--state-dir",
+        state.to_str().unwrap(),
+    ])
+    .await;
+    let (base, code, fingerprint) = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(p) = printed(&inbox.stderr.lock().unwrap()) {
+                return p;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the inbox prints its pairing link in time");
+    Remote {
+        inbox,
+        state,
+        base,
+        fingerprint,
+        code,
+    }
+}
+
+/// `acp-question-bridge inbox ARGS... --state-dir STATE`: exit code, stdout, stderr.
+async fn inbox_cli(state: &Path, args: &[&str]) -> (i32, String, String) {
+    let state = state.to_str().unwrap();
+    let args: Vec<&str> = ["inbox"]
+        .into_iter()
+        .chain(args.iter().copied())
+        .chain(["--state-dir", state])
+        .collect();
+    run_bridge(&args).await
+}
+
+/// `questions.list` from the phone until it has `n` questions.
+async fn list_until(phone: &mut Phone, n: usize) -> Vec<Value> {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let (r, v) = phone.rpc("questions.list", json!([])).await;
+            assert_eq!(r.status, 200, "{r:?}");
+            let list = v.unwrap()["result"].as_array().cloned().unwrap_or_default();
+            if list.len() == n {
+                return list;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the questions reach the inbox in time")
+}
+
+#[tokio::test]
+async fn a_paired_phone_answers_a_tool_approval_over_tls() {
+    let reg = temp_dir("remote-answer").join("registry");
+    let mut b = registered_bridge(&reg).await;
+    let r = remote("remote-answer", &reg).await;
+    assert!(r.base.starts_with("https://127.0.0.2:"), "{}", r.base);
+    let mut phone = Phone::new(&r.base, &r.fingerprint);
+    // The pairing page, then the code for a cookie that only the browser keeps.
+    let page = phone.request("GET", "/pair", None, &[]).await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Pair this device"));
+    let paired = phone.pair(&r.code, "Ada's phone").await;
+    assert_eq!(paired.status, 200, "{paired:?}");
+    let head = paired.head.to_ascii_lowercase();
+    for flag in ["secure", "httponly", "samesite=strict", "path=/"] {
+        assert!(head.contains(flag), "the cookie is {flag}: {}", paired.head);
+    }
+    assert!(phone.cookie.is_some());
+    // The Questions page is served over TLS too.
+    let page = phone.request("GET", "/", None, &[]).await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("acp-question-bridge"));
+
+    b.prompt(2, "mock-session-1", "permission").await;
+    b.recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+    let list = list_until(&mut phone, 1).await;
+    assert_eq!(list[0]["source"], "permission");
+    let qid = list[0]["questionId"].as_str().unwrap();
+    let (reply, v) = phone
+        .rpc(
+            "questions.answer",
+            json!({"sessionId":"mock-session-1","questionId":qid,"answers":[["reject"]]}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert!(v.unwrap().get("error").is_none());
+    let (m, before) = b
+        .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("permission:")))
+        .await;
+    assert_eq!(chunk_text(&m), Some("permission: reject"));
+    assert!(
+        told_over(&before),
+        "the IDE's copy is marked done: {before:?}"
+    );
+    // The devices list names it, and the state folder keeps no token.
+    let (code, out, err) = inbox_cli(&r.state, &["devices", "list"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("Ada's phone\tpaired "), "{out}");
+    let cookie = phone.cookie.clone().unwrap();
+    let token = cookie.strip_prefix("aqb_device=").unwrap();
+    for f in std::fs::read_dir(&r.state).unwrap().flatten() {
+        let text = std::fs::read_to_string(f.path()).unwrap_or_default();
+        assert!(!text.contains(token), "{:?} holds no token", f.path());
+    }
+    drop(r);
+}
+
+#[tokio::test]
+async fn pairing_codes_work_once_and_not_after_they_expire() {
+    let reg = temp_dir("remote-codes").join("registry");
+    let r = remote("remote-codes", &reg).await;
+    let mut phone = Phone::new(&r.base, &r.fingerprint);
+    assert_eq!(phone.pair(&r.code, "phone").await.status, 200);
+    // A replayed code is refused, from any device.
+    let mut other = Phone::new(&r.base, &r.fingerprint);
+    let again = other.pair(&r.code, "eve").await;
+    assert_eq!(again.status, 403, "{again:?}");
+    assert!(other.cookie.is_none());
+    // `inbox pair` prints a fresh link; one good for a second is refused once it is over.
+    let (code, _, err) = inbox_cli(&r.state, &["pair", "--ttl", "1s"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (_, short, fingerprint) = printed(&err).expect("a link and fingerprint");
+    assert_eq!(fingerprint, r.fingerprint);
+    // A margin far above the code's second.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(other.pair(&short, "late").await.status, 403);
+    let (_, fresh, _) = printed(&inbox_cli(&r.state, &["pair"]).await.2).unwrap();
+    assert_eq!(other.pair(&fresh, "tablet").await.status, 200);
+    // Each failure was logged.
+    let log = r.inbox.stderr.lock().unwrap().clone();
+    assert_eq!(log.matches("remote: a failed attempt").count(), 2, "{log}");
+}
+
+#[tokio::test]
+async fn wrong_tokens_are_refused_then_rate_limited_per_address() {
+    let reg = temp_dir("remote-limit").join("registry");
+    let r = remote("remote-limit", &reg).await;
+    let mut good = Phone::new(&r.base, &r.fingerprint);
+    assert_eq!(good.pair(&r.code, "phone").await.status, 200);
+    let mut thief = Phone::new(&r.base, &r.fingerprint);
+    thief.from = "127.0.0.3".parse().unwrap();
+    thief.cookie = Some(format!("aqb_device={}", "0".repeat(64)));
+    for _ in 0..5 {
+        let (reply, _) = thief.rpc("questions.list", json!([])).await;
+        assert_eq!(reply.status, 401, "{reply:?}");
+    }
+    // Refused before anything is checked, the right token or code included.
+    let (reply, _) = thief.rpc("questions.list", json!([])).await;
+    assert_eq!(reply.status, 429, "{reply:?}");
+    let (_, code, _) = printed(&inbox_cli(&r.state, &["pair"]).await.2).unwrap();
+    assert_eq!(thief.pair(&code, "thief").await.status, 429);
+    // Another address is not affected.
+    let (reply, _) = good.rpc("questions.list", json!([])).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let log = r.inbox.stderr.lock().unwrap().clone();
+    assert!(
+        log.contains("ip=127.0.0.3"),
+        "failures are logged with their address"
+    );
+}
+
+#[tokio::test]
+async fn a_revoked_device_is_refused_and_its_websocket_closed() {
+    let reg = temp_dir("remote-revoke").join("registry");
+    let r = remote("remote-revoke", &reg).await;
+    let mut phone = Phone::new(&r.base, &r.fingerprint);
+    assert_eq!(phone.pair(&r.code, "lost phone").await.status, 200);
+    let mut ws = phone.websocket().await.expect("the WebSocket opens");
+    let (code, _, err) = inbox_cli(&r.state, &["devices", "revoke", "lost phone"]).await;
+    assert_eq!(code, 0, "{err}");
+    // Its open connection is closed (EOF or a reset), without a request from it.
+    let mut buf = [0u8; 256];
+    let closed = tokio::time::timeout(WAIT, async {
+        loop {
+            match ws.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the revoked device's WebSocket is closed");
+    let (reply, _) = phone.rpc("questions.list", json!([])).await;
+    assert_eq!(reply.status, 401);
+    assert_eq!(phone.websocket().await.err(), Some(401));
+    let (code, _, _) = inbox_cli(&r.state, &["devices", "revoke", "lost phone"]).await;
+    assert_eq!(code, 1, "a second revoke finds no device");
+}
+
+#[tokio::test]
+async fn plain_http_old_tls_and_cross_origin_posts_are_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let reg = temp_dir("remote-refuse").join("registry");
+    let r = remote("remote-refuse", &reg).await;
+    let mut phone = Phone::new(&r.base, &r.fingerprint);
+    // Plain HTTP on the TLS port: a 400 that says why, and nothing else.
+    let mut tcp = phone.tcp().await;
+    tcp.write_all(format!("GET / HTTP/1.1\r\nhost: {}\r\n\r\n", phone.authority).as_bytes())
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(WAIT, tcp.read_to_end(&mut raw)).await;
+    let text = String::from_utf8_lossy(&raw);
+    assert!(
+        text.starts_with("HTTP/1.1 400") && text.contains("https only"),
+        "{text}"
+    );
+    // TLS 1.2 and older: no handshake.
+    let old = client_config(&r.fingerprint, &[&rustls::version::TLS12]);
+    assert!(phone.tls_with(old).await.is_err());
+    // A wrong certificate is what a person would see as a fingerprint mismatch.
+    let other = client_config(&"00:".repeat(32)[..95], &[&rustls::version::TLS13]);
+    assert!(phone.tls_with(other).await.is_err());
+    // A cross-origin POST, even with a good code: refused, and the code is not spent.
+    let body = json!({"code": r.code, "name": "csrf"}).to_string();
+    let csrf = phone
+        .request(
+            "POST",
+            "/pair",
+            Some(&body),
+            &[
+                ("content-type", "application/json"),
+                ("origin", "https://evil.example"),
+            ],
+        )
+        .await;
+    assert_eq!(csrf.status, 403, "{csrf:?}");
+    assert!(phone.cookie.is_none());
+    assert_eq!(phone.pair(&r.code, "phone").await.status, 200);
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"questions.list","params":[]}).to_string();
+    let csrf = phone
+        .request(
+            "POST",
+            "/",
+            Some(&body),
+            &[
+                ("content-type", "application/json"),
+                ("origin", "https://evil.example"),
+            ],
+        )
+        .await;
+    assert_eq!(csrf.status, 403, "{csrf:?}");
+    // The state folder and its files are the user's alone.
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&r.state), 0o700);
+    for f in [
+        "devices.json",
+        "remote-cert.pem",
+        "remote-key.pem",
+        "remote.json",
+    ] {
+        assert_eq!(mode(&r.state.join(f)), 0o600, "{f}");
+    }
+}
