@@ -39,6 +39,29 @@ pub struct QuestionView {
     pub context: Option<Value>,
 }
 
+/// Who ended a question, as observers see it: a [`By`], or, for an answer from a paired
+/// device through the inbox's remote listener, `"device:<name>"`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolver {
+    pub by: By,
+    pub device: Option<String>,
+}
+
+impl From<By> for Resolver {
+    fn from(by: By) -> Self {
+        Self { by, device: None }
+    }
+}
+
+impl Serialize for Resolver {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match &self.device {
+            Some(name) => s.collect_str(&format_args!("device:{name}")),
+            None => s.serialize_str(self.by.as_str()),
+        }
+    }
+}
+
 /// One lifecycle event.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(
@@ -59,7 +82,7 @@ pub enum Event {
     Resolved {
         session_id: String,
         question_id: String,
-        by: By,
+        by: Resolver,
         result: Value,
     },
     /// An answer that came after the question was resolved: dropped, and kept here.
@@ -95,7 +118,7 @@ mod tests {
         let e = Event::Resolved {
             session_id: "s".into(),
             question_id: "q".into(),
-            by: By::Control,
+            by: By::Control.into(),
             result: json!({"status":"rejected","reason":"declined"}),
         };
         assert_eq!(
@@ -112,6 +135,14 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&late).unwrap(),
             json!({"event":"late_answer","from":"client","content":1})
+        );
+        let by_phone = Resolver {
+            by: By::Control,
+            device: Some("Ada's phone".into()),
+        };
+        assert_eq!(
+            serde_json::to_value(&by_phone).unwrap(),
+            json!("device:Ada's phone")
         );
     }
 }

@@ -123,7 +123,7 @@ mod tests {
             j.event(&Event::Resolved {
                 session_id: "s".into(),
                 question_id: format!("q{round}"),
-                by: By::Timeout,
+                by: By::Timeout.into(),
                 result: serde_json::json!({"status":"rejected","reason":"timeout"}),
             });
             j.close();

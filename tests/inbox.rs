@@ -32,7 +32,7 @@ async fn one_inbox_lists_every_bridge_and_answers_each_alone() {
     let reg = registry("inbox");
     let mut bridges = Vec::new();
     for _ in 0..3 {
-        bridges.push(registered_bridge(&reg).await);
+        bridges.push(registered_bridge(&reg, &[]).await);
     }
     let inbox = Inbox::start(&["--registry", reg.to_str().unwrap()]).await;
     let c = inbox.http();
@@ -118,7 +118,7 @@ async fn one_inbox_lists_every_bridge_and_answers_each_alone() {
     assert!(err.contains("not pending"), "{err}");
 
     // A bridge started after the inbox is picked up.
-    let mut late = registered_bridge(&reg).await;
+    let mut late = registered_bridge(&reg, &[]).await;
     late.prompt(10, "mock-session-1", "approve").await;
     let list = list_until(&c, 3).await;
     let late_q = list
@@ -167,7 +167,7 @@ async fn one_inbox_lists_every_bridge_and_answers_each_alone() {
 #[tokio::test]
 async fn the_registry_is_private_and_the_inbox_checks_like_a_bridge() {
     let reg = registry("inbox-sec");
-    let b = registered_bridge(&reg).await;
+    let b = registered_bridge(&reg, &[]).await;
     let meta = std::fs::metadata(&reg).unwrap();
     assert_eq!(meta.mode() & 0o777, 0o700, "the folder");
     let entries: Vec<_> = std::fs::read_dir(&reg).unwrap().flatten().collect();
@@ -186,7 +186,7 @@ async fn the_registry_is_private_and_the_inbox_checks_like_a_bridge() {
     // A folder others may enter is not used.
     let open = temp_dir("inbox-open");
     std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let refused = registered_bridge(&open).await;
+    let refused = registered_bridge(&open, &[]).await;
     refused
         .stderr_contains("cannot list this bridge in the registry")
         .await;

@@ -102,8 +102,11 @@ async fn list_until(phone: &mut Phone, n: usize) -> Vec<Value> {
 #[tokio::test]
 async fn a_paired_phone_answers_a_tool_approval_over_tls() {
     let reg = temp_dir("remote-answer").join("registry");
-    let mut b = registered_bridge(&reg).await;
+    let journal = temp_dir("remote-answer").join("journal.jsonl");
+    let mut b = registered_bridge(&reg, &["--journal", journal.to_str().unwrap()]).await;
     let r = remote("remote-answer", &reg).await;
+    // What the inbox's subscribers see (on its loopback listener).
+    let (_ws, mut events) = common::control::subscribed(&r.inbox.base, &r.inbox.token).await;
     assert!(r.base.starts_with("https://127.0.0.2:"), "{}", r.base);
     let mut phone = Phone::new(&r.base, &r.fingerprint);
     // The pairing page, then the code for a cookie that only the browser keeps.
@@ -144,6 +147,31 @@ async fn a_paired_phone_answers_a_tool_approval_over_tls() {
         told_over(&before),
         "the IDE's copy is marked done: {before:?}"
     );
+    // Every surface says which device answered: the inbox's event stream and the bridge's
+    // journal.
+    let resolved = tokio::time::timeout(WAIT, async {
+        loop {
+            let ev: Value = events.next().await.expect("an event").expect("JSON");
+            if ev["event"] == "resolved" {
+                return ev;
+            }
+        }
+    })
+    .await
+    .expect("the resolved event in time");
+    assert_eq!(resolved["by"], "device:Ada's phone", "{resolved}");
+    let journalled = tokio::time::timeout(WAIT, async {
+        loop {
+            let text = std::fs::read_to_string(&journal).unwrap_or_default();
+            if let Some(line) = text.lines().find(|l| l.contains("\"resolved\"")) {
+                return serde_json::from_str::<Value>(line).unwrap();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("journalled in time");
+    assert_eq!(journalled["by"], "device:Ada's phone", "{journalled}");
     // The devices list names it, and the state folder keeps no token.
     let (code, out, err) = inbox_cli(&r.state, &["devices", "list"]).await;
     assert_eq!(code, 0, "{err}");

@@ -215,7 +215,13 @@ impl Shell {
                 let r = match not_me(self.surfaces.identity.as_ref(), a.bridge.as_deref()) {
                     Some(e) => Err(e),
                     None => router
-                        .control_answer(&a.session_id, &a.question_id, &a.answers, outbox)
+                        .control_answer(
+                            &a.session_id,
+                            &a.question_id,
+                            &a.answers,
+                            a.device.as_deref(),
+                            outbox,
+                        )
                         .map_err(control::control_error),
                 };
                 let _ = reply.send(r);
@@ -224,7 +230,13 @@ impl Shell {
                 let result = match not_me(self.surfaces.identity.as_ref(), r.bridge.as_deref()) {
                     Some(e) => Err(e),
                     None => router
-                        .control_reject(&r.session_id, &r.question_id, r.reason.as_deref(), outbox)
+                        .control_reject(
+                            &r.session_id,
+                            &r.question_id,
+                            r.reason.as_deref(),
+                            r.device.as_deref(),
+                            outbox,
+                        )
                         .map_err(control::control_error),
                 };
                 let _ = reply.send(result);

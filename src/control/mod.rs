@@ -184,6 +184,11 @@ pub struct AnswerParams {
     pub session_id: String,
     pub question_id: String,
     pub answers: Value,
+    /// The paired device that answers, through the inbox's remote listener (which sets it
+    /// from the device's cookie, whatever the device sent) and on from the inbox to the
+    /// bridge: the `resolved` event then says `by: "device:<name>"`.
+    #[serde(default)]
+    pub device: Option<String>,
 }
 
 /// The params of `questions.reject`.
@@ -196,6 +201,19 @@ pub struct RejectParams {
     pub question_id: String,
     #[serde(default)]
     pub reason: Option<String>,
+    /// As [`AnswerParams::device`].
+    #[serde(default)]
+    pub device: Option<String>,
+}
+
+/// The paired device a call comes from: a request extension the inbox's remote listener
+/// sets on every call of an authenticated device.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Device(pub String);
+
+/// The device of a call, when it came through the remote listener.
+fn device_of(ext: &http::Extensions) -> Option<String> {
+    ext.get::<Device>().map(|d| d.0.clone())
 }
 
 fn shutting_down() -> ErrorObjectOwned {
@@ -241,16 +259,22 @@ fn module(ctx: Ctx) -> RpcModule<Ctx> {
     .expect("unique method name");
     m.register_async_method(
         "questions.answer",
-        |p: Params<'static>, ctx, _| async move {
-            let a: AnswerParams = p.parse().map_err(|e| invalid_params(e.message()))?;
+        |p: Params<'static>, ctx, ext| async move {
+            let mut a: AnswerParams = p.parse().map_err(|e| invalid_params(e.message()))?;
+            if let Some(d) = device_of(&ext) {
+                a.device = Some(d);
+            }
             ask(&ctx, |reply| Call::Answer(a, reply)).await?
         },
     )
     .expect("unique method name");
     m.register_async_method(
         "questions.reject",
-        |p: Params<'static>, ctx, _| async move {
-            let r: RejectParams = p.parse().map_err(|e| invalid_params(e.message()))?;
+        |p: Params<'static>, ctx, ext| async move {
+            let mut r: RejectParams = p.parse().map_err(|e| invalid_params(e.message()))?;
+            if let Some(d) = device_of(&ext) {
+                r.device = Some(d);
+            }
             ask(&ctx, |reply| Call::Reject(r, reply)).await?
         },
     )

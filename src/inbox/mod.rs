@@ -489,13 +489,19 @@ impl Inbox {
                 let _ = reply.send(bridges::questions(&self.bridges));
             }
             Call::Answer(a, reply) => {
-                let params = json!({"sessionId": a.session_id, "questionId": a.question_id, "answers": a.answers});
+                let mut params = json!({"sessionId": a.session_id, "questionId": a.question_id, "answers": a.answers});
+                if let Some(d) = a.device {
+                    params["device"] = d.into();
+                }
                 self.relay(a.bridge, "questions.answer", params, reply);
             }
             Call::Reject(r, reply) => {
                 let mut params = json!({"sessionId": r.session_id, "questionId": r.question_id});
                 if let Some(reason) = r.reason {
                     params["reason"] = reason.into();
+                }
+                if let Some(d) = r.device {
+                    params["device"] = d.into();
                 }
                 self.relay(r.bridge, "questions.reject", params, reply);
             }

@@ -49,6 +49,9 @@ pub struct Pending {
     pub held: bool,
     /// Its `requested` event has been made.
     pub announced: bool,
+    /// The paired device that answered or rejected it through the inbox's remote listener
+    /// (its `resolved` event says `by: "device:<name>"`).
+    pub device: Option<String>,
 }
 
 /// A bounded set of recently finished request ids (oldest forgotten first), to recognize a
@@ -330,6 +333,7 @@ mod tests {
             expires_wall: None,
             held: false,
             announced: false,
+            device: None,
         }
     }
 

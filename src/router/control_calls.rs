@@ -18,6 +18,7 @@ impl Router {
         session: &str,
         question_id: &str,
         answers: &Value,
+        device: Option<&str>,
         out: &mut Outbox,
     ) -> Result<Value, ControlError> {
         let Some(p) = self.questions.get_by_key(session, question_id) else {
@@ -25,7 +26,13 @@ impl Router {
             return Err(self.control_too_late(session, question_id, content, out));
         };
         let checked = answer::check_answers(&p.question, answers).map_err(ControlError::Invalid)?;
-        self.control_resolve(session, question_id, Outcome::Answered(checked), out)
+        self.control_resolve(
+            session,
+            question_id,
+            Outcome::Answered(checked),
+            device,
+            out,
+        )
     }
 
     /// `questions.reject` through the control server (`reason` defaults to `declined`).
@@ -34,6 +41,7 @@ impl Router {
         session: &str,
         question_id: &str,
         reason: Option<&str>,
+        device: Option<&str>,
         out: &mut Outbox,
     ) -> Result<Value, ControlError> {
         let reason = match reason {
@@ -47,7 +55,7 @@ impl Router {
             let content = json!({ "reason": reason.as_str() });
             return Err(self.control_too_late(session, question_id, content, out));
         }
-        self.control_resolve(session, question_id, Outcome::Rejected(reason), out)
+        self.control_resolve(session, question_id, Outcome::Rejected(reason), device, out)
     }
 
     fn control_resolve(
@@ -55,6 +63,7 @@ impl Router {
         session: &str,
         question_id: &str,
         outcome: Outcome,
+        device: Option<&str>,
         out: &mut Outbox,
     ) -> Result<Value, ControlError> {
         let agent_id = self
@@ -62,9 +71,10 @@ impl Router {
             .get_by_key(session, question_id)
             .map(|p| p.agent_id.clone())
             .ok_or(ControlError::NotPending { resolved_by: None })?;
-        let Some(p) = self.questions.take(&agent_id) else {
+        let Some(mut p) = self.questions.take(&agent_id) else {
             return Err(ControlError::NotPending { resolved_by: None });
         };
+        p.device = device.map(str::to_owned);
         let result: Value =
             serde_json::from_str(&outcome.to_result(&Vec::new())).unwrap_or(Value::Null);
         self.close_at_client(&p, &outcome, By::Control, true, out);

@@ -142,12 +142,24 @@ fn a_tool_approval_answered_from_the_control_server_is_withdrawn_at_the_client()
     // A bad answer is refused and the question stays pending.
     assert!(t
         .r
-        .control_answer("s1", "permission:\"p-1\"", &json!([["maybe"]]), &mut t.out)
+        .control_answer(
+            "s1",
+            "permission:\"p-1\"",
+            &json!([["maybe"]]),
+            None,
+            &mut t.out
+        )
         .is_err());
     assert_eq!(t.r.question_views().len(), 1);
     let got =
-        t.r.control_answer("s1", "permission:\"p-1\"", &json!([["Reject"]]), &mut t.out)
-            .unwrap();
+        t.r.control_answer(
+            "s1",
+            "permission:\"p-1\"",
+            &json!([["Reject"]]),
+            None,
+            &mut t.out,
+        )
+        .unwrap();
     assert_eq!(got, json!({"status":"answered","answers":[["reject"]]}));
     assert_eq!(
         t.take_agent(),
@@ -186,7 +198,7 @@ fn a_declined_tool_approval_picks_the_reject_option_and_a_cancelled_session_canc
     t.client(&msg::initialize(json!({})));
     t.take_agent();
     t.agent(&permission(json!(1)));
-    t.r.control_reject("s1", "permission:1", None, &mut t.out)
+    t.r.control_reject("s1", "permission:1", None, None, &mut t.out)
         .unwrap();
     assert_eq!(
         t.take_agent(),
@@ -234,8 +246,14 @@ fn a_form_goes_as_sent_to_a_client_that_renders_forms_and_the_control_server_can
         "Other is a box, not an item"
     );
     assert_eq!(v["items"][0]["prompt"], "Which database?");
-    t.r.control_answer("s1", "elicitation:3", &json!([["SQLite"]]), &mut t.out)
-        .unwrap();
+    t.r.control_answer(
+        "s1",
+        "elicitation:3",
+        &json!([["SQLite"]]),
+        None,
+        &mut t.out,
+    )
+    .unwrap();
     assert_eq!(
         t.take_agent(),
         [msg::result(
@@ -436,7 +454,7 @@ fn a_vendor_question_is_translated_for_a_client_that_does_not_know_it() {
     let shown: Vec<Value> = t.take_client().iter().map(|l| parse(l)).collect();
     assert_eq!(shown[1]["method"], "session/request_permission");
     assert_eq!(shown[1]["params"]["toolCall"]["toolCallId"], "call_7");
-    t.r.control_reject("s1", "x.ai/ask_user_question:2", None, &mut t.out)
+    t.r.control_reject("s1", "x.ai/ask_user_question:2", None, None, &mut t.out)
         .unwrap();
     assert_eq!(
         t.take_agent(),
@@ -508,6 +526,7 @@ fn a_cursor_question_belongs_to_the_session_whose_prompt_is_in_flight() {
         "cursor-s",
         "cursor/ask_question:8",
         &json!([["Spaces"]]),
+        None,
         &mut t.out,
     )
     .unwrap();

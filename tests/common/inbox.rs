@@ -67,10 +67,17 @@ impl Inbox {
     }
 }
 
-/// A bridge around the mock agent, listed in `registry`, its client past `session/new`.
-pub async fn registered_bridge(registry: &std::path::Path) -> super::Bridge {
+/// A bridge (with `extra` options) around the mock agent, listed in `registry`, its client
+/// past `session/new`.
+pub async fn registered_bridge(registry: &std::path::Path, extra: &[&str]) -> super::Bridge {
+    let argv: Vec<&str> = ["--control", "127.0.0.1:0"]
+        .iter()
+        .chain(extra)
+        .chain(&["--", super::MOCK])
+        .copied()
+        .collect();
     let mut b = super::Bridge::spawn_env(
-        &["--control", "127.0.0.1:0", "--", super::MOCK],
+        &argv,
         &[("ACP_QUESTION_BRIDGE_REGISTRY", registry.to_str().unwrap())],
     );
     super::control_of(&b).await;

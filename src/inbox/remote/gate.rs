@@ -39,11 +39,6 @@ const PAIR_PAGE: &str = include_str!("pair.html");
 /// Addresses remembered by the limiter at most (the quietest are forgotten first).
 const MAX_ADDRESSES: usize = 4096;
 
-/// Who answered through the remote listener: set on every call a device makes, as a
-/// request extension the control methods read.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeviceName(pub String);
-
 /// Failed attempts per source address.
 #[derive(Debug, Default)]
 pub struct Limiter {
@@ -325,7 +320,8 @@ where
         };
         *who.lock().unwrap_or_else(|e| e.into_inner()) =
             Some((device.name.clone(), device.token_sha256.clone()));
-        req.extensions_mut().insert(DeviceName(device.name));
+        req.extensions_mut()
+            .insert(crate::control::Device(device.name));
         self.inner.call(req).map(|r| r.map_err(Into::into)).boxed()
     }
 }

@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use super::{Outbox, Router, Side};
 use crate::envelope::RequestId;
-use crate::events::{By, Event, QuestionView};
+use crate::events::{By, Event, QuestionView, Resolver};
 use crate::jsonrpc::{self, code};
 use crate::questions::prompts::{self};
 use crate::questions::registry::{Origin, Pending};
@@ -148,6 +148,7 @@ impl Router {
             expires_wall: deadline.map(|d| self.wall(d)),
             held: false,
             announced: false,
+            device: None,
         }
     }
 
@@ -197,7 +198,10 @@ impl Router {
         out.events.push(Event::Resolved {
             session_id: s.clone(),
             question_id: q.clone(),
-            by,
+            by: Resolver {
+                by,
+                device: p.device.clone(),
+            },
             result,
         });
     }

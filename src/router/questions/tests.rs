@@ -652,7 +652,7 @@ fn control_answer_resolves_once_and_withdraws_the_client_request() {
     assert_eq!(ev[1]["event"], "delivered");
     assert_eq!(t.r.question_views().len(), 1);
     let r =
-        t.r.control_answer("s", "q", &json!([["b"]]), &mut t.out)
+        t.r.control_answer("s", "q", &json!([["b"]]), None, &mut t.out)
             .unwrap();
     assert_eq!(r, json!({"status":"answered","answers":[["b"]]}));
     assert_eq!(
@@ -682,7 +682,8 @@ fn a_control_answer_after_the_client_is_refused_and_kept() {
     t.client(&msg::answered(json!(1), json!([["a"]])));
     assert_eq!(t.take_agent().len(), 1);
     t.take_events();
-    let e = t.r.control_answer("s", "q", &json!([["b"]]), &mut t.out);
+    let e =
+        t.r.control_answer("s", "q", &json!([["b"]]), None, &mut t.out);
     assert_eq!(
         e,
         Err(ControlError::NotPending {
@@ -696,7 +697,7 @@ fn a_control_answer_after_the_client_is_refused_and_kept() {
     assert_eq!(ev[0]["content"], json!({"answers":[["b"]]}));
     // Never asked at all: not pending, and nobody to name.
     assert_eq!(
-        t.r.control_reject("s", "nope", None, &mut t.out),
+        t.r.control_reject("s", "nope", None, None, &mut t.out),
         Err(ControlError::NotPending { resolved_by: None })
     );
 }
@@ -707,18 +708,20 @@ fn control_answers_are_checked_like_client_answers() {
     t.agent(&ask("s", "q", json!(1)));
     t.take_client();
     for bad in [json!([["c"]]), json!([["a", "b"]]), json!([]), json!("a")] {
-        match t.r.control_answer("s", "q", &bad, &mut t.out) {
+        match t.r.control_answer("s", "q", &bad, None, &mut t.out) {
             Err(ControlError::Invalid(msg)) => assert!(msg.starts_with("answers"), "{msg}"),
             other => panic!("{bad}: {other:?}"),
         }
     }
     assert!(matches!(
-        t.r.control_reject("s", "q", Some("bored"), &mut t.out),
+        t.r.control_reject("s", "q", Some("bored"), None, &mut t.out),
         Err(ControlError::Invalid(_))
     ));
     assert_eq!(t.r.questions().len(), 1);
     // A label stands for its value, as from a client.
-    let r = t.r.control_reject("s", "q", None, &mut t.out).unwrap();
+    let r =
+        t.r.control_reject("s", "q", None, None, &mut t.out)
+            .unwrap();
     assert_eq!(r, json!({"status":"rejected","reason":"declined"}));
     assert_eq!(t.take_agent(), vec![msg::rejected(json!(1), "declined")]);
 }
@@ -759,7 +762,7 @@ fn unsupported_questions_wait_for_the_control_server() {
     assert_eq!(ev[0]["question"]["dialect"], "control");
     assert_eq!(ev[1]["dialect"], "control");
     assert_eq!(t.r.question_views()[0].dialect, "control");
-    t.r.control_answer("s", "q", &json!([["b"], ["notes"]]), &mut t.out)
+    t.r.control_answer("s", "q", &json!([["b"], ["notes"]]), None, &mut t.out)
         .unwrap();
     let done = parse(&t.take_client()[0]);
     assert_eq!(done["params"]["update"]["toolCallId"], update["toolCallId"]);
@@ -802,7 +805,7 @@ fn the_control_dialect_shows_the_client_nothing_not_even_the_agents_own_requests
         .unwrap()
         .question_id
         .clone();
-    t.r.control_answer("s", &permission, &json!([["reject"]]), &mut t.out)
+    t.r.control_answer("s", &permission, &json!([["reject"]]), None, &mut t.out)
         .unwrap();
     assert_eq!(
         parse(&t.take_agent()[0]),
@@ -834,7 +837,7 @@ fn a_control_answer_closes_a_permission_prompt() {
     assert_eq!(shown.len(), 2);
     let request = parse(&shown[1]);
     let tool_call = request["params"]["toolCall"]["toolCallId"].clone();
-    t.r.control_answer("s", "q", &json!([["a"]]), &mut t.out)
+    t.r.control_answer("s", "q", &json!([["a"]]), None, &mut t.out)
         .unwrap();
     assert_eq!(t.take_agent(), [msg::answered(json!(1), json!([["a"]]))]);
     // No `$/cancel_request` (no client handles it): the tool call says what was
@@ -944,7 +947,7 @@ fn a_permission_prompt_the_client_does_not_know_hands_over_to_the_control_server
     assert_eq!(update["title"], "Waiting for your answer: p");
     assert!(t.take_agent().is_empty());
     assert_eq!(t.r.question_views()[0].dialect, "control");
-    t.r.control_answer("s", "q", &json!(["a"]), &mut t.out)
+    t.r.control_answer("s", "q", &json!(["a"]), None, &mut t.out)
         .unwrap();
     let done = t.take_client();
     assert_eq!(done.len(), 1, "only the tool call is marked done");
