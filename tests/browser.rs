@@ -187,3 +187,109 @@ async fn inbox_page_in_headless_chromium() {
     }
     drop(inbox);
 }
+
+/// The inbox's remote listener on a phone: a touch screen of 390x844 over TLS pairs by the
+/// printed link, then answers a Claude form and a tool approval from two agents by taps;
+/// the page fits the screen with touch targets of 44 px or more, is installable (manifest,
+/// service worker) and opens its shell offline. Screenshots: `phone-page.png`,
+/// `phone-page-answered.png` (`docs/images/` has copies).
+#[tokio::test]
+async fn phone_page_over_tls_in_mobile_chromium() {
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&out).unwrap();
+    let dir = temp_dir("browser-phone");
+    let registry = dir.join("registry");
+    let mut claude = common::inbox::registered_bridge(&registry, &[]).await;
+    let mut tool = common::inbox::registered_bridge(&registry, &[]).await;
+    // Both are shown in the IDE too (Claude's form as yes/no prompts): the phone answers
+    // first, and the IDE's copies are withdrawn.
+    for (b, word) in [(&mut claude, "ask-claude"), (&mut tool, "approve")] {
+        b.prompt(10, "mock-session-1", word).await;
+        b.recv_until(|m| m["method"] == "session/request_permission")
+            .await;
+    }
+    let state = dir.join("state");
+    let inbox = common::inbox::Inbox::start(&[
+        "--registry",
+        registry.to_str().unwrap(),
+        "--remote",
+        "127.0.0.2:0",
+        "--state-dir",
+        state.to_str().unwrap(),
+    ])
+    .await;
+    let link = tokio::time::timeout(WAIT, async {
+        loop {
+            let text = inbox.stderr.lock().unwrap().clone();
+            if let Some(l) = text.lines().find(|l| l.contains("/pair#code=")) {
+                return l.to_owned();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the pairing link in time");
+
+    let steps = run_page_script("phone_page.mjs", &link, &out, "").await;
+    let names: Vec<&str> = steps.iter().filter_map(|s| s["step"].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "paired",
+            "layout",
+            "installable",
+            "answered",
+            "offline",
+            "done"
+        ]
+    );
+    assert_eq!(steps[0]["httpOnly"], true);
+    assert_eq!(steps[0]["secure"], true);
+    assert_eq!(steps[0]["sameSite"], "Strict");
+    let layout = &steps[1];
+    assert!(
+        layout["scrollWidth"].as_f64() <= layout["width"].as_f64(),
+        "no sideways scrolling: {layout}"
+    );
+    assert!(layout["options"].as_f64().unwrap() >= 44.0, "{layout}");
+    assert!(layout["buttons"].as_f64().unwrap() >= 44.0, "{layout}");
+    assert_eq!(steps[2]["display"], "standalone");
+    assert!(
+        steps[2]["worker"]
+            .as_str()
+            .is_some_and(|w| w.ends_with("/sw.js")),
+        "{}",
+        steps[2]
+    );
+    assert!(
+        steps[3]["command"]
+            .as_str()
+            .unwrap()
+            .contains("rm -rf build"),
+        "the command is readable: {}",
+        steps[3]
+    );
+    // Offline, the page is the cached shell (it says "Inbox" only once the inbox answers).
+    assert_eq!(steps[4]["shell"], "Questions");
+
+    // Each agent got what was tapped, and the journal-facing events name the phone.
+    let (m, _) = claude
+        .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("ask-claude: ")))
+        .await;
+    assert_eq!(
+        chunk_text(&m).unwrap(),
+        r#"ask-claude: {"action":"accept","content":{"question_0":"Postgres"}}"#
+    );
+    let (m, _) = tool
+        .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("approve: ")))
+        .await;
+    assert!(
+        chunk_text(&m).unwrap().contains(r#""optionId":"allow""#),
+        "{m}"
+    );
+    for f in ["phone-page.png", "phone-page-answered.png"] {
+        let png = std::fs::read(out.join(f)).unwrap_or_default();
+        assert!(png.starts_with(b"\x89PNG"), "{f} is not a PNG");
+    }
+    drop(inbox);
+}

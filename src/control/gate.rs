@@ -195,7 +195,8 @@ pub(crate) fn html_page(html: &str) -> HttpResponse {
     let html = html.replacen("<script>", &format!("<script nonce=\"{nonce}\">"), 1);
     let csp = format!(
         "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; \
-         connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; \
+         connect-src 'self'; img-src data: 'self'; manifest-src 'self'; worker-src 'self'; \
+         base-uri 'none'; form-action 'none'; \
          frame-ancestors 'none'"
     );
     let mut r = Response::new(HttpBody::from(html));
@@ -245,7 +246,7 @@ where
         if req.method() == Method::GET && !upgrade {
             let r = match req.uri().path() {
                 "/" | "/index.html" => page(),
-                _ => not_found(),
+                other => super::assets::asset(other).unwrap_or_else(not_found),
             };
             return std::future::ready(Ok(r)).boxed();
         }

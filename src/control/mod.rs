@@ -10,6 +10,7 @@
 //! answer from the control server and one from the IDE client are ordered by that one loop,
 //! and the first one wins. Lifecycle events reach subscribers through a broadcast channel.
 
+pub mod assets;
 pub mod client;
 pub mod gate;
 

@@ -13,15 +13,18 @@ export const TIMEOUT = 20000;
 export const step = (name, extra = {}) => console.log(JSON.stringify({ step: name, ...extra }));
 
 // Runs `body(page, errors)` in a fresh browser, then closes it and removes the profile.
-export async function withPage(viewport, body) {
+// `options`: more context options (a phone: isMobile, hasTouch, ignoreHTTPSErrors...).
+export async function withPage(viewport, body, options = {}) {
   const profile = mkdtempSync(join(tmpdir(), "acp-qb-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     headless: true,
     viewport,
+    ...options,
     args: [
       "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
       "--disable-background-networking", "--disable-component-update", "--disable-sync",
+      ...(options.args || []),
     ],
   });
   try {

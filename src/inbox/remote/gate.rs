@@ -306,7 +306,10 @@ where
             (&Method::GET, "/" | "/index.html", false) => {
                 return ready(crate::control::gate::page())
             }
-            (&Method::GET, _, false) => return ready(text(StatusCode::NOT_FOUND, "not found\n")),
+            (&Method::GET, path, false) => {
+                let asset = crate::control::assets::asset(path);
+                return ready(asset.unwrap_or_else(|| text(StatusCode::NOT_FOUND, "not found\n")));
+            }
             _ => {}
         }
         let devices = shared.devices();

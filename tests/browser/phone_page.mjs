@@ -1,0 +1,83 @@
+// Drives the inbox's remote listener as a phone would, for tests/browser.rs: a phone-sized
+// touch screen over TLS (the inbox's self-signed certificate accepted, as a person does once
+// after checking its fingerprint), pairing by the printed link, then a Claude form and a
+// tool approval answered by taps; the page must fit the screen, with large touch targets,
+// and be installable (its manifest, and its service worker, which keeps the app shell).
+// Usage: node phone_page.mjs <pairing link> <output dir>
+// Env: PLAYWRIGHT_CORE (the package directory), CHROMIUM (the browser binary).
+// Prints one JSON line per step; exits non-zero on the first failure.
+import { join } from "node:path";
+import { step, withPage } from "./launch.mjs";
+
+const [link, outDir] = process.argv.slice(2);
+const phone = {
+  isMobile: true,
+  hasTouch: true,
+  deviceScaleFactor: 2,
+  ignoreHTTPSErrors: true,
+  // A service worker is refused on a certificate the browser does not trust, even once
+  // accepted by hand in a test: the same acceptance, made for the whole test browser.
+  args: ["--ignore-certificate-errors"],
+};
+
+await withPage({ width: 390, height: 844 }, async (page, errors) => {
+  await page.goto(link);
+  await page.locator("#name").fill("Test phone");
+  await page.locator("#pair").tap();
+  await page.waitForURL((u) => u.pathname === "/" && !u.hash);
+  await page.locator("#conn.live").waitFor();
+  await page.waitForFunction(() => document.querySelectorAll("section.card").length === 2);
+  const cookies = await page.context().cookies();
+  const device = cookies.find((c) => c.name === "aqb_device");
+  step("paired", { httpOnly: device && device.httpOnly, secure: device && device.secure, sameSite: device && device.sameSite });
+
+  // Fits the screen, with touch targets of at least 44 CSS pixels.
+  const layout = await page.evaluate(() => {
+    const hs = (sel) => [...document.querySelectorAll(sel)].map((e) => e.getBoundingClientRect().height);
+    return {
+      scrollWidth: document.documentElement.scrollWidth,
+      width: window.innerWidth,
+      options: Math.min(...hs("label.opt")),
+      buttons: Math.min(...hs("section.card button")),
+    };
+  });
+  step("layout", layout);
+  await page.screenshot({ path: join(outDir, "phone-page.png"), fullPage: true });
+
+  // Installable: a manifest with icons, and a service worker that controls the page.
+  const manifest = await page.evaluate(async () => {
+    const href = document.querySelector('link[rel="manifest"]').href;
+    return (await fetch(href)).json();
+  });
+  const worker = await page.evaluate(async () => {
+    const reg = await Promise.race([
+      navigator.serviceWorker.ready,
+      new Promise((r) => setTimeout(() => r(null), 15000)),
+    ]);
+    return reg ? reg.active && reg.active.scriptURL : null;
+  });
+  step("installable", { display: manifest.display, icons: manifest.icons.length, worker });
+
+  // The Claude form: Postgres, by a tap.
+  const form = page.locator("section.card").filter({ hasText: "Which database?" });
+  await form.getByText("Postgres", { exact: true }).tap();
+  await form.getByRole("button", { name: "Submit" }).tap();
+  await form.locator(".state.ok").waitFor();
+  // The tool approval: allowed, by a tap.
+  const approval = page.locator("section.card").filter({ hasText: "rm -rf build" });
+  const command = await approval.locator(".context pre").first().textContent();
+  await approval.getByLabel("Yes", { exact: true }).tap();
+  await approval.getByRole("button", { name: "Submit" }).tap();
+  await approval.locator(".state.ok").waitFor();
+  step("answered", { command, form: await form.locator(".state").textContent(), approval: await approval.locator(".state").textContent() });
+  await page.screenshot({ path: join(outDir, "phone-page-answered.png"), fullPage: true });
+
+  // The app shell opens without the inbox: served by the service worker.
+  await page.context().setOffline(true);
+  await page.reload();
+  const shell = await page.locator("header h1").textContent();
+  await page.context().setOffline(false);
+  step("offline", { shell });
+  if (errors.length) throw new Error(`page errors: ${errors.join("; ")}`);
+  step("done");
+}, phone);
