@@ -199,7 +199,10 @@ async fn phone_page_over_tls_in_mobile_chromium() {
     std::fs::create_dir_all(&out).unwrap();
     let dir = temp_dir("browser-phone");
     let registry = dir.join("registry");
-    let mut claude = common::inbox::registered_bridge(&registry, &[]).await;
+    let journal = dir.join("claude.jsonl");
+    let mut claude =
+        common::inbox::registered_bridge(&registry, &["--journal", journal.to_str().unwrap()])
+            .await;
     let mut tool = common::inbox::registered_bridge(&registry, &[]).await;
     // Both are shown in the IDE too (Claude's form as yes/no prompts): the phone answers
     // first, and the IDE's copies are withdrawn.
@@ -287,6 +290,14 @@ async fn phone_page_over_tls_in_mobile_chromium() {
         chunk_text(&m).unwrap().contains(r#""optionId":"allow""#),
         "{m}"
     );
+    // Answered over the page's WebSocket, and attributed to the phone.
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let resolved: Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .find(|e: &Value| e["event"] == "resolved")
+        .expect("a resolved event in the journal");
+    assert_eq!(resolved["by"], "device:Test phone", "{resolved}");
     for f in ["phone-page.png", "phone-page-answered.png"] {
         let png = std::fs::read(out.join(f)).unwrap_or_default();
         assert!(png.starts_with(b"\x89PNG"), "{f} is not a PNG");

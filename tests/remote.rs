@@ -219,6 +219,11 @@ async fn wrong_tokens_are_refused_then_rate_limited_per_address() {
     assert_eq!(good.pair(&r.code, "phone").await.status, 200);
     let mut thief = Phone::new(&r.base, &r.fingerprint);
     thief.from = "127.0.0.3".parse().unwrap();
+    // Without a cookie nothing is guessed: refused, and not counted.
+    for _ in 0..6 {
+        let (reply, _) = thief.rpc("questions.list", json!([])).await;
+        assert_eq!(reply.status, 401, "{reply:?}");
+    }
     thief.cookie = Some(format!("aqb_device={}", "0".repeat(64)));
     for _ in 0..5 {
         let (reply, _) = thief.rpc("questions.list", json!([])).await;

@@ -313,9 +313,16 @@ where
             _ => {}
         }
         let devices = shared.devices();
-        let device = cookie_token(&req).and_then(|t| device_of(&devices, &t).cloned());
+        let token = cookie_token(&req);
+        let device = token
+            .as_deref()
+            .and_then(|t| device_of(&devices, t).cloned());
         let Some(device) = device else {
-            shared.limiter.failed(peer, now, "device token");
+            // A guess is a wrong token; no cookie at all (a browser not paired yet, opening
+            // the page) guesses nothing and is not counted.
+            if token.is_some() {
+                shared.limiter.failed(peer, now, "device token");
+            }
             return ready(text(
                 StatusCode::UNAUTHORIZED,
                 "this device is not paired, or was revoked: pair it with `acp-question-bridge inbox pair`\n",

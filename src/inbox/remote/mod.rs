@@ -66,11 +66,14 @@ pub struct Remote {
     pub base: String,
     pub fingerprint: String,
     handle: ServerHandle,
+    /// `remote.json` in the state folder, for `inbox pair`: removed when the listener stops.
+    announced: PathBuf,
 }
 
 impl Remote {
     /// Stops accepting and ends the connections (each finishes the call it is in).
     pub async fn stop(&self) {
+        let _ = std::fs::remove_file(&self.announced);
         let _ = self.handle.stop();
         let _ = tokio::time::timeout(Duration::from_secs(1), self.handle.clone().stopped()).await;
     }
@@ -120,6 +123,7 @@ pub async fn start(cfg: &RemoteConfig, methods: Methods) -> Result<Remote, Remot
     store
         .write("remote.json", remote_json.to_string().as_bytes())
         .map_err(|e| RemoteError::State(cfg.state.clone(), e))?;
+    let announced = store.dir().join("remote.json");
     let shared = Arc::new(Shared::new(store));
     let (stop, handle) = stop_channel();
     let acceptor = tokio_rustls::TlsAcceptor::from(identity.config);
@@ -137,6 +141,7 @@ pub async fn start(cfg: &RemoteConfig, methods: Methods) -> Result<Remote, Remot
         base,
         fingerprint: identity.fingerprint,
         handle,
+        announced,
     })
 }
 
