@@ -211,27 +211,9 @@ async fn phone_page_over_tls_in_mobile_chromium() {
         b.recv_until(|m| m["method"] == "session/request_permission")
             .await;
     }
-    let state = dir.join("state");
-    let inbox = common::inbox::Inbox::start(&[
-        "--registry",
-        registry.to_str().unwrap(),
-        "--remote",
-        "127.0.0.2:0",
-        "--state-dir",
-        state.to_str().unwrap(),
-    ])
-    .await;
-    let link = tokio::time::timeout(WAIT, async {
-        loop {
-            let text = inbox.stderr.lock().unwrap().clone();
-            if let Some(l) = text.lines().find(|l| l.contains("/pair#code=")) {
-                return l.to_owned();
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the pairing link in time");
+    let (inbox, (base, code, _)) =
+        common::inbox::Inbox::start_remote(&registry, &dir.join("state")).await;
+    let link = format!("{base}pair#code={code}");
 
     let steps = run_page_script("phone_page.mjs", &link, &out, "").await;
     let names: Vec<&str> = steps.iter().filter_map(|s| s["step"].as_str()).collect();

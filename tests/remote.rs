@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::inbox::{registered_bridge, Inbox};
+use common::inbox::{pairing as printed, registered_bridge, Inbox};
 use common::phone::{client_config, Phone};
 use common::*;
 use serde_json::{json, Value};
@@ -28,40 +28,9 @@ struct Remote {
     code: String,
 }
 
-/// The pairing link and fingerprint in `text` (the last ones printed).
-fn printed(text: &str) -> Option<(String, String, String)> {
-    let link = text
-        .lines()
-        .rfind(|l| l.starts_with("https://") && l.contains("/pair#code="))?;
-    let (base, code) = link.split_once("pair#code=")?;
-    let fingerprint = text
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("acp-question-bridge: certificate SHA-256 fingerprint: "))?;
-    Some((base.to_owned(), code.to_owned(), fingerprint.to_owned()))
-}
-
 async fn remote(name: &str, registry: &Path) -> Remote {
     let state = temp_dir(name).join("state");
-    let inbox = Inbox::start(&[
-        "--registry",
-        registry.to_str().unwrap(),
-        "--remote",
-        "127.0.0.2:0",
-        "--state-dir",
-        state.to_str().unwrap(),
-    ])
-    .await;
-    let (base, code, fingerprint) = tokio::time::timeout(WAIT, async {
-        loop {
-            if let Some(p) = printed(&inbox.stderr.lock().unwrap()) {
-                return p;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the inbox prints its pairing link in time");
+    let (inbox, (base, code, fingerprint)) = Inbox::start_remote(registry, &state).await;
     Remote {
         inbox,
         state,

@@ -85,3 +85,47 @@ pub async fn registered_bridge(registry: &std::path::Path, extra: &[&str]) -> su
     b.new_session(1).await;
     b
 }
+
+/// The last pairing link and certificate fingerprint printed in `text` (an inbox's stderr, or
+/// `inbox pair`'s): (`https://HOST:PORT/`, code, fingerprint).
+pub fn pairing(text: &str) -> Option<(String, String, String)> {
+    let link = text
+        .lines()
+        .rfind(|l| l.starts_with("https://") && l.contains("/pair#code="))?;
+    let (base, code) = link.split_once("pair#code=")?;
+    let fingerprint = text
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("acp-question-bridge: certificate SHA-256 fingerprint: "))?;
+    Some((base.to_owned(), code.to_owned(), fingerprint.to_owned()))
+}
+
+impl Inbox {
+    /// An inbox over `registry` with `--remote 127.0.0.2:0` and its state folder `state`,
+    /// once it has printed its pairing link; with what [`pairing`] read of it.
+    pub async fn start_remote(
+        registry: &std::path::Path,
+        state: &std::path::Path,
+    ) -> (Inbox, (String, String, String)) {
+        let inbox = Inbox::start(&[
+            "--registry",
+            registry.to_str().unwrap(),
+            "--remote",
+            "127.0.0.2:0",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ])
+        .await;
+        let printed = tokio::time::timeout(WAIT, async {
+            loop {
+                if let Some(p) = pairing(&inbox.stderr.lock().unwrap()) {
+                    return p;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the inbox prints its pairing link in time");
+        (inbox, printed)
+    }
+}
