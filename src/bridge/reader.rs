@@ -180,10 +180,12 @@ async fn watching_hup<F: std::future::Future>(wait: F, hup: &mut Hup) -> F::Outp
 /// lines, a wide agent pipe and every queue full (the output is the slower side), the
 /// bridge held many such lines at once. So each chunk a reader sends holds its share of this
 /// budget until the last piece of it is dropped (written, or not forwarded), and the reader
-/// waits for room before it sends more. 4 MiB lets one 2 MiB line be written while the next
-/// is read and scanned; the sizes tried and their speed and RSS are in `bench/results.md`.
-/// A line longer than the whole budget waits until nothing else is in flight.
-pub const IN_FLIGHT_BYTES: usize = 4 << 20;
+/// waits for room before it sends more. 3 MiB lets a 2 MiB line be written while a line of
+/// up to 1 MiB (and any number of small ones) is read and scanned; 2 MiB serialised long
+/// lines, 4 MiB was no faster and held a megabyte more at the peak. The sizes tried and their
+/// speed and RSS are in `bench/results.md`. A line longer than the whole budget waits until
+/// nothing else is in flight.
+pub const IN_FLIGHT_BYTES: usize = 3 << 20;
 
 /// The in-flight budget of one input (see [`IN_FLIGHT_BYTES`]), counted in KiB.
 struct Budget {
