@@ -127,13 +127,6 @@ impl Store {
         self.read("devices.json")
     }
 
-    /// When `devices.json` last changed (to reload it only then).
-    pub fn devices_changed(&self) -> Option<SystemTime> {
-        std::fs::metadata(self.dir.join("devices.json"))
-            .and_then(|m| m.modified())
-            .ok()
-    }
-
     /// A fresh pairing code, good once for `ttl` from `now` ([`PAIR_TTL`] unless the person
     /// asks otherwise). Expired codes are dropped on the way.
     pub fn new_code(&self, now: SystemTime, ttl: Duration) -> std::io::Result<String> {

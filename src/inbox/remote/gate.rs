@@ -39,6 +39,18 @@ const PAIR_PAGE: &str = include_str!("pair.html");
 /// Addresses remembered by the limiter at most (the quietest are forgotten first).
 const MAX_ADDRESSES: usize = 4096;
 
+/// The address failures are counted for: an IPv6 address's /64 (one host usually has a
+/// whole /64 to pick from), an IPv4 address as it is.
+fn counted(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+        }
+        v4 => v4,
+    }
+}
+
 /// Failed attempts per source address.
 #[derive(Debug, Default)]
 pub struct Limiter {
@@ -48,6 +60,7 @@ pub struct Limiter {
 impl Limiter {
     /// Whether `ip` has used up its failures.
     pub fn blocked(&self, ip: IpAddr, now: Instant) -> bool {
+        let ip = counted(ip);
         let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         let Some(times) = map.get_mut(&ip) else {
             return false;
@@ -64,12 +77,15 @@ impl Limiter {
     /// Counts (and logs) a failed attempt from `ip`.
     pub fn failed(&self, ip: IpAddr, now: Instant, what: &str) {
         tracing::warn!(%ip, what, "remote: a failed attempt");
+        let ip = counted(ip);
         let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         if map.len() >= MAX_ADDRESSES && !map.contains_key(&ip) {
             map.retain(|_, t| t.back().is_some_and(|t| now.duration_since(*t) <= WINDOW));
             if map.len() >= MAX_ADDRESSES {
+                // The quietest address that is not blocked: eviction never lifts a block.
                 let quietest = map
                     .iter()
+                    .filter(|(_, t)| t.len() < MAX_FAILURES)
                     .min_by_key(|(_, t)| t.back().copied())
                     .map(|(ip, _)| *ip);
                 if let Some(q) = quietest {
@@ -89,8 +105,8 @@ impl Limiter {
 pub struct Shared {
     pub store: Store,
     pub limiter: Limiter,
-    /// The devices as last read, and when their file had changed then.
-    devices: Mutex<(Option<SystemTime>, Arc<Vec<Device>>)>,
+    /// The devices as last read.
+    devices: Mutex<Arc<Vec<Device>>>,
     /// Bumped whenever the devices change, so connections check theirs.
     pub changed: tokio::sync::watch::Sender<u64>,
 }
@@ -100,26 +116,28 @@ impl Shared {
         Self {
             store,
             limiter: Limiter::default(),
-            devices: Mutex::new((None, Arc::new(Vec::new()))),
+            devices: Mutex::new(Arc::new(Vec::new())),
             changed: tokio::sync::watch::channel(0).0,
         }
     }
 
-    /// The paired devices, read again when their file has changed (a revoked device is
-    /// refused at its next request).
+    /// The paired devices, read again at every call (the file is small; a modification time
+    /// can miss a change made within its tick), so a revoked device is refused at its next
+    /// request. A file that cannot be read pairs no device. A change wakes the connections.
     pub fn devices(&self) -> Arc<Vec<Device>> {
-        let stamp = self.store.devices_changed();
-        let mut held = self.devices.lock().unwrap_or_else(|e| e.into_inner());
-        if held.0 != stamp || (stamp.is_none() && !held.1.is_empty()) {
-            match self.store.devices() {
-                Ok(d) => {
-                    *held = (stamp, Arc::new(d));
-                    self.changed.send_modify(|n| *n += 1);
-                }
-                Err(e) => tracing::error!(error = %e, "remote: cannot read the devices"),
+        let now = match self.store.devices() {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::error!(error = %e, "remote: cannot read the devices; refusing every device");
+                Vec::new()
             }
+        };
+        let mut held = self.devices.lock().unwrap_or_else(|e| e.into_inner());
+        if **held != now {
+            *held = Arc::new(now);
+            self.changed.send_modify(|n| *n += 1);
         }
-        held.1.clone()
+        held.clone()
     }
 }
 
@@ -281,7 +299,14 @@ where
         let RemoteLayer { shared, peer, who } = self.layer.clone();
         let now = Instant::now();
         let ready = |r: HttpResponse| std::future::ready(Ok(r)).boxed();
-        if shared.limiter.blocked(peer, now) {
+        // A paired device's own token guesses nothing: it is never held back by its
+        // address's failures (a shared NAT, a tab still trying a revoked cookie).
+        let devices = shared.devices();
+        let token = cookie_token(&req);
+        let device = token
+            .as_deref()
+            .and_then(|t| device_of(&devices, t).cloned());
+        if device.is_none() && shared.limiter.blocked(peer, now) {
             tracing::warn!(%peer, "remote: refused, too many failed attempts");
             return ready(text(
                 StatusCode::TOO_MANY_REQUESTS,
@@ -312,11 +337,6 @@ where
             }
             _ => {}
         }
-        let devices = shared.devices();
-        let token = cookie_token(&req);
-        let device = token
-            .as_deref()
-            .and_then(|t| device_of(&devices, t).cloned());
         let Some(device) = device else {
             // A guess is a wrong token; no cookie at all (a browser not paired yet, opening
             // the page) guesses nothing and is not counted.
@@ -330,6 +350,15 @@ where
         };
         *who.lock().unwrap_or_else(|e| e.into_inner()) =
             Some((device.name.clone(), device.token_sha256.clone()));
+        // Revoked between the read above and now? The connection's watcher may have looked
+        // before `who` was set: look again, so no WebSocket is opened for a revoked device.
+        if !shared
+            .devices()
+            .iter()
+            .any(|d| d.token_sha256 == device.token_sha256)
+        {
+            return ready(text(StatusCode::UNAUTHORIZED, "this device was revoked\n"));
+        }
         req.extensions_mut()
             .insert(crate::control::Device(device.name));
         self.inner.call(req).map(|r| r.map_err(Into::into)).boxed()
@@ -352,6 +381,16 @@ mod tests {
         assert!(l.blocked(a, t0));
         assert!(!l.blocked(b, t0), "other addresses are not affected");
         assert!(!l.blocked(a, t0 + WINDOW + Duration::from_secs(1)));
+        // IPv6 is counted by /64: another address of the same host's prefix is blocked too.
+        let (v6, same_prefix): (IpAddr, IpAddr) = (
+            "2001:db8:1:2::1".parse().unwrap(),
+            "2001:db8:1:2::ffff".parse().unwrap(),
+        );
+        for _ in 0..MAX_FAILURES {
+            l.failed(v6, t0, "test");
+        }
+        assert!(l.blocked(same_prefix, t0));
+        assert!(!l.blocked("2001:db8:1:3::1".parse().unwrap(), t0));
     }
 
     #[test]

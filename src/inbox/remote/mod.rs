@@ -34,6 +34,14 @@ const MAX_CONNECTIONS: usize = 64;
 const HANDSHAKE: Duration = Duration::from_secs(10);
 /// How often the devices file is checked for a revoked device.
 const DEVICES_POLL: Duration = Duration::from_millis(500);
+/// Connections one address may hold at once.
+const PER_ADDRESS: usize = 8;
+/// How long a connection may stay open without a paired device's request (the pairing
+/// page, the app's files): then it is closed, so idle connections cannot fill the listener.
+const UNPAIRED_IDLE: Duration = Duration::from_secs(60);
+/// jsonrpsee's connection ids of this listener's connections (subscriptions are keyed by
+/// them): counted apart from the loopback server's, which start at 0.
+static CONNECTION_IDS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1 << 31);
 
 /// `--remote` and friends.
 #[derive(Debug, Clone)]
@@ -166,6 +174,8 @@ async fn accept(
     stop: StopHandle,
 ) {
     let room = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let per_address: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>> =
+        Arc::default();
     let stopped = stop.clone().shutdown();
     tokio::pin!(stopped);
     loop {
@@ -184,6 +194,16 @@ async fn accept(
             tracing::warn!(%peer, "remote: too many connections; closing this one");
             continue;
         };
+        {
+            let mut held = per_address.lock().unwrap_or_else(|e| e.into_inner());
+            let n = held.entry(peer.ip()).or_default();
+            if *n >= PER_ADDRESS {
+                tracing::warn!(%peer, "remote: too many connections from this address; closing this one");
+                continue;
+            }
+            *n += 1;
+        }
+        let per_address = per_address.clone();
         let conn = Connection {
             acceptor: acceptor.clone(),
             shared: shared.clone(),
@@ -191,8 +211,16 @@ async fn accept(
             stop: stop.clone(),
         };
         tokio::spawn(async move {
+            // Held until the stream is gone: a WebSocket outlives `serve`.
             conn.serve(tcp, peer).await;
             drop(permit);
+            let mut held = per_address.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(n) = held.get_mut(&peer.ip()) {
+                *n -= 1;
+                if *n == 0 {
+                    held.remove(&peer.ip());
+                }
+            }
         });
     }
 }
@@ -243,16 +271,19 @@ impl Connection {
             )
             .set_http_middleware(tower::ServiceBuilder::new().layer(layer))
             .to_service_builder()
+            .connection_id(CONNECTION_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
             .build(self.methods, self.stop.clone());
         tokio::spawn(watch_revocation(
             self.shared.clone(),
             who,
             peer,
             kill,
-            alive,
+            alive.clone(),
         ));
         let _ = jsonrpsee::server::serve_with_graceful_shutdown(tls, service, self.stop.shutdown())
             .await;
+        // An upgraded WebSocket is served by a task of its own: wait for its stream to go.
+        alive.cancelled().await;
     }
 }
 
@@ -266,10 +297,21 @@ async fn watch_revocation(
     alive: tokio_util::sync::CancellationToken,
 ) {
     let mut changed = shared.changed.subscribe();
+    // Closes a connection that made no paired request within UNPAIRED_IDLE; then disarmed.
+    let mut unpaired = Some(Box::pin(tokio::time::sleep(UNPAIRED_IDLE)));
     loop {
         tokio::select! {
             _ = alive.cancelled() => return,
             r = changed.changed() => if r.is_err() { return },
+            _ = async { unpaired.as_mut().expect("guarded").await }, if unpaired.is_some() => {
+                unpaired = None;
+                if who.lock().unwrap_or_else(|e| e.into_inner()).is_none() {
+                    tracing::debug!(%peer, "remote: no paired request within a minute; closing");
+                    kill.cancel();
+                    return;
+                }
+                continue;
+            }
         }
         let mine = who.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some((name, hash)) = mine {
