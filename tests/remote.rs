@@ -310,3 +310,46 @@ async fn plain_http_old_tls_and_cross_origin_posts_are_refused() {
         assert_eq!(mode(&r.state.join(f)), 0o600, "{f}");
     }
 }
+
+/// One address cannot hold more than 8 connections (idle ones included), so it cannot fill
+/// the listener; another address still gets in.
+#[tokio::test]
+async fn one_address_holds_at_most_eight_connections() {
+    let reg = temp_dir("remote-cap").join("registry");
+    let r = remote("remote-cap", &reg).await;
+    let mut greedy = Phone::new(&r.base, &r.fingerprint);
+    greedy.from = "127.0.0.4".parse().unwrap();
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        held.push(
+            greedy
+                .tls_with(client_config(&r.fingerprint, &[&rustls::version::TLS13]))
+                .await
+                .expect("one of the first eight"),
+        );
+    }
+    let ninth = greedy
+        .tls_with(client_config(&r.fingerprint, &[&rustls::version::TLS13]))
+        .await;
+    assert!(ninth.is_err(), "the ninth connection is closed");
+    let mut other = Phone::new(&r.base, &r.fingerprint);
+    assert_eq!(other.request("GET", "/pair", None, &[]).await.status, 200);
+    // Once one is closed, the address gets a place again.
+    held.pop();
+    let again = tokio::time::timeout(WAIT, async {
+        loop {
+            match greedy
+                .tls_with(client_config(&r.fingerprint, &[&rustls::version::TLS13]))
+                .await
+            {
+                Ok(c) => return c,
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    })
+    .await;
+    assert!(
+        again.is_ok(),
+        "a place is given back when a connection ends"
+    );
+}
