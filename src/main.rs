@@ -37,7 +37,7 @@ enum Command {
     Questions(acp_question_bridge::control::client::QuestionsArgs),
     /// One Questions page and control API over every bridge this user runs here (the
     /// bridges started with --control list themselves in a per-user registry).
-    Inbox(acp_question_bridge::inbox::InboxArgs),
+    Inbox(Box<acp_question_bridge::inbox::InboxArgs>),
     /// Run the built-in mock ACP agent on this process's stdio (same as `acp-mock-agent`).
     #[command(name = "mock-agent", hide = true)]
     MockAgent,
@@ -85,7 +85,7 @@ fn main() -> ExitCode {
         Some(Command::MockAgent) => return mock_agent::main(),
         Some(Command::Demo(args)) => return demo::main(args),
         Some(Command::Questions(args)) => return control::client::main(args),
-        Some(Command::Inbox(args)) => return acp_question_bridge::inbox::main(args),
+        Some(Command::Inbox(args)) => return acp_question_bridge::inbox::main(*args),
         Some(Command::AgentGuard { pgid, grace_ms }) => {
             child::guard::watch(pgid, std::time::Duration::from_millis(grace_ms));
             return ExitCode::SUCCESS;

@@ -183,6 +183,28 @@ fn nonce() -> String {
     })
 }
 
+/// A plain-text response.
+pub(crate) fn plain(status: StatusCode, body: &str) -> HttpResponse {
+    let mut r = Response::new(HttpBody::from(body.to_owned()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+/// A JSON response.
+pub(crate) fn json(status: StatusCode, body: &serde_json::Value) -> HttpResponse {
+    let mut r = Response::new(HttpBody::from(body.to_string()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
 /// The Questions page.
 pub(crate) fn page() -> HttpResponse {
     html_page(PAGE)

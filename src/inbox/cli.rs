@@ -57,6 +57,22 @@ pub struct InboxArgs {
     /// The key of --tls-cert (PEM).
     #[arg(long, value_name = "PEM", requires_all = ["remote", "tls_cert"])]
     pub tls_key: Option<PathBuf>,
+    /// The contact a push service may write to about this inbox's pushes (the VAPID
+    /// `sub`: a `mailto:` or `https:` URL; Apple's push service wants a real one).
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "remote",
+        default_value = "mailto:acp-question-bridge@example.com"
+    )]
+    pub push_contact: String,
+    /// Also send pushes to this push service (`HOST` or `HOST:PORT`, as in its endpoints),
+    /// beside the browsers' own (FCM, Mozilla, Apple, Microsoft). Repeatable.
+    #[arg(long, value_name = "HOST[:PORT]", requires = "remote")]
+    pub push_service: Vec<String>,
+    /// Also trust these root certificates (PEM) for push services.
+    #[arg(long, value_name = "PEM", requires = "remote")]
+    pub push_ca: Option<PathBuf>,
     /// Where paired devices, pairing codes and the made certificate are kept (default:
     /// $XDG_STATE_HOME/acp-question-bridge/inbox, else ~/.local/state/acp-question-bridge/inbox).
     #[arg(long, value_name = "DIR", global = true)]
@@ -125,6 +141,11 @@ pub fn main(a: InboxArgs) -> std::process::ExitCode {
             host: a.remote_host,
             own_cert: a.tls_cert.zip(a.tls_key),
             state: state_dir(a.state_dir),
+            push: super::remote::push::PushConfig {
+                contact: a.push_contact,
+                services: a.push_service,
+                ca: a.push_ca,
+            },
         }),
     };
     let cfg = InboxConfig {

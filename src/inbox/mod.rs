@@ -160,7 +160,7 @@ async fn start_remote(
     cfg: &remote::RemoteConfig,
     server: &control::Control,
 ) -> Result<remote::Remote, Box<dyn std::error::Error>> {
-    let r = remote::start(cfg, server.methods.clone()).await?;
+    let r = remote::start(cfg, server.methods.clone(), &server.events).await?;
     let store = remote::devices::Store::open(&cfg.state)?;
     remote::cli::announce(&store, &r.base, &r.fingerprint, remote::devices::PAIR_TTL)?;
     Ok(r)

@@ -107,15 +107,25 @@ impl Inbox {
         registry: &std::path::Path,
         state: &std::path::Path,
     ) -> (Inbox, (String, String, String)) {
-        let inbox = Inbox::start(&[
+        Self::start_remote_with(registry, state, &[]).await
+    }
+
+    /// [`Inbox::start_remote`] with more arguments.
+    pub async fn start_remote_with(
+        registry: &std::path::Path,
+        state: &std::path::Path,
+        extra: &[&str],
+    ) -> (Inbox, (String, String, String)) {
+        let mut args = vec![
             "--registry",
             registry.to_str().unwrap(),
             "--remote",
             "127.0.0.2:0",
             "--state-dir",
             state.to_str().unwrap(),
-        ])
-        .await;
+        ];
+        args.extend_from_slice(extra);
+        let inbox = Inbox::start(&args).await;
         let printed = tokio::time::timeout(WAIT, async {
             loop {
                 if let Some(p) = pairing(&inbox.stderr.lock().unwrap()) {

@@ -8,6 +8,7 @@ pub mod fake_anthropic;
 pub mod inbox;
 pub mod install;
 pub mod phone;
+pub mod push_service;
 
 use std::path::PathBuf;
 use std::process::Stdio;

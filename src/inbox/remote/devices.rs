@@ -2,7 +2,9 @@
 //! state folder so that `inbox pair` and `inbox devices` work beside a running inbox:
 //! - `devices.json`: each device's name, the SHA-256 of its token (never the token), and
 //!   when it was paired;
-//! - `pairing.json`: the SHA-256 of each pairing code not yet used, and when it expires.
+//! - `pairing.json`: the SHA-256 of each pairing code not yet used, and when it expires;
+//! - `push.json`: each device's Web Push subscription (at most one a device), by the
+//!   SHA-256 of its token, dropped with the device.
 //!
 //! Invariants: the folder is 0700 and every file 0600; every change is a read, modify and
 //! atomic rename under `state.lock` (an exclusive `flock`), so the CLI and the inbox never
@@ -28,6 +30,22 @@ pub struct Device {
     pub token_sha256: String,
     /// Unix seconds.
     pub paired_at: u64,
+}
+
+/// A device's Web Push subscription (what the browser's `PushSubscription` gave it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Subscription {
+    /// SHA-256 of the token of the device that subscribed, hex.
+    pub device_sha256: String,
+    /// The push service's URL for this browser.
+    pub endpoint: String,
+    /// The browser's P-256 public key, base64url (uncompressed point).
+    pub p256dh: String,
+    /// The browser's 16-byte authentication secret, base64url.
+    pub auth: String,
+    /// Unix seconds.
+    pub subscribed_at: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -181,17 +199,72 @@ impl Store {
         .map_err(io)?
     }
 
-    /// Removes the device `name`; false when there is none.
+    /// Removes the device `name`, and its push subscription; false when there is none.
     pub fn revoke(&self, name: &str) -> std::io::Result<bool> {
         self.locked(|| {
             let mut devices = self.devices()?;
-            let before = devices.len();
-            devices.retain(|d| d.name != name);
-            if devices.len() == before {
+            let Some(at) = devices.iter().position(|d| d.name == name) else {
                 return Ok(false);
-            }
+            };
+            let gone = devices.remove(at);
+            let mut subs = self.subscriptions()?;
+            subs.retain(|s| s.device_sha256 != gone.token_sha256);
+            self.write_json("push.json", &subs)?;
             self.write_json("devices.json", &devices)?;
             Ok(true)
+        })
+    }
+
+    /// The push subscriptions.
+    pub fn subscriptions(&self) -> std::io::Result<Vec<Subscription>> {
+        self.read("push.json")
+    }
+
+    /// Keeps `sub` as its device's one subscription, if the device is still paired.
+    pub fn subscribe(&self, sub: Subscription) -> std::io::Result<bool> {
+        self.locked(|| {
+            if !self
+                .devices()?
+                .iter()
+                .any(|d| d.token_sha256 == sub.device_sha256)
+            {
+                return Ok(false);
+            }
+            let mut subs = self.subscriptions()?;
+            subs.retain(|s| s.device_sha256 != sub.device_sha256 && s.endpoint != sub.endpoint);
+            subs.push(sub);
+            self.write_json("push.json", &subs)?;
+            Ok(true)
+        })
+    }
+
+    /// Drops the subscriptions that `drop` picks; how many went.
+    pub fn unsubscribe(&self, which: impl Fn(&Subscription) -> bool) -> std::io::Result<usize> {
+        self.locked(|| {
+            let mut subs = self.subscriptions()?;
+            let before = subs.len();
+            subs.retain(|s| !which(s));
+            if subs.len() != before {
+                self.write_json("push.json", &subs)?;
+            }
+            Ok(before - subs.len())
+        })
+    }
+
+    /// The contents of `file`, made by `make` (and kept, 0600) the first time.
+    pub fn kept_secret(
+        &self,
+        file: &str,
+        make: impl FnOnce() -> std::io::Result<Vec<u8>>,
+    ) -> std::io::Result<Vec<u8>> {
+        self.locked(|| match std::fs::read(self.dir.join(file)) {
+            Ok(bytes) => Ok(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let bytes = make()?;
+                self.write(file, &bytes)?;
+                Ok(bytes)
+            }
+            Err(e) => Err(e),
         })
     }
 }
@@ -251,13 +324,30 @@ mod tests {
     #[test]
     fn revoking_removes_the_device_and_its_files_are_private() {
         use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         let s = store("revoke");
         let code = s.new_code(SystemTime::now(), PAIR_TTL).unwrap();
         let token = s.pair(&code, "phone", SystemTime::now()).unwrap();
+        let sub = |device: &str, endpoint: &str| Subscription {
+            device_sha256: device.into(),
+            endpoint: endpoint.into(),
+            p256dh: String::new(),
+            auth: String::new(),
+            subscribed_at: 0,
+        };
+        // Only a paired device subscribes, once: a new subscription replaces its old one.
+        assert!(!s.subscribe(sub("not a device", "https://a")).unwrap());
+        assert!(s.subscribe(sub(&sha256_hex(&token), "https://a")).unwrap());
+        assert!(s.subscribe(sub(&sha256_hex(&token), "https://b")).unwrap());
+        assert_eq!(s.subscriptions().unwrap().len(), 1);
+        assert_eq!(mode(&s.dir().join("push.json")), 0o600);
         assert!(s.revoke("phone").unwrap());
+        assert!(
+            s.subscriptions().unwrap().is_empty(),
+            "revoked with its device"
+        );
         assert!(!s.revoke("phone").unwrap());
         assert!(device_of(&s.devices().unwrap(), &token).is_none());
-        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(s.dir()), 0o700);
         assert_eq!(mode(&s.dir().join("devices.json")), 0o600);
         assert_eq!(mode(&s.dir().join("pairing.json")), 0o600);

@@ -3,8 +3,9 @@
 //! - `GET /pair`: the pairing page; `POST /pair` `{code, name}` trades a pairing code for a
 //!   device token, set as a `Secure; HttpOnly; SameSite=Strict` cookie.
 //! - `GET /`: the Questions page (it holds no secret; the cookie authenticates its calls).
-//! - Anything else (the JSON-RPC calls, the WebSocket) only with a paired device's cookie;
-//!   the device is recorded on the connection, so that revoking it closes the connection.
+//! - Anything else (the JSON-RPC calls, the WebSocket, `/push/*`) only with a paired
+//!   device's cookie; the device is recorded on the connection, so that revoking it closes
+//!   the connection.
 //!
 //! Invariants: a request whose `Origin` is not this listener's own is refused (CSRF); every
 //! failed pairing or authentication is logged and counted per source address, and an
@@ -19,14 +20,15 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime};
 
 use futures::FutureExt;
-use http::header::{CONTENT_TYPE, COOKIE, HOST, ORIGIN, SET_COOKIE, UPGRADE};
-use http::{HeaderValue, Method, Response, StatusCode};
+use http::header::{COOKIE, HOST, ORIGIN, SET_COOKIE, UPGRADE};
+use http::{HeaderValue, Method, StatusCode};
 use http_body_util::BodyExt;
 use jsonrpsee::core::BoxError;
-use jsonrpsee::server::{HttpBody, HttpRequest, HttpResponse};
+use jsonrpsee::server::{HttpRequest, HttpResponse};
 use tower::{Layer, Service};
 
 use super::devices::{device_of, Device, PairError, Store};
+use crate::control::gate::{json, plain as text};
 
 /// Failed attempts an address may make within [`WINDOW`].
 pub const MAX_FAILURES: usize = 5;
@@ -105,6 +107,8 @@ impl Limiter {
 pub struct Shared {
     pub store: Store,
     pub limiter: Limiter,
+    /// Web Push, unless it could not be set up.
+    pub push: Option<Arc<super::push::Pusher>>,
     /// The devices as last read.
     devices: Mutex<Arc<Vec<Device>>>,
     /// Bumped whenever the devices change, so connections check theirs.
@@ -112,9 +116,10 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(store: Store) -> Self {
+    pub fn new(store: Store, push: Option<Arc<super::push::Pusher>>) -> Self {
         Self {
             store,
+            push,
             limiter: Limiter::default(),
             devices: Mutex::new(Arc::new(Vec::new())),
             changed: tokio::sync::watch::channel(0).0,
@@ -167,24 +172,6 @@ impl<S> Layer<S> for RemoteLayer {
 pub struct RemoteGate<S> {
     inner: S,
     layer: RemoteLayer,
-}
-
-fn text(status: StatusCode, body: &str) -> HttpResponse {
-    let mut r = Response::new(HttpBody::from(body.to_owned()));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    r
-}
-
-fn json(status: StatusCode, body: &serde_json::Value) -> HttpResponse {
-    let mut r = Response::new(HttpBody::from(body.to_string()));
-    *r.status_mut() = status;
-    r.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    r
 }
 
 /// The token in the request's device cookie.
@@ -321,6 +308,7 @@ where
             ));
         }
         let upgrade = req.headers().contains_key(UPGRADE);
+        let push = req.uri().path().starts_with("/push/");
         match (req.method(), req.uri().path(), upgrade) {
             (&Method::GET, "/pair", false) => {
                 return ready(crate::control::gate::html_page(PAIR_PAGE))
@@ -331,7 +319,7 @@ where
             (&Method::GET, "/" | "/index.html", false) => {
                 return ready(crate::control::gate::page())
             }
-            (&Method::GET, path, false) => {
+            (&Method::GET, path, false) if !push => {
                 let asset = crate::control::assets::asset(path);
                 return ready(asset.unwrap_or_else(|| text(StatusCode::NOT_FOUND, "not found\n")));
             }
@@ -358,6 +346,10 @@ where
             .any(|d| d.token_sha256 == device.token_sha256)
         {
             return ready(text(StatusCode::UNAUTHORIZED, "this device was revoked\n"));
+        }
+        if push {
+            let pusher = shared.push.clone();
+            return async move { Ok(super::push::route(pusher, device, req).await) }.boxed();
         }
         req.extensions_mut()
             .insert(crate::control::Device(device.name));

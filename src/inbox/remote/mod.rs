@@ -14,6 +14,7 @@ pub mod cli;
 pub mod devices;
 pub mod gate;
 mod killable;
+pub mod push;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -54,6 +55,8 @@ pub struct RemoteConfig {
     pub own_cert: Option<(PathBuf, PathBuf)>,
     /// Where the devices, pairing codes and the made certificate are kept.
     pub state: PathBuf,
+    /// Web Push to subscribed devices.
+    pub push: push::PushConfig,
 }
 
 /// Why the remote listener cannot start.
@@ -74,6 +77,8 @@ pub struct Remote {
     pub base: String,
     pub fingerprint: String,
     handle: ServerHandle,
+    /// Stops the pushes.
+    pushing: tokio_util::sync::CancellationToken,
     /// `remote.json` in the state folder, for `inbox pair`: removed when the listener stops.
     announced: PathBuf,
 }
@@ -82,6 +87,7 @@ impl Remote {
     /// Stops accepting and ends the connections (each finishes the call it is in).
     pub async fn stop(&self) {
         let _ = std::fs::remove_file(&self.announced);
+        self.pushing.cancel();
         let _ = self.handle.stop();
         let _ = tokio::time::timeout(Duration::from_secs(1), self.handle.clone().stopped()).await;
     }
@@ -96,8 +102,13 @@ fn lan_address() -> Option<std::net::IpAddr> {
         .map(std::net::IpAddr::V4)
 }
 
-/// Binds, loads or makes the certificate, and serves `methods` to paired devices.
-pub async fn start(cfg: &RemoteConfig, methods: Methods) -> Result<Remote, RemoteError> {
+/// Binds, loads or makes the certificate, serves `methods` to paired devices, and pushes the
+/// new questions of `events` to those subscribed.
+pub async fn start(
+    cfg: &RemoteConfig,
+    methods: Methods,
+    events: &tokio::sync::broadcast::Sender<Arc<serde_json::Value>>,
+) -> Result<Remote, RemoteError> {
     let store = Store::open(&cfg.state).map_err(|e| RemoteError::State(cfg.state.clone(), e))?;
     let listener = TcpListener::bind(cfg.addr)
         .await
@@ -132,7 +143,19 @@ pub async fn start(cfg: &RemoteConfig, methods: Methods) -> Result<Remote, Remot
         .write("remote.json", remote_json.to_string().as_bytes())
         .map_err(|e| RemoteError::State(cfg.state.clone(), e))?;
     let announced = store.dir().join("remote.json");
-    let shared = Arc::new(Shared::new(store));
+    let pushing = tokio_util::sync::CancellationToken::new();
+    let pusher = match push::Pusher::new(store.clone(), cfg.push.clone()) {
+        Ok(p) => {
+            let p = Arc::new(p);
+            tokio::spawn(p.clone().run(events.subscribe(), pushing.clone()));
+            Some(p)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "remote: no Web Push; the page works without it");
+            None
+        }
+    };
+    let shared = Arc::new(Shared::new(store, pusher));
     let (stop, handle) = stop_channel();
     let acceptor = tokio_rustls::TlsAcceptor::from(identity.config);
     tokio::spawn(accept(
@@ -149,6 +172,7 @@ pub async fn start(cfg: &RemoteConfig, methods: Methods) -> Result<Remote, Remot
         base,
         fingerprint: identity.fingerprint,
         handle,
+        pushing,
         announced,
     })
 }
