@@ -16,12 +16,23 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+use common::push_service::{Browser, PushService};
 use common::*;
 use serde_json::Value;
 use tokio::process::Command;
 
 const PLAYWRIGHT: &str = "playwright-core";
 const PLAYWRIGHT_VERSION: &str = "1.64.1";
+/// The inbox's VAPID public key (base64url), as `GET /push/key` serves it: the one kept in
+/// its state folder.
+fn inbox_key(state: &std::path::Path) -> String {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let text = std::fs::read_to_string(state.join("vapid-key.txt")).unwrap();
+    let key = p256::ecdsa::SigningKey::from_slice(&b64.decode(text.trim()).unwrap()).unwrap();
+    b64.encode(key.verifying_key().to_encoded_point(false).as_bytes())
+}
+
 const BROWSER_RUN: Duration = Duration::from_secs(120);
 
 /// The Chromium binary: $CHROMIUM, else Debian's, installed if missing (once per machine,
@@ -33,12 +44,13 @@ async fn chromium() -> PathBuf {
     install::debian_program("chromium", &["/usr/bin/chromium"]).await
 }
 
-/// Runs `tests/browser/<script>` against the page at `url` (saving screenshots in `out`);
-/// its step lines. `context` goes into the failure message.
+/// Runs `tests/browser/<script>` against the page at `url` (saving screenshots in `out`,
+/// with `more` arguments after); its step lines. `context` goes into the failure message.
 async fn run_page_script(
     script: &str,
     url: &str,
     out: &std::path::Path,
+    more: &[&str],
     context: &str,
 ) -> Vec<Value> {
     let browser = chromium().await;
@@ -50,6 +62,7 @@ async fn run_page_script(
     node.arg(&script)
         .arg(url)
         .arg(out)
+        .args(more)
         .env("PLAYWRIGHT_CORE", &playwright)
         .env("CHROMIUM", &browser)
         .stdin(Stdio::null())
@@ -92,6 +105,7 @@ async fn questions_page_in_headless_chromium() {
         "questions_page.mjs",
         &format!("{base}#token={token}"),
         &out,
+        &[],
         &format!("bridge:\n{}", b.stderr()),
     )
     .await;
@@ -157,7 +171,7 @@ async fn inbox_page_in_headless_chromium() {
     let inbox = common::inbox::Inbox::start(&["--registry", reg]).await;
     let url = inbox.url();
 
-    let steps = run_page_script("inbox_page.mjs", &url, &out, "").await;
+    let steps = run_page_script("inbox_page.mjs", &url, &out, &[], "").await;
     let names: Vec<&str> = steps.iter().filter_map(|s| s["step"].as_str()).collect();
     assert_eq!(names, ["shown", "approved", "rejected", "reloaded", "done"]);
     assert_eq!(steps[0]["groups"], 3, "one group per agent and session");
@@ -211,11 +225,49 @@ async fn phone_page_over_tls_in_mobile_chromium() {
         b.recv_until(|m| m["method"] == "session/request_permission")
             .await;
     }
-    let (inbox, (base, code, _)) =
-        common::inbox::Inbox::start_remote(&registry, &dir.join("state")).await;
+    // Web Push: a push service of the test's own, which the phone's subscription names.
+    let mut service = PushService::start("127.0.0.3", &dir, false).await;
+    let authority = service.authority();
+    let state = dir.join("state");
+    let (inbox, (base, code, _)) = common::inbox::Inbox::start_remote_with(
+        &registry,
+        &state,
+        &[
+            "--push-service",
+            &authority,
+            "--push-ca",
+            service.ca.to_str().unwrap(),
+        ],
+    )
+    .await;
     let link = format!("{base}pair#code={code}");
+    let keys = Browser::new(3);
+    let endpoint = format!("https://{authority}/push/phone");
+    let subscription = keys.subscription(&endpoint);
 
-    let steps = run_page_script("phone_page.mjs", &link, &out, "").await;
+    // Once the page has subscribed, a new question from an agent started now is pushed.
+    let pushed = async {
+        tokio::time::timeout(BROWSER_RUN, async {
+            while !std::fs::read_to_string(state.join("push.json"))
+                .unwrap_or_default()
+                .contains(&endpoint)
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await
+        .expect("the page subscribes");
+        let mut late = common::inbox::registered_bridge(&registry, &[]).await;
+        late.prompt(2, "mock-session-1", "question").await;
+        let push = service.next().await;
+        (late, keys.read(&push))
+    };
+    let more = [subscription.as_str()];
+    let (steps, (_late, payload)) = tokio::join!(
+        run_page_script("phone_page.mjs", &link, &out, &more, ""),
+        pushed
+    );
+    assert_eq!(payload["body"], "Which option?", "{payload}");
     let names: Vec<&str> = steps.iter().filter_map(|s| s["step"].as_str()).collect();
     assert_eq!(
         names,
@@ -223,6 +275,8 @@ async fn phone_page_over_tls_in_mobile_chromium() {
             "paired",
             "layout",
             "installable",
+            "push",
+            "notified",
             "answered",
             "offline",
             "done"
@@ -232,6 +286,16 @@ async fn phone_page_over_tls_in_mobile_chromium() {
     assert_eq!(steps[0]["secure"], true);
     assert_eq!(steps[0]["sameSite"], "Strict");
     let layout = &steps[1];
+    // The page subscribed with the inbox's VAPID key, for notifications the user sees.
+    let (push, notified) = (&steps[3], &steps[4]);
+    assert_eq!(push["state"], "push on", "{push}");
+    assert_eq!(push["userVisibleOnly"], true, "{push}");
+    let key = inbox_key(&state);
+    assert_eq!(push["key"], key.as_str(), "{push}");
+    // The service worker shows a push as a notification with its title, body and tag.
+    assert_eq!(notified["title"], "acp-mock-agent · demo", "{notified}");
+    assert_eq!(notified["body"], "Which option?", "{notified}");
+    assert_eq!(notified["tag"], "[\"b\",\"s\",\"q\"]", "{notified}");
     assert!(
         layout["scrollWidth"].as_f64() <= layout["width"].as_f64(),
         "no sideways scrolling: {layout}"
@@ -247,15 +311,15 @@ async fn phone_page_over_tls_in_mobile_chromium() {
         steps[2]
     );
     assert!(
-        steps[3]["command"]
+        steps[5]["command"]
             .as_str()
             .unwrap()
             .contains("rm -rf build"),
         "the command is readable: {}",
-        steps[3]
+        steps[5]
     );
     // Offline, the page is the cached shell (it says "Inbox" only once the inbox answers).
-    assert_eq!(steps[4]["shell"], "Questions");
+    assert_eq!(steps[6]["shell"], "Questions");
 
     // Each agent got what was tapped, and the journal-facing events name the phone.
     let (m, _) = claude

@@ -14,44 +14,10 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use common::inbox::{pairing as printed, registered_bridge, Inbox};
 use common::phone::Phone;
-use common::push_service::{PushService, Received};
+use common::push_service::{Browser, PushService, Received};
 use common::*;
 use p256::ecdsa::signature::Verifier as _;
 use serde_json::{json, Value};
-
-/// The browser's side of a subscription: its key pair and auth secret.
-struct Browser {
-    secret: p256::SecretKey,
-    auth: [u8; 16],
-}
-
-impl Browser {
-    fn new(seed: u8) -> Browser {
-        Browser {
-            secret: p256::SecretKey::from_slice(&[seed; 32]).unwrap(),
-            auth: [seed ^ 0x5a; 16],
-        }
-    }
-
-    /// `PushSubscription.toJSON()` for `endpoint`.
-    fn subscription(&self, endpoint: &str) -> String {
-        let public = self.secret.public_key().to_sec1_bytes();
-        json!({"endpoint": endpoint, "expirationTime": null,
-               "keys": {"p256dh": B64.encode(public), "auth": B64.encode(self.auth)}})
-        .to_string()
-    }
-
-    /// What a push's body decrypts to.
-    fn read(&self, push: &Received) -> Value {
-        let plain = web_push_native::decrypt(
-            push.body.clone(),
-            &self.secret,
-            web_push_native::Auth::from_slice(&self.auth),
-        )
-        .expect("the payload decrypts with the subscription's keys");
-        serde_json::from_slice(&plain).expect("the payload is JSON")
-    }
-}
 
 async fn post(phone: &mut Phone, path: &str, body: &str) -> (u16, String) {
     let origin = phone.origin();

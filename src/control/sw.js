@@ -36,13 +36,28 @@ self.addEventListener("fetch", (e) => {
   );
 });
 
+// A push from the inbox (Web Push, on a paired device): one notification per question,
+// tagged as the open page tags its own, so the two never show twice. It names the agent and
+// the question only; the page shows the rest.
+self.addEventListener("push", (e) => {
+  let p = {};
+  try { p = e.data ? e.data.json() : {}; } catch {}
+  e.waitUntil(self.registration.showNotification(p.title || "acp-question-bridge", {
+    body: p.body || "An agent is waiting for you.",
+    tag: p.tag || undefined,
+    icon: "/icon-192.png",
+    data: { url: p.url || "/" },
+  }));
+});
+
 // A tap on a notification opens (or focuses) the page.
 self.addEventListener("notificationclick", (e) => {
   e.notification.close();
+  const url = new URL((e.notification.data && e.notification.data.url) || "/", location.origin);
   e.waitUntil(
     self.clients.matchAll({ type: "window" }).then((all) => {
-      for (const c of all) if ("focus" in c) return c.focus();
-      return self.clients.openWindow("/");
+      for (const c of all) if (new URL(c.url).origin === url.origin && "focus" in c) return c.focus();
+      return self.clients.openWindow(url.href);
     }),
   );
 });

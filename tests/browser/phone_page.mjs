@@ -3,13 +3,15 @@
 // after checking its fingerprint), pairing by the printed link, then a Claude form and a
 // tool approval answered by taps; the page must fit the screen, with large touch targets,
 // and be installable (its manifest, and its service worker, which keeps the app shell).
-// Usage: node phone_page.mjs <pairing link> <output dir>
+// Notifications allowed, it subscribes to Web Push, and its service worker shows a push.
+// Usage: node phone_page.mjs <pairing link> <output dir> <push subscription JSON>
 // Env: PLAYWRIGHT_CORE (the package directory), CHROMIUM (the browser binary).
 // Prints one JSON line per step; exits non-zero on the first failure.
 import { join } from "node:path";
 import { step, withPage } from "./launch.mjs";
 
-const [link, outDir] = process.argv.slice(2);
+const [link, outDir, subscription] = process.argv.slice(2);
+const origin = new URL(link).origin;
 const phone = {
   isMobile: true,
   hasTouch: true,
@@ -57,6 +59,52 @@ await withPage({ width: 390, height: 844 }, async (page, errors) => {
     return reg ? reg.active && reg.active.scriptURL : null;
   });
   step("installable", { display: manifest.display, icons: manifest.icons.length, worker });
+
+  // Web Push. The browser's own push service (FCM, for Chromium) is out of reach in a closed
+  // network, so PushManager.subscribe is stood in for by a subscription to the test's push
+  // service, with the test's keys; the page's part is real: the inbox's key, a subscription
+  // for notifications the user sees, handed to the inbox, which then pushes to it.
+  await page.evaluate((sub) => {
+    const made = { options: { applicationServerKey: null }, toJSON: () => sub, unsubscribe: async () => true };
+    window.__push = {};
+    PushManager.prototype.getSubscription = async () => null;
+    PushManager.prototype.subscribe = async (opts) => {
+      const key = new Uint8Array(opts.applicationServerKey);
+      const b64 = btoa(String.fromCharCode(...key)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+      window.__push = { userVisibleOnly: opts.userVisibleOnly, key: b64 };
+      made.options.applicationServerKey = key.buffer;
+      return made;
+    };
+  }, JSON.parse(subscription));
+  await page.context().grantPermissions(["notifications"], { origin });
+  await page.locator("#notify").tap();
+  await page.locator("#push", { hasText: /push on|no push/ }).waitFor();
+  const push = page.locator("#push");
+  step("push", { state: await push.textContent(), why: await push.getAttribute("title"), ...(await page.evaluate(() => window.__push)) });
+
+  // A push delivered to the service worker (as the push service would) is shown.
+  const cdp = await page.context().newCDPSession(page);
+  const registered = new Promise((resolve) => cdp.on("ServiceWorker.workerRegistrationUpdated", ({ registrations }) => {
+    const r = registrations.find((r) => !r.isDeleted && r.scopeURL.startsWith(origin));
+    if (r) resolve(r.registrationId);
+  }));
+  await cdp.send("ServiceWorker.enable");
+  const registrationId = await registered;
+  const tag = JSON.stringify(["b", "s", "q"]);
+  await cdp.send("ServiceWorker.deliverPushMessage", {
+    origin, registrationId,
+    data: JSON.stringify({ title: "acp-mock-agent · demo", body: "Which option?", tag, url: "/" }),
+  });
+  let shown = null;
+  for (const until = Date.now() + 15000; !shown && Date.now() < until;) {
+    shown = await page.evaluate(async (tag) => {
+      const reg = await navigator.serviceWorker.ready;
+      const n = (await reg.getNotifications()).find((n) => n.tag === tag);
+      return n ? { title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url } : null;
+    }, tag);
+    if (!shown) await new Promise((r) => setTimeout(r, 100));
+  }
+  step("notified", shown || {});
 
   // The Claude form: Postgres, by a tap.
   const form = page.locator("section.card").filter({ hasText: "Which database?" });

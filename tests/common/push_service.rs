@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use base64::Engine as _;
+use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -28,6 +31,40 @@ impl Received {
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The browser's side of a subscription: its key pair and auth secret.
+pub struct Browser {
+    secret: p256::SecretKey,
+    auth: [u8; 16],
+}
+
+impl Browser {
+    pub fn new(seed: u8) -> Browser {
+        Browser {
+            secret: p256::SecretKey::from_slice(&[seed; 32]).unwrap(),
+            auth: [seed ^ 0x5a; 16],
+        }
+    }
+
+    /// `PushSubscription.toJSON()` for `endpoint`.
+    pub fn subscription(&self, endpoint: &str) -> String {
+        let public = self.secret.public_key().to_sec1_bytes();
+        json!({"endpoint": endpoint, "expirationTime": null,
+               "keys": {"p256dh": B64.encode(public), "auth": B64.encode(self.auth)}})
+        .to_string()
+    }
+
+    /// What a push's body decrypts to.
+    pub fn read(&self, push: &Received) -> Value {
+        let plain = web_push_native::decrypt(
+            push.body.clone(),
+            &self.secret,
+            web_push_native::Auth::from_slice(&self.auth),
+        )
+        .expect("the payload decrypts with the subscription's keys");
+        serde_json::from_slice(&plain).expect("the payload is JSON")
     }
 }
 
