@@ -64,6 +64,17 @@ fn check_vapid(push: &Received, service: &PushService, key: &str) {
     assert!(exp > now && exp <= now + 24 * 3600, "{claims}");
 }
 
+/// Checks `payload` against `schema/push-payload.schema.json`.
+fn check_schema(payload: &Value) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/schema/push-payload.schema.json"
+    );
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v = jsonschema::draft202012::options().build(&schema).unwrap();
+    assert!(v.is_valid(payload), "{payload} is not a push payload");
+}
+
 /// The subscriptions' endpoints kept in the state folder.
 fn kept(state: &std::path::Path) -> Vec<String> {
     let text = std::fs::read_to_string(state.join("push.json")).unwrap_or_default();
@@ -165,6 +176,7 @@ async fn questions_reach_a_subscribed_phone_as_encrypted_pushes() {
     assert_eq!(push.path, "/push/ada");
     check_vapid(&push, &service, &public);
     let payload = ada.read(&push);
+    check_schema(&payload);
     let list = phone_list(&mut phone).await;
     let q = &list[0];
     let tag = serde_json::to_string(&[
@@ -203,6 +215,7 @@ async fn questions_reach_a_subscribed_phone_as_encrypted_pushes() {
     b.prompt(3, "mock-session-1", "permission").await;
     let push = service.next().await;
     let payload = ada.read(&push);
+    check_schema(&payload);
     assert_eq!(
         payload["body"], "Approve a tool call (execute)",
         "{payload}"

@@ -21,7 +21,7 @@ const ANY: &str = "<any>";
 const TIMESTAMP: &str = "<timestamp>";
 const SOME_TIMESTAMP: &str = "2026-01-01T00:00:00.000Z";
 
-/// The five schemas, in the order of the kinds of message they check.
+/// The six schemas, in the order of the kinds of message they check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Request,
@@ -29,14 +29,16 @@ enum Kind {
     ClientCaps,
     AgentCaps,
     Event,
+    Push,
 }
 
-const KINDS: [Kind; 5] = [
+const KINDS: [Kind; 6] = [
     Kind::Request,
     Kind::Result,
     Kind::ClientCaps,
     Kind::AgentCaps,
     Kind::Event,
+    Kind::Push,
 ];
 
 impl Kind {
@@ -47,6 +49,7 @@ impl Kind {
             Kind::ClientCaps => "client-capabilities-meta.schema.json",
             Kind::AgentCaps => "agent-capabilities-meta.schema.json",
             Kind::Event => "question-event.schema.json",
+            Kind::Push => "push-payload.schema.json",
         }
     }
 
@@ -57,6 +60,7 @@ impl Kind {
             Kind::ClientCaps => "client capability blocks",
             Kind::AgentCaps => "agent capability blocks",
             Kind::Event => "question lifecycle events",
+            Kind::Push => "Web Push payloads",
         }
     }
 }
@@ -95,7 +99,7 @@ fn compile(kind: Kind) -> Validator {
     compile_schema(kind.file(), &load(kind))
 }
 
-struct Validators([Validator; 5]);
+struct Validators([Validator; 6]);
 
 impl Validators {
     fn new() -> Self {
@@ -803,6 +807,21 @@ fn builtin_examples_are_accepted_or_rejected() {
 fn bridge_output_matches_the_schemas() {
     let v = Validators::new();
 
+    // Push payloads, of a question and of a tool approval, at the longest.
+    use acp_question_bridge::inbox::remote::push::payload;
+    let long = "x".repeat(500);
+    let bridge =
+        json!({"id": "b", "agent": [long.clone(), long.clone()], "cwd": format!("/{long}")});
+    for q in [
+        json!({"bridge": bridge, "sessionId": "s", "questionId": "q", "source": "form",
+               "items": [{"prompt": long}, {"prompt": "more"}]}),
+        json!({"bridge": bridge, "sessionId": "s", "questionId": "t", "source": "permission",
+               "items": [{"prompt": "`rm -rf /`", "header": long}]}),
+        json!({"sessionId": "s", "questionId": "bare"}),
+    ] {
+        check_case(&v, Kind::Push, "a push payload", &payload("b", &q), true);
+    }
+
     // The reason enum is exactly the bridge's list.
     let schema = load(Kind::Result);
     let in_schema: BTreeSet<&str> = schema["properties"]["reason"]["enum"]
@@ -920,7 +939,7 @@ struct Scan {
     files: usize,
     messages: usize,
     /// Validated messages per [`Kind`].
-    validated: [usize; 5],
+    validated: [usize; 6],
     /// Targets that were exactly `<any>`, so not checked.
     unconstrained: usize,
     /// `<any>` values inside checked targets.
@@ -1058,7 +1077,7 @@ fn placeholders_are_handled() {
         &json!({"extensions":{"sessionRequestQuestion":true},"questionBridge":{"version":"<any>"}}),
         "placeholders",
     );
-    assert_eq!(scan.validated, [1, 2, 0, 1, 0]);
+    assert_eq!(scan.validated, [1, 2, 0, 1, 0, 0]);
     assert_eq!((scan.unconstrained, scan.placeholders), (1, 8));
     // A placeholder excuses only itself: other errors still count.
     let (value, anys) =
@@ -1094,8 +1113,12 @@ fn fixture_messages_match_the_schemas() {
         println!("fixtures: none yet, so no kind of message is required");
         return;
     }
-    // Events are not wire messages: `router_events_match_the_event_schema` covers them.
-    for kind in KINDS.into_iter().filter(|k| *k != Kind::Event) {
+    // Events and push payloads are not ACP messages: `router_events_match_the_event_schema`
+    // and `bridge_output_matches_the_schemas` (with `tests/push.rs`) cover them.
+    for kind in KINDS
+        .into_iter()
+        .filter(|k| !matches!(k, Kind::Event | Kind::Push))
+    {
         assert!(
             scan.validated[kind as usize] > 0,
             "no {} found in {} fixture files: is the scan broken, or does no fixture cover them?",
