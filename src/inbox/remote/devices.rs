@@ -238,7 +238,7 @@ impl Store {
         })
     }
 
-    /// Drops the subscriptions that `drop` picks; how many went.
+    /// Drops the subscriptions that `which` picks; how many went.
     pub fn unsubscribe(&self, which: impl Fn(&Subscription) -> bool) -> std::io::Result<usize> {
         self.locked(|| {
             let mut subs = self.subscriptions()?;
