@@ -353,3 +353,37 @@ async fn one_address_holds_at_most_eight_connections() {
         "a place is given back when a connection ends"
     );
 }
+
+/// A connection that makes no paired request (only a handshake, here) is closed within a
+/// minute (hyper's own 30 s for a request's head comes first when nothing is sent), so idle
+/// connections cannot hold the listener's places; a device's own connection, once it made a
+/// paired request, stays open past that minute.
+#[tokio::test]
+async fn an_idle_connection_is_closed_within_a_minute_and_a_paired_one_is_not() {
+    let reg = temp_dir("remote-idle").join("registry");
+    let r = remote("remote-idle", &reg).await;
+    let mut phone = Phone::new(&r.base, &r.fingerprint);
+    assert_eq!(phone.pair(&r.code, "phone").await.status, 200);
+    let tls13 = || client_config(&r.fingerprint, &[&rustls::version::TLS13]);
+    let started = std::time::Instant::now();
+    let mut idle = phone.tls_with(tls13()).await.expect("TLS");
+    // A paired WebSocket, quiet all along.
+    let mut paired = phone.websocket().await.expect("a paired WebSocket");
+    let mut byte = [0u8; 1];
+    let ended = tokio::time::timeout(Duration::from_secs(60) + WAIT, idle.read(&mut byte)).await;
+    assert!(
+        matches!(ended, Ok(Ok(0)) | Ok(Err(_))),
+        "the idle connection is closed: {ended:?}"
+    );
+    // Past the minute, the paired one is still open: a ping is answered with a pong.
+    let past = Duration::from_secs(62).saturating_sub(started.elapsed());
+    tokio::time::sleep(past).await;
+    let ping = [0x89u8, 0x80, 1, 2, 3, 4];
+    paired.write_all(&ping).await.unwrap();
+    let mut head = [0u8; 2];
+    tokio::time::timeout(WAIT, paired.read_exact(&mut head))
+        .await
+        .expect("a pong in time")
+        .expect("the paired WebSocket is open");
+    assert_eq!(head[0], 0x8a, "a pong frame");
+}
