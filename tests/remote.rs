@@ -1,5 +1,6 @@
 //! The inbox's remote listener (`inbox --remote`), through the real binaries: a phone pairs
-//! by the printed link and answers a real mock agent's question over TLS, and everything the
+//! by the printed link and answers real mock agents' questions over TLS (a Claude form, a
+//! codex question and a tool approval), and everything the
 //! threat model in docs/SECURITY.md names is refused: a spent or expired pairing code, a
 //! wrong token (then rate-limited), a revoked device (its WebSocket closed), plain HTTP, TLS
 //! older than 1.3, and a cross-origin POST. The listener binds 127.0.0.2, a loopback address
@@ -386,4 +387,51 @@ async fn an_idle_connection_is_closed_within_a_minute_and_a_paired_one_is_not() 
         .expect("a pong in time")
         .expect("the paired WebSocket is open");
     assert_eq!(head[0], 0x8a, "a pong frame");
+}
+
+/// What the issue's person does from a phone: a Claude form, a codex question and a tool
+/// approval, from three agents, each answered over TLS and each agent given its answer.
+#[tokio::test]
+async fn a_phone_answers_a_claude_form_a_codex_question_and_a_tool_approval() {
+    let reg = temp_dir("remote-three").join("registry");
+    let mut agents = Vec::new();
+    for word in ["ask-claude", "ask-codex", "approve"] {
+        let mut b = registered_bridge(&reg, &[]).await;
+        b.prompt(2, "mock-session-1", word).await;
+        agents.push((word, b));
+    }
+    let r = remote("remote-three", &reg).await;
+    let mut phone = Phone::new(&r.base, &r.fingerprint);
+    assert_eq!(phone.pair(&r.code, "Ada's phone").await.status, 200);
+    let list = list_until(&mut phone, 3).await;
+    for q in &list {
+        // Postgres, in the Claude form and the codex question; allowed, the tool call.
+        let answer = match q["source"].as_str().unwrap() {
+            "permission" => json!([["allow"]]),
+            _ => json!([["Postgres"]]),
+        };
+        let (reply, v) = phone
+            .rpc(
+                "questions.answer",
+                json!({"bridge": q["bridge"]["id"], "sessionId": q["sessionId"],
+                       "questionId": q["questionId"], "answers": answer}),
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        let v = v.unwrap();
+        assert!(v.get("error").is_none(), "{q}: {v}");
+    }
+    for (word, b) in &mut agents {
+        let prefix = format!("{word}: ");
+        let (m, _) = b
+            .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with(&prefix)))
+            .await;
+        let text = chunk_text(&m).unwrap();
+        let wanted = if *word == "approve" {
+            r#""optionId":"allow""#
+        } else {
+            "Postgres"
+        };
+        assert!(text.contains(wanted) && !text.contains("error"), "{text}");
+    }
 }
