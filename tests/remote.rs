@@ -1,11 +1,11 @@
 //! The inbox's remote listener (`inbox --remote`), through the real binaries: a phone pairs
 //! by the printed link and answers real mock agents' questions over TLS (a Claude form, a
-//! codex question and a tool approval), and everything the
-//! threat model in docs/SECURITY.md names is refused: a spent or expired pairing code, a
-//! wrong token (then rate-limited), a revoked device (its WebSocket closed), plain HTTP, TLS
-//! older than 1.3, and a cross-origin POST. The listener binds 127.0.0.2, a loopback address
-//! that is not 127.0.0.1, so the code path for a non-default address is the one tested.
-
+//! codex question and a tool approval), and everything the threat model in docs/SECURITY.md
+//! names is refused: a spent or expired pairing code, a wrong token (then rate-limited), a
+//! revoked device (its WebSocket closed), plain HTTP, TLS older than 1.3, a cross-origin
+//! POST, and an idle connection past its minute. The listener binds 127.0.0.2, a loopback
+//! address that is not 127.0.0.1, so the code path for a non-default address is the one
+//! tested.
 mod common;
 
 use std::path::{Path, PathBuf};
