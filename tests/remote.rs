@@ -6,6 +6,7 @@
 //! POST, and an idle connection past its minute. The listener binds 127.0.0.2, a loopback
 //! address that is not 127.0.0.1, so the code path for a non-default address is the one
 //! tested.
+
 mod common;
 
 use std::path::{Path, PathBuf};
