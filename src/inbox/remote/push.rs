@@ -204,7 +204,8 @@ pub fn payload(bridge_id: &str, q: &Value) -> Value {
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
-        .filter(|a| !a.starts_with('-'))
+        // Flags and `NAME=value` words (an `env` wrapper's settings) are not the agent's name.
+        .filter(|a| !a.starts_with('-') && !a.contains('='))
         .map(|a| a.rsplit('/').next().unwrap_or(a))
         .take(2)
         .collect();
@@ -613,7 +614,7 @@ mod tests {
 
     #[test]
     fn a_payload_names_the_agent_and_the_question_never_a_command() {
-        let bridge = json!({"id": "b1", "agent": ["/usr/bin/npx", "-y", "@zed/claude-code-acp", "--secret"], "cwd": "/home/ada/shop/"});
+        let bridge = json!({"id": "b1", "agent": ["/usr/bin/npx", "API_KEY=sk-1", "-y", "@zed/claude-code-acp", "--secret"], "cwd": "/home/ada/shop/"});
         let q = json!({"bridge": bridge, "sessionId": "s", "questionId": "q", "source": "form",
             "items": [{"prompt": "Which database?"}, {"prompt": "Which port?"}]});
         let p = payload("b1", &q);
