@@ -214,6 +214,7 @@ async fn questions_reach_a_subscribed_phone_as_encrypted_pushes() {
         .store(410, std::sync::atomic::Ordering::SeqCst);
     b.prompt(3, "mock-session-1", "permission").await;
     let push = service.next().await;
+    check_vapid(&push, &service, &public);
     let payload = ada.read(&push);
     check_schema(&payload);
     assert_eq!(
@@ -222,6 +223,15 @@ async fn questions_reach_a_subscribed_phone_as_encrypted_pushes() {
     );
     assert_eq!(payload["approval"], true);
     assert!(!payload.to_string().contains("mock tool"), "{payload}");
+    until_kept(&state, |k| k == [dark_endpoint.clone()]).await;
+
+    // A device unsubscribes: its subscription goes, the other device's stays.
+    let again = format!("https://{services}/push/ada-again");
+    let (status, body) = post(&mut phone, "/push/subscribe", &ada.subscription(&again)).await;
+    assert_eq!(status, 200, "{body}");
+    until_kept(&state, |k| k.contains(&again)).await;
+    let (status, body) = post(&mut phone, "/push/unsubscribe", "{}").await;
+    assert_eq!(status, 200, "{body}");
     until_kept(&state, |k| k == [dark_endpoint.clone()]).await;
 
     // Revoking a device drops its subscription with it.

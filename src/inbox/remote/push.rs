@@ -5,7 +5,8 @@
 //! - the page, once notifications are allowed, subscribes with its browser's push service
 //!   (`pushManager.subscribe` with this inbox's VAPID key from `GET /push/key`) and hands the
 //!   subscription to `POST /push/subscribe`; it is kept per device ([`Store::subscribe`]) and
-//!   dropped when the device is revoked, unsubscribes, or its push service says it is gone;
+//!   dropped when the device is revoked, unsubscribes (`POST /push/unsubscribe`), or its
+//!   push service says it is gone;
 //! - for each new question (`requested` on the inbox's event stream) every subscription of
 //!   a paired device gets one push: a small JSON ([`payload`]: the agent, the project and
 //!   the question, never a tool call's command or diff) encrypted for that browser per
@@ -60,6 +61,8 @@ const KEEP_FOR: Duration = Duration::from_secs(60 * 60);
 const TOKEN_LIFE: Duration = Duration::from_secs(12 * 60 * 60);
 /// The longest question text in a payload, in characters.
 const MAX_TEXT: usize = 160;
+/// The longest notification tag, in bytes (else its SHA-256 is sent).
+const MAX_TAG: usize = 256;
 /// Questions remembered as pushed, so a bridge reconnecting does not push them again.
 const REMEMBERED: usize = 4096;
 /// The VAPID private key's file in the state folder.
@@ -199,28 +202,20 @@ fn cut(s: &str, max: usize) -> String {
 /// so the page and a push show one notification for one question.
 pub fn payload(bridge_id: &str, q: &Value) -> Value {
     let bridge = &q["bridge"];
-    let words: Vec<&str> = bridge["agent"]
+    let argv: Vec<&str> = bridge["agent"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
-        // Flags and `NAME=value` words (an `env` wrapper's settings) are not the agent's name.
-        .filter(|a| !a.starts_with('-') && !a.contains('='))
-        .map(|a| a.rsplit('/').next().unwrap_or(a))
-        .take(2)
         .collect();
-    let agent = if words.is_empty() {
-        "agent".to_owned()
-    } else {
-        cut(&words.join(" "), 40)
-    };
+    let agent = cut(&agent_name(&argv), 40);
     let project = bridge["cwd"]
         .as_str()
         .and_then(|c| c.trim_end_matches('/').rsplit('/').next())
         .filter(|p| !p.is_empty());
     let title = match project {
-        Some(p) => format!("{agent} · {}", cut(p, 40)),
-        None => agent,
+        Some(p) if !cut(p, 40).is_empty() => format!("{agent} · {}", cut(p, 40)),
+        _ => agent,
     };
     let items = q["items"].as_array().map_or(&[][..], Vec::as_slice);
     let approval = q["source"] == "permission";
@@ -233,19 +228,54 @@ pub fn payload(bridge_id: &str, q: &Value) -> Value {
         let first = items
             .first()
             .and_then(|i| i["prompt"].as_str())
+            .filter(|p| !p.trim().is_empty())
             .unwrap_or("A question");
         match items.len() {
             0 | 1 => cut(first, MAX_TEXT),
             n => format!("{} (+{} more)", cut(first, MAX_TEXT), n - 1),
         }
     };
-    let tag = serde_json::to_string(&[
+    let mut tag = serde_json::to_string(&[
         bridge_id,
         q["sessionId"].as_str().unwrap_or(""),
         q["questionId"].as_str().unwrap_or(""),
     ])
     .unwrap_or_default();
+    // A push service takes at most 4 KiB: very long ids are sent as their hash (the page's
+    // own notification then has another tag).
+    if tag.len() > MAX_TAG {
+        tag = super::devices::sha256_hex(&tag);
+    }
     json!({"title": title, "body": body, "tag": tag, "url": "/", "approval": approval})
+}
+
+/// The agent's name from its command: the program, without its directory; after a launcher
+/// (`npx`, `uvx`, `env`, ...), the first word that is neither a flag nor a `NAME=value`
+/// setting, without its directory or `@scope/`. Nothing else of the command (flags and
+/// their values may be secrets).
+fn agent_name(argv: &[&str]) -> String {
+    const LAUNCHERS: &[&str] = &[
+        "npx", "pnpx", "bunx", "uvx", "pipx", "env", "node", "bun", "deno", "python", "python3",
+    ];
+    let base = |w: &str| {
+        let w = w.trim_end_matches('/');
+        w.rsplit('/').next().unwrap_or(w).to_owned()
+    };
+    let Some(program) = argv.first().map(|p| base(p)).filter(|p| !p.is_empty()) else {
+        return "agent".to_owned();
+    };
+    if !LAUNCHERS.contains(&program.as_str()) {
+        return program;
+    }
+    match argv[1..]
+        .iter()
+        .find(|w| !w.starts_with('-') && !w.contains('='))
+        .map(|w| base(w))
+        .filter(|w| !w.is_empty())
+    {
+        Some(what) => format!("{program} {what}"),
+        None => program,
+    }
 }
 
 /// Sends the pushes.
@@ -396,8 +426,8 @@ impl Pusher {
     /// Encrypts `body` for `sub` and POSTs it; the push service's status.
     async fn send(&self, sub: &Subscription, body: Vec<u8>) -> Result<StatusCode, BoxError> {
         let uri = allowed(&sub.endpoint, &self.cfg.services)?;
-        let ua_public = p256::PublicKey::from_sec1_bytes(&B64.decode(&sub.p256dh)?)?;
-        let auth = B64.decode(&sub.auth)?;
+        let ua_public = p256::PublicKey::from_sec1_bytes(&unpadded(&sub.p256dh)?)?;
+        let auth = unpadded(&sub.auth)?;
         if auth.len() != 16 {
             return Err("the subscription's auth secret is not 16 bytes".into());
         }
@@ -559,6 +589,11 @@ where
     }
 }
 
+/// base64url, with or without its `=` padding.
+fn unpadded(s: &str) -> Result<Vec<u8>, base64::DecodeError> {
+    B64.decode(s.trim_end_matches('='))
+}
+
 /// A `PushSubscription.toJSON()`: `{endpoint, keys: {p256dh, auth}}`, checked.
 fn subscription(body: &[u8], services: &[String]) -> Result<(String, String, String), String> {
     let v: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
@@ -572,11 +607,9 @@ fn subscription(body: &[u8], services: &[String]) -> Result<(String, String, Str
         );
     };
     allowed(endpoint, services).map_err(str::to_owned)?;
-    let key = B64
-        .decode(p256dh)
-        .map_err(|_| "keys.p256dh is not base64url")?;
+    let key = unpadded(p256dh).map_err(|_| "keys.p256dh is not base64url")?;
     p256::PublicKey::from_sec1_bytes(&key).map_err(|_| "keys.p256dh is not a P-256 key")?;
-    if B64.decode(auth).map_or(true, |a| a.len() != 16) {
+    if unpadded(auth).map_or(true, |a| a.len() != 16) {
         return Err("keys.auth is not 16 bytes of base64url".into());
     }
     Ok((endpoint.to_owned(), p256dh.to_owned(), auth.to_owned()))
@@ -607,6 +640,20 @@ mod tests {
         ] {
             assert!(allowed(bad, none).is_err(), "{bad}");
         }
+        // A subscription's keys, with or without base64's padding.
+        let key = p256::SecretKey::from_slice(&[7; 32]).unwrap().public_key();
+        let key = B64.encode(key.to_sec1_bytes());
+        for (p256dh, auth) in [
+            (key.clone(), "AAAAAAAAAAAAAAAAAAAAAA".to_owned()),
+            (format!("{key}="), "AAAAAAAAAAAAAAAAAAAAAA==".to_owned()),
+        ] {
+            let body = json!({"endpoint": "https://fcm.googleapis.com/fcm/send/x",
+                "keys": {"p256dh": p256dh, "auth": auth}});
+            assert!(
+                subscription(body.to_string().as_bytes(), none).is_ok(),
+                "{body}"
+            );
+        }
         let named = ["127.0.0.3:4443".to_owned()];
         assert!(allowed("https://127.0.0.3:4443/push/1", &named).is_ok());
         assert!(allowed("https://127.0.0.3:4444/push/1", &named).is_err());
@@ -619,6 +666,26 @@ mod tests {
             "items": [{"prompt": "Which database?"}, {"prompt": "Which port?"}]});
         let p = payload("b1", &q);
         assert_eq!(p["title"], "npx claude-code-acp · shop");
+        // Nothing of a command but its program (and what a launcher runs): no flag values.
+        assert_eq!(
+            agent_name(&["/opt/agent", "--api-key", "sk-1", "run"]),
+            "agent"
+        );
+        assert_eq!(
+            agent_name(&["env", "TOKEN=x", "/usr/bin/claude-code-acp"]),
+            "env claude-code-acp"
+        );
+        assert_eq!(agent_name(&["/", "x"]), "agent");
+        assert_eq!(agent_name(&[]), "agent");
+        // A blank prompt, a bare command, very long ids: still a payload of the schema.
+        let odd = json!({"bridge": {"agent": ["/"], "cwd": "/"}, "sessionId": "s".repeat(5000),
+            "questionId": "q", "items": [{"prompt": "   "}]});
+        let o = payload("b", &odd);
+        assert_eq!(
+            (o["title"].as_str(), o["body"].as_str()),
+            (Some("agent"), Some("A question"))
+        );
+        assert_eq!(o["tag"].as_str().unwrap().len(), 64);
         assert_eq!(p["body"], "Which database? (+1 more)");
         assert_eq!(p["tag"], r#"["b1","s","q"]"#);
         let approval = json!({"bridge": bridge, "sessionId": "s", "questionId": "t", "source": "permission",
