@@ -177,7 +177,7 @@ async fn questions_reach_a_subscribed_phone_as_encrypted_pushes() {
     check_vapid(&push, &service, &public);
     let payload = ada.read(&push);
     check_schema(&payload);
-    let list = phone_list(&mut phone).await;
+    let list = phone.list_until(1).await;
     let q = &list[0];
     let tag = serde_json::to_string(&[
         q["bridge"]["id"].as_str().unwrap(),
@@ -247,21 +247,4 @@ async fn questions_reach_a_subscribed_phone_as_encrypted_pushes() {
     until_kept(&state, |k| k.is_empty()).await;
     let stderr = inbox.stderr.lock().unwrap().clone();
     assert!(stderr.contains("push: a device subscribed"), "{stderr}");
-}
-
-/// `questions.list` from the phone until it has one question.
-async fn phone_list(phone: &mut Phone) -> Vec<Value> {
-    tokio::time::timeout(WAIT, async {
-        loop {
-            let (r, v) = phone.rpc("questions.list", json!([])).await;
-            assert_eq!(r.status, 200, "{r:?}");
-            let list = v.unwrap()["result"].as_array().cloned().unwrap_or_default();
-            if !list.is_empty() {
-                return list;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("the question reaches the inbox in time")
 }

@@ -53,23 +53,6 @@ async fn inbox_cli(state: &Path, args: &[&str]) -> (i32, String, String) {
     run_bridge(&args).await
 }
 
-/// `questions.list` from the phone until it has `n` questions.
-async fn list_until(phone: &mut Phone, n: usize) -> Vec<Value> {
-    tokio::time::timeout(WAIT, async {
-        loop {
-            let (r, v) = phone.rpc("questions.list", json!([])).await;
-            assert_eq!(r.status, 200, "{r:?}");
-            let list = v.unwrap()["result"].as_array().cloned().unwrap_or_default();
-            if list.len() == n {
-                return list;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("the questions reach the inbox in time")
-}
-
 #[tokio::test]
 async fn a_paired_phone_answers_a_tool_approval_over_tls() {
     let reg = temp_dir("remote-answer").join("registry");
@@ -99,7 +82,7 @@ async fn a_paired_phone_answers_a_tool_approval_over_tls() {
     b.prompt(2, "mock-session-1", "permission").await;
     b.recv_until(|m| m["method"] == "session/request_permission")
         .await;
-    let list = list_until(&mut phone, 1).await;
+    let list = phone.list_until(1).await;
     assert_eq!(list[0]["source"], "permission");
     let qid = list[0]["questionId"].as_str().unwrap();
     let (reply, v) = phone
@@ -404,7 +387,7 @@ async fn a_phone_answers_a_claude_form_a_codex_question_and_a_tool_approval() {
     let r = remote("remote-three", &reg).await;
     let mut phone = Phone::new(&r.base, &r.fingerprint);
     assert_eq!(phone.pair(&r.code, "Ada's phone").await.status, 200);
-    let list = list_until(&mut phone, 3).await;
+    let list = phone.list_until(3).await;
     for q in &list {
         // Postgres, in the Claude form and the codex question; allowed, the tool call.
         let answer = match q["source"].as_str().unwrap() {

@@ -239,6 +239,23 @@ impl Phone {
         (r, v)
     }
 
+    /// `questions.list` until it has `n` questions (within [`WAIT`]).
+    pub async fn list_until(&mut self, n: usize) -> Vec<Value> {
+        tokio::time::timeout(WAIT, async {
+            loop {
+                let (r, v) = self.rpc("questions.list", serde_json::json!([])).await;
+                assert_eq!(r.status, 200, "{r:?}");
+                let list = v.unwrap()["result"].as_array().cloned().unwrap_or_default();
+                if list.len() == n {
+                    return list;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        })
+        .await
+        .expect("the questions reach the inbox in time")
+    }
+
     /// Opens a WebSocket (the page's connection): the stream once the server said 101, or
     /// the status it answered.
     pub async fn websocket(&self) -> Result<tokio_rustls::client::TlsStream<TcpStream>, u16> {

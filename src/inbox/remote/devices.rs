@@ -81,7 +81,8 @@ pub fn sha256_hex(secret: &str) -> String {
     d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn now_secs(now: SystemTime) -> u64 {
+/// Unix seconds of `now`.
+pub(super) fn now_secs(now: SystemTime) -> u64 {
     now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 

@@ -22,7 +22,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
@@ -39,7 +39,7 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, Semaphore};
 
-use super::devices::{Device, Store, Subscription};
+use super::devices::{now_secs, Device, Store, Subscription};
 
 /// The push services browsers use, by host (and their subdomains), on port 443: Google's
 /// FCM (Chrome and Chromium-based browsers on Android and desktop, Samsung Internet),
@@ -100,10 +100,6 @@ pub enum PushError {
     Tls(rustls::Error),
 }
 
-fn now_secs(now: SystemTime) -> u64 {
-    now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
 /// This inbox's VAPID key pair (P-256).
 pub struct Vapid {
     key: SigningKey,
@@ -116,11 +112,9 @@ impl Vapid {
     pub fn kept(store: &Store) -> std::io::Result<Vapid> {
         let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidData, e);
         let text = store.kept_secret(KEY_FILE, || loop {
-            let bytes =
-                crate::control::random_token().map_err(|e| std::io::Error::other(e.to_string()))?;
-            let raw: Vec<u8> = (0..32)
-                .map(|i| u8::from_str_radix(&bytes[2 * i..2 * i + 2], 16).unwrap_or(0))
-                .collect();
+            let mut raw = [0u8; 32];
+            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut raw)
+                .map_err(|_| std::io::Error::other("no randomness"))?;
             // A scalar of zero or past the group's order is no key (about 2^-32 of them).
             if SigningKey::from_slice(&raw).is_ok() {
                 return Ok(format!("{}\n", B64.encode(raw)).into_bytes());
