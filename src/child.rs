@@ -1,4 +1,4 @@
-//! The agent child process: spawning, its stderr, signalling its process group.
+//! The agent child process: spawning, its stderr, and its process group ([`group`]).
 //!
 //! Owns the agent's lifecycle outside the protocol. Invariants:
 //! - The agent runs in its own process group (pgid = its pid), so wrappers that re-launch
@@ -14,10 +14,11 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStderr, Command};
+
+pub mod group;
 
 /// How much of the agent's stderr is kept for error reports.
 pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
@@ -108,36 +109,6 @@ fn widen_pipe(pipe: &impl std::os::fd::AsFd, name: &str) {
     let _ = (pipe, name);
 }
 
-/// Sends `sig` to the agent's whole process group; a group already gone is not an error.
-pub fn signal_group(pgid: u32, sig: Signal) {
-    let Ok(pid) = i32::try_from(pgid) else {
-        return;
-    };
-    match killpg(Pid::from_raw(pid), sig) {
-        Ok(()) => tracing::debug!(pgid, signal = %sig, "signalled agent process group"),
-        Err(nix::errno::Errno::ESRCH) => {}
-        Err(e) => {
-            tracing::warn!(pgid, signal = %sig, error = %e, "cannot signal agent process group")
-        }
-    }
-}
-
-/// Waits (up to `limit`) until no live process of the agent's group is left, so that the
-/// bridge's exit means the group is gone; true when it is. (Zombies do not count: whoever
-/// adopted them may never reap them.)
-pub async fn wait_group_gone(pgid: u32, limit: std::time::Duration) -> bool {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if !group_has_live_members(pgid) {
-            return true;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
-}
-
 /// The agent's group outlives a dead bridge in two cases the parent-death signal does not
 /// cover: the agent ignores SIGTERM, or it has children of its own (an `npx` wrapper and the
 /// real agent). So the binary starts a guard: a second copy of itself (`agent-guard`, hidden)
@@ -150,7 +121,7 @@ pub mod guard {
     use std::io::{Read as _, Write as _};
     use std::os::unix::process::CommandExt as _;
     use std::process::{ChildStdin, Command, Stdio};
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     use nix::sys::signal::Signal;
 
@@ -206,39 +177,16 @@ pub mod guard {
                 Err(_) => break false,
             }
         };
-        if released || !super::group_has_live_members(pgid) {
+        if released || super::group::members(pgid).is_empty() {
             return;
         }
-        super::signal_group(pgid, Signal::SIGTERM);
-        let deadline = Instant::now() + grace;
-        while super::group_has_live_members(pgid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        if super::group_has_live_members(pgid) {
-            super::signal_group(pgid, Signal::SIGKILL);
+        // The same rule as the bridge's own ladder: SIGKILL only to members still alive a
+        // whole grace after their SIGTERM.
+        super::group::signal(pgid, Signal::SIGTERM);
+        if !super::group::wait_gone_blocking(pgid, grace) {
+            super::group::signal(pgid, Signal::SIGKILL);
         }
     }
-}
-
-/// Whether a process of group `pgid` is alive (not a zombie), from `/proc`.
-fn group_has_live_members(pgid: u32) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    let pgid = pgid.to_string();
-    entries.flatten().any(|e| {
-        if !e
-            .file_name()
-            .to_str()
-            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        {
-            return false;
-        }
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        // After the command name: state, ppid, pgrp, ...
-        let fields: Vec<&str> = stat.rsplit(") ").next().unwrap_or("").split(' ').collect();
-        fields.len() > 2 && fields[2] == pgid && !matches!(fields[0], "Z" | "X")
-    })
 }
 
 /// A bounded tail of the agent's stderr, shared with the task that copies it.
@@ -346,6 +294,7 @@ impl StderrCopier {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nix::unistd::Pid;
 
     #[cfg(target_os = "linux")]
     #[tokio::test]

@@ -129,8 +129,12 @@ impl Notifier {
                     question = label,
                     "--on-question command still running after 10 s; killed"
                 );
-                if let Some(pid) = pid {
-                    crate::child::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+                // The command runs in a group of its own: end all of it.
+                if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
                 }
             }
         }

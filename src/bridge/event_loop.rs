@@ -38,8 +38,10 @@ pub(super) enum Event {
     Room,
     /// A deadline of the router or of the shutdown ladder may have passed.
     Timer,
-    /// The agent process ended.
+    /// The agent process (the direct child) ended.
     AgentExited(ExitStatus),
+    /// The last live member of the agent's process group ended.
+    GroupGone,
     /// A control-server call (`None`: the control server is gone).
     Call(Option<Call>),
     /// A batch of the agent's lines (`None`: its stdout reached EOF).
@@ -63,11 +65,16 @@ pub(super) struct Shell {
     pub ends: Ends,
     pub client_open: bool,
     pub agent_open: bool,
+    /// How the direct child ended.
     pub status: Option<ExitStatus>,
+    /// Ends when the rest of the agent's group is gone, once the direct child has exited
+    /// and members live on (`child::group::gone`).
+    pub leftovers: Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>,
 }
 
 impl Shell {
-    /// Runs until the agent has exited and its output is drained (or its stdout closed).
+    /// Runs until the agent's whole group has exited and its output is drained (or its
+    /// stdout closed), or until the wait after SIGKILL is over.
     pub async fn run(&mut self) {
         loop {
             self.surfaces.observers.publish(&mut self.outbox.events);
@@ -76,13 +83,25 @@ impl Shell {
                 &mut self.ends.to_client,
                 &mut self.ends.to_agent,
             );
-            if self.status.is_some() && (!self.agent_open || self.ladder.drain_over(Instant::now()))
-            {
+            if self.done(Instant::now()) {
                 return;
             }
             let event = self.next_event().await;
             self.handle(event, Instant::now());
         }
+    }
+
+    fn done(&self, now: Instant) -> bool {
+        if self.status.is_none() {
+            return false;
+        }
+        if self.ladder.gave_up(now) {
+            if self.leftovers.is_some() {
+                tracing::warn!("the agent's group is still there after SIGKILL; the guard ends it");
+            }
+            return true;
+        }
+        self.leftovers.is_none() && (!self.agent_open || self.ladder.drain_over(now))
     }
 
     /// Waits for the next thing that needs the loop.
@@ -111,6 +130,10 @@ impl Shell {
             _ = reserve(&self.ends.to_agent), if !outbox.to_agent.is_empty() => Event::Room,
             // Cancel-safe: a sleep can be re-created.
             _ = sleep_until_opt(deadline), if deadline.is_some() => Event::Timer,
+            // Cancel-safe: polled by reference, and `child::group::gone` holds nothing a drop
+            // would lose.
+            _ = async { self.leftovers.as_mut().expect("guarded").await },
+                if self.leftovers.is_some() => Event::GroupGone,
             // Cancel-safe per tokio docs (`Child::wait`).
             st = self.agent.child.wait(), if self.status.is_none() => {
                 Event::AgentExited(st.unwrap_or_else(|e| {
@@ -139,7 +162,7 @@ impl Shell {
             Event::Signal(sig) => {
                 tracing::info!(signal = %sig, "received signal; forwarding to agent");
                 let first = !self.ladder.is_started();
-                child::signal_group(self.agent.pgid, self.ladder.signal(now, sig));
+                child::group::signal(self.agent.pgid, self.ladder.signal(now, sig));
                 if first {
                     self.router.on_client_eof(now, &mut self.outbox);
                 }
@@ -148,16 +171,31 @@ impl Shell {
             Event::Room => {}
             Event::Timer => {
                 self.router.on_timer(now, &mut self.outbox);
-                if let Some(sig) = self.ladder.tick(now, self.taken()) {
-                    child::signal_group(self.agent.pgid, sig);
-                }
+                self.step_ladder(now);
             }
             Event::AgentExited(st) => {
                 tracing::info!(status = %st, "agent exited");
-                // Leftovers of the agent's group could hold its stdout open: end them.
-                child::signal_group(self.agent.pgid, Signal::SIGKILL);
                 self.status = Some(st);
-                self.ladder.agent_exited(now);
+                let left = child::group::members(self.agent.pgid).len();
+                if left == 0 {
+                    self.ladder.group_gone(now);
+                } else {
+                    // A wrapper went first (`sh -c`, `npx`, `uvx`): the real agent may still
+                    // be running its SIGTERM handler, or holding its stdout open. The rest
+                    // of the group gets the rest of the ladder.
+                    tracing::info!(
+                        processes = left,
+                        "{left} of the agent's group still running; they get the rest of the shutdown ladder"
+                    );
+                    self.leftovers = Some(Box::pin(child::group::gone(self.agent.pgid)));
+                    self.ladder.child_exited(now);
+                    self.step_ladder(now);
+                }
+            }
+            Event::GroupGone => {
+                tracing::info!("the agent's group is gone");
+                self.leftovers = None;
+                self.ladder.group_gone(now);
             }
             Event::Call(Some(call)) => self.on_call(call),
             Event::Call(None) => self.surfaces.control = None,
@@ -194,6 +232,13 @@ impl Shell {
                 self.router.on_client_eof(now, &mut self.outbox);
                 self.ladder.client_eof(now, self.taken());
             }
+        }
+    }
+
+    /// Sends the agent's group the signal the ladder says is due now, if any.
+    fn step_ladder(&mut self, now: Instant) {
+        if let Some(sig) = self.ladder.tick(now, self.taken()) {
+            child::group::signal(self.agent.pgid, sig);
         }
     }
 

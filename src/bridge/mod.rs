@@ -188,6 +188,7 @@ where
         client_open: true,
         agent_open: true,
         status: None,
+        leftovers: None,
     };
     shell.run().await;
     Ok(stop(shell, pipes, cfg.shutdown_grace).await)

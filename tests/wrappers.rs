@@ -1,0 +1,257 @@
+//! Every process of the agent gets its grace (docs/RELIABILITY.md, invariant 5): agents
+//! start through wrappers (`sh -c`, `npx`, `uvx`) that die of SIGTERM, or exit on stdin EOF,
+//! before the real agent does. The real agent, a grandchild, must still get its whole grace
+//! after SIGTERM: no SIGKILL when the wrapper exits.
+//!
+//! Each case runs the real bridge around a real wrapper and the lingering test agent
+//! (`tests/agents/`: it ignores stdin EOF, and takes 100 ms to stop after SIGTERM, noting
+//! "term" when the signal comes and "clean" as its very last act) [`RUNS`] times, the
+//! trigger alternating between the client's EOF and SIGTERM to the bridge, with a busy
+//! process beside it (the race this guards against shows under load). Every run checks that
+//! the agent's handler ran to its end, that nothing was sent SIGKILL, that the agent's group
+//! is gone, and that the bridge exited within the documented bound.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{install, temp_dir, Bridge, WAIT};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// Runs of each case.
+const RUNS: usize = 50;
+/// Ten times the 100 ms the agent takes to stop.
+const GRACE: Duration = Duration::from_secs(1);
+/// uv, from PyPI, for `uvx`.
+const UV: &str = "0.13.8";
+
+#[derive(Clone, Copy, Debug)]
+enum Trigger {
+    ClientEof,
+    Sigterm,
+}
+
+/// A busy process beside the case for as long as this lives.
+struct Load {
+    _busy: tokio::process::Child,
+}
+
+impl Load {
+    fn start() -> Self {
+        let child = tokio::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("a busy loop starts");
+        Load { _busy: child }
+    }
+}
+
+/// The group of `pid`, from `/proc/<pid>/stat`.
+fn pgrp_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.split(' ').nth(2)?.parse().ok()
+}
+
+/// The live (not zombie) processes of group `pgid`.
+fn live_members(pgid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let mut fields = stat.rsplit_once(") ").map_or("", |(_, r)| r).split(' ');
+            let state = fields.next().unwrap_or("Z");
+            fields.nth(1) == Some(pgid.to_string().as_str()) && !matches!(state, "Z" | "X")
+        })
+        .collect()
+}
+
+/// Waits for the agent's "ready" note; returns its pid.
+async fn ready(report: &Path) -> u32 {
+    tokio::time::timeout(WAIT * 3, async {
+        loop {
+            let text = std::fs::read_to_string(report).unwrap_or_default();
+            if let Some(pid) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("ready "))
+                .and_then(|p| p.trim().parse().ok())
+            {
+                return pid;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the agent never got ready")
+}
+
+/// One run: the bridge around `agent`, the trigger, and every check.
+async fn one_run(name: &str, agent: &[String], env: &[(&str, &str)], trigger: Trigger) {
+    let dir = temp_dir(&format!("wrappers-{name}"));
+    let report = dir.join("report");
+    let report_s = report.to_str().unwrap().to_owned();
+    let mut argv = vec![
+        "--no-control".to_owned(),
+        "--shutdown-grace".to_owned(),
+        format!("{}ms", GRACE.as_millis()),
+        "--".to_owned(),
+    ];
+    argv.extend_from_slice(agent);
+    let mut all_env = vec![("AGENT_REPORT", report_s.as_str())];
+    all_env.extend_from_slice(env);
+    let mut b = Bridge::spawn_env(&argv, &all_env);
+    let pid = ready(&report).await;
+    let pgid = pgrp_of(pid).expect("the agent's group");
+    let started = Instant::now();
+    match trigger {
+        Trigger::ClientEof => b.close_stdin(),
+        Trigger::Sigterm => kill(Pid::from_raw(b.pid() as i32), Signal::SIGTERM).unwrap(),
+    }
+    let code = b.wait().await;
+    let took = started.elapsed();
+    let stderr = b.stderr();
+    let what = format!("{name}, {trigger:?}, agent {pid}: {stderr}");
+    let notes = std::fs::read_to_string(&report).unwrap_or_default();
+    assert!(
+        notes.contains(&format!("term {pid}\n")),
+        "the agent got no SIGTERM ({notes}): {what}"
+    );
+    assert!(
+        notes.contains(&format!("clean {pid}\n")),
+        "the agent's SIGTERM handler was cut short ({notes}): {what}"
+    );
+    assert!(!stderr.contains("SIGKILL"), "SIGKILL sent: {what}");
+    assert!(
+        stderr.contains("SIGTERM to the agent's group ("),
+        "no count of the group in the log: {what}"
+    );
+    let expected = match trigger {
+        Trigger::ClientEof => 0,
+        Trigger::Sigterm => 128 + 15,
+    };
+    assert_eq!(code, expected, "{what}");
+    let bound = GRACE * 2 + Duration::from_secs(1);
+    // A loaded machine and process start-up: a margin well above what a run measures.
+    assert!(
+        took <= bound + Duration::from_secs(3),
+        "took {took:?}: {what}"
+    );
+    let left = live_members(pgid);
+    assert!(
+        left.is_empty(),
+        "{left:?} of the group outlived the bridge: {what}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// [`RUNS`] runs of one case, with a busy process beside them.
+async fn runs(name: &str, agent: &[String], env: &[(&str, &str)]) {
+    let _load = Load::start();
+    for i in 0..RUNS {
+        let trigger = if i % 2 == 0 {
+            Trigger::ClientEof
+        } else {
+            Trigger::Sigterm
+        };
+        one_run(name, agent, env, trigger).await;
+    }
+}
+
+fn agents_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents")
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+/// The agent under `sh -c "AGENT; true"`: the shell dies of SIGTERM at once, before the
+/// agent has run its handler.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_wrapper_dying_first_leaves_the_agent_its_grace() {
+    let agent = agents_dir().join("lingering-npm/agent.js");
+    let script = format!("node {}; true", agent.display());
+    runs("sh", &strings(&["sh", "-c", &script]), &[]).await;
+}
+
+/// A wrapper that exits by itself on stdin EOF while its child keeps running (and holds
+/// the agent's stdout open): the child gets SIGTERM and its grace, not SIGKILL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrapper_exiting_on_eof_leaves_its_child_the_rest_of_the_ladder() {
+    let agent = agents_dir().join("lingering-npm/agent.js");
+    let script = format!("node {} </dev/null & cat >/dev/null", agent.display());
+    runs("eof-wrapper", &strings(&["sh", "-c", &script]), &[]).await;
+}
+
+/// The agent as an npm package, run by a real `npx` from a local tarball, offline:
+/// npm, then `sh`, then node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_started_by_npx_gets_its_grace() {
+    let dir = temp_dir("wrappers-npm");
+    let packed = std::process::Command::new("npm")
+        .args(["pack", "--silent", "--pack-destination"])
+        .arg(&dir)
+        .arg(agents_dir().join("lingering-npm"))
+        .stderr(Stdio::null())
+        .output()
+        .expect("npm runs");
+    assert!(packed.status.success(), "npm pack failed");
+    let tarball = dir.join("lingering-agent-1.0.0.tgz");
+    assert!(tarball.is_file(), "no {tarball:?}");
+    let cache = dir.join("npm-cache");
+    let agent = strings(&[
+        "npx",
+        "--yes",
+        "--offline",
+        "--package",
+        tarball.to_str().unwrap(),
+        "lingering-agent",
+    ]);
+    runs(
+        "npx",
+        &agent,
+        &[("npm_config_cache", cache.to_str().unwrap())],
+    )
+    .await;
+}
+
+/// The agent as a Python package, run by a real `uvx` (uv from PyPI) from a local wheel,
+/// offline: uv, then python.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_started_by_uvx_gets_its_grace() {
+    let uv = install::pip_package("uv", UV)
+        .await
+        .unwrap_or_else(|e| panic!("uv {UV} from PyPI: {e}"));
+    let dir = temp_dir("wrappers-uv");
+    let made = std::process::Command::new("python3")
+        .arg(agents_dir().join("lingering-py/make_wheel.py"))
+        .arg(&dir)
+        .output()
+        .expect("python3 runs");
+    assert!(made.status.success(), "make_wheel.py failed");
+    let wheel = String::from_utf8(made.stdout).unwrap().trim().to_owned();
+    let uvx = uv.join("bin/uvx");
+    let agent = vec![
+        uvx.to_str().unwrap().to_owned(),
+        "--offline".to_owned(),
+        "--from".to_owned(),
+        wheel,
+        "lingering-agent".to_owned(),
+    ];
+    let cache = dir.join("uv-cache");
+    let tools = dir.join("uv-tools");
+    let env = [
+        ("UV_CACHE_DIR", cache.to_str().unwrap()),
+        ("UV_TOOL_DIR", tools.to_str().unwrap()),
+        ("UV_PYTHON_DOWNLOADS", "never"),
+        ("UV_NO_PROGRESS", "1"),
+    ];
+    runs("uvx", &agent, &env).await;
+}
