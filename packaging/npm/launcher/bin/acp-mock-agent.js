@@ -1,0 +1,3 @@
+#!/usr/bin/env node
+"use strict";
+require("../launch.js")("acp-mock-agent", { ownSession: false });
