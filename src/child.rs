@@ -91,6 +91,36 @@ fn die_with_parent(cmd: &mut Command) {
     let _ = cmd;
 }
 
+/// The agent's name from its command: the program, without its directory; after a launcher
+/// (`npx`, `uvx`, `env`, ...), the first word that is neither a flag nor a `NAME=value`
+/// setting, without its directory or `@scope/`. Nothing else of the command (flags and
+/// their values may be secrets). Used where the agent is named to a person: a push, a
+/// client's list of agents (`setup`).
+pub fn agent_name(argv: &[&str]) -> String {
+    const LAUNCHERS: &[&str] = &[
+        "npx", "pnpx", "bunx", "uvx", "pipx", "env", "node", "bun", "deno", "python", "python3",
+    ];
+    let base = |w: &str| {
+        let w = w.trim_end_matches('/');
+        w.rsplit('/').next().unwrap_or(w).to_owned()
+    };
+    let Some(program) = argv.first().map(|p| base(p)).filter(|p| !p.is_empty()) else {
+        return "agent".to_owned();
+    };
+    if !LAUNCHERS.contains(&program.as_str()) {
+        return program;
+    }
+    match argv[1..]
+        .iter()
+        .find(|w| !w.starts_with('-') && !w.contains('='))
+        .map(|w| base(w))
+        .filter(|w| !w.is_empty())
+    {
+        Some(what) => format!("{program} {what}"),
+        None => program,
+    }
+}
+
 /// The size asked for the agent's stdin and stdout pipes (Linux's default is 64 KiB).
 pub const AGENT_PIPE_BYTES: i32 = 256 * 1024;
 

@@ -38,6 +38,10 @@ enum Command {
     /// One Questions page and control API over every bridge this user runs here (the
     /// bridges started with --control list themselves in a per-user registry).
     Inbox(Box<acp_question_bridge::inbox::InboxArgs>),
+    /// Print the configuration that puts the bridge in front of an agent in a client (Zed,
+    /// JetBrains, codecompanion.nvim, agentic.nvim, avante.nvim, acpx, Toad), or write it
+    /// into Zed's settings.
+    Setup(tools::setup::SetupArgs),
     /// Run the built-in mock ACP agent on this process's stdio (same as `acp-mock-agent`).
     #[command(name = "mock-agent", hide = true)]
     MockAgent,
@@ -84,6 +88,7 @@ fn main() -> ExitCode {
     match cli.command {
         Some(Command::MockAgent) => return mock_agent::main(),
         Some(Command::Demo(args)) => return demo::main(args),
+        Some(Command::Setup(args)) => return tools::setup::main(args),
         Some(Command::Questions(args)) => return control::client::main(args),
         Some(Command::Inbox(args)) => return acp_question_bridge::inbox::main(*args),
         Some(Command::AgentGuard { pgid, grace_ms }) => {

@@ -1,8 +1,9 @@
-//! Programs around the bridge, not part of it: the terminal demo and the scripted mock
+//! Programs around the bridge, not part of it: the terminal demo, `setup` and the scripted mock
 //! agent. They are compiled into the binaries (`src/main.rs`; the mock agent also into
 //! `src/bin/acp-mock-agent.rs`), not the library: they use it like any client or agent
 //! would, and nothing in it depends on them.
 
 pub mod demo;
 pub mod mock_agent;
+pub mod setup;
 pub mod shapes;

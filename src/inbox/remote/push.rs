@@ -40,6 +40,7 @@ use serde_json::{json, Value};
 use tokio::sync::{broadcast, Semaphore};
 
 use super::devices::{now_secs, Device, Store, Subscription};
+use crate::child::agent_name;
 
 /// The push services browsers use, by host (and their subdomains), on port 443: Google's
 /// FCM (Chrome and Chromium-based browsers on Android and desktop, Samsung Internet),
@@ -241,35 +242,6 @@ pub fn payload(bridge_id: &str, q: &Value) -> Value {
         tag = super::devices::sha256_hex(&tag);
     }
     json!({"title": title, "body": body, "tag": tag, "url": "/", "approval": approval})
-}
-
-/// The agent's name from its command: the program, without its directory; after a launcher
-/// (`npx`, `uvx`, `env`, ...), the first word that is neither a flag nor a `NAME=value`
-/// setting, without its directory or `@scope/`. Nothing else of the command (flags and
-/// their values may be secrets).
-fn agent_name(argv: &[&str]) -> String {
-    const LAUNCHERS: &[&str] = &[
-        "npx", "pnpx", "bunx", "uvx", "pipx", "env", "node", "bun", "deno", "python", "python3",
-    ];
-    let base = |w: &str| {
-        let w = w.trim_end_matches('/');
-        w.rsplit('/').next().unwrap_or(w).to_owned()
-    };
-    let Some(program) = argv.first().map(|p| base(p)).filter(|p| !p.is_empty()) else {
-        return "agent".to_owned();
-    };
-    if !LAUNCHERS.contains(&program.as_str()) {
-        return program;
-    }
-    match argv[1..]
-        .iter()
-        .find(|w| !w.starts_with('-') && !w.contains('='))
-        .map(|w| base(w))
-        .filter(|w| !w.is_empty())
-    {
-        Some(what) => format!("{program} {what}"),
-        None => program,
-    }
 }
 
 /// Sends the pushes.
