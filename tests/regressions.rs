@@ -487,7 +487,7 @@ fn native_init() -> Value {
         "clientCapabilities":{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}})
 }
 
-/// F11 (README: "Question contents and answers are logged only at trace"): an invalid
+/// F11 (docs/GUIDE.md: "Question contents and answers are logged only at `trace`"): an invalid
 /// answer was logged at warn with the client's answer and the question's option values in
 /// the error text, and a refused question at warn with the offending option value.
 #[tokio::test]
