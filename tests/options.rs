@@ -75,6 +75,9 @@ fn options_md_is_what_the_binary_prints() {
     );
     // Every subcommand is in it.
     for sub in ["demo", "questions", "inbox", "setup"] {
-        assert!(now.contains(&format!("## `acp-question-bridge {sub}`")), "{sub}");
+        assert!(
+            now.contains(&format!("## `acp-question-bridge {sub}`")),
+            "{sub}"
+        );
     }
 }
