@@ -32,14 +32,19 @@ pub struct SpawnError {
     pub source: std::io::Error,
 }
 
-/// Starts the agent with piped stdio in a new process group.
-pub fn spawn(argv: &[String], cwd: Option<&PathBuf>) -> Result<Child, SpawnError> {
+/// Starts the agent with piped stdio in a new process group, `env` added to its environment.
+pub fn spawn(
+    argv: &[String],
+    env: &[(String, String)],
+    cwd: Option<&PathBuf>,
+) -> Result<Child, SpawnError> {
     let (program, args) = argv.split_first().ok_or_else(|| SpawnError {
         command: String::new(),
         source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "no agent command"),
     })?;
     let mut cmd = Command::new(program);
     cmd.args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -329,7 +334,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn the_agents_pipes_are_widened() {
-        let mut child = spawn(&["cat".to_string()], None).expect("cat starts");
+        let mut child = spawn(&["cat".to_string()], &[], None).expect("cat starts");
         let size = |fd: &dyn std::os::fd::AsFd| {
             nix::fcntl::fcntl(fd.as_fd(), nix::fcntl::FcntlArg::F_GETPIPE_SZ).expect("a pipe")
         };
@@ -354,7 +359,8 @@ mod tests {
                 .build()
                 .unwrap();
             rt.block_on(async {
-                let child = spawn(&["sleep".into(), "1000".into()], None).expect("sleep starts");
+                let child =
+                    spawn(&["sleep".into(), "1000".into()], &[], None).expect("sleep starts");
                 tx.send(child.id().expect("pid")).unwrap();
                 // Not killed on drop: only the parent's death may end it.
                 std::mem::forget(child);

@@ -135,6 +135,16 @@ pub struct BridgeArgs {
     /// Working directory of the agent.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Run this agent of the ACP Registry, by its id (`acp-question-bridge agents` lists
+    /// them), instead of a command after `--`; what follows `--` is added to its arguments.
+    /// Its binary is downloaded once into the cache (checked, then unpacked); npx and uvx
+    /// packages run as the registry gives them.
+    #[arg(long = "agent", value_name = "ID")]
+    pub agent_id: Option<String>,
+    /// The registry --agent reads: a file, or an https:// URL (cached; used from the cache
+    /// when offline) [default: the official ACP Registry]
+    #[arg(long, value_name = "FILE|URL")]
+    pub agent_registry: Option<String>,
     /// The agent command and its arguments, after `--`.
     #[arg(last = true, value_name = "AGENT")]
     pub agent: Vec<String>,

@@ -20,6 +20,7 @@
 //! The demo and the mock agent are programs around the bridge, compiled into the binaries
 //! (`src/tools/`), not part of this library.
 
+pub mod agents;
 pub mod bridge;
 pub mod capabilities;
 pub mod child;

@@ -42,6 +42,8 @@ enum Command {
     /// JetBrains, codecompanion.nvim, agentic.nvim, avante.nvim, acpx, Toad), or write it
     /// into Zed's settings.
     Setup(tools::setup::SetupArgs),
+    /// List the agents of the ACP Registry that `--agent ID` runs, and which are ready here.
+    Agents(tools::agents::AgentsArgs),
     /// Run the built-in mock ACP agent on this process's stdio (same as `acp-mock-agent`).
     #[command(name = "mock-agent", hide = true)]
     MockAgent,
@@ -49,6 +51,25 @@ enum Command {
     /// the bridge dies (see `child::guard`).
     #[command(name = "agent-guard", hide = true)]
     AgentGuard { pgid: u32, grace_ms: u64 },
+}
+
+/// The command that runs agent `id` of the registry (`--agent`), `extra` arguments added.
+fn registry_agent(
+    id: &str,
+    registry: Option<&str>,
+    extra: &[String],
+) -> Result<acp_question_bridge::agents::Launch, acp_question_bridge::agents::AgentsError> {
+    use acp_question_bridge::agents;
+    let cache = agents::cache_dir()?;
+    let source = registry.unwrap_or(agents::DEFAULT_REGISTRY);
+    let loaded = agents::fetch::load(source, &cache)?;
+    if let Some(note) = &loaded.note {
+        tracing::info!(registry = %loaded.source, "the registry was {note}");
+    }
+    let agent = loaded.registry.agent(id, &loaded.source)?;
+    let launch = agent.launch(&cache, extra)?;
+    tracing::info!(agent = id, version = %agent.version, kind = launch.kind, "running the registry's agent");
+    Ok(launch)
 }
 
 /// A one-line, user-facing error on stderr (stdout is protocol only).
@@ -89,6 +110,7 @@ fn main() -> ExitCode {
         Some(Command::MockAgent) => return mock_agent::main(),
         Some(Command::Demo(args)) => return demo::main(args),
         Some(Command::Setup(args)) => return tools::setup::main(args),
+        Some(Command::Agents(args)) => return tools::agents::main(args),
         Some(Command::Questions(args)) => return control::client::main(args),
         Some(Command::Inbox(args)) => return acp_question_bridge::inbox::main(*args),
         Some(Command::AgentGuard { pgid, grace_ms }) => {
@@ -97,18 +119,31 @@ fn main() -> ExitCode {
         }
         None => {}
     }
-    let args = cli.bridge;
-    if args.agent.is_empty() {
+    let mut args = cli.bridge;
+    if args.agent.is_empty() && args.agent_id.is_none() {
         return fail(
             2,
-            "no agent command given; usage: acp-question-bridge [OPTIONS] -- <AGENT> [ARGS]...",
+            "no agent command given; usage: acp-question-bridge [OPTIONS] -- <AGENT> [ARGS]...\n       or: acp-question-bridge [OPTIONS] --agent <ID> (an agent of the ACP Registry)",
         );
+    }
+    if args.agent_registry.is_some() && args.agent_id.is_none() {
+        return fail(2, "--agent-registry goes with --agent ID");
     }
     // Kept to the end of `main`: the log's last lines are written then.
     let _log = match logging::init(&args.log_level, args.log_format, args.log_file.as_deref()) {
         Ok(guard) => guard,
         Err(e) => return fail(2, &format!("cannot open log file: {e}")),
     };
+    let mut agent_env = Vec::new();
+    if let Some(id) = &args.agent_id {
+        match registry_agent(id, args.agent_registry.as_deref(), &args.agent) {
+            Ok(launch) => {
+                args.agent = launch.argv;
+                agent_env = launch.env;
+            }
+            Err(e) => return fail(2, &e.to_string()),
+        }
+    }
     if args.no_control && args.client_dialect == ClientDialect::Control {
         return fail(
             2,
@@ -178,6 +213,7 @@ fn main() -> ExitCode {
                 prefix: args.nats_prefix.clone(),
             }),
         agent: args.agent,
+        agent_env,
         cwd: args.cwd,
         max_line_bytes: args.max_line_bytes,
         shutdown_grace: args.shutdown_grace,

@@ -77,6 +77,11 @@ fn agent_servers_argv(snippet: &str, zed: bool) -> Vec<String> {
         assert_eq!(entry["type"], "custom", "{snippet}");
     }
     assert_eq!(entry["env"], json!({}));
+    entry_argv(entry)
+}
+
+/// `command` and `args` of an `agent_servers` entry, as one argv.
+fn entry_argv(entry: &Value) -> Vec<String> {
     let mut argv = vec![entry["command"].as_str().unwrap().to_owned()];
     argv.extend(
         entry["args"]
@@ -312,14 +317,7 @@ async fn setup_zed_write_edits_a_commented_settings_file() {
     assert_eq!(v["theme"], "One Dark");
     let entry = &v["agent_servers"]["Mock"];
     assert_eq!(entry["type"], "custom");
-    let mut argv = vec![entry["command"].as_str().unwrap().to_owned()];
-    argv.extend(
-        entry["args"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap().to_owned()),
-    );
+    let argv = entry_argv(entry);
     assert_eq!(argv, expected());
     starts_the_bridge(&argv, &[]).await;
 
@@ -375,4 +373,63 @@ fn the_default_name_comes_from_the_agent_and_the_command_is_this_binary() {
     assert_eq!(code, 0);
     assert!(out.contains("\"npx codex-acp (question bridge)\""), "{out}");
     assert!(out.contains(&format!("\"command\": {:?}", BRIDGE)), "{out}");
+}
+
+#[tokio::test]
+async fn a_registry_agent_is_configured_by_its_id() {
+    let dir = temp_dir("setup-agent-id");
+    let registry = dir.join("registry.json");
+    // The mock agent as a registry's binary, already in the cache, so nothing is fetched.
+    let cache = dir.join("cache");
+    let platform = format!(
+        "{}-{}",
+        if cfg!(target_os = "macos") {
+            "darwin"
+        } else {
+            std::env::consts::OS
+        },
+        std::env::consts::ARCH
+    );
+    let installed = cache.join("agents/mock/0.1.0").join(&platform);
+    std::fs::create_dir_all(&installed).unwrap();
+    std::fs::copy(MOCK, installed.join("acp-mock-agent")).unwrap();
+    std::fs::write(
+        &registry,
+        json!({"version": "1.0.0", "agents": [{"id": "mock", "name": "Mock", "version": "0.1.0",
+            "description": "d", "distribution": {"binary": {platform: {
+                "archive": "https://example.invalid/mock.tar.gz", "cmd": "./acp-mock-agent"}}}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let (code, out, err) = setup(&[
+        "zed",
+        "--command",
+        BRIDGE,
+        "--agent",
+        "mock",
+        "--agent-registry",
+        registry.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.split_once('\n').unwrap().1).unwrap();
+    let entry = &v["agent_servers"]["mock (question bridge)"];
+    let argv = entry_argv(entry);
+    assert_eq!(
+        argv,
+        [
+            BRIDGE,
+            "--agent",
+            "mock",
+            "--agent-registry",
+            registry.to_str().unwrap()
+        ]
+    );
+    starts_the_bridge(
+        &argv,
+        &[("ACP_QUESTION_BRIDGE_CACHE", cache.to_str().unwrap())],
+    )
+    .await;
+    // --agent and a command are one or the other.
+    let (code, _, _) = setup(&["zed", "--agent", "mock", "--", "x"]);
+    assert_eq!(code, 2);
 }

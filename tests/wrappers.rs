@@ -231,7 +231,8 @@ async fn an_agent_started_by_uvx_gets_its_grace() {
         .unwrap_or_else(|e| panic!("uv {UV} from PyPI: {e}"));
     let dir = temp_dir("wrappers-uv");
     let made = std::process::Command::new("python3")
-        .arg(agents_dir().join("lingering-py/make_wheel.py"))
+        .arg(agents_dir().join("make_wheel.py"))
+        .arg(agents_dir().join("lingering-py"))
         .arg(&dir)
         .output()
         .expect("python3 runs");

@@ -44,6 +44,8 @@ pub const CHANNEL_CAPACITY: usize = 4;
 #[derive(Debug, Clone)]
 pub struct Config {
     pub agent: Vec<String>,
+    /// Variables added to the agent's environment (an `--agent` from the registry).
+    pub agent_env: Vec<(String, String)>,
     pub cwd: Option<std::path::PathBuf>,
     pub max_line_bytes: usize,
     pub shutdown_grace: Duration,

@@ -199,7 +199,7 @@ pub(super) struct AgentPipes {
 impl Agent {
     pub(super) fn spawn(cfg: &Config, host: &Host) -> Result<(Self, AgentPipes), RunError> {
         let started = Instant::now();
-        let mut child = child::spawn(&cfg.agent, cfg.cwd.as_ref())?;
+        let mut child = child::spawn(&cfg.agent, &cfg.agent_env, cfg.cwd.as_ref())?;
         let pgid = child.id().unwrap_or(0);
         tracing::info!(agent = ?cfg.agent, pid = pgid, "agent started");
         let (Some(stdin), Some(stdout), Some(stderr)) =

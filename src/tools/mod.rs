@@ -3,6 +3,7 @@
 //! `src/bin/acp-mock-agent.rs`), not the library: they use it like any client or agent
 //! would, and nothing in it depends on them.
 
+pub mod agents;
 pub mod demo;
 pub mod mock_agent;
 pub mod setup;

@@ -43,7 +43,8 @@ pub enum Client {
   acp-question-bridge setup zed -- npx @zed-industries/codex-acp
   acp-question-bridge setup zed --write -- npx @zed-industries/codex-acp
   acp-question-bridge setup agentic --name Claude -- npx -y @agentclientprotocol/claude-agent-acp
-  acp-question-bridge setup acpx -- gemini --acp")]
+  acp-question-bridge setup acpx -- gemini --acp
+  acp-question-bridge setup zed --agent codex-acp")]
 pub struct SetupArgs {
     /// The client to configure.
     #[arg(value_enum)]
@@ -68,8 +69,19 @@ pub struct SetupArgs {
     /// With --write: replace an agent of the same name (the backup keeps the old one).
     #[arg(long, requires = "write")]
     pub replace: bool,
+    /// An agent of the ACP Registry, by its id, instead of a command after `--` (the bridge
+    /// runs it with `--agent ID`; `acp-question-bridge agents` lists them).
+    #[arg(long = "agent", value_name = "ID", conflicts_with = "agent")]
+    pub agent_id: Option<String>,
+    /// With --agent: the registry the bridge reads (a file or an https:// URL).
+    #[arg(long, value_name = "FILE|URL", requires = "agent_id")]
+    pub agent_registry: Option<String>,
     /// The agent's command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "AGENT")]
+    #[arg(
+        last = true,
+        required_unless_present = "agent_id",
+        value_name = "AGENT"
+    )]
     pub agent: Vec<String>,
 }
 
@@ -79,7 +91,7 @@ pub struct SetupArgs {
 pub struct Entry {
     pub name: String,
     pub command: String,
-    /// The bridge's arguments: `--` and the agent's command.
+    /// The bridge's arguments: `--` and the agent's command, or `--agent ID`.
     pub args: Vec<String>,
 }
 
@@ -94,16 +106,25 @@ impl Entry {
                 .into_owned(),
         };
         let argv: Vec<&str> = args.agent.iter().map(String::as_str).collect();
+        let agent = match &args.agent_id {
+            Some(id) => id.clone(),
+            None => acp_question_bridge::child::agent_name(&argv),
+        };
         let name = match &args.name {
             Some(n) if n.trim().is_empty() => return Err("--name is empty".into()),
             Some(n) => n.clone(),
-            None => format!(
-                "{} (question bridge)",
-                acp_question_bridge::child::agent_name(&argv)
-            ),
+            None => format!("{agent} (question bridge)"),
         };
-        let mut bridge_args = vec!["--".to_owned()];
-        bridge_args.extend(args.agent.iter().cloned());
+        let mut bridge_args = Vec::new();
+        if let Some(id) = &args.agent_id {
+            bridge_args.extend(["--agent".to_owned(), id.clone()]);
+            if let Some(r) = &args.agent_registry {
+                bridge_args.extend(["--agent-registry".to_owned(), r.clone()]);
+            }
+        } else {
+            bridge_args.push("--".to_owned());
+            bridge_args.extend(args.agent.iter().cloned());
+        }
         Ok(Entry {
             name,
             command,
