@@ -25,7 +25,7 @@ pub mod registry;
 pub mod remote;
 
 use bridges::{Bridge, Held};
-pub use cli::{main, InboxArgs};
+pub use cli::{main, state_dir, InboxArgs};
 use follow::{connect, FromBridge};
 
 use std::collections::HashMap;

@@ -163,10 +163,19 @@ fn zombie(pid: u32) -> bool {
 /// The live bridges in the registry at `dir`; entries of processes that are gone are
 /// removed, unreadable ones skipped.
 pub fn scan(dir: &Path) -> Vec<Entry> {
+    read(dir, true)
+}
+
+/// The live bridges in the registry at `dir`, changing nothing (for `doctor`).
+pub fn live(dir: &Path) -> Vec<Entry> {
+    read(dir, false)
+}
+
+fn read(dir: &Path, remove_dead: bool) -> Vec<Entry> {
     let Ok(read) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let mut live = Vec::new();
+    let mut found = Vec::new();
     for e in read.flatten() {
         let path = e.path();
         if path.extension().is_none_or(|x| x != "json") {
@@ -180,14 +189,14 @@ pub fn scan(dir: &Path) -> Vec<Entry> {
             continue;
         };
         if alive(entry.pid) {
-            live.push(entry);
-        } else {
+            found.push(entry);
+        } else if remove_dead {
             tracing::info!(id = %entry.id, pid = entry.pid, "a bridge that is gone left its entry; removed");
             let _ = std::fs::remove_file(&path);
         }
     }
-    live.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.id.cmp(&b.id)));
-    live
+    found.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.id.cmp(&b.id)));
+    found
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 pub mod agents;
 pub mod demo;
+pub mod doctor;
 pub mod mock_agent;
 pub mod setup;
 pub mod shapes;

@@ -1,0 +1,322 @@
+//! `acp-question-bridge doctor`: a checklist of what the bridge needs and what it finds
+//! here, each line with what to do when it is not right.
+//!
+//! It reads, never changes: the registry folder (entries of bridges that are gone are
+//! skipped, not removed), the inbox's state folder, PATH. It connects only to what it is
+//! checking: the running inbox's remote listener, and the NATS server given with `--nats`.
+//! Exit code 0 when nothing failed, 1 when a check failed.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use acp_question_bridge::agents;
+use acp_question_bridge::inbox;
+
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// Also check that this NATS server answers (`nats://HOST:PORT`, `tls://...`).
+    #[arg(long, value_name = "URL")]
+    pub nats: Option<String>,
+    /// The inbox's state folder [default: as `inbox` uses it].
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+/// One line of the checklist.
+enum Check {
+    Ok(String),
+    /// Not right: what is wrong, and what to do.
+    Fail(String, String),
+    /// Nothing to check, or not checked: why, and how to.
+    Note(String),
+}
+
+/// The agent programs looked for on PATH: the agents the bridge knows, and the launchers
+/// registry agents run through.
+const PROGRAMS: &[&str] = &[
+    "claude-agent-acp",
+    "claude-code-acp",
+    "codex-acp",
+    "gemini",
+    "qwen",
+    "goose",
+    "kimi",
+    "opencode",
+    "cursor-agent",
+    "grok",
+    "npx",
+    "uvx",
+];
+
+/// Runs `doctor`.
+pub fn main(args: DoctorArgs) -> ExitCode {
+    let mut checks = vec![Check::Ok(format!(
+        "acp-question-bridge {} ({}, {})",
+        env!("CARGO_PKG_VERSION"),
+        std::env::current_exe().map_or_else(|_| "?".into(), |p| p.display().to_string()),
+        agents::platform()
+    ))];
+    checks.push(agent_programs());
+    checks.push(registry_folder());
+    let state = inbox::state_dir(args.state_dir);
+    checks.extend(inbox_checks(&state));
+    checks.push(match &args.nats {
+        None => Check::Note(
+            "NATS: not checked (give --nats nats://HOST:PORT to check the server your bridges and inbox use)".into(),
+        ),
+        Some(url) => nats(url),
+    });
+    let mut out = String::new();
+    let mut failed = false;
+    for c in &checks {
+        match c {
+            Check::Ok(what) => writeln!(out, "[ok] {what}"),
+            Check::Note(what) => writeln!(out, "[--] {what}"),
+            Check::Fail(what, fix) => {
+                failed = true;
+                writeln!(out, "[!!] {what}\n     fix: {fix}")
+            }
+        }
+        .expect("writing to a String");
+    }
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn agent_programs() -> Check {
+    let found: Vec<&str> = PROGRAMS
+        .iter()
+        .copied()
+        .filter(|p| agents::on_path(p))
+        .collect();
+    let agents_found: Vec<&str> = found
+        .iter()
+        .copied()
+        .filter(|p| !matches!(*p, "npx" | "uvx"))
+        .collect();
+    if found.is_empty() {
+        Check::Fail(
+            "agents on PATH: none of the known agent commands, no npx, no uvx".into(),
+            "install an agent (e.g. npm install -g @zed-industries/codex-acp), or Node.js for npx, then run it behind the bridge; or run a registry agent: acp-question-bridge agents".into(),
+        )
+    } else if agents_found.is_empty() {
+        Check::Ok(format!(
+            "agents on PATH: none installed, but {} can run agents by package (acp-question-bridge --agent ID)",
+            found.join(" and ")
+        ))
+    } else {
+        Check::Ok(format!("agents on PATH: {}", found.join(", ")))
+    }
+}
+
+fn registry_folder() -> Check {
+    let dir = inbox::registry::dir();
+    if !dir.exists() {
+        return Check::Note(format!(
+            "bridge registry {}: not made yet (the first bridge with its control server makes it)",
+            dir.display()
+        ));
+    }
+    if let Err(e) = inbox::registry::ensure_dir(&dir) {
+        return Check::Fail(
+            format!("bridge registry {}: {e}", dir.display()),
+            "it must be a folder of yours that nobody else can enter (mode 0700); remove it and let a bridge make it again".into(),
+        );
+    }
+    let bridges = inbox::registry::live(&dir);
+    let mut line = format!(
+        "bridge registry {}: {} running bridge{}",
+        dir.display(),
+        bridges.len(),
+        if bridges.len() == 1 { "" } else { "s" }
+    );
+    for b in bridges.iter().take(10) {
+        let argv: Vec<&str> = b.agent.iter().map(String::as_str).collect();
+        let _ = write!(
+            line,
+            "\n     - pid {}: {} in {}",
+            b.pid,
+            acp_question_bridge::child::agent_name(&argv),
+            b.cwd
+        );
+    }
+    Check::Ok(line)
+}
+
+/// The running inbox, its remote listener, the paired devices, and whether push can work.
+fn inbox_checks(state: &std::path::Path) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let running = inbox_processes();
+    checks.push(if running.is_empty() {
+        Check::Note(
+            "inbox: none running (acp-question-bridge inbox serves one page over every bridge)"
+                .into(),
+        )
+    } else {
+        Check::Ok(format!(
+            "inbox: running (pid {})",
+            running
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    });
+    let remote = std::fs::read(state.join("remote.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    let base = remote
+        .as_ref()
+        .and_then(|r| r["base"].as_str())
+        .map(str::to_owned);
+    match &base {
+        None => checks.push(Check::Note(format!(
+            "remote listener: none announced in {} (start one for a phone: acp-question-bridge inbox --remote 0.0.0.0:8443)",
+            state.display()
+        ))),
+        Some(base) => checks.push(match reachable(base) {
+            Ok(()) => Check::Ok(format!("remote listener: {base} answers")),
+            Err(e) => Check::Fail(
+                format!("remote listener: {base} is announced but does not answer ({e})"),
+                "start the inbox again with --remote, or check that nothing blocks its port".into(),
+            ),
+        }),
+    }
+    // `Store::open` would make the folder: only a folder that is there is read.
+    let devices = if state.is_dir() {
+        inbox::remote::devices::Store::open(state).and_then(|s| s.devices())
+    } else {
+        Ok(Vec::new())
+    };
+    match devices {
+        Ok(devices) if devices.is_empty() => checks.push(Check::Note(
+            "paired devices: none (with the inbox's --remote running: acp-question-bridge inbox pair)".into(),
+        )),
+        Ok(devices) => checks.push(Check::Ok(format!(
+            "paired devices: {}",
+            devices
+                .iter()
+                .map(|d| d.name.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+        Err(e) => checks.push(Check::Fail(
+            format!("paired devices: cannot read {} ({e})", state.display()),
+            "the state folder must be yours and private (0700)".into(),
+        )),
+    }
+    if let Some(base) = &base {
+        checks.push(match trusted(base) {
+            Ok(()) => Check::Ok(format!(
+                "push: {base} has a certificate browsers trust; Web Push can work"
+            )),
+            Err(e) => Check::Fail(
+                format!("push: {base}'s certificate is not one a phone trusts ({e}); the page works, Web Push and installing it do not"),
+                "give the inbox a trusted certificate: --tls-cert/--tls-key from `tailscale cert` or mkcert (with its CA installed on the phone)".into(),
+            ),
+        });
+    } else {
+        checks.push(Check::Note("push: needs a remote listener".into()));
+    }
+    checks
+}
+
+/// The pids of running `acp-question-bridge inbox` processes (Linux: /proc).
+fn inbox_processes() -> Vec<u32> {
+    let Ok(read) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    read.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+            args.len() > 1
+                && args[0].ends_with(b"acp-question-bridge")
+                && args[1] == b"inbox"
+                && args
+                    .get(2)
+                    .is_none_or(|a| !matches!(*a, b"pair" | b"devices"))
+        })
+        .collect()
+}
+
+/// Whether a TCP connection to `base`'s address opens.
+fn reachable(base: &str) -> Result<(), String> {
+    use std::net::ToSocketAddrs as _;
+    let authority = base
+        .split("://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .ok_or("not a URL")?;
+    let addr = authority
+        .to_socket_addrs()
+        .map_err(|e| e.to_string())?
+        .next()
+        .ok_or("no address")?;
+    std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3))
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// Whether `base` presents a certificate the system trusts: an HTTPS request verified
+/// against the public roots, whatever its status.
+fn trusted(base: &str) -> Result<(), String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(5)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    agent.get(base).call().map(drop).map_err(|e| e.to_string())
+}
+
+/// Whether the NATS server at `url` answers with its INFO line.
+fn nats(url: &str) -> Check {
+    use std::io::Read as _;
+    use std::net::ToSocketAddrs as _;
+    let hostport = url
+        .split("://")
+        .nth(1)
+        .unwrap_or(url)
+        .rsplit('@')
+        .next()
+        .unwrap_or("")
+        .trim_end_matches('/');
+    let hostport = if hostport.contains(':') {
+        hostport.to_owned()
+    } else {
+        format!("{hostport}:4222")
+    };
+    let answer = (|| -> Result<String, String> {
+        let addr = hostport
+            .to_socket_addrs()
+            .map_err(|e| e.to_string())?
+            .next()
+            .ok_or("no address")?;
+        let mut conn = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3))
+            .map_err(|e| e.to_string())?;
+        conn.set_read_timeout(Some(Duration::from_secs(3)))
+            .map_err(|e| e.to_string())?;
+        let mut buf = [0u8; 5];
+        conn.read_exact(&mut buf).map_err(|e| e.to_string())?;
+        Ok(String::from_utf8_lossy(&buf).into_owned())
+    })();
+    match answer {
+        Ok(s) if s.starts_with("INFO") => Check::Ok(format!("NATS: {url} answers")),
+        Ok(s) => Check::Fail(
+            format!("NATS: {url} answers, but not as a NATS server ({s:?})"),
+            "check the address: a NATS server listens on 4222 by default".into(),
+        ),
+        Err(e) => Check::Fail(
+            format!("NATS: {url} does not answer ({e})"),
+            "start the server (nats-server -js), or check the address and the network".into(),
+        ),
+    }
+}
