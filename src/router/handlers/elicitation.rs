@@ -16,6 +16,7 @@ use crate::questions::registry::Origin;
 use crate::questions::sources::form::{self, FormSource};
 use crate::questions::Dialect;
 use crate::router::message::Req;
+use crate::router::questions::{Asked, NotAdmitted};
 use crate::router::{Outbox, Router, Side};
 
 pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
@@ -26,7 +27,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         .and_then(|p| serde_json::from_str(p).ok())
         .unwrap_or(Value::Null);
     let parsed = form::parse(&v, format!("elicitation:{id}"));
-    let (q, form) = match parsed {
+    let (question, form) = match parsed {
         Ok(x) => x,
         Err(why) if translate => {
             tracing::warn!(%id, why = ?why, "the client cannot show this elicitation; cancelled (not seen by the user)");
@@ -39,21 +40,6 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
             return r.pass(Side::Agent, req, line, out);
         }
     };
-    if let Err((code, msg)) = r.admit(&id, &q) {
-        if !translate {
-            // The agent's own request, which the client can show: not the bridge's to refuse.
-            let line = req.line.clone();
-            return r.pass(Side::Agent, req, line, out);
-        }
-        return crate::router::questions::refuse(&id, code, msg, out);
-    }
-    let source: Origin = Arc::new(FormSource { form });
-    let mut p = r.new_pending(id, q, source, req.now);
-    p.context = v.get("message").map(|m| json!({ "message": m }));
-    p.agent_tool_call = v
-        .get("toolCallId")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
     let dialect = if !translate {
         Dialect::Native
     } else if r.dialect() == Dialect::Extension {
@@ -61,5 +47,23 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
     } else {
         Dialect::Permission
     };
-    r.show(p, dialect, Some(req.line), out);
+    let asked = Asked {
+        question,
+        origin: Arc::new(FormSource { form }) as Origin,
+        context: v.get("message").map(|m| json!({ "message": m })),
+        agent_tool_call: v
+            .get("toolCallId")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        dialect,
+        as_sent: true,
+        // The agent's own request, which the client can show, is not the bridge's to
+        // refuse; one it cannot show gets the error.
+        not_admitted: if translate {
+            NotAdmitted::Refuse
+        } else {
+            NotAdmitted::Pass
+        },
+    };
+    r.ask(req, asked, out);
 }

@@ -14,6 +14,7 @@ use crate::questions::sources::permission;
 use crate::questions::Dialect;
 use crate::router::handlers::tool_call;
 use crate::router::message::Req;
+use crate::router::questions::{Asked, NotAdmitted};
 use crate::router::{Outbox, Router, Side};
 
 pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
@@ -28,21 +29,26 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
             }
             permission::parse(&v, format!("permission:{id}"))
         });
-    let Some((q, source, context)) = parsed.filter(|(q, ..)| r.admit(&id, q).is_ok()) else {
+    let Some((question, source, context)) = parsed else {
         let line = req.line.clone();
         return r.pass(Side::Agent, req, line, out);
     };
-    let questions = source.asks_questions();
-    let source: Origin = Arc::new(source);
-    let mut p = r.new_pending(id, q, source, req.now);
-    p.agent_tool_call = context["toolCall"]["toolCallId"]
-        .as_str()
-        .map(str::to_owned);
-    p.context = Some(context);
-    match r.dialect() {
-        dialect @ (Dialect::Extension | Dialect::Elicitation) if questions => {
-            r.show(p, dialect, None, out)
+    let (dialect, as_sent) = match r.dialect() {
+        dialect @ (Dialect::Extension | Dialect::Elicitation) if source.asks_questions() => {
+            (dialect, false)
         }
-        _ => r.show(p, Dialect::Native, Some(req.line), out),
-    }
+        _ => (Dialect::Native, true),
+    };
+    let asked = Asked {
+        question,
+        origin: Arc::new(source) as Origin,
+        agent_tool_call: context["toolCall"]["toolCallId"]
+            .as_str()
+            .map(str::to_owned),
+        context: Some(context),
+        dialect,
+        as_sent,
+        not_admitted: NotAdmitted::Pass,
+    };
+    r.ask(req, asked, out);
 }

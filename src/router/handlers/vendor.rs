@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::questions::sources;
 use crate::questions::Dialect;
 use crate::router::message::Req;
+use crate::router::questions::{Asked, NotAdmitted};
 use crate::router::{Outbox, Router, Side};
 
 /// The request of a vendor method ([`sources::VENDORS`]) arrives.
@@ -29,21 +30,22 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         .and_then(|p| serde_json::from_str(p).ok())
         .unwrap_or(Value::Null);
     let parsed = (vendor.parse)(&params, format!("{method}:{id}"), &prompting);
-    let Some((q, source, context)) = parsed.filter(|(q, ..)| r.admit(&id, q).is_ok()) else {
+    let Some((question, origin, context)) = parsed else {
         let line = req.line.clone();
         return r.pass(Side::Agent, req, line, out);
     };
     let native = r.client.understands(req.method);
-    let mut p = r.new_pending(id, q, source, req.now);
-    p.context = Some(context);
-    p.agent_tool_call = params
-        .get("toolCallId")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    if native {
-        r.show(p, Dialect::Native, Some(req.line), out);
-    } else {
-        let dialect = r.dialect();
-        r.show(p, dialect, None, out);
-    }
+    let asked = Asked {
+        question,
+        origin,
+        context: Some(context),
+        agent_tool_call: params
+            .get("toolCallId")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        dialect: if native { Dialect::Native } else { r.dialect() },
+        as_sent: native,
+        not_admitted: NotAdmitted::Pass,
+    };
+    r.ask(req, asked, out);
 }

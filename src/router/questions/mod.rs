@@ -8,13 +8,17 @@
 //! `client_disconnected`, `unsupported`). Late and duplicate answers are dropped. Requests
 //! the bridge sends itself use string ids with a per-process random prefix.
 //!
-//! The lifecycle's parts: [`show`] (delivery in a dialect, or holding for the control
+//! The lifecycle's parts: [`ask`] (the one way in: admission and registration, whatever the
+//! source), [`show`] (delivery in a dialect, or holding for the control
 //! server), [`answers`] (the client's answers and errors), [`endings`] (every way a
 //! question ends, and what the client and the agent are sent then).
 
 mod answers;
+mod ask;
 mod endings;
 mod show;
+
+pub(in crate::router) use ask::{Asked, NotAdmitted};
 
 use std::time::{Duration, Instant};
 

@@ -1,0 +1,66 @@
+//! The one way a question enters the router. Each source's handler
+//! ([`crate::router::handlers`]: the extension, tool approvals, forms, the vendors' methods)
+//! only reads its request into an [`Asked`]: the question, its source, what the agent said
+//! around it, and how the client is to see it. Everything after that is written once, here:
+//! admission against the caps, the pending entry with its context and the agent's tool call,
+//! and the delivery ([`super::show`]). A step that concerns every question, whatever its
+//! source, belongs in [`Router::ask`].
+//!
+//! Invariant: a request that reaches [`Router::ask`] is answered exactly once: refused, passed
+//! on to the client as the agent's own request, or registered and shown (and then ended by
+//! [`super::endings`] or answered).
+
+use serde_json::Value;
+
+use crate::questions::registry::Origin;
+use crate::questions::{model, Dialect};
+use crate::router::message::Req;
+use crate::router::{Outbox, Router, Side};
+
+/// A question a source read from an agent's request, and how the client is to see it.
+pub(in crate::router) struct Asked {
+    pub question: model::Question,
+    pub origin: Origin,
+    /// What the agent said around it (its tool call, a message), shown on every surface.
+    pub context: Option<Value>,
+    /// The agent's own tool call that the question belongs to, if it named one.
+    pub agent_tool_call: Option<String>,
+    /// The dialect the client is shown it in.
+    pub dialect: Dialect,
+    /// Whether the client gets the agent's request as it was sent, rather than one the
+    /// bridge builds for the dialect.
+    pub as_sent: bool,
+    /// What becomes of a question the registry does not take (a cap, an id in use).
+    pub not_admitted: NotAdmitted,
+}
+
+/// What becomes of a question the registry does not take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::router) enum NotAdmitted {
+    /// The agent gets the error (the bridge's own way of asking: the extension, a form the
+    /// client could not show anyway).
+    Refuse,
+    /// The client gets the agent's request as it was, untracked (the agent's own request,
+    /// which the client can show: not the bridge's to refuse).
+    Pass,
+}
+
+impl Router {
+    /// Asks `asked`, read from `req`.
+    pub(in crate::router) fn ask(&mut self, req: Req<'_>, asked: Asked, out: &mut Outbox) {
+        if let Err((code, msg)) = self.admit(&req.id, &asked.question) {
+            return match asked.not_admitted {
+                NotAdmitted::Refuse => super::refuse(&req.id, code, msg, out),
+                NotAdmitted::Pass => {
+                    let line = req.line.clone();
+                    self.pass(Side::Agent, req, line, out)
+                }
+            };
+        }
+        let mut p = self.new_pending(req.id, asked.question, asked.origin, req.now);
+        p.context = asked.context;
+        p.agent_tool_call = asked.agent_tool_call;
+        let original = asked.as_sent.then_some(req.line);
+        self.show(p, asked.dialect, original, out);
+    }
+}
