@@ -35,6 +35,7 @@ pub mod journal;
 pub mod jsonrpc;
 pub mod logging;
 pub mod notify;
+pub mod policy;
 pub mod private_file;
 pub mod questions;
 pub mod rawjson;

@@ -45,6 +45,9 @@ enum Command {
     /// A checklist of what the bridge needs and finds here (agents on PATH, running bridges,
     /// the inbox, its remote listener, paired devices, push, NATS), with what to do.
     Doctor(tools::doctor::DoctorArgs),
+    /// The approval policy's files: check them, list their rules, explain which rule
+    /// decides a tool call, trust a project folder.
+    Policy(tools::policy::PolicyArgs),
     /// List the agents of the ACP Registry that `--agent ID` runs, and which are ready here.
     Agents(tools::agents::AgentsArgs),
     /// Run the built-in mock ACP agent on this process's stdio (same as `acp-mock-agent`).
@@ -115,6 +118,7 @@ fn main() -> ExitCode {
         Some(Command::Setup(args)) => return tools::setup::main(args),
         Some(Command::Agents(args)) => return tools::agents::main(args),
         Some(Command::Doctor(args)) => return tools::doctor::main(args),
+        Some(Command::Policy(args)) => return tools::policy::main(args),
         Some(Command::Questions(args)) => return control::client::main(args),
         Some(Command::Inbox(args)) => return acp_question_bridge::inbox::main(*args),
         Some(Command::AgentGuard { pgid, grace_ms }) => {

@@ -7,5 +7,6 @@ pub mod agents;
 pub mod demo;
 pub mod doctor;
 pub mod mock_agent;
+pub mod policy;
 pub mod setup;
 pub mod shapes;

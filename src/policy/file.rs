@@ -1,0 +1,311 @@
+//! The policy's files, in tiers (docs/POLICY.md):
+//! - the user's: `--policy FILE`, and `$XDG_CONFIG_HOME/acp-question-bridge/policy.toml`
+//!   (else `~/.config/...`);
+//! - the project's: `.acp-question-bridge/policy.toml` in the session's folder. Its `allow`
+//!   rules count only in a folder the user trusted (`acp-question-bridge policy trust DIR`,
+//!   kept in the user's config folder): a cloned repository must never approve its own
+//!   commands.
+//!
+//! Invariants: a file that cannot be read or parsed, a rule that is not valid, and an example
+//! that does not come out as the rule says make the whole policy broken, with every reason
+//! ([`super::Policy::broken`]). Each rule knows its file and line.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::command::{self, Command};
+use super::{Decision, Policy, Rule, Tier};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    rule: Vec<toml::Spanned<RawRule>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    id: String,
+    decision: Decision,
+    justification: Option<String>,
+    agent: Option<Vec<String>>,
+    kind: Option<Vec<String>>,
+    command: Option<Vec<Word>>,
+    paths: Option<Vec<String>>,
+    title: Option<String>,
+    #[serde(default, rename = "match")]
+    matches: Vec<String>,
+    #[serde(default)]
+    not_match: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Word {
+    One(String),
+    Any(Vec<String>),
+}
+
+/// The user's config folder: `$XDG_CONFIG_HOME/acp-question-bridge`, else
+/// `~/.config/acp-question-bridge`.
+pub fn config_dir() -> Option<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("XDG_CONFIG_HOME")
+        .or_else(|| var("HOME").map(|h| h.join(".config")))
+        .map(|d| d.join("acp-question-bridge"))
+}
+
+/// The user's policy file.
+pub fn user_file() -> Option<PathBuf> {
+    config_dir().map(|d| d.join("policy.toml"))
+}
+
+/// The project's policy file in `cwd`.
+pub fn project_file(cwd: &Path) -> PathBuf {
+    cwd.join(".acp-question-bridge/policy.toml")
+}
+
+/// The file of trusted folders (one canonical path a line).
+fn trusted_file() -> Option<PathBuf> {
+    config_dir().map(|d| d.join("trusted-folders"))
+}
+
+/// Whether the user trusted folder `dir`.
+pub fn is_trusted(dir: &Path) -> bool {
+    let Some(list) = trusted_file().and_then(|f| std::fs::read_to_string(f).ok()) else {
+        return false;
+    };
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
+    list.lines().any(|l| Path::new(l.trim()) == dir)
+}
+
+/// Trusts `dir`: the `allow` rules of its project policy count. Returns the canonical path.
+pub fn trust(dir: &Path) -> Result<PathBuf, String> {
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !dir.is_dir() {
+        return Err(format!("{} is not a folder", dir.display()));
+    }
+    let file = trusted_file().ok_or("no HOME or XDG_CONFIG_HOME for the user's config folder")?;
+    if is_trusted(&dir) {
+        return Ok(dir);
+    }
+    let mut text = std::fs::read_to_string(&file).unwrap_or_default();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!("{}\n", dir.display()));
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    crate::agents::fetch::keep(&file, text.as_bytes())
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(dir)
+}
+
+/// Where the policy comes from.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    /// `--policy FILE`: must exist.
+    pub given: Vec<PathBuf>,
+    /// The user's own file (read if it exists).
+    pub user: Option<PathBuf>,
+    /// The session's folder, for the project's file.
+    pub project: Option<PathBuf>,
+}
+
+impl Sources {
+    /// The defaults: the user's file, and the project's in `cwd`.
+    pub fn defaults(given: Vec<PathBuf>, cwd: Option<PathBuf>) -> Self {
+        Sources {
+            given,
+            user: user_file(),
+            project: cwd,
+        }
+    }
+}
+
+/// Loads the policy; what could not be loaded makes it broken. Notes (project `allow`
+/// rules left out in an untrusted folder) go to the log.
+pub fn load(src: &Sources) -> Policy {
+    let mut errors = Vec::new();
+    let mut user = Vec::new();
+    for f in &src.given {
+        match read_rules(f) {
+            Ok(r) => user.extend(r),
+            Err(e) => errors.push(e),
+        }
+    }
+    if let Some(f) = &src.user {
+        if f.exists() {
+            match read_rules(f) {
+                Ok(r) => user.extend(r),
+                Err(e) => errors.push(e),
+            }
+        }
+    }
+    let mut project = Vec::new();
+    if let Some(dir) = &src.project {
+        let f = project_file(dir);
+        if f.exists() {
+            match read_rules(&f) {
+                Ok(rules) => {
+                    let trusted = is_trusted(dir);
+                    for r in rules {
+                        if r.decision == Decision::Allow && !trusted {
+                            tracing::warn!(rule = %r.id, file = %f.display(), "a project policy's allow rule counts only in a trusted folder (acp-question-bridge policy trust DIR); left out");
+                        } else {
+                            project.push(r);
+                        }
+                    }
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+    }
+    let mut seen = std::collections::HashMap::new();
+    for r in user.iter().chain(&project) {
+        if let Some((file, line)) = seen.insert(r.id.clone(), (r.file.clone(), r.line)) {
+            errors.push(format!(
+                "{}:{}: rule id {:?} is already used at {}:{line}",
+                r.file.display(),
+                r.line,
+                r.id,
+                file.display()
+            ));
+        }
+    }
+    Policy {
+        tiers: vec![
+            Tier {
+                name: "user",
+                rules: user,
+            },
+            Tier {
+                name: "project",
+                rules: project,
+            },
+        ],
+        broken: (!errors.is_empty()).then(|| errors.join("; ")),
+    }
+}
+
+/// The rules of one file.
+pub fn read_rules(path: &Path) -> Result<Vec<Rule>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    parse_rules(&text, path)
+}
+
+/// The rules of a file's text.
+pub fn parse_rules(text: &str, path: &Path) -> Result<Vec<Rule>, String> {
+    let raw: RawFile = toml::from_str(text).map_err(|e| {
+        let line = e.span().map_or(0, |s| line_of(text, s.start));
+        format!("{}:{line}: {}", path.display(), e.message())
+    })?;
+    let mut rules = Vec::new();
+    for spanned in raw.rule {
+        let line = line_of(text, spanned.span().start);
+        let at = |msg: String| format!("{}:{line}: {msg}", path.display());
+        let r = spanned.into_inner();
+        rules.push(rule(r, path, line).map_err(at)?);
+    }
+    Ok(rules)
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+fn globs(patterns: &[String], what: &str) -> Result<globset::GlobSet, String> {
+    let mut set = globset::GlobSetBuilder::new();
+    for p in patterns {
+        let glob = globset::GlobBuilder::new(p.trim_start_matches("./"))
+            .literal_separator(true)
+            .build()
+            .map_err(|e| format!("{what} {p:?}: {e}"))?;
+        set.add(glob);
+    }
+    set.build().map_err(|e| format!("{what}: {e}"))
+}
+
+fn rule(r: RawRule, path: &Path, line: usize) -> Result<Rule, String> {
+    if r.id.trim().is_empty() || r.id.chars().any(char::is_control) {
+        return Err("a rule needs an id (printable, not empty)".into());
+    }
+    let command = match r.command {
+        None => None,
+        Some(words) if words.is_empty() => {
+            return Err(format!("rule {:?}: an empty command", r.id))
+        }
+        Some(words) => Some(
+            words
+                .into_iter()
+                .map(|w| match w {
+                    Word::One(s) => Ok(vec![s]),
+                    Word::Any(v) if v.is_empty() => {
+                        Err(format!("rule {:?}: an empty list of alternatives", r.id))
+                    }
+                    Word::Any(v) => Ok(v),
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    let rule = Rule {
+        id: r.id.clone(),
+        decision: r.decision,
+        file: path.to_owned(),
+        line,
+        justification: r.justification,
+        agent: r.agent.as_deref().map(|a| globs(a, "agent")).transpose()?,
+        kind: r.kind.unwrap_or_default(),
+        command,
+        paths: r.paths.as_deref().map(|p| globs(p, "paths")).transpose()?,
+        title: r
+            .title
+            .as_deref()
+            .map(|t| regex::Regex::new(t).map_err(|e| format!("rule {:?}: title: {e}", r.id)))
+            .transpose()?,
+    };
+    if (!r.matches.is_empty() || !r.not_match.is_empty()) && rule.command.is_none() {
+        return Err(format!(
+            "rule {:?}: match and not_match are commands; the rule has none",
+            r.id
+        ));
+    }
+    for example in &r.matches {
+        if !example_fits(&rule, example) {
+            return Err(format!(
+                "rule {:?}: its example {example:?} is not covered by it",
+                r.id
+            ));
+        }
+    }
+    for example in &r.not_match {
+        if example_fits(&rule, example) {
+            return Err(format!(
+                "rule {:?}: its not_match example {example:?} is covered by it",
+                r.id
+            ));
+        }
+    }
+    Ok(rule)
+}
+
+/// Whether a command example comes out as the rule says: an `allow` covers every part, a
+/// `deny` or `ask` any part.
+fn example_fits(rule: &Rule, example: &str) -> bool {
+    match command::parse(example) {
+        Command::Parts(parts) if rule.decision == Decision::Allow => {
+            parts.iter().all(|p| rule.covers(p))
+        }
+        Command::Unparseable { .. } if rule.decision == Decision::Allow => false,
+        cmd => cmd.any_parts().iter().any(|p| rule.covers(p)),
+    }
+}

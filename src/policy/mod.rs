@@ -1,0 +1,399 @@
+//! The approval policy (docs/POLICY.md): one set of rules for the tool approvals of every
+//! agent, read from TOML files in tiers ([`file`]), deciding each approval `allow`, `deny` or
+//! `ask`.
+//!
+//! Invariants:
+//! - Never fail open. A policy with a file that could not be read, parsed or checked
+//!   ([`Policy::broken`]) decides nothing: every approval is asked.
+//! - A higher tier always wins over a lower one; within a tier `deny` beats `ask` beats
+//!   `allow`. No rule: `ask`.
+//! - `allow` needs every part of a compound command allowed, and a command that cannot be
+//!   read safely is never allowed ([`command`]); a `deny` rule covers a call if it covers any
+//!   part, even of a command that cannot be read.
+//! - Paths are made absolute against the session's folder and canonical (`..` and links
+//!   resolved) before globs see them; an `allow` with `paths` needs every path inside them, a
+//!   `deny` any one.
+
+pub mod command;
+pub mod file;
+
+use std::path::{Path, PathBuf};
+
+use command::Command;
+
+/// What a rule decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Allow,
+    Ask,
+    Deny,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Ask => "ask",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+/// One word of a command pattern: any of these.
+pub type Alternatives = Vec<String>;
+
+/// One rule, as loaded.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub id: String,
+    pub decision: Decision,
+    /// Where it is written.
+    pub file: PathBuf,
+    pub line: usize,
+    pub justification: Option<String>,
+    /// Globs on the agent's name (or its program).
+    pub agent: Option<globset::GlobSet>,
+    /// ACP tool kinds.
+    pub kind: Vec<String>,
+    /// A command prefix, word by word.
+    pub command: Option<Vec<Alternatives>>,
+    /// Globs on paths, relative to the session's folder.
+    pub paths: Option<globset::GlobSet>,
+    /// A regular expression on the tool call's title.
+    pub title: Option<regex::Regex>,
+}
+
+/// A tool approval, as the policy reads it.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub agent: String,
+    pub kind: Option<String>,
+    pub title: String,
+    pub command: Option<Command>,
+    /// As the agent gave them (absolute, or relative to `cwd`).
+    pub paths: Vec<PathBuf>,
+    /// The session's folder.
+    pub cwd: PathBuf,
+}
+
+/// The policy's answer for one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub decision: Decision,
+    /// The rule that decided (none: the default `ask`, or a broken policy).
+    pub rule: Option<RuleRef>,
+    /// Why, in a sentence.
+    pub why: String,
+}
+
+/// Which rule decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleRef {
+    pub id: String,
+    pub file: PathBuf,
+    pub line: usize,
+    pub justification: Option<String>,
+}
+
+impl From<&Rule> for RuleRef {
+    fn from(r: &Rule) -> Self {
+        RuleRef {
+            id: r.id.clone(),
+            file: r.file.clone(),
+            line: r.line,
+            justification: r.justification.clone(),
+        }
+    }
+}
+
+/// The rules in force, by tier, highest first.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    pub tiers: Vec<Tier>,
+    /// Why it decides nothing: the files that failed, with their errors.
+    pub broken: Option<String>,
+}
+
+/// One tier: its name and rules.
+#[derive(Debug, Clone)]
+pub struct Tier {
+    pub name: &'static str,
+    pub rules: Vec<Rule>,
+}
+
+impl Rule {
+    /// Whether what the rule says of everything but the command fits `call`
+    /// (`paths_decide`: the paths, resolved).
+    fn fits(&self, call: &Call, paths: &[PathBuf]) -> bool {
+        if let Some(agents) = &self.agent {
+            let program = call.agent.rsplit('/').next().unwrap_or(&call.agent);
+            if !agents.is_match(&call.agent) && !agents.is_match(program) {
+                return false;
+            }
+        }
+        if !self.kind.is_empty() && !call.kind.as_ref().is_some_and(|k| self.kind.contains(k)) {
+            return false;
+        }
+        if let Some(re) = &self.title {
+            if !re.is_match(&call.title) {
+                return false;
+            }
+        }
+        if let Some(globs) = &self.paths {
+            let inside = |p: &PathBuf| {
+                globs.is_match(p) || p.strip_prefix(&call.cwd).is_ok_and(|r| globs.is_match(r))
+            };
+            let ok = match self.decision {
+                // Deny: any path it covers. Allow and ask: all of them, and at least one.
+                Decision::Deny => paths.iter().any(inside),
+                _ => !paths.is_empty() && paths.iter().all(inside),
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Whether the rule's command prefix covers `words`.
+    pub fn covers(&self, words: &[String]) -> bool {
+        let Some(pattern) = &self.command else {
+            return true;
+        };
+        pattern.len() <= words.len()
+            && pattern
+                .iter()
+                .zip(words)
+                .all(|(alts, w)| alts.iter().any(|a| a == w || program_is(a, w)))
+    }
+}
+
+/// `/usr/bin/git` is `git` in the first word.
+fn program_is(pattern: &str, word: &str) -> bool {
+    !pattern.contains('/') && word.rsplit('/').next() == Some(pattern) && word.contains('/')
+}
+
+/// `path` made absolute against `cwd` and canonical: `..` and links resolved (a path that
+/// does not exist yet, its nearest existing folder resolved and the rest appended).
+pub fn resolve(path: &Path, cwd: &Path) -> PathBuf {
+    let abs = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        cwd.join(path)
+    };
+    // Lexically first, so `..` cannot climb through a folder that does not exist.
+    let mut clean = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                clean.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => clean.push(other),
+        }
+    }
+    let mut existing = clean.clone();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (
+            existing.file_name().map(|n| n.to_owned()),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_owned();
+            }
+            _ => return clean,
+        }
+    }
+    let mut out = existing.canonicalize().unwrap_or(existing);
+    for name in rest.into_iter().rev() {
+        out.push(name);
+    }
+    out
+}
+
+impl Call {
+    /// The call an ACP tool call (`toolCall` of `session/request_permission`) describes: its
+    /// title and kind, the command in its `rawInput` ([`command::from_raw_input`]), and the
+    /// paths of its `locations` and of its `rawInput` (`file_path`, `path`, `filePath`,
+    /// `notebook_path`, `paths`).
+    pub fn from_tool_call(tool_call: &serde_json::Value, agent: &str, cwd: &Path) -> Call {
+        let raw = &tool_call["rawInput"];
+        let mut paths: Vec<PathBuf> = tool_call["locations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|l| l["path"].as_str())
+            .map(PathBuf::from)
+            .collect();
+        for key in ["file_path", "path", "filePath", "notebook_path"] {
+            if let Some(p) = raw[key].as_str() {
+                paths.push(PathBuf::from(p));
+            }
+        }
+        paths.extend(
+            raw["paths"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.as_str())
+                .map(PathBuf::from),
+        );
+        paths.sort();
+        paths.dedup();
+        Call {
+            agent: agent.to_owned(),
+            kind: tool_call["kind"].as_str().map(str::to_owned),
+            title: tool_call["title"].as_str().unwrap_or_default().to_owned(),
+            command: command::from_raw_input(raw),
+            paths,
+            cwd: cwd.to_owned(),
+        }
+    }
+}
+
+impl Policy {
+    /// Decides `call`.
+    pub fn decide(&self, call: &Call) -> Verdict {
+        if let Some(why) = &self.broken {
+            return Verdict {
+                decision: Decision::Ask,
+                rule: None,
+                why: format!("the policy decides nothing while a file of it is broken: {why}"),
+            };
+        }
+        let paths: Vec<PathBuf> = call.paths.iter().map(|p| resolve(p, &call.cwd)).collect();
+        let cwd = resolve(&call.cwd, Path::new("/"));
+        let call = &Call {
+            cwd,
+            ..call.clone()
+        };
+        match &call.command {
+            None => self.decide_plain(call, &paths),
+            Some(cmd) => self.decide_command(call, &paths, cmd),
+        }
+    }
+
+    /// A call with no command: the highest tier with a rule that fits decides.
+    fn decide_plain(&self, call: &Call, paths: &[PathBuf]) -> Verdict {
+        for tier in &self.tiers {
+            for d in [Decision::Deny, Decision::Ask, Decision::Allow] {
+                let rule = tier
+                    .rules
+                    .iter()
+                    .find(|r| r.decision == d && r.command.is_none() && r.fits(call, paths));
+                if let Some(r) = rule {
+                    return Verdict {
+                        decision: d,
+                        rule: Some(r.into()),
+                        why: format!("rule {:?} in the {} tier", r.id, tier.name),
+                    };
+                }
+            }
+        }
+        no_rule()
+    }
+
+    /// What the policy says of one part of a command: the highest tier with a rule that
+    /// covers it decides (deny, then ask, then allow; an allow needs a command pattern).
+    fn decide_part(
+        &self,
+        call: &Call,
+        paths: &[PathBuf],
+        part: &[String],
+    ) -> Option<(Decision, &Rule, &'static str)> {
+        for tier in &self.tiers {
+            for d in [Decision::Deny, Decision::Ask, Decision::Allow] {
+                let rule = tier.rules.iter().find(|r| {
+                    r.decision == d
+                        && (d != Decision::Allow || r.command.is_some())
+                        && r.covers(part)
+                        && r.fits(call, paths)
+                });
+                if let Some(r) = rule {
+                    return Some((d, r, tier.name));
+                }
+            }
+        }
+        None
+    }
+
+    /// A call with a command: denied if any part is, asked if any part is or no rule
+    /// covers one, allowed only when every part is; never allowed when it cannot be read.
+    fn decide_command(&self, call: &Call, paths: &[PathBuf], cmd: &Command) -> Verdict {
+        let decided: Vec<_> = cmd
+            .any_parts()
+            .iter()
+            .map(|p| (p, self.decide_part(call, paths, p)))
+            .collect();
+        let verdict = |d: Decision, r: &Rule, tier: &str, part: &[String]| Verdict {
+            decision: d,
+            rule: Some(r.into()),
+            why: format!(
+                "rule {:?} in the {tier} tier covers `{}`",
+                r.id,
+                part.join(" ")
+            ),
+        };
+        for want in [Decision::Deny, Decision::Ask] {
+            if let Some((part, Some((d, r, tier)))) = decided
+                .iter()
+                .find(|(_, v)| v.as_ref().is_some_and(|(d, ..)| *d == want))
+            {
+                return verdict(*d, r, tier, part);
+            }
+        }
+        if let Command::Unparseable { why, .. } = cmd {
+            return Verdict {
+                decision: Decision::Ask,
+                rule: None,
+                why: format!("the command cannot be read safely ({why}), so no rule can allow it"),
+            };
+        }
+        if let Some((part, _)) = decided.iter().find(|(_, v)| v.is_none()) {
+            if decided.iter().all(|(_, v)| v.is_none()) {
+                return no_rule();
+            }
+            return Verdict {
+                decision: Decision::Ask,
+                rule: None,
+                why: format!("no rule allows `{}`, a part of the command", part.join(" ")),
+            };
+        }
+        match decided.first() {
+            Some((_, Some((_, r, tier)))) => Verdict {
+                decision: Decision::Allow,
+                rule: Some((*r).into()),
+                why: if decided.len() == 1 {
+                    format!("rule {:?} in the {tier} tier covers it", r.id)
+                } else {
+                    format!(
+                        "every part is allowed (first by rule {:?} in the {tier} tier)",
+                        r.id
+                    )
+                },
+            },
+            _ => no_rule(),
+        }
+    }
+
+    /// Every rule, highest tier first.
+    pub fn rules(&self) -> impl Iterator<Item = (&'static str, &Rule)> {
+        self.tiers
+            .iter()
+            .flat_map(|t| t.rules.iter().map(move |r| (t.name, r)))
+    }
+}
+
+fn no_rule() -> Verdict {
+    Verdict {
+        decision: Decision::Ask,
+        rule: None,
+        why: "no rule covers it".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,148 @@
+//! `acp-question-bridge policy`: the approval policy's files loaded as the bridge loads them
+//! (the user's file, `--policy`, the project's in its folder), checked, listed, and asked
+//! which rule decides a tool call; a project's `allow` counts only once its folder is
+//! trusted; a broken file decides nothing.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{temp_dir, BRIDGE};
+
+/// `policy ARGS` with the user's config folder `config`, in `cwd`: code and stdout.
+fn policy(config: &Path, cwd: &Path, args: &[&str]) -> (i32, String) {
+    let out = Command::new(BRIDGE)
+        .arg("policy")
+        .args(args)
+        .current_dir(cwd)
+        .env("XDG_CONFIG_HOME", config)
+        .output()
+        .expect("the bridge runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+const USER: &str = r#"
+[[rule]]
+id = "tests"
+decision = "allow"
+kind = ["execute"]
+command = ["cargo", ["test", "nextest"]]
+justification = "tests only build and run the project's tests"
+match = ["cargo test -p bridge"]
+not_match = ["cargo publish"]
+
+[[rule]]
+id = "no-force-push"
+decision = "deny"
+command = ["git", "push", ["--force", "-f"]]
+"#;
+
+const PROJECT: &str = r#"
+[[rule]]
+id = "project-make"
+decision = "allow"
+command = ["make"]
+
+[[rule]]
+id = "project-no-deploy"
+decision = "deny"
+command = ["make", "deploy"]
+"#;
+
+#[test]
+fn policy_files_are_checked_listed_explained_and_trusted() {
+    let dir = temp_dir("policy-cli");
+    let config = dir.join("config");
+    std::fs::create_dir_all(config.join("acp-question-bridge")).unwrap();
+    std::fs::write(config.join("acp-question-bridge/policy.toml"), USER).unwrap();
+    let project = dir.join("project");
+    std::fs::create_dir_all(project.join(".acp-question-bridge")).unwrap();
+    std::fs::write(project.join(".acp-question-bridge/policy.toml"), PROJECT).unwrap();
+
+    let (code, out) = policy(&config, &project, &["check"]);
+    assert_eq!(code, 0, "{out}");
+    // The project's allow is left out until the folder is trusted.
+    assert!(out.contains("ok: 3 rules"), "{out}");
+    let (_, out) = policy(
+        &config,
+        &project,
+        &["explain", "--command", "cargo test && make"],
+    );
+    assert!(out.starts_with("ask:"), "{out}");
+    let (_, out) = policy(&config, &project, &["explain", "--command", "make deploy"]);
+    assert!(out.starts_with("deny: rule \"project-no-deploy\""), "{out}");
+    let (_, out) = policy(
+        &config,
+        &project,
+        &["explain", "--command", "cargo test -p x"],
+    );
+    assert!(
+        out.starts_with("allow: rule \"tests\" in the user tier"),
+        "{out}"
+    );
+    assert!(out.contains("justification: tests only build"), "{out}");
+    // A tool call as Codex sends it: an argv through bash -lc.
+    let (_, out) = policy(
+        &config,
+        &project,
+        &[
+            "explain",
+            "--json",
+            r#"{"title":"git push","kind":"execute","rawInput":{"command":["bash","-lc","git push -f origin main"]}}"#,
+        ],
+    );
+    assert!(out.starts_with("deny: rule \"no-force-push\""), "{out}");
+
+    // Trusted: the project's allow counts.
+    let (code, out) = policy(&config, &project, &["trust", project.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    let (_, out) = policy(&config, &project, &["check"]);
+    assert!(out.contains("ok: 4 rules"), "{out}");
+    let (_, out) = policy(
+        &config,
+        &project,
+        &["explain", "--command", "cargo test && make"],
+    );
+    assert!(out.starts_with("allow:"), "{out}");
+    let (_, out) = policy(&config, &project, &["list"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("user") && lines[0].contains("tests"),
+        "{out}"
+    );
+    assert!(
+        lines[3].starts_with("project") && lines[3].contains("project-no-deploy"),
+        "{out}"
+    );
+    assert!(out.contains("policy.toml:2"), "{out}");
+
+    // A broken file (an example the rule does not cover): every approval is asked.
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[[rule]]\nid = \"oops\"\ndecision = \"allow\"\ncommand = [\"npm\", \"test\"]\nmatch = [\"npm run build\"]\n",
+    )
+    .unwrap();
+    let (code, out) = policy(&config, &project, &["check", bad.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("bad.toml:1: rule \"oops\": its example \"npm run build\" is not covered"),
+        "{out}"
+    );
+    let (_, out) = policy(
+        &config,
+        &project,
+        &[
+            "--policy",
+            bad.to_str().unwrap(),
+            "explain",
+            "--command",
+            "cargo test",
+        ],
+    );
+    assert!(out.starts_with("ask: the policy decides nothing"), "{out}");
+}
