@@ -27,7 +27,7 @@ archive="$(cd "$out" && pwd)/$name.tar.gz"
 fixed=()
 tar --version 2>/dev/null | grep -q 'GNU tar' &&
     fixed=(--sort=name --owner=0 --group=0 --numeric-owner --mtime=@0)
-tar "${fixed[@]}" -C "$stage" -czf "$archive" "$name"
+tar ${fixed[@]+"${fixed[@]}"} -C "$stage" -czf "$archive" "$name"
 sum=(sha256sum)
 command -v sha256sum >/dev/null || sum=(shasum -a 256)
 (cd "$(dirname "$archive")" && "${sum[@]}" "$name.tar.gz" >"$name.tar.gz.sha256")

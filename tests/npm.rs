@@ -57,12 +57,24 @@ fn which(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Runs `cmd` to its end (under a timeout); its stdout, or a panic with what it said.
+/// Runs `cmd` to its end (killed after 10 minutes); its stdout, or a panic with what it
+/// said.
 fn run(cmd: &mut std::process::Command, what: &str) -> String {
-    let out = cmd
+    let mut child = cmd
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(600);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} ran for 10 minutes");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
         "{what} failed: {}\n{}",
@@ -261,6 +273,39 @@ async fn npx_runs_the_bridge_a_question_is_answered_and_sigterm_leaves_nothing()
         String::from_utf8_lossy(&out.stderr).contains("no agent command given"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Ctrl-C in a terminal: SIGINT to the whole process group npx runs in (npm, its shell, the
+/// launcher; the bridge runs in a session of its own). The bridge gets exactly one SIGINT,
+/// not a second that would mean "SIGKILL the agent now" (as it would if it shared the group
+/// and the launcher forwarded the same signal).
+#[tokio::test]
+async fn sigint_to_npxs_whole_group_reaches_the_bridge_once() {
+    let dir = temp_dir("npm-sigint");
+    let prefix = install(&dir, true);
+    let mut cmd = npx(&prefix, &dir, &["--", "acp-mock-agent"]);
+    cmd.process_group(0);
+    let mut b = Bridge::from_command(cmd);
+    b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
+    // The launcher is up (it forwards signals from its start).
+    tokio::time::timeout(WAIT, async {
+        while launcher_under(b.pid()).is_none() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the launcher under npx");
+    nix::sys::signal::killpg(Pid::from_raw(b.pid() as i32), Signal::SIGINT).unwrap();
+    let code = b.wait().await;
+    let stderr = b.stderr();
+    assert_eq!(code, 128 + 2, "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("received signal; forwarding to agent")
+            .count(),
+        1,
+        "{stderr}"
     );
 }
 

@@ -433,3 +433,45 @@ async fn a_registry_agent_is_configured_by_its_id() {
     let (code, _, _) = setup(&["zed", "--agent", "mock", "--", "x"]);
     assert_eq!(code, 2);
 }
+
+/// A settings file behind a link (dotfiles) is edited where it is, the link kept; the
+/// file's mode (0600: settings may hold keys) is kept by the new file and the backup.
+#[test]
+fn setup_zed_write_keeps_a_link_and_the_files_mode() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = temp_dir("setup-zed-link");
+    let real = dir.join("dotfiles-settings.json");
+    std::fs::write(&real, "{ // mine\n}\n").unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let link = dir.join("settings.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let (code, _, err) = setup(&[
+        "zed",
+        "--write",
+        "--settings",
+        link.to_str().unwrap(),
+        "--command",
+        BRIDGE,
+        "--",
+        MOCK,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let text = std::fs::read_to_string(&real).unwrap();
+    assert!(
+        text.contains("// mine") && text.contains("agent_servers"),
+        "{text}"
+    );
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&real), 0o600);
+    let backup = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains(".bak-"))
+        .expect("a backup beside the real file");
+    assert_eq!(mode(&backup), 0o600);
+}

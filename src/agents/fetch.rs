@@ -22,8 +22,12 @@ pub const MAX_AGE: Duration = Duration::from_secs(3600);
 pub const REGISTRY_LIMIT: u64 = 16 << 20;
 /// The largest archive downloaded.
 pub const ARCHIVE_LIMIT: u64 = 1 << 30;
-/// How long one request may take, start to end.
+/// How long one download may take, start to end.
 pub const TIMEOUT: Duration = Duration::from_secs(300);
+/// How long fetching the registry may take (the cached copy is used after that).
+pub const REGISTRY_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long opening a connection may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A registry read, and where it came from.
 #[derive(Debug)]
@@ -60,12 +64,14 @@ pub fn check_url(url: &str) -> Result<(), String> {
     }
 }
 
-fn agent(url: &str) -> ureq::Agent {
-    let https_only = url.starts_with("https://");
+fn agent(url: &str, timeout: Duration) -> ureq::Agent {
+    let https = url.starts_with("https://");
     ureq::Agent::config_builder()
-        .timeout_global(Some(TIMEOUT))
-        .https_only(https_only)
-        .max_redirects(10)
+        .timeout_global(Some(timeout))
+        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .https_only(https)
+        // Plain HTTP is fetched only from this machine, and is not followed elsewhere.
+        .max_redirects(if https { 10 } else { 0 })
         .user_agent(concat!("acp-question-bridge/", env!("CARGO_PKG_VERSION")))
         .build()
         .into()
@@ -74,8 +80,17 @@ fn agent(url: &str) -> ureq::Agent {
 /// GETs `url` and copies its body into `to`, at most `limit` bytes (more is an error);
 /// returns how many bytes it copied.
 pub fn download(url: &str, to: &mut dyn Write, limit: u64) -> Result<u64, String> {
+    download_within(url, to, limit, TIMEOUT)
+}
+
+fn download_within(
+    url: &str,
+    to: &mut dyn Write,
+    limit: u64,
+    timeout: Duration,
+) -> Result<u64, String> {
     check_url(url)?;
-    let mut resp = agent(url)
+    let mut resp = agent(url, timeout)
         .get(url)
         .call()
         .map_err(|e| format!("{url}: {e}"))?;
@@ -127,11 +142,12 @@ pub fn load(source: &str, cache: &Path) -> Result<Loaded, AgentsError> {
         }
     }
     let mut body = Vec::new();
-    let fetched = download(source, &mut body, REGISTRY_LIMIT).and_then(|_| {
-        let text = String::from_utf8(body).map_err(|_| "not UTF-8".to_owned())?;
-        let registry = Registry::parse(&text, source).map_err(|e| e.to_string())?;
-        Ok((text, registry))
-    });
+    let fetched =
+        download_within(source, &mut body, REGISTRY_LIMIT, REGISTRY_TIMEOUT).and_then(|_| {
+            let text = String::from_utf8(body).map_err(|_| "not UTF-8".to_owned())?;
+            let registry = Registry::parse(&text, source).map_err(|e| e.to_string())?;
+            Ok((text, registry))
+        });
     match (fetched, age) {
         (Ok((text, registry)), _) => {
             if let Err(e) = keep(&cached, text.as_bytes()) {

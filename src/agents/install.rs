@@ -133,8 +133,13 @@ fn unpack(url: &str, file: std::fs::File, into: &Path) -> Result<(), String> {
         let entries = archive
             .entries()
             .map_err(|e| format!("not a .tar.gz archive ({e})"))?;
+        let mut total = 0u64;
         for entry in entries {
             let mut entry = entry.map_err(|e| format!("not a .tar.gz archive ({e})"))?;
+            total = total.saturating_add(entry.header().entry_size().unwrap_or(u64::MAX));
+            if total > UNPACKED_LIMIT {
+                return Err(too_big());
+            }
             let unpacked = entry
                 .unpack_in(into)
                 .map_err(|e| format!("cannot unpack the archive ({e})"))?;
@@ -152,10 +157,15 @@ fn unpack(url: &str, file: std::fs::File, into: &Path) -> Result<(), String> {
     } else if name.ends_with(".zip") {
         let mut archive =
             zip::ZipArchive::new(file).map_err(|e| format!("not a .zip archive ({e})"))?;
+        let mut total = 0u64;
         for i in 0..archive.len() {
             let entry = archive
                 .by_index(i)
                 .map_err(|e| format!("not a .zip archive ({e})"))?;
+            total = total.saturating_add(entry.size());
+            if total > UNPACKED_LIMIT {
+                return Err(too_big());
+            }
             if entry.enclosed_name().is_none() {
                 return Err(format!(
                     "the archive holds a path outside its folder ({}); refused",
@@ -184,6 +194,17 @@ fn unpack(url: &str, file: std::fs::File, into: &Path) -> Result<(), String> {
         std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
             .map_err(|e| e.to_string())
     }
+}
+
+/// The most an archive may unpack to (a compressed archive is bounded by
+/// `fetch::ARCHIVE_LIMIT`; what it inflates to, by this).
+pub const UNPACKED_LIMIT: u64 = 4 << 30;
+
+fn too_big() -> String {
+    format!(
+        "the archive unpacks to more than {} GiB; refused",
+        UNPACKED_LIMIT >> 30
+    )
 }
 
 /// A private staging folder beside the install, removed when dropped (after a successful

@@ -116,28 +116,65 @@ pub fn platform() -> String {
 }
 
 /// Whether the registry may set variable `name` for the agent. It may not set what decides
-/// which programs and libraries run, or where the tools keep their state (the names the
-/// registry's own checks refuse, and the dynamic loaders').
+/// which programs, libraries, packages or certificates are used, where traffic goes, or
+/// where the tools keep their state (the names the registry's own checks refuse, the
+/// dynamic loaders', the language runtimes' and package managers'). Compared without case:
+/// npm, for one, reads `npm_config_*` in any case.
 pub fn env_allowed(name: &str) -> bool {
     const EXACT: &[&str] = &[
-        "PATH", "HOME", "SHELL", "ENV", "BASH_ENV", "IFS", "TMPDIR", "USER", "LOGNAME",
+        "PATH",
+        "HOME",
+        "SHELL",
+        "ENV",
+        "BASH_ENV",
+        "IFS",
+        "TMPDIR",
+        "USER",
+        "LOGNAME",
+        "GCONV_PATH",
+        "JAVA_TOOL_OPTIONS",
+        "RUBYOPT",
+        "RUBYLIB",
+        "PERL5OPT",
+        "PERL5LIB",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "NO_PROXY",
+        "LOCALDOMAIN",
+        "HOSTALIASES",
+        "RES_OPTIONS",
     ];
     const PREFIXES: &[&str] = &[
         "LD_",
         "DYLD_",
         "NODE_",
         "NPM_",
-        "npm_",
+        "YARN_",
+        "PNPM_",
+        "BUN_",
+        "DENO_",
         "UV_",
         "PYTHON",
         "PIP_",
         "GIT_",
         "XDG_",
+        "CARGO_",
+        "RUSTC",
+        "GEM_",
+        "BUNDLE_",
+        "GOPATH",
+        "GOFLAGS",
         "ACP_QUESTION_BRIDGE",
     ];
+    let upper = name.to_ascii_uppercase();
     !name.is_empty()
-        && !EXACT.contains(&name)
-        && !PREFIXES.iter().any(|p| name.starts_with(p))
+        && !EXACT.contains(&upper.as_str())
+        && !PREFIXES.iter().any(|p| upper.starts_with(p))
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
@@ -362,6 +399,13 @@ mod tests {
             "PYTHONPATH",
             "A B",
             "",
+            "Npm_config_registry",
+            "npm_config_registry",
+            "path",
+            "https_proxy",
+            "GCONV_PATH",
+            "Ssl_Cert_File",
+            "bun_install_registry",
         ] {
             assert!(!env_allowed(bad), "{bad}");
         }

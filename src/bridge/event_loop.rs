@@ -92,16 +92,17 @@ impl Shell {
     }
 
     fn done(&self, now: Instant) -> bool {
-        if self.status.is_none() {
-            return false;
-        }
         if self.ladder.gave_up(now) {
-            if self.leftovers.is_some() {
+            // A process that outlives SIGKILL (uninterruptible sleep): the guard, and the
+            // child handle's kill on drop, end it; the bridge does not wait for ever.
+            if self.leftovers.is_some() || self.status.is_none() {
                 tracing::warn!("the agent's group is still there after SIGKILL; the guard ends it");
             }
             return true;
         }
-        self.leftovers.is_none() && (!self.agent_open || self.ladder.drain_over(now))
+        self.status.is_some()
+            && self.leftovers.is_none()
+            && (!self.agent_open || self.ladder.drain_over(now))
     }
 
     /// Waits for the next thing that needs the loop.

@@ -80,6 +80,10 @@ enum Rung {
     Kill(Instant),
     /// SIGKILL was sent; the bridge stops waiting for the group at this time.
     Killed(Instant),
+    /// The wait after SIGKILL is over: the bridge stops waiting for the group.
+    GaveUp,
+    /// The group is gone: nothing more to send.
+    Over,
 }
 
 impl Ladder {
@@ -186,13 +190,19 @@ impl Ladder {
     pub fn group_gone(&mut self, now: Instant) {
         self.child_exited = true;
         self.drain_until = Some(now + self.grace.max(MIN_DRAIN));
+        if let Some(s) = &mut self.started {
+            s.rung = Rung::Over;
+        }
     }
 
-    /// Whether SIGKILL went out [`KILL_WAIT`] ago: the bridge waits no longer for the group.
+    /// Whether SIGKILL went out [`KILL_WAIT`] ago: the bridge waits no longer for the group
+    /// (nor for the direct child, should it not be reaped: the guard ends what is left).
     pub fn gave_up(&self, now: Instant) -> bool {
-        self.started
-            .as_ref()
-            .is_some_and(|s| matches!(s.rung, Rung::Killed(at) if now >= at))
+        self.started.as_ref().is_some_and(|s| match s.rung {
+            Rung::Killed(at) => now >= at,
+            Rung::GaveUp => true,
+            _ => false,
+        })
     }
 
     /// Whether the agent's output has been drained for long enough.
@@ -202,8 +212,9 @@ impl Ladder {
 
     /// When [`Ladder::tick`] next has something to do.
     pub fn next_deadline(&self) -> Option<Instant> {
-        let rung = self.started.as_ref().map(|s| match s.rung {
-            Rung::Term(at) | Rung::Kill(at) | Rung::Killed(at) => at,
+        let rung = self.started.as_ref().and_then(|s| match s.rung {
+            Rung::Term(at) | Rung::Kill(at) | Rung::Killed(at) => Some(at),
+            Rung::GaveUp | Rung::Over => None,
         });
         [rung, self.drain_until, self.stall.map(|(at, _)| at)]
             .into_iter()
@@ -243,6 +254,11 @@ impl Ladder {
                 tracing::warn!("agent still running a grace after SIGTERM; sending SIGKILL");
                 s.rung = Rung::Killed(now + KILL_WAIT);
                 Signal::SIGKILL
+            }
+            Rung::Killed(at) if now >= at => {
+                // A deadline in the past would wake the loop at once, for ever.
+                s.rung = Rung::GaveUp;
+                return None;
             }
             _ => return None,
         };
@@ -425,6 +441,36 @@ mod tests {
         assert_eq!(l.tick(at(t0, 1), 0), None);
         assert_eq!(l.tick(at(t0, 3000), 0), Some(Signal::SIGTERM));
         assert_eq!(l.tick(at(t0, 6000), 0), Some(Signal::SIGKILL));
+    }
+
+    /// After SIGKILL the wait ends: the deadline passes once, and the ladder then asks for
+    /// no more wake-ups, whether or not the direct child was reaped.
+    #[test]
+    fn the_wait_after_sigkill_ends_and_is_not_a_deadline_for_ever() {
+        let t0 = Instant::now();
+        let mut l = Ladder::new(GRACE);
+        l.signal(t0, Signal::SIGTERM);
+        assert_eq!(l.signal(at(t0, 1), Signal::SIGTERM), Signal::SIGKILL);
+        assert_eq!(l.next_deadline(), Some(at(t0, 501)));
+        assert!(!l.gave_up(at(t0, 500)));
+        assert_eq!(l.tick(at(t0, 501), 0), None);
+        assert!(l.gave_up(at(t0, 501)));
+        assert_eq!(l.next_deadline(), None, "no deadline in the past");
+    }
+
+    /// Once the group is gone, the rungs left send nothing.
+    #[test]
+    fn a_gone_group_ends_the_ladder() {
+        let t0 = Instant::now();
+        let mut l = Ladder::new(GRACE);
+        l.client_eof(t0, 0);
+        l.stdin_closed(t0);
+        assert_eq!(l.tick(at(t0, 3000), 0), Some(Signal::SIGTERM));
+        l.group_gone(at(t0, 3100));
+        assert_eq!(l.next_deadline(), Some(at(t0, 6100)), "only the drain");
+        assert_eq!(l.tick(at(t0, 6000), 0), None, "no SIGKILL");
+        assert!(!l.gave_up(at(t0, 9000)));
+        assert_eq!(l.outcome(), (QuitReason::ClientEof, true));
     }
 
     #[test]

@@ -9,8 +9,9 @@
 //! - A member is a live process of the group: zombies do not count (whoever adopted them may
 //!   never reap them), and a process that left the group (`setsid`) is no longer ours.
 //! - Waiting is driven by events, not by a fixed sleep: on Linux a pidfd per member, each
-//!   readable once that member has exited; the group is looked at again once they all have,
-//!   so a member started meanwhile is waited for too. Where pidfds are not to be had (an old
+//!   readable once that member has exited; the group is looked at again whenever one of
+//!   them exits, and every [`RESCAN`] (a member that left the group with `setsid` is no
+//!   longer waited for; one started meanwhile is). Where pidfds are not to be had (an old
 //!   kernel, or not Linux), the group is looked at every [`POLL`].
 //! - A signal goes to the group only while it has members, and the log says how many.
 
@@ -22,6 +23,10 @@ use nix::unistd::Pid;
 
 /// How often the group is looked at where pidfds cannot tell when its members exit.
 pub const POLL: Duration = Duration::from_millis(10);
+
+/// How often the group is looked at again while its members' pidfds are quiet: a member
+/// that leaves the group (`setsid`) does not exit, and must not hold the wait.
+pub const RESCAN: Duration = Duration::from_millis(100);
 
 /// The pids of the live members of group `pgid`.
 #[cfg(target_os = "linux")]
@@ -128,13 +133,15 @@ pub async fn gone(pgid: u32) {
         match pidfds(pgid) {
             Some(fds) if fds.is_empty() => return,
             Some(fds) => {
-                for fd in fds {
-                    // A pidfd is readable once its process has exited.
-                    match register(fd) {
-                        Ok(fd) => drop(fd.readable().await),
-                        Err(_) => tokio::time::sleep(POLL).await,
-                    }
+                let fds: Vec<_> = fds.into_iter().filter_map(|fd| register(fd).ok()).collect();
+                if fds.is_empty() {
+                    tokio::time::sleep(POLL).await;
+                    continue;
                 }
+                // A pidfd is readable once its process has exited: any exit, or a while,
+                // and the group is looked at again.
+                let any = futures::future::select_all(fds.iter().map(|fd| Box::pin(fd.readable())));
+                let _ = tokio::time::timeout(RESCAN, any).await;
             }
             None if members(pgid).is_empty() => return,
             None => tokio::time::sleep(POLL).await,
@@ -170,9 +177,9 @@ pub fn wait_gone_blocking(pgid: u32, limit: Duration) -> bool {
                     .iter()
                     .map(|fd| PollFd::new(fd.as_fd(), PollFlags::POLLIN))
                     .collect();
-                // Returns when any member exits (then the group is looked at again), or
-                // at the deadline.
-                let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
+                // Returns when any member exits, at the deadline, or after RESCAN; then
+                // the group is looked at again.
+                let timeout = PollTimeout::try_from(left.min(RESCAN)).unwrap_or(PollTimeout::MAX);
                 if poll(&mut polled, timeout).is_err() {
                     std::thread::sleep(POLL.min(left));
                 }
@@ -228,6 +235,35 @@ mod tests {
         assert!(start.elapsed() >= Duration::from_millis(50));
         signal(pgid, Signal::SIGKILL);
         sh.wait().unwrap();
+    }
+
+    /// A member that leaves the group (`setsid`) does not hold the wait.
+    #[tokio::test]
+    async fn a_member_that_leaves_the_group_is_not_waited_for() {
+        let mut sh = std::process::Command::new("sh")
+            .args(["-c", "setsid sleep 1000 & echo $! ; wait"])
+            .process_group(0)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh starts");
+        let pgid = sh.id();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(sh.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let leaver: i32 = line.trim().parse().unwrap();
+        // The shell is the only member once the sleep has left.
+        wait_for_members(pgid, 1);
+        let wait = tokio::spawn(gone(pgid));
+        nix::sys::signal::kill(Pid::from_raw(pgid as i32), Signal::SIGKILL).unwrap();
+        sh.wait().unwrap();
+        tokio::time::timeout(Duration::from_secs(20), wait)
+            .await
+            .expect("the group is gone though the leaver runs")
+            .unwrap();
+        nix::sys::signal::kill(Pid::from_raw(leaver), Signal::SIGKILL).unwrap();
     }
 
     /// The wrapper goes first; the wait goes on for the member left, and ends when it does.

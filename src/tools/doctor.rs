@@ -189,13 +189,20 @@ fn inbox_checks(state: &std::path::Path) -> Vec<Check> {
             ),
         }),
     }
-    // `Store::open` would make the folder: only a folder that is there is read.
-    let devices = if state.is_dir() {
-        inbox::remote::devices::Store::open(state).and_then(|s| s.devices())
-    } else {
-        Ok(Vec::new())
-    };
-    match devices {
+    // Read as it is: `Store::open` would make the folder and set its mode.
+    if let Ok(meta) = std::fs::metadata(state) {
+        use std::os::unix::fs::PermissionsExt as _;
+        if meta.permissions().mode() & 0o077 != 0 {
+            checks.push(Check::Fail(
+                format!(
+                    "the inbox's state folder {} may be entered by others",
+                    state.display()
+                ),
+                format!("chmod 700 {}", state.display()),
+            ));
+        }
+    }
+    match inbox::remote::devices::Store::existing(state).devices() {
         Ok(devices) if devices.is_empty() => checks.push(Check::Note(
             "paired devices: none (with the inbox's --remote running: acp-question-bridge inbox pair)".into(),
         )),
@@ -219,7 +226,7 @@ fn inbox_checks(state: &std::path::Path) -> Vec<Check> {
             )),
             Err(e) => Check::Fail(
                 format!("push: {base}'s certificate is not one a phone trusts ({e}); the page works, Web Push and installing it do not"),
-                "give the inbox a trusted certificate: --tls-cert/--tls-key from `tailscale cert` or mkcert (with its CA installed on the phone)".into(),
+                "give the inbox a certificate a phone trusts: --tls-cert/--tls-key from `tailscale cert`; one from mkcert works once its CA is installed on the phone, though this check, which knows only the public roots, still says no".into(),
             ),
         });
     } else {
@@ -266,8 +273,9 @@ fn reachable(base: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-/// Whether `base` presents a certificate the system trusts: an HTTPS request verified
-/// against the public roots, whatever its status.
+/// Whether `base` presents a certificate the public roots trust (the Mozilla list that
+/// browsers share): an HTTPS request verified against them, whatever its status. A private
+/// CA (mkcert's) installed on the phone is not seen from here: the fix line says so.
 fn trusted(base: &str) -> Result<(), String> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(5)))

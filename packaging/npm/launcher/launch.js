@@ -58,14 +58,24 @@ function fail(message) {
   process.exit(1);
 }
 
+// A signal sent to the whole process group that `npx` runs in can reach the launcher twice
+// where npm forwards it to its child as well (npm 11 was not seen to). The same signal again
+// within this long is taken for that echo, and not forwarded a second time: to the bridge a
+// second signal means "SIGKILL the agent now".
+const ECHO_MS = 250;
+
 module.exports = function launch(name, { ownSession }) {
   const child = spawn(binaryPath(name), process.argv.slice(2), {
     stdio: "inherit",
     detached: ownSession,
   });
   const forward = {};
+  const last = {};
   for (const sig of FORWARDED) {
     forward[sig] = () => {
+      const now = Date.now();
+      if (last[sig] !== undefined && now - last[sig] < ECHO_MS) return;
+      last[sig] = now;
       try {
         child.kill(sig);
       } catch {

@@ -103,6 +103,13 @@ impl Store {
         })
     }
 
+    /// The store in `dir` as it is, to read only: nothing is made or changed (`doctor`).
+    pub fn existing(dir: &Path) -> Self {
+        Self {
+            dir: dir.to_owned(),
+        }
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }

@@ -119,7 +119,16 @@ impl Entry {
         if let Some(id) = &args.agent_id {
             bridge_args.extend(["--agent".to_owned(), id.clone()]);
             if let Some(r) = &args.agent_registry {
-                bridge_args.extend(["--agent-registry".to_owned(), r.clone()]);
+                // A file named relative to here: the editor starts the bridge elsewhere.
+                let r = if r.contains("://") {
+                    r.clone()
+                } else {
+                    std::path::absolute(r)
+                        .map_err(|e| format!("--agent-registry {r}: {e}"))?
+                        .to_string_lossy()
+                        .into_owned()
+                };
+                bridge_args.extend(["--agent-registry".to_owned(), r]);
             }
         } else {
             bridge_args.push("--".to_owned());
@@ -296,6 +305,12 @@ pub fn main(args: SetupArgs) -> ExitCode {
     };
     if entry.command_line().is_empty() {
         return fail(2, "a command word holds a NUL byte");
+    }
+    if args.command.is_none() && entry.command.contains("/_npx/") {
+        acp_question_bridge::logging::say(
+            "acp-question-bridge setup",
+            "this binary runs from npx's cache, which npm may clear: install it (npm install -g acp-question-bridge, or cargo install) and run setup from there, or give --command acp-question-bridge",
+        );
     }
     if args.write {
         return match zed::write(&entry, args.settings.as_deref(), args.replace) {

@@ -44,6 +44,14 @@ pub fn write(e: &Entry, settings: Option<&Path>, replace: bool) -> Result<String
         Some(p) => p.to_owned(),
         None => default_settings()?,
     };
+    // A settings file that is a link (dotfiles): the file it points to is edited, and the
+    // link stays a link.
+    let path = match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_symlink() => path
+            .canonicalize()
+            .map_err(|err| format!("cannot follow the link {}: {err}", path.display()))?,
+        _ => path,
+    };
     let old = match std::fs::read_to_string(&path) {
         Ok(text) => Some(text),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
@@ -131,11 +139,32 @@ fn input(v: &Value) -> CstInputValue {
     }
 }
 
-/// Writes `old` to `<path>.bak-<seconds since the epoch>[-N]`, never over an existing file.
+/// The mode of `path` (a new file: 0600, as settings may hold keys).
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).map_or(0o600, |m| m.permissions().mode() & 0o777)
+}
+
+/// Creates `path` (never over an existing file) with `mode` set before a byte is written.
+fn create(path: &Path, mode: u32) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)?;
+    // The umask may have taken bits away: the mode exactly, still empty.
+    f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    Ok(f)
+}
+
+/// Writes `old` to `<path>.bak-<seconds since the epoch>[-N]`, never over an existing file,
+/// with `path`'s mode.
 fn backup(path: &Path, old: &str) -> Result<PathBuf, String> {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    let mode = mode_of(path);
     for n in 0..100 {
         let suffix = if n == 0 {
             format!("bak-{secs}")
@@ -145,16 +174,11 @@ fn backup(path: &Path, old: &str) -> Result<PathBuf, String> {
         let mut name = path.as_os_str().to_owned();
         name.push(format!(".{suffix}"));
         let candidate = PathBuf::from(name);
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&candidate)
-        {
+        match create(&candidate, mode) {
             Ok(mut f) => {
                 f.write_all(old.as_bytes())
                     .and_then(|()| f.sync_all())
                     .map_err(|e| format!("cannot write the backup {}: {e}", candidate.display()))?;
-                copy_permissions(path, &candidate);
                 return Ok(candidate);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -172,7 +196,8 @@ fn backup(path: &Path, old: &str) -> Result<PathBuf, String> {
     ))
 }
 
-/// Replaces `path` with `text` at once: written beside it, synced, renamed over it.
+/// Replaces `path` with `text` at once: written beside it (with its mode from the start),
+/// synced, renamed over it.
 fn replace_file(path: &Path, text: &str) -> Result<(), String> {
     let dir = path
         .parent()
@@ -182,24 +207,17 @@ fn replace_file(path: &Path, text: &str) -> Result<(), String> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".acp-question-bridge-{}", std::process::id()));
     let tmp = PathBuf::from(tmp);
-    let written = std::fs::File::create(&tmp)
+    let _ = std::fs::remove_file(&tmp);
+    let written = create(&tmp, mode_of(path))
         .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()));
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(format!("cannot write {}: {e}", tmp.display()));
     }
-    copy_permissions(path, &tmp);
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         format!("cannot replace {}: {e}", path.display())
     })
-}
-
-/// Gives `to` the permissions of `from`, if `from` exists.
-fn copy_permissions(from: &Path, to: &Path) {
-    if let Ok(meta) = std::fs::metadata(from) {
-        let _ = std::fs::set_permissions(to, meta.permissions());
-    }
 }
 
 #[cfg(test)]
