@@ -91,18 +91,24 @@ await withPage({ width: 390, height: 844 }, async (page, errors) => {
   await cdp.send("ServiceWorker.enable");
   const registrationId = await registered;
   const tag = JSON.stringify(["b", "s", "q"]);
-  await cdp.send("ServiceWorker.deliverPushMessage", {
-    origin, registrationId,
-    data: JSON.stringify({ title: "acp-mock-agent · demo", body: "Which option?", tag, url: "/" }),
-  });
+  // Only an active worker takes a push: wait for it. A push delivered while it was still
+  // starting (a loaded machine) is lost, so it is delivered again every 5 s until shown;
+  // the tag makes them one notification.
+  await page.evaluate(() => navigator.serviceWorker.ready.then(() => true));
   let shown = null;
-  for (const until = Date.now() + 15000; !shown && Date.now() < until;) {
-    shown = await page.evaluate(async (tag) => {
-      const reg = await navigator.serviceWorker.ready;
-      const n = (await reg.getNotifications()).find((n) => n.tag === tag);
-      return n ? { title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url } : null;
-    }, tag);
-    if (!shown) await new Promise((r) => setTimeout(r, 100));
+  for (const until = Date.now() + 60000; !shown && Date.now() < until;) {
+    await cdp.send("ServiceWorker.deliverPushMessage", {
+      origin, registrationId,
+      data: JSON.stringify({ title: "acp-mock-agent · demo", body: "Which option?", tag, url: "/" }),
+    });
+    for (const again = Date.now() + 5000; !shown && Date.now() < again;) {
+      shown = await page.evaluate(async (tag) => {
+        const reg = await navigator.serviceWorker.ready;
+        const n = (await reg.getNotifications()).find((n) => n.tag === tag);
+        return n ? { title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url } : null;
+      }, tag);
+      if (!shown) await new Promise((r) => setTimeout(r, 100));
+    }
   }
   step("notified", shown || {});
 
