@@ -97,7 +97,7 @@ async fn doctor_reports_what_runs_and_what_to_fix() {
     line(&out, "[ok]", "paired devices: pixel");
     line(&out, "[!!]", "push:");
     assert!(
-        out.contains("fix: give the inbox a trusted certificate"),
+        out.contains("fix: give the inbox a certificate a phone trusts"),
         "{out}"
     );
     line(&out, "[ok]", &format!("NATS: {nats_url} answers"));
