@@ -16,7 +16,7 @@ cd "$(dirname "$0")"
 secs="${FUZZ_SECS:-30}"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(codec envelope question router)
+    targets=(codec envelope question router policy)
 fi
 
 if ! cargo fuzz --version >/dev/null 2>&1; then

@@ -199,14 +199,16 @@ fn split_operators(line: &str) -> Vec<Result<String, String>> {
 /// Whether `needle` stands in `line` outside single quotes (inside double quotes a shell
 /// still expands `$(` and backticks).
 fn contains_unquoted(line: &str, needle: &str) -> bool {
-    let mut single = false;
+    let (mut single, mut double) = (false, false);
     let bytes = line.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
             b'\\' if !single => i += 1,
-            b'\'' => single = !single,
-            _ if !single && line[i..].starts_with(needle) => return true,
+            // A single quote inside double quotes is a character, not a quote.
+            b'\'' if !double => single = !single,
+            b'"' if !single => double = !double,
+            _ if !single && bytes[i..].starts_with(needle.as_bytes()) => return true,
             _ => {}
         }
         i += 1;
@@ -284,6 +286,12 @@ mod tests {
         }
         // Quoted, they are just words.
         assert_eq!(parts("echo '$(id)' '>'"), [["echo", "$(id)", ">"]]);
+        // Found by the fuzz target: a multi-byte character before what is looked for.
+        assert!(unparseable("\u{60b})%' $$~)(s"));
+        // Found by the fuzz target: a single quote inside double quotes hid a `$(` after it.
+        assert!(unparseable("echo \"'$(rm -rf ~)\""));
+        assert!(unparseable("echo \"it's `id`\""));
+        assert_eq!(parts("echo ؋ é"), [["echo", "؋", "é"]]);
     }
 
     #[test]

@@ -1,0 +1,140 @@
+//! Arbitrary text through the approval policy's command parser and matcher (docs/POLICY.md),
+//! against a fixed policy that allows `echo`, `ls`, `cargo test` and `git status` and denies
+//! `rm -rf`, `curl` and `git push`; and the same text as a policy file.
+//!
+//! Checked, whatever the quoting, spacing or nesting:
+//! - nothing panics (the parser, the matcher, the TOML loader);
+//! - nothing a deny rule covers is allowed: an allowed command has parts only, each
+//!   starting with an allowed prefix, none with a denied one;
+//! - nothing a shell could expand is allowed: an allowed command has no `$(`, backtick,
+//!   redirection or lone `&` outside single quotes (an independent scan of the raw text);
+//! - a command with a part starting with a denied prefix is denied, never allowed or asked.
+#![no_main]
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use acp_question_bridge::policy::command::{self, Command};
+use acp_question_bridge::policy::{file, Call, Decision, Policy, Tier};
+use libfuzzer_sys::fuzz_target;
+
+const RULES: &str = r#"
+[[rule]]
+id = "echo"
+decision = "allow"
+command = [["echo", "ls"]]
+[[rule]]
+id = "tests"
+decision = "allow"
+command = ["cargo", "test"]
+[[rule]]
+id = "git-status"
+decision = "allow"
+command = ["git", "status"]
+[[rule]]
+id = "rm"
+decision = "deny"
+command = ["rm", "-rf"]
+[[rule]]
+id = "curl"
+decision = "deny"
+command = ["curl"]
+[[rule]]
+id = "push"
+decision = "deny"
+command = ["git", "push"]
+"#;
+
+const ALLOWED: &[&[&str]] = &[&["echo"], &["ls"], &["cargo", "test"], &["git", "status"]];
+const DENIED: &[&[&str]] = &[&["rm", "-rf"], &["curl"], &["git", "push"]];
+
+fn policy() -> &'static Policy {
+    static P: OnceLock<Policy> = OnceLock::new();
+    P.get_or_init(|| Policy {
+        tiers: vec![Tier {
+            name: "user",
+            rules: file::parse_rules(RULES, Path::new("fuzz.toml")).expect("the fixed rules"),
+        }],
+        broken: None,
+    })
+}
+
+fn starts(part: &[String], prefix: &[&str]) -> bool {
+    let program = |w: &str| w.rsplit('/').next().unwrap_or(w).to_owned();
+    part.len() >= prefix.len()
+        && prefix.iter().enumerate().all(|(i, p)| {
+            if i == 0 {
+                part[0] == *p || program(&part[0]) == *p
+            } else {
+                part[i] == *p
+            }
+        })
+}
+
+/// An independent scan: `$(`, a backtick, `<`, `>` or a lone `&` outside single quotes.
+fn expands(line: &str) -> bool {
+    let b = line.as_bytes();
+    let (mut single, mut double) = (false, false);
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\\' && !single {
+            i += 2;
+            continue;
+        }
+        match c {
+            b'\'' if !double => single = !single,
+            b'"' if !single => double = !double,
+            _ if single => {}
+            b'`' => return true,
+            b'$' if b.get(i + 1) == Some(&b'(') => return true,
+            b'<' | b'>' if !double => return true,
+            b'&' if !double => {
+                if b.get(i + 1) == Some(&b'&') {
+                    i += 1;
+                } else {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(line) = std::str::from_utf8(data) else {
+        return;
+    };
+    // As a policy file: never a panic.
+    let _ = file::parse_rules(line, Path::new("fuzz.toml"));
+
+    let parsed = command::parse(line);
+    let call = Call {
+        agent: "fuzz".into(),
+        kind: Some("execute".into()),
+        title: line.into(),
+        command: Some(parsed.clone()),
+        paths: vec![],
+        cwd: PathBuf::from("/"),
+    };
+    let v = policy().decide(&call);
+    let denied_part = parsed
+        .any_parts()
+        .iter()
+        .any(|p| DENIED.iter().any(|d| starts(p, d)));
+    if denied_part {
+        assert_eq!(v.decision, Decision::Deny, "{line:?}: {v:?}");
+    }
+    if v.decision == Decision::Allow {
+        let Command::Parts(parts) = &parsed else {
+            panic!("allowed what cannot be read: {line:?}");
+        };
+        for p in parts {
+            assert!(ALLOWED.iter().any(|a| starts(p, a)), "{line:?}: {p:?}");
+            assert!(!DENIED.iter().any(|d| starts(p, d)), "{line:?}: {p:?}");
+        }
+        assert!(!expands(line), "allowed what a shell could expand: {line:?}");
+    }
+});
