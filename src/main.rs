@@ -131,7 +131,7 @@ fn main() -> ExitCode {
     if args.agent.is_empty() && args.agent_id.is_none() {
         return fail(
             2,
-            "no agent command given; usage: acp-question-bridge [OPTIONS] -- <AGENT> [ARGS]...\n       or: acp-question-bridge [OPTIONS] --agent <ID> (an agent of the ACP Registry)",
+            "no agent command given; usage: acp-question-bridge [OPTIONS] -- <AGENT> [ARGS]..., or --agent <ID> for an agent of the ACP Registry",
         );
     }
     if args.agent_registry.is_some() && args.agent_id.is_none() {
