@@ -14,13 +14,12 @@ use std::time::Duration;
 use common::*;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use serde_json::json;
 use tokio::process::Command;
 
 const NATIVE: &str =
     r#"{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}"#;
 
-/// The npm name of this machine's platform (`linux-x64`, ...).
+/// The npm name of this machine's platform (`linux-x64`, ...; the registry's names differ).
 fn platform() -> String {
     let os = match std::env::consts::OS {
         "macos" => "darwin",
@@ -212,21 +211,8 @@ async fn npx_runs_the_bridge_a_question_is_answered_and_sigterm_leaves_nothing()
     // A real question through `npx acp-question-bridge -- acp-mock-agent` (the mock agent's
     // own launcher, from the same package).
     let mut b = Bridge::from_command(npx(&prefix, &dir, &["--", "acp-mock-agent"]));
-    b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
-    let sid = b.new_session(1).await;
-    b.prompt(2, &sid, "question").await;
-    let (ask, _) = b
-        .recv_until(|m| m["method"] == "_sandboxagent/session/request_question")
-        .await;
+    let ask = answer_the_mock_question(&mut b, "option-a").await;
     assert_eq!(ask["params"]["prompt"], "Which option?");
-    b.send(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"status":"answered","answers":[["option-a"]]}}))
-        .await;
-    let (done, before) = b.response(json!(2)).await;
-    assert_eq!(done["result"]["stopReason"], "end_turn");
-    assert!(
-        chunks(&before).contains(r#"answered: [["option-a"]]"#),
-        "{before:?}"
-    );
 
     // SIGTERM to the launcher: forwarded to the bridge, which ends its agent; the launcher
     // dies of the same signal, and npx reports it.

@@ -15,13 +15,12 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
+use acp_question_bridge::agents::platform;
 use common::*;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-const NATIVE: &str =
-    r#"{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}"#;
 const UV: &str = "0.13.8";
 
 /// A loopback HTTP server: path -> body; counts the requests per path. Aborting its task
@@ -85,16 +84,6 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-/// This machine's platform as the registry names it.
-fn platform() -> String {
-    let os = if cfg!(target_os = "macos") {
-        "darwin"
-    } else {
-        std::env::consts::OS
-    };
-    format!("{os}-{}", std::env::consts::ARCH)
 }
 
 /// A .tar.gz holding the mock agent at `mock/acp-mock-agent`.
@@ -295,20 +284,7 @@ async fn tiny_agent_gets_its_answer(mut b: Bridge) {
 
 /// The mock agent's question, answered by the client, reaches the agent.
 async fn mock_agent_gets_its_answer(mut b: Bridge) {
-    b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
-    let sid = b.new_session(1).await;
-    b.prompt(2, &sid, "question").await;
-    let (ask, _) = b
-        .recv_until(|m| m["method"] == "_sandboxagent/session/request_question")
-        .await;
-    b.send(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"status":"answered","answers":[["option-b"]]}}))
-        .await;
-    let (done, before) = b.response(json!(2)).await;
-    assert_eq!(done["result"]["stopReason"], "end_turn");
-    assert!(
-        chunks(&before).contains(r#"answered: [["option-b"]]"#),
-        "{before:?}"
-    );
+    answer_the_mock_question(&mut b, "option-b").await;
     b.close_stdin();
     assert_eq!(b.wait().await, 0);
 }

@@ -381,15 +381,7 @@ async fn a_registry_agent_is_configured_by_its_id() {
     let registry = dir.join("registry.json");
     // The mock agent as a registry's binary, already in the cache, so nothing is fetched.
     let cache = dir.join("cache");
-    let platform = format!(
-        "{}-{}",
-        if cfg!(target_os = "macos") {
-            "darwin"
-        } else {
-            std::env::consts::OS
-        },
-        std::env::consts::ARCH
-    );
+    let platform = acp_question_bridge::agents::platform();
     let installed = cache.join("agents/mock/0.1.0").join(&platform);
     std::fs::create_dir_all(&installed).unwrap();
     std::fs::copy(MOCK, installed.join("acp-mock-agent")).unwrap();

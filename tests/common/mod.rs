@@ -323,6 +323,30 @@ pub fn chunks(msgs: &[Value]) -> String {
     msgs.iter().filter_map(chunk_text).collect()
 }
 
+/// The client's side of the mock agent's question (`question` prompt, extension client):
+/// initialize, open a session, get the question, answer `value`, and see the agent's turn
+/// end with that answer. Returns the question request as the client got it.
+pub async fn answer_the_mock_question(b: &mut Bridge, value: &str) -> Value {
+    b.initialize(
+        json!({"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}),
+    )
+    .await;
+    let sid = b.new_session(1).await;
+    b.prompt(2, &sid, "question").await;
+    let (ask, _) = b
+        .recv_until(|m| m["method"] == "_sandboxagent/session/request_question")
+        .await;
+    b.send(
+        &json!({"jsonrpc":"2.0","id":ask["id"],"result":{"status":"answered","answers":[[value]]}}),
+    )
+    .await;
+    let (done, before) = b.response(json!(2)).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let said = format!("answered: [[{value:?}]]");
+    assert!(chunks(&before).contains(&said), "{before:?}");
+    ask
+}
+
 /// Resident memory of a process in KiB (Linux).
 /// Collects a child's stderr into a shared string, as it arrives, until EOF.
 pub fn collect_stderr(
