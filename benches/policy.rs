@@ -54,6 +54,7 @@ fn policy() -> Policy {
 fn exec(cmd: &str) -> Call {
     Call {
         agent: "claude-agent-acp".into(),
+        program: None,
         kind: Some("execute".into()),
         title: cmd.into(),
         command: Some(command::parse(cmd)),
@@ -74,6 +75,7 @@ fn decide_a_read_with_paths(bencher: divan::Bencher) {
     let p = policy();
     let call = Call {
         agent: "codex-acp".into(),
+        program: None,
         kind: Some("read".into()),
         title: "Read src/main.rs".into(),
         command: None,

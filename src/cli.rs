@@ -135,6 +135,13 @@ pub struct BridgeArgs {
     /// Working directory of the agent.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// An approval policy file (TOML, docs/POLICY.md), in the user's tier before the user's
+    /// own $XDG_CONFIG_HOME/acp-question-bridge/policy.toml; repeatable. It must exist.
+    #[arg(long = "policy", value_name = "FILE", conflicts_with = "no_policy")]
+    pub policy: Vec<PathBuf>,
+    /// Apply no approval policy at all: every tool approval is asked.
+    #[arg(long)]
+    pub no_policy: bool,
     /// Run this agent of the ACP Registry, by its id (`acp-question-bridge agents` lists
     /// them), instead of a command after `--`; what follows `--` is added to its arguments.
     /// Its binary is downloaded once into the cache (checked, then unpacked); npx and uvx

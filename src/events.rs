@@ -62,6 +62,24 @@ impl Serialize for Resolver {
     }
 }
 
+/// Which rule of the approval policy decided a tool approval, and how.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyView {
+    /// `allow` or `deny`.
+    pub decision: &'static str,
+    /// The rule's id, and where it is written.
+    pub rule: String,
+    pub file: String,
+    pub line: usize,
+    /// Why, in a sentence.
+    pub why: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub justification: Option<String>,
+    /// The command or title it was decided on, as the chat note shows it.
+    pub subject: String,
+}
+
 /// One lifecycle event.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(
@@ -85,6 +103,13 @@ pub enum Event {
         by: Resolver,
         result: Value,
     },
+    /// A tool approval the approval policy answered (docs/POLICY.md): never shown as a
+    /// question, never pending; `result` is the answer the agent got.
+    Decided {
+        question: QuestionView,
+        policy: Box<PolicyView>,
+        result: Value,
+    },
     /// An answer that came after the question was resolved: dropped, and kept here.
     LateAnswer {
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -103,6 +128,7 @@ impl Event {
             Event::Requested { .. } => "requested",
             Event::Delivered { .. } => "delivered",
             Event::Resolved { .. } => "resolved",
+            Event::Decided { .. } => "decided",
             Event::LateAnswer { .. } => "late_answer",
         }
     }

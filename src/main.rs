@@ -208,6 +208,9 @@ fn main() -> ExitCode {
     if let Err(e) = acp_question_bridge::inbox::nats::check_prefix(&args.nats_prefix) {
         return fail(2, &e);
     }
+    let agent_name = acp_question_bridge::child::agent_name(
+        &args.agent.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     let config = bridge::Config {
         control,
         journal: args.journal,
@@ -222,7 +225,7 @@ fn main() -> ExitCode {
             }),
         agent: args.agent,
         agent_env,
-        cwd: args.cwd,
+        cwd: args.cwd.clone(),
         max_line_bytes: args.max_line_bytes,
         shutdown_grace: args.shutdown_grace,
         router: RouterConfig {
@@ -239,6 +242,12 @@ fn main() -> ExitCode {
                 .collect(),
             permission_prompts: args.permission_prompts,
             client_cancel_requests: args.client_cancel_requests,
+            policy: (!args.no_policy).then(|| acp_question_bridge::router::PolicyFiles {
+                given: args.policy.clone(),
+                user: acp_question_bridge::policy::file::user_file(),
+            }),
+            agent: agent_name,
+            cwd: args.cwd.clone().or_else(|| std::env::current_dir().ok()),
             ..RouterConfig::default()
         },
     };

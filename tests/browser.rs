@@ -350,3 +350,109 @@ async fn phone_page_over_tls_in_mobile_chromium() {
     }
     drop(inbox);
 }
+
+/// The approval policy on the page: the approvals it decided, from `bridge.status` when the
+/// page opens and live after, and the warning of a bad edit (its last good rules in force).
+#[tokio::test]
+async fn policy_decisions_and_a_broken_file_on_the_page() {
+    use tokio::io::AsyncBufReadExt;
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&out).unwrap();
+    let dir = temp_dir("browser-policy");
+    let policy = dir.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[rule]]\nid = \"tests\"\ndecision = \"allow\"\ncommand = [\"cargo\", \"test\"]\n\n\
+         [[rule]]\nid = \"no-push\"\ndecision = \"deny\"\ncommand = [\"git\", \"push\"]\njustification = \"push by hand\"\n",
+    )
+    .unwrap();
+    let mut b = Bridge::mock(&[
+        "--control",
+        "127.0.0.1:0",
+        "--policy",
+        policy.to_str().unwrap(),
+    ]);
+    let (base, token) = control_of(&b).await;
+    b.initialize(serde_json::json!({})).await;
+    let sid = b.new_session(1).await;
+    let decided = |m: &Value| chunk_text(m).is_some_and(|t| t.starts_with("run: "));
+    b.prompt(2, &sid, "run cargo test").await;
+    b.recv_until(decided).await;
+
+    let browser = chromium().await;
+    let playwright = npm_package(PLAYWRIGHT, PLAYWRIGHT_VERSION).await;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser/policy_page.mjs");
+    let mut node = Command::new("node")
+        .arg(&script)
+        .arg(format!("{base}#token={token}"))
+        .arg(&out)
+        .env("PLAYWRIGHT_CORE", &playwright)
+        .env("CHROMIUM", &browser)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node");
+    let mut lines = tokio::io::BufReader::new(node.stdout.take().unwrap()).lines();
+    let stderr = b.stderr.clone();
+    let mut next_step = async || -> Value {
+        loop {
+            let line = tokio::time::timeout(BROWSER_RUN, lines.next_line())
+                .await
+                .expect("the page script goes on in time")
+                .expect("reads")
+                .unwrap_or_else(|| {
+                    panic!(
+                        "the page script ended early; bridge:\n{}",
+                        stderr.lock().unwrap()
+                    )
+                });
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                return v;
+            }
+        }
+    };
+    let s = next_step().await;
+    assert_eq!(s["step"], "listed", "{s}");
+    assert_eq!(s["n"], 1);
+    let text = s["text"].as_str().unwrap();
+    assert!(
+        text.contains("Allowed") && text.contains("cargo test") && text.contains("tests"),
+        "{text}"
+    );
+
+    b.prompt(3, &sid, "run git push origin main").await;
+    b.recv_until(decided).await;
+    let s = next_step().await;
+    assert_eq!(s["step"], "live", "{s}");
+    let text = s["text"].as_str().unwrap();
+    assert!(
+        text.contains("Denied")
+            && text.contains("git push origin main")
+            && text.contains("push by hand"),
+        "{text}"
+    );
+    assert_eq!(s["count"], "2");
+
+    let tmp = dir.join("policy.toml.new");
+    std::fs::write(&tmp, "[[rule]]\nid = \"tests\"\ndecision = \"sometimes\"\n").unwrap();
+    std::fs::rename(&tmp, &policy).unwrap();
+    b.prompt(4, &sid, "run cargo test").await;
+    b.recv_until(decided).await;
+    let s = next_step().await;
+    assert_eq!(s["step"], "alert", "{s}");
+    let text = s["text"].as_str().unwrap();
+    assert!(
+        text.contains("last good rules stay in force") && text.contains("sometimes"),
+        "{text}"
+    );
+    assert_eq!(next_step().await["step"], "done");
+    let status = tokio::time::timeout(BROWSER_RUN, node.wait())
+        .await
+        .expect("node ends")
+        .unwrap();
+    assert!(status.success());
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
+}

@@ -318,3 +318,69 @@ async fn claude_is_answered_and_approved_from_the_questions_cli() {
     assert_eq!(tool_result_text(&second), "rig-bash-ran", "{second}");
     assert_eq!(claude.finish().await, 0);
 }
+
+/// One approval policy for the real agent (issue 34): the fake model runs `cargo test`, which
+/// a rule allows, then `rm -rf build`, which a rule denies. Neither reaches the client; each
+/// is a note in its chat, and the model gets each result: the command's output, then
+/// Claude's refusal.
+#[tokio::test]
+async fn a_policy_allows_and_denies_claudes_bash_and_the_model_gets_each_result() {
+    const FINAL: &str = "Tests ran; the build stays.";
+    let root = common::temp_dir("claude-policy");
+    let policy = root.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[rule]]\nid = \"tests\"\ndecision = \"allow\"\ncommand = [\"cargo\", \"test\"]\n\n\
+         [[rule]]\nid = \"no-rm\"\ndecision = \"deny\"\ncommand = [\"rm\", [\"-rf\", \"-fr\", \"-r\"]]\n\
+         justification = \"delete by hand\"\n",
+    )
+    .unwrap();
+    let script = vec![
+        Reply::tool(
+            "Bash",
+            json!({"command": "cargo test --offline", "description": "Run the tests"}),
+        ),
+        Reply::tool(
+            "Bash",
+            json!({"command": "rm -rf build", "description": "Remove the build"}),
+        ),
+        Reply::text(FINAL),
+    ];
+    let args = ["--policy", policy.to_str().unwrap()];
+    let Some(mut claude) = Claude::start("claude-policy", script, &args).await else {
+        return;
+    };
+    std::fs::create_dir_all(claude.cwd.join("build")).unwrap();
+    let session = claude.open(form_client()).await;
+    let b = &mut claude.bridge;
+    b.prompt(2, &session, "test, then clean").await;
+    let (done, seen) = b.response(json!(2)).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert!(
+        seen.iter()
+            .all(|m| m["method"] != "session/request_permission"),
+        "the policy answered both: {seen:#?}"
+    );
+    let chat = chunks(&seen);
+    assert!(
+        chat.contains("Allowed by policy rule `tests`: cargo test --offline"),
+        "{chat}"
+    );
+    assert!(
+        chat.contains("Denied by policy rule `no-rm`: rm -rf build (delete by hand)"),
+        "{chat}"
+    );
+    assert!(chat.ends_with(FINAL), "{chat}");
+
+    let ran = claude.model.tool_result(0).await;
+    let ran_text = tool_result_text(&ran);
+    // cargo ran (in a folder with no Cargo.toml): its own words, not a refusal.
+    assert!(ran_text.contains("Cargo.toml"), "{ran}");
+    let refused = claude.model.tool_result(1).await;
+    assert_eq!(refused["is_error"], true, "{refused}");
+    assert!(claude.cwd.join("build").is_dir(), "rm -rf never ran");
+    let refused_text = tool_result_text(&refused);
+    // claude-agent-acp 0.100 says "User refused permission to run tool".
+    assert!(refused_text.contains("refused permission"), "{refused}");
+    assert_eq!(claude.finish().await, 0, "{}", claude.bridge.stderr());
+}

@@ -113,6 +113,7 @@ fuzz_target!(|data: &[u8]| {
     let parsed = command::parse(line);
     let call = Call {
         agent: "fuzz".into(),
+        program: None,
         kind: Some("execute".into()),
         title: line.into(),
         command: Some(parsed.clone()),

@@ -303,6 +303,7 @@ impl Shell {
             }
             Call::Status(reply) => {
                 let mut v = router.status();
+                v["policy"] = router.policy_status();
                 if let Some(me) = &self.surfaces.identity {
                     v["bridge"] = me.public();
                 }

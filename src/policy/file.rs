@@ -72,7 +72,7 @@ pub fn project_file(cwd: &Path) -> PathBuf {
 }
 
 /// The file of trusted folders (one canonical path a line).
-fn trusted_file() -> Option<PathBuf> {
+pub fn trusted_file() -> Option<PathBuf> {
     config_dir().map(|d| d.join("trusted-folders"))
 }
 
@@ -137,39 +137,46 @@ impl Sources {
 pub fn load(src: &Sources) -> Policy {
     let mut errors = Vec::new();
     let mut user = Vec::new();
+    let mut read = |f: &Path, user: &mut Vec<Rule>| match read_rules(f) {
+        Ok(r) => user.extend(r),
+        Err(e) => errors.push(e),
+    };
     for f in &src.given {
-        match read_rules(f) {
-            Ok(r) => user.extend(r),
-            Err(e) => errors.push(e),
-        }
+        read(f, &mut user);
     }
-    if let Some(f) = &src.user {
-        if f.exists() {
-            match read_rules(f) {
-                Ok(r) => user.extend(r),
-                Err(e) => errors.push(e),
-            }
-        }
+    if let Some(f) = src.user.as_ref().filter(|f| f.exists()) {
+        read(f, &mut user);
     }
     let mut project = Vec::new();
+    let mut trusted = false;
     if let Some(dir) = &src.project {
         let f = project_file(dir);
         if f.exists() {
-            match read_rules(&f) {
-                Ok(rules) => {
-                    let trusted = is_trusted(dir);
-                    for r in rules {
-                        if r.decision == Decision::Allow && !trusted {
-                            tracing::warn!(rule = %r.id, file = %f.display(), "a project policy's allow rule counts only in a trusted folder (acp-question-bridge policy trust DIR); left out");
-                        } else {
-                            project.push(r);
-                        }
-                    }
-                }
-                Err(e) => errors.push(e),
-            }
+            read(&f, &mut project);
+            trusted = is_trusted(dir);
         }
     }
+    compose(user, project, trusted, errors)
+}
+
+/// The policy of the user's rules and a project's (its `allow` rules only when `trusted`);
+/// `errors` (and rule ids used twice) make it broken.
+pub fn compose(
+    user: Vec<Rule>,
+    project: Vec<Rule>,
+    trusted: bool,
+    mut errors: Vec<String>,
+) -> Policy {
+    let project: Vec<Rule> = project
+        .into_iter()
+        .filter(|r| {
+            let counts = trusted || r.decision != Decision::Allow;
+            if !counts {
+                tracing::warn!(rule = %r.id, file = %r.file.display(), "a project policy's allow rule counts only in a trusted folder (acp-question-bridge policy trust DIR); left out");
+            }
+            counts
+        })
+        .collect();
     let mut seen = std::collections::HashMap::new();
     for r in user.iter().chain(&project) {
         if let Some((file, line)) = seen.insert(r.id.clone(), (r.file.clone(), r.line)) {

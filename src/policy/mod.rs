@@ -16,6 +16,7 @@
 
 pub mod command;
 pub mod file;
+pub mod live;
 
 use std::path::{Path, PathBuf};
 
@@ -67,7 +68,10 @@ pub struct Rule {
 /// A tool approval, as the policy reads it.
 #[derive(Debug, Clone)]
 pub struct Call {
+    /// The agent's name (from `initialize`, else its command's).
     pub agent: String,
+    /// Its command's name too, when that is not `agent`.
+    pub program: Option<String>,
     pub kind: Option<String>,
     pub title: String,
     pub command: Option<Command>,
@@ -128,7 +132,8 @@ impl Rule {
     fn fits(&self, call: &Call, paths: &[PathBuf]) -> bool {
         if let Some(agents) = &self.agent {
             let program = call.agent.rsplit('/').next().unwrap_or(&call.agent);
-            if !agents.is_match(&call.agent) && !agents.is_match(program) {
+            let by_command = call.program.as_ref().is_some_and(|p| agents.is_match(p));
+            if !agents.is_match(&call.agent) && !agents.is_match(program) && !by_command {
                 return false;
             }
         }
@@ -245,6 +250,7 @@ impl Call {
         paths.dedup();
         Call {
             agent: agent.to_owned(),
+            program: None,
             kind: tool_call["kind"].as_str().map(str::to_owned),
             title: tool_call["title"].as_str().unwrap_or_default().to_owned(),
             command: command::from_raw_input(raw),

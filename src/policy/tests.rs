@@ -74,6 +74,7 @@ fn cwd() -> PathBuf {
 fn exec(cmd: &str) -> Call {
     Call {
         agent: "claude-agent-acp".into(),
+        program: None,
         kind: Some("execute".into()),
         title: cmd.into(),
         command: Some(command::parse(cmd)),
@@ -85,6 +86,7 @@ fn exec(cmd: &str) -> Call {
 fn read(path: &str) -> Call {
     Call {
         agent: "codex-acp".into(),
+        program: None,
         kind: Some("read".into()),
         title: format!("Read {path}"),
         command: None,

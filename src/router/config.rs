@@ -44,6 +44,22 @@ pub struct RouterConfig {
     /// The control server's page (without its token), named in the chat of a question the
     /// client cannot show.
     pub page_url: Option<String>,
+    /// The approval policy's files (`None`: no policy, every approval is asked).
+    pub policy: Option<PolicyFiles>,
+    /// The agent's name as its command says (`crate::child::agent_name`), which policy
+    /// rules match besides the name it gives in `initialize`.
+    pub agent: String,
+    /// The agent's folder: the session folder of a session the bridge did not see begin.
+    pub cwd: Option<std::path::PathBuf>,
+}
+
+/// Where the approval policy comes from (docs/POLICY.md).
+#[derive(Debug, Clone, Default)]
+pub struct PolicyFiles {
+    /// `--policy FILE`s: they must exist.
+    pub given: Vec<std::path::PathBuf>,
+    /// The user's own file, read when it exists.
+    pub user: Option<std::path::PathBuf>,
 }
 
 impl Default for RouterConfig {
@@ -61,6 +77,9 @@ impl Default for RouterConfig {
             permission_prompts: None,
             client_cancel_requests: false,
             page_url: None,
+            policy: None,
+            agent: "agent".into(),
+            cwd: None,
         }
     }
 }
@@ -78,4 +97,6 @@ pub struct Counters {
     pub questions_rejected: u64,
     pub questions_invalid: u64,
     pub late_answers_dropped: u64,
+    /// Tool approvals the approval policy answered (allowed or denied), never asked.
+    pub decided_by_policy: u64,
 }

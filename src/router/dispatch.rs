@@ -13,7 +13,9 @@ use std::time::Instant;
 use bytes::Bytes;
 use serde_json::value::RawValue;
 
-use super::handlers::{cancel, elicitation, initialize, permission, question, tool_call, vendor};
+use super::handlers::{
+    cancel, elicitation, initialize, permission, question, session, tool_call, vendor,
+};
 pub(super) use super::message::{Note, Req};
 use super::{Outbox, Router, Side};
 use crate::envelope::{self, RequestId};
@@ -55,6 +57,21 @@ pub(super) static TABLE: &[Entry] = &[
         on: On::Request(RequestRule {
             arrives: Some(initialize::arrives),
             result: Some(initialize::result),
+            ..RequestRule::TRACKED
+        }),
+    },
+    // The session's folder, for the approval policy.
+    Entry {
+        names: &[
+            "session/new",
+            "session/load",
+            "session/resume",
+            "session/fork",
+        ],
+        from: Side::Client,
+        on: On::Request(RequestRule {
+            arrives: Some(session::arrives),
+            result: Some(session::result),
             ..RequestRule::TRACKED
         }),
     },
@@ -109,8 +126,8 @@ pub(super) struct RequestRule {
     /// Takes the request over (it refuses, shows, or passes it on with [`Router::pass`]);
     /// `None`: tracked and forwarded as any other request.
     pub arrives: Option<RequestFn>,
-    /// Rewrites the peer's successful response before it is forwarded.
-    pub result: Option<fn(Bytes) -> Bytes>,
+    /// Reads (and may rewrite) the peer's successful response before it is forwarded.
+    pub result: Option<ResultFn>,
     /// The result (JSON text) the bridge sends on the client's behalf when the request is
     /// still open at the client on `session/cancel` of its session or at the client's EOF.
     pub cancelled: Option<&'static str>,
@@ -126,6 +143,7 @@ impl RequestRule {
 }
 
 pub(super) type RequestFn = fn(&mut Router, Req<'_>, &mut Outbox);
+pub(super) type ResultFn = fn(&mut Router, &RequestId, Bytes) -> Bytes;
 pub(super) type NotificationFn = fn(&mut Router, Note<'_>, &mut Outbox);
 
 /// A valid message, from the scan's offsets or from [`envelope::classify`].

@@ -37,7 +37,7 @@ mod requests;
 #[cfg(test)]
 mod sources_tests;
 
-pub use config::{Counters, RouterConfig};
+pub use config::{Counters, PolicyFiles, RouterConfig};
 pub use control_calls::ControlError;
 pub use outbox::{Out, Outbox, Side};
 
@@ -104,11 +104,18 @@ pub struct Router {
     ledger: ledger::Ledger,
     /// Tool calls the agent announced, for permission requests that name them by id.
     tool_calls: handlers::tool_call::ToolCalls,
+    /// The sessions' folders.
+    sessions: handlers::session::Sessions,
+    /// The name the agent gave in `initialize` (`agentInfo.name`).
+    agent_info_name: Option<String>,
+    /// The approval policy in force, and what the bridge told of it.
+    policy: Option<questions::PolicyState>,
     pub counters: Counters,
 }
 
 impl Router {
     pub fn new(cfg: RouterConfig) -> Self {
+        let policy = cfg.policy.as_ref().map(questions::PolicyState::new);
         Self {
             client: client::ClientView::new(&cfg),
             requests: requests::Requests::new(cfg.max_in_flight),
@@ -119,6 +126,9 @@ impl Router {
             wall_anchor: (Instant::now(), SystemTime::now()),
             agent_gone: false,
             tool_calls: handlers::tool_call::ToolCalls::default(),
+            sessions: handlers::session::Sessions::default(),
+            agent_info_name: None,
+            policy,
             counters: Counters::default(),
         }
     }
@@ -453,7 +463,7 @@ impl Router {
                 let rewrite_result = dispatch::request(from.peer(), req.method.as_bytes())
                     .and_then(|rule| rule.result);
                 if let (true, Some(rewrite_result)) = (result_ok, rewrite_result) {
-                    line = rewrite_result(line);
+                    line = rewrite_result(self, &id, line);
                 }
             }
             Matched::Again => {

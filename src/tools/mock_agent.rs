@@ -38,6 +38,10 @@ Script words (the first word of the prompt text picks the behaviour):
   elicit                 elicitation/create (form: an enum, a string, a boolean); streams
                          `elicitation: <action> <content json>`, end_turn
   elicit-choice          elicitation/create with one single-select field (red / green)
+  run <COMMAND>          a tool approval of COMMAND in Claude's Bash shape (a string);
+                         streams `run: <result json>`, end_turn
+  exec <WORDS>           a tool approval in codex-acp's exec shape (an argv of WORDS)
+  read <PATH>            a tool approval of reading PATH (kind read, a location)
   ask-claude, ask-claude-two, ask-claude-steps, ask-codex, ask-kimi, approve, ask-qwen, ask-cursor,
   plan-cursor, ask-grok, ask-gemini, plan-gemini, ask-opencode, ask-extension-liberal
                          ask in that agent's own shape (docs/MOCK_AGENT.md says which);
@@ -394,13 +398,13 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
             };
             wait_and_report(ctx, sid, rx, cancel, report).await
         }
-        word if super::shapes::for_word(word, sid, 0).is_some() => {
+        word if super::shapes::for_text(text, sid, 0).is_some() => {
             let n = {
                 let mut q = ctx.questions.lock().unwrap_or_else(|e| e.into_inner());
                 *q += 1;
                 *q
             };
-            let Some(shape) = super::shapes::for_word(word, sid, n) else {
+            let Some(shape) = super::shapes::for_text(text, sid, n) else {
                 return "end_turn";
             };
             if let Some(update) = &shape.announce {

@@ -153,6 +153,7 @@ pub fn main(args: PolicyArgs) -> ExitCode {
             let call = match (cmd, json) {
                 (Some(c), _) => Call {
                     agent,
+                    program: None,
                     kind: Some(kind.unwrap_or_else(|| "execute".into())),
                     title: c.clone(),
                     command: Some(command::parse(&c)),

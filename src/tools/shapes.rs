@@ -224,6 +224,55 @@ pub fn for_word(word: &str, sid: &str, n: u64) -> Option<Shape> {
     Some(shape)
 }
 
+/// The tool approvals that take the rest of the prompt (`run cargo test`), besides the
+/// words of [`for_word`]: `run COMMAND` (Claude's Bash: a command string), `exec WORDS`
+/// (codex-acp's exec: an argv, cut at spaces) and `read PATH` (Claude's Read: a location).
+pub fn for_text(text: &str, sid: &str, n: u64) -> Option<Shape> {
+    let text = text.trim();
+    let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+    let rest = rest.trim();
+    let tool_call = format!("toolu_mock_{n}");
+    let approval = |title: String, kind: &str, raw: Value, locations: Value| {
+        let tc = json!({"toolCallId": tool_call, "title": title, "kind": kind,
+            "status": "pending", "rawInput": raw, "locations": locations});
+        let mut announce = tc.clone();
+        announce["sessionUpdate"] = json!("tool_call");
+        Shape {
+            announce: Some(json!({"sessionId": sid, "update": announce})),
+            method: "session/request_permission",
+            params: json!({"sessionId": sid, "toolCall": tc, "options": [
+                {"optionId": "allow", "name": "Yes", "kind": "allow_once"},
+                {"optionId": "allow_always", "name": "Yes, always", "kind": "allow_always"},
+                {"optionId": "reject", "name": "No", "kind": "reject_once"}]}),
+        }
+    };
+    let shape = match word {
+        "run" if !rest.is_empty() => approval(
+            format!("`{rest}`"),
+            "execute",
+            json!({"command": rest, "description": "Run it"}),
+            json!([]),
+        ),
+        "exec" if !rest.is_empty() => {
+            let argv: Vec<&str> = rest.split_whitespace().collect();
+            approval(
+                rest.to_owned(),
+                "execute",
+                json!({"command": argv, "cwd": "/tmp", "reason": "to check"}),
+                json!([]),
+            )
+        }
+        "read" if !rest.is_empty() => approval(
+            format!("Read {rest}"),
+            "read",
+            json!({"file_path": rest}),
+            json!([{"path": rest}]),
+        ),
+        _ => return for_word(word, sid, n),
+    };
+    Some(shape)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -89,6 +89,11 @@ impl Bridge {
         if !registry {
             cmd.env(REGISTRY_ENV, test_registry());
         }
+        // The approval policy reads the user's config folder: the tests' own, empty one,
+        // unless the test gives one.
+        if !cmd.as_std().get_envs().any(|(k, _)| k == "XDG_CONFIG_HOME") {
+            cmd.env("XDG_CONFIG_HOME", test_config_home());
+        }
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -410,6 +415,16 @@ pub fn rss_kib(pid: u32) -> u64 {
 
 /// Where a bridge lists itself for the inbox.
 pub const REGISTRY_ENV: &str = "ACP_QUESTION_BRIDGE_REGISTRY";
+
+/// The user's config folder of every bridge of the tests that names none: empty, so no
+/// approval policy of the user's is in force.
+pub fn test_config_home() -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
+    let dir = std::env::temp_dir().join(format!("acp-qb-test-config-{uid}"));
+    std::fs::create_dir_all(&dir).expect("the tests' config folder");
+    dir
+}
 
 /// The registry folder (0700) shared by every bridge of the tests that names none: not the
 /// user's.

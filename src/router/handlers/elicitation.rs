@@ -57,6 +57,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
             .map(str::to_owned),
         dialect,
         as_sent: true,
+        approval: None,
         // The agent's own request, which the client can show, is not the bridge's to
         // refuse; one it cannot show gets the error.
         not_admitted: if translate {

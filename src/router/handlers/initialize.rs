@@ -7,6 +7,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 
 use crate::capabilities::{self, ClientSupport};
+use crate::envelope::RequestId;
 use crate::router::message::Req;
 use crate::router::{rewrite, Outbox, Router, Side};
 
@@ -36,7 +37,32 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
     r.pass(Side::Client, req, line, out);
 }
 
-/// The agent's successful `initialize` result.
-pub(in crate::router) fn result(line: Bytes) -> Bytes {
+/// The agent's successful `initialize` result: the name it gives (`agentInfo.name`) is kept
+/// for the approval policy's rules.
+pub(in crate::router) fn result(r: &mut Router, _id: &RequestId, line: Bytes) -> Bytes {
+    #[derive(serde::Deserialize)]
+    struct Info<'a> {
+        #[serde(borrow)]
+        result: Option<Result<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Result<'a> {
+        #[serde(rename = "agentInfo", borrow)]
+        agent_info: Option<AgentInfo<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct AgentInfo<'a> {
+        #[serde(borrow)]
+        name: Option<std::borrow::Cow<'a, str>>,
+    }
+    if let Ok(Info {
+        result:
+            Some(Result {
+                agent_info: Some(AgentInfo { name: Some(name) }),
+            }),
+    }) = serde_json::from_slice::<Info>(&line)
+    {
+        r.agent_info_name = Some(name.chars().take(200).collect());
+    }
     rewrite(line, capabilities::merge_initialize_response)
 }

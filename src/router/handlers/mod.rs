@@ -9,5 +9,6 @@ pub(super) mod elicitation;
 pub(super) mod initialize;
 pub(super) mod permission;
 pub(super) mod question;
+pub(super) mod session;
 pub(super) mod tool_call;
 pub(super) mod vendor;

@@ -39,12 +39,14 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         }
         _ => (Dialect::Native, true),
     };
+    let approval = (!source.asks_questions()).then(|| context["toolCall"].clone());
     let asked = Asked {
         question,
         origin: Arc::new(source) as Origin,
         agent_tool_call: context["toolCall"]["toolCallId"]
             .as_str()
             .map(str::to_owned),
+        approval,
         context: Some(context),
         dialect,
         as_sent,

@@ -22,6 +22,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         dialect: r.dialect(),
         as_sent: true,
         not_admitted: NotAdmitted::Refuse,
+        approval: None,
     };
     r.ask(req, asked, out);
 }

@@ -46,6 +46,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         dialect: if native { Dialect::Native } else { r.dialect() },
         as_sent: native,
         not_admitted: NotAdmitted::Pass,
+        approval: None,
     };
     r.ask(req, asked, out);
 }

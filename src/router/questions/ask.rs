@@ -3,12 +3,12 @@
 //! only reads its request into an [`Asked`]: the question, its source, what the agent said
 //! around it, and how the client is to see it. Everything after that is written once, here:
 //! admission against the caps, the pending entry with its context and the agent's tool call,
-//! and the delivery ([`super::show`]). A step that concerns every question, whatever its
+//! the approval policy ([`super::decide`]), and the delivery ([`super::show`]). A step that concerns every question, whatever its
 //! source, belongs in [`Router::ask`].
 //!
 //! Invariant: a request that reaches [`Router::ask`] is answered exactly once: refused, passed
-//! on to the client as the agent's own request, or registered and shown (and then ended by
-//! [`super::endings`] or answered).
+//! on to the client as the agent's own request, answered by the approval policy, or
+//! registered and shown (and then ended by [`super::endings`] or answered).
 
 use serde_json::Value;
 
@@ -32,6 +32,9 @@ pub(in crate::router) struct Asked {
     pub as_sent: bool,
     /// What becomes of a question the registry does not take (a cap, an id in use).
     pub not_admitted: NotAdmitted,
+    /// A plain tool approval's tool call: the approval policy may answer it
+    /// ([`super::decide`]).
+    pub approval: Option<Value>,
 }
 
 /// What becomes of a question the registry does not take.
@@ -60,6 +63,12 @@ impl Router {
         let mut p = self.new_pending(req.id, asked.question, asked.origin, req.now);
         p.context = asked.context;
         p.agent_tool_call = asked.agent_tool_call;
+        if let Some(tool_call) = &asked.approval {
+            if self.decided_by_policy(&p, tool_call, out) {
+                return;
+            }
+        }
+        self.counters.questions_asked += 1;
         let original = asked.as_sent.then_some(req.line);
         self.show(p, asked.dialect, original, out);
     }

@@ -15,10 +15,12 @@
 
 mod answers;
 mod ask;
+mod decide;
 mod endings;
 mod show;
 
 pub(in crate::router) use ask::{Asked, NotAdmitted};
+pub(in crate::router) use decide::PolicyState;
 
 use std::time::{Duration, Instant};
 
@@ -125,7 +127,6 @@ impl Router {
         origin: Origin,
         now: Instant,
     ) -> Pending {
-        self.counters.questions_asked += 1;
         let timeout = [
             self.cfg.question_timeout,
             q.timeout_ms.map(Duration::from_millis),

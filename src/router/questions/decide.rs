@@ -1,0 +1,222 @@
+//! The approval policy's part in [`Router::ask`] (docs/POLICY.md): a plain tool approval
+//! (`session/request_permission` without questions) that a rule allows or denies is answered
+//! here with the agent's own `allow_once` or `reject_once` option, and never asked.
+//!
+//! Invariants:
+//! - Only tool approvals: the agents' questions are always asked.
+//! - Never fail open: `allow` needs the agent's `allow_once` option and `deny` its
+//!   `reject_once` (never an `*_always`: the agent's own state is not changed behind the
+//!   user's back); without it, or with a broken policy, the approval is asked.
+//! - A decided approval is still seen: a note in the client's chat, a `decided` event (the
+//!   journal, the page, the inbox; never a notification), the log, and `bridge.status`.
+//! - A broken policy is said in the chat once per session, on stderr, and on the page.
+
+use std::collections::{HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::{Outbox, Router};
+use crate::events::{Event, PolicyView};
+use crate::jsonrpc;
+use crate::policy::live::{Change, Live};
+use crate::policy::{Call, Decision, Verdict};
+use crate::questions::answer::Outcome;
+use crate::questions::chat;
+use crate::questions::registry::Pending;
+use crate::questions::sources::Reply;
+use crate::router::PolicyFiles;
+
+/// How many decisions `bridge.status` keeps.
+const RECENT: usize = 20;
+
+/// The approval policy of a bridge, and what it told.
+#[derive(Debug)]
+pub(in crate::router) struct PolicyState {
+    live: Live,
+    /// The sessions told that the policy is broken.
+    told: HashSet<String>,
+    /// The latest decisions, newest last.
+    recent: VecDeque<Value>,
+}
+
+impl PolicyState {
+    pub fn new(files: &PolicyFiles) -> Self {
+        PolicyState {
+            live: Live::new(files.given.clone(), files.user.clone()),
+            told: HashSet::new(),
+            recent: VecDeque::new(),
+        }
+    }
+}
+
+impl Router {
+    /// The policy's state for `bridge.status`: its files, whether it is broken, and the
+    /// latest decisions (`null`: no policy, `--no-policy`).
+    pub fn policy_status(&mut self) -> Value {
+        let cwd = self.cfg.cwd.clone();
+        let Some(state) = self.policy.as_mut() else {
+            return Value::Null;
+        };
+        // Looked at again, so the page shows a broken edit before the next approval.
+        let (policy, _) = state.live.policy(cwd.as_deref());
+        let mut status = state.live.status();
+        status["broken"] = json!(policy.broken);
+        status["decided"] = json!(state.recent);
+        status
+    }
+
+    /// Whether the policy answered the tool approval `p` (its tool call `tool_call`): then
+    /// the agent has its answer, and `p` is over.
+    pub(super) fn decided_by_policy(
+        &mut self,
+        p: &Pending,
+        tool_call: &Value,
+        out: &mut Outbox,
+    ) -> bool {
+        let session = p.question.session_id.clone();
+        let cwd: Option<PathBuf> = self
+            .sessions
+            .cwd(&session)
+            .map(Path::to_owned)
+            .or_else(|| self.cfg.cwd.clone());
+        let Some(state) = self.policy.as_mut() else {
+            return false;
+        };
+        let (policy, changes) = state.live.policy(cwd.as_deref());
+        let mut notes: Vec<String> = changes
+            .iter()
+            .map(|c| match c {
+                Change::Reloaded(f) => format!("Approval policy: {} read again; in force.", f.display()),
+                Change::KeptLastGood { error, .. } => format!(
+                    "Approval policy: a changed file is broken, so its last good rules stay in force: {error}"
+                ),
+            })
+            .collect();
+        if let Some(why) = &policy.broken {
+            if state.told.len() < 4096 && state.told.insert(session.clone()) {
+                notes.push(format!(
+                    "Approval policy broken, so every tool approval is asked: {why}"
+                ));
+            }
+        }
+        let mut call = Call::from_tool_call(
+            tool_call,
+            self.agent_info_name.as_deref().unwrap_or(&self.cfg.agent),
+            cwd.as_deref().unwrap_or(Path::new("/")),
+        );
+        if self.agent_info_name.is_some() {
+            call.program = Some(self.cfg.agent.clone());
+        }
+        let verdict = policy.decide(&call);
+        let chosen = self.option_for(p, &verdict);
+        for n in &notes {
+            self.notify_client(
+                jsonrpc::notification("session/update", &chat::note(&session, n)),
+                out,
+            );
+        }
+        let (Some(option), Some(rule)) = (chosen, verdict.rule.as_ref()) else {
+            return false;
+        };
+        let subject = match &call.command {
+            Some(c) => c.text(),
+            None => call.title.clone(),
+        };
+        let subject: String = subject.chars().take(200).collect();
+        let view = PolicyView {
+            decision: verdict.decision.as_str(),
+            rule: rule.id.clone(),
+            file: rule.file.display().to_string(),
+            line: rule.line,
+            why: verdict.why.clone(),
+            justification: rule.justification.clone(),
+            subject: subject.clone(),
+        };
+        let outcome = Outcome::Answered(vec![vec![option]]);
+        self.counters.decided_by_policy += 1;
+        tracing::info!(
+            session_id = ?session,
+            decision = view.decision,
+            rule = %view.rule,
+            file = %view.file,
+            line = view.line,
+            "tool approval decided by the approval policy"
+        );
+        let said = format!(
+            "{} by policy rule `{}`: {subject}{}",
+            match verdict.decision {
+                Decision::Allow => "Allowed",
+                _ => "Denied",
+            },
+            rule.id,
+            rule.justification
+                .as_ref()
+                .map(|j| format!(" ({j})"))
+                .unwrap_or_default()
+        );
+        self.notify_client(
+            jsonrpc::notification("session/update", &chat::note(&session, &said)),
+            out,
+        );
+        let result = outcome.to_event();
+        if let Some(state) = self.policy.as_mut() {
+            if state.recent.len() >= RECENT {
+                state.recent.pop_front();
+            }
+            state.recent.push_back(json!({
+                "sessionId": session,
+                "at": super::rfc3339(p.created_wall),
+                "policy": &view,
+            }));
+        }
+        if self.cfg.events {
+            self.ledger.session(&session);
+            let mut question = self.view(p);
+            question.dialect = "policy";
+            out.events.push(Event::Decided {
+                question,
+                policy: Box::new(view.clone()),
+                result,
+            });
+        }
+        match p.origin.reply(&p.question, &outcome, &Vec::new()) {
+            Reply::Result(result) => {
+                // The only place an ACP permission response can carry why.
+                let mut result: Value = serde_json::from_str(&result).unwrap_or(Value::Null);
+                result["_meta"] = json!({ "acpQuestionBridge": { "policy": {
+                    "decision": view.decision, "rule": view.rule, "justification": view.justification,
+                }}});
+                out.agent(jsonrpc::result_text(&p.agent_id, &result.to_string()));
+            }
+            Reply::Error { code, message } => {
+                out.agent(jsonrpc::error(Some(&p.agent_id), code, &message, None))
+            }
+        }
+        true
+    }
+
+    /// The agent's option that `verdict` picks: `allow_once` for allow, `reject_once` for
+    /// deny; none for ask, or when the agent offers no such option.
+    fn option_for(&self, p: &Pending, verdict: &Verdict) -> Option<String> {
+        let kind = match verdict.decision {
+            Decision::Allow => "allow_once",
+            Decision::Deny => "reject_once",
+            Decision::Ask => return None,
+        };
+        let option = p
+            .question
+            .items
+            .first()?
+            .options
+            .iter()
+            .find(|o| o.kind.as_deref() == Some(kind));
+        if option.is_none() {
+            tracing::warn!(
+                decision = verdict.decision.as_str(),
+                "the approval policy decided, but the agent offers no {kind} option; asked instead"
+            );
+        }
+        option.map(|o| o.value.clone())
+    }
+}

@@ -1,0 +1,382 @@
+//! The approval policy in a running bridge (docs/POLICY.md), through the real binaries and
+//! the mock agent's approval shapes: Claude's Bash string (`run`), codex-acp's argv (`exec`)
+//! and a read with a location (`read`). Each decision is checked where the user looks: the
+//! agent's answer, the note in the client's chat, the journal's `decided` event (against
+//! the schema), and `bridge.status` on the control server.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{chunks, Bridge, MOCK};
+use serde_json::{json, Value};
+
+const POLICY: &str = r#"# The user's rules.
+[[rule]]
+id = "tests"
+decision = "allow"
+command = ["cargo", "test"]
+justification = "tests only build and run"
+match = ["cargo test --workspace"]
+
+[[rule]]
+id = "no-rm"
+decision = "deny"
+command = ["rm", ["-rf", "-fr", "-r"]]
+justification = "never delete trees"
+
+[[rule]]
+id = "git-read"
+decision = "allow"
+command = ["git", ["status", "diff", "log"]]
+
+[[rule]]
+id = "read-src"
+decision = "allow"
+kind = ["read"]
+paths = ["src/**"]
+"#;
+
+/// A bridge around the mock agent with `args`, its config folder `config`, and a session
+/// in `cwd`; returns it with the session id.
+async fn bridge_in(args: &[&str], config: &Path, cwd: &Path) -> (Bridge, String) {
+    let mut argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    argv.extend(["--".into(), MOCK.into()]);
+    let mut b = Bridge::spawn_env(&argv, &[("XDG_CONFIG_HOME", config.to_str().unwrap())]);
+    b.initialize(json!({})).await;
+    let r = b
+        .call(1, "session/new", json!({"cwd": cwd, "mcpServers": []}))
+        .await;
+    let sid = r["result"]["sessionId"]
+        .as_str()
+        .expect("sessionId")
+        .to_owned();
+    (b, sid)
+}
+
+/// Prompts `text`; when the client is asked, answers `answer` (an optionId). Returns what
+/// the agent reported (`<word>: <result>`), the chat's text, and whether the client was
+/// asked.
+async fn turn(
+    b: &mut Bridge,
+    id: i64,
+    sid: &str,
+    text: &str,
+    answer: &str,
+) -> (String, String, bool) {
+    b.prompt(id, sid, text).await;
+    let mut seen = Vec::new();
+    let mut asked = false;
+    loop {
+        let m = b.recv().await;
+        if m["method"] == "session/request_permission" {
+            asked = true;
+            b.send(&json!({"jsonrpc":"2.0","id":m["id"],"result":{"outcome":{"outcome":"selected","optionId":answer}}}))
+                .await;
+            continue;
+        }
+        if m["id"] == json!(id) && m.get("method").is_none() {
+            assert_eq!(m["result"]["stopReason"], "end_turn", "{m}");
+            break;
+        }
+        seen.push(m);
+    }
+    let chat = chunks(&seen);
+    let word = text.split_whitespace().next().unwrap();
+    let report = chat
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{word}: ")))
+        .unwrap_or_else(|| panic!("no report of {word:?} in {chat:?}"))
+        .to_owned();
+    (report, chat, asked)
+}
+
+fn option_of(report: &str) -> String {
+    let v: Value = serde_json::from_str(report).unwrap_or_else(|e| panic!("{report}: {e}"));
+    v["outcome"]["optionId"].as_str().unwrap_or("?").to_owned()
+}
+
+fn project() -> PathBuf {
+    let dir = common::temp_dir("policy-project");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("src/main.rs"), "fn main() {}\n").unwrap();
+    dir.canonicalize().unwrap()
+}
+
+fn event_schema() -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/question-event.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::draft202012::new(&schema).expect("the schema compiles")
+}
+
+#[tokio::test]
+async fn one_policy_answers_each_shape_and_every_decision_is_seen() {
+    let config = common::temp_dir("policy-config");
+    let policy = config.join("rules.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let journal = config.join("journal.jsonl");
+    let cwd = project();
+    let (mut b, sid) = bridge_in(
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+        &config,
+        &cwd,
+    )
+    .await;
+
+    // Claude's Bash string: allowed by `tests`, never shown to the client.
+    let (report, chat, asked) =
+        turn(&mut b, 10, &sid, "run cargo test --workspace", "reject").await;
+    assert!(!asked, "an allowed approval is not asked");
+    assert_eq!(option_of(&report), "allow", "{report}");
+    let meta: Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(
+        meta["_meta"]["acpQuestionBridge"]["policy"]["rule"], "tests",
+        "{report}"
+    );
+    assert!(
+        chat.contains(
+            "Allowed by policy rule `tests`: cargo test --workspace (tests only build and run)"
+        ),
+        "{chat}"
+    );
+
+    // A compound command with one denied part: denied, with reject_once.
+    let (report, chat, asked) = turn(&mut b, 11, &sid, "run cargo test && rm -rf /", "allow").await;
+    assert!(!asked);
+    assert_eq!(option_of(&report), "reject");
+    assert!(chat.contains("Denied by policy rule `no-rm`"), "{chat}");
+
+    // codex-acp's argv, and a shell script in one.
+    let (report, _, asked) = turn(&mut b, 12, &sid, "exec git status", "reject").await;
+    assert!(!asked);
+    assert_eq!(option_of(&report), "allow");
+    let (report, _, asked) = turn(&mut b, 13, &sid, "exec git log --oneline", "reject").await;
+    assert!(!asked);
+    assert_eq!(option_of(&report), "allow");
+    // Not every part is allowed: asked, and the client's answer goes back.
+    let (report, _, asked) = turn(
+        &mut b,
+        14,
+        &sid,
+        "run git status; curl example.com",
+        "reject",
+    )
+    .await;
+    assert!(asked, "a command with a part no rule allows is asked");
+    assert_eq!(option_of(&report), "reject");
+
+    // Paths against the session's folder, made canonical first.
+    let inside = cwd.join("src/main.rs");
+    let (report, _, asked) = turn(
+        &mut b,
+        15,
+        &sid,
+        &format!("read {}", inside.display()),
+        "reject",
+    )
+    .await;
+    assert!(!asked);
+    assert_eq!(option_of(&report), "allow");
+    let escape = cwd.join("src/../../outside.txt");
+    let (_, _, asked) = turn(
+        &mut b,
+        16,
+        &sid,
+        &format!("read {}", escape.display()),
+        "reject",
+    )
+    .await;
+    assert!(asked, "`..` out of src/ is not covered");
+
+    // No rule: asked as before. The agents' questions are always asked.
+    let (report, _, asked) = turn(&mut b, 17, &sid, "permission", "allow").await;
+    assert!(asked);
+    assert_eq!(report, "allow");
+
+    // bridge.status on the control server lists the decisions and the file.
+    let (url, token) = common::control_of(&b).await;
+    let status = common::control::call(
+        &common::control::http(&url, &token),
+        "bridge.status",
+        json!({}),
+    )
+    .await
+    .expect("bridge.status");
+    let p = &status["policy"];
+    assert!(p["broken"].is_null(), "{p}");
+    assert_eq!(p["files"][0]["file"], policy.to_str().unwrap(), "{p}");
+    assert_eq!(p["files"][0]["rules"], 4, "{p}");
+    let rules: Vec<&str> = p["decided"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["policy"]["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rules,
+        ["tests", "no-rm", "git-read", "git-read", "read-src"],
+        "{p}"
+    );
+    assert_eq!(status["counters"]["decidedByPolicy"], 5, "{status}");
+
+    b.close_stdin();
+    assert_eq!(b.wait().await, 0);
+
+    // The journal: one `decided` event per decision, with the rule, its file and line.
+    let schema = event_schema();
+    let lines: Vec<Value> = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let decided: Vec<&Value> = lines.iter().filter(|e| e["event"] == "decided").collect();
+    assert_eq!(decided.len(), 5, "{lines:?}");
+    for e in &decided {
+        let errors: Vec<String> = schema.iter_errors(e).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{e}: {errors:?}");
+    }
+    let first = decided[0];
+    assert_eq!(first["policy"]["rule"], "tests");
+    assert_eq!(first["policy"]["file"], policy.to_str().unwrap());
+    assert_eq!(first["policy"]["line"], 2, "{first}");
+    assert_eq!(first["question"]["dialect"], "policy");
+    assert_eq!(
+        first["question"]["context"]["toolCall"]["rawInput"]["command"],
+        "cargo test --workspace"
+    );
+    assert_eq!(
+        first["result"],
+        json!({"status": "answered", "answers": [["allow"]]})
+    );
+    assert_eq!(decided[1]["policy"]["decision"], "deny");
+    // The asked ones are ordinary questions, never `decided`.
+    let requested = lines.iter().filter(|e| e["event"] == "requested").count();
+    assert_eq!(requested, 3, "{lines:?}");
+}
+
+#[tokio::test]
+async fn a_broken_policy_asks_everything_and_says_why_once_per_session() {
+    let config = common::temp_dir("policy-broken");
+    let policy = config.join("rules.toml");
+    // The example does not come out as the rule says: the file is broken.
+    std::fs::write(
+        &policy,
+        "[[rule]]\nid = \"tests\"\ndecision = \"allow\"\ncommand = [\"cargo\", \"test\"]\nmatch = [\"cargo build\"]\n",
+    )
+    .unwrap();
+    let cwd = project();
+    let (mut b, sid) = bridge_in(&["--policy", policy.to_str().unwrap()], &config, &cwd).await;
+    let (report, chat, asked) = turn(&mut b, 10, &sid, "run cargo test", "reject").await;
+    assert!(asked, "a broken policy allows nothing");
+    assert_eq!(option_of(&report), "reject");
+    assert!(
+        chat.contains("Approval policy broken, so every tool approval is asked"),
+        "{chat}"
+    );
+    assert!(chat.contains("cargo build"), "the chat says why: {chat}");
+    let (_, chat, asked) = turn(&mut b, 11, &sid, "run cargo test", "reject").await;
+    assert!(asked);
+    assert!(
+        !chat.contains("Approval policy broken"),
+        "once per session: {chat}"
+    );
+    b.stderr_contains("policy file is broken").await;
+    let (url, token) = common::control_of(&b).await;
+    let status = common::control::call(
+        &common::control::http(&url, &token),
+        "bridge.status",
+        json!({}),
+    )
+    .await
+    .expect("bridge.status");
+    assert!(
+        status["policy"]["broken"]
+            .as_str()
+            .unwrap()
+            .contains("cargo build"),
+        "{status}"
+    );
+
+    // A --policy file that does not exist is broken too.
+    let missing = config.join("missing.toml");
+    let (mut b, sid) = bridge_in(&["--policy", missing.to_str().unwrap()], &config, &cwd).await;
+    let (_, chat, asked) = turn(&mut b, 10, &sid, "exec git status", "allow").await;
+    assert!(asked);
+    assert!(chat.contains("does not exist"), "{chat}");
+}
+
+#[tokio::test]
+async fn edits_count_from_the_next_approval_and_a_bad_edit_keeps_the_last_good() {
+    let config = common::temp_dir("policy-edit");
+    let dir = config.join("acp-question-bridge");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The user's own file, found in the config folder.
+    let user = dir.join("policy.toml");
+    std::fs::write(&user, "").unwrap();
+    let cwd = project();
+    let (mut b, sid) = bridge_in(&[], &config, &cwd).await;
+    let (_, _, asked) = turn(&mut b, 10, &sid, "run cargo test", "allow").await;
+    assert!(asked, "no rule yet");
+
+    // An atomic replace, as editors do.
+    let tmp = dir.join("policy.toml.new");
+    std::fs::write(&tmp, POLICY).unwrap();
+    std::fs::rename(&tmp, &user).unwrap();
+    let (report, chat, asked) = turn(&mut b, 11, &sid, "run cargo test", "reject").await;
+    assert!(!asked, "the new rule answers the next approval");
+    assert_eq!(option_of(&report), "allow");
+    assert!(chat.contains("read again; in force"), "{chat}");
+
+    // A bad edit: the last good rules stay, and the chat says so.
+    std::fs::write(&tmp, "[[rule]]\nid = \"tests\"\ndecision = \"maybe\"\n").unwrap();
+    std::fs::rename(&tmp, &user).unwrap();
+    let (report, chat, asked) = turn(&mut b, 12, &sid, "run cargo test", "reject").await;
+    assert!(!asked, "the last good policy is still in force");
+    assert_eq!(option_of(&report), "allow");
+    assert!(chat.contains("last good rules stay in force"), "{chat}");
+    assert!(chat.contains("maybe"), "{chat}");
+}
+
+#[tokio::test]
+async fn a_project_allow_counts_only_once_the_folder_is_trusted() {
+    let config = common::temp_dir("policy-trust");
+    let cwd = project();
+    std::fs::create_dir_all(cwd.join(".acp-question-bridge")).unwrap();
+    std::fs::write(
+        cwd.join(".acp-question-bridge/policy.toml"),
+        "[[rule]]\nid = \"project-tests\"\ndecision = \"allow\"\ncommand = [\"cargo\", \"test\"]\n\n\
+         [[rule]]\nid = \"project-no-push\"\ndecision = \"deny\"\ncommand = [\"git\", \"push\"]\n",
+    )
+    .unwrap();
+    let (mut b, sid) = bridge_in(&[], &config, &cwd).await;
+    let (_, _, asked) = turn(&mut b, 10, &sid, "run cargo test", "reject").await;
+    assert!(asked, "a cloned repository cannot approve its own commands");
+    // Its deny counts at once.
+    let (report, chat, asked) = turn(&mut b, 11, &sid, "exec git push origin main", "allow").await;
+    assert!(!asked);
+    assert_eq!(option_of(&report), "reject");
+    assert!(
+        chat.contains("Denied by policy rule `project-no-push`"),
+        "{chat}"
+    );
+
+    // Trusted (the CLI writes the user's trusted folders): counts from the next approval.
+    let out = std::process::Command::new(common::BRIDGE)
+        .args(["policy", "trust", cwd.to_str().unwrap()])
+        .env("XDG_CONFIG_HOME", &config)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let (report, chat, asked) = turn(&mut b, 12, &sid, "run cargo test", "reject").await;
+    assert!(!asked, "{chat}");
+    assert_eq!(option_of(&report), "allow");
+    assert!(
+        chat.contains("Allowed by policy rule `project-tests`"),
+        "{chat}"
+    );
+}
