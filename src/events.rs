@@ -37,6 +37,10 @@ pub struct QuestionView {
     /// with the title, kind, command or path (`rawInput`), content and locations.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context: Option<Value>,
+    /// For a tool approval while an approval policy is in force: what "Always allow" would
+    /// write (`subject`, `agent`, `project`, and `rules`: the TOML for each choice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub always_allow: Option<Value>,
 }
 
 /// Who ended a question, as observers see it: a [`By`], or, for an answer from a paired

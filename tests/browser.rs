@@ -456,3 +456,102 @@ async fn policy_decisions_and_a_broken_file_on_the_page() {
     b.drain().await;
     assert_eq!(b.wait().await, 0);
 }
+
+/// "Always allow" from the page: the card shows the rule for the choice made, the button
+/// answers and writes that rule to the user's file, and it answers the next approval of
+/// another bridge.
+#[tokio::test]
+async fn always_allow_from_the_page_answers_another_bridges_next_approval() {
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&out).unwrap();
+    let config = temp_dir("browser-always-config");
+    let cwd = temp_dir("browser-always-project").canonicalize().unwrap();
+    let start = |control: bool| {
+        let mut argv: Vec<String> = Vec::new();
+        if control {
+            argv.extend(["--control".into(), "127.0.0.1:0".into()]);
+        }
+        argv.extend(["--".into(), MOCK.into()]);
+        Bridge::spawn_env(&argv, &[("XDG_CONFIG_HOME", config.to_str().unwrap())])
+    };
+    let mut b = start(true);
+    let (base, token) = control_of(&b).await;
+    b.initialize(serde_json::json!({})).await;
+    let r = b
+        .call(
+            1,
+            "session/new",
+            serde_json::json!({"cwd": cwd, "mcpServers": []}),
+        )
+        .await;
+    let sid = r["result"]["sessionId"].as_str().unwrap().to_owned();
+    b.prompt(2, &sid, "run cargo test --workspace").await;
+    b.recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+
+    let steps = run_page_script(
+        "always_allow.mjs",
+        &format!("{base}#token={token}"),
+        &out,
+        &[],
+        &format!("bridge:\n{}", b.stderr()),
+    )
+    .await;
+    let names: Vec<&str> = steps.iter().filter_map(|s| s["step"].as_str()).collect();
+    assert_eq!(names, ["every", "preview", "answered", "done"]);
+    let every = steps[0]["rule"].as_str().unwrap();
+    assert!(!every.contains("agent ="), "{every}");
+    let rule = steps[1]["rule"].as_str().unwrap();
+    assert!(rule.contains("command = [\"cargo\", \"test\"]"), "{rule}");
+    assert!(rule.contains("agent = [\"acp-mock-agent\"]"), "{rule}");
+    assert!(
+        rule.contains(&format!("cwd = [\"{}\"]", cwd.display())),
+        "{rule}"
+    );
+    assert!(
+        steps[2]["state"]
+            .as_str()
+            .unwrap()
+            .starts_with("Answered here"),
+        "{:?}",
+        steps[2]
+    );
+    let (done, _) = b.response(serde_json::json!(2)).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    let written = std::fs::read_to_string(config.join("acp-question-bridge/policy.toml")).unwrap();
+    assert!(
+        written.contains(rule),
+        "the rule shown is the rule written:\n{written}"
+    );
+
+    // Another bridge, in the same project: its next approval is answered by the rule.
+    let mut other = start(false);
+    other.initialize(serde_json::json!({})).await;
+    let r = other
+        .call(
+            1,
+            "session/new",
+            serde_json::json!({"cwd": cwd, "mcpServers": []}),
+        )
+        .await;
+    let sid = r["result"]["sessionId"].as_str().unwrap().to_owned();
+    other.prompt(2, &sid, "run cargo test").await;
+    let (done, seen) = other.response(serde_json::json!(2)).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    assert!(
+        seen.iter()
+            .all(|m| m["method"] != "session/request_permission"),
+        "{seen:?}"
+    );
+    let chat = chunks(&seen);
+    assert!(
+        chat.contains("Allowed by policy rule `always-cargo-test-"),
+        "{chat}"
+    );
+    assert!(chat.contains("\"optionId\":\"allow\""), "{chat}");
+    for mut bridge in [b, other] {
+        bridge.close_stdin();
+        bridge.drain().await;
+        assert_eq!(bridge.wait().await, 0);
+    }
+}

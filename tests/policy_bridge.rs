@@ -380,3 +380,83 @@ async fn a_project_allow_counts_only_once_the_folder_is_trusted() {
         "{chat}"
     );
 }
+
+/// "Always allow" from the CLI: the approval lists what it would write, the answer with
+/// `--always-allow` writes that rule to the user's file, and the rule answers the next
+/// approval of this bridge and of another one.
+#[tokio::test]
+async fn always_allow_from_the_cli_writes_the_rule_every_bridge_then_follows() {
+    let config = common::temp_dir("policy-always");
+    let cwd = project();
+    let (mut b, sid) = bridge_in(&["--control", "127.0.0.1:0"], &config, &cwd).await;
+    let (base, token) = common::control_of(&b).await;
+    let url = format!("{base}#token={token}");
+    b.prompt(10, &sid, "run cargo test --workspace").await;
+    b.recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+    let (code, out) = common::control::cli(&["list", "--json", "--control", &url]).await;
+    assert_eq!(code, 0);
+    let list: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let always = &list[0]["alwaysAllow"];
+    assert_eq!(always["subject"], "cargo test", "{always}");
+    assert_eq!(always["project"], cwd.to_str().unwrap());
+    let everywhere = always["rules"]["thisAgentEverywhere"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        everywhere.contains("command = [\"cargo\", \"test\"]"),
+        "{everywhere}"
+    );
+    assert!(!everywhere.contains("cwd ="), "{everywhere}");
+    let qid = list[0]["questionId"].as_str().unwrap().to_owned();
+    let (code, text) = common::control::cli(&["list", "--control", &url]).await;
+    assert_eq!(code, 0);
+    assert!(text.contains("always allow `cargo test`"), "{text}");
+
+    // Remembering a rejection is refused, and the question stays pending.
+    let args = [
+        "answer",
+        "--control",
+        &url,
+        &sid,
+        &qid,
+        "--always-allow",
+        "--everywhere",
+    ];
+    let (code, _) = common::control::cli(&[&args[..], &["reject"]].concat()).await;
+    assert_ne!(code, 0);
+    let (code, out) = common::control::cli(&[&args[..], &["allow"]].concat()).await;
+    assert_eq!(code, 0, "{out}");
+    let (done, seen) = b.response(json!(10)).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    assert!(chunks(&seen).contains("\"optionId\":\"allow\""), "{seen:?}");
+
+    let file = config.join("acp-question-bridge/policy.toml");
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        written.contains(&everywhere),
+        "the rule shown is the rule written:\n{written}"
+    );
+    assert!(
+        written.contains("# Always allow `cargo test` for acp-mock-agent everywhere"),
+        "{written}"
+    );
+
+    // The next approval, in this bridge and in another one in another folder.
+    let (report, chat, asked) = turn(&mut b, 11, &sid, "run cargo test -p x", "reject").await;
+    assert!(!asked, "{chat}");
+    assert_eq!(option_of(&report), "allow");
+    let elsewhere = project();
+    let (mut other, sid2) = bridge_in(&[], &config, &elsewhere).await;
+    let (report, chat, asked) = turn(&mut other, 10, &sid2, "run cargo test", "reject").await;
+    assert!(!asked, "{chat}");
+    assert_eq!(option_of(&report), "allow");
+    assert!(
+        chat.contains("Allowed by policy rule `always-cargo-test-"),
+        "{chat}"
+    );
+    // Not what it did not allow.
+    let (_, _, asked) = turn(&mut other, 11, &sid2, "run cargo publish", "reject").await;
+    assert!(asked);
+}

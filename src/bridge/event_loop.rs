@@ -260,15 +260,18 @@ impl Shell {
             Call::Answer(a, reply) => {
                 let r = match not_me(self.surfaces.identity.as_ref(), a.bridge.as_deref()) {
                     Some(e) => Err(e),
-                    None => router
-                        .control_answer(
-                            &a.session_id,
-                            &a.question_id,
-                            &a.answers,
-                            a.device.as_deref(),
-                            outbox,
-                        )
-                        .map_err(control::control_error),
+                    None => match a.remember.map(|r| remember(router, &a, r)) {
+                        Some(Err(e)) => Err(e),
+                        _ => router
+                            .control_answer(
+                                &a.session_id,
+                                &a.question_id,
+                                &a.answers,
+                                a.device.as_deref(),
+                                outbox,
+                            )
+                            .map_err(control::control_error),
+                    },
                 };
                 let _ = reply.send(r);
             }
@@ -312,6 +315,40 @@ impl Shell {
                 v["version"] = env!("CARGO_PKG_VERSION").into();
                 let _ = reply.send(v);
             }
+        }
+    }
+}
+
+/// "Always allow" with an answer: the rule the question's `alwaysAllow` shows for `choice`
+/// is added to the user's policy file before the answer goes to the agent; if it cannot be,
+/// the question stays pending and the caller gets why.
+fn remember(
+    router: &Router,
+    a: &control::AnswerParams,
+    choice: crate::policy::remember::Remember,
+) -> Result<(), jsonrpsee::types::ErrorObjectOwned> {
+    let (rule, said) = router
+        .always_allow_rule(&a.session_id, &a.question_id, &a.answers, choice)
+        .map_err(control::control_error)?;
+    let file = crate::policy::file::user_file().ok_or_else(|| {
+        control::invalid_params("remember: no HOME or XDG_CONFIG_HOME for the user's policy file")
+    })?;
+    let from = a
+        .device
+        .as_deref()
+        .map_or("the Questions page or CLI".to_owned(), |d| {
+            format!("device {d}")
+        });
+    let when = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+    let comment = format!("{said}: remembered from {from}, {when}");
+    match crate::policy::remember::append(&file, &rule, &comment) {
+        Ok(written) => {
+            tracing::info!(file = %file.display(), written, "{said}");
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "always allow: the rule was not written");
+            Err(control::invalid_params(format!("remember: {e}")))
         }
     }
 }

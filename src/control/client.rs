@@ -56,6 +56,17 @@ pub enum Action {
         /// have a question with these ids; `list` shows it).
         #[arg(long, value_name = "ID")]
         bridge: Option<String>,
+        /// Also allow it from now on: write the tool approval's "Always allow" rule (as
+        /// `list --json` shows it in `alwaysAllow`) to your policy file. Only with an
+        /// answer that allows; by default for this agent in this project.
+        #[arg(long)]
+        always_allow: bool,
+        /// With --always-allow: for every agent.
+        #[arg(long, requires = "always_allow")]
+        every_agent: bool,
+        /// With --always-allow: in every folder.
+        #[arg(long, requires = "always_allow")]
+        everywhere: bool,
     },
     /// Reject a question (the agent gets status "rejected").
     Reject {
@@ -245,6 +256,19 @@ fn summary(questions: &[Value]) -> String {
                 );
             }
         }
+        if let Some(a) = q["alwaysAllow"].as_object() {
+            s += &format!(
+                "  always allow `{}`: answer with an allow option and --always-allow \
+                 [--every-agent] [--everywhere] (for {} in {} by default)\n",
+                a.get("subject").and_then(Value::as_str).unwrap_or(""),
+                a.get("agent")
+                    .and_then(Value::as_str)
+                    .unwrap_or("this agent"),
+                a.get("project")
+                    .and_then(Value::as_str)
+                    .unwrap_or("this project"),
+            );
+        }
     }
     s
 }
@@ -305,6 +329,9 @@ async fn run(a: QuestionsArgs) -> Result<(), Failure> {
             values,
             json,
             bridge,
+            always_allow,
+            every_agent,
+            everywhere,
         } => {
             let answers = match json {
                 Some(j) => serde_json::from_str::<Value>(&j)
@@ -319,6 +346,22 @@ async fn run(a: QuestionsArgs) -> Result<(), Failure> {
             p.insert("answers", answers).map_err(|e| e.to_string())?;
             if let Some(b) = bridge {
                 p.insert("bridge", b).map_err(|e| e.to_string())?;
+            }
+            if always_allow {
+                use crate::policy::remember::{ForAgent, Place, Remember};
+                let r = Remember {
+                    agent: if every_agent {
+                        ForAgent::Every
+                    } else {
+                        ForAgent::This
+                    },
+                    place: if everywhere {
+                        Place::Everywhere
+                    } else {
+                        Place::Project
+                    },
+                };
+                p.insert("remember", r).map_err(|e| e.to_string())?;
             }
             let c = http_client(&t)?;
             let r: Value = c.request("questions.answer", p).await.map_err(describe)?;

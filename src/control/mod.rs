@@ -190,6 +190,10 @@ pub struct AnswerParams {
     /// bridge: the `resolved` event then says `by: "device:<name>"`.
     #[serde(default)]
     pub device: Option<String>,
+    /// "Always allow": with an answer that allows a tool approval, also write the rule the
+    /// question's `alwaysAllow` shows for this choice to the user's policy file (docs/POLICY.md).
+    #[serde(default)]
+    pub remember: Option<crate::policy::remember::Remember>,
 }
 
 /// The params of `questions.reject`.

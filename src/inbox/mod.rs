@@ -493,6 +493,9 @@ impl Inbox {
                 if let Some(d) = a.device {
                     params["device"] = d.into();
                 }
+                if let Some(r) = a.remember {
+                    params["remember"] = json!(r);
+                }
                 self.relay(a.bridge, "questions.answer", params, reply);
             }
             Call::Reject(r, reply) => {

@@ -396,6 +396,7 @@ async fn answer(calls: &mpsc::Sender<Call>, payload: &[u8]) -> Value {
                 question_id,
                 answers: p["answers"].clone(),
                 device: s("device"),
+                remember: serde_json::from_value(p["remember"].clone()).ok(),
             },
             tx,
         ),

@@ -34,6 +34,7 @@ struct RawRule {
     kind: Option<Vec<String>>,
     command: Option<Vec<Word>>,
     paths: Option<Vec<String>>,
+    cwd: Option<Vec<String>>,
     title: Option<String>,
     #[serde(default, rename = "match")]
     matches: Vec<String>,
@@ -274,6 +275,7 @@ fn rule(r: RawRule, path: &Path, line: usize) -> Result<Rule, String> {
         kind: r.kind.unwrap_or_default(),
         command,
         paths: r.paths.as_deref().map(|p| globs(p, "paths")).transpose()?,
+        cwd: r.cwd.as_deref().map(|p| globs(p, "cwd")).transpose()?,
         title: r
             .title
             .as_deref()

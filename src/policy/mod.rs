@@ -17,6 +17,7 @@
 pub mod command;
 pub mod file;
 pub mod live;
+pub mod remember;
 
 use std::path::{Path, PathBuf};
 
@@ -61,6 +62,8 @@ pub struct Rule {
     pub command: Option<Vec<Alternatives>>,
     /// Globs on paths, relative to the session's folder.
     pub paths: Option<globset::GlobSet>,
+    /// Globs on the session's folder (absolute, canonical).
+    pub cwd: Option<globset::GlobSet>,
     /// A regular expression on the tool call's title.
     pub title: Option<regex::Regex>,
 }
@@ -134,6 +137,11 @@ impl Rule {
             let program = call.agent.rsplit('/').next().unwrap_or(&call.agent);
             let by_command = call.program.as_ref().is_some_and(|p| agents.is_match(p));
             if !agents.is_match(&call.agent) && !agents.is_match(program) && !by_command {
+                return false;
+            }
+        }
+        if let Some(folders) = &self.cwd {
+            if !folders.is_match(&call.cwd) {
                 return false;
             }
         }

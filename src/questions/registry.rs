@@ -52,6 +52,9 @@ pub struct Pending {
     /// The paired device that answered or rejected it through the inbox's remote listener
     /// (its `resolved` event says `by: "device:<name>"`).
     pub device: Option<String>,
+    /// The rules "Always allow" would write for this tool approval
+    /// ([`crate::policy::remember::drafts`]).
+    pub always_allow: Option<serde_json::Value>,
 }
 
 /// A bounded set of recently finished request ids (oldest forgotten first), to recognize a
@@ -334,6 +337,7 @@ mod tests {
             held: false,
             announced: false,
             device: None,
+            always_allow: None,
         }
     }
 

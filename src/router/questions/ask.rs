@@ -67,6 +67,7 @@ impl Router {
             if self.decided_by_policy(&p, tool_call, out) {
                 return;
             }
+            p.always_allow = self.always_allow_drafts(&p.question.session_id, tool_call);
         }
         self.counters.questions_asked += 1;
         let original = asked.as_sent.then_some(req.line);

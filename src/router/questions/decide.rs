@@ -20,11 +20,13 @@ use super::{Outbox, Router};
 use crate::events::{Event, PolicyView};
 use crate::jsonrpc;
 use crate::policy::live::{Change, Live};
+use crate::policy::remember::{self, ForAgent, Place, Remember};
 use crate::policy::{Call, Decision, Verdict};
 use crate::questions::answer::Outcome;
 use crate::questions::chat;
 use crate::questions::registry::Pending;
 use crate::questions::sources::Reply;
+use crate::router::control_calls::ControlError;
 use crate::router::PolicyFiles;
 
 /// How many decisions `bridge.status` keeps.
@@ -75,11 +77,7 @@ impl Router {
         out: &mut Outbox,
     ) -> bool {
         let session = p.question.session_id.clone();
-        let cwd: Option<PathBuf> = self
-            .sessions
-            .cwd(&session)
-            .map(Path::to_owned)
-            .or_else(|| self.cfg.cwd.clone());
+        let cwd = self.session_cwd(&session);
         let Some(state) = self.policy.as_mut() else {
             return false;
         };
@@ -100,14 +98,7 @@ impl Router {
                 ));
             }
         }
-        let mut call = Call::from_tool_call(
-            tool_call,
-            self.agent_info_name.as_deref().unwrap_or(&self.cfg.agent),
-            cwd.as_deref().unwrap_or(Path::new("/")),
-        );
-        if self.agent_info_name.is_some() {
-            call.program = Some(self.cfg.agent.clone());
-        }
+        let call = self.policy_call(tool_call, cwd.as_deref());
         let verdict = policy.decide(&call);
         let chosen = self.option_for(p, &verdict);
         for n in &notes {
@@ -194,6 +185,86 @@ impl Router {
             }
         }
         true
+    }
+
+    /// The call the policy reads from `tool_call`, in a session in `cwd`.
+    fn policy_call(&self, tool_call: &Value, cwd: Option<&Path>) -> Call {
+        let mut call = Call::from_tool_call(
+            tool_call,
+            self.agent_info_name.as_deref().unwrap_or(&self.cfg.agent),
+            cwd.unwrap_or(Path::new("/")),
+        );
+        if self.agent_info_name.is_some() {
+            call.program = Some(self.cfg.agent.clone());
+        }
+        call
+    }
+
+    /// The session's folder: the one its client named, else the agent's.
+    fn session_cwd(&self, session: &str) -> Option<PathBuf> {
+        self.sessions
+            .cwd(session)
+            .map(Path::to_owned)
+            .or_else(|| self.cfg.cwd.clone())
+    }
+
+    /// What "Always allow" would write for the tool approval `tool_call` of `session`
+    /// (only while a policy is in force).
+    pub(super) fn always_allow_drafts(&self, session: &str, tool_call: &Value) -> Option<Value> {
+        self.policy.as_ref()?;
+        let call = self.policy_call(tool_call, self.session_cwd(session).as_deref());
+        remember::drafts(&call)
+    }
+
+    /// The rule "Always allow" writes for the pending approval `question_id` of `session`,
+    /// answered with `answers`, as `remember` chose; and the sentence that says what it does.
+    pub fn always_allow_rule(
+        &self,
+        session: &str,
+        question_id: &str,
+        answers: &Value,
+        remember: Remember,
+    ) -> Result<(String, String), ControlError> {
+        let invalid = |m: &str| ControlError::Invalid(format!("remember: {m}"));
+        let p = self
+            .questions
+            .get_by_key(session, question_id)
+            .ok_or(ControlError::NotPending { resolved_by: None })?;
+        let drafts = p
+            .always_allow
+            .as_ref()
+            .ok_or_else(|| invalid("this question cannot be remembered (not a tool approval with one command or exact paths, or no policy in force)"))?;
+        let chosen = answers[0][0].as_str().unwrap_or_default();
+        let allows = p.question.items.first().is_some_and(|i| {
+            i.options.iter().any(|o| {
+                o.value == chosen && o.kind.as_deref().is_some_and(|k| k.starts_with("allow"))
+            })
+        });
+        if !allows {
+            return Err(invalid(
+                "only an answer that allows can be remembered as always allowed",
+            ));
+        }
+        let rule = drafts["rules"][remember.key()]
+            .as_str()
+            .ok_or_else(|| invalid("no such draft"))?
+            .to_owned();
+        let who = match remember.agent {
+            ForAgent::This => format!("for {}", drafts["agent"].as_str().unwrap_or("this agent")),
+            ForAgent::Every => "for every agent".to_owned(),
+        };
+        let place = match remember.place {
+            Place::Project => format!(
+                "in {}",
+                drafts["project"].as_str().unwrap_or("this project")
+            ),
+            Place::Everywhere => "everywhere".to_owned(),
+        };
+        let said = format!(
+            "Always allow `{}` {who} {place}",
+            drafts["subject"].as_str().unwrap_or_default()
+        );
+        Ok((rule, said))
     }
 
     /// The agent's option that `verdict` picks: `allow_once` for allow, `reject_once` for

@@ -154,6 +154,7 @@ impl Router {
             held: false,
             announced: false,
             device: None,
+            always_allow: None,
         }
     }
 
@@ -172,6 +173,7 @@ impl Router {
             },
             source: p.origin.name(),
             context: p.context.clone(),
+            always_allow: p.always_allow.clone(),
         }
     }
 

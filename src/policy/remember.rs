@@ -1,0 +1,340 @@
+//! "Always allow": the rule an approval would be remembered by, and its writing to the
+//! user's policy file (docs/POLICY.md, "Remember from any surface").
+//!
+//! The bridge drafts the rules when it shows an approval ([`drafts`]): one for each choice of
+//! [this agent | every agent] × [this project | everywhere], as the exact TOML it will write.
+//! Every surface shows that text, and [`append`] writes the chosen one unchanged.
+//!
+//! Invariants:
+//! - A draft never allows more than the approval showed: a command's own prefix (the program
+//!   and its subcommands, never a bare program that had arguments), or a read or edit of the
+//!   exact paths. A compound command, or one that cannot be read safely, gets no draft.
+//! - Writing is read-check-write under an exclusive lock, by rename: the file is never left
+//!   half written, two writers never lose a rule, and a file that is broken (or that the new
+//!   rule would break) is not touched.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::command::Command;
+use super::Call;
+
+/// The most words a drafted command prefix has (`npm run test`).
+const MAX_PREFIX: usize = 3;
+
+/// Who a remembered rule is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ForAgent {
+    This,
+    Every,
+}
+
+/// Where a remembered rule counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Place {
+    Project,
+    Everywhere,
+}
+
+/// The choice made with "Always allow".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Remember {
+    pub agent: ForAgent,
+    pub place: Place,
+}
+
+impl Remember {
+    /// The key of its draft in [`drafts`]' `rules`.
+    pub fn key(self) -> &'static str {
+        match (self.agent, self.place) {
+            (ForAgent::This, Place::Project) => "thisAgentThisProject",
+            (ForAgent::This, Place::Everywhere) => "thisAgentEverywhere",
+            (ForAgent::Every, Place::Project) => "everyAgentThisProject",
+            (ForAgent::Every, Place::Everywhere) => "everyAgentEverywhere",
+        }
+    }
+
+    pub const ALL: [Remember; 4] = [
+        Remember {
+            agent: ForAgent::This,
+            place: Place::Project,
+        },
+        Remember {
+            agent: ForAgent::This,
+            place: Place::Everywhere,
+        },
+        Remember {
+            agent: ForAgent::Every,
+            place: Place::Project,
+        },
+        Remember {
+            agent: ForAgent::Every,
+            place: Place::Everywhere,
+        },
+    ];
+}
+
+/// What an approval would be remembered as: `{"subject", "agent", "project", "rules":
+/// {"thisAgentThisProject": TOML, ...}}`; `None` when it cannot be remembered safely.
+pub fn drafts(call: &Call) -> Option<Value> {
+    let cwd = super::resolve(&call.cwd, Path::new("/"));
+    let (subject, condition) = match &call.command {
+        Some(Command::Parts(parts)) if parts.len() == 1 => {
+            let words = prefix(&parts[0])?;
+            let toml_words: Vec<String> = words.iter().map(|w| quote(w)).collect();
+            (
+                words.join(" "),
+                format!("command = [{}]\n", toml_words.join(", ")),
+            )
+        }
+        Some(_) => return None,
+        None => {
+            let kind = call
+                .kind
+                .as_deref()
+                .filter(|k| matches!(*k, "read" | "edit" | "search" | "delete" | "move"))?;
+            if call.paths.is_empty() {
+                return None;
+            }
+            let mut rel = Vec::new();
+            for p in &call.paths {
+                let p = super::resolve(p, &call.cwd);
+                let r = p.strip_prefix(&cwd).ok()?;
+                rel.push(globset::escape(&r.to_string_lossy()));
+            }
+            let shown: Vec<&str> = rel.iter().map(String::as_str).collect();
+            let quoted: Vec<String> = rel.iter().map(|r| quote(r)).collect();
+            (
+                format!("{kind} {}", shown.join(" ")),
+                format!(
+                    "kind = [{}]\npaths = [{}]\n",
+                    quote(kind),
+                    quoted.join(", ")
+                ),
+            )
+        }
+    };
+    let project = cwd.to_string_lossy().into_owned();
+    let mut rules = serde_json::Map::new();
+    for r in Remember::ALL {
+        let mut text = String::new();
+        let slug: String = subject
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect::<String>()
+            .split('-')
+            .filter(|w| !w.is_empty())
+            .take(4)
+            .collect::<Vec<_>>()
+            .join("-");
+        let mut body = String::from("decision = \"allow\"\n");
+        body.push_str(&condition);
+        if r.agent == ForAgent::This {
+            body.push_str(&format!(
+                "agent = [{}]\n",
+                quote(&globset::escape(&call.agent))
+            ));
+        }
+        if r.place == Place::Project {
+            body.push_str(&format!("cwd = [{}]\n", quote(&globset::escape(&project))));
+        }
+        let id = format!("always-{slug}-{:08x}", fnv(&body));
+        text.push_str(&format!("\n[[rule]]\nid = {}\n{body}", quote(&id)));
+        rules.insert(r.key().into(), text.into());
+    }
+    Some(json!({
+        "subject": subject,
+        "agent": call.agent,
+        "project": project,
+        "rules": rules,
+    }))
+}
+
+/// The prefix of one command part a rule would allow; `None` for a part that is only a
+/// shell or empty.
+fn prefix(words: &[String]) -> Option<Vec<String>> {
+    let program = words.first()?;
+    let plain = |w: &str| {
+        !w.is_empty()
+            && !w.starts_with('-')
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_:-".contains(c))
+    };
+    let mut out = vec![program.clone()];
+    for w in words.iter().skip(1).take(MAX_PREFIX - 1) {
+        if !plain(w) {
+            break;
+        }
+        out.push(w.clone());
+    }
+    if out.len() == 1 && words.len() > 1 {
+        // Never a bare program that had arguments (`rm` for `rm -rf build`): the whole
+        // command, as it was.
+        return Some(words.to_vec());
+    }
+    Some(out)
+}
+
+/// A TOML basic string: JSON's string escapes (`\"`, `\\`, `\n`, `\u00XX`) are all TOML's.
+fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// A stable short hash (FNV-1a), so the same rule gets the same id.
+fn fnv(s: &str) -> u32 {
+    s.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// Appends `rule` (a draft's TOML) to the policy file `file`, unless a rule with its id is
+/// there already. The file is read, checked with the rule added, and replaced by a rename,
+/// under an exclusive lock beside it. Returns whether it was written.
+pub fn append(file: &Path, rule: &str, comment: &str) -> Result<bool, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = file.parent().ok_or("the policy file has no folder")?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let lock_path: PathBuf = dir.join(".policy.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&lock_path)
+        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| format!("{}: {e}", lock_path.display()))?;
+    let old = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(format!("{}: {e}", file.display())),
+    };
+    let existing = super::file::parse_rules(&old, file).map_err(|e| {
+        format!("the policy file is broken, so nothing was added to it; fix it first: {e}")
+    })?;
+    let added =
+        super::file::parse_rules(rule, file).map_err(|e| format!("the rule is not valid: {e}"))?;
+    if added.iter().all(|a| existing.iter().any(|r| r.id == a.id)) {
+        return Ok(false);
+    }
+    let mut text = old;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!("\n# {}", comment.replace('\n', " ")));
+    text.push_str(rule);
+    super::file::parse_rules(&text, file)
+        .map_err(|e| format!("the rule would break the file: {e}"))?;
+    crate::agents::fetch::keep(file, text.as_bytes())
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{command, Decision};
+
+    fn call(cmd: &str) -> Call {
+        Call {
+            agent: "codex-acp".into(),
+            program: None,
+            kind: Some("execute".into()),
+            title: cmd.into(),
+            command: Some(command::parse(cmd)),
+            paths: vec![],
+            cwd: PathBuf::from("/"),
+        }
+    }
+
+    #[test]
+    fn a_draft_allows_the_commands_own_prefix_and_no_more() {
+        let d = drafts(&call("cargo test --workspace")).unwrap();
+        assert_eq!(d["subject"], "cargo test");
+        let rule = d["rules"]["everyAgentEverywhere"].as_str().unwrap();
+        let rules = crate::policy::file::parse_rules(rule, Path::new("p.toml")).unwrap();
+        assert_eq!(rules[0].decision, Decision::Allow);
+        let p = crate::policy::Policy {
+            tiers: vec![crate::policy::Tier {
+                name: "user",
+                rules,
+            }],
+            broken: None,
+        };
+        assert_eq!(p.decide(&call("cargo test -p x")).decision, Decision::Allow);
+        assert_eq!(p.decide(&call("cargo publish")).decision, Decision::Ask);
+        // A bare program with arguments: the whole command.
+        assert_eq!(
+            drafts(&call("rm -rf build")).unwrap()["subject"],
+            "rm -rf build"
+        );
+        assert_eq!(
+            drafts(&call("npm run test:unit --watch")).unwrap()["subject"],
+            "npm run test:unit"
+        );
+        // Compound or unreadable: nothing to remember.
+        assert!(drafts(&call("cargo test && git push")).is_none());
+        assert!(drafts(&call("echo $(id)")).is_none());
+    }
+
+    #[test]
+    fn this_agent_and_this_project_narrow_the_rule() {
+        let mut c = call("make check");
+        c.cwd = std::env::temp_dir();
+        let d = drafts(&c).unwrap();
+        let narrow = d["rules"]["thisAgentThisProject"].as_str().unwrap();
+        assert!(narrow.contains("agent = [\"codex-acp\"]"), "{narrow}");
+        assert!(narrow.contains("cwd = ["), "{narrow}");
+        let rules = crate::policy::file::parse_rules(narrow, Path::new("p.toml")).unwrap();
+        let p = crate::policy::Policy {
+            tiers: vec![crate::policy::Tier {
+                name: "user",
+                rules,
+            }],
+            broken: None,
+        };
+        assert_eq!(p.decide(&c).decision, Decision::Allow);
+        let mut other = c.clone();
+        other.agent = "claude-agent-acp".into();
+        assert_eq!(p.decide(&other).decision, Decision::Ask);
+        let mut elsewhere = c.clone();
+        elsewhere.cwd = PathBuf::from("/");
+        assert_eq!(p.decide(&elsewhere).decision, Decision::Ask);
+    }
+
+    #[test]
+    fn append_adds_once_and_never_touches_a_broken_file() {
+        let dir = std::env::temp_dir().join(format!("acp-qb-remember-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let file = dir.join("policy.toml");
+        let d = drafts(&call("cargo test")).unwrap();
+        let rule = d["rules"]["everyAgentEverywhere"].as_str().unwrap();
+        assert_eq!(append(&file, rule, "from a test"), Ok(true));
+        assert_eq!(
+            append(&file, rule, "from a test"),
+            Ok(false),
+            "the same rule once"
+        );
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(text.matches("[[rule]]").count(), 1, "{text}");
+        assert!(text.contains("# from a test"));
+        std::fs::write(&file, "[[rule]]\nid = 1\n").unwrap();
+        let e = append(&file, rule, "x").unwrap_err();
+        assert!(e.contains("fix it first"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "[[rule]]\nid = 1\n"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
