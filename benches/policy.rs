@@ -55,6 +55,8 @@ fn exec(cmd: &str) -> Call {
     Call {
         agent: "claude-agent-acp".into(),
         program: None,
+        tool: None,
+        url: None,
         kind: Some("execute".into()),
         title: cmd.into(),
         command: Some(command::parse(cmd)),
@@ -76,6 +78,8 @@ fn decide_a_read_with_paths(bencher: divan::Bencher) {
     let call = Call {
         agent: "codex-acp".into(),
         program: None,
+        tool: None,
+        url: None,
         kind: Some("read".into()),
         title: "Read src/main.rs".into(),
         command: None,

@@ -146,3 +146,164 @@ fn policy_files_are_checked_listed_explained_and_trusted() {
     );
     assert!(out.starts_with("ask: the policy decides nothing"), "{out}");
 }
+
+/// Claude Code's lists come along: `policy import claude` keeps each string as `claude =
+/// "..."`, the bridge reads them exactly (a prefix, an exact command, a path, a domain),
+/// and a deny it cannot read exactly stops the import.
+#[test]
+fn claude_settings_import_and_read_as_claude_reads_them() {
+    let dir = temp_dir("policy-claude");
+    let config = dir.join("config");
+    let settings = dir.join("settings.json");
+    std::fs::write(
+        &settings,
+        r#"{"permissions": {
+            "allow": ["Bash(npm run test:*)", "Bash(git diff)", "Read(./src/**)", "WebFetch(domain:docs.rs)", "Bash(git * main)"],
+            "deny": ["Bash(rm -rf:*)", "Read(.env)"],
+            "ask": ["Bash(git push:*)"]
+        }, "model": "opus"}"#,
+    )
+    .unwrap();
+    let out_file = dir.join("imported.toml");
+    let (code, out) = policy(
+        &config,
+        &dir,
+        &[
+            "import",
+            "claude",
+            settings.to_str().unwrap(),
+            "-o",
+            out_file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("left out") && out.contains("git * main"),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(&out_file).unwrap();
+    assert!(text.contains("claude = \"Bash(npm run test:*)\""), "{text}");
+    assert_eq!(text.matches("[[rule]]").count(), 7, "{text}");
+    // It will not overwrite.
+    let (code, _) = policy(
+        &config,
+        &dir,
+        &[
+            "import",
+            "claude",
+            settings.to_str().unwrap(),
+            "-o",
+            out_file.to_str().unwrap(),
+        ],
+    );
+    assert_ne!(code, 0);
+
+    let p = out_file.to_str().unwrap();
+    let explain =
+        |args: &[&str]| policy(&config, &dir, &[&["--policy", p, "explain"], args].concat());
+    let (_, out) = explain(&["--command", "npm run test --watch"]);
+    assert!(out.starts_with("allow"), "{out}");
+    // Exact: no more words.
+    let (_, out) = explain(&["--command", "git diff"]);
+    assert!(out.starts_with("allow"), "{out}");
+    let (_, out) = explain(&["--command", "git diff HEAD~3"]);
+    assert!(out.starts_with("ask"), "{out}");
+    let (_, out) = explain(&["--command", "rm -rf target"]);
+    assert!(out.starts_with("deny"), "{out}");
+    let (_, out) = explain(&["--command", "git push origin"]);
+    assert!(
+        out.starts_with("ask") && out.contains("claude-ask-1"),
+        "{out}"
+    );
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let read = |path: &str| {
+        format!(
+            r#"{{"name":"Read","kind":"read","title":"Read","rawInput":{{"file_path":"{path}"}}}}"#
+        )
+    };
+    let (_, out) = explain(&[
+        "--json",
+        &read(&dir.join("src/lib.rs").display().to_string()),
+    ]);
+    assert!(out.starts_with("allow"), "{out}");
+    let (_, out) = explain(&["--json", &read(&dir.join("src/.env").display().to_string())]);
+    assert!(out.starts_with("deny"), "{out}");
+    let fetch = |url: &str| {
+        format!(
+            r#"{{"name":"WebFetch","kind":"fetch","title":"Fetch","rawInput":{{"url":"{url}"}}}}"#
+        )
+    };
+    let (_, out) = explain(&["--json", &fetch("https://docs.rs/tokio")]);
+    assert!(out.starts_with("allow"), "{out}");
+    let (_, out) = explain(&["--json", &fetch("https://docs.rs.evil.example/x")]);
+    assert!(out.starts_with("ask"), "{out}");
+
+    // A deny that cannot be read exactly: nothing written.
+    std::fs::write(
+        &settings,
+        r#"{"permissions": {"deny": ["Bash(curl * | sh)"]}}"#,
+    )
+    .unwrap();
+    let (code, out) = policy(
+        &config,
+        &dir,
+        &["import", "claude", settings.to_str().unwrap()],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("nothing written"), "{out}");
+}
+
+/// `explain` takes a tool call from the journal by its question id.
+#[tokio::test]
+async fn explain_reads_a_tool_call_from_the_journal() {
+    let dir = temp_dir("policy-journal");
+    let journal = dir.join("journal.jsonl");
+    let mut b = common::Bridge::mock(&["--journal", journal.to_str().unwrap()]);
+    b.open_session().await;
+    let sid = b.new_session(5).await;
+    b.prompt(6, &sid, "run git push --force origin main").await;
+    let (ask, _) = b
+        .recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+    b.send(&serde_json::json!({"jsonrpc":"2.0","id":ask["id"],"result":{"outcome":{"outcome":"cancelled"}}})).await;
+    b.response(serde_json::json!(6)).await;
+    b.close_stdin();
+    assert_eq!(b.wait().await, 0);
+    let config = dir.join("config");
+    let user = config.join("acp-question-bridge");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(user.join("policy.toml"), USER).unwrap();
+    let (code, out) = policy(
+        &config,
+        &dir,
+        &[
+            "explain",
+            "--journal",
+            journal.to_str().unwrap(),
+            "--id",
+            "permission:0",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.starts_with("deny") && out.contains("no-force-push"),
+        "{out}"
+    );
+    assert!(
+        out.contains("command read as: git push --force origin main"),
+        "{out}"
+    );
+    let (code, out) = policy(
+        &config,
+        &dir,
+        &[
+            "explain",
+            "--journal",
+            journal.to_str().unwrap(),
+            "--id",
+            "permission:9",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert!(out.contains("no question"), "{out}");
+}

@@ -114,6 +114,8 @@ fuzz_target!(|data: &[u8]| {
     let call = Call {
         agent: "fuzz".into(),
         program: None,
+        tool: None,
+        url: None,
         kind: Some("execute".into()),
         title: line.into(),
         command: Some(parsed.clone()),

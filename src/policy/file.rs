@@ -35,6 +35,10 @@ struct RawRule {
     command: Option<Vec<Word>>,
     paths: Option<Vec<String>>,
     cwd: Option<Vec<String>>,
+    tool: Option<Vec<String>>,
+    domain: Option<Vec<String>>,
+    exact: Option<bool>,
+    claude: Option<String>,
     title: Option<String>,
     #[serde(default, rename = "match")]
     matches: Vec<String>,
@@ -243,9 +247,32 @@ fn globs(patterns: &[String], what: &str) -> Result<globset::GlobSet, String> {
     set.build().map_err(|e| format!("{what}: {e}"))
 }
 
-fn rule(r: RawRule, path: &Path, line: usize) -> Result<Rule, String> {
+fn rule(mut r: RawRule, path: &Path, line: usize) -> Result<Rule, String> {
     if r.id.trim().is_empty() || r.id.chars().any(char::is_control) {
         return Err("a rule needs an id (printable, not empty)".into());
+    }
+    if let Some(text) = &r.claude {
+        let alone = r.command.is_none()
+            && r.kind.is_none()
+            && r.paths.is_none()
+            && r.tool.is_none()
+            && r.domain.is_none()
+            && r.exact.is_none()
+            && r.title.is_none();
+        if !alone {
+            return Err(format!(
+                "rule {:?}: claude = \"...\" stands for command, kind, paths, tool, domain, exact and title; give none of them beside it",
+                r.id
+            ));
+        }
+        let c = super::claude::read(text).map_err(|e| format!("rule {:?}: {e}", r.id))?;
+        let some = |v: Vec<String>| (!v.is_empty()).then_some(v);
+        r.tool = some(c.tool);
+        r.kind = some(c.kind);
+        r.paths = some(c.paths);
+        r.domain = some(c.domain);
+        r.command = c.command.map(|w| w.into_iter().map(Word::One).collect());
+        r.exact = Some(c.exact);
     }
     let command = match r.command {
         None => None,
@@ -276,6 +303,15 @@ fn rule(r: RawRule, path: &Path, line: usize) -> Result<Rule, String> {
         command,
         paths: r.paths.as_deref().map(|p| globs(p, "paths")).transpose()?,
         cwd: r.cwd.as_deref().map(|p| globs(p, "cwd")).transpose()?,
+        tool: r.tool.as_deref().map(|p| globs(p, "tool")).transpose()?,
+        domain: r
+            .domain
+            .unwrap_or_default()
+            .into_iter()
+            .map(|d| d.trim().trim_start_matches("*.").to_ascii_lowercase())
+            .collect(),
+        exact: r.exact.unwrap_or(false),
+        claude: r.claude.clone(),
         title: r
             .title
             .as_deref()

@@ -14,6 +14,7 @@
 //!   resolved) before globs see them; an `allow` with `paths` needs every path inside them, a
 //!   `deny` any one.
 
+pub mod claude;
 pub mod command;
 pub mod file;
 pub mod live;
@@ -64,6 +65,14 @@ pub struct Rule {
     pub paths: Option<globset::GlobSet>,
     /// Globs on the session's folder (absolute, canonical).
     pub cwd: Option<globset::GlobSet>,
+    /// Globs on the agent's name of the tool (`Bash`, `mcp__github__*`).
+    pub tool: Option<globset::GlobSet>,
+    /// Hosts a fetched URL must be on (or under).
+    pub domain: Vec<String>,
+    /// The command must be exactly `command`, with no more words.
+    pub exact: bool,
+    /// The Claude Code rule string it was written as, if any.
+    pub claude: Option<String>,
     /// A regular expression on the tool call's title.
     pub title: Option<regex::Regex>,
 }
@@ -73,6 +82,10 @@ pub struct Rule {
 pub struct Call {
     /// The agent's name (from `initialize`, else its command's).
     pub agent: String,
+    /// The agent's name of the tool (`toolCall.name`, or Claude's `_meta.claudeCode.toolName`).
+    pub tool: Option<String>,
+    /// The URL it fetches (`rawInput.url`).
+    pub url: Option<String>,
     /// Its command's name too, when that is not `agent`.
     pub program: Option<String>,
     pub kind: Option<String>,
@@ -140,6 +153,21 @@ impl Rule {
                 return false;
             }
         }
+        if let Some(tools) = &self.tool {
+            if !call.tool.as_ref().is_some_and(|t| tools.is_match(t)) {
+                return false;
+            }
+        }
+        if !self.domain.is_empty() {
+            let host = call.url.as_deref().and_then(host_of);
+            let on = |d: &String| {
+                host.as_deref()
+                    .is_some_and(|h| h == d || h.ends_with(&format!(".{d}")))
+            };
+            if !self.domain.iter().any(on) {
+                return false;
+            }
+        }
         if let Some(folders) = &self.cwd {
             if !folders.is_match(&call.cwd) {
                 return false;
@@ -175,11 +203,31 @@ impl Rule {
             return true;
         };
         pattern.len() <= words.len()
+            && (!self.exact || pattern.len() == words.len())
             && pattern
                 .iter()
                 .zip(words)
                 .all(|(alts, w)| alts.iter().any(|a| a == w || program_is(a, w)))
     }
+}
+
+/// The host of an `http(s)` URL, lower case, without port or credentials.
+fn host_of(url: &str) -> Option<String> {
+    let rest = url
+        .split_once("://")
+        .map(|(scheme, rest)| (scheme.to_ascii_lowercase(), rest));
+    let (scheme, rest) = rest?;
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit('@').next()?;
+    let host = if host.starts_with('[') {
+        host.split(']').next()?.trim_start_matches('[')
+    } else {
+        host.split(':').next()?
+    };
+    (!host.is_empty()).then(|| host.trim_end_matches('.').to_ascii_lowercase())
 }
 
 /// `/usr/bin/git` is `git` in the first word.
@@ -256,8 +304,14 @@ impl Call {
         );
         paths.sort();
         paths.dedup();
+        let tool = tool_call["name"]
+            .as_str()
+            .or_else(|| tool_call["_meta"]["claudeCode"]["toolName"].as_str())
+            .map(str::to_owned);
         Call {
             agent: agent.to_owned(),
+            tool,
+            url: raw["url"].as_str().map(str::to_owned),
             program: None,
             kind: tool_call["kind"].as_str().map(str::to_owned),
             title: tool_call["title"].as_str().unwrap_or_default().to_owned(),

@@ -249,6 +249,8 @@ mod tests {
         Call {
             agent: "codex-acp".into(),
             program: None,
+            tool: None,
+            url: None,
             kind: Some("execute".into()),
             title: cmd.into(),
             command: Some(command::parse(cmd)),

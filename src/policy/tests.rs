@@ -75,6 +75,8 @@ fn exec(cmd: &str) -> Call {
     Call {
         agent: "claude-agent-acp".into(),
         program: None,
+        tool: None,
+        url: None,
         kind: Some("execute".into()),
         title: cmd.into(),
         command: Some(command::parse(cmd)),
@@ -87,6 +89,8 @@ fn read(path: &str) -> Call {
     Call {
         agent: "codex-acp".into(),
         program: None,
+        tool: None,
+        url: None,
         kind: Some("read".into()),
         title: format!("Read {path}"),
         command: None,
@@ -287,7 +291,7 @@ fn the_documented_examples_load() {
         .skip(1)
         .map(|b| b.split("```").next().unwrap())
         .collect();
-    assert_eq!(blocks.len(), 2);
+    assert_eq!(blocks.len(), 4);
     for b in blocks {
         let rules = parse_rules(b, Path::new("docs/POLICY.md")).unwrap();
         assert!(!rules.is_empty());

@@ -1,5 +1,5 @@
-//! `acp-question-bridge policy check|list|explain|trust`: the approval policy's files, as the
-//! bridge would load them (docs/POLICY.md).
+//! `acp-question-bridge policy check|list|explain|trust|import`: the approval policy's files,
+//! as the bridge would load them (docs/POLICY.md).
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -36,8 +36,16 @@ pub enum PolicyCommand {
         #[arg(long, conflicts_with = "json")]
         command: Option<String>,
         /// The ACP tool call as JSON (`toolCall` of a session/request_permission).
-        #[arg(long, value_name = "JSON")]
+        #[arg(long, value_name = "JSON", conflicts_with = "journal")]
         json: Option<String>,
+        /// The journal (--journal of the bridge) to take the tool call from, by the
+        /// question id given with --id (the newest with that id).
+        #[arg(long, value_name = "FILE", requires = "id", conflicts_with = "command")]
+        journal: Option<PathBuf>,
+        /// With --journal: the question id of the approval (`permission:3`), as the
+        /// journal, `questions list` and the page show it.
+        #[arg(long, value_name = "QUESTION_ID", requires = "journal")]
+        id: Option<String>,
         /// The tool call's kind (with --command) [default: execute].
         #[arg(long)]
         kind: Option<String>,
@@ -50,6 +58,27 @@ pub enum PolicyCommand {
     },
     /// Trust folder DIR: the allow rules of its project policy count from now on.
     Trust { dir: PathBuf },
+    /// Convert another tool's permission rules to a policy file (on stdout, or in FILE).
+    /// `claude`: the `permissions.allow`, `ask` and `deny` lists of a Claude Code
+    /// settings.json, each string kept as `claude = "..."`. A deny or ask rule that cannot be
+    /// read exactly is an error (nothing is written); an allow rule that cannot is left out,
+    /// and said.
+    Import {
+        #[arg(value_enum)]
+        from: ImportFrom,
+        /// The settings file (`~/.claude/settings.json`, `.claude/settings.json`, ...).
+        settings: PathBuf,
+        /// Write the policy here (it must not exist) instead of stdout.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+/// Where `policy import` reads rules from.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ImportFrom {
+    /// Claude Code's settings.json.
+    Claude,
 }
 
 /// Runs `policy`.
@@ -68,6 +97,43 @@ pub fn main(args: PolicyArgs) -> ExitCode {
     let sources = file::Sources::defaults(given, Some(cwd.clone()));
     let mut out = std::io::stdout().lock();
     match args.command {
+        PolicyCommand::Import {
+            from: ImportFrom::Claude,
+            settings,
+            output,
+        } => {
+            let text = match import_claude(&settings) {
+                Ok((text, skipped)) => {
+                    for s in skipped {
+                        let _ = writeln!(std::io::stderr(), "acp-question-bridge policy import: left out (an allow rule the bridge cannot read exactly): {s}");
+                    }
+                    text
+                }
+                Err(e) => return fail(1, &e),
+            };
+            match output {
+                None => {
+                    let _ = out.write_all(text.as_bytes());
+                }
+                Some(f) => {
+                    let created = std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&f)
+                        .and_then(|mut h| h.write_all(text.as_bytes()));
+                    if let Err(e) = created {
+                        return fail(1, &format!("{}: {e}", f.display()));
+                    }
+                    let _ = writeln!(
+                        out,
+                        "wrote {}; check it with: acp-question-bridge policy check {}",
+                        f.display(),
+                        f.display()
+                    );
+                }
+            }
+            ExitCode::SUCCESS
+        }
         PolicyCommand::Trust { dir } => {
             match file::trust(&dir) {
                 Ok(d) => {
@@ -131,6 +197,9 @@ pub fn main(args: PolicyArgs) -> ExitCode {
                 if r.title.is_some() {
                     what.push("title".into());
                 }
+                if let Some(c) = &r.claude {
+                    what.push(format!("claude={c}"));
+                }
                 let _ = writeln!(
                     out,
                     "{tier:7} {:5} {:20} {}:{}  {}",
@@ -146,14 +215,25 @@ pub fn main(args: PolicyArgs) -> ExitCode {
         PolicyCommand::Explain {
             command: cmd,
             json,
+            journal,
+            id,
             kind,
             agent,
             paths,
         } => {
+            let json = match (journal, id) {
+                (Some(j), Some(id)) => match tool_call_in_journal(&j, &id) {
+                    Ok(tc) => Some(tc),
+                    Err(e) => return fail(1, &e),
+                },
+                _ => json,
+            };
             let call = match (cmd, json) {
                 (Some(c), _) => Call {
                     agent,
                     program: None,
+                    tool: None,
+                    url: None,
                     kind: Some(kind.unwrap_or_else(|| "execute".into())),
                     title: c.clone(),
                     command: Some(command::parse(&c)),
@@ -164,7 +244,7 @@ pub fn main(args: PolicyArgs) -> ExitCode {
                     Ok(v) => Call::from_tool_call(&v, &agent, &cwd),
                     Err(e) => return fail(2, &format!("--json: {e}")),
                 },
-                (None, None) => return fail(2, "give --command or --json"),
+                (None, None) => return fail(2, "give --command, --json, or --journal with --id"),
             };
             let p = file::load(&sources);
             let v = p.decide(&call);
@@ -181,6 +261,82 @@ pub fn main(args: PolicyArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
     }
+}
+
+/// The tool call of the newest `requested` or `decided` event of question `id` in the
+/// journal `path`, as JSON text.
+fn tool_call_in_journal(path: &std::path::Path, id: &str) -> Result<String, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let found = text
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| {
+            matches!(e["event"].as_str(), Some("requested" | "decided"))
+                && e["question"]["questionId"] == id
+        });
+    let event =
+        found.ok_or_else(|| format!("{}: no question {id:?} asked or decided", path.display()))?;
+    let tc = &event["question"]["context"]["toolCall"];
+    if !tc.is_object() {
+        return Err(format!("question {id:?} is not a tool approval"));
+    }
+    Ok(tc.to_string())
+}
+
+/// A policy file of a Claude Code settings file's `permissions` lists, and the allow rules
+/// left out.
+fn import_claude(settings: &std::path::Path) -> Result<(String, Vec<String>), String> {
+    let text =
+        std::fs::read_to_string(settings).map_err(|e| format!("{}: {e}", settings.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not JSON: {e}", settings.display()))?;
+    let mut out = format!(
+        "# Imported from {} by `acp-question-bridge policy import claude`.\n# Deny beats ask beats allow; see docs/POLICY.md.\n",
+        settings.display()
+    );
+    let mut skipped = Vec::new();
+    let mut errors = Vec::new();
+    for (list, decision) in [("deny", "deny"), ("ask", "ask"), ("allow", "allow")] {
+        let items = &v["permissions"][list];
+        if items.is_null() {
+            continue;
+        }
+        let Some(items) = items.as_array() else {
+            errors.push(format!("permissions.{list} is not a list"));
+            continue;
+        };
+        for (n, item) in items.iter().enumerate() {
+            let Some(rule) = item.as_str() else {
+                errors.push(format!("permissions.{list}[{n}] is not a string"));
+                continue;
+            };
+            if let Err(e) = acp_question_bridge::policy::claude::read(rule) {
+                if decision == "allow" {
+                    skipped.push(e);
+                } else {
+                    errors.push(format!("permissions.{list}[{n}]: {e}"));
+                }
+                continue;
+            }
+            let quoted = serde_json::to_string(rule).unwrap_or_default();
+            out.push_str(&format!(
+                "\n[[rule]]\nid = \"claude-{list}-{}\"\ndecision = \"{decision}\"\nclaude = {quoted}\n",
+                n + 1
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(format!(
+            "{}: nothing written, since a deny or ask rule would be lost: {}",
+            settings.display(),
+            errors.join("; ")
+        ));
+    }
+    // What is written must load.
+    file::parse_rules(&out, std::path::Path::new("imported.toml"))
+        .map_err(|e| format!("the imported policy does not load: {e}"))?;
+    Ok((out, skipped))
 }
 
 /// The policy files that exist, in the order they are loaded.
