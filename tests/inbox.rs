@@ -251,3 +251,44 @@ async fn a_bridge_with_no_flags_is_in_the_inbox() {
     b.drain().await;
     assert_eq!(b.wait().await, 0);
 }
+
+/// "Always allow" through the inbox (as the phone's page sends it): the inbox passes
+/// `remember` on to the bridge that has the approval, which writes the rule to its user's
+/// policy file and answers.
+#[tokio::test]
+async fn always_allow_through_the_inbox_reaches_the_bridge() {
+    let reg = registry("inbox-always");
+    let config = temp_dir("inbox-always-config");
+    let mut b = Bridge::spawn_env(
+        &["--control", "127.0.0.1:0", "--", MOCK],
+        &[
+            ("ACP_QUESTION_BRIDGE_REGISTRY", reg.to_str().unwrap()),
+            ("XDG_CONFIG_HOME", config.to_str().unwrap()),
+        ],
+    );
+    control_of(&b).await;
+    b.initialize(json!({})).await;
+    let sid = b.new_session(1).await;
+    let inbox = Inbox::start(&["--registry", reg.to_str().unwrap()]).await;
+    let c = inbox.http();
+    b.prompt(10, &sid, "run make check").await;
+    let list = list_until(&c, 1).await;
+    let q = &list[0];
+    assert_eq!(q["alwaysAllow"]["subject"], "make check", "{q}");
+    let rule = q["alwaysAllow"]["rules"]["everyAgentEverywhere"].as_str().unwrap();
+    let r = control::call(
+        &c,
+        "questions.answer",
+        json!({"sessionId": sid, "questionId": q["questionId"], "answers": [["allow"]],
+               "remember": {"agent": "every", "place": "everywhere"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r["status"], "answered", "{r}");
+    let (m, _) = b
+        .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("run: ")))
+        .await;
+    assert!(chunk_text(&m).unwrap().contains(r#""optionId":"allow""#));
+    let written = std::fs::read_to_string(config.join("acp-question-bridge/policy.toml")).unwrap();
+    assert!(written.contains(rule), "{written}");
+}
