@@ -107,8 +107,12 @@ fuzz_target!(|data: &[u8]| {
     let Ok(line) = std::str::from_utf8(data) else {
         return;
     };
-    // As a policy file: never a panic.
+    // As a policy file, and as a Claude Code rule string: never a panic.
     let _ = file::parse_rules(line, Path::new("fuzz.toml"));
+    if let Ok(c) = acp_question_bridge::policy::claude::read(line) {
+        // A Claude string that reads is never wider than its command: no `*` in it.
+        assert!(c.command.iter().flatten().all(|w| !w.contains('*')), "{line:?}: {c:?}");
+    }
 
     let parsed = command::parse(line);
     let call = Call {
