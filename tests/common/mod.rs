@@ -3,8 +3,10 @@
 #![allow(dead_code)]
 
 pub mod claude_agent;
+pub mod codex_agent;
 pub mod control;
 pub mod fake_anthropic;
+pub mod fake_openai;
 pub mod inbox;
 pub mod install;
 pub mod phone;
