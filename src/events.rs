@@ -41,6 +41,10 @@ pub struct QuestionView {
     /// write (`subject`, `agent`, `project`, and `rules`: the TOML for each choice).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub always_allow: Option<Value>,
+    /// What the agent was doing when it asked: `lastMessage`, `plan`, `toolCalls` of the
+    /// turn, and `cut` (what was left out to stay within 16 KiB).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<Value>,
 }
 
 /// Who ended a question, as observers see it: a [`By`], or, for an answer from a paired

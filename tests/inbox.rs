@@ -275,7 +275,9 @@ async fn always_allow_through_the_inbox_reaches_the_bridge() {
     let list = list_until(&c, 1).await;
     let q = &list[0];
     assert_eq!(q["alwaysAllow"]["subject"], "make check", "{q}");
-    let rule = q["alwaysAllow"]["rules"]["everyAgentEverywhere"].as_str().unwrap();
+    let rule = q["alwaysAllow"]["rules"]["everyAgentEverywhere"]
+        .as_str()
+        .unwrap();
     let r = control::call(
         &c,
         "questions.answer",

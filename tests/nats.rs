@@ -381,3 +381,59 @@ async fn a_killed_bridge_leaves_the_inbox_when_its_heartbeat_stops() {
     assert_eq!(pid_of(&listed[0]), b.pid());
     drop(nats);
 }
+
+/// Over NATS, a question carries what the agent was doing (its digest, within its bounds,
+/// after 10,000 messages and 10 MiB diffs: the key-value entry stays far below the server's
+/// limit), and "Always allow" reaches the bridge, which writes the rule.
+#[tokio::test]
+async fn the_digest_and_always_allow_cross_nats() {
+    let dir = temp_dir("nats-digest");
+    let nats = Nats::start(&dir.join("store"), None).await;
+    let url = nats.url();
+    let config = dir.join("config");
+    let mut b = Bridge::spawn_env(
+        &["--control", "127.0.0.1:0", "--nats", &url, "--", MOCK],
+        &[
+            (
+                "ACP_QUESTION_BRIDGE_REGISTRY",
+                dir.join("registry").to_str().unwrap(),
+            ),
+            ("XDG_CONFIG_HOME", config.to_str().unwrap()),
+        ],
+    );
+    let (base, token) = control_of(&b).await;
+    b.initialize(json!({})).await;
+    let sid = b.new_session(1).await;
+    let inbox = nats_inbox(&url, &dir).await;
+    let c = inbox.http();
+
+    b.prompt(2, &sid, "story-huge").await;
+    let (ask, _) = b
+        .recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+    let own = list_until(&control::http(&base, &token), 1).await.remove(0);
+    let q = list_until(&c, 1).await.remove(0);
+    assert_eq!(q["digest"], own["digest"]);
+    assert_eq!(q["digest"]["lastMessage"], "Now the store itself.");
+    assert!(q.to_string().len() < 64 << 10, "{}", q.to_string().len());
+    b.send(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"outcome":{"outcome":"selected","optionId":"allow"}}})).await;
+    b.response(json!(2)).await;
+    list_until(&c, 0).await;
+
+    b.prompt(3, &sid, "run make check").await;
+    let q = list_until(&c, 1).await.remove(0);
+    let rule = q["alwaysAllow"]["rules"]["thisAgentEverywhere"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let params = json!({"bridge": q["bridge"]["id"], "sessionId": sid, "questionId": q["questionId"],
+        "answers": [["allow"]], "remember": {"agent": "this", "place": "everywhere"}});
+    let r = control::call(&c, "questions.answer", params).await.unwrap();
+    assert_eq!(r["status"], "answered", "{r}");
+    let (done, seen) = b.response(json!(3)).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    assert!(chunks(&seen).contains(r#""optionId":"allow""#), "{seen:?}");
+    let written = std::fs::read_to_string(config.join("acp-question-bridge/policy.toml")).unwrap();
+    assert!(written.contains(&rule), "{written}");
+    drop(nats);
+}

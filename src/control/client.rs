@@ -41,6 +41,16 @@ pub enum Action {
         #[arg(long)]
         json: bool,
     },
+    /// Print one pending question in full: what the agent was doing (its last message, its
+    /// plan, the tool calls of the turn), the tool call with its command or diff, and the
+    /// items with their options.
+    Show {
+        session_id: String,
+        question_id: String,
+        /// Print its JSON instead.
+        #[arg(long)]
+        json: bool,
+    },
     /// Answer a question. For a one-item question, VALUES are that item's answers (one for
     /// single-select, one or more for multi-select; an option's value or label, or free
     /// text where allowed). For several items use --json '[["a"],["b","c"]]'.
@@ -217,6 +227,7 @@ fn summary(questions: &[Value]) -> String {
                 b.get("cwd").and_then(Value::as_str).unwrap_or("")
             );
         }
+        s += &digest_lines(&q["digest"]);
         s += &context_lines(&q["context"]);
         for (i, item) in q["items"].as_array().into_iter().flatten().enumerate() {
             let header = item["header"]
@@ -273,11 +284,84 @@ fn summary(questions: &[Value]) -> String {
     s
 }
 
+/// The lines that show what the agent was doing: its last message, its plan, the tool calls
+/// of its turn.
+fn digest_lines(d: &Value) -> String {
+    let mut s = String::new();
+    if let Some(m) = d["lastMessage"].as_str() {
+        s += &format!("  agent said: {}\n", m.trim().replace('\n', "\n    "));
+    }
+    let plan: Vec<String> = d["plan"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let mark = match e["status"].as_str() {
+                Some("completed") => "[done]",
+                Some("in_progress") => "[now]",
+                _ => "[ ]",
+            };
+            format!("{mark} {}", e["content"].as_str().unwrap_or(""))
+        })
+        .collect();
+    if !plan.is_empty() {
+        s += &format!("  plan: {}\n", plan.join("; "));
+    }
+    for t in d["toolCalls"].as_array().into_iter().flatten() {
+        let paths: Vec<&str> = t["paths"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        s += &format!(
+            "  this turn: {} ({}, {}) {}\n",
+            t["title"].as_str().unwrap_or("?"),
+            t["kind"].as_str().unwrap_or("other"),
+            t["status"].as_str().unwrap_or("pending"),
+            paths.join(" ")
+        );
+    }
+    if let Some(cut) = d["cut"].as_array() {
+        let cut: Vec<&str> = cut.iter().filter_map(Value::as_str).collect();
+        s += &format!("  (left out: {})\n", cut.join(", "));
+    }
+    s
+}
+
 /// The lines that show a question's context: the tool call being approved (its title, and
 /// the command or path it runs on, from `rawInput`), or a form's message.
 fn context_lines(context: &Value) -> String {
     let mut s = String::new();
     let tool = &context["toolCall"];
+    // A diff, as lines added and removed (the unchanged lines at both ends left out).
+    for c in tool["content"].as_array().into_iter().flatten() {
+        if c["type"] != "diff" {
+            continue;
+        }
+        s += &format!("  diff {}\n", c["path"].as_str().unwrap_or(""));
+        let old: Vec<&str> = c["oldText"].as_str().unwrap_or("").lines().collect();
+        let new: Vec<&str> = c["newText"].as_str().unwrap_or("").lines().collect();
+        let head = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+        let tail = old[head..]
+            .iter()
+            .rev()
+            .zip(new[head..].iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let (gone, added) = (&old[head..old.len() - tail], &new[head..new.len() - tail]);
+        const SHOWN: usize = 40;
+        for l in gone.iter().take(SHOWN) {
+            s += &format!("    -{l}\n");
+        }
+        for l in added.iter().take(SHOWN) {
+            s += &format!("    +{l}\n");
+        }
+        let more = gone.len().saturating_sub(SHOWN) + added.len().saturating_sub(SHOWN);
+        if more > 0 {
+            s += &format!("    ({more} more lines)\n");
+        }
+    }
     if let Some(title) = tool["title"].as_str() {
         s += &format!("  tool call: {title}");
         if let Some(kind) = tool["kind"].as_str() {
@@ -311,6 +395,32 @@ async fn run(a: QuestionsArgs) -> Result<(), Failure> {
         let _ = out.flush();
     };
     match a.action {
+        Action::Show {
+            session_id,
+            question_id,
+            json,
+        } => {
+            let c = http_client(&t)?;
+            let list: Vec<Value> = c
+                .request("questions.list", rpc_params![])
+                .await
+                .map_err(describe)?;
+            let q = list
+                .into_iter()
+                .find(|q| {
+                    q["sessionId"] == session_id.as_str() && q["questionId"] == question_id.as_str()
+                })
+                .ok_or_else(|| {
+                    Failure::Call(format!(
+                        "no question {question_id:?} pending in session {session_id:?}"
+                    ))
+                })?;
+            if json {
+                print(format!("{q}\n"));
+            } else {
+                print(summary(&[q]));
+            }
+        }
         Action::List { json } => {
             let c = http_client(&t)?;
             let list: Vec<Value> = c

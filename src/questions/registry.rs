@@ -55,6 +55,8 @@ pub struct Pending {
     /// The rules "Always allow" would write for this tool approval
     /// ([`crate::policy::remember::drafts`]).
     pub always_allow: Option<serde_json::Value>,
+    /// What the agent was doing when it asked (`crate::router` digest).
+    pub digest: Option<serde_json::Value>,
 }
 
 /// A bounded set of recently finished request ids (oldest forgotten first), to recognize a
@@ -338,6 +340,7 @@ mod tests {
             announced: false,
             device: None,
             always_allow: None,
+            digest: None,
         }
     }
 

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 
 use super::handlers::{
-    cancel, elicitation, initialize, permission, question, session, tool_call, vendor,
+    cancel, digest, elicitation, initialize, permission, question, session, tool_call, vendor,
 };
 pub(super) use super::message::{Note, Req};
 use super::{Outbox, Router, Side};
@@ -75,6 +75,15 @@ pub(super) static TABLE: &[Entry] = &[
             ..RequestRule::TRACKED
         }),
     },
+    // A new turn, or a session's end, for the digest of what the agent was doing.
+    Entry {
+        names: &["session/prompt", "session/close"],
+        from: Side::Client,
+        on: On::Request(RequestRule {
+            arrives: Some(digest::client_request),
+            ..RequestRule::TRACKED
+        }),
+    },
     Entry {
         names: &["session/cancel"],
         from: Side::Client,
@@ -86,12 +95,12 @@ pub(super) static TABLE: &[Entry] = &[
         on: On::Notification(cancel::cancel_request),
     },
     // Forwarded like any notification; one about a tool call is also remembered, for the
-    // permission requests that name it by id.
+    // permission requests that name it by id, and a tool call or plan for the digest.
     Entry {
         names: &["session/update"],
         from: Side::Agent,
         on: On::Observe {
-            wants: tool_call::mentions_tool_call,
+            wants: tool_call::picked,
             then: tool_call::update,
         },
     },

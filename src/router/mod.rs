@@ -106,6 +106,8 @@ pub struct Router {
     tool_calls: handlers::tool_call::ToolCalls,
     /// The sessions' folders.
     sessions: handlers::session::Sessions,
+    /// What each session's agent was doing, for its questions.
+    digests: handlers::digest::Digests,
     /// The name the agent gave in `initialize` (`agentInfo.name`).
     agent_info_name: Option<String>,
     /// The approval policy in force, and what the bridge told of it.
@@ -127,6 +129,7 @@ impl Router {
             agent_gone: false,
             tool_calls: handlers::tool_call::ToolCalls::default(),
             sessions: handlers::session::Sessions::default(),
+            digests: handlers::digest::Digests::default(),
             agent_info_name: None,
             policy,
             counters: Counters::default(),
@@ -217,6 +220,10 @@ impl Router {
     /// [`Router::on_scanned`]. The bytes written are the same as line by line.
     pub fn on_batch(&mut self, from: Side, batch: Batch, now: Instant, out: &mut Outbox) {
         let data = batch.data;
+        if from == Side::Agent {
+            // The end of each read, read back only when a question is asked.
+            self.digests.keep(&data, &batch.lines);
+        }
         // The run being gathered: its range in `data`, and how many lines it holds.
         let mut run: Option<(usize, usize, u64)> = None;
         for (piece, shape) in batch.lines {

@@ -46,6 +46,9 @@ Script words (the first word of the prompt text picks the behaviour):
   plan-cursor, ask-grok, ask-gemini, plan-gemini, ask-opencode, ask-extension-liberal
                          ask in that agent's own shape (docs/MOCK_AGENT.md says which);
                          streams `<word>: <result json>` (or `<word>: error <error json>`)
+  story                  stream a message, a plan and an edit with its diff, then ask to
+                         approve a write with its diff; streams `story: <result json>`
+  story-huge             the same after 10,000 message chunks, with 10 MiB diffs
   flood <N> [<BYTES>]    N agent_message_chunks of about BYTES bytes (default 100), end_turn
   slow <MS>              wait MS milliseconds, then end_turn (stopReason cancelled if cancelled)
   garbage                write a non-JSON line to stdout, then behave as the default
@@ -413,6 +416,74 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
             }
             let rx = ctx.request(shape.method, shape.params).await;
             let word = word.to_owned();
+            let report = move |outcome: Result<Value, Value>| match outcome {
+                Ok(r) => format!("{word}: {r}"),
+                Err(e) => format!("{word}: error {e}"),
+            };
+            wait_and_report(ctx, sid, rx, cancel, report).await
+        }
+        "story" | "story-huge" => {
+            // What an agent does before it asks: a message, a plan, an edit with its diff,
+            // then an approval of a write with its diff (docs/MOCK_AGENT.md).
+            let huge = first == "story-huge";
+            let update = |u: Value| json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId": sid, "update": u}});
+            if huge {
+                for i in 0..10_000 {
+                    ctx.chunk(sid, &format!("word{i} ")).await;
+                    if i % 256 == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+            }
+            for part in [
+                "I'll switch the store ",
+                "to SQLite: ",
+                "first the schema, then the code.",
+            ] {
+                ctx.chunk(sid, part).await;
+            }
+            ctx.send(&update(json!({"sessionUpdate": "plan", "entries": [
+                {"content": "Add the SQLite schema", "status": "completed", "priority": "high"},
+                {"content": "Port the store to SQLite", "status": "in_progress", "priority": "high"},
+                {"content": "Run the tests", "status": "pending", "priority": "medium"}]}))).await;
+            let old = if huge {
+                "- old line\n".repeat(1 << 20)
+            } else {
+                "CREATE TABLE kv (k, v);\n".into()
+            };
+            ctx.send(&update(
+                json!({"sessionUpdate": "tool_call", "toolCallId": "story-edit",
+                "title": "Edit schema.sql", "kind": "edit", "status": "completed",
+                "locations": [{"path": "/project/schema.sql"}],
+                "content": [{"type": "diff", "path": "/project/schema.sql", "oldText": old,
+                    "newText": "CREATE TABLE kv (k TEXT PRIMARY KEY, v BLOB);\n"}]}),
+            ))
+            .await;
+            ctx.chunk(sid, "Now the store itself.").await;
+            let old_store = if huge {
+                "// old.\n".repeat(10 << 17)
+            } else {
+                "use std::collections::HashMap;\n\npub struct Store(HashMap<String, Vec<u8>>);\n"
+                    .into()
+            };
+            let tool_call = json!({"toolCallId": "story-write", "title": "Write src/store.rs", "kind": "edit",
+                "status": "pending", "locations": [{"path": "/project/src/store.rs"}],
+                "rawInput": {"file_path": "/project/src/store.rs"},
+                "content": [{"type": "diff", "path": "/project/src/store.rs",
+                    "oldText": old_store,
+                    "newText": "use rusqlite::Connection;\n\npub struct Store(Connection);\n"}]});
+            let mut announce = tool_call.clone();
+            announce["sessionUpdate"] = json!("tool_call");
+            ctx.send(&update(announce)).await;
+            let rx = ctx
+                .request(
+                    "session/request_permission",
+                    json!({"sessionId": sid, "toolCall": tool_call, "options": [
+                        {"optionId": "allow", "name": "Yes", "kind": "allow_once"},
+                        {"optionId": "reject", "name": "No", "kind": "reject_once"}]}),
+                )
+                .await;
+            let word = first.to_owned();
             let report = move |outcome: Result<Value, Value>| match outcome {
                 Ok(r) => format!("{word}: {r}"),
                 Err(e) => format!("{word}: error {e}"),

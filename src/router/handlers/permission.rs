@@ -39,7 +39,14 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         }
         _ => (Dialect::Native, true),
     };
+    // The policy reads the tool call whole; every surface is shown it within its bound.
     let approval = (!source.asks_questions()).then(|| context["toolCall"].clone());
+    let (shown, was_cut) = tool_call::shown(&context["toolCall"]);
+    let mut context = context;
+    context["toolCall"] = shown;
+    if was_cut {
+        context["cut"] = serde_json::json!(["the tool call (its text past 16 KiB)"]);
+    }
     let asked = Asked {
         question,
         origin: Arc::new(source) as Origin,

@@ -4,9 +4,9 @@
 //! permission request naming the tool call by its id alone (the ACP schema requires nothing
 //! more) is shown with what it approves.
 //!
-//! Cost: a `session/update` pays one substring search of at most its first [`LOOK`] bytes
-//! (and stays in its run of forwarded lines); only one that mentions a tool call there is
-//! parsed. Memory is bounded by what is open, not by traffic: a tool call is forgotten as
+//! Cost: a `session/update` pays one substring search for `"sessionUpdate"` in at most its
+//! first [`LOOK`] bytes (and stays in its run of forwarded lines); only one whose value is a
+//! tool call's or a plan's is parsed ([`picked`]). Memory is bounded by what is open, not by traffic: a tool call is forgotten as
 //! soon as it is `completed` or `failed` (nothing asks to approve it then), at most
 //! [`REMEMBERED`] open ones are kept (the oldest forgotten first), and each keeps a digest of
 //! at most [`DIGEST`] bytes of its members, whatever the size of its lines: an agent
@@ -133,16 +133,33 @@ fn cut(v: Value, room: &mut usize) -> Value {
     }
 }
 
-/// Whether a `session/update` line may be about a tool call (and is not too long to keep):
-/// `"tool_call` within its first [`LOOK`] bytes, where agents put `sessionUpdate` (before a
-/// long content), so that a flood of big updates costs a few KiB of search each.
-pub(in crate::router) fn mentions_tool_call(line: &[u8]) -> bool {
+/// Whether a `session/update` line is one the bridge reads (and is not too long to keep): its
+/// `sessionUpdate`, within the first [`LOOK`] bytes where agents put it (before a long
+/// content), is `tool_call`, `tool_call_update` or `plan`. The search stops at the key, near
+/// the start of a message chunk, so the flood of chunks costs a few dozen bytes of search
+/// each and stays in its run of forwarded lines.
+pub(in crate::router) fn picked(line: &[u8]) -> bool {
     static FINDER: LazyLock<memmem::Finder<'static>> =
-        LazyLock::new(|| memmem::Finder::new(b"\"tool_call"));
-    line.len() <= MAX_LINE && FINDER.find(&line[..line.len().min(LOOK)]).is_some()
+        LazyLock::new(|| memmem::Finder::new(b"\"sessionUpdate\""));
+    if line.len() > MAX_LINE {
+        return false;
+    }
+    let head = &line[..line.len().min(LOOK)];
+    let Some(at) = FINDER.find(head) else {
+        return false;
+    };
+    let mut rest = &head[at + b"\"sessionUpdate\"".len()..];
+    while let [b' ' | b'\t' | b'\r' | b'\n' | b':', tail @ ..] = rest {
+        rest = tail;
+    }
+    match rest {
+        [b'"', value @ ..] => value.starts_with(b"tool_call") || value.starts_with(b"plan\""),
+        _ => false,
+    }
 }
 
-/// A `session/update` that [`mentions_tool_call`]: forwarded, and remembered when it is one.
+/// A `session/update` the bridge [`picked`]: forwarded, and remembered when it is a tool call
+/// (and, with a plan, in the digest).
 pub(in crate::router) fn update(r: &mut Router, note: Note<'_>, out: &mut Outbox) {
     r.forward(Side::Agent, note.line.clone(), out);
     let Some(params) = note.params else { return };
@@ -150,6 +167,9 @@ pub(in crate::router) fn update(r: &mut Router, note: Note<'_>, out: &mut Outbox
         return;
     };
     remember(&mut r.tool_calls, &v["update"]);
+    if let Some(session) = v["sessionId"].as_str() {
+        r.digests.update(session, &v["update"]);
+    }
 }
 
 /// Records a `tool_call` or `tool_call_update` (an update's members replace the ones
@@ -174,6 +194,18 @@ fn remember(known: &mut ToolCalls, update: &Value) {
         ))
     });
     known.record(id, fresh, kept);
+}
+
+/// `tool_call` as it is shown beside a question: within [`DIGEST`] bytes of text (longer
+/// strings cut, with `…`), and whether anything was cut. What decides (the approval policy)
+/// reads the tool call as the agent sent it, never this.
+pub(in crate::router) fn shown(tool_call: &Value) -> (Value, bool) {
+    let whole = tool_call.to_string().len();
+    if whole <= DIGEST {
+        return (tool_call.clone(), false);
+    }
+    let mut room = DIGEST;
+    (cut(tool_call.clone(), &mut room), true)
 }
 
 /// Fills in `tool_call` (a permission request's `toolCall`) the members it lacks from the
@@ -236,6 +268,35 @@ mod tests {
         let mut tc = json!({"toolCallId":"t1"});
         fill(&known, &mut tc);
         assert_eq!(tc, json!({"toolCallId":"t1","title":"Read"}));
+    }
+
+    #[test]
+    fn only_tool_calls_and_plans_are_picked_by_their_session_update() {
+        let line = |u: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{u}}}}}"#
+            )
+        };
+        for yes in [
+            r#"{"sessionUpdate":"tool_call","toolCallId":"t"}"#,
+            r#"{"sessionUpdate" : "tool_call_update","toolCallId":"t"}"#,
+            r#"{"sessionUpdate":"plan","entries":[]}"#,
+        ] {
+            assert!(picked(line(yes).as_bytes()), "{yes}");
+        }
+        for no in [
+            r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":""tool_call"}}"#,
+            r#"{"sessionUpdate":"planning"}"#,
+            r#"{"content":"no key"}"#,
+        ] {
+            assert!(!picked(line(no).as_bytes()), "{no}");
+        }
+        // The key past the first 4 KiB is not looked for.
+        let late = format!(
+            r#"{{"content":"{}","sessionUpdate":"tool_call"}}"#,
+            "x".repeat(LOOK)
+        );
+        assert!(!picked(line(&late).as_bytes()));
     }
 
     #[test]

@@ -62,6 +62,7 @@ impl Router {
         }
         let mut p = self.new_pending(req.id, asked.question, asked.origin, req.now);
         p.context = asked.context;
+        p.digest = self.digests.digest(&p.question.session_id);
         p.agent_tool_call = asked.agent_tool_call;
         if let Some(tool_call) = &asked.approval {
             if self.decided_by_policy(&p, tool_call, out) {

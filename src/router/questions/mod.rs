@@ -155,6 +155,7 @@ impl Router {
             announced: false,
             device: None,
             always_allow: None,
+            digest: None,
         }
     }
 
@@ -174,6 +175,7 @@ impl Router {
             source: p.origin.name(),
             context: p.context.clone(),
             always_allow: p.always_allow.clone(),
+            digest: p.digest.clone(),
         }
     }
 

@@ -1,0 +1,148 @@
+//! What the agent was doing, beside every question (issue 35), through the real binaries:
+//! the mock agent streams a message, a plan and an edit with its diff, then asks to approve
+//! a write with its diff. The control API, the CLI and the inbox show the digest; every
+//! bound holds when the agent streams 10,000 messages and 10 MiB diffs first.
+
+mod common;
+
+use common::control::{self, list_until};
+use common::inbox::Inbox;
+use common::*;
+use serde_json::{json, Value};
+
+fn event_schema() -> jsonschema::Validator {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/question-event.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::draft202012::new(&schema).expect("the schema compiles")
+}
+
+/// The question of the `requested` event `q` is valid against the schema.
+fn valid(q: &Value) {
+    let errors: Vec<String> = event_schema()
+        .iter_errors(&json!({"event": "requested", "question": q}))
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+#[tokio::test]
+async fn the_digest_is_beside_the_question_on_the_api_the_cli_and_the_inbox() {
+    let reg = temp_dir("digest").join("registry");
+    let mut b = Bridge::spawn_env(
+        &["--control", "127.0.0.1:0", "--", MOCK],
+        &[("ACP_QUESTION_BRIDGE_REGISTRY", reg.to_str().unwrap())],
+    );
+    let (base, token) = control_of(&b).await;
+    b.initialize(json!({})).await;
+    let sid = b.new_session(1).await;
+    b.prompt(2, &sid, "story").await;
+    b.recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+
+    let c = control::http(&base, &token);
+    let list = list_until(&c, 1).await;
+    let q = &list[0];
+    valid(q);
+    let d = &q["digest"];
+    assert_eq!(d["lastMessage"], "Now the store itself.", "{d}");
+    let plan: Vec<&str> = d["plan"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(plan, ["completed", "in_progress", "pending"]);
+    assert_eq!(
+        d["toolCalls"][0],
+        json!({"title": "Edit schema.sql", "kind": "edit", "status": "completed", "paths": ["/project/schema.sql"]})
+    );
+    assert_eq!(d["toolCalls"][1]["title"], "Write src/store.rs");
+    assert!(d.get("cut").is_none());
+    let diff = &q["context"]["toolCall"]["content"][0];
+    assert_eq!(diff["type"], "diff");
+    assert!(diff["newText"].as_str().unwrap().contains("rusqlite"));
+
+    // The CLI prints the same, as text.
+    let url = format!("{base}#token={token}");
+    let (code, out) = control::cli(&["list", "--control", &url]).await;
+    assert_eq!(code, 0);
+    for expected in [
+        "agent said: Now the store itself.",
+        "plan: [done] Add the SQLite schema",
+        "[now] Port the store to SQLite",
+        "this turn: Edit schema.sql (edit, completed) /project/schema.sql",
+        "diff /project/src/store.rs",
+        "+use rusqlite::Connection;",
+        "-use std::collections::HashMap;",
+    ] {
+        assert!(out.contains(expected), "{expected:?} in:\n{out}");
+    }
+    let qid = q["questionId"].as_str().unwrap();
+    let (code, shown) = control::cli(&["show", "--control", &url, &sid, qid]).await;
+    assert_eq!(code, 0, "{shown}");
+    assert!(
+        shown.contains("agent said: Now the store itself."),
+        "{shown}"
+    );
+
+    // The inbox passes it on.
+    let inbox = Inbox::start(&["--registry", reg.to_str().unwrap()]).await;
+    let via = list_until(&inbox.http(), 1).await;
+    assert_eq!(via[0]["digest"], *d);
+
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
+}
+
+#[tokio::test]
+async fn every_bound_holds_after_10000_messages_and_10_mib_diffs() {
+    let mut b = Bridge::mock(&["--control", "127.0.0.1:0"]);
+    let (base, token) = control_of(&b).await;
+    b.initialize(json!({})).await;
+    let sid = b.new_session(1).await;
+    b.prompt(2, &sid, "story-huge").await;
+    let (ask, before) = b
+        .recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+    // Every message crossed, whole.
+    let chunks = before.iter().filter(|m| chunk_text(m).is_some()).count();
+    assert_eq!(chunks, 10_000 + 4);
+    let asked = ask["params"]["toolCall"]["content"][0]["oldText"]
+        .as_str()
+        .unwrap()
+        .len();
+    assert_eq!(asked, 10 << 20, "the client gets the agent's request whole");
+
+    let list = list_until(&control::http(&base, &token), 1).await;
+    let q = &list[0];
+    valid(q);
+    let d = &q["digest"];
+    assert!(d.to_string().len() <= 16 << 10, "{}", d.to_string().len());
+    assert_eq!(d["lastMessage"], "Now the store itself.");
+    // 16 KiB of text; as JSON its newlines are escaped (`\n`), so a little more.
+    let shown = q["context"].to_string().len();
+    assert!(shown <= 20 << 10, "{shown}");
+    assert!(
+        q["context"]["cut"][0].as_str().unwrap().contains("16 KiB"),
+        "{}",
+        q["context"]["cut"]
+    );
+    let old = q["context"]["toolCall"]["content"][0]["oldText"]
+        .as_str()
+        .unwrap();
+    assert!(old.ends_with('…'), "a cut diff says so");
+    assert_eq!(q["context"]["toolCall"]["title"], "Write src/store.rs");
+    assert!(
+        rss_kib(b.pid()) < 200 << 10,
+        "the bridge holds no copy of the diffs"
+    );
+
+    b.send(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"outcome":{"outcome":"selected","optionId":"allow"}}})).await;
+    let (done, _) = b.response(json!(2)).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
+}
