@@ -178,7 +178,10 @@ async fn inbox_page_in_headless_chromium() {
     assert_eq!(steps[0]["heading"], "Inbox");
     assert!(steps[0]["title"].as_str().unwrap().starts_with("(3) "));
     assert_eq!(steps[3]["left"], 1);
-    assert_eq!(steps[3]["text"].as_str().unwrap(), "Which option?pick one");
+    assert_eq!(
+        steps[3]["text"].as_str().unwrap(),
+        "Which option?one tap answers"
+    );
     assert!(steps[3]["title"].as_str().unwrap().starts_with("(1) "));
 
     // Each agent got what was clicked for its own question.
@@ -218,6 +221,12 @@ async fn phone_page_over_tls_in_mobile_chromium() {
         common::inbox::registered_bridge(&registry, &["--journal", journal.to_str().unwrap()])
             .await;
     let mut tool = common::inbox::registered_bridge(&registry, &[]).await;
+    // What an agent does before it asks (a message, a plan, an edit), then a write to approve.
+    let mut story = common::inbox::registered_bridge(&registry, &[]).await;
+    story.prompt(10, "mock-session-1", "story").await;
+    story
+        .recv_until(|m| m["method"] == "session/request_permission")
+        .await;
     // Both are shown in the IDE too (Claude's form as yes/no prompts): the phone answers
     // first, and the IDE's copies are withdrawn.
     for (b, word) in [(&mut claude, "ask-claude"), (&mut tool, "approve")] {
@@ -262,10 +271,39 @@ async fn phone_page_over_tls_in_mobile_chromium() {
         let push = service.next().await;
         (late, keys.read(&push))
     };
+    // Once the page has shown the story's context, its approval is answered from the CLI.
+    let _ = std::fs::remove_file(out.join("phone-context.png"));
+    let from_cli = async {
+        tokio::time::timeout(BROWSER_RUN, async {
+            while !out.join("phone-context.png").exists() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await
+        .expect("the page shows the story's context");
+        let list = common::control::list(&inbox.http()).await;
+        let q = list
+            .iter()
+            .find(|q| q["context"]["toolCall"]["title"] == "Write src/store.rs")
+            .expect("the story's approval is listed");
+        let (code, said) = common::control::cli(&[
+            "answer",
+            "--control",
+            &inbox.url(),
+            "--bridge",
+            q["bridge"]["id"].as_str().unwrap(),
+            "mock-session-1",
+            q["questionId"].as_str().unwrap(),
+            "allow",
+        ])
+        .await;
+        assert_eq!(code, 0, "{said}");
+    };
     let more = [subscription.as_str()];
-    let (steps, (_late, payload)) = tokio::join!(
+    let (steps, (_late, payload), ()) = tokio::join!(
         run_page_script("phone_page.mjs", &link, &out, &more, ""),
-        pushed
+        pushed,
+        from_cli
     );
     assert_eq!(payload["body"], "Which option?", "{payload}");
     let names: Vec<&str> = steps.iter().filter_map(|s| s["step"].as_str()).collect();
@@ -277,7 +315,10 @@ async fn phone_page_over_tls_in_mobile_chromium() {
             "installable",
             "push",
             "notified",
+            "context",
+            "undone",
             "answered",
+            "history",
             "offline",
             "done"
         ]
@@ -310,16 +351,46 @@ async fn phone_page_over_tls_in_mobile_chromium() {
         "{}",
         steps[2]
     );
+    // The story's approval with what the agent was doing, and its diff.
+    let context = &steps[5];
+    assert_eq!(context["said"], "Now the store itself.", "{context}");
+    assert_eq!(context["plan"].as_array().unwrap().len(), 3, "{context}");
     assert!(
-        steps[5]["command"]
+        context["files"]
+            .as_str()
+            .unwrap()
+            .contains("/project/schema.sql"),
+        "{context}"
+    );
+    assert_eq!(
+        context["added"][0], "+ use rusqlite::Connection;",
+        "{context}"
+    );
+    assert_eq!(
+        context["removed"][0], "- use std::collections::HashMap;",
+        "{context}"
+    );
+    // One tap, undone within 3 s: nothing was sent, and the buttons came back.
+    assert_eq!(
+        steps[6],
+        serde_json::json!({"step": "undone", "enabled": true, "pending": true})
+    );
+    assert!(
+        steps[7]["command"]
             .as_str()
             .unwrap()
             .contains("rm -rf build"),
         "the command is readable: {}",
-        steps[5]
+        steps[7]
+    );
+    // The answer from the CLI is in the history, and says where it came from.
+    let history = steps[8]["text"].as_str().unwrap();
+    assert!(
+        history.contains("Write src/store.rs") && history.contains("on the page or CLI"),
+        "{history}"
     );
     // Offline, the page is the cached shell (it says "Inbox" only once the inbox answers).
-    assert_eq!(steps[6]["shell"], "Questions");
+    assert_eq!(steps[9]["shell"], "Questions");
 
     // Each agent got what was tapped, and the journal-facing events name the phone.
     let (m, _) = claude
@@ -344,7 +415,19 @@ async fn phone_page_over_tls_in_mobile_chromium() {
         .find(|e: &Value| e["event"] == "resolved")
         .expect("a resolved event in the journal");
     assert_eq!(resolved["by"], "device:Test phone", "{resolved}");
-    for f in ["phone-page.png", "phone-page-answered.png"] {
+    let (m, _) = story
+        .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("story: ")))
+        .await;
+    assert!(
+        chunk_text(&m).unwrap().contains(r#""optionId":"allow""#),
+        "{m}"
+    );
+    for f in [
+        "phone-page.png",
+        "phone-page-answered.png",
+        "phone-context.png",
+        "phone-history.png",
+    ] {
         let png = std::fs::read(out.join(f)).unwrap_or_default();
         assert!(png.starts_with(b"\x89PNG"), "{f} is not a PNG");
     }

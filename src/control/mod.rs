@@ -13,6 +13,7 @@
 pub mod assets;
 pub mod client;
 pub mod gate;
+pub mod history;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -170,6 +171,7 @@ impl Control {
 struct Ctx {
     calls: mpsc::Sender<Call>,
     events: broadcast::Sender<Arc<Value>>,
+    history: Arc<std::sync::Mutex<history::History>>,
     stopping: CancellationToken,
     subscriptions: TaskTracker,
 }
@@ -284,6 +286,11 @@ fn module(ctx: Ctx) -> RpcModule<Ctx> {
         },
     )
     .expect("unique method name");
+    m.register_method("questions.history", |_p, ctx, _| {
+        let mut h = ctx.history.lock().unwrap_or_else(|e| e.into_inner());
+        Value::Array(h.list(std::time::SystemTime::now()))
+    })
+    .expect("unique method name");
     m.register_async_method("bridges.list", |_p, ctx, _| async move {
         ask(&ctx, Call::Bridges).await
     })
@@ -359,9 +366,11 @@ pub async fn start(cfg: &ControlConfig) -> Result<Control, ControlSetupError> {
     }
     let stopping = CancellationToken::new();
     let subscriptions = TaskTracker::new();
+    let history = history::spawn(&events);
     let methods: Methods = module(Ctx {
         calls: calls_tx.clone(),
         events: events.clone(),
+        history,
         stopping: stopping.clone(),
         subscriptions: subscriptions.clone(),
     })

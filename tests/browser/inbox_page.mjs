@@ -23,14 +23,14 @@ await withPage({ width: 860, height: 1100 }, async (page, errors) => {
   const approvals = cards.filter({ hasText: "rm -rf build" });
   const first = approvals.nth(0);
   const firstAgent = await first.getAttribute("data-bridge");
-  await first.getByLabel("Yes", { exact: true }).check();
-  await first.getByRole("button", { name: "Submit" }).click();
+  // One tap answers a tool approval (after 3 s to undo).
+  await first.getByRole("button", { name: "Yes", exact: true }).click();
   await first.locator(".state.ok").waitFor();
   step("approved", { bridge: firstAgent, state: await first.locator(".state").textContent() });
   const second = page.locator(`section.card[data-bridge]:not([data-bridge="${firstAgent}"])`).filter({ hasText: "rm -rf build" });
   const secondAgent = await second.getAttribute("data-bridge");
-  await second.getByRole("button", { name: "Reject" }).click();
-  await second.locator(".state.no").waitFor();
+  await second.getByRole("button", { name: "No", exact: true }).click();
+  await second.locator(".state.ok").waitFor();
   step("rejected", { bridge: secondAgent, state: await second.locator(".state").textContent() });
 
   await page.reload();

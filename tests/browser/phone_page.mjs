@@ -28,14 +28,15 @@ await withPage({ width: 390, height: 844 }, async (page, errors) => {
   await page.locator("#pair").tap();
   await page.waitForURL((u) => u.pathname === "/" && !u.hash);
   await page.locator("#conn.live").waitFor();
-  await page.waitForFunction(() => document.querySelectorAll("section.card").length === 2);
+  await page.waitForFunction(() => document.querySelectorAll("section.card").length === 3);
   const cookies = await page.context().cookies();
   const device = cookies.find((c) => c.name === "aqb_device");
   step("paired", { httpOnly: device && device.httpOnly, secure: device && device.secure, sameSite: device && device.sameSite });
 
   // Fits the screen, with touch targets of at least 44 CSS pixels.
   const layout = await page.evaluate(() => {
-    const hs = (sel) => [...document.querySelectorAll(sel)].map((e) => e.getBoundingClientRect().height);
+    // Visible ones: a folded "Always allow" hides its button.
+    const hs = (sel) => [...document.querySelectorAll(sel)].map((e) => e.getBoundingClientRect().height).filter((h) => h > 0);
     return {
       scrollWidth: document.documentElement.scrollWidth,
       width: window.innerWidth,
@@ -112,19 +113,45 @@ await withPage({ width: 390, height: 844 }, async (page, errors) => {
   }
   step("notified", shown || {});
 
+  // What the agent was doing, beside its approval: its last message, plan, files, the diff.
+  const story = page.locator("section.card").filter({ hasText: "Write src/store.rs" });
+  await story.waitFor();
+  const context = await story.evaluate((c) => ({
+    said: c.querySelector(".digest .said")?.textContent,
+    plan: [...c.querySelectorAll(".digest ul.plan li")].map((e) => e.textContent),
+    files: c.querySelector(".digest .files")?.textContent,
+    added: [...c.querySelectorAll("pre.diff .add")].map((e) => e.textContent),
+    removed: [...c.querySelectorAll("pre.diff .del")].map((e) => e.textContent),
+  }));
+  await story.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: join(outDir, "phone-context.png") });
+  step("context", context);
+
   // The Claude form: Postgres, by a tap.
   const form = page.locator("section.card").filter({ hasText: "Which database?" });
   await form.getByText("Postgres", { exact: true }).tap();
   await form.getByRole("button", { name: "Submit" }).tap();
   await form.locator(".state.ok").waitFor();
-  // The tool approval: allowed, by a tap.
+  // The tool approval: one tap, undone within 3 s, then one tap that is sent.
   const approval = page.locator("section.card").filter({ hasText: "rm -rf build" });
   const command = await approval.locator(".context pre").first().textContent();
-  await approval.getByLabel("Yes", { exact: true }).tap();
-  await approval.getByRole("button", { name: "Submit" }).tap();
+  const yes = approval.getByRole("button", { name: "Yes", exact: true });
+  await yes.tap();
+  await approval.getByRole("button", { name: "Undo" }).tap();
+  await page.waitForTimeout(3500);
+  const undone = { enabled: await yes.isEnabled(), pending: !(await approval.evaluate((c) => c.classList.contains("resolved"))) };
+  step("undone", undone);
+  await yes.tap();
   await approval.locator(".state.ok").waitFor();
   step("answered", { command, form: await form.locator(".state").textContent(), approval: await approval.locator(".state").textContent() });
   await page.screenshot({ path: join(outDir, "phone-page-answered.png"), fullPage: true });
+
+  // The test answers the story's approval from the CLI: it shows in the history.
+  const answered = page.locator("#history li").filter({ hasText: "Write src/store.rs" });
+  await answered.waitFor({ state: "attached" });
+  await page.locator("#history summary").tap();
+  await page.screenshot({ path: join(outDir, "phone-history.png"), fullPage: true });
+  step("history", { text: await answered.textContent(), count: await page.locator("#history-n").textContent() });
 
   // The app shell opens without the inbox: served by the service worker.
   await page.context().setOffline(true);
