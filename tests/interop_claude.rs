@@ -384,3 +384,68 @@ async fn a_policy_allows_and_denies_claudes_bash_and_the_model_gets_each_result(
     assert!(refused_text.contains("refused permission"), "{refused}");
     assert_eq!(claude.finish().await, 0, "{}", claude.bridge.stderr());
 }
+
+/// Know what you answer (issue 35): Claude's Write, asked as it sent it, is listed on the
+/// control server (what the page and the phone show) with its diff and what the agent was
+/// doing: its message before the tool use, and the tool call of this turn.
+#[tokio::test]
+async fn claudes_write_approval_carries_its_diff_and_the_agents_context() {
+    const FINAL: &str = "The notes are written.";
+    let script = vec![
+        Reply::tool(
+            "Write",
+            json!({"file_path": "NOTES.md", "content": "# Notes\n\nSQLite first.\n"}),
+        ),
+        Reply::text(FINAL),
+    ];
+    let Some(mut claude) =
+        Claude::start("claude-write", script, &["--control", "127.0.0.1:0"]).await
+    else {
+        return;
+    };
+    let (base, token) = common::control_of(&claude.bridge).await;
+    let session = claude.open(form_client()).await;
+    let b = &mut claude.bridge;
+    b.prompt(2, &session, "write the notes").await;
+    let (ask, _) = b
+        .recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+    let c = common::control::http(&base, &token);
+    let list = common::control::list_until(&c, 1).await;
+    let q = &list[0];
+    let diff = q["context"]["toolCall"]["content"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "diff"))
+        .unwrap_or_else(|| panic!("no diff in {q}"));
+    assert!(
+        diff["path"].as_str().unwrap().ends_with("NOTES.md"),
+        "{diff}"
+    );
+    assert_eq!(diff["newText"], "# Notes\n\nSQLite first.\n", "{diff}");
+    let calls = q["digest"]["toolCalls"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no digest in {q}"));
+    assert!(calls.iter().any(|t| t["kind"] == "edit"), "{calls:?}");
+    // Allowed from the control server, as the page does; the file is written.
+    let once = ask["params"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "allow_once")
+        .expect("allow_once")["optionId"]
+        .clone();
+    let r = common::control::call(
+        &c,
+        "questions.answer",
+        json!({"sessionId": session, "questionId": q["questionId"], "answers": [[once]]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r["status"], "answered", "{r}");
+    let (done, after) = claude.bridge.response(json!(2)).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert!(chunks(&after).ends_with(FINAL), "{after:?}");
+    let written = std::fs::read_to_string(claude.cwd.join("NOTES.md")).unwrap();
+    assert_eq!(written, "# Notes\n\nSQLite first.\n");
+    assert_eq!(claude.finish().await, 0, "{}", claude.bridge.stderr());
+}
