@@ -182,6 +182,15 @@ fn cache_file(cache: &Path, url: &str) -> PathBuf {
 
 /// Writes `bytes` to `path` at once: beside it, then renamed over it.
 pub fn keep(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    // A link (a dotfiles checkout) keeps being one: its target is what is replaced.
+    let target;
+    let path = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            target = std::fs::canonicalize(path)?;
+            target.as_path()
+        }
+        _ => path,
+    };
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let tmp = dir.join(format!(
@@ -190,8 +199,15 @@ pub fn keep(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             .map_or("tmp".into(), |n| n.to_string_lossy()),
         std::process::id()
     ));
+    // The file's mode is kept (a private policy file stays private).
+    let mode = std::fs::metadata(path).ok().map(|m| m.permissions());
     std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .and_then(|mut f| {
+            if let Some(m) = mode {
+                f.set_permissions(m)?;
+            }
+            f.write_all(bytes).and_then(|()| f.sync_all())
+        })
         .and_then(|()| std::fs::rename(&tmp, path))
         .inspect_err(|_| {
             let _ = std::fs::remove_file(&tmp);

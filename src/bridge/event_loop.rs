@@ -257,22 +257,52 @@ impl Shell {
                     .expect("question views serialize");
                 let _ = reply.send(views);
             }
-            Call::Answer(a, reply) => {
-                let r = match not_me(self.surfaces.identity.as_ref(), a.bridge.as_deref()) {
-                    Some(e) => Err(e),
-                    None => match a.remember.map(|r| remember(router, &a, r)) {
-                        Some(Err(e)) => Err(e),
-                        _ => router
-                            .control_answer(
-                                &a.session_id,
-                                &a.question_id,
-                                &a.answers,
-                                a.device.as_deref(),
-                                outbox,
-                            )
-                            .map_err(control::control_error),
-                    },
-                };
+            Call::Answer(mut a, reply) => {
+                if let Some(e) = not_me(self.surfaces.identity.as_ref(), a.bridge.as_deref()) {
+                    let _ = reply.send(Err(e));
+                    return;
+                }
+                if let Some(choice) = a.remember.take() {
+                    // The rule is written off the loop (a lock, a read, a sync, a rename),
+                    // then the answer comes back as a plain one.
+                    let caller = self.surfaces.control.as_ref().map(|c| c.caller.clone());
+                    match (remember(router, &a, choice), caller) {
+                        (Ok(write), Some(caller)) => {
+                            tokio::spawn(async move {
+                                match tokio::task::spawn_blocking(write).await {
+                                    Ok(Ok(())) => {
+                                        let _ = caller.send(Call::Answer(a, reply)).await;
+                                    }
+                                    Ok(Err(e)) => {
+                                        let _ = reply.send(Err(e));
+                                    }
+                                    Err(_) => {
+                                        let _ = reply.send(Err(control::invalid_params(
+                                            "remember: the rule could not be written",
+                                        )));
+                                    }
+                                }
+                            });
+                        }
+                        (Err(e), _) => {
+                            let _ = reply.send(Err(e));
+                        }
+                        (Ok(_), None) => {
+                            let _ = reply
+                                .send(Err(control::invalid_params("remember: no control server")));
+                        }
+                    }
+                    return;
+                }
+                let r = router
+                    .control_answer(
+                        &a.session_id,
+                        &a.question_id,
+                        &a.answers,
+                        a.device.as_deref(),
+                        outbox,
+                    )
+                    .map_err(control::control_error);
                 let _ = reply.send(r);
             }
             Call::Reject(r, reply) => {
@@ -319,14 +349,17 @@ impl Shell {
     }
 }
 
-/// "Always allow" with an answer: the rule the question's `alwaysAllow` shows for `choice`
-/// is added to the user's policy file before the answer goes to the agent; if it cannot be,
-/// the question stays pending and the caller gets why.
+/// "Always allow" with an answer: the rule the question's `alwaysAllow` shows for `choice`,
+/// checked now (the answer must pick one option that allows), and the writing of it to the
+/// user's policy file, to run off the loop before the answer goes to the agent. If it cannot
+/// be written, the question stays pending and the caller gets why.
+type Write = Box<dyn FnOnce() -> Result<(), jsonrpsee::types::ErrorObjectOwned> + Send>;
+
 fn remember(
     router: &Router,
     a: &control::AnswerParams,
     choice: crate::policy::remember::Remember,
-) -> Result<(), jsonrpsee::types::ErrorObjectOwned> {
+) -> Result<Write, jsonrpsee::types::ErrorObjectOwned> {
     let (rule, said) = router
         .always_allow_rule(&a.session_id, &a.question_id, &a.answers, choice)
         .map_err(control::control_error)?;
@@ -341,16 +374,18 @@ fn remember(
         });
     let when = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
     let comment = format!("{said}: remembered from {from}, {when}");
-    match crate::policy::remember::append(&file, &rule, &comment) {
-        Ok(written) => {
-            tracing::info!(file = %file.display(), written, "{said}");
-            Ok(())
+    Ok(Box::new(move || {
+        match crate::policy::remember::append(&file, &rule, &comment) {
+            Ok(written) => {
+                tracing::info!(file = %file.display(), written, "{said}");
+                Ok(())
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "always allow: the rule was not written");
+                Err(control::invalid_params(format!("remember: {e}")))
+            }
         }
-        Err(e) => {
-            tracing::warn!(error = %e, "always allow: the rule was not written");
-            Err(control::invalid_params(format!("remember: {e}")))
-        }
-    }
+    }))
 }
 
 /// Moves everything queued for each writer into its channel as one batch, when the channel

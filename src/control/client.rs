@@ -284,6 +284,20 @@ fn summary(questions: &[Value]) -> String {
     s
 }
 
+/// `s` without control characters (an agent's text could move the cursor or recolour the
+/// terminal); newlines and tabs are kept.
+fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '?'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
 /// The lines that show what the agent was doing: its last message, its plan, the tool calls
 /// of its turn.
 fn digest_lines(d: &Value) -> String {
@@ -418,7 +432,7 @@ async fn run(a: QuestionsArgs) -> Result<(), Failure> {
             if json {
                 print(format!("{q}\n"));
             } else {
-                print(summary(&[q]));
+                print(clean(&summary(&[q])));
             }
         }
         Action::List { json } => {
@@ -430,7 +444,7 @@ async fn run(a: QuestionsArgs) -> Result<(), Failure> {
             if json {
                 print(format!("{}\n", Value::Array(list)));
             } else {
-                print(summary(&list));
+                print(clean(&summary(&list)));
             }
         }
         Action::Answer {

@@ -52,21 +52,21 @@ impl History {
                 let Some(mut record) = self.pending.remove(&key) else {
                     return;
                 };
-                record["by"] = ev["by"].clone();
+                record["by"] = ev["by"].as_str().map(|b| cut(b, TEXT)).into();
                 record["result"] = short_result(&ev["result"]);
                 self.push(now, record);
             }
             Some("decided") => {
                 let mut record = slim(&ev["question"]);
-                if let Some(b) = ev["bridge"].as_str() {
-                    record["bridge"] = b.into();
+                if let (Some(b), None) = (ev["bridge"].as_str(), record.get("bridge")) {
+                    record["bridge"] = json!({"id": cut(b, TEXT)});
                 }
-                record["by"] =
-                    format!("policy:{}", ev["policy"]["rule"].as_str().unwrap_or("")).into();
+                let rule = ev["policy"]["rule"].as_str().unwrap_or("");
+                record["by"] = format!("policy:{}", cut(rule, TEXT)).into();
                 record["result"] = short_result(&ev["result"]);
                 record["policy"] = json!({
-                    "decision": ev["policy"]["decision"],
-                    "rule": ev["policy"]["rule"],
+                    "decision": ev["policy"]["decision"].as_str().map(|d| cut(d, 16)),
+                    "rule": cut(rule, TEXT),
                 });
                 self.push(now, record);
             }
@@ -103,13 +103,25 @@ fn key(bridge: &str, session: &Value, question: &Value) -> String {
 fn slim(q: &Value) -> Value {
     let text = |v: &Value| v.as_str().map(|s| cut(s, TEXT));
     let mut r = json!({
-        "sessionId": q["sessionId"],
-        "questionId": q["questionId"],
-        "source": q["source"],
+        "sessionId": text(&q["sessionId"]),
+        "questionId": text(&q["questionId"]),
+        "source": text(&q["source"]),
         "prompt": text(&q["items"][0]["prompt"]),
     });
     if let Some(b) = q["bridge"].as_object() {
-        r["bridge"] = json!({"id": b.get("id"), "agent": b.get("agent").map(|a| cut(&a.to_string(), TEXT)), "cwd": b.get("cwd")});
+        // The agent's command, as words (a bridge's `agent` is its argv).
+        let agent: Vec<&str> = b
+            .get("agent")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        r["bridge"] = json!({
+            "id": b.get("id").and_then(Value::as_str).map(|s| cut(s, TEXT)),
+            "agent": cut(&agent.join(" "), TEXT),
+            "cwd": b.get("cwd").and_then(Value::as_str).map(|s| cut(s, TEXT)),
+        });
     }
     if let Some(t) = text(&q["context"]["toolCall"]["title"]) {
         r["tool"] = t.into();

@@ -114,9 +114,11 @@ fn path(spec: &str) -> Option<String> {
             h.to_string_lossy().trim_end_matches('/')
         ));
     }
+    // `./p` and `/p` are anchored at the project's root; gitignore-style, so is a pattern
+    // with a slash inside. One without any slash matches at any depth of the project.
+    let anchored = spec.starts_with("./") || spec.starts_with('/');
     let rel = spec.trim_start_matches("./").trim_start_matches('/');
-    // gitignore: a pattern without a slash matches at any depth.
-    Some(if rel.contains('/') {
+    Some(if anchored || rel.contains('/') {
         rel.to_owned()
     } else {
         format!("**/{rel}")
@@ -151,6 +153,11 @@ mod tests {
         );
         assert_eq!(read("Edit(//etc/hosts)").unwrap().paths, ["/etc/hosts"]);
         assert_eq!(read("Read(.env)").unwrap().paths, ["**/.env"]);
+        assert_eq!(
+            read("Edit(./package.json)").unwrap().paths,
+            ["package.json"]
+        );
+        assert_eq!(read("Edit(/Makefile)").unwrap().paths, ["Makefile"]);
         assert_eq!(
             read("WebFetch(domain:Example.com)").unwrap().domain,
             ["example.com"]

@@ -247,6 +247,16 @@ fn globs(patterns: &[String], what: &str) -> Result<globset::GlobSet, String> {
     set.build().map_err(|e| format!("{what}: {e}"))
 }
 
+/// Path patterns, split into absolute and relative ones.
+fn path_globs(patterns: &[String]) -> Result<super::PathGlobs, String> {
+    let (abs, rel): (Vec<String>, Vec<String>) =
+        patterns.iter().cloned().partition(|p| p.starts_with('/'));
+    Ok(super::PathGlobs {
+        absolute: globs(&abs, "paths")?,
+        relative: globs(&rel, "paths")?,
+    })
+}
+
 fn rule(mut r: RawRule, path: &Path, line: usize) -> Result<Rule, String> {
     if r.id.trim().is_empty() || r.id.chars().any(char::is_control) {
         return Err("a rule needs an id (printable, not empty)".into());
@@ -301,7 +311,7 @@ fn rule(mut r: RawRule, path: &Path, line: usize) -> Result<Rule, String> {
         agent: r.agent.as_deref().map(|a| globs(a, "agent")).transpose()?,
         kind: r.kind.unwrap_or_default(),
         command,
-        paths: r.paths.as_deref().map(|p| globs(p, "paths")).transpose()?,
+        paths: r.paths.as_deref().map(path_globs).transpose()?,
         cwd: r.cwd.as_deref().map(|p| globs(p, "cwd")).transpose()?,
         tool: r.tool.as_deref().map(|p| globs(p, "tool")).transpose()?,
         domain: r

@@ -17,6 +17,9 @@ use std::sync::Arc;
 use super::file::{self, compose, read_rules};
 use super::{Policy, Rule};
 
+/// How many files are remembered before the projects' are forgotten.
+const MAX_FILES: usize = 256;
+
 /// What identifies one version of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
@@ -162,6 +165,13 @@ impl Live {
     /// files since they were last read.
     pub fn policy(&mut self, cwd: Option<&Path>) -> (Arc<Policy>, Vec<Change>) {
         let mut changes = Vec::new();
+        // Project files of many folders: forget them all (the user's are kept, with their
+        // last good rules), to be read again when their folder asks.
+        if self.files.len() > MAX_FILES {
+            let own: Vec<PathBuf> = self.given.iter().chain(&self.user).cloned().collect();
+            self.files.retain(|p, _| own.contains(p));
+            self.composed.clear();
+        }
         let paths = self.paths(cwd);
         let mut stamps: Vec<Option<Stamp>> = paths
             .iter()

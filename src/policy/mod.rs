@@ -61,8 +61,8 @@ pub struct Rule {
     pub kind: Vec<String>,
     /// A command prefix, word by word.
     pub command: Option<Vec<Alternatives>>,
-    /// Globs on paths, relative to the session's folder.
-    pub paths: Option<globset::GlobSet>,
+    /// Globs on paths: absolute ones, and ones relative to the session's folder.
+    pub paths: Option<PathGlobs>,
     /// Globs on the session's folder (absolute, canonical).
     pub cwd: Option<globset::GlobSet>,
     /// Globs on the agent's name of the tool (`Bash`, `mcp__github__*`).
@@ -75,6 +75,14 @@ pub struct Rule {
     pub claude: Option<String>,
     /// A regular expression on the tool call's title.
     pub title: Option<regex::Regex>,
+}
+
+/// A rule's path patterns: an absolute pattern is matched against the absolute path, a
+/// relative one only against a path inside the session's folder, relative to it.
+#[derive(Debug, Clone)]
+pub struct PathGlobs {
+    pub absolute: globset::GlobSet,
+    pub relative: globset::GlobSet,
 }
 
 /// A tool approval, as the policy reads it.
@@ -159,12 +167,16 @@ impl Rule {
             }
         }
         if !self.domain.is_empty() {
-            let host = call.url.as_deref().and_then(host_of);
-            let on = |d: &String| {
-                host.as_deref()
-                    .is_some_and(|h| h == d || h.ends_with(&format!(".{d}")))
+            let on = match call.url.as_deref().map(host_of) {
+                Some(Ok(host)) => self
+                    .domain
+                    .iter()
+                    .any(|d| host == *d || host.ends_with(&format!(".{d}"))),
+                // A URL that cannot be read safely: only a deny or ask covers it.
+                Some(Err(())) => self.decision != Decision::Allow,
+                None => false,
             };
-            if !self.domain.iter().any(on) {
+            if !on {
                 return false;
             }
         }
@@ -182,8 +194,12 @@ impl Rule {
             }
         }
         if let Some(globs) = &self.paths {
+            // An absolute pattern against the absolute path; a relative one only inside the
+            // session's folder, against the path relative to it.
             let inside = |p: &PathBuf| {
-                globs.is_match(p) || p.strip_prefix(&call.cwd).is_ok_and(|r| globs.is_match(r))
+                globs.absolute.is_match(p)
+                    || p.strip_prefix(&call.cwd)
+                        .is_ok_and(|r| globs.relative.is_match(r))
             };
             let ok = match self.decision {
                 // Deny: any path it covers. Allow and ask: all of them, and at least one.
@@ -202,37 +218,64 @@ impl Rule {
         let Some(pattern) = &self.command else {
             return true;
         };
+        let deny = self.decision != Decision::Allow;
         pattern.len() <= words.len()
             && (!self.exact || pattern.len() == words.len())
-            && pattern
-                .iter()
-                .zip(words)
-                .all(|(alts, w)| alts.iter().any(|a| a == w || program_is(a, w)))
+            && pattern.iter().zip(words).enumerate().all(|(i, (alts, w))| {
+                alts.iter()
+                    .any(|a| a == w || (i == 0 && program_is(a, w, deny)))
+            })
     }
 }
 
-/// The host of an `http(s)` URL, lower case, without port or credentials.
-fn host_of(url: &str) -> Option<String> {
-    let rest = url
-        .split_once("://")
-        .map(|(scheme, rest)| (scheme.to_ascii_lowercase(), rest));
-    let (scheme, rest) = rest?;
-    if scheme != "http" && scheme != "https" {
-        return None;
+/// The host of an `http(s)` URL, lower case, without port or credentials; `Err` for a URL
+/// that parsers could read differently (a backslash, whitespace, a control character), or
+/// that is not `http(s)`.
+fn host_of(url: &str) -> Result<String, ()> {
+    if url
+        .chars()
+        .any(|c| c == '\\' || c.is_whitespace() || c.is_control())
+    {
+        return Err(());
     }
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host = authority.rsplit('@').next()?;
+    let (scheme, rest) = url.split_once("://").ok_or(())?;
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Err(());
+    }
+    let authority = rest.split(['/', '?', '#']).next().ok_or(())?;
+    let host = authority.rsplit('@').next().ok_or(())?;
     let host = if host.starts_with('[') {
-        host.split(']').next()?.trim_start_matches('[')
+        host.split(']').next().ok_or(())?.trim_start_matches('[')
     } else {
-        host.split(':').next()?
+        host.split(':').next().ok_or(())?
     };
-    (!host.is_empty()).then(|| host.trim_end_matches('.').to_ascii_lowercase())
+    if host.is_empty() {
+        return Err(());
+    }
+    Ok(host.trim_end_matches('.').to_ascii_lowercase())
 }
 
-/// `/usr/bin/git` is `git` in the first word.
-fn program_is(pattern: &str, word: &str) -> bool {
-    !pattern.contains('/') && word.rsplit('/').next() == Some(pattern) && word.contains('/')
+/// The folders whose programs a pattern's bare name stands for in an allow rule: the
+/// system's, never one the agent could have written to (`./git`, `/tmp/x/git`).
+const SYSTEM_BIN: &[&str] = &[
+    "/bin/",
+    "/usr/bin/",
+    "/usr/local/bin/",
+    "/sbin/",
+    "/usr/sbin/",
+    "/opt/homebrew/bin/",
+];
+
+/// Whether the first word `word` is program `pattern` given with a folder: for a deny or
+/// ask rule, in any folder (`./rm`, `/bin/rm`); for an allow rule, only in a system folder
+/// (`/usr/bin/git`).
+fn program_is(pattern: &str, word: &str, deny: bool) -> bool {
+    if pattern.contains('/') || !word.contains('/') || word.rsplit('/').next() != Some(pattern) {
+        return false;
+    }
+    deny || SYSTEM_BIN
+        .iter()
+        .any(|d| word.strip_prefix(d) == Some(pattern))
 }
 
 /// `path` made absolute against `cwd` and canonical: `..` and links resolved (a path that
@@ -348,6 +391,11 @@ impl Policy {
     fn decide_plain(&self, call: &Call, paths: &[PathBuf]) -> Verdict {
         for tier in &self.tiers {
             for d in [Decision::Deny, Decision::Ask, Decision::Allow] {
+                // A call that runs something whose command could not be read is never
+                // allowed: only a command pattern allows a command.
+                if d == Decision::Allow && call.kind.as_deref() == Some("execute") {
+                    continue;
+                }
                 let rule = tier
                     .rules
                     .iter()

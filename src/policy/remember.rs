@@ -84,12 +84,13 @@ pub fn drafts(call: &Call) -> Option<Value> {
     let cwd = super::resolve(&call.cwd, Path::new("/"));
     let (subject, condition) = match &call.command {
         Some(Command::Parts(parts)) if parts.len() == 1 => {
-            let words = prefix(&parts[0])?;
+            let (words, exact) = prefix(&parts[0])?;
             let toml_words: Vec<String> = words.iter().map(|w| quote(w)).collect();
-            (
-                words.join(" "),
-                format!("command = [{}]\n", toml_words.join(", ")),
-            )
+            let mut condition = format!("command = [{}]\n", toml_words.join(", "));
+            if exact {
+                condition.push_str("exact = true\n");
+            }
+            (words.join(" "), condition)
         }
         Some(_) => return None,
         None => {
@@ -104,7 +105,7 @@ pub fn drafts(call: &Call) -> Option<Value> {
             for p in &call.paths {
                 let p = super::resolve(p, &call.cwd);
                 let r = p.strip_prefix(&cwd).ok()?;
-                rel.push(globset::escape(&r.to_string_lossy()));
+                rel.push(glob_literal(&r.to_string_lossy()));
             }
             let shown: Vec<&str> = rel.iter().map(String::as_str).collect();
             let quoted: Vec<String> = rel.iter().map(|r| quote(r)).collect();
@@ -142,11 +143,11 @@ pub fn drafts(call: &Call) -> Option<Value> {
         if r.agent == ForAgent::This {
             body.push_str(&format!(
                 "agent = [{}]\n",
-                quote(&globset::escape(&call.agent))
+                quote(&glob_literal(&call.agent))
             ));
         }
         if r.place == Place::Project {
-            body.push_str(&format!("cwd = [{}]\n", quote(&globset::escape(&project))));
+            body.push_str(&format!("cwd = [{}]\n", quote(&glob_literal(&project))));
         }
         let id = format!("always-{slug}-{:08x}", fnv(&body));
         text.push_str(&format!("\n[[rule]]\nid = {}\n{body}", quote(&id)));
@@ -160,10 +161,70 @@ pub fn drafts(call: &Call) -> Option<Value> {
     }))
 }
 
-/// The prefix of one command part a rule would allow; `None` for a part that is only a
-/// shell or empty.
-fn prefix(words: &[String]) -> Option<Vec<String>> {
+/// Programs whose next words name what they do (`cargo test`, `git status`, `npm run
+/// build`): a rule may allow that, with any further arguments.
+const SUBCOMMANDS: &[&str] = &[
+    "cargo",
+    "git",
+    "npm",
+    "pnpm",
+    "yarn",
+    "bun",
+    "go",
+    "make",
+    "just",
+    "docker",
+    "podman",
+    "kubectl",
+    "gh",
+    "uv",
+    "poetry",
+    "pip",
+    "pip3",
+    "dotnet",
+    "mvn",
+    "gradle",
+    "rustup",
+    "deno",
+    "swift",
+    "mix",
+    "bundle",
+    "rake",
+    "composer",
+    "terraform",
+    "helm",
+    "nix",
+    "pytest",
+    "tox",
+    "nox",
+    "jj",
+    "hg",
+    "svn",
+];
+
+/// Programs that run another command, or code, given in their arguments: what they run is
+/// not what a rule for them could name, so they are never remembered.
+const RUNS_OTHERS: &[&str] = &[
+    "sudo", "doas", "su", "env", "xargs", "timeout", "nice", "nohup", "time", "command", "exec",
+    "eval", "sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "find", "watch", "strace",
+    "ltrace", "parallel", "ssh", "script", "chroot", "unshare", "setsid", "stdbuf", "flock", "npx",
+    "pnpx", "bunx", "uvx", "pipx", "python", "python3", "node", "perl", "ruby", "php", "lua",
+    "awk", "gawk", "sed",
+];
+
+/// What a rule for one command part allows, and whether exactly (no more words): a
+/// subcommand program's own words with any further arguments (`cargo test`), else the
+/// whole command, exactly as it was (`rm -rf build`). `None` for a program that runs what
+/// its arguments say.
+fn prefix(words: &[String]) -> Option<(Vec<String>, bool)> {
     let program = words.first()?;
+    let name = program.rsplit('/').next().unwrap_or(program);
+    if RUNS_OTHERS.contains(&name) {
+        return None;
+    }
+    if !SUBCOMMANDS.contains(&name) || program.contains('/') {
+        return Some((words.to_vec(), true));
+    }
     let plain = |w: &str| {
         !w.is_empty()
             && !w.starts_with('-')
@@ -177,17 +238,34 @@ fn prefix(words: &[String]) -> Option<Vec<String>> {
         }
         out.push(w.clone());
     }
-    if out.len() == 1 && words.len() > 1 {
-        // Never a bare program that had arguments (`rm` for `rm -rf build`): the whole
-        // command, as it was.
-        return Some(words.to_vec());
+    if out.len() == 1 {
+        // The program alone would allow all it does: the whole command, exactly.
+        return Some((words.to_vec(), true));
     }
-    Some(out)
+    // `git push origin`: the subcommand, not its arguments (a remote, a branch, a file).
+    let cut = if matches!(
+        name,
+        "npm" | "pnpm" | "yarn" | "bun" | "just" | "make" | "uv"
+    ) {
+        out.len()
+    } else {
+        out.len().min(2)
+    };
+    out.truncate(cut);
+    Some((out, false))
+}
+
+/// A glob that matches `s` only: its metacharacters, and backslashes, escaped.
+fn glob_literal(s: &str) -> String {
+    globset::escape(&s.replace('\\', "\\\\"))
 }
 
 /// A TOML basic string: JSON's string escapes (`\"`, `\\`, `\n`, `\u00XX`) are all TOML's.
 fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+    // JSON leaves DEL as it is; TOML wants it escaped.
+    serde_json::to_string(s)
+        .unwrap_or_else(|_| "\"\"".into())
+        .replace('\u{7f}', "\\u007f")
 }
 
 /// A stable short hash (FNV-1a), so the same rule gets the same id.
@@ -231,7 +309,11 @@ pub fn append(file: &Path, rule: &str, comment: &str) -> Result<bool, String> {
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    text.push_str(&format!("\n# {}", comment.replace('\n', " ")));
+    let comment: String = comment
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    text.push_str(&format!("\n# {comment}"));
     text.push_str(rule);
     super::file::parse_rules(&text, file)
         .map_err(|e| format!("the rule would break the file: {e}"))?;
@@ -275,15 +357,40 @@ mod tests {
         };
         assert_eq!(p.decide(&call("cargo test -p x")).decision, Decision::Allow);
         assert_eq!(p.decide(&call("cargo publish")).decision, Decision::Ask);
-        // A bare program with arguments: the whole command.
-        assert_eq!(
-            drafts(&call("rm -rf build")).unwrap()["subject"],
-            "rm -rf build"
-        );
+        // Not a subcommand program: the whole command, exactly.
+        let rm = drafts(&call("rm -rf build")).unwrap();
+        assert_eq!(rm["subject"], "rm -rf build");
+        let rule = rm["rules"]["everyAgentEverywhere"].as_str().unwrap();
+        assert!(rule.contains("exact = true"), "{rule}");
+        let rules = crate::policy::file::parse_rules(rule, Path::new("p.toml")).unwrap();
+        let p = crate::policy::Policy {
+            tiers: vec![crate::policy::Tier {
+                name: "user",
+                rules,
+            }],
+            broken: None,
+        };
+        assert_eq!(p.decide(&call("rm -rf build")).decision, Decision::Allow);
+        assert_eq!(p.decide(&call("rm -rf build ~")).decision, Decision::Ask);
         assert_eq!(
             drafts(&call("npm run test:unit --watch")).unwrap()["subject"],
             "npm run test:unit"
         );
+        // A subcommand, never its arguments.
+        assert_eq!(
+            drafts(&call("git push origin main")).unwrap()["subject"],
+            "git push"
+        );
+        // What runs other commands is never remembered.
+        for never in [
+            "sudo rm -rf x",
+            "env A=1 make",
+            "xargs rm",
+            "bash -c ls",
+            "npx foo",
+        ] {
+            assert!(drafts(&call(never)).is_none(), "{never}");
+        }
         // Compound or unreadable: nothing to remember.
         assert!(drafts(&call("cargo test && git push")).is_none());
         assert!(drafts(&call("echo $(id)")).is_none());

@@ -297,3 +297,84 @@ fn the_documented_examples_load() {
         assert!(!rules.is_empty());
     }
 }
+
+/// What a second reader found (issue 34's review): each way an allow could be wider than
+/// the rule, closed.
+#[test]
+fn allows_are_never_wider_than_their_rule() {
+    let p = policy(
+        r#"
+[[rule]]
+id = "git"
+decision = "allow"
+command = ["git", "status"]
+
+[[rule]]
+id = "notes"
+decision = "allow"
+claude = "Bash(cat notes.txt)"
+
+[[rule]]
+id = "md"
+decision = "allow"
+kind = ["read"]
+paths = ["**/*.md"]
+
+[[rule]]
+id = "docs"
+decision = "allow"
+claude = "WebFetch(domain:docs.rs)"
+
+[[rule]]
+id = "no-evil"
+decision = "deny"
+kind = ["fetch"]
+domain = ["evil.example"]
+
+[[rule]]
+id = "every-command"
+decision = "allow"
+claude = "Bash"
+
+[[rule]]
+id = "no-rm"
+decision = "deny"
+command = ["rm"]
+"#,
+        "",
+    );
+    let d = |c: &Call| p.decide(c).decision;
+    // A program the agent could have written is not the system's.
+    assert_eq!(d(&exec("git status")), Decision::Allow);
+    assert_eq!(d(&exec("/usr/bin/git status")), Decision::Allow);
+    assert_eq!(d(&exec("./git status")), Decision::Ask);
+    assert_eq!(d(&exec("/tmp/x/git status")), Decision::Ask);
+    // A deny covers the program wherever it is.
+    assert_eq!(d(&exec("./rm x")), Decision::Deny);
+    // Only the first word is a program: an exact rule stays exact.
+    assert_eq!(d(&exec("cat notes.txt")), Decision::Allow);
+    assert_eq!(d(&exec("cat /home/u/notes.txt")), Decision::Ask);
+    assert_eq!(d(&exec("cat notes.txt /etc/shadow")), Decision::Ask);
+    // A relative pattern only inside the session's folder.
+    assert_eq!(
+        d(&read(&cwd().join("README.md").display().to_string())),
+        Decision::Allow
+    );
+    assert_eq!(d(&read("/etc/notes.md")), Decision::Ask);
+    // A URL parsers could read two ways is never allowed by a domain, and denied by one.
+    let fetch = |url: &str| Call {
+        kind: Some("fetch".into()),
+        url: Some(url.into()),
+        command: None,
+        ..exec("")
+    };
+    assert_eq!(d(&fetch("https://docs.rs/tokio")), Decision::Allow);
+    assert_eq!(d(&fetch("https://evil.example\\@docs.rs/")), Decision::Deny);
+    assert_eq!(d(&fetch("https://docs.rs.evil.example/")), Decision::Deny);
+    // An execute call whose command cannot be found is never allowed ("Bash" allows none).
+    let no_command = Call {
+        command: None,
+        ..exec("")
+    };
+    assert_eq!(d(&no_command), Decision::Ask);
+}

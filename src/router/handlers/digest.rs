@@ -43,6 +43,8 @@ const PLAN: usize = 4 << 10;
 const TURN_CALLS: usize = 32;
 /// How many sessions have a digest.
 const SESSIONS: usize = 256;
+/// Longer session and tool call ids are not kept.
+const ID: usize = 256;
 /// How many lines are read back, at most, for the last message.
 const LINES_READ: usize = 4096;
 
@@ -114,6 +116,9 @@ impl Digests {
 
     /// A `session/update` the tool-call handler picked: a plan, or a tool call of the turn.
     pub fn update(&mut self, session: &str, update: &Value) {
+        if session.len() > ID {
+            return;
+        }
         match update["sessionUpdate"].as_str() {
             Some("plan") => {
                 let mut room = PLAN;
@@ -126,14 +131,15 @@ impl Digests {
                         (room > 0).then(|| {
                             let content = cut(content, room.min(512));
                             room = room.saturating_sub(content.len() + 16);
-                            json!({"content": content, "status": e["status"], "priority": e["priority"]})
+                            let word = |v: &Value| v.as_str().map(|w| cut(w, 32));
+                            json!({"content": content, "status": word(&e["status"]), "priority": word(&e["priority"])})
                         })
                     })
                     .collect();
                 self.session(session).plan = Some(Value::Array(entries));
             }
             Some(kind @ ("tool_call" | "tool_call_update")) => {
-                let Some(id) = update["toolCallId"].as_str() else {
+                let Some(id) = update["toolCallId"].as_str().filter(|id| id.len() <= ID) else {
                     return;
                 };
                 let turn = &mut self.session(session).turn;
@@ -198,8 +204,13 @@ impl Digests {
         }
         if let Some(s) = self.sessions.get(session) {
             if let Some(plan) = &s.plan {
-                room = room.saturating_sub(plan.to_string().len());
-                out.insert("plan".into(), plan.clone());
+                let size = plan.to_string().len();
+                if size <= room {
+                    room -= size;
+                    out.insert("plan".into(), plan.clone());
+                } else {
+                    cuts.push("the plan");
+                }
             }
             let mut calls = Vec::new();
             for (_, fields) in s.turn.iter().rev() {

@@ -19,10 +19,14 @@ use crate::router::{Outbox, Router, Side};
 
 pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
     let id = req.id.clone();
+    // The tool call as this request gives it: what the approval policy reads. Never the
+    // remembered announcement (cut to its digest, or stale), which is for showing only.
+    let mut requested = None;
     let parsed = req
         .params
         .and_then(|p| serde_json::from_str::<serde_json::Value>(p).ok())
         .and_then(|mut v| {
+            requested = Some(v["toolCall"].clone());
             // What the agent announced of the tool call, where the request names it only.
             if let Some(tc) = v.get_mut("toolCall") {
                 tool_call::fill(&r.tool_calls, tc);
@@ -39,8 +43,9 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         }
         _ => (Dialect::Native, true),
     };
-    // The policy reads the tool call whole; every surface is shown it within its bound.
-    let approval = (!source.asks_questions()).then(|| context["toolCall"].clone());
+    // The policy reads the request's own tool call, whole; every surface is shown it, with
+    // what was announced, within its bound.
+    let approval = requested.filter(|_| !source.asks_questions());
     let (shown, was_cut) = tool_call::shown(&context["toolCall"]);
     let mut context = context;
     context["toolCall"] = shown;

@@ -51,6 +51,22 @@ pub(in crate::router) enum NotAdmitted {
 impl Router {
     /// Asks `asked`, read from `req`.
     pub(in crate::router) fn ask(&mut self, req: Req<'_>, asked: Asked, out: &mut Outbox) {
+        // A tool approval the policy answers takes no slot: its deny holds at every cap.
+        // (An id already in flight is refused or passed below, as any question's.)
+        if let Some(tool_call) = &asked.approval {
+            if !self.id_in_use(&req.id) {
+                let mut p = self.new_pending(
+                    req.id.clone(),
+                    asked.question.clone(),
+                    asked.origin.clone(),
+                    req.now,
+                );
+                p.context = asked.context.clone();
+                if self.decided_by_policy(&p, tool_call, out) {
+                    return;
+                }
+            }
+        }
         if let Err((code, msg)) = self.admit(&req.id, &asked.question) {
             return match asked.not_admitted {
                 NotAdmitted::Refuse => super::refuse(&req.id, code, msg, out),
@@ -65,9 +81,6 @@ impl Router {
         p.digest = self.digests.digest(&p.question.session_id);
         p.agent_tool_call = asked.agent_tool_call;
         if let Some(tool_call) = &asked.approval {
-            if self.decided_by_policy(&p, tool_call, out) {
-                return;
-            }
             p.always_allow = self.always_allow_drafts(&p.question.session_id, tool_call);
         }
         self.counters.questions_asked += 1;

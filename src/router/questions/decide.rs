@@ -40,6 +40,8 @@ pub(in crate::router) struct PolicyState {
     told: HashSet<String>,
     /// The latest decisions, newest last.
     recent: VecDeque<Value>,
+    /// Changes of the files seen by `bridge.status`, not yet said in a chat.
+    unsaid: Vec<Change>,
 }
 
 impl PolicyState {
@@ -48,6 +50,7 @@ impl PolicyState {
             live: Live::new(files.given.clone(), files.user.clone()),
             told: HashSet::new(),
             recent: VecDeque::new(),
+            unsaid: Vec::new(),
         }
     }
 }
@@ -60,8 +63,11 @@ impl Router {
         let Some(state) = self.policy.as_mut() else {
             return Value::Null;
         };
-        // Looked at again, so the page shows a broken edit before the next approval.
-        let (policy, _) = state.live.policy(cwd.as_deref());
+        // Looked at again, so the page shows a broken edit before the next approval; what
+        // changed is still said in the chat of the next approval.
+        let (policy, changes) = state.live.policy(cwd.as_deref());
+        state.unsaid.extend(changes);
+        state.unsaid.truncate(16);
         let mut status = state.live.status();
         status["broken"] = json!(policy.broken);
         status["decided"] = json!(state.recent);
@@ -82,7 +88,9 @@ impl Router {
             return false;
         };
         let (policy, changes) = state.live.policy(cwd.as_deref());
-        let mut notes: Vec<String> = changes
+        let mut unsaid = std::mem::take(&mut state.unsaid);
+        unsaid.extend(changes);
+        let mut notes: Vec<String> = unsaid
             .iter()
             .map(|c| match c {
                 Change::Reloaded(f) => format!("Approval policy: {} read again; in force.", f.display()),
@@ -234,12 +242,18 @@ impl Router {
             .always_allow
             .as_ref()
             .ok_or_else(|| invalid("this question cannot be remembered (not a tool approval with one command or exact paths, or no policy in force)"))?;
-        let chosen = answers[0][0].as_str().unwrap_or_default();
-        let allows = p.question.items.first().is_some_and(|i| {
-            i.options.iter().any(|o| {
-                o.value == chosen && o.kind.as_deref().is_some_and(|k| k.starts_with("allow"))
-            })
-        });
+        // The answer as the agent will get it (checked, labels made values): one option,
+        // and one that allows.
+        let checked = crate::questions::answer::check_answers(&p.question, answers)
+            .map_err(ControlError::Invalid)?;
+        let allows = match checked.as_slice() {
+            [one] if one.len() == 1 => p.question.items.first().is_some_and(|i| {
+                i.options.iter().any(|o| {
+                    o.value == one[0] && o.kind.as_deref().is_some_and(|k| k.starts_with("allow"))
+                })
+            }),
+            _ => false,
+        };
         if !allows {
             return Err(invalid(
                 "only an answer that allows can be remembered as always allowed",

@@ -76,6 +76,13 @@ impl Router {
         }
     }
 
+    /// Whether `id` is the id of a request in flight (a question's, or one the agent waits on).
+    pub(super) fn id_in_use(&self, id: &RequestId) -> bool {
+        self.questions.has_agent_id(id)
+            || self.requests.agent_waits_on(id)
+            || self.questions.has_client_id(id)
+    }
+
     /// Checks a new question against the registry; `Err` is the error for the agent.
     pub(super) fn admit(&self, id: &RequestId, q: &model::Question) -> Result<(), (i64, String)> {
         if self.questions.has_question(&q.session_id, &q.question_id) {
@@ -87,10 +94,7 @@ impl Router {
                 ),
             ));
         }
-        if self.questions.has_agent_id(id)
-            || self.requests.agent_waits_on(id)
-            || self.questions.has_client_id(id)
-        {
+        if self.id_in_use(id) {
             return Err((
                 code::INVALID_REQUEST,
                 format!("Invalid Request: id {id} is already used by a request in flight"),
