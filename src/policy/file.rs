@@ -129,12 +129,33 @@ pub struct Sources {
 impl Sources {
     /// The defaults: the user's file, and the project's in `cwd`.
     pub fn defaults(given: Vec<PathBuf>, cwd: Option<PathBuf>) -> Self {
+        let (given, user) = once(given, user_file());
         Sources {
             given,
-            user: user_file(),
+            user,
             project: cwd,
         }
     }
+}
+
+/// The files given and the user's own, each once: a file given twice (the user's own file
+/// also given with --policy) is read once, since its rules twice would be ids used twice,
+/// a broken policy.
+pub fn once(given: Vec<PathBuf>, user: Option<PathBuf>) -> (Vec<PathBuf>, Option<PathBuf>) {
+    let same = |a: &PathBuf, b: &PathBuf| {
+        a == b
+            || a.canonicalize()
+                .ok()
+                .is_some_and(|a| b.canonicalize().ok() == Some(a))
+    };
+    let mut files: Vec<PathBuf> = Vec::new();
+    for g in given {
+        if !files.iter().any(|o| same(o, &g)) {
+            files.push(g);
+        }
+    }
+    let user = user.filter(|u| !files.iter().any(|g| same(g, u)));
+    (files, user)
 }
 
 /// Loads the policy; what could not be loaded makes it broken. Notes (project `allow`
@@ -275,7 +296,13 @@ fn rule(mut r: RawRule, path: &Path, line: usize) -> Result<Rule, String> {
                 r.id
             ));
         }
-        let c = super::claude::read(text).map_err(|e| format!("rule {:?}: {e}", r.id))?;
+        let mut c = super::claude::read(text).map_err(|e| format!("rule {:?}: {e}", r.id))?;
+        // Claude's Edit covers every tool that changes a file. Other agents also delete and
+        // move with tools of their own: a deny or ask covers those too (an allow stays
+        // Claude's own meaning).
+        if r.decision != Decision::Allow && c.kind == ["edit"] {
+            c.kind.extend(["delete".to_owned(), "move".to_owned()]);
+        }
         let some = |v: Vec<String>| (!v.is_empty()).then_some(v);
         r.tool = some(c.tool);
         r.kind = some(c.kind);

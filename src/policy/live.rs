@@ -81,6 +81,7 @@ pub struct Live {
 impl Live {
     /// `--policy FILE`s (must exist) and the user's own file (read if it exists).
     pub fn new(given: Vec<PathBuf>, user: Option<PathBuf>) -> Self {
+        let (given, user) = file::once(given, user);
         Live {
             given,
             user,
@@ -333,6 +334,15 @@ mod tests {
         let (p, _) = live.policy(None);
         assert!(p.broken.as_deref().unwrap().contains("does not exist"));
         assert!(live.status()["broken"].is_string());
+
+        // The user's own file also given with --policy is read once (not ids used twice).
+        std::fs::write(
+            &f,
+            "[[rule]]\nid = \"t\"\ndecision = \"allow\"\ncommand = [\"cargo\"]\n",
+        )
+        .unwrap();
+        let mut live = Live::new(vec![f.clone()], Some(f.clone()));
+        assert!(live.policy(None).0.broken.is_none());
 
         // A missing user file is no rules, not an error.
         let mut live = Live::new(Vec::new(), Some(dir.join("none.toml")));

@@ -377,4 +377,26 @@ command = ["rm"]
         ..exec("")
     };
     assert_eq!(d(&no_command), Decision::Ask);
+
+    // Claude's Edit: a deny also covers other agents' deletes and moves; an allow does not.
+    let p = policy(
+        "[[rule]]\nid = \"no-env\"\ndecision = \"deny\"\nclaude = \"Edit(.env)\"\n\n\
+         [[rule]]\nid = \"src\"\ndecision = \"allow\"\nclaude = \"Edit(src/**)\"\n",
+        "",
+    );
+    let change = |kind: &str, path: &str| Call {
+        kind: Some(kind.into()),
+        command: None,
+        paths: vec![cwd().join(path)],
+        ..exec("")
+    };
+    assert_eq!(p.decide(&change("delete", ".env")).decision, Decision::Deny);
+    assert_eq!(
+        p.decide(&change("edit", "src/a.rs")).decision,
+        Decision::Allow
+    );
+    assert_eq!(
+        p.decide(&change("delete", "src/a.rs")).decision,
+        Decision::Ask
+    );
 }

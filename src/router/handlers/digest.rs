@@ -27,10 +27,11 @@ use crate::router::message::Req;
 use crate::router::{Outbox, Router, Side};
 use crate::scan::Shape;
 
-/// The most bytes of the agent's recent output kept for reading its last message.
-const RECENT: usize = 128 << 10;
+/// The most bytes of the agent's recent output kept for reading its last message (a 2 KiB
+/// message in chunks of a few words is some 30 KiB of lines).
+const RECENT: usize = 64 << 10;
 /// The most bytes kept of one read (its last lines).
-const RECENT_ONE: usize = 32 << 10;
+const RECENT_ONE: usize = 16 << 10;
 /// A longer line is not kept (a message chunk is much shorter).
 const LINE: usize = 4 << 10;
 /// The most bytes of the last message shown.
@@ -94,6 +95,10 @@ impl Digests {
         }
         if size == 0 {
             return;
+        }
+        if self.recent.capacity() == 0 {
+            // Once, whole: a ring that never grows (no copies, no freed halves).
+            self.recent.reserve_exact(RECENT);
         }
         while self.recent.len() + size > RECENT {
             let Some((len, _)) = self.reads.pop_front() else {
