@@ -318,7 +318,7 @@ claude = "Bash(cat notes.txt)"
 id = "md"
 decision = "allow"
 kind = ["read"]
-paths = ["**/*.md"]
+paths = ["**/*.txt"]
 
 [[rule]]
 id = "docs"
@@ -357,10 +357,10 @@ command = ["rm"]
     assert_eq!(d(&exec("cat notes.txt /etc/shadow")), Decision::Ask);
     // A relative pattern only inside the session's folder.
     assert_eq!(
-        d(&read(&cwd().join("README.md").display().to_string())),
+        d(&read(&cwd().join("notes.txt").display().to_string())),
         Decision::Allow
     );
-    assert_eq!(d(&read("/etc/notes.md")), Decision::Ask);
+    assert_eq!(d(&read("/etc/notes.txt")), Decision::Ask);
     // A URL parsers could read two ways is never allowed by a domain, and denied by one.
     let fetch = |url: &str| Call {
         kind: Some("fetch".into()),
