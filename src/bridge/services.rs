@@ -226,10 +226,14 @@ impl Agent {
         Ok((agent, AgentPipes { stdin, stdout }))
     }
 
-    /// The agent is gone: waits briefly for the end of its stderr, so the tail is complete,
-    /// and returns the tail.
+    /// The agent is gone: waits for the end of its stderr, so all of it is relayed and the
+    /// tail is complete, and returns the tail. The end comes as soon as the relay task runs
+    /// (the group is gone, so nothing writes any more); the bound only keeps a process that
+    /// left the group while holding the pipe from holding the bridge. 500 ms lost the last
+    /// lines of a `sh -c "pwd >&2"` agent on a loaded machine (the full test suite beside
+    /// it): the task had not run yet.
     pub(super) async fn stderr_tail(&mut self) -> String {
-        let _ = tokio::time::timeout(Duration::from_millis(500), &mut self.stderr).await;
+        let _ = tokio::time::timeout(STDERR_END, &mut self.stderr).await;
         self.tail.text()
     }
 
@@ -247,6 +251,9 @@ impl Agent {
         }
     }
 }
+
+/// The longest wait for the end of the agent's stderr once it is gone.
+const STDERR_END: Duration = Duration::from_secs(5);
 
 /// The loop's ends of the channels to the four pipes' tasks.
 pub(super) struct Ends {
