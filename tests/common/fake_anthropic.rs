@@ -6,17 +6,11 @@
 //! request's assistant history; requests with no tools (the session title), or sent after
 //! the script is used up (the prompt suggestion after a turn), get a short side answer, so
 //! the CLI's housekeeping never consumes the script. Scripted texts must be distinct.
-//! The HTTP side is minimal test code: `Content-Length` or chunked bodies, keep-alive.
-
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+//! The HTTP side is [`super::fake_http`], shared with the OpenAI fake.
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
 
-use super::WAIT;
+use super::fake_http::{Answer, FakeServer, Http, Logged};
 
 /// One scripted model turn.
 #[derive(Clone, Debug)]
@@ -103,82 +97,43 @@ fn blocks<'a>(body: &'a Value, role: &'a str) -> impl Iterator<Item = &'a Value>
 
 /// A running fake; the server stops when this is dropped.
 pub struct FakeAnthropic {
-    addr: SocketAddr,
-    log: Arc<Mutex<Vec<Request>>>,
-    count: watch::Receiver<usize>,
-    task: tokio::task::JoinHandle<()>,
+    server: FakeServer<Request>,
 }
 
-impl Drop for FakeAnthropic {
-    fn drop(&mut self) {
-        self.task.abort();
+impl Logged for Request {
+    fn line(&self) -> String {
+        format!("{} {} ({:?})", self.method, self.path, self.kind)
     }
-}
-
-struct Shared {
-    script: Vec<Reply>,
-    log: Arc<Mutex<Vec<Request>>>,
-    count: watch::Sender<usize>,
 }
 
 impl FakeAnthropic {
     /// Starts a fake on 127.0.0.1 (a free port) that plays `script`.
     pub async fn start(script: Vec<Reply>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("local addr");
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (count_tx, count) = watch::channel(0);
-        let shared = Arc::new(Shared {
-            script,
-            log: log.clone(),
-            count: count_tx,
-        });
-        let task = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(serve(stream, shared.clone()));
-            }
-        });
-        Self {
-            addr,
-            log,
-            count,
-            task,
-        }
+        let server = FakeServer::start(move |http: Http| {
+            let mut request = Request {
+                method: http.method,
+                path: http.path,
+                headers: http.headers,
+                body: http.body,
+                kind: Kind::Other,
+            };
+            let (status, content_type, body) = answer(&mut request, &script);
+            let close = false;
+            let a = Answer {
+                status,
+                content_type,
+                body,
+                close,
+            };
+            (request, a)
+        })
+        .await;
+        Self { server }
     }
 
     /// The value for `ANTHROPIC_BASE_URL`.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// Every request so far, in arrival order.
-    pub fn requests(&self) -> Vec<Request> {
-        self.log.lock().unwrap().clone()
-    }
-
-    /// Waits (up to [`WAIT`]) for a request that satisfies `pred`, received so far or later.
-    pub async fn wait_for(&self, what: &str, pred: impl Fn(&Request) -> bool) -> Request {
-        let mut count = self.count.clone();
-        let found = tokio::time::timeout(WAIT, async {
-            loop {
-                if let Some(r) = self.log.lock().unwrap().iter().find(|r| pred(r)) {
-                    return r.clone();
-                }
-                count.changed().await.expect("the fake's server stopped");
-            }
-        })
-        .await;
-        found.unwrap_or_else(|_| {
-            panic!("the fake model never got {what}; paths: {:?}", self.paths())
-        })
-    }
-
-    /// Waits for the main-loop request of script step `step`.
-    pub async fn wait_step(&self, step: usize) -> Request {
-        self.wait_for(&format!("the request of step {step}"), |r| {
-            r.kind == Kind::Step(step)
-        })
-        .await
+        format!("http://{}", self.server.addr())
     }
 
     /// The `tool_result` the CLI sent back for the tool use of script step `step`: waits for
@@ -199,93 +154,29 @@ impl FakeAnthropic {
         })
     }
 
+    /// Every request so far, in arrival order.
+    pub fn requests(&self) -> Vec<Request> {
+        self.server.requests()
+    }
+
+    /// Waits (up to [`super::WAIT`]) for a request that satisfies `pred`, received so far or
+    /// later.
+    pub async fn wait_for(&self, what: &str, pred: impl Fn(&Request) -> bool) -> Request {
+        self.server.wait_for(what, pred).await
+    }
+
+    /// Waits for the main-loop request of script step `step`.
+    pub async fn wait_step(&self, step: usize) -> Request {
+        self.wait_for(&format!("the request of step {step}"), |r| {
+            r.kind == Kind::Step(step)
+        })
+        .await
+    }
+
     /// `METHOD path (kind)` of every request so far, for failure messages and reports.
     pub fn paths(&self) -> Vec<String> {
-        let log = self.log.lock().unwrap();
-        log.iter()
-            .map(|r| format!("{} {} ({:?})", r.method, r.path, r.kind))
-            .collect()
+        self.server.paths()
     }
-}
-
-/// Serves one connection: requests one after another (keep-alive) until EOF or an error.
-async fn serve(stream: TcpStream, shared: Arc<Shared>) {
-    let (read, mut write) = stream.into_split();
-    let mut read = BufReader::new(read);
-    while let Some((mut request, close)) = read_request(&mut read).await {
-        let (status, content_type, body) = answer(&mut request, &shared.script);
-        let head = format!(
-            "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\
-             request-id: req_rig\r\nconnection: {}\r\n\r\n",
-            body.len(),
-            if close { "close" } else { "keep-alive" }
-        );
-        shared.log.lock().unwrap().push(request.clone());
-        shared.count.send_modify(|n| *n += 1);
-        let mut out = head.into_bytes();
-        if request.method != "HEAD" {
-            out.extend_from_slice(body.as_bytes());
-        }
-        if write.write_all(&out).await.is_err() || write.flush().await.is_err() || close {
-            return;
-        }
-    }
-}
-
-/// Reads one request; `None` at EOF or on a malformed request. The flag: close after it.
-async fn read_request<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> Option<(Request, bool)> {
-    let mut line = String::new();
-    if r.read_line(&mut line).await.ok()? == 0 {
-        return None;
-    }
-    let mut parts = line.split_whitespace();
-    let (method, path) = (parts.next()?.to_owned(), parts.next()?.to_owned());
-    let mut headers = Vec::new();
-    loop {
-        let mut h = String::new();
-        if r.read_line(&mut h).await.ok()? == 0 {
-            return None;
-        }
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        let (k, v) = h.split_once(':')?;
-        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
-    }
-    let header = |name: &str| {
-        headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.to_ascii_lowercase())
-    };
-    let mut body = Vec::new();
-    if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-        loop {
-            let mut size = String::new();
-            r.read_line(&mut size).await.ok()?;
-            let size = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
-            let mut chunk = vec![0; size + 2]; // the data and its CRLF
-            r.read_exact(&mut chunk).await.ok()?;
-            if size == 0 {
-                break; // (no trailers expected)
-            }
-            body.extend_from_slice(&chunk[..size]);
-        }
-    } else if let Some(len) = header("content-length") {
-        body = vec![0; len.parse().ok()?];
-        r.read_exact(&mut body).await.ok()?;
-    }
-    let close = header("connection").is_some_and(|v| v == "close");
-    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let request = Request {
-        method,
-        path,
-        headers,
-        body,
-        kind: Kind::Other,
-    };
-    Some((request, close))
 }
 
 /// Classifies `request` (sets its `kind`) and returns status, content type and body.

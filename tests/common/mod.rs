@@ -6,6 +6,7 @@ pub mod claude_agent;
 pub mod codex_agent;
 pub mod control;
 pub mod fake_anthropic;
+pub mod fake_http;
 pub mod fake_openai;
 pub mod inbox;
 pub mod install;
