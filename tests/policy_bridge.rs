@@ -460,3 +460,300 @@ async fn always_allow_from_the_cli_writes_the_rule_every_bridge_then_follows() {
     let (_, _, asked) = turn(&mut other, 11, &sid2, "run cargo publish", "reject").await;
     assert!(asked);
 }
+
+/// `policy trust DIR` with the user's config folder `config`: its stdout.
+fn trust(config: &Path, dir: &Path) -> String {
+    let out = std::process::Command::new(common::BRIDGE)
+        .args(["policy", "trust", dir.to_str().unwrap()])
+        .env("XDG_CONFIG_HOME", config)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The `bridge.status` entry of policy file `file`.
+async fn status_of(b: &Bridge, file: &Path) -> Value {
+    let (url, token) = common::control_of(b).await;
+    let status = common::control::call(
+        &common::control::http(&url, &token),
+        "bridge.status",
+        json!({}),
+    )
+    .await
+    .expect("bridge.status");
+    let p = &status["policy"];
+    assert!(p["broken"].is_null(), "{p}");
+    p["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["file"] == file.to_str().unwrap())
+        .unwrap_or_else(|| panic!("no {} in {p}", file.display()))
+        .clone()
+}
+
+/// Finding 5b: trust is for a content, not a folder. A `git pull` that adds an allow rule
+/// to a trusted project file makes its allows asked until the user trusts the new content;
+/// the chat says why once, its deny keeps counting.
+#[tokio::test]
+async fn finding_5_a_trusted_project_file_that_changes_is_asked_until_trusted_again() {
+    let config = common::temp_dir("policy-trust-hash");
+    let cwd = project();
+    let file = cwd.join(".acp-question-bridge/policy.toml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let text = "[[rule]]\nid = \"project-tests\"\ndecision = \"allow\"\ncommand = [\"cargo\", \"test\"]\n\n\
+         [[rule]]\nid = \"project-no-push\"\ndecision = \"deny\"\ncommand = [\"git\", \"push\"]\n";
+    std::fs::write(&file, text).unwrap();
+    let said = trust(&config, &cwd);
+    let hash: String = sha256sum(text.as_bytes());
+    assert!(said.contains(&format!("sha256:{hash}")), "{said}");
+    let folders =
+        std::fs::read_to_string(config.join("acp-question-bridge/trusted-folders")).unwrap();
+    assert_eq!(folders, format!("sha256:{hash}\t{}\n", cwd.display()));
+
+    let (mut b, sid) = bridge_in(&["--control", "127.0.0.1:0"], &config, &cwd).await;
+    let (report, chat, asked) = turn(&mut b, 10, &sid, "run cargo test", "reject").await;
+    assert!(!asked, "{chat}");
+    assert_eq!(option_of(&report), "allow");
+
+    // A pull appends an allow rule: none of the file's allows counts any more.
+    use std::io::Write as _;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap();
+    f.write_all(b"\n[[rule]]\nid = \"project-curl\"\ndecision = \"allow\"\ncommand = [\"curl\"]\n")
+        .unwrap();
+    drop(f);
+    let (report, chat, asked) = turn(&mut b, 11, &sid, "run cargo test", "reject").await;
+    assert!(asked, "a changed file's allow is asked: {chat}");
+    assert_eq!(option_of(&report), "reject");
+    assert!(
+        chat.contains("changed since its folder was trusted"),
+        "{chat}"
+    );
+    assert!(
+        chat.contains(&format!(
+            "acp-question-bridge policy trust {}",
+            cwd.display()
+        )),
+        "{chat}"
+    );
+    let (_, chat, asked) = turn(&mut b, 12, &sid, "run curl example.com", "reject").await;
+    assert!(asked, "the pulled allow does not count: {chat}");
+    assert!(!chat.contains("changed since"), "said once: {chat}");
+    // Its deny still counts.
+    let (report, _, asked) = turn(&mut b, 13, &sid, "exec git push origin main", "allow").await;
+    assert!(!asked);
+    assert_eq!(option_of(&report), "reject");
+    b.stderr_contains("left out until it is trusted again")
+        .await;
+    let entry = status_of(&b, &file).await;
+    assert!(
+        entry["allowsLeftOut"]
+            .as_str()
+            .is_some_and(|w| w.contains("changed since")),
+        "{entry}"
+    );
+
+    // Trusted again: the new content's allows count from the next approval.
+    let said = trust(&config, &cwd);
+    assert!(!said.contains(&hash), "a new hash: {said}");
+    let (report, chat, asked) = turn(&mut b, 14, &sid, "run curl example.com", "reject").await;
+    assert!(!asked, "{chat}");
+    assert_eq!(option_of(&report), "allow");
+    assert!(
+        chat.contains("Allowed by policy rule `project-curl`"),
+        "{chat}"
+    );
+    let folders =
+        std::fs::read_to_string(config.join("acp-question-bridge/trusted-folders")).unwrap();
+    assert_eq!(folders.lines().count(), 1, "one line a folder: {folders}");
+    let entry = status_of(&b, &file).await;
+    assert!(entry["allowsLeftOut"].is_null(), "{entry}");
+}
+
+/// The SHA-256 of `bytes` in hex, by `sha256sum` (so the test does not share the bridge's
+/// code).
+fn sha256sum(bytes: &[u8]) -> String {
+    let tmp = common::temp_dir("sha").join("f");
+    std::fs::write(&tmp, bytes).unwrap();
+    let out = std::process::Command::new("sha256sum")
+        .arg(&tmp)
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+/// Finding 6: a project file never weakens the user's. One that reuses a rule id of the
+/// user's file, or is a link to it, is ignored as a whole (said once in the chat, on stderr
+/// and in `bridge.status`), and the user's denies hold.
+#[tokio::test]
+async fn finding_6_a_project_file_that_reuses_a_user_rule_id_is_ignored_and_the_users_denies_hold()
+{
+    let config = common::temp_dir("policy-clash");
+    let dir = config.join("acp-question-bridge");
+    std::fs::create_dir_all(&dir).unwrap();
+    let user = dir.join("policy.toml");
+    std::fs::write(&user, POLICY).unwrap();
+    let cwd = project();
+    let file = cwd.join(".acp-question-bridge/policy.toml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &file,
+        "[[rule]]\nid = \"no-rm\"\ndecision = \"ask\"\ncommand = [\"ls\"]\n",
+    )
+    .unwrap();
+    let (mut b, sid) = bridge_in(&["--control", "127.0.0.1:0"], &config, &cwd).await;
+    let (report, chat, asked) = turn(&mut b, 10, &sid, "run rm -rf /", "allow").await;
+    assert!(!asked, "the user's deny holds: {chat}");
+    assert_eq!(option_of(&report), "reject");
+    assert!(chat.contains("Denied by policy rule `no-rm`"), "{chat}");
+    assert!(chat.contains("is ignored as a whole"), "{chat}");
+    assert!(chat.contains("\"no-rm\""), "{chat}");
+    let (report, chat, asked) = turn(&mut b, 11, &sid, "run cargo test", "reject").await;
+    assert!(!asked, "{chat}");
+    assert_eq!(option_of(&report), "allow");
+    assert!(!chat.contains("ignored as a whole"), "said once: {chat}");
+    b.stderr_contains("project policy file ignored as a whole")
+        .await;
+    let entry = status_of(&b, &file).await;
+    assert_eq!(entry["inForce"], false, "{entry}");
+    assert!(
+        entry["ignored"]
+            .as_str()
+            .is_some_and(|w| w.contains("no-rm")),
+        "{entry}"
+    );
+    b.close_stdin();
+    assert_eq!(b.wait().await, 0);
+
+    // The project file a link to the user's own: its rules are not read twice.
+    let linked = project();
+    let file = linked.join(".acp-question-bridge/policy.toml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&user, &file).unwrap();
+    let (mut b, sid) = bridge_in(&[], &config, &linked).await;
+    let (report, chat, asked) = turn(&mut b, 10, &sid, "run rm -rf /", "allow").await;
+    assert!(!asked, "the user's deny holds: {chat}");
+    assert_eq!(option_of(&report), "reject");
+    assert!(chat.contains("user's tier"), "{chat}");
+    let (report, _, asked) = turn(&mut b, 11, &sid, "run cargo test", "reject").await;
+    assert!(!asked);
+    assert_eq!(option_of(&report), "allow");
+}
+
+/// Findings 1, 3 and 8 of the review of 2f081bd (issue 40), through the real bridge: a
+/// comment that hides a line is asked; "Always allow" of a runner remembers it exactly; the
+/// chat shows the command as parsed, operators as written and escapes escaped.
+#[tokio::test]
+async fn findings_1_3_8_a_hidden_line_is_asked_a_runner_is_remembered_exactly_and_the_chat_shows_the_parse(
+) {
+    let config = common::temp_dir("policy-findings");
+    let policy = config.join("rules.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let cwd = project();
+    let (mut b, sid) = bridge_in(
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--control",
+            "127.0.0.1:0",
+        ],
+        &config,
+        &cwd,
+    )
+    .await;
+
+    // 1: a `#` comment hid the next line from the old reader, which allowed this.
+    let (report, _, asked) = turn(
+        &mut b,
+        10,
+        &sid,
+        "run cargo test # '\ntouch pwned\n#'",
+        "reject",
+    )
+    .await;
+    assert!(asked, "a command with a comment is asked");
+    assert_eq!(option_of(&report), "reject");
+    // ... and a deny rule sees the hidden line.
+    let (report, chat, asked) = turn(
+        &mut b,
+        11,
+        &sid,
+        "run cargo test # '\nrm -rf x\n#'",
+        "allow",
+    )
+    .await;
+    assert!(!asked);
+    assert_eq!(option_of(&report), "reject");
+    assert!(chat.contains("Denied by policy rule `no-rm`"), "{chat}");
+    assert!(
+        chat.contains("cargo test # '\\nrm -rf x\\n#'"),
+        "the command as written, its newlines escaped: {chat}"
+    );
+
+    // 8: operators as written; escape sequences shown, not obeyed.
+    let (_, chat, asked) = turn(&mut b, 12, &sid, "run cargo test && git status", "reject").await;
+    assert!(!asked);
+    assert!(
+        chat.contains("Allowed by policy rule `tests`: cargo test && git status"),
+        "{chat}"
+    );
+    let (_, chat, asked) = turn(
+        &mut b,
+        13,
+        &sid,
+        "run cargo test '\u{1b}[2K\rDenied by policy'",
+        "reject",
+    )
+    .await;
+    assert!(!asked);
+    let line = chat
+        .lines()
+        .find(|l| l.contains("Allowed by policy rule `tests`"))
+        .unwrap_or_else(|| panic!("{chat:?}"));
+    assert!(!line.contains(['\u{1b}', '\r']), "{line:?}");
+    assert!(line.contains("\\u{1b}[2K\\rDenied by policy"), "{line:?}");
+
+    // 3: Always allow of `poetry run pytest -x` remembers exactly that.
+    let (base, token) = common::control_of(&b).await;
+    let url = format!("{base}#token={token}");
+    b.prompt(14, &sid, "run poetry run pytest -x").await;
+    b.recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+    let (code, out) = common::control::cli(&["list", "--json", "--control", &url]).await;
+    assert_eq!(code, 0);
+    let list: Vec<Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(list[0]["alwaysAllow"]["subject"], "poetry run pytest -x");
+    let qid = list[0]["questionId"].as_str().unwrap().to_owned();
+    let (code, out) = common::control::cli(&[
+        "answer",
+        "--control",
+        &url,
+        &sid,
+        &qid,
+        "--always-allow",
+        "--everywhere",
+        "allow",
+    ])
+    .await;
+    assert_eq!(code, 0, "{out}");
+    let (done, _) = b.response(json!(14)).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    let written = std::fs::read_to_string(config.join("acp-question-bridge/policy.toml")).unwrap();
+    assert!(written.contains("exact = true"), "{written}");
+    let (_, _, asked) = turn(&mut b, 15, &sid, "run poetry run pytest -x", "reject").await;
+    assert!(!asked, "what was approved is allowed");
+    let (_, _, asked) = turn(&mut b, 16, &sid, "run poetry run touch pwned", "reject").await;
+    assert!(asked, "never what the runner would run besides");
+
+    b.close_stdin();
+    assert_eq!(b.wait().await, 0);
+}

@@ -4,17 +4,18 @@
 //!
 //! Checked, whatever the quoting, spacing or nesting:
 //! - nothing panics (the parser, the matcher, the TOML loader);
-//! - nothing a deny rule covers is allowed: an allowed command has parts only, each
+//! - nothing a deny rule covers is allowed: an allowed command is plain, each part
 //!   starting with an allowed prefix, none with a denied one;
 //! - nothing a shell could expand is allowed: an allowed command has no `$(`, backtick,
 //!   redirection or lone `&` outside single quotes (an independent scan of the raw text);
-//! - a command with a part starting with a denied prefix is denied, never allowed or asked.
+//! - a command in which any command seen (wrappers seen through) starts with a denied
+//!   prefix is denied, never allowed or asked.
 #![no_main]
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use acp_question_bridge::policy::command::{self, Command};
+use acp_question_bridge::policy::command;
 use acp_question_bridge::policy::{file, Call, Decision, Policy, Tier};
 use libfuzzer_sys::fuzz_target;
 
@@ -56,6 +57,7 @@ fn policy() -> &'static Policy {
             rules: file::parse_rules(RULES, Path::new("fuzz.toml")).expect("the fixed rules"),
         }],
         broken: None,
+        protected: Vec::new(),
     })
 }
 
@@ -71,25 +73,36 @@ fn starts(part: &[String], prefix: &[&str]) -> bool {
         })
 }
 
-/// An independent scan: `$(`, a backtick, `<`, `>` or a lone `&` outside single quotes.
+/// An independent scan for what a shell reads as more than literal text outside single
+/// quotes: `$`, a backtick, a backslash, `#`, `~`, a glob or brace, a lone `&`, or a
+/// redirection other than to `/dev/null` or between file descriptors (`2>&1`).
 fn expands(line: &str) -> bool {
     let b = line.as_bytes();
     let (mut single, mut double) = (false, false);
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
-        if c == b'\\' && !single {
-            i += 2;
-            continue;
-        }
         match c {
             b'\'' if !double => single = !single,
             b'"' if !single => double = !double,
             _ if single => {}
-            b'`' => return true,
-            b'$' if b.get(i + 1) == Some(&b'(') => return true,
-            b'<' | b'>' if !double => return true,
-            b'&' if !double => {
+            b'$' | b'`' | b'\\' => return true,
+            _ if double => {}
+            b'#' | b'~' | b'*' | b'?' | b'[' | b'{' | b'}' => return true,
+            b'<' | b'>' => {
+                let rest = &b[i + 1..];
+                let rest = rest.strip_prefix(b">").filter(|_| c == b'>').unwrap_or(rest);
+                if let Some(r) = rest.strip_prefix(b"/dev/null") {
+                    i = b.len() - r.len();
+                    continue;
+                }
+                if rest.first() == Some(&b'&') && rest.get(1).is_some_and(u8::is_ascii_digit) {
+                    i = b.len() - rest.len() + 2;
+                    continue;
+                }
+                return true;
+            }
+            b'&' => {
                 if b.get(i + 1) == Some(&b'&') {
                     i += 1;
                 } else {
@@ -128,17 +141,19 @@ fuzz_target!(|data: &[u8]| {
     };
     let v = policy().decide(&call);
     let denied_part = parsed
-        .any_parts()
+        .seen
         .iter()
         .any(|p| DENIED.iter().any(|d| starts(p, d)));
     if denied_part {
         assert_eq!(v.decision, Decision::Deny, "{line:?}: {v:?}");
     }
     if v.decision == Decision::Allow {
-        let Command::Parts(parts) = &parsed else {
+        assert!(parsed.not_allowable().is_none(), "allowed what is not plain: {line:?}");
+        let Some(parts) = parsed.parts() else {
             panic!("allowed what cannot be read: {line:?}");
         };
         for p in parts {
+            let p = &p.words;
             assert!(ALLOWED.iter().any(|a| starts(p, a)), "{line:?}: {p:?}");
             assert!(!DENIED.iter().any(|d| starts(p, d)), "{line:?}: {p:?}");
         }

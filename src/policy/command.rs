@@ -1,49 +1,99 @@
-//! A tool call's command, as the policy reads it: the parts of a compound shell command
-//! (`a && b`, `a || b`, `a; b`, `a | b`), each split into words as a shell would. What a
-//! shell could expand into something else (`$(...)`, backticks, redirections, background
-//! jobs, here-documents, unbalanced quotes) makes the command unparseable, and an
-//! unparseable command is never allowed (docs/POLICY.md).
+//! A tool call's command, as the policy reads it (docs/POLICY.md, "Commands").
+//!
+//! A shell line is read with a real grammar ([`super::shell`]): an allow can only be given
+//! to a *plain* command, whose every part is literal words; deny and ask rules look at every
+//! command that stands anywhere in it, with wrappers seen through ([`super::wrappers`]).
 //!
 //! Each agent's raw input is normalised first ([`from_raw_input`]): Claude's `command`
 //! string, Codex's argv array (and its `bash -lc SCRIPT` wrapper), gemini-cli's, Qwen's and
 //! OpenCode's `command` strings, Goose's `command`/`cmd`.
+//!
+//! Invariants:
+//! - Bounded: a line over [`MAX_LEN`] bytes, or with more than [`MAX_COMMANDS`] commands in
+//!   it, is not read at all; it is never allowed, and it is asked even where a deny rule
+//!   might have covered it.
+//! - What is shown of a command ([`Command::text`]) has its control characters and newlines
+//!   escaped, so it cannot forge a line where it is shown.
 
 use serde_json::Value;
 
+pub use super::shell::Part;
+use super::shell::{self, escape};
+use super::wrappers::{self, Seen, SHELLS};
+
+/// The longest command line read; a longer one is asked.
+pub const MAX_LEN: usize = 8 * 1024;
+
+/// The most commands one line may hold; more is asked.
+pub const MAX_COMMANDS: usize = 256;
+
 /// A command read from a tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    /// Every part, each as its words.
-    Parts(Vec<Vec<String>>),
-    /// It could not be read safely: why, and a best-effort split of it into parts (used
-    /// only to find deny rules that cover it).
-    Unparseable {
-        why: String,
-        rough: Vec<Vec<String>>,
-    },
+pub struct Command {
+    /// Its parts when it is plain; else why it is not. Only a plain command can be allowed.
+    pub plain: Result<Vec<Part>, String>,
+    /// Every command that stands in it, wrappers seen through: what deny and ask rules
+    /// look at.
+    pub seen: Vec<Vec<String>>,
+    /// For a plain command, which of `seen` each part stands for (the part itself first).
+    pub by_part: Vec<std::ops::Range<usize>>,
+    /// Why what some part of it runs could not be told (a shell given a script file, a line
+    /// too long to read): never allowed.
+    pub unclear: Option<String>,
+    /// As the agent wrote it (an argv: its words quoted), for messages.
+    source: String,
 }
 
 impl Command {
-    /// The parts to look deny rules up by: the parts, or the rough split.
-    pub fn any_parts(&self) -> &[Vec<String>] {
-        match self {
-            Command::Parts(p) => p,
-            Command::Unparseable { rough, .. } => rough,
+    /// Its parts, when it is plain.
+    pub fn parts(&self) -> Option<&[Part]> {
+        self.plain.as_deref().ok()
+    }
+
+    /// Why no rule can allow it, if none can.
+    pub fn not_allowable(&self) -> Option<&str> {
+        match (&self.plain, &self.unclear) {
+            (Err(why), _) => Some(why),
+            (Ok(_), Some(why)) => Some(why),
+            (Ok(_), None) => None,
         }
     }
 
-    /// The command as one line, for messages.
+    /// The command as read, on one line: a plain command as its words (quoted where a shell
+    /// would need it) and its operators as written (a newline as `\n`); any other as
+    /// written. Control characters and newlines escaped.
     pub fn text(&self) -> String {
-        self.any_parts()
-            .iter()
-            .map(|p| p.join(" "))
-            .collect::<Vec<_>>()
-            .join(" ; ")
+        match &self.plain {
+            Ok(parts) => {
+                let mut out = String::new();
+                for p in parts {
+                    let words: Vec<String> = p.words.iter().map(|w| quote(w)).collect();
+                    out.push_str(&words.join(" "));
+                    match p.op {
+                        Some(";") => out.push_str("; "),
+                        Some("\n") => out.push_str(" \\n "),
+                        Some(op) => {
+                            out.push(' ');
+                            out.push_str(op);
+                            out.push(' ');
+                        }
+                        None => {}
+                    }
+                }
+                out
+            }
+            Err(_) => escape(&self.source),
+        }
     }
 }
 
-/// The shells whose `-c SCRIPT` is read as the script.
-const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh", "fish"];
+/// A word as a shell would need it written, escaped for showing.
+fn quote(word: &str) -> String {
+    match shlex::try_quote(word) {
+        Ok(q) => escape(&q),
+        Err(_) => escape(word),
+    }
+}
 
 /// The command of a tool call's `rawInput`, if it has one.
 pub fn from_raw_input(raw: &Value) -> Option<Command> {
@@ -58,18 +108,28 @@ pub fn from_raw_input(raw: &Value) -> Option<Command> {
                 .iter()
                 .map(|w| w.as_str().map(str::to_owned))
                 .collect();
-            let Some(words) = words.filter(|w| !w.is_empty()) else {
-                return Some(Command::Unparseable {
-                    why: "an argv that is not all strings".into(),
-                    rough: Vec::new(),
-                });
-            };
-            Some(from_argv(words))
+            match words.filter(|w| !w.is_empty()) {
+                Some(words) => Some(from_argv(words)),
+                None => Some(unreadable(
+                    "an argv that is not all strings",
+                    cmd.to_string(),
+                )),
+            }
         }
-        _ => Some(Command::Unparseable {
-            why: "a command that is neither a string nor an argv".into(),
-            rough: Vec::new(),
-        }),
+        _ => Some(unreadable(
+            "a command that is neither a string nor an argv",
+            cmd.to_string(),
+        )),
+    }
+}
+
+fn unreadable(why: &str, source: String) -> Command {
+    Command {
+        plain: Err(why.into()),
+        seen: Vec::new(),
+        by_part: Vec::new(),
+        unclear: Some(why.into()),
+        source,
     }
 }
 
@@ -86,140 +146,117 @@ pub fn from_argv(words: Vec<String>) -> Command {
             return parse(&words[2]);
         }
     }
-    if SHELLS.contains(&program) && words.len() > 1 {
-        // A shell with anything else (a script file, more options): what it runs is not
-        // in the argv.
-        return Command::Unparseable {
-            why: format!("{program} runs something not given in its arguments"),
-            rough: vec![words],
-        };
+    let source = words
+        .iter()
+        .map(|w| {
+            shlex::try_quote(w)
+                .map(|q| q.into_owned())
+                .unwrap_or_else(|_| w.clone())
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut seen = Seen::default();
+    wrappers::see(&words, 0, script, &mut seen);
+    let plain = shell::check_program(&words[0]).map(|()| {
+        vec![Part {
+            words: words.clone(),
+            op: None,
+        }]
+    });
+    Command {
+        plain,
+        // The one part stands for every command seen in it.
+        by_part: std::iter::once(0..seen.commands.len()).collect(),
+        seen: seen.commands,
+        unclear: seen.unclear,
+        source,
     }
-    Command::Parts(vec![words])
 }
 
 /// A shell command line.
 pub fn parse(line: &str) -> Command {
-    let rough = || rough_split(line);
-    for (needle, why) in [
-        ("$(", "a command substitution $(...)"),
-        ("`", "a command substitution in backticks"),
-        ("<(", "a process substitution"),
-        (">(", "a process substitution"),
-        ("<<", "a here-document"),
-    ] {
-        if contains_unquoted(line, needle) {
-            return Command::Unparseable {
-                why: why.into(),
-                rough: rough(),
-            };
-        }
-    }
-    let mut parts = Vec::new();
-    for piece in split_operators(line) {
-        let piece = match piece {
-            Ok(p) => p,
-            Err(why) => {
-                return Command::Unparseable {
-                    why,
-                    rough: rough(),
-                }
-            }
-        };
-        let Some(words) = shlex::split(&piece) else {
-            return Command::Unparseable {
-                why: "unbalanced quotes".into(),
-                rough: rough(),
-            };
-        };
-        if words.is_empty() {
-            continue;
-        }
-        parts.push(words);
-    }
-    if parts.is_empty() {
-        return Command::Unparseable {
-            why: "an empty command".into(),
-            rough: Vec::new(),
-        };
-    }
-    Command::Parts(parts)
+    read(line, 0)
 }
 
-/// The pieces of `line` between `&&`, `||`, `;`, `|` and newlines outside quotes; `Err`
-/// for what makes it unsafe to read (redirections, a lone `&`, `$` expansions of
-/// variables in command position are left to the words).
-fn split_operators(line: &str) -> Vec<Result<String, String>> {
-    let mut pieces = Vec::new();
-    let mut cur = String::new();
-    let mut chars = line.chars().peekable();
-    let (mut single, mut double) = (false, false);
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' if !single => {
-                cur.push(c);
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                }
-            }
-            '\'' if !double => {
-                single = !single;
-                cur.push(c);
-            }
-            '"' if !single => {
-                double = !double;
-                cur.push(c);
-            }
-            _ if single || double => cur.push(c),
-            ';' | '\n' => pieces.push(Ok(std::mem::take(&mut cur))),
-            '|' => {
-                if chars.peek() == Some(&'|') {
-                    chars.next();
-                }
-                pieces.push(Ok(std::mem::take(&mut cur)));
-            }
-            '&' => {
-                if chars.peek() == Some(&'&') {
-                    chars.next();
-                    pieces.push(Ok(std::mem::take(&mut cur)));
-                } else {
-                    return vec![Err("a background job or a redirection with &".into())];
-                }
-            }
-            '>' | '<' => return vec![Err("a redirection".into())],
-            _ => cur.push(c),
-        }
+/// The commands a shell script given to a wrapper holds (`bash -c SCRIPT`), read `depth`
+/// wrappers deep.
+pub fn script(line: &str, depth: usize) -> Seen {
+    let c = read(line, depth);
+    Seen {
+        commands: c.seen,
+        unclear: c.unclear,
     }
-    if single || double {
-        return vec![Err("unbalanced quotes".into())];
-    }
-    pieces.push(Ok(cur));
-    pieces
 }
 
-/// Whether `needle` stands in `line` outside single quotes (inside double quotes a shell
-/// still expands `$(` and backticks).
-fn contains_unquoted(line: &str, needle: &str) -> bool {
-    let (mut single, mut double) = (false, false);
-    let bytes = line.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' if !single => i += 1,
-            // A single quote inside double quotes is a character, not a quote.
-            b'\'' if !double => single = !single,
-            b'"' if !single => double = !double,
-            _ if !single && bytes[i..].starts_with(needle.as_bytes()) => return true,
-            _ => {}
-        }
-        i += 1;
+/// A shell command line, read `depth` wrappers deep.
+pub fn read(line: &str, depth: usize) -> Command {
+    let source = line.to_owned();
+    if line.len() > MAX_LEN {
+        let why = format!(
+            "a command of {} bytes, longer than the {} KiB that are read",
+            line.len(),
+            MAX_LEN / 1024
+        );
+        return Command {
+            plain: Err(why.clone()),
+            seen: Vec::new(),
+            by_part: Vec::new(),
+            unclear: Some(why),
+            source,
+        };
     }
-    false
+    let Some(tree) = shell::parse(line) else {
+        return unreadable("the shell grammar could not be loaded", source);
+    };
+    let plain = shell::plain(line, &tree);
+    let mut seen = Seen::default();
+    let mut by_part = Vec::new();
+    if let Ok(parts) = &plain {
+        if parts.len() > MAX_COMMANDS {
+            seen.unclear = Some(format!("more than {MAX_COMMANDS} commands"));
+        }
+        // Plain: each part is one command, read exactly; what its wrappers run beside it.
+        for p in parts.iter().take(MAX_COMMANDS) {
+            let from = seen.commands.len();
+            wrappers::see(&p.words, depth, script, &mut seen);
+            by_part.push(from..seen.commands.len());
+        }
+    } else {
+        let mut found = match shell::commands(line, &tree, MAX_COMMANDS) {
+            Some(found) => found,
+            None => {
+                seen.unclear = Some(format!("more than {MAX_COMMANDS} commands"));
+                Vec::new()
+            }
+        };
+        if tree.root_node().has_error() {
+            // Where the grammar had to recover, a rough split finds what it may have
+            // missed.
+            found.extend(rough_split(line));
+        }
+        for words in &found {
+            wrappers::see(words, depth, script, &mut seen);
+            if seen.commands.len() > 4 * MAX_COMMANDS {
+                break;
+            }
+        }
+    }
+    if seen.commands.len() > 4 * MAX_COMMANDS {
+        seen.unclear = Some(format!("more than {MAX_COMMANDS} commands"));
+    }
+    Command {
+        plain,
+        seen: seen.commands,
+        by_part,
+        unclear: seen.unclear,
+        source,
+    }
 }
 
 /// A best-effort split of an unparseable line into parts: on every operator character,
 /// quotes ignored, each piece split on white space.
 fn rough_split(line: &str) -> Vec<Vec<String>> {
-    line.split([';', '&', '|', '\n', '(', ')', '`', '<', '>', '$'])
+    line.split([';', '&', '|', '\n', '(', ')', '`', '<', '>', '$', '{', '}'])
         .map(|p| {
             p.split_whitespace()
                 .map(|w| w.trim_matches(['\'', '"']).to_owned())
@@ -227,6 +264,7 @@ fn rough_split(line: &str) -> Vec<Vec<String>> {
                 .collect::<Vec<_>>()
         })
         .filter(|p| !p.is_empty())
+        .take(MAX_COMMANDS)
         .collect()
 }
 
@@ -236,14 +274,19 @@ mod tests {
     use serde_json::json;
 
     fn parts(line: &str) -> Vec<Vec<String>> {
-        match parse(line) {
-            Command::Parts(p) => p,
-            other => panic!("{line}: {other:?}"),
-        }
+        let c = parse(line);
+        assert_eq!(c.not_allowable(), None, "{line:?}");
+        c.parts().unwrap().iter().map(|p| p.words.clone()).collect()
     }
 
     fn unparseable(line: &str) -> bool {
-        matches!(parse(line), Command::Unparseable { .. })
+        parse(line).not_allowable().is_some()
+    }
+
+    fn argv(c: Option<Command>) -> Vec<Vec<String>> {
+        let c = c.unwrap();
+        assert_eq!(c.not_allowable(), None);
+        c.parts().unwrap().iter().map(|p| p.words.clone()).collect()
     }
 
     #[test]
@@ -274,7 +317,7 @@ mod tests {
             "echo `id`",
             "cat < /etc/passwd",
             "echo x > ~/.bashrc",
-            "cargo test 2>&1",
+            "cargo test 2>&1 > out",
             "sleep 100 &",
             "diff <(a) <(b)",
             "cat <<EOF",
@@ -291,51 +334,85 @@ mod tests {
         // Found by the fuzz target: a single quote inside double quotes hid a `$(` after it.
         assert!(unparseable("echo \"'$(rm -rf ~)\""));
         assert!(unparseable("echo \"it's `id`\""));
-        assert_eq!(parts("echo ؋ é"), [["echo", "؋", "é"]]);
+        // Unquoted, a word is ASCII: anything else is quoted to be read as itself.
+        assert!(unparseable("echo ؋ é"));
+        assert_eq!(parts("echo '؋' \"é\""), [["echo", "؋", "é"]]);
     }
 
     #[test]
     fn each_agents_raw_input_is_read() {
         // Claude, gemini-cli, Qwen, OpenCode: a string.
         assert_eq!(
-            from_raw_input(&json!({"command": "git status"})),
-            Some(Command::Parts(vec![vec!["git".into(), "status".into()]]))
+            argv(from_raw_input(&json!({"command": "git status"}))),
+            [["git", "status"]]
         );
         // Codex: an argv, and its shell wrapper.
         assert_eq!(
-            from_raw_input(&json!({"command": ["cargo", "test"], "cwd": "/x"})),
-            Some(Command::Parts(vec![vec!["cargo".into(), "test".into()]]))
+            argv(from_raw_input(
+                &json!({"command": ["cargo", "test"], "cwd": "/x"})
+            )),
+            [["cargo", "test"]]
         );
         assert_eq!(
-            from_raw_input(&json!({"command": ["bash", "-lc", "cargo fmt && cargo test"]})),
-            Some(Command::Parts(vec![
-                vec!["cargo".into(), "fmt".into()],
-                vec!["cargo".into(), "test".into()]
-            ]))
+            argv(from_raw_input(
+                &json!({"command": ["bash", "-lc", "cargo fmt && cargo test"]})
+            )),
+            [["cargo", "fmt"], ["cargo", "test"]]
         );
-        assert!(matches!(
-            from_raw_input(&json!({"command": ["/bin/sh", "script.sh"]})),
-            Some(Command::Unparseable { .. })
-        ));
+        assert!(
+            from_raw_input(&json!({"command": ["/bin/sh", "script.sh"]}))
+                .unwrap()
+                .not_allowable()
+                .is_some()
+        );
         // Goose.
         assert!(from_raw_input(&json!({"cmd": "ls"})).is_some());
         assert_eq!(from_raw_input(&json!({"path": "x"})), None);
-        assert!(matches!(
-            from_raw_input(&json!({"command": 3})),
-            Some(Command::Unparseable { .. })
-        ));
+        assert!(from_raw_input(&json!({"command": 3}))
+            .unwrap()
+            .not_allowable()
+            .is_some());
     }
 
     #[test]
-    fn a_rough_split_still_finds_the_commands_in_an_unparseable_line() {
-        let Command::Unparseable { rough, .. } = parse("echo $(rm -rf /tmp/x) > out") else {
-            panic!()
-        };
+    fn every_command_in_an_unparseable_line_is_seen() {
+        let c = parse("echo $(rm -rf /tmp/x) > out");
         assert!(
-            rough
+            c.seen
                 .iter()
                 .any(|p| p.starts_with(&["rm".to_owned(), "-rf".to_owned()])),
-            "{rough:?}"
+            "{:?}",
+            c.seen
         );
+        // Broken input: the grammar recovers, and a rough split backs it up.
+        let c = parse("echo 'x' ) ; rm -rf y (");
+        assert!(
+            c.seen.iter().any(|p| p.first().is_some_and(|w| w == "rm")),
+            "{:?}",
+            c.seen
+        );
+    }
+
+    #[test]
+    fn the_text_shown_is_the_command_as_read_and_escaped() {
+        assert_eq!(
+            parse("cargo fmt && cargo test;git status\nls | wc -l").text(),
+            "cargo fmt && cargo test; git status \\n ls | wc -l"
+        );
+        assert_eq!(parse("echo 'a b'").text(), "echo 'a b'");
+        // Not plain: as written, with its newlines and escapes shown, never obeyed.
+        let t = parse("cargo test # '\nrm -rf x\n#'\x1b[2K").text();
+        assert!(!t.contains('\n') && !t.contains('\x1b'), "{t}");
+        assert!(t.contains("\\nrm -rf x"), "{t}");
+        // A quoted control character in a plain command is escaped too.
+        assert!(!parse("echo 'a\x1b[2Kb'").text().contains('\x1b'));
+    }
+
+    #[test]
+    fn a_line_past_the_bound_is_not_read() {
+        let long = format!("cargo test {}", "a ".repeat(MAX_LEN));
+        let c = parse(&long);
+        assert!(c.not_allowable().unwrap().contains("longer than"));
+        assert!(c.seen.is_empty());
     }
 }

@@ -2,19 +2,23 @@
 //! - the user's: `--policy FILE`, and `$XDG_CONFIG_HOME/acp-question-bridge/policy.toml`
 //!   (else `~/.config/...`);
 //! - the project's: `.acp-question-bridge/policy.toml` in the session's folder. Its `allow`
-//!   rules count only in a folder the user trusted (`acp-question-bridge policy trust DIR`,
-//!   kept in the user's config folder): a cloned repository must never approve its own
-//!   commands.
+//!   rules count only while its content is the one the user trusted (`acp-question-bridge
+//!   policy trust DIR` keeps the file's SHA-256 in the user's config folder): a cloned
+//!   repository, or a `git pull`, must never approve its own commands.
 //!
-//! Invariants: a file that cannot be read or parsed, a rule that is not valid, and an example
-//! that does not come out as the rule says make the whole policy broken, with every reason
-//! ([`super::Policy::broken`]). Each rule knows its file and line.
+//! Invariants:
+//! - A user-tier file that cannot be read or parsed, a rule that is not valid, and an
+//!   example that does not come out as the rule says make the whole policy broken, with
+//!   every reason ([`super::Policy::broken`]). Each rule knows its file and line.
+//! - A project file never weakens the user's: one with an error, a rule id a user-tier file
+//!   uses, or that is a user-tier file (a link to it) is ignored as a whole ([`Left`]), and
+//!   the user's rules stay in force.
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::command::{self, Command};
+use super::command;
 use super::{Decision, Policy, Rule, Tier};
 
 #[derive(Debug, Deserialize)]
@@ -76,43 +80,169 @@ pub fn project_file(cwd: &Path) -> PathBuf {
     cwd.join(".acp-question-bridge/policy.toml")
 }
 
-/// The file of trusted folders (one canonical path a line).
+/// The file of trusted folders, one a line: `sha256:HEX<TAB>/canonical/dir`, the SHA-256 of
+/// the folder's project file as the user trusted it. A line with only a path (as older
+/// versions wrote) trusts no content: its allow rules wait until the folder is trusted again.
 pub fn trusted_file() -> Option<PathBuf> {
     config_dir().map(|d| d.join("trusted-folders"))
 }
 
-/// Whether the user trusted folder `dir`.
-pub fn is_trusted(dir: &Path) -> bool {
-    let Some(list) = trusted_file().and_then(|f| std::fs::read_to_string(f).ok()) else {
-        return false;
-    };
-    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
-    list.lines().any(|l| Path::new(l.trim()) == dir)
+/// One line of the trusted folders' file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trusted {
+    /// The folder, canonical.
+    pub dir: PathBuf,
+    /// The SHA-256 (lower-case hex) of its project file when it was trusted; `None`: an old
+    /// line, no content trusted.
+    pub sha256: Option<String>,
 }
 
-/// Trusts `dir`: the `allow` rules of its project policy count. Returns the canonical path.
-pub fn trust(dir: &Path) -> Result<PathBuf, String> {
+/// The lines of the trusted folders' file `text` (a line that is neither form is skipped).
+pub fn parse_trusted(text: &str) -> Vec<Trusted> {
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim_end_matches('\r');
+            if let Some(rest) = l.strip_prefix("sha256:") {
+                let (hex, dir) = rest.split_once('\t')?;
+                let ok = hex.len() == 64
+                    && hex
+                        .bytes()
+                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+                return (ok && dir.starts_with('/')).then(|| Trusted {
+                    dir: PathBuf::from(dir),
+                    sha256: Some(hex.to_owned()),
+                });
+            }
+            let l = l.trim();
+            l.starts_with('/').then(|| Trusted {
+                dir: PathBuf::from(l),
+                sha256: None,
+            })
+        })
+        .collect()
+}
+
+/// The trusted folders, as their file says now (none if it cannot be read).
+pub fn trusted_folders() -> Vec<Trusted> {
+    trusted_file()
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .map(|t| parse_trusted(&t))
+        .unwrap_or_default()
+}
+
+/// The SHA-256 of `bytes`, lower-case hex.
+pub fn sha256(bytes: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA256, bytes)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Whether a project's `allow` rules count: trust is for a content, not a folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trust {
+    /// Its folder is trusted with this very content.
+    Trusted,
+    /// Its folder was never trusted.
+    Untrusted,
+    /// Its folder was trusted with another content (`trusted`): the file changed since.
+    Changed { trusted: String, now: String },
+    /// Its folder was trusted by an old line, with no content.
+    NoContent,
+}
+
+impl Trust {
+    /// The trust of the project file of folder `dir` whose content has SHA-256 `now`.
+    pub fn of(dir: &Path, now: &str, folders: &[Trusted]) -> Trust {
+        let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
+        let mine: Vec<&Trusted> = folders.iter().filter(|t| t.dir == dir).collect();
+        if mine.iter().any(|t| t.sha256.as_deref() == Some(now)) {
+            return Trust::Trusted;
+        }
+        if let Some(trusted) = mine.iter().rev().find_map(|t| t.sha256.clone()) {
+            return Trust::Changed {
+                trusted,
+                now: now.to_owned(),
+            };
+        }
+        if mine.is_empty() {
+            Trust::Untrusted
+        } else {
+            Trust::NoContent
+        }
+    }
+
+    /// Why the allow rules of `file` (in folder `dir`) do not count; `None`: they do.
+    pub fn why_not(&self, dir: &Path, file: &Path) -> Option<String> {
+        let again = format!(
+            "its allow rules are left out (asked) until you trust it again: acp-question-bridge policy trust {}",
+            dir.display()
+        );
+        match self {
+            Trust::Trusted => None,
+            Trust::Untrusted => Some(format!(
+                "{} is not trusted, so its allow rules are left out (asked); to trust this content: acp-question-bridge policy trust {}",
+                dir.display(),
+                dir.display()
+            )),
+            Trust::Changed { trusted, now } => Some(format!(
+                "{} changed since its folder was trusted (trusted sha256:{}..., now sha256:{}...), so {again}",
+                file.display(),
+                &trusted[..12.min(trusted.len())],
+                &now[..12.min(now.len())]
+            )),
+            Trust::NoContent => Some(format!(
+                "{} was trusted as a folder, before trust was kept for a content (its line in the trusted folders has no hash), so {again}",
+                dir.display()
+            )),
+        }
+    }
+}
+
+/// Trusts the current content of `dir`'s project policy: its `allow` rules count while the
+/// file has this content. Returns the canonical folder, the file, its SHA-256 and its rules.
+pub fn trust(dir: &Path) -> Result<(PathBuf, PathBuf, String, Vec<Rule>), String> {
     let dir = dir
         .canonicalize()
         .map_err(|e| format!("{}: {e}", dir.display()))?;
     if !dir.is_dir() {
         return Err(format!("{} is not a folder", dir.display()));
     }
+    let line_safe = |s: &str| !s.contains(['\n', '\r']);
+    if !line_safe(&dir.to_string_lossy()) || dir.to_str().is_none() {
+        return Err(format!(
+            "{:?}: a folder whose name is not UTF-8 or has a line break cannot be trusted",
+            dir
+        ));
+    }
+    let project = project_file(&dir);
+    let bytes = std::fs::read(&project).map_err(|e| {
+        format!(
+            "{}: {e} (trust is for a project policy's content: there is none to trust)",
+            project.display()
+        )
+    })?;
+    let text = String::from_utf8(bytes.clone())
+        .map_err(|_| format!("{}: not UTF-8", project.display()))?;
+    let rules =
+        parse_rules(&text, &project).map_err(|e| format!("{e} (fix the file, then trust it)"))?;
+    let hash = sha256(&bytes);
     let file = trusted_file().ok_or("no HOME or XDG_CONFIG_HOME for the user's config folder")?;
-    if is_trusted(&dir) {
-        return Ok(dir);
-    }
-    let mut text = std::fs::read_to_string(&file).unwrap_or_default();
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str(&format!("{}\n", dir.display()));
+    let old = std::fs::read_to_string(&file).unwrap_or_default();
+    // The folder's earlier lines (any content, or none) give way to this one.
+    let mut text: String = old
+        .lines()
+        .filter(|l| parse_trusted(l).first().is_none_or(|t| t.dir != dir))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    text.push_str(&format!("sha256:{hash}\t{}\n", dir.display()));
     if let Some(parent) = file.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     }
     crate::agents::fetch::keep(&file, text.as_bytes())
         .map_err(|e| format!("{}: {e}", file.display()))?;
-    Ok(dir)
+    Ok((dir, project, hash, rules))
 }
 
 /// Where the policy comes from.
@@ -158,14 +288,19 @@ pub fn once(given: Vec<PathBuf>, user: Option<PathBuf>) -> (Vec<PathBuf>, Option
     (files, user)
 }
 
-/// Loads the policy; what could not be loaded makes it broken. Notes (project `allow`
-/// rules left out in an untrusted folder) go to the log.
-pub fn load(src: &Sources) -> Policy {
+/// Loads the policy; what could not be loaded in the user's tier makes it broken. A project
+/// file with an error, or that clashes with the user's files, is ignored ([`Left::Ignored`]);
+/// its allow rules wait for trust in its content ([`Left::Untrusted`]).
+pub fn load(src: &Sources) -> (Policy, Option<Left>) {
     let mut errors = Vec::new();
     let mut user = Vec::new();
-    let mut read = |f: &Path, user: &mut Vec<Rule>| match read_rules(f) {
-        Ok(r) => user.extend(r),
-        Err(e) => errors.push(e),
+    let mut ids = Vec::new();
+    let mut read = |f: &Path, user: &mut Vec<Rule>| {
+        ids.extend(file_id(f));
+        match read_rules(f) {
+            Ok(r) => user.extend(r),
+            Err(e) => errors.push(e),
+        }
     };
     for f in &src.given {
         read(f, &mut user);
@@ -173,38 +308,93 @@ pub fn load(src: &Sources) -> Policy {
     if let Some(f) = src.user.as_ref().filter(|f| f.exists()) {
         read(f, &mut user);
     }
-    let mut project = Vec::new();
-    let mut trusted = false;
-    if let Some(dir) = &src.project {
+    let project = src.project.as_ref().and_then(|dir| {
         let f = project_file(dir);
-        if f.exists() {
-            read(&f, &mut project);
-            trusted = is_trusted(dir);
-        }
-    }
-    compose(user, project, trusted, errors)
+        let read = match std::fs::read(&f) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => Err(format!("{}: {e}", f.display())),
+            Ok(bytes) => Ok(bytes),
+        };
+        let sha256 = read.as_deref().map(sha256).unwrap_or_default();
+        let rules = read.and_then(|b| {
+            let text = String::from_utf8(b).map_err(|_| format!("{}: not UTF-8", f.display()))?;
+            parse_rules(&text, &f)
+        });
+        let same = file_id(&f).is_some_and(|id| ids.contains(&id));
+        Some(Project {
+            dir: dir.clone(),
+            file: f,
+            rules,
+            trust: Trust::of(dir, &sha256, &trusted_folders()),
+            same_as_user: same,
+        })
+    });
+    let (mut policy, left) = compose(user, project, errors);
+    let own = src.given.iter().chain(&src.user).cloned();
+    let own = own.chain(user_file()).chain(trusted_file());
+    policy.protected = super::guard::own_files(own, src.project.as_deref());
+    (policy, left)
 }
 
-/// The policy of the user's rules and a project's (its `allow` rules only when `trusted`);
-/// `errors` (and rule ids used twice) make it broken.
+/// A file's device and inode (a link's target's).
+pub fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// A project's policy file, as read.
+#[derive(Debug, Clone)]
+pub struct Project {
+    /// The session's folder.
+    pub dir: PathBuf,
+    pub file: PathBuf,
+    /// Its rules, or why it could not be read.
+    pub rules: Result<Vec<Rule>, String>,
+    /// Whether its content is trusted.
+    pub trust: Trust,
+    /// Whether it is a user-tier file (the same device and inode: a link to it, or it).
+    pub same_as_user: bool,
+}
+
+/// Why a project's file, or its allow rules, are not in force.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Left {
+    /// The file is ignored as a whole: it has an error, or it clashes with a user-tier file
+    /// (a rule id the user's files use, or it is one of them). The user's rules stay in force.
+    Ignored { file: PathBuf, why: String },
+    /// Its `allow` rules are left out (asked); its `deny` and `ask` rules count. `trust` says
+    /// why: never trusted, or trusted with another content.
+    Untrusted {
+        file: PathBuf,
+        why: String,
+        trust: Trust,
+    },
+}
+
+impl Left {
+    /// The sentence for the user: what is left out, and why.
+    pub fn said(&self) -> String {
+        match self {
+            Left::Ignored { file, why } => format!(
+                "the project file {} is ignored as a whole (your own rules stay in force): {why}",
+                file.display()
+            ),
+            Left::Untrusted { why, .. } => why.clone(),
+        }
+    }
+}
+
+/// The policy of the user's rules and a project's; `errors` (of the user's files) and rule
+/// ids used twice in the user's files make it broken. A project file never weakens the
+/// user's: one with an error or a clash is left out as a whole, and its allow rules count
+/// only when its content is trusted.
 pub fn compose(
     user: Vec<Rule>,
-    project: Vec<Rule>,
-    trusted: bool,
+    project: Option<Project>,
     mut errors: Vec<String>,
-) -> Policy {
-    let project: Vec<Rule> = project
-        .into_iter()
-        .filter(|r| {
-            let counts = trusted || r.decision != Decision::Allow;
-            if !counts {
-                tracing::warn!(rule = %r.id, file = %r.file.display(), "a project policy's allow rule counts only in a trusted folder (acp-question-bridge policy trust DIR); left out");
-            }
-            counts
-        })
-        .collect();
+) -> (Policy, Option<Left>) {
     let mut seen = std::collections::HashMap::new();
-    for r in user.iter().chain(&project) {
+    for r in &user {
         if let Some((file, line)) = seen.insert(r.id.clone(), (r.file.clone(), r.line)) {
             errors.push(format!(
                 "{}:{}: rule id {:?} is already used at {}:{line}",
@@ -215,7 +405,11 @@ pub fn compose(
             ));
         }
     }
-    Policy {
+    let (project, left) = match project {
+        None => (Vec::new(), None),
+        Some(p) => project_rules(p, &seen),
+    };
+    let policy = Policy {
         tiers: vec![
             Tier {
                 name: "user",
@@ -227,7 +421,72 @@ pub fn compose(
             },
         ],
         broken: (!errors.is_empty()).then(|| errors.join("; ")),
+        // Filled by the caller, who knows the files ([`load`], [`super::live`]).
+        protected: Vec::new(),
+    };
+    (policy, left)
+}
+
+/// The rules of project file `p` in force beside the user's (`user_ids`: their ids, with
+/// where), and what is left out.
+fn project_rules(
+    p: Project,
+    user_ids: &std::collections::HashMap<String, (PathBuf, usize)>,
+) -> (Vec<Rule>, Option<Left>) {
+    let ignored = |why: String| {
+        (
+            Vec::new(),
+            Some(Left::Ignored {
+                file: p.file.clone(),
+                why,
+            }),
+        )
+    };
+    let rules = match p.rules {
+        Err(e) => return ignored(e),
+        Ok(r) => r,
+    };
+    if p.same_as_user {
+        return ignored(format!(
+            "{} is a file of the user's tier (a link to it, or it)",
+            p.file.display()
+        ));
     }
+    let mut own = std::collections::HashMap::new();
+    for r in &rules {
+        if let Some((file, line)) = user_ids.get(&r.id) {
+            return ignored(format!(
+                "{}:{}: rule id {:?} is already used by the user's {}:{line}",
+                r.file.display(),
+                r.line,
+                r.id,
+                file.display()
+            ));
+        }
+        if let Some(line) = own.insert(r.id.clone(), r.line) {
+            return ignored(format!(
+                "{}:{}: rule id {:?} is already used at line {line}",
+                r.file.display(),
+                r.line,
+                r.id
+            ));
+        }
+    }
+    let why = p.trust.why_not(&p.dir, &p.file);
+    let before = rules.len();
+    let rules: Vec<Rule> = rules
+        .into_iter()
+        .filter(|r| why.is_none() || r.decision != Decision::Allow)
+        .collect();
+    let left = match why {
+        Some(why) if rules.len() < before => Some(Left::Untrusted {
+            file: p.file,
+            why,
+            trust: p.trust,
+        }),
+        _ => None,
+    };
+    (rules, left)
 }
 
 /// The rules of one file.
@@ -270,12 +529,7 @@ fn globs(patterns: &[String], what: &str) -> Result<globset::GlobSet, String> {
 
 /// Path patterns, split into absolute and relative ones.
 fn path_globs(patterns: &[String]) -> Result<super::PathGlobs, String> {
-    let (abs, rel): (Vec<String>, Vec<String>) =
-        patterns.iter().cloned().partition(|p| p.starts_with('/'));
-    Ok(super::PathGlobs {
-        absolute: globs(&abs, "paths")?,
-        relative: globs(&rel, "paths")?,
-    })
+    super::PathGlobs::new(patterns)
 }
 
 fn rule(mut r: RawRule, path: &Path, line: usize) -> Result<Rule, String> {
@@ -383,11 +637,12 @@ fn rule(mut r: RawRule, path: &Path, line: usize) -> Result<Rule, String> {
 /// Whether a command example comes out as the rule says: an `allow` covers every part, a
 /// `deny` or `ask` any part.
 fn example_fits(rule: &Rule, example: &str) -> bool {
-    match command::parse(example) {
-        Command::Parts(parts) if rule.decision == Decision::Allow => {
-            parts.iter().all(|p| rule.covers(p))
-        }
-        Command::Unparseable { .. } if rule.decision == Decision::Allow => false,
-        cmd => cmd.any_parts().iter().any(|p| rule.covers(p)),
+    let cmd = command::parse(example);
+    if rule.decision == Decision::Allow {
+        return match (cmd.parts(), cmd.not_allowable()) {
+            (Some(parts), None) => parts.iter().all(|p| rule.covers(&p.words)),
+            _ => false,
+        };
     }
+    cmd.seen.iter().any(|p| rule.covers(p))
 }

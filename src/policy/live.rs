@@ -8,13 +8,17 @@
 //!   makes the policy broken: it decides nothing, every approval is asked;
 //! - a bad edit of a file that was good keeps its last good rules in force, and says so.
 //!
-//! A missing user file is no rules; a missing `--policy FILE` is an error.
+//! A missing user file is no rules; a missing `--policy FILE` is an error. A project file
+//! never weakens the user's ([`file::compose`]): broken from the start, or clashing with a
+//! user-tier file, it is ignored as a whole; its allow rules count only while its content
+//! has the SHA-256 the user trusted. Either is said once per change of the file
+//! ([`Change::Ignored`], [`Change::Untrusted`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::file::{self, compose, read_rules};
+use super::file::{self, compose, Left, Trust, Trusted};
 use super::{Policy, Rule};
 
 /// How many files are remembered before the projects' are forgotten.
@@ -49,6 +53,8 @@ struct Watched {
     stamp: Option<Option<Stamp>>,
     /// The last rules read from it that were good.
     good: Option<Vec<Rule>>,
+    /// The SHA-256 of the content `good` was read from.
+    sha256: String,
     /// Why its current version is not in force.
     error: Option<String>,
 }
@@ -60,10 +66,24 @@ pub enum Change {
     Reloaded(PathBuf),
     /// A file changed and is broken now; its last good rules stay in force.
     KeptLastGood { file: PathBuf, error: String },
+    /// A project file is ignored as a whole (an error, or a clash with a user-tier file);
+    /// the user's rules stay in force.
+    Ignored { file: PathBuf, why: String },
+    /// A project file's allow rules are left out (asked): its content is not the one its
+    /// folder was trusted with.
+    Untrusted { file: PathBuf, why: String },
 }
 
 /// A policy made of files, and their stamps when it was made.
 type Composed = (Vec<Option<Stamp>>, Arc<Policy>);
+
+/// The contents of a file, and their SHA-256.
+fn read_hashed(path: &Path) -> Result<(Vec<Rule>, String), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let hash = file::sha256(&bytes);
+    let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8", path.display()))?;
+    Ok((file::parse_rules(&text, path)?, hash))
+}
 
 /// The policy's files and what was read from them.
 #[derive(Debug)]
@@ -71,8 +91,13 @@ pub struct Live {
     given: Vec<PathBuf>,
     user: Option<PathBuf>,
     files: HashMap<PathBuf, Watched>,
-    /// The trusted folders' file, by its stamp.
-    trusted: Option<(Option<Stamp>, Vec<PathBuf>)>,
+    /// The trusted folders' file ([`file::trusted_file`]).
+    trusted_file: Option<PathBuf>,
+    /// What it says, by its stamp.
+    trusted: Option<(Option<Stamp>, Vec<Trusted>)>,
+    /// What is left out of each project file (by its path), and the file's stamp then: each
+    /// change is said once.
+    left: HashMap<PathBuf, (Option<Stamp>, Left)>,
     /// The policy for each session folder (`None`: no project), and the stamps it was made
     /// from.
     composed: HashMap<Option<PathBuf>, Composed>,
@@ -86,7 +111,9 @@ impl Live {
             given,
             user,
             files: HashMap::new(),
+            trusted_file: file::trusted_file(),
             trusted: None,
+            left: HashMap::new(),
             composed: HashMap::new(),
         }
     }
@@ -99,8 +126,14 @@ impl Live {
         all
     }
 
-    /// Reads `path` again if it changed; returns its stamp.
-    fn refresh(&mut self, path: &Path, required: bool, changes: &mut Vec<Change>) -> Option<Stamp> {
+    /// Reads `path` (a project's file: `project`) again if it changed; returns its stamp.
+    fn refresh(
+        &mut self,
+        path: &Path,
+        required: bool,
+        project: bool,
+        changes: &mut Vec<Change>,
+    ) -> Option<Stamp> {
         let now = stamp(path);
         let w = self.files.entry(path.to_owned()).or_default();
         if w.stamp == Some(now) {
@@ -109,20 +142,21 @@ impl Live {
         let first = w.stamp.is_none();
         w.stamp = Some(now);
         let read = match now {
-            None if !required => Ok(Vec::new()),
+            None if !required => Ok((Vec::new(), String::new())),
             None => Err(format!(
                 "{}: cannot read it (it does not exist)",
                 path.display()
             )),
-            Some(_) => read_rules(path),
+            Some(_) => read_hashed(path),
         };
         match read {
-            Ok(rules) => {
+            Ok((rules, hash)) => {
                 if !first {
                     tracing::info!(file = %path.display(), rules = rules.len(), "policy file read again; in force");
                     changes.push(Change::Reloaded(path.to_owned()));
                 }
                 w.good = Some(rules);
+                w.sha256 = hash;
                 w.error = None;
             }
             Err(error) => {
@@ -132,6 +166,8 @@ impl Live {
                         file: path.to_owned(),
                         error: error.clone(),
                     });
+                } else if project {
+                    tracing::warn!(%error, "project policy file is broken: it is ignored, the user's rules stay in force");
                 } else {
                     tracing::warn!(%error, "policy file is broken: the policy decides nothing, every approval is asked");
                 }
@@ -142,20 +178,15 @@ impl Live {
     }
 
     /// The trusted folders, read again if their file changed.
-    fn trusted_folders(&mut self) -> (Option<Stamp>, Vec<PathBuf>) {
-        let Some(f) = file::trusted_file() else {
+    fn trusted_folders(&mut self) -> (Option<Stamp>, Vec<Trusted>) {
+        let Some(f) = &self.trusted_file else {
             return (None, Vec::new());
         };
-        let now = stamp(&f);
+        let now = stamp(f);
         match &self.trusted {
             Some((s, list)) if *s == now => (now, list.clone()),
             _ => {
-                let list: Vec<PathBuf> = std::fs::read_to_string(&f)
-                    .unwrap_or_default()
-                    .lines()
-                    .map(|l| PathBuf::from(l.trim()))
-                    .filter(|l| !l.as_os_str().is_empty())
-                    .collect();
+                let list = file::parse_trusted(&std::fs::read_to_string(f).unwrap_or_default());
                 self.trusted = Some((now, list.clone()));
                 (now, list)
             }
@@ -172,11 +203,17 @@ impl Live {
             let own: Vec<PathBuf> = self.given.iter().chain(&self.user).cloned().collect();
             self.files.retain(|p, _| own.contains(p));
             self.composed.clear();
+            self.left.clear();
         }
         let paths = self.paths(cwd);
+        // The project's file is the last one (when there is a session folder).
+        let project_at = cwd.map(|_| paths.len() - 1);
         let mut stamps: Vec<Option<Stamp>> = paths
             .iter()
-            .map(|(p, required)| self.refresh(p, *required, &mut changes))
+            .enumerate()
+            .map(|(i, (p, required))| {
+                self.refresh(p, *required, Some(i) == project_at, &mut changes)
+            })
             .collect();
         let (trusted_stamp, trusted) = match cwd {
             Some(_) => self.trusted_folders(),
@@ -191,30 +228,98 @@ impl Live {
         }
         let mut errors = Vec::new();
         let mut user = Vec::new();
-        let mut project = Vec::new();
-        let project_file = cwd.map(file::project_file);
-        for (p, _) in &paths {
+        let mut project = None;
+        for (i, (p, _)) in paths.iter().enumerate() {
             let w = &self.files[p];
+            if Some(i) == project_at {
+                let Some(dir) = cwd else { continue };
+                let rules = match (&w.good, &w.error) {
+                    (Some(good), _) => Ok(good.clone()),
+                    (None, Some(e)) => Err(e.clone()),
+                    (None, None) => Ok(Vec::new()),
+                };
+                // The same device and inode as a user-tier file: a link to it, or it.
+                let id = |s: &Option<Stamp>| s.map(|s| (s.dev, s.ino));
+                let same_as_user =
+                    stamps[i].is_some() && stamps[..i].iter().any(|s| id(s) == id(&stamps[i]));
+                project = Some(file::Project {
+                    dir: dir.to_owned(),
+                    file: p.clone(),
+                    rules,
+                    trust: Trust::of(dir, &w.sha256, &trusted),
+                    same_as_user,
+                });
+                continue;
+            }
             if let (Some(e), None) = (&w.error, &w.good) {
                 errors.push(e.clone());
             }
-            let rules = w.good.iter().flatten().cloned();
-            if Some(p) == project_file.as_ref() {
-                project.extend(rules);
-            } else {
-                user.extend(rules);
-            }
+            user.extend(w.good.iter().flatten().cloned());
         }
-        let is_trusted = cwd.is_some_and(|d| {
-            let d = d.canonicalize().unwrap_or_else(|_| d.to_owned());
-            trusted.contains(&d)
-        });
-        let policy = Arc::new(compose(user, project, is_trusted, errors));
+        let (mut policy, left) = compose(user, project, errors);
+        let own = self.given.iter().chain(&self.user).cloned();
+        let own = own.chain(file::user_file()).chain(file::trusted_file());
+        policy.protected = super::guard::own_files(own, cwd);
+        if let (Some(i), Some((p, _))) = (project_at, project_at.and_then(|i| paths.get(i))) {
+            self.said(p, stamps[i], left, &mut changes);
+        }
+        let policy = Arc::new(policy);
         if self.composed.len() >= 64 {
             self.composed.clear();
         }
         self.composed.insert(key, (stamps, policy.clone()));
         (policy, changes)
+    }
+
+    /// Keeps what is left out of project file `path` (at `stamp`), and says it once per
+    /// change: an ignored file, or allow rules left out of a file trusted with another
+    /// content, in the chat and the log; allow rules of a file never trusted (a cloned
+    /// repository's) in the log only.
+    fn said(
+        &mut self,
+        path: &Path,
+        stamp: Option<Stamp>,
+        left: Option<Left>,
+        changes: &mut Vec<Change>,
+    ) {
+        let Some(left) = left else {
+            self.left.remove(path);
+            return;
+        };
+        let now = (stamp, left);
+        if self.left.get(path) == Some(&now) {
+            return;
+        }
+        // Said instead of "read again; in force".
+        if !matches!(
+            &now.1,
+            Left::Untrusted {
+                trust: Trust::Untrusted,
+                ..
+            }
+        ) {
+            changes.retain(|c| !matches!(c, Change::Reloaded(f) if f == path));
+        }
+        match &now.1 {
+            Left::Ignored { file, why } => {
+                tracing::warn!(file = %file.display(), %why, "project policy file ignored as a whole; the user's rules stay in force");
+                changes.push(Change::Ignored {
+                    file: file.clone(),
+                    why: why.clone(),
+                });
+            }
+            Left::Untrusted { file, why, trust } if *trust != Trust::Untrusted => {
+                tracing::warn!(file = %file.display(), %why, "project policy file's allow rules left out until it is trusted again");
+                changes.push(Change::Untrusted {
+                    file: file.clone(),
+                    why: why.clone(),
+                });
+            }
+            Left::Untrusted { file, why, .. } => {
+                tracing::warn!(file = %file.display(), %why, "a project policy file's allow rules count only once its content is trusted (acp-question-bridge policy trust DIR); left out");
+            }
+        }
+        self.left.insert(path.to_owned(), now);
     }
 
     /// The files and their state, for `bridge.status` and the page: each file with its
@@ -225,18 +330,32 @@ impl Live {
             .iter()
             .filter(|(_, w)| w.stamp.is_some_and(|s| s.is_some()) || w.error.is_some())
             .map(|(p, w)| {
+                let left = self.left.get(p).map(|(_, l)| l);
+                let ignored = left.and_then(|l| match l {
+                    Left::Ignored { why, .. } => Some(why),
+                    Left::Untrusted { .. } => None,
+                });
+                let untrusted = left.and_then(|l| match l {
+                    Left::Untrusted { why, .. } => Some(why),
+                    Left::Ignored { .. } => None,
+                });
                 serde_json::json!({
                     "file": p.display().to_string(),
                     "rules": w.good.as_ref().map_or(0, Vec::len),
-                    "error": w.error,
-                    "inForce": w.good.is_some(),
+                    "error": w.error.as_ref().or(ignored),
+                    "inForce": w.good.is_some() && ignored.is_none(),
+                    "ignored": ignored,
+                    "allowsLeftOut": untrusted,
                 })
             })
             .collect();
         files.sort_by(|a, b| a["file"].as_str().cmp(&b["file"].as_str()));
+        // Only the user's files break the policy; a project file is ignored instead.
         let broken: Vec<&str> = self
-            .files
-            .values()
+            .given
+            .iter()
+            .chain(&self.user)
+            .filter_map(|p| self.files.get(p))
             .filter(|w| w.good.is_none())
             .filter_map(|w| w.error.as_deref())
             .collect();
@@ -348,5 +467,216 @@ mod tests {
         let mut live = Live::new(Vec::new(), Some(dir.join("none.toml")));
         let (p, _) = live.policy(Some(&dir));
         assert!(p.broken.is_none());
+    }
+
+    fn project_in(dir: &Path, text: &str) -> PathBuf {
+        let f = file::project_file(dir);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(&f, text).unwrap();
+        f
+    }
+
+    const PROJECT: &str = "[[rule]]\nid = \"p-tests\"\ndecision = \"allow\"\ncommand = [\"cargo\", \"test\"]\n\n[[rule]]\nid = \"p-no-push\"\ndecision = \"deny\"\ncommand = [\"git\", \"push\"]\n";
+
+    /// Finding 5b: trust is for a content. A trusted project file that changes (a `git
+    /// pull`) has its allow rules asked until it is trusted again, said once; its deny
+    /// rules keep counting; an old line with only the folder trusts no content.
+    #[test]
+    fn a_trusted_project_file_that_changes_loses_its_allows_until_trusted_again() {
+        let dir = scratch("trust").canonicalize().unwrap();
+        let cwd = dir.join("repo");
+        let f = project_in(&cwd, PROJECT);
+        let trusted = dir.join("trusted-folders");
+        let line = |text: &str| {
+            format!(
+                "sha256:{}\t{}\n",
+                file::sha256(text.as_bytes()),
+                cwd.display()
+            )
+        };
+        write_atomically(&trusted, &line(PROJECT));
+        let mut live = Live::new(Vec::new(), None);
+        live.trusted_file = Some(trusted.clone());
+        let (p, changes) = live.policy(Some(&cwd));
+        assert!(changes.is_empty(), "{changes:?}");
+        assert_eq!(
+            p.decide(&call("cargo test", &cwd)).decision,
+            Decision::Allow
+        );
+
+        // A pull appends an allow rule: no allow of the file counts any more.
+        let pulled = format!(
+            "{PROJECT}\n[[rule]]\nid = \"p-curl\"\ndecision = \"allow\"\ncommand = [\"curl\"]\n"
+        );
+        write_atomically(&f, &pulled);
+        let (p, changes) = live.policy(Some(&cwd));
+        assert_eq!(p.decide(&call("cargo test", &cwd)).decision, Decision::Ask);
+        assert_eq!(
+            p.decide(&call("curl evil.example", &cwd)).decision,
+            Decision::Ask
+        );
+        assert_eq!(p.decide(&call("git push", &cwd)).decision, Decision::Deny);
+        assert!(p.broken.is_none());
+        assert!(
+            matches!(&changes[..], [Change::Untrusted { file, why }]
+                if *file == f && why.contains("changed since") && why.contains("policy trust")),
+            "{changes:?}"
+        );
+        let status = live.status();
+        let entry = status["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["file"] == f.to_str().unwrap())
+            .unwrap()
+            .clone();
+        assert!(
+            entry["allowsLeftOut"]
+                .as_str()
+                .unwrap()
+                .contains("changed since"),
+            "{status}"
+        );
+        // Said once.
+        assert!(live.policy(Some(&cwd)).1.is_empty());
+
+        // Trusted again (this content): the allows count, nothing more to say.
+        write_atomically(&trusted, &line(&pulled));
+        let (p, changes) = live.policy(Some(&cwd));
+        assert!(changes.is_empty(), "{changes:?}");
+        assert_eq!(
+            p.decide(&call("cargo test", &cwd)).decision,
+            Decision::Allow
+        );
+
+        // An old line, the folder with no content: its allows wait for trust again.
+        write_atomically(&trusted, &format!("{}\n", cwd.display()));
+        let (p, changes) = live.policy(Some(&cwd));
+        assert_eq!(p.decide(&call("cargo test", &cwd)).decision, Decision::Ask);
+        assert!(
+            matches!(&changes[..], [Change::Untrusted { why, .. }] if why.contains("no hash")),
+            "{changes:?}"
+        );
+        // Never trusted: left out, in the log and status only (a cloned repository).
+        write_atomically(&trusted, "");
+        let (p, changes) = live.policy(Some(&cwd));
+        assert_eq!(p.decide(&call("cargo test", &cwd)).decision, Decision::Ask);
+        assert!(changes.is_empty(), "{changes:?}");
+    }
+
+    #[test]
+    fn trusted_folders_lines_old_and_new() {
+        let hash = file::sha256(b"x");
+        assert_eq!(hash.len(), 64);
+        let text =
+            format!("/old/dir\nsha256:{hash}\t/new/dir with space\nsha256:XYZ\t/bad\n# note\n");
+        let list = file::parse_trusted(&text);
+        assert_eq!(
+            list,
+            vec![
+                file::Trusted {
+                    dir: "/old/dir".into(),
+                    sha256: None
+                },
+                file::Trusted {
+                    dir: "/new/dir with space".into(),
+                    sha256: Some(hash.clone())
+                },
+            ]
+        );
+        let of = |d: &str, h: &str| Trust::of(Path::new(d), h, &list);
+        assert_eq!(of("/new/dir with space", &hash), Trust::Trusted);
+        assert!(matches!(
+            of("/new/dir with space", &file::sha256(b"y")),
+            Trust::Changed { .. }
+        ));
+        assert_eq!(of("/old/dir", &hash), Trust::NoContent);
+        assert_eq!(of("/other", &hash), Trust::Untrusted);
+    }
+
+    /// Finding 6: a project file never weakens the user's. One that reuses a user rule id,
+    /// is a link to a user-tier file, or is broken is ignored as a whole (said once); the
+    /// user's rules stay in force. Only a broken user-tier file breaks the policy.
+    #[test]
+    fn a_project_file_that_clashes_with_the_users_is_ignored_and_the_users_rules_hold() {
+        let dir = scratch("clash").canonicalize().unwrap();
+        let user = dir.join("user.toml");
+        std::fs::write(
+            &user,
+            "[[rule]]\nid = \"no-rm\"\ndecision = \"deny\"\ncommand = [\"rm\", \"-rf\"]\n\n[[rule]]\nid = \"tests\"\ndecision = \"allow\"\ncommand = [\"cargo\", \"test\"]\n",
+        )
+        .unwrap();
+        let cwd = dir.join("repo");
+        let mut live = Live::new(vec![user.clone()], None);
+        live.trusted_file = None;
+
+        // The user's deny id, reused as an ask.
+        let f = project_in(&cwd, "[[rule]]\nid = \"no-rm\"\ndecision = \"ask\"\ncommand = [\"ls\"]\n\n[[rule]]\nid = \"p-no-push\"\ndecision = \"deny\"\ncommand = [\"git\", \"push\"]\n");
+        let (p, changes) = live.policy(Some(&cwd));
+        assert!(p.broken.is_none(), "{:?}", p.broken);
+        assert_eq!(p.decide(&call("rm -rf /", &cwd)).decision, Decision::Deny);
+        assert_eq!(
+            p.decide(&call("cargo test", &cwd)).decision,
+            Decision::Allow
+        );
+        // Ignored as a whole: its own deny too.
+        assert_eq!(p.decide(&call("git push", &cwd)).decision, Decision::Ask);
+        assert!(
+            matches!(&changes[..], [Change::Ignored { file, why }] if *file == f && why.contains("\"no-rm\"") && why.contains("user.toml")),
+            "{changes:?}"
+        );
+        let status = live.status();
+        assert!(status["broken"].is_null(), "{status}");
+        let entry = status["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["file"] == f.to_str().unwrap())
+            .unwrap()
+            .clone();
+        assert_eq!(entry["inForce"], false, "{status}");
+        assert!(
+            entry["ignored"].as_str().unwrap().contains("no-rm"),
+            "{status}"
+        );
+        assert!(live.policy(Some(&cwd)).1.is_empty(), "said once");
+
+        // A link to the user's file.
+        std::fs::remove_file(&f).unwrap();
+        std::os::unix::fs::symlink(&user, &f).unwrap();
+        let (p, changes) = live.policy(Some(&cwd));
+        assert!(p.broken.is_none(), "{:?}", p.broken);
+        assert_eq!(p.decide(&call("rm -rf /", &cwd)).decision, Decision::Deny);
+        assert!(p.tiers[1].rules.is_empty());
+        assert!(
+            matches!(&changes[..], [Change::Ignored { why, .. }] if why.contains("user's tier")),
+            "{changes:?}"
+        );
+        // The same file, by a hard link.
+        std::fs::remove_file(&f).unwrap();
+        std::fs::hard_link(&user, &f).unwrap();
+        let (p, _) = live.policy(Some(&cwd));
+        assert!(p.broken.is_none(), "{:?}", p.broken);
+        assert!(p.tiers[1].rules.is_empty());
+
+        // Broken from the start, and an id used twice in it: ignored, the user's rules hold.
+        for text in [
+            "[[rule]]\nid = \"x\"\ndecision = \"whenever\"\n",
+            "[[rule]]\nid = \"x\"\ndecision = \"deny\"\ncommand = [\"a\"]\n[[rule]]\nid = \"x\"\ndecision = \"deny\"\ncommand = [\"b\"]\n",
+        ] {
+            let other = dir.join(format!("repo{}", text.len()));
+            project_in(&other, text);
+            let (p, changes) = live.policy(Some(&other));
+            assert!(p.broken.is_none(), "{:?}", p.broken);
+            assert_eq!(p.decide(&call("rm -rf /", &other)).decision, Decision::Deny);
+            assert!(matches!(&changes[..], [Change::Ignored { .. }]), "{changes:?}");
+        }
+
+        // A broken user-tier file still decides nothing.
+        std::fs::write(&user, "[[rule]]\nid = \"no-rm\"\ndecision = \"never\"\n").unwrap();
+        let mut live = Live::new(vec![user.clone()], None);
+        let (p, _) = live.policy(Some(&cwd));
+        assert!(p.broken.is_some());
+        assert_eq!(p.decide(&call("rm -rf /", &cwd)).decision, Decision::Ask);
     }
 }

@@ -10,15 +10,26 @@
 //! - `allow` needs every part of a compound command allowed, and a command that cannot be
 //!   read safely is never allowed ([`command`]); a `deny` rule covers a call if it covers any
 //!   part, even of a command that cannot be read.
-//! - Paths are made absolute against the session's folder and canonical (`..` and links
-//!   resolved) before globs see them; an `allow` with `paths` needs every path inside them, a
-//!   `deny` any one.
+//! - Paths are resolved as the OS opens them ([`path`]: links before `..`, `~` the home
+//!   folder) before globs see them, and decided on as a tool that cleans `..` first would
+//!   open them too; a path that cannot be resolved (over 4,095 bytes, a link loop) is never
+//!   allowed. An `allow` with `paths` needs every path inside them, a `deny` or `ask` any one,
+//!   and a `deny` or `ask` of `dir/**` covers `dir` too.
+//! - A read or search of a folder is never allowed while a deny or ask rule (of the allowing
+//!   rule's tier or a higher one) could match something beneath it: it is asked.
+//! - The policy's own files ([`Policy::protected`], and every `.acp-question-bridge` folder)
+//!   are never changed on an allow: a call that may change them, or a command that names
+//!   them, is asked.
 
 pub mod claude;
 pub mod command;
 pub mod file;
+mod guard;
 pub mod live;
+pub mod path;
 pub mod remember;
+pub mod shell;
+pub mod wrappers;
 
 use std::path::{Path, PathBuf};
 
@@ -78,11 +89,19 @@ pub struct Rule {
 }
 
 /// A rule's path patterns: an absolute pattern is matched against the absolute path, a
-/// relative one only against a path inside the session's folder, relative to it.
+/// relative one only against a path inside the session's folder, relative to it
+/// ([`PathGlobs::new`], [`path`]).
 #[derive(Debug, Clone)]
 pub struct PathGlobs {
     pub absolute: globset::GlobSet,
     pub relative: globset::GlobSet,
+    /// The folders of the `dir/**` patterns, themselves (covered by a deny or ask).
+    pub dirs_absolute: globset::GlobSet,
+    pub dirs_relative: globset::GlobSet,
+    /// A relative `**`: its folder itself is the session's.
+    pub session_folder: bool,
+    /// Where each pattern's literal part ends ([`PathGlobs::reaches_beneath`]).
+    pub starts: Vec<path::GlobStart>,
 }
 
 /// A tool approval, as the policy reads it.
@@ -141,6 +160,8 @@ pub struct Policy {
     pub tiers: Vec<Tier>,
     /// Why it decides nothing: the files that failed, with their errors.
     pub broken: Option<String>,
+    /// The policy's own files, resolved (`guard::own_files`): never changed on an allow.
+    pub protected: Vec<PathBuf>,
 }
 
 /// One tier: its name and rules.
@@ -154,6 +175,11 @@ impl Rule {
     /// Whether what the rule says of everything but the command fits `call`
     /// (`paths_decide`: the paths, resolved).
     fn fits(&self, call: &Call, paths: &[PathBuf]) -> bool {
+        self.fits_but_paths(call) && self.fits_paths(call, paths)
+    }
+
+    /// Whether what the rule says of everything but the command and the paths fits `call`.
+    fn fits_but_paths(&self, call: &Call) -> bool {
         if let Some(agents) = &self.agent {
             let program = call.agent.rsplit('/').next().unwrap_or(&call.agent);
             let by_command = call.program.as_ref().is_some_and(|p| agents.is_match(p));
@@ -193,24 +219,25 @@ impl Rule {
                 return false;
             }
         }
-        if let Some(globs) = &self.paths {
-            // An absolute pattern against the absolute path; a relative one only inside the
-            // session's folder, against the path relative to it.
-            let inside = |p: &PathBuf| {
-                globs.absolute.is_match(p)
-                    || p.strip_prefix(&call.cwd)
-                        .is_ok_and(|r| globs.relative.is_match(r))
-            };
-            let ok = match self.decision {
-                // Deny: any path it covers. Allow and ask: all of them, and at least one.
-                Decision::Deny => paths.iter().any(inside),
-                _ => !paths.is_empty() && paths.iter().all(inside),
-            };
-            if !ok {
-                return false;
+        true
+    }
+
+    /// Whether the rule's `paths` fit the resolved `paths` (any one for a deny or ask, whose
+    /// `dir/**` also covers `dir`; all of them, and at least one, for an allow). An absolute
+    /// pattern is matched against the absolute path; a relative one only inside the session's
+    /// folder, against the path relative to it.
+    fn fits_paths(&self, call: &Call, paths: &[PathBuf]) -> bool {
+        let Some(globs) = &self.paths else {
+            return true;
+        };
+        match self.decision {
+            Decision::Allow => {
+                !paths.is_empty() && paths.iter().all(|p| globs.covers(p, &call.cwd, false))
+            }
+            Decision::Deny | Decision::Ask => {
+                paths.iter().any(|p| globs.covers(p, &call.cwd, true))
             }
         }
-        true
     }
 
     /// Whether the rule's command prefix covers `words`.
@@ -219,12 +246,15 @@ impl Rule {
             return true;
         };
         let deny = self.decision != Decision::Allow;
-        pattern.len() <= words.len()
+        let fits = pattern.len() <= words.len()
             && (!self.exact || pattern.len() == words.len())
             && pattern.iter().zip(words).enumerate().all(|(i, (alts, w))| {
                 alts.iter()
                     .any(|a| a == w || (i == 0 && program_is(a, w, deny)))
-            })
+            });
+        // An allow that is a prefix never covers an argument that names a program to run
+        // or a file to write (`cargo test --config …`): docs/POLICY.md, "Always allow".
+        fits && (deny || self.exact || !remember::names_more(&words[0], &words[pattern.len()..]))
     }
 }
 
@@ -278,44 +308,11 @@ fn program_is(pattern: &str, word: &str, deny: bool) -> bool {
         .any(|d| word.strip_prefix(d) == Some(pattern))
 }
 
-/// `path` made absolute against `cwd` and canonical: `..` and links resolved (a path that
-/// does not exist yet, its nearest existing folder resolved and the rest appended).
-pub fn resolve(path: &Path, cwd: &Path) -> PathBuf {
-    let abs = if path.is_absolute() {
-        path.to_owned()
-    } else {
-        cwd.join(path)
-    };
-    // Lexically first, so `..` cannot climb through a folder that does not exist.
-    let mut clean = PathBuf::new();
-    for c in abs.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                clean.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => clean.push(other),
-        }
-    }
-    let mut existing = clean.clone();
-    let mut rest = Vec::new();
-    while !existing.exists() {
-        match (
-            existing.file_name().map(|n| n.to_owned()),
-            existing.parent(),
-        ) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_owned();
-            }
-            _ => return clean,
-        }
-    }
-    let mut out = existing.canonicalize().unwrap_or(existing);
-    for name in rest.into_iter().rev() {
-        out.push(name);
-    }
-    out
+/// `path` as the OS opens it from `cwd` ([`path::resolve`]: links before `..`, `~` the home
+/// folder, a path that does not exist yet with the rest appended); `None` when it is not
+/// resolved (longer than [`path::MAX_PATH_BYTES`], a link loop, `~user`): never an allow.
+pub fn resolve(p: &Path, cwd: &Path) -> Option<PathBuf> {
+    path::resolve(p, cwd).map(|r| r.path)
 }
 
 impl Call {
@@ -375,15 +372,29 @@ impl Policy {
                 why: format!("the policy decides nothing while a file of it is broken: {why}"),
             };
         }
-        let paths: Vec<PathBuf> = call.paths.iter().map(|p| resolve(p, &call.cwd)).collect();
-        let cwd = resolve(&call.cwd, Path::new("/"));
+        // The session's folder and the paths as the OS names them ([`guard::Seen`]).
+        let seen = guard::Seen::of(call);
         let call = &Call {
-            cwd,
+            cwd: seen.cwd.clone(),
             ..call.clone()
         };
-        match &call.command {
-            None => self.decide_plain(call, &paths),
-            Some(cmd) => self.decide_command(call, &paths, cmd),
+        let verdict = match &call.command {
+            None => self.decide_plain(call, &seen.paths),
+            Some(cmd) => self.decide_command(call, &seen.paths, cmd),
+        };
+        if verdict.decision != Decision::Allow {
+            return verdict;
+        }
+        match self.never_allowed(call, &seen, &verdict) {
+            Some(why) => Verdict {
+                decision: Decision::Ask,
+                rule: None,
+                why: match &verdict.rule {
+                    Some(r) => format!("rule {:?} would allow it, but {why}", r.id),
+                    None => why,
+                },
+            },
+            None => verdict,
         }
     }
 
@@ -412,61 +423,103 @@ impl Policy {
         no_rule()
     }
 
-    /// What the policy says of one part of a command: the highest tier with a rule that
-    /// covers it decides (deny, then ask, then allow; an allow needs a command pattern).
-    fn decide_part(
-        &self,
+    /// What the policy says of one command of a line: the highest tier with a rule that
+    /// covers it decides (deny, then ask, then allow). Deny and ask rules look at every
+    /// command seen in it (`seen`: wrappers seen through); an allow needs a command pattern
+    /// that covers the plain part itself (`plain`), never a command seen inside it.
+    fn decide_part<'a>(
+        &'a self,
         call: &Call,
         paths: &[PathBuf],
-        part: &[String],
-    ) -> Option<(Decision, &Rule, &'static str)> {
+        seen: &[&[String]],
+        plain: Option<&[String]>,
+    ) -> Option<(Decision, &'a Rule, &'static str, Vec<String>)> {
         for tier in &self.tiers {
-            for d in [Decision::Deny, Decision::Ask, Decision::Allow] {
-                let rule = tier.rules.iter().find(|r| {
-                    r.decision == d
-                        && (d != Decision::Allow || r.command.is_some())
-                        && r.covers(part)
-                        && r.fits(call, paths)
-                });
-                if let Some(r) = rule {
-                    return Some((d, r, tier.name));
+            // One pass a tier: the first rule of the strongest decision that covers it.
+            let mut best: Option<(Decision, &Rule, &[String])> = None;
+            for r in &tier.rules {
+                if best.is_some_and(|(d, ..)| d >= r.decision) {
+                    continue;
                 }
+                let covered = if r.decision == Decision::Allow {
+                    plain.filter(|p| r.command.is_some() && r.covers(p))
+                } else {
+                    seen.iter().copied().find(|w| r.covers(w))
+                };
+                if let Some(words) = covered {
+                    if r.fits(call, paths) {
+                        best = Some((r.decision, r, words));
+                        if r.decision == Decision::Deny {
+                            break;
+                        }
+                    }
+                }
+            }
+            if let Some((d, r, words)) = best {
+                return Some((d, r, tier.name, words.to_vec()));
             }
         }
         None
     }
 
-    /// A call with a command: denied if any part is, asked if any part is or no rule
-    /// covers one, allowed only when every part is; never allowed when it cannot be read.
+    /// A call with a command: denied if any command seen in it is, asked if any is or no
+    /// rule covers a part, allowed only when the command is plain and every part is.
     fn decide_command(&self, call: &Call, paths: &[PathBuf], cmd: &Command) -> Verdict {
-        let decided: Vec<_> = cmd
-            .any_parts()
-            .iter()
-            .map(|p| (p, self.decide_part(call, paths, p)))
-            .collect();
-        let verdict = |d: Decision, r: &Rule, tier: &str, part: &[String]| Verdict {
+        let shown = escape_words;
+        let verdict = |d: Decision, r: &Rule, tier: &str, words: &[String]| Verdict {
             decision: d,
             rule: Some(r.into()),
             why: format!(
                 "rule {:?} in the {tier} tier covers `{}`",
                 r.id,
-                part.join(" ")
+                shown(words)
             ),
         };
-        for want in [Decision::Deny, Decision::Ask] {
-            if let Some((part, Some((d, r, tier)))) = decided
-                .iter()
-                .find(|(_, v)| v.as_ref().is_some_and(|(d, ..)| *d == want))
-            {
-                return verdict(*d, r, tier, part);
+        let parts = match (cmd.parts(), cmd.not_allowable()) {
+            (Some(parts), None) => parts,
+            (_, not_plain) => {
+                // Deny and ask rules: every command seen anywhere in the line.
+                let mut asked = None;
+                for words in &cmd.seen {
+                    match self.decide_part(call, paths, &[words], None) {
+                        Some((Decision::Deny, r, tier, w)) => {
+                            return verdict(Decision::Deny, r, tier, &w)
+                        }
+                        Some(v @ (Decision::Ask, ..)) if asked.is_none() => asked = Some(v),
+                        _ => {}
+                    }
+                }
+                if let Some((d, r, tier, w)) = asked {
+                    return verdict(d, r, tier, &w);
+                }
+                return Verdict {
+                    decision: Decision::Ask,
+                    rule: None,
+                    why: format!(
+                        "the command is not plain ({}), so no rule can allow it",
+                        not_plain.unwrap_or("it cannot be read")
+                    ),
+                };
             }
+        };
+        // Each part is decided by the highest tier with a rule for it or for what its
+        // wrappers run; only a rule for the part itself allows it.
+        let mut decided = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            let range = cmd.by_part.get(i).cloned().unwrap_or(0..0);
+            let inner: Vec<&[String]> = cmd.seen[range].iter().map(Vec::as_slice).collect();
+            decided.push((
+                part,
+                self.decide_part(call, paths, &inner, Some(&part.words)),
+            ));
         }
-        if let Command::Unparseable { why, .. } = cmd {
-            return Verdict {
-                decision: Decision::Ask,
-                rule: None,
-                why: format!("the command cannot be read safely ({why}), so no rule can allow it"),
-            };
+        for want in [Decision::Deny, Decision::Ask] {
+            if let Some((_, Some((d, r, tier, words)))) = decided
+                .iter()
+                .find(|(_, v)| v.as_ref().is_some_and(|v| v.0 == want))
+            {
+                return verdict(*d, r, tier, words);
+            }
         }
         if let Some((part, _)) = decided.iter().find(|(_, v)| v.is_none()) {
             if decided.iter().all(|(_, v)| v.is_none()) {
@@ -475,11 +528,14 @@ impl Policy {
             return Verdict {
                 decision: Decision::Ask,
                 rule: None,
-                why: format!("no rule allows `{}`, a part of the command", part.join(" ")),
+                why: format!(
+                    "no rule allows `{}`, a part of the command",
+                    shown(&part.words)
+                ),
             };
         }
         match decided.first() {
-            Some((_, Some((_, r, tier)))) => Verdict {
+            Some((_, Some((_, r, tier, _)))) => Verdict {
                 decision: Decision::Allow,
                 rule: Some((*r).into()),
                 why: if decided.len() == 1 {
@@ -503,6 +559,17 @@ impl Policy {
     }
 }
 
+/// Words as shown in a message: escaped, cut at 200 characters.
+fn escape_words(words: &[String]) -> String {
+    let text = shell::escape(&words.join(" "));
+    if text.chars().count() > 200 {
+        let cut: String = text.chars().take(200).collect();
+        format!("{cut}…")
+    } else {
+        text
+    }
+}
+
 fn no_rule() -> Verdict {
     Verdict {
         decision: Decision::Ask,
@@ -511,5 +578,7 @@ fn no_rule() -> Verdict {
     }
 }
 
+#[cfg(test)]
+mod path_tests;
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,9 @@
 //! Invariants:
 //! - A draft never allows more than the approval showed: a command's own prefix (the program
 //!   and its subcommands, never a bare program that had arguments), or a read or edit of the
-//!   exact paths. A compound command, or one that cannot be read safely, gets no draft.
+//!   exact paths. A compound command, or one that is not plain, gets no draft; runners and
+//!   programs whose arguments could name another program or file are remembered exactly
+//!   ([`PREFIXES`], [`NEVER_UNDER_A_PREFIX`]).
 //! - Writing is read-check-write under an exclusive lock, by rename: the file is never left
 //!   half written, two writers never lose a rule, and a file that is broken (or that the new
 //!   rule would break) is not touched.
@@ -17,11 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::command::Command;
 use super::Call;
-
-/// The most words a drafted command prefix has (`npm run test`).
-const MAX_PREFIX: usize = 3;
 
 /// Who a remembered rule is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -81,10 +79,10 @@ impl Remember {
 /// What an approval would be remembered as: `{"subject", "agent", "project", "rules":
 /// {"thisAgentThisProject": TOML, ...}}`; `None` when it cannot be remembered safely.
 pub fn drafts(call: &Call) -> Option<Value> {
-    let cwd = super::resolve(&call.cwd, Path::new("/"));
+    let cwd = super::resolve(&call.cwd, Path::new("/"))?;
     let (subject, condition) = match &call.command {
-        Some(Command::Parts(parts)) if parts.len() == 1 => {
-            let (words, exact) = prefix(&parts[0])?;
+        Some(cmd) if cmd.not_allowable().is_none() && cmd.parts().is_some_and(|p| p.len() == 1) => {
+            let (words, exact) = prefix(&cmd.parts()?[0].words)?;
             let toml_words: Vec<String> = words.iter().map(|w| quote(w)).collect();
             let mut condition = format!("command = [{}]\n", toml_words.join(", "));
             if exact {
@@ -103,7 +101,7 @@ pub fn drafts(call: &Call) -> Option<Value> {
             }
             let mut rel = Vec::new();
             for p in &call.paths {
-                let p = super::resolve(p, &call.cwd);
+                let p = super::resolve(p, &call.cwd)?;
                 let r = p.strip_prefix(&cwd).ok()?;
                 rel.push(glob_literal(&r.to_string_lossy()));
             }
@@ -161,46 +159,130 @@ pub fn drafts(call: &Call) -> Option<Value> {
     }))
 }
 
-/// Programs whose next words name what they do (`cargo test`, `git status`, `npm run
-/// build`): a rule may allow that, with any further arguments.
-const SUBCOMMANDS: &[&str] = &[
-    "cargo",
-    "git",
-    "npm",
-    "pnpm",
-    "yarn",
-    "bun",
-    "go",
-    "make",
-    "just",
-    "docker",
-    "podman",
-    "kubectl",
-    "gh",
-    "uv",
-    "poetry",
-    "pip",
-    "pip3",
-    "dotnet",
-    "mvn",
-    "gradle",
-    "rustup",
-    "deno",
-    "swift",
-    "mix",
-    "bundle",
-    "rake",
-    "composer",
-    "terraform",
-    "helm",
-    "nix",
-    "pytest",
-    "tox",
-    "nox",
-    "jj",
-    "hg",
-    "svn",
+/// The subcommands that "Always allow" remembers as a prefix (with any further arguments):
+/// those whose arguments can neither name another program to run nor a file to write
+/// anywhere. `NAME` stands for one more plain word (a script's name: `npm run test`).
+/// Every other command is remembered exactly as it was approved, arguments and all: the
+/// runners (`npm exec`, `npx`, `uv run`, `poetry run`, `bundle exec`, `docker run`, `go run`,
+/// `cargo run`, `gh api`, `kubectl exec`), `make` and `just` (`--eval`, any recipe), `git log`
+/// and `git diff` (`--output=FILE`, `--ext-diff`), and the rest.
+///
+/// What a prefix allows still runs the project's own code where that is the subcommand's
+/// job (`cargo test` builds and runs the tests; `npm run test` runs the script the project
+/// names): approving the subcommand is approving that.
+pub const PREFIXES: &[(&str, &[&str])] = &[
+    (
+        "cargo",
+        &[
+            "build", "check", "test", "clippy", "fmt", "doc", "bench", "tree", "metadata",
+        ],
+    ),
+    ("git", &["status"]),
+    ("npm", &["test", "run NAME", "run-script NAME"]),
+    ("pnpm", &["test", "run NAME"]),
+    ("yarn", &["test", "run NAME"]),
+    ("bun", &["test", "run NAME"]),
+    ("go", &["build", "test", "vet"]),
+    ("dotnet", &["build", "test"]),
+    ("swift", &["build", "test"]),
+    ("mix", &["test", "compile"]),
+    ("docker", &["ps", "images"]),
+    ("podman", &["ps", "images"]),
+    ("kubectl", &["get", "describe", "logs"]),
+    (
+        "gh",
+        &[
+            "pr list",
+            "pr view",
+            "pr status",
+            "pr checks",
+            "issue list",
+            "issue view",
+            "run list",
+            "run view",
+        ],
+    ),
+    ("uv", &["sync", "lock", "tree"]),
+    ("poetry", &["check", "show"]),
+    ("jj", &["status"]),
+    ("hg", &["status"]),
+    ("svn", &["status"]),
 ];
+
+/// Arguments that, under a prefix, would name a program to run, a file to write, or
+/// another place to act on, per program (`cargo test --config 'target.….runner="…"'`, `go
+/// test -exec prog`, `git diff --output=FILE`). A command that has one is remembered
+/// exactly, and no allow rule that is a prefix covers one ([`super::Rule::covers`]).
+pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
+    (
+        "cargo",
+        &[
+            "--config",
+            "-Z",
+            "--target-dir",
+            "--manifest-path",
+            "--artifact-dir",
+            "--out-dir",
+        ],
+    ),
+    (
+        "go",
+        &["-exec", "-toolexec", "-o", "-modfile", "-overlay", "-C"],
+    ),
+    (
+        "git",
+        &[
+            "--output",
+            "--ext-diff",
+            "--textconv",
+            "--upload-pack",
+            "--exec",
+            "--receive-pack",
+        ],
+    ),
+    ("npm", NPM_FLAGS),
+    ("pnpm", NPM_FLAGS),
+    ("yarn", NPM_FLAGS),
+    ("bun", NPM_FLAGS),
+    ("docker", &["-H", "--host", "--context", "--config"]),
+    ("podman", &["-H", "--host", "--url", "--connection"]),
+    (
+        "kubectl",
+        &["--kubeconfig", "--server", "-s", "--context", "--cluster"],
+    ),
+    ("dotnet", &["-o", "--output"]),
+    ("gh", &["-R", "--repo", "--hostname"]),
+];
+
+const NPM_FLAGS: &[&str] = &[
+    "--prefix",
+    "-C",
+    "--dir",
+    "--cwd",
+    "--script-shell",
+    "--userconfig",
+    "--globalconfig",
+    "--node-options",
+    "--cache",
+];
+
+/// Whether any of `args`, arguments of program `program`, is one of
+/// [`NEVER_UNDER_A_PREFIX`] (alone, with `=VALUE`, or a short flag with its value joined, as
+/// `-Zflag`).
+pub fn names_more(program: &str, args: &[String]) -> bool {
+    let program = program.rsplit('/').next().unwrap_or(program);
+    let Some((_, flags)) = NEVER_UNDER_A_PREFIX.iter().find(|(p, _)| *p == program) else {
+        return false;
+    };
+    args.iter().any(|word| {
+        flags.iter().any(|f| {
+            word == f
+                || word.strip_prefix(f).is_some_and(|rest| {
+                    rest.starts_with('=') || (f.len() == 2 && !f.starts_with("--"))
+                })
+        })
+    })
+}
 
 /// Programs that run another command, or code, given in their arguments: what they run is
 /// not what a rule for them could name, so they are never remembered.
@@ -213,46 +295,50 @@ const RUNS_OTHERS: &[&str] = &[
 ];
 
 /// What a rule for one command part allows, and whether exactly (no more words): a
-/// subcommand program's own words with any further arguments (`cargo test`), else the
-/// whole command, exactly as it was (`rm -rf build`). `None` for a program that runs what
-/// its arguments say.
+/// subcommand of [`PREFIXES`] with any further arguments (`cargo test`), else the whole
+/// command, exactly as it was (`rm -rf build`, `poetry run pytest -x`). `None` for a
+/// program that runs what its arguments say.
 fn prefix(words: &[String]) -> Option<(Vec<String>, bool)> {
     let program = words.first()?;
     let name = program.rsplit('/').next().unwrap_or(program);
     if RUNS_OTHERS.contains(&name) {
         return None;
     }
-    if !SUBCOMMANDS.contains(&name) || program.contains('/') {
-        return Some((words.to_vec(), true));
+    let exact = Some((words.to_vec(), true));
+    if program.contains('/') || names_more(program, &words[1..]) {
+        return exact;
     }
+    let Some((_, subcommands)) = PREFIXES.iter().find(|(p, _)| *p == name) else {
+        return exact;
+    };
     let plain = |w: &str| {
         !w.is_empty()
             && !w.starts_with('-')
             && w.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_:-".contains(c))
+                .all(|c| c.is_ascii_alphanumeric() || "_:-.".contains(c))
     };
-    let mut out = vec![program.clone()];
-    for w in words.iter().skip(1).take(MAX_PREFIX - 1) {
-        if !plain(w) {
-            break;
+    // The longest pattern the command's next words fit.
+    let mut best: Option<usize> = None;
+    for pattern in subcommands.iter() {
+        let pat: Vec<&str> = pattern.split(' ').collect();
+        let fits = pat.len() < words.len()
+            && pat.iter().zip(&words[1..]).all(
+                |(p, w)| {
+                    if *p == "NAME" {
+                        plain(w)
+                    } else {
+                        p == w
+                    }
+                },
+            );
+        if fits && best.is_none_or(|b| pat.len() > b) {
+            best = Some(pat.len());
         }
-        out.push(w.clone());
     }
-    if out.len() == 1 {
-        // The program alone would allow all it does: the whole command, exactly.
-        return Some((words.to_vec(), true));
+    match best {
+        Some(n) => Some((words[..=n].to_vec(), false)),
+        None => exact,
     }
-    // `git push origin`: the subcommand, not its arguments (a remote, a branch, a file).
-    let cut = if matches!(
-        name,
-        "npm" | "pnpm" | "yarn" | "bun" | "just" | "make" | "uv"
-    ) {
-        out.len()
-    } else {
-        out.len().min(2)
-    };
-    out.truncate(cut);
-    Some((out, false))
 }
 
 /// A glob that matches `s` only: its metacharacters, and backslashes, escaped.
@@ -354,6 +440,7 @@ mod tests {
                 rules,
             }],
             broken: None,
+            protected: Vec::new(),
         };
         assert_eq!(p.decide(&call("cargo test -p x")).decision, Decision::Allow);
         assert_eq!(p.decide(&call("cargo publish")).decision, Decision::Ask);
@@ -369,6 +456,7 @@ mod tests {
                 rules,
             }],
             broken: None,
+            protected: Vec::new(),
         };
         assert_eq!(p.decide(&call("rm -rf build")).decision, Decision::Allow);
         assert_eq!(p.decide(&call("rm -rf build ~")).decision, Decision::Ask);
@@ -376,10 +464,15 @@ mod tests {
             drafts(&call("npm run test:unit --watch")).unwrap()["subject"],
             "npm run test:unit"
         );
-        // A subcommand, never its arguments.
+        // A subcommand whose arguments could do more: exactly.
         assert_eq!(
             drafts(&call("git push origin main")).unwrap()["subject"],
-            "git push"
+            "git push origin main"
+        );
+        // One whose arguments cannot: the subcommand, never its arguments.
+        assert_eq!(
+            drafts(&call("git status --short src")).unwrap()["subject"],
+            "git status"
         );
         // What runs other commands is never remembered.
         for never in [
@@ -411,6 +504,7 @@ mod tests {
                 rules,
             }],
             broken: None,
+            protected: Vec::new(),
         };
         assert_eq!(p.decide(&c).decision, Decision::Allow);
         let mut other = c.clone();

@@ -62,6 +62,7 @@ fn policy(user: &str, project: &str) -> Policy {
             },
         ],
         broken: None,
+        protected: Vec::new(),
     }
 }
 
@@ -169,7 +170,7 @@ fn what_cannot_be_read_is_never_allowed_but_can_be_denied() {
     ] {
         let v = p.decide(&exec(cmd));
         assert_eq!(v.decision, Decision::Ask, "{cmd}");
-        assert!(v.why.contains("cannot be read safely"), "{cmd}: {}", v.why);
+        assert!(v.why.contains("is not plain"), "{cmd}: {}", v.why);
     }
     assert_eq!(decided(&p, &exec("echo $(rm -rf /)")).0, Decision::Deny);
     assert_eq!(decided(&p, &exec("echo \"`rm -rf ~`\"")).0, Decision::Deny);
@@ -399,4 +400,229 @@ command = ["rm"]
         p.decide(&change("delete", "src/a.rs")).decision,
         Decision::Ask
     );
+}
+
+// The findings of the hostile review of 2f081bd (issue 40), one regression each; 4, 5, 6
+// and 7 are beside the paths and files they are about.
+
+#[test]
+fn finding_1_a_comment_never_hides_the_next_line() {
+    let p = policy(USER, "");
+    for cmd in [
+        "cargo test # '\nrm -rf x\n#'",
+        "cargo test #\\\nrm -rf x",
+        "cargo test # x\ntouch pwned",
+        "cargo test #",
+    ] {
+        let v = p.decide(&exec(cmd));
+        assert_ne!(v.decision, Decision::Allow, "{cmd:?}: {}", v.why);
+    }
+    // The hidden line is seen by a deny rule.
+    assert_eq!(
+        decided(&p, &exec("cargo test # '\nrm -rf x\n#'")).0,
+        Decision::Deny
+    );
+    // A rule written by Always allow does no better.
+    let draft = remember::drafts(&exec("cargo test")).unwrap();
+    let rule = draft["rules"]["everyAgentEverywhere"].as_str().unwrap();
+    let p = policy(rule, "");
+    assert_eq!(decided(&p, &exec("cargo test -p x")).0, Decision::Allow);
+    assert_eq!(
+        decided(&p, &exec("cargo test # '\ntouch pwned\n#'")).0,
+        Decision::Ask
+    );
+}
+
+#[test]
+fn finding_2_no_expansion_of_any_kind_is_allowed() {
+    let p = policy(USER, "");
+    for cmd in [
+        "cargo test ${PATH:'a[$(rm -rf x)]'}",
+        "cargo test ${PATH:-$(touch p)}",
+        "cargo test $((a[$(touch p)]))",
+        "cargo test $PATH",
+        "cargo test ~/x",
+        "cargo test *",
+        "cargo test {a,b}",
+        "cargo test $'\\x41'",
+        "cargo test <(touch p)",
+    ] {
+        let v = p.decide(&exec(cmd));
+        assert_ne!(v.decision, Decision::Allow, "{cmd:?}: {}", v.why);
+    }
+    // The substitution is seen by a deny rule; without one, it is asked.
+    assert_eq!(
+        decided(&p, &exec("cargo test ${PATH:'a[$(rm -rf x)]'}")).0,
+        Decision::Deny
+    );
+    let v = p.decide(&exec("cargo test ${PATH:'a[$(touch p)]'}"));
+    assert_eq!(v.decision, Decision::Ask);
+    assert!(v.why.contains("not plain"), "{}", v.why);
+}
+
+#[test]
+fn finding_3_always_allow_remembers_runners_exactly() {
+    for (approved, then) in [
+        ("poetry run pytest -x", "poetry run rm -rf x"),
+        ("uv run pytest", "uv run rm -rf x"),
+        ("npm exec vitest", "npm exec rm -- -rf x"),
+        ("bundle exec rspec", "bundle exec rm -rf x"),
+        (
+            "docker run alpine ls",
+            "docker run -v /:/h alpine rm -rf /h",
+        ),
+        ("go run ./cmd/x", "go run ./evil"),
+        ("cargo run --bin x", "cargo run --bin evil"),
+        ("gh api repos/o/r", "gh api -X DELETE repos/o/r"),
+        ("git log --oneline", "git log --output=/home/u/.bashrc"),
+        ("git diff HEAD", "git diff --ext-diff"),
+        ("make test", "make --eval='x:;rm -rf x' x"),
+        ("just test", "just --shell sh test"),
+        ("cargo test", "cargo test --config 'target.x.runner=\"rm\"'"),
+        ("go test ./...", "go test -exec rm ./..."),
+    ] {
+        let draft = remember::drafts(&exec(approved)).unwrap();
+        let rule = draft["rules"]["everyAgentEverywhere"].as_str().unwrap();
+        let p = policy(rule, "");
+        assert_eq!(
+            decided(&p, &exec(approved)).0,
+            Decision::Allow,
+            "{approved}: {rule}"
+        );
+        assert_eq!(
+            decided(&p, &exec(then)).0,
+            Decision::Ask,
+            "{approved} remembered as {rule} allows {then}"
+        );
+    }
+    // What stays a prefix, and what it still allows.
+    for (approved, subject, also) in [
+        (
+            "cargo test --release",
+            "cargo test",
+            "cargo test -p x -- --nocapture",
+        ),
+        ("git status --short", "git status", "git status"),
+        ("npm run test -- --watch", "npm run test", "npm run test"),
+        ("gh pr view 12", "gh pr view", "gh pr view 13 --comments"),
+    ] {
+        let draft = remember::drafts(&exec(approved)).unwrap();
+        assert_eq!(draft["subject"], subject, "{approved}");
+        let rule = draft["rules"]["everyAgentEverywhere"].as_str().unwrap();
+        let p = policy(rule, "");
+        assert_eq!(
+            decided(&p, &exec(also)).0,
+            Decision::Allow,
+            "{also}: {rule}"
+        );
+    }
+}
+
+#[test]
+fn finding_8_what_is_shown_is_the_command_as_parsed_and_escaped() {
+    let p = policy(USER, "");
+    // Operators as written, never `;` for `&&`.
+    let c = command::parse("cargo test && git status");
+    assert_eq!(c.text(), "cargo test && git status");
+    // A command with a hidden line is shown whole, its newline escaped.
+    let c = command::parse("cargo test # '\nrm -rf x\n#'");
+    assert_eq!(c.text(), "cargo test # '\\nrm -rf x\\n#'");
+    // Escape sequences are shown, never obeyed, in the text and in why.
+    let cmd = "cargo test '\u{1b}[2K\rDenied by policy'";
+    let v = p.decide(&exec(cmd));
+    assert_eq!(v.decision, Decision::Allow);
+    let text = command::parse(cmd).text();
+    assert!(!text.contains(['\u{1b}', '\r']), "{text:?}");
+    let v = p.decide(&exec("curl '\u{1b}[2K\rx'"));
+    assert!(!v.why.contains(['\u{1b}', '\r', '\n']), "{:?}", v.why);
+}
+
+#[test]
+fn denies_see_through_wrappers_and_shells() {
+    let p = policy(USER, "");
+    for cmd in [
+        "command rm -rf x",
+        "env VAR=1 rm -rf x",
+        "sudo rm -rf x",
+        "exec rm -rf x",
+        "time rm -rf x",
+        "nice rm -rf x",
+        "nohup rm -rf x",
+        "xargs rm -rf",
+        "find . -exec rm -rf {} ;",
+        "bash -c 'rm -rf x'",
+        "sh -c 'cargo test; rm -rf x'",
+        "(rm -rf x)",
+        "{ rm -rf x; }",
+        "cargo test && { rm -rf x; }",
+    ] {
+        assert_eq!(decided(&p, &exec(cmd)).0, Decision::Deny, "{cmd}");
+    }
+    // `find -delete` is a delete.
+    let p2 = policy(
+        "[[rule]]\nid = \"no-rm\"\ndecision = \"deny\"\ncommand = [\"rm\"]\n",
+        "",
+    );
+    assert_eq!(
+        decided(&p2, &exec("find . -name x -delete")).0,
+        Decision::Deny
+    );
+    // git's global options before the subcommand.
+    for cmd in [
+        "git -C dir push",
+        "git -c k=v push",
+        "git --no-pager push origin",
+    ] {
+        assert_eq!(decided(&p, &exec(cmd)).0, Decision::Ask, "{cmd}");
+        assert_eq!(
+            decided(&p, &exec(cmd)).1.as_deref(),
+            Some("push-asks"),
+            "{cmd}"
+        );
+    }
+    // A shell given a script file: what it runs cannot be told, so it is asked.
+    let allow_bash = policy(
+        "[[rule]]\nid = \"bash\"\ndecision = \"allow\"\ncommand = [\"bash\"]\n",
+        "",
+    );
+    assert_eq!(
+        decided(&allow_bash, &exec("bash script.sh")).0,
+        Decision::Ask
+    );
+}
+
+#[test]
+fn plain_commands_stay_allowed() {
+    let p = policy(
+        r#"
+[[rule]]
+id = "tests"
+decision = "allow"
+command = ["cargo", "test"]
+
+[[rule]]
+id = "git"
+decision = "allow"
+command = ["git", "status"]
+
+[[rule]]
+id = "npm"
+decision = "allow"
+command = ["npm", "run", "test"]
+"#,
+        "",
+    );
+    for cmd in [
+        "cargo test --release -- --nocapture",
+        "git status --short",
+        "npm run test -- --watch",
+        "cargo test && git status",
+        "cargo test 2>&1",
+        "cargo test >/dev/null 2>&1",
+        "cargo test -p 'my crate' -- \"a b\"",
+        "cargo test\ngit status",
+    ] {
+        let v = p.decide(&exec(cmd));
+        assert_eq!(v.decision, Decision::Allow, "{cmd:?}: {}", v.why);
+    }
 }

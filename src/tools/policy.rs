@@ -56,7 +56,9 @@ pub enum PolicyCommand {
         #[arg(long = "path", value_name = "PATH")]
         paths: Vec<PathBuf>,
     },
-    /// Trust folder DIR: the allow rules of its project policy count from now on.
+    /// Trust the current content of DIR's .acp-question-bridge/policy.toml: its allow rules
+    /// count while the file keeps this content (its SHA-256 is kept with the folder); after
+    /// any change they are asked again until it is trusted again.
     Trust { dir: PathBuf },
     /// Convert another tool's permission rules to a policy file (on stdout, or in FILE).
     /// `claude`: the `permissions.allow`, `ask` and `deny` lists of a Claude Code
@@ -134,17 +136,31 @@ pub fn main(args: PolicyArgs) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        PolicyCommand::Trust { dir } => {
-            match file::trust(&dir) {
-                Ok(d) => {
-                    let _ = writeln!(out, "trusted {}: the allow rules of its .acp-question-bridge/policy.toml now count", d.display());
-                    ExitCode::SUCCESS
-                }
-                Err(e) => fail(2, &e),
+        PolicyCommand::Trust { dir } => match file::trust(&dir) {
+            Ok((d, f, hash, rules)) => {
+                let allows: Vec<&str> = rules
+                    .iter()
+                    .filter(|r| r.decision == acp_question_bridge::policy::Decision::Allow)
+                    .map(|r| r.id.as_str())
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "trusted {}: sha256:{hash} of {}",
+                    d.display(),
+                    f.display()
+                );
+                let _ = writeln!(
+                        out,
+                        "its {} allow rules count while the file has this content{}; after a change they are asked until you trust it again",
+                        allows.len(),
+                        if allows.is_empty() { String::new() } else { format!(" ({})", allows.join(", ")) }
+                    );
+                ExitCode::SUCCESS
             }
-        }
+            Err(e) => fail(2, &e),
+        },
         PolicyCommand::Check { .. } => {
-            let p = file::load(&sources);
+            let (p, left) = file::load(&sources);
             let files = files_in_force(&sources);
             if files.is_empty() {
                 let _ = writeln!(
@@ -155,6 +171,8 @@ pub fn main(args: PolicyArgs) -> ExitCode {
             for f in &files {
                 let _ = writeln!(out, "{}", f.display());
             }
+            say_left(&mut out, left.as_ref());
+            let ignored = matches!(left, Some(file::Left::Ignored { .. }));
             match p.broken {
                 Some(why) => {
                     let _ = writeln!(
@@ -165,12 +183,18 @@ pub fn main(args: PolicyArgs) -> ExitCode {
                 }
                 None => {
                     let _ = writeln!(out, "ok: {} rules", p.rules().count());
-                    ExitCode::SUCCESS
+                    if ignored {
+                        // The project's file is broken or clashes: to be fixed, though the
+                        // user's rules are in force.
+                        ExitCode::from(1)
+                    } else {
+                        ExitCode::SUCCESS
+                    }
                 }
             }
         }
         PolicyCommand::List => {
-            let p = file::load(&sources);
+            let (p, left) = file::load(&sources);
             if let Some(why) = &p.broken {
                 let _ = writeln!(out, "broken (every approval is asked): {why}");
             }
@@ -210,6 +234,7 @@ pub fn main(args: PolicyArgs) -> ExitCode {
                     what.join(" ")
                 );
             }
+            say_left(&mut out, left.as_ref());
             ExitCode::SUCCESS
         }
         PolicyCommand::Explain {
@@ -246,7 +271,7 @@ pub fn main(args: PolicyArgs) -> ExitCode {
                 },
                 (None, None) => return fail(2, "give --command, --json, or --journal with --id"),
             };
-            let p = file::load(&sources);
+            let (p, left) = file::load(&sources);
             let v = p.decide(&call);
             let _ = writeln!(out, "{}: {}", v.decision.as_str(), v.why);
             if let Some(r) = &v.rule {
@@ -258,8 +283,23 @@ pub fn main(args: PolicyArgs) -> ExitCode {
             if let Some(c) = &call.command {
                 let _ = writeln!(out, "command read as: {}", c.text());
             }
+            say_left(&mut out, left.as_ref());
             ExitCode::SUCCESS
         }
+    }
+}
+
+/// What of the project's file is left out, and why: the whole file (an error or a clash with
+/// the user's files), or its allow rules (its content is not the one trusted).
+fn say_left(out: &mut impl std::io::Write, left: Option<&file::Left>) {
+    match left {
+        Some(l @ file::Left::Ignored { .. }) => {
+            let _ = writeln!(out, "project file ignored: {}", l.said());
+        }
+        Some(l @ file::Left::Untrusted { .. }) => {
+            let _ = writeln!(out, "project allow rules left out: {}", l.said());
+        }
+        None => {}
     }
 }
 

@@ -9,7 +9,9 @@
 //!   user's back); without it, or with a broken policy, the approval is asked.
 //! - A decided approval is still seen: a note in the client's chat, a `decided` event (the
 //!   journal, the page, the inbox; never a notification), the log, and `bridge.status`.
-//! - A broken policy is said in the chat once per session, on stderr, and on the page.
+//! - A broken policy is said in the chat once per session, on stderr, and on the page; a
+//!   project file ignored, or its allow rules left out since its content changed, once per
+//!   change of the file.
 
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -97,6 +99,11 @@ impl Router {
                 Change::KeptLastGood { error, .. } => format!(
                     "Approval policy: a changed file is broken, so its last good rules stay in force: {error}"
                 ),
+                Change::Ignored { file, why } => format!(
+                    "Approval policy: the project file {} is ignored as a whole, and your own rules stay in force: {why}",
+                    file.display()
+                ),
+                Change::Untrusted { why, .. } => format!("Approval policy: {why}"),
             })
             .collect();
         if let Some(why) = &policy.broken {
@@ -118,11 +125,29 @@ impl Router {
         let (Some(option), Some(rule)) = (chosen, verdict.rule.as_ref()) else {
             return false;
         };
+        // What decided, as the policy read it: the command as parsed, else the paths; never
+        // the agent's own title. Escaped, so it cannot forge a line of the chat.
         let subject = match &call.command {
             Some(c) => c.text(),
-            None => call.title.clone(),
+            None if !call.paths.is_empty() => {
+                let paths: Vec<String> = call
+                    .paths
+                    .iter()
+                    .map(|p| crate::policy::shell::escape(&p.to_string_lossy()))
+                    .collect();
+                format!(
+                    "{} {}",
+                    call.kind.as_deref().unwrap_or("call"),
+                    paths.join(", ")
+                )
+            }
+            None => crate::policy::shell::escape(&call.title),
         };
-        let subject: String = subject.chars().take(200).collect();
+        let subject: String = if subject.chars().count() > 200 {
+            subject.chars().take(199).chain(['…']).collect()
+        } else {
+            subject
+        };
         let view = PolicyView {
             decision: verdict.decision.as_str(),
             rule: rule.id.clone(),

@@ -1,0 +1,600 @@
+//! Paths as the OS opens them, for the approval policy (docs/POLICY.md, "Paths"), and what a
+//! rule's path patterns and the policy's own files say of them.
+//!
+//! [`resolve`] makes a path absolute (against the session's folder, `/`, or the home folder
+//! for `~`, `~/x`, `$HOME/x` and `${HOME}/x`) and walks it one component at a time from `/`,
+//! as the kernel's path walk does, each step relative to a descriptor of the folder reached
+//! so far. Invariants:
+//! - A symbolic link is followed where it stands, before any `..` after it: with `src/lnk ->
+//!   ../secrets/sub`, `src/lnk/../key` is `secrets/key`, the file the OS opens. At most
+//!   [`MAX_LINKS`] links in one walk (Linux's `ELOOP`); more: not resolved.
+//! - A `..` of a folder that exists is that folder's real parent. A component that does not
+//!   exist (or that comes after a file) is kept as written and the rest appended lexically:
+//!   a `..` after it takes it off again, and once none is left the walk goes on, links and
+//!   all, from the folder that exists.
+//! - Bounded and linear: a path of more than [`MAX_PATH_BYTES`] bytes (Linux's `PATH_MAX`,
+//!   4,096 with its NUL: the OS refuses a longer one) is not resolved, and neither is a walk
+//!   of more than [`MAX_STEPS`] components (its own and its links' targets'). Each step is at
+//!   most two system calls on one name, never a walk of the whole path again.
+//! - Not resolved (`None`) is never an allow: the policy asks ([`super::Policy::decide`]).
+//!   So is `~user`, and `~` without a `$HOME`.
+//!
+//! [`readings`] gives the path the OS opens and, for a path with `..`, also the one a tool
+//! that cleans `..` lexically before opening (Node's `path.resolve`, Python's `normpath`)
+//! opens: a rule decides on both.
+
+use std::ffi::OsStr;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::{openat, readlinkat, AtFlags, OFlag, AT_FDCWD};
+use nix::sys::stat::{fstatat, Mode, SFlag};
+
+use super::PathGlobs;
+
+/// The longest path resolved, in bytes: Linux's `PATH_MAX` (4,096) counts the terminating
+/// NUL, so the OS opens no longer path given at once. A longer one is asked.
+pub const MAX_PATH_BYTES: usize = 4095;
+
+/// The most symbolic links one walk follows, as Linux (`MAXSYMLINKS`, then `ELOOP`).
+pub const MAX_LINKS: usize = 40;
+
+/// The most components one walk takes, its links' targets' included. A path within
+/// [`MAX_PATH_BYTES`] has at most 2,048; links could multiply that by 41, which no real path
+/// comes near. More is asked, so a decision stays at a few thousand system calls.
+pub const MAX_STEPS: usize = 4096;
+
+/// A path as the OS names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// Absolute, with no link, `.` or `..` in the part that exists.
+    pub path: PathBuf,
+    /// It is a folder that exists.
+    pub is_dir: bool,
+    /// When the path's last component is a link: that link, in its folder resolved (what a
+    /// delete or a move acts on, and what a rule for the name as written speaks of).
+    pub link: Option<PathBuf>,
+}
+
+/// `path` as the OS opens it, from `cwd` (absolute; a relative one is taken from `/`) and
+/// the home folder of `$HOME`; `None` when it is not resolved (see the module's invariants).
+pub fn resolve(path: &Path, cwd: &Path) -> Option<Resolved> {
+    resolve_in(path, cwd, home().as_deref())
+}
+
+/// Every path `path` may stand for: what [`resolve`] gives; for a path with a `..`, also the
+/// path with its `..` taken off lexically first and then resolved (what a tool that cleans a
+/// path before opening it opens); and for a last component that is a link, the link itself
+/// (what a delete or move acts on). Each once.
+pub fn readings(path: &Path, cwd: &Path) -> Option<Vec<Resolved>> {
+    readings_in(path, cwd, home().as_deref())
+}
+
+/// The home folder: `$HOME`, absolute and not empty.
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+}
+
+fn resolve_in(path: &Path, cwd: &Path, home: Option<&Path>) -> Option<Resolved> {
+    walk(&absolute(path, cwd, home)?)
+}
+
+fn readings_in(path: &Path, cwd: &Path, home: Option<&Path>) -> Option<Vec<Resolved>> {
+    let abs = absolute(path, cwd, home)?;
+    let mut found = vec![walk(&abs)?];
+    if path
+        .as_os_str()
+        .as_bytes()
+        .split(|b| *b == b'/')
+        .any(|c| c == b"..")
+    {
+        found.push(walk(&clean(&abs))?);
+    }
+    let mut out: Vec<Resolved> = Vec::new();
+    for r in found {
+        let link = r.link.clone().map(|path| Resolved {
+            path,
+            is_dir: false,
+            link: None,
+        });
+        for r in std::iter::once(r).chain(link) {
+            if !out.iter().any(|o| o.path == r.path) {
+                out.push(r);
+            }
+        }
+    }
+    Some(out)
+}
+
+/// `path` as an absolute path's bytes: the home folder's forms expanded, a relative path
+/// after `cwd`; `None` over the bound, for `~user`, or for `~` with no home.
+fn absolute(path: &Path, cwd: &Path, home: Option<&Path>) -> Option<Vec<u8>> {
+    let b = path.as_os_str().as_bytes();
+    if b.len() > MAX_PATH_BYTES {
+        return None;
+    }
+    let under_home = ["~", "$HOME", "${HOME}"].iter().find_map(|h| {
+        let rest = b.strip_prefix(h.as_bytes())?;
+        (rest.is_empty() || rest.starts_with(b"/")).then_some(rest)
+    });
+    let (base, rest): (&[u8], &[u8]) = match under_home {
+        Some(rest) => (home?.as_os_str().as_bytes(), rest),
+        // `~user`: another user's home, not looked up.
+        None if b.starts_with(b"~") => return None,
+        None if b.starts_with(b"/") => (b"", b),
+        None => {
+            let c = cwd.as_os_str().as_bytes();
+            if c.len() > MAX_PATH_BYTES {
+                return None;
+            }
+            (c, b)
+        }
+    };
+    let mut out = Vec::with_capacity(base.len() + rest.len() + 2);
+    out.push(b'/');
+    out.extend_from_slice(base);
+    out.push(b'/');
+    out.extend_from_slice(rest);
+    Some(out)
+}
+
+/// An absolute path's bytes with `.` and `..` taken off lexically (`..` of `/` is `/`).
+fn clean(abs: &[u8]) -> Vec<u8> {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for c in abs.split(|b| *b == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    let mut out = Vec::with_capacity(abs.len());
+    for p in parts {
+        out.push(b'/');
+        out.extend_from_slice(p);
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+/// How a folder is held while walking: only to look names up in it.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const DIR: OFlag = OFlag::O_PATH
+    .union(OFlag::O_DIRECTORY)
+    .union(OFlag::O_NOFOLLOW)
+    .union(OFlag::O_CLOEXEC);
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const DIR: OFlag = OFlag::O_RDONLY
+    .union(OFlag::O_DIRECTORY)
+    .union(OFlag::O_NOFOLLOW)
+    .union(OFlag::O_CLOEXEC);
+
+fn open_root() -> Option<OwnedFd> {
+    openat(AT_FDCWD, "/", DIR, Mode::empty()).ok()
+}
+
+/// The walk of an absolute path's bytes (see the module's invariants).
+fn walk(abs: &[u8]) -> Option<Resolved> {
+    // What is left to walk, the next component last.
+    let mut pending: Vec<Vec<u8>> = components(abs).rev().map(<[u8]>::to_vec).collect();
+    let mut cur = open_root()?;
+    // The path reached: `/a/b` (empty for `/`), and where each of its components begins.
+    let mut out: Vec<u8> = Vec::with_capacity(abs.len());
+    let mut starts: Vec<usize> = Vec::new();
+    // How many components at the end of `out` are past what exists (`cur` is the folder
+    // before them).
+    let mut missing = 0usize;
+    let mut links = 0usize;
+    let mut steps = 0usize;
+    let mut is_dir = true;
+    // The last component, when it is a link: the link itself.
+    let mut link: Option<Vec<u8>> = None;
+    let push = |out: &mut Vec<u8>, starts: &mut Vec<usize>, name: &[u8]| {
+        starts.push(out.len());
+        out.push(b'/');
+        out.extend_from_slice(name);
+    };
+    while let Some(name) = pending.pop() {
+        steps += 1;
+        if steps > MAX_STEPS {
+            return None;
+        }
+        match name.as_slice() {
+            b"." => continue,
+            b".." => {
+                if missing > 0 {
+                    missing -= 1;
+                } else if !starts.is_empty() {
+                    cur = openat(&cur, "..", DIR, Mode::empty()).ok()?;
+                }
+                if let Some(s) = starts.pop() {
+                    out.truncate(s);
+                }
+                is_dir = missing == 0;
+                continue;
+            }
+            _ => {}
+        }
+        if missing > 0 {
+            push(&mut out, &mut starts, &name);
+            missing += 1;
+            continue;
+        }
+        let os_name = OsStr::from_bytes(&name);
+        let st = match fstatat(&cur, os_name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(Errno::ENOENT) => {
+                push(&mut out, &mut starts, &name);
+                missing = 1;
+                is_dir = false;
+                continue;
+            }
+            // No search permission, a name too long, ...: the OS would not open it either;
+            // nothing is told of it.
+            Err(_) => return None,
+        };
+        let kind = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT;
+        if kind == SFlag::S_IFLNK {
+            links += 1;
+            if links > MAX_LINKS {
+                return None;
+            }
+            if pending.is_empty() && link.is_none() {
+                let mut l = out.clone();
+                l.push(b'/');
+                l.extend_from_slice(&name);
+                link = Some(l);
+            }
+            let target = readlinkat(&cur, os_name).ok()?;
+            let target = target.as_bytes();
+            if target.is_empty() || target.len() > MAX_PATH_BYTES {
+                return None;
+            }
+            if target.starts_with(b"/") {
+                cur = open_root()?;
+                out.clear();
+                starts.clear();
+            }
+            pending.extend(components(target).rev().map(<[u8]>::to_vec));
+            is_dir = true;
+        } else if kind == SFlag::S_IFDIR {
+            push(&mut out, &mut starts, &name);
+            if !pending.is_empty() {
+                cur = openat(&cur, os_name, DIR, Mode::empty()).ok()?;
+            }
+            is_dir = true;
+        } else {
+            // A file: what follows it does not exist (the OS says ENOTDIR).
+            push(&mut out, &mut starts, &name);
+            missing = 1;
+            is_dir = false;
+        }
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    Some(Resolved {
+        path: PathBuf::from(OsStr::from_bytes(&out)),
+        is_dir,
+        link: link.map(|l| PathBuf::from(OsStr::from_bytes(&l))),
+    })
+}
+
+fn components(path: &[u8]) -> impl DoubleEndedIterator<Item = &[u8]> {
+    path.split(|b| *b == b'/').filter(|c| !c.is_empty())
+}
+
+/// A folder held open, to tell at the cost of one system call that a plain name is not in
+/// it (a command's words: most name nothing).
+pub struct Folder(OwnedFd);
+
+impl Folder {
+    /// `dir` (absolute, resolved).
+    pub fn open(dir: &Path) -> Option<Folder> {
+        openat(AT_FDCWD, dir, DIR, Mode::empty()).ok().map(Folder)
+    }
+
+    /// Whether `word` is one name (no `/`, not `.`, `..` or a home folder's form) that is
+    /// not in the folder, so it names no file; `false` when it could name one.
+    pub fn lacks(&self, word: &str) -> bool {
+        let plain = !word.is_empty()
+            && !word.contains('/')
+            && !matches!(word, "." | "..")
+            && !word.starts_with(['~', '$']);
+        plain
+            && matches!(
+                fstatat(&self.0, word, AtFlags::AT_SYMLINK_NOFOLLOW),
+                Err(Errno::ENOENT | Errno::ENAMETOOLONG)
+            )
+    }
+}
+
+/// Where a path pattern's literal part ends: the components before the first with a glob
+/// character in it.
+#[derive(Debug, Clone)]
+pub struct GlobStart {
+    /// Absolute (`/etc/**`), or relative to the session's folder.
+    pub absolute: bool,
+    pub literal: PathBuf,
+    /// Whether the pattern goes on past `literal` with a glob character.
+    pub wild: bool,
+}
+
+/// A glob with the policy's options: `*` stays within one component, `./` is the session's
+/// folder.
+fn glob(pattern: &str) -> Result<globset::Glob, String> {
+    globset::GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| format!("paths {pattern:?}: {e}"))
+}
+
+impl PathGlobs {
+    /// The globs of a rule's `paths`: absolute ones and ones relative to the session's
+    /// folder; for each `dir/**`, also `dir` itself (for a deny or ask rule); and where each
+    /// one's literal part ends.
+    pub fn new(patterns: &[String]) -> Result<PathGlobs, String> {
+        let mut absolute = globset::GlobSetBuilder::new();
+        let mut relative = globset::GlobSetBuilder::new();
+        let mut dirs_absolute = globset::GlobSetBuilder::new();
+        let mut dirs_relative = globset::GlobSetBuilder::new();
+        let mut session_folder = false;
+        let mut starts = Vec::new();
+        for p in patterns {
+            let is_abs = p.starts_with('/');
+            let pat = if is_abs {
+                p.as_str()
+            } else {
+                p.trim_start_matches("./")
+            };
+            let g = glob(pat)?;
+            let dir = pat.strip_suffix("/**");
+            if is_abs {
+                absolute.add(g);
+                if let Some(d) = dir {
+                    dirs_absolute.add(glob(if d.is_empty() { "/" } else { d })?);
+                }
+            } else {
+                relative.add(g);
+                match dir {
+                    Some(d) if !d.is_empty() => {
+                        dirs_relative.add(glob(d)?);
+                    }
+                    _ if pat == "**" => session_folder = true,
+                    _ => {}
+                }
+            }
+            let mut literal = PathBuf::new();
+            let mut wild = false;
+            for c in pat.split('/') {
+                if c.contains(['*', '?', '[', '{', '\\']) {
+                    wild = true;
+                    break;
+                }
+                literal.push(
+                    if c.is_empty() && literal.as_os_str().is_empty() && is_abs {
+                        "/"
+                    } else {
+                        c
+                    },
+                );
+            }
+            starts.push(GlobStart {
+                absolute: is_abs,
+                literal,
+                wild,
+            });
+        }
+        let built = |b: globset::GlobSetBuilder| b.build().map_err(|e| format!("paths: {e}"));
+        Ok(PathGlobs {
+            absolute: built(absolute)?,
+            relative: built(relative)?,
+            dirs_absolute: built(dirs_absolute)?,
+            dirs_relative: built(dirs_relative)?,
+            session_folder,
+            starts,
+        })
+    }
+
+    /// Whether resolved path `p` is one of the patterns' (relative ones only inside `cwd`);
+    /// with `dirs`, a `dir/**` also covers `dir` itself.
+    pub fn covers(&self, p: &Path, cwd: &Path, dirs: bool) -> bool {
+        let rel = p.strip_prefix(cwd).ok();
+        if self.absolute.is_match(p) || rel.is_some_and(|r| self.relative.is_match(r)) {
+            return true;
+        }
+        dirs && (self.dirs_absolute.is_match(p)
+            || (self.session_folder && p == cwd)
+            || rel.is_some_and(|r| !r.as_os_str().is_empty() && self.dirs_relative.is_match(r)))
+    }
+
+    /// Whether a pattern could match something beneath folder `dir` (resolved): the folder
+    /// is above the pattern's literal part (`src` for `src/secrets/**`), or inside it with
+    /// the pattern going on with a glob (`src/a` for `src/**/.env`). A relative pattern's
+    /// literal part starts at `cwd`, so one starting with `**` can match beneath any folder
+    /// inside the session's folder, and beneath any folder above it.
+    pub fn reaches_beneath(&self, dir: &Path, cwd: &Path) -> bool {
+        self.starts.iter().any(|s| {
+            let at = if s.absolute {
+                s.literal.clone()
+            } else {
+                cwd.join(&s.literal)
+            };
+            at.starts_with(dir) || (s.wild && dir.starts_with(&at))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("acp-qb-path-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        // The folder as the OS names it (the temporary folder may be a link, as on macOS).
+        d.canonicalize().unwrap()
+    }
+
+    fn at(p: &str, cwd: &Path) -> PathBuf {
+        resolve(Path::new(p), cwd).unwrap().path
+    }
+
+    #[test]
+    fn finding_4_a_link_before_dotdot_is_followed_as_the_os_does() {
+        let d = scratch("link");
+        std::fs::create_dir_all(d.join("src")).unwrap();
+        std::fs::create_dir_all(d.join("secrets/sub")).unwrap();
+        std::fs::write(d.join("secrets/key"), "k").unwrap();
+        std::fs::write(d.join("src/key"), "not this one").unwrap();
+        std::os::unix::fs::symlink("../secrets/sub", d.join("src/lnk")).unwrap();
+        // What the OS opens.
+        let opened = std::fs::read_to_string(d.join("src/lnk/../key")).unwrap();
+        assert_eq!(opened, "k");
+        assert_eq!(at("src/lnk/../key", &d), d.join("secrets/key"));
+        // Both readings: the OS's, and a tool's that cleans `..` first.
+        let both: Vec<PathBuf> = readings(Path::new("src/lnk/../key"), &d)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.path)
+            .collect();
+        assert_eq!(both, [d.join("secrets/key"), d.join("src/key")]);
+        // A link to a folder is a folder; `..` of it is its real parent.
+        let r = resolve(Path::new("src/lnk"), &d).unwrap();
+        assert_eq!(
+            (r.path, r.is_dir, r.link),
+            (d.join("secrets/sub"), true, Some(d.join("src/lnk")))
+        );
+        // A last component that is a link: the link itself is a reading too.
+        std::fs::write(d.join("secrets/prod.env"), "").unwrap();
+        std::os::unix::fs::symlink("secrets/prod.env", d.join(".env")).unwrap();
+        let both: Vec<PathBuf> = readings(Path::new(".env"), &d)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.path)
+            .collect();
+        assert_eq!(both, [d.join("secrets/prod.env"), d.join(".env")]);
+        assert_eq!(at("src/lnk/..", &d), d.join("secrets"));
+        // Absolute links, `.`, `//`, and `..` of `/`.
+        std::os::unix::fs::symlink(d.join("secrets"), d.join("abs")).unwrap();
+        assert_eq!(at("./abs//./key", &d), d.join("secrets/key"));
+        assert_eq!(at("/../../..", &d), PathBuf::from("/"));
+        // A missing component: the rest lexically, and a `..` takes it off again, the walk
+        // then going on through links.
+        assert_eq!(at("src/new/file.rs", &d), d.join("src/new/file.rs"));
+        assert_eq!(at("src/new/../lnk/../key", &d), d.join("secrets/key"));
+        assert_eq!(at("src/key/../lnk", &d), d.join("secrets/sub"));
+        assert_eq!(at("src/new/a/../../../x", &d), d.join("x"));
+        // A link loop is not resolved (ELOOP), nor is a chain of 41 links.
+        std::os::unix::fs::symlink("loop", d.join("loop")).unwrap();
+        assert_eq!(resolve(Path::new("loop/x"), &d), None);
+        std::fs::create_dir_all(d.join("chain")).unwrap();
+        for i in 0..41 {
+            std::os::unix::fs::symlink(format!("l{}", i + 1), d.join(format!("chain/l{i}")))
+                .unwrap();
+        }
+        std::fs::create_dir_all(d.join("chain/l41")).unwrap();
+        assert_eq!(at("chain/l1", &d), d.join("chain/l41"), "40 links");
+        assert_eq!(resolve(Path::new("chain/l0"), &d), None, "41 links");
+    }
+
+    #[test]
+    fn finding_4_tilde_is_home() {
+        let d = scratch("home");
+        let home = d.join("home");
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        let cwd = d.join("project");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let key = home.join(".ssh/id_rsa");
+        for p in ["~/.ssh/id_rsa", "$HOME/.ssh/id_rsa", "${HOME}/.ssh/id_rsa"] {
+            let r = resolve_in(Path::new(p), &cwd, Some(&home)).unwrap();
+            assert_eq!(r.path, key, "{p}");
+        }
+        assert_eq!(
+            resolve_in(Path::new("~"), &cwd, Some(&home)).unwrap().path,
+            home
+        );
+        // A folder named `~x` or `$HOMEX` is not the home folder; `~user` and `~` without a
+        // home are not resolved.
+        assert_eq!(
+            resolve_in(Path::new("$HOMEX/a"), &cwd, Some(&home))
+                .unwrap()
+                .path,
+            cwd.join("$HOMEX/a")
+        );
+        assert_eq!(resolve_in(Path::new("~root/x"), &cwd, Some(&home)), None);
+        assert_eq!(resolve_in(Path::new("~/x"), &cwd, None), None);
+        // And from the process's own $HOME.
+        if let Some(h) = super::home() {
+            assert_eq!(
+                at("~/x", &cwd),
+                resolve(&h.join("x"), Path::new("/")).unwrap().path
+            );
+        }
+    }
+
+    #[test]
+    fn finding_7_a_path_of_640k_components_is_asked_not_resolved() {
+        let d = scratch("long");
+        let long = "a/".repeat(640 * 1024);
+        assert_eq!(resolve(Path::new(&long), &d), None);
+        assert_eq!(readings(Path::new(&long), &d), None);
+        // The bound is the OS's: 4,095 bytes resolve, 4,096 do not.
+        let at_bound = "x".repeat(MAX_PATH_BYTES);
+        assert!(
+            resolve(Path::new(&at_bound), Path::new("/")).is_none(),
+            "a name of 4,095 bytes: the OS says ENAMETOOLONG"
+        );
+        let at_bound = format!("/{}", "a/".repeat((MAX_PATH_BYTES - 1) / 2));
+        assert_eq!(at_bound.len(), MAX_PATH_BYTES);
+        assert!(resolve(Path::new(&at_bound), Path::new("/")).is_some());
+        assert!(resolve(Path::new(&format!("{at_bound}b")), Path::new("/")).is_none());
+        // A relative path within the bound from a session folder that is not.
+        let deep = PathBuf::from(format!("/{}", "d/".repeat(3000)));
+        assert!(resolve(Path::new("x"), &deep).is_none());
+    }
+
+    #[test]
+    fn finding_4_a_dir_glob_covers_the_dir_itself_for_a_deny_or_ask() {
+        let g = PathGlobs::new(&["./secrets/**".into(), "/etc/**".into()]).unwrap();
+        let cwd = Path::new("/p");
+        assert!(g.covers(Path::new("/p/secrets/key"), cwd, false));
+        assert!(!g.covers(Path::new("/p/secrets"), cwd, false));
+        assert!(g.covers(Path::new("/p/secrets"), cwd, true));
+        assert!(g.covers(Path::new("/etc"), cwd, true));
+        assert!(!g.covers(Path::new("/p/secretsx"), cwd, true));
+        assert!(!g.covers(Path::new("/p"), cwd, true));
+        let all = PathGlobs::new(&["**".into()]).unwrap();
+        assert!(all.covers(Path::new("/p"), cwd, true));
+        assert!(!all.covers(Path::new("/q"), cwd, true));
+    }
+
+    #[test]
+    fn finding_4_what_a_pattern_reaches_beneath_a_folder() {
+        let cwd = Path::new("/p");
+        let g = PathGlobs::new(&["src/secrets/**".into()]).unwrap();
+        for above in ["/", "/p", "/p/src", "/p/src/secrets", "/p/src/secrets/a"] {
+            assert!(g.reaches_beneath(Path::new(above), cwd), "{above}");
+        }
+        for beside in ["/p/docs", "/p/src/other", "/q"] {
+            assert!(!g.reaches_beneath(Path::new(beside), cwd), "{beside}");
+        }
+        let env = PathGlobs::new(&["**/.env".into()]).unwrap();
+        for any in ["/", "/p", "/p/src/deep/er"] {
+            assert!(env.reaches_beneath(Path::new(any), cwd), "{any}");
+        }
+        assert!(!env.reaches_beneath(Path::new("/q/x"), cwd));
+        let lit = PathGlobs::new(&["/etc/shadow".into()]).unwrap();
+        assert!(lit.reaches_beneath(Path::new("/etc"), cwd));
+        assert!(!lit.reaches_beneath(Path::new("/etc/ssh"), cwd));
+    }
+}

@@ -1,0 +1,393 @@
+//! The policy's decisions on paths, as a hostile review found them wanting (findings 4, 5
+//! and 7): paths resolved as the OS does, `dir/**` and searches above a denied folder, the
+//! policy's own files, and a path too long to resolve. Real folders and links, each test in
+//! a folder of its own.
+
+use std::path::{Path, PathBuf};
+
+use super::file::parse_rules;
+use super::*;
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("acp-qb-paths-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d.canonicalize().unwrap()
+}
+
+fn policy(user: &str, project: &str) -> Policy {
+    Policy {
+        tiers: vec![
+            Tier {
+                name: "user",
+                rules: parse_rules(user, Path::new("/u/policy.toml")).unwrap(),
+            },
+            Tier {
+                name: "project",
+                rules: parse_rules(project, Path::new("/p/.acp-question-bridge/policy.toml"))
+                    .unwrap(),
+            },
+        ],
+        broken: None,
+        protected: Vec::new(),
+    }
+}
+
+fn call(kind: &str, paths: &[&str], cwd: &Path) -> Call {
+    Call {
+        agent: "claude-agent-acp".into(),
+        program: None,
+        tool: None,
+        url: None,
+        kind: Some(kind.into()),
+        title: format!("{kind} {}", paths.join(" ")),
+        command: None,
+        paths: paths.iter().map(PathBuf::from).collect(),
+        cwd: cwd.to_owned(),
+    }
+}
+
+fn exec(cmd: &str, cwd: &Path) -> Call {
+    Call {
+        kind: Some("execute".into()),
+        title: cmd.into(),
+        command: Some(command::parse(cmd)),
+        ..call("execute", &[], cwd)
+    }
+}
+
+fn decision(p: &Policy, c: &Call) -> Decision {
+    p.decide(c).decision
+}
+
+const READS: &str = r#"
+[[rule]]
+id = "read-all"
+decision = "allow"
+kind = ["read", "search"]
+paths = ["**"]
+
+[[rule]]
+id = "read-anything"
+decision = "allow"
+kind = ["search"]
+
+[[rule]]
+id = "no-secrets"
+decision = "deny"
+paths = ["./secrets/**"]
+"#;
+
+/// `src/lnk -> ../secrets/sub`: `src/lnk/../key` is `secrets/key` to the OS (the old
+/// resolver cleaned `..` first and allowed it as `src/key`).
+#[test]
+fn finding_4_a_link_before_dotdot_is_decided_where_the_os_opens() {
+    let d = scratch("link");
+    std::fs::create_dir_all(d.join("src")).unwrap();
+    std::fs::create_dir_all(d.join("secrets/sub")).unwrap();
+    std::fs::write(d.join("secrets/key"), "k").unwrap();
+    std::os::unix::fs::symlink("../secrets/sub", d.join("src/lnk")).unwrap();
+    let p = policy(READS, "");
+    let v = p.decide(&call("read", &["src/lnk/../key"], &d));
+    assert_eq!(
+        (v.decision, v.rule.map(|r| r.id)),
+        (Decision::Deny, Some("no-secrets".into())),
+        "{}",
+        v.why
+    );
+    // The other way round: the OS opens `x/secrets/key`, a tool that cleans `..` first
+    // `secrets/key`; a deny of either reading denies.
+    std::fs::create_dir_all(d.join("x/y/z")).unwrap();
+    std::os::unix::fs::symlink("../x/y/z", d.join("src/deep")).unwrap();
+    assert_eq!(
+        decision(&p, &call("read", &["src/deep/../../secrets/key"], &d)),
+        Decision::Deny,
+        "as a tool that cleans `..` first opens it"
+    );
+    assert_eq!(
+        decision(&p, &call("read", &["src/a.rs"], &d)),
+        Decision::Allow
+    );
+    // A denied name that is a link: denied by its name too, not only where it leads.
+    std::os::unix::fs::symlink("secrets/key", d.join(".env")).unwrap();
+    let p = policy(
+        &format!("{READS}[[rule]]\nid = \"no-env\"\ndecision = \"deny\"\npaths = [\"**/.env\"]\n"),
+        "",
+    );
+    let v = p.decide(&call("read", &[".env"], &d));
+    assert_eq!(v.decision, Decision::Deny);
+    assert_eq!(
+        decision(&p, &call("read", &["src/lnk/../key"], &d)),
+        Decision::Deny
+    );
+}
+
+/// A deny of `./secrets/**` covers a Grep of `secrets` itself.
+#[test]
+fn finding_4_a_deny_of_dir_glob_covers_dir_itself() {
+    let d = scratch("dir");
+    std::fs::create_dir_all(d.join("secrets")).unwrap();
+    let p = policy(READS, "");
+    for path in ["secrets", "./secrets/", "secrets/."] {
+        assert_eq!(
+            decision(&p, &call("search", &[path], &d)),
+            Decision::Deny,
+            "{path}"
+        );
+    }
+    assert_eq!(
+        decision(&p, &call("read", &["secrets"], &d)),
+        Decision::Deny
+    );
+    // An ask of `dir/**` too; an allow of `dir/**` stays inside it.
+    let p = policy(
+        "[[rule]]\nid = \"a\"\ndecision = \"ask\"\npaths = [\"docs/**\"]\n\
+         [[rule]]\nid = \"b\"\ndecision = \"allow\"\nkind = [\"edit\"]\npaths = [\"src/**\"]\n",
+        "",
+    );
+    let v = p.decide(&call("delete", &["docs"], &d));
+    assert_eq!(v.rule.map(|r| r.id), Some("a".into()));
+    assert_eq!(decision(&p, &call("edit", &["src"], &d)), Decision::Ask);
+    assert_eq!(decision(&p, &call("edit", &["src/x"], &d)), Decision::Allow);
+}
+
+/// A search of `.` or `src` while `src/secrets/**` is denied, or of any folder while
+/// `**/.env` is, could find what is denied: it is asked, never allowed.
+#[test]
+fn finding_4_a_search_above_a_denied_folder_is_asked() {
+    let d = scratch("above");
+    std::fs::create_dir_all(d.join("src/secrets")).unwrap();
+    std::fs::create_dir_all(d.join("docs")).unwrap();
+    std::fs::write(d.join("src/a.rs"), "").unwrap();
+    let allow = "[[rule]]\nid = \"read-all\"\ndecision = \"allow\"\nkind = [\"read\", \"search\"]\npaths = [\"**\"]\n\
+                 [[rule]]\nid = \"any-search\"\ndecision = \"allow\"\nkind = [\"search\"]\n";
+    let p = policy(
+        &format!("{allow}[[rule]]\nid = \"no-secrets\"\ndecision = \"deny\"\npaths = [\"src/secrets/**\"]\n"),
+        "",
+    );
+    for (kind, path) in [
+        ("search", "."),
+        ("search", "src"),
+        ("read", "src"),
+        ("search", "/"),
+    ] {
+        let v = p.decide(&call(kind, &[path], &d));
+        assert_eq!(v.decision, Decision::Ask, "{kind} {path}: {}", v.why);
+        assert!(v.why.contains("no-secrets"), "{}", v.why);
+    }
+    // A search with no path is of the session's folder.
+    assert_eq!(decision(&p, &call("search", &[], &d)), Decision::Ask);
+    // Beside the denied folder, and a file: allowed.
+    assert_eq!(
+        decision(&p, &call("search", &["docs"], &d)),
+        Decision::Allow
+    );
+    assert_eq!(
+        decision(&p, &call("read", &["src/a.rs"], &d)),
+        Decision::Allow
+    );
+    // Inside it: denied.
+    assert_eq!(
+        decision(&p, &call("search", &["src/secrets"], &d)),
+        Decision::Deny
+    );
+
+    // `**/.env` can be beneath any folder of the project.
+    let p = policy(
+        &format!(
+            "{allow}[[rule]]\nid = \"no-env\"\ndecision = \"deny\"\nclaude = \"Read(.env)\"\n"
+        ),
+        "",
+    );
+    for path in [".", "docs", "src/secrets"] {
+        assert_eq!(
+            decision(&p, &call("search", &[path], &d)),
+            Decision::Ask,
+            "{path}"
+        );
+    }
+    let elsewhere = scratch("above-elsewhere");
+    assert_eq!(
+        decision(&p, &call("search", &[elsewhere.to_str().unwrap()], &d)),
+        Decision::Allow,
+        "a relative pattern is of the session's folder only"
+    );
+    // A deny of edits says nothing of a search.
+    let p = policy(
+        &format!("{allow}[[rule]]\nid = \"no-edit\"\ndecision = \"deny\"\nkind = [\"edit\"]\npaths = [\"src/secrets/**\"]\n"),
+        "",
+    );
+    assert_eq!(decision(&p, &call("search", &["."], &d)), Decision::Allow);
+    // A higher tier's allow is not undone by a lower tier's deny; a lower tier's allow is
+    // by a higher tier's.
+    let deny = "[[rule]]\nid = \"no-secrets\"\ndecision = \"deny\"\npaths = [\"src/secrets/**\"]\n";
+    assert_eq!(
+        decision(&policy(allow, deny), &call("search", &["."], &d)),
+        Decision::Allow
+    );
+    assert_eq!(
+        decision(&policy(deny, allow), &call("search", &["."], &d)),
+        Decision::Ask
+    );
+}
+
+/// `~`, `~/x`, `$HOME/x` and `${HOME}/x` are in the home folder, not a folder named `~` in
+/// the project.
+#[test]
+fn finding_4_tilde_is_home() {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+        return;
+    };
+    let d = scratch("tilde");
+    let p = policy(
+        "[[rule]]\nid = \"project\"\ndecision = \"allow\"\nkind = [\"read\"]\npaths = [\"**\"]\n",
+        "",
+    );
+    for path in [
+        "~/.ssh/id_rsa",
+        "$HOME/.ssh/id_rsa",
+        "${HOME}/.ssh/id_rsa",
+        "~",
+    ] {
+        let v = p.decide(&call("read", &[path], &d));
+        assert_eq!(v.decision, Decision::Ask, "{path}: {}", v.why);
+    }
+    let ssh = resolve(&home.join(".ssh"), Path::new("/")).unwrap();
+    let p = policy(
+        &format!(
+            "[[rule]]\nid = \"no-ssh\"\ndecision = \"deny\"\npaths = [\"{}/**\"]\n",
+            ssh.display()
+        ),
+        "",
+    );
+    assert_eq!(
+        decision(&p, &call("read", &["~/.ssh/id_rsa"], &d)),
+        Decision::Deny
+    );
+}
+
+/// A trusted project's file allowing `Edit(./**)` does not allow an edit of that file, of its
+/// folder, of the user's file (by a link or a hard link), or a command naming them.
+#[test]
+fn finding_5_the_policys_own_files_are_never_edited_on_an_allow() {
+    let d = scratch("own");
+    let cwd = d.join("project");
+    std::fs::create_dir_all(cwd.join(".acp-question-bridge")).unwrap();
+    std::fs::create_dir_all(cwd.join("src")).unwrap();
+    std::fs::write(cwd.join(".acp-question-bridge/policy.toml"), "").unwrap();
+    let user = d.join("config/policy.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, "").unwrap();
+    std::os::unix::fs::symlink(&user, cwd.join("src/innocent.toml")).unwrap();
+    std::fs::hard_link(&user, cwd.join("src/hard.toml")).unwrap();
+    let mut p = policy(
+        "[[rule]]\nid = \"sed\"\ndecision = \"allow\"\ncommand = [\"sed\"]\n\
+         [[rule]]\nid = \"no-delete-src\"\ndecision = \"deny\"\nkind = [\"delete\"]\npaths = [\"src/**\"]\n",
+        "[[rule]]\nid = \"edit-all\"\ndecision = \"allow\"\nclaude = \"Edit(./**)\"\n\
+         [[rule]]\nid = \"change-all\"\ndecision = \"allow\"\nkind = [\"edit\", \"delete\", \"move\", \"other\"]\npaths = [\"**\", \"/**\"]\n",
+    );
+    p.protected = guard::own_files([user.clone()].into_iter(), Some(&cwd));
+    assert_eq!(
+        decision(&p, &call("edit", &["src/a.rs"], &cwd)),
+        Decision::Allow
+    );
+    for (kind, path) in [
+        ("edit", ".acp-question-bridge/policy.toml"),
+        ("edit", "./src/../.acp-question-bridge/policy.toml"),
+        ("edit", ".acp-question-bridge/other.toml"),
+        ("delete", ".acp-question-bridge"),
+        ("move", "."),
+        ("edit", "src/innocent.toml"),
+        ("edit", "src/hard.toml"),
+        ("other", user.to_str().unwrap()),
+        ("move", d.join("config").to_str().unwrap()),
+    ] {
+        let v = p.decide(&call(kind, &[path], &cwd));
+        assert_eq!(v.decision, Decision::Ask, "{kind} {path}: {}", v.why);
+        assert!(v.why.contains("own files"), "{}", v.why);
+    }
+    // A read of them is not a change.
+    let mut read = p.clone();
+    read.tiers[1].rules.extend(
+        parse_rules(
+            "[[rule]]\nid = \"read\"\ndecision = \"allow\"\nkind = [\"read\"]\npaths = [\"**\"]\n",
+            Path::new("/p/x.toml"),
+        )
+        .unwrap(),
+    );
+    assert_eq!(
+        decision(
+            &read,
+            &call("read", &[".acp-question-bridge/policy.toml"], &cwd)
+        ),
+        Decision::Allow
+    );
+    // A deny still denies.
+    assert_eq!(
+        decision(&p, &call("delete", &["src/innocent.toml"], &cwd)),
+        Decision::Deny
+    );
+    // A command naming one of them, or a folder holding one (other than the session's).
+    assert_eq!(
+        decision(&p, &exec("sed -i s/a/b/ src/a.rs", &cwd)),
+        Decision::Allow
+    );
+    assert_eq!(
+        decision(&p, &exec("sed -i s/a/b/ .", &cwd)),
+        Decision::Allow
+    );
+    for cmd in [
+        "sed -i s/a/b/ .acp-question-bridge/policy.toml",
+        "sed -i s/a/b/ src/innocent.toml",
+        "sed -i s/a/b/ src/hard.toml",
+        &format!("sed -i s/a/b/ {}", user.display()),
+        &format!("sed --in-place=x s/a/b/ {}", d.join("config").display()),
+        &format!("sed --file={}", user.display()),
+    ] {
+        let v = p.decide(&exec(cmd, &cwd));
+        assert_eq!(v.decision, Decision::Ask, "{cmd}: {}", v.why);
+    }
+}
+
+/// A 1.25 MiB path of 640k components (40 s to decide before) is not resolved: asked at
+/// once, never allowed; a deny still denies by another path.
+#[test]
+fn finding_7_a_path_of_640k_components_is_asked_not_resolved() {
+    let d = scratch("long");
+    let long = "a/".repeat(640 * 1024);
+    let p = policy(
+        "[[rule]]\nid = \"reads\"\ndecision = \"allow\"\nkind = [\"read\"]\n\
+         [[rule]]\nid = \"no-env\"\ndecision = \"deny\"\npaths = [\".env\"]\n",
+        "",
+    );
+    let v = p.decide(&call("read", &[&long], &d));
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+    assert!(v.why.contains("1310720 bytes"), "{}", v.why);
+    assert!(v.why.len() < 400, "the path is not repeated");
+    assert_eq!(
+        decision(&p, &call("read", &[&long, ".env"], &d)),
+        Decision::Deny
+    );
+    // Within the bound: decided as before.
+    assert_eq!(decision(&p, &call("read", &["a/b"], &d)), Decision::Allow);
+    // A link loop is not resolved either.
+    std::os::unix::fs::symlink("loop", d.join("loop")).unwrap();
+    assert_eq!(decision(&p, &call("read", &["loop/x"], &d)), Decision::Ask);
+}
+
+/// An ask rule with paths covers a call with any one of them (as a deny does): a call that
+/// also reads an asked path is asked, even where an allow covers the rest.
+#[test]
+fn an_ask_of_paths_covers_a_call_with_any_of_them() {
+    let d = scratch("ask-any");
+    let p = policy(
+        "[[rule]]\nid = \"docs\"\ndecision = \"ask\"\npaths = [\"docs/**\"]\n\
+         [[rule]]\nid = \"reads\"\ndecision = \"allow\"\nkind = [\"read\"]\npaths = [\"**\"]\n",
+        "",
+    );
+    let v = p.decide(&call("read", &["src/a.rs", "docs/b.txt"], &d));
+    assert_eq!(
+        (v.decision, v.rule.map(|r| r.id)),
+        (Decision::Ask, Some("docs".into()))
+    );
+}

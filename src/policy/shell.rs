@@ -1,0 +1,672 @@
+//! A shell command read with a real grammar (tree-sitter-bash), two ways:
+//! - [`plain`]: the parts of a *plain* command, the only kind an allow can be given to:
+//!   commands of literal words and quotes without expansion, joined by `&&`, `||`, `;`, `|`
+//!   and newlines, with no redirection but to `/dev/null` or between file descriptors;
+//! - [`commands`]: every command that stands anywhere in it (inside substitutions, subshells,
+//!   groups, functions, conditionals), as closely as can be told, for deny and ask rules to
+//!   look at. It reads broken input too: tree-sitter recovers from errors.
+//!
+//! Invariants:
+//! - Parse to allow, not to deny. The grammar gives the structure; every byte of the line
+//!   must then be accounted for by this module's own reading: each word is decoded here by
+//!   rules that bash and dash agree on (unquoted words of a small ASCII set, `'...'`, and
+//!   `"..."` without `$`, backquote or backslash), and the bytes between tokens may only be
+//!   spaces and tabs (and newlines where a command ends). Wherever tree-sitter and a shell
+//!   could disagree (a line continuation, a carriage return, a Unicode space, a comment),
+//!   the command is not plain.
+//! - No recursion on the input's shape: trees are walked with explicit stacks, so a deeply
+//!   nested line cannot overflow the stack; the caller bounds the line's length.
+
+use tree_sitter::{Node, Parser, Tree};
+
+/// One command of a plain command line, and the operator written after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    pub words: Vec<String>,
+    /// `&&`, `||`, `;`, `|`, or a newline (`"\n"`); `None` after the last part.
+    pub op: Option<&'static str>,
+}
+
+/// Programs and shell words that are never allowed, whatever a rule says: reserved words,
+/// and builtins that evaluate or define what runs (`eval`, `source`, `exec`, `command`,
+/// `trap`, `alias`), assign variables, or evaluate arithmetic on their arguments (bash's
+/// `test`/`[` with `-eq` or `-v`, `declare -i`, `printf -v`, `let`, `read`), any of which can
+/// run a command from a quoted literal (`test -v 'a[$(rm -rf x)]'`).
+pub const NEVER_ALLOWED: &[&str] = &[
+    // Reserved words.
+    "!",
+    "[[",
+    "]]",
+    "{",
+    "}",
+    "case",
+    "coproc",
+    "do",
+    "done",
+    "elif",
+    "else",
+    "esac",
+    "fi",
+    "for",
+    "function",
+    "if",
+    "in",
+    "select",
+    "then",
+    "time",
+    "until",
+    "while",
+    // Builtins that run, define or evaluate.
+    ".",
+    "source",
+    "eval",
+    "exec",
+    "command",
+    "builtin",
+    "trap",
+    "alias",
+    "unalias",
+    "enable",
+    "declare",
+    "typeset",
+    "local",
+    "export",
+    "readonly",
+    "let",
+    "read",
+    "mapfile",
+    "readarray",
+    "printf",
+    "set",
+    "shopt",
+    "unset",
+    "hash",
+    "bind",
+    "complete",
+    "compgen",
+    "compopt",
+    "fc",
+    "history",
+    "test",
+    "[",
+    "ulimit",
+    "umask",
+    "getopts",
+    "shift",
+    "return",
+    "exit",
+    "break",
+    "continue",
+    "logout",
+    "caller",
+    "wait",
+    "jobs",
+    "fg",
+    "bg",
+    "disown",
+    "suspend",
+    "kill",
+];
+
+/// A parser for bash.
+fn parser() -> Option<Parser> {
+    let mut p = Parser::new();
+    p.set_language(&tree_sitter_bash::LANGUAGE.into()).ok()?;
+    Some(p)
+}
+
+thread_local! {
+    /// One parser a thread: making one loads the grammar.
+    static PARSER: std::cell::RefCell<Option<Parser>> = std::cell::RefCell::new(parser());
+}
+
+/// The tree of `line`, if the grammar could be loaded.
+pub fn parse(line: &str) -> Option<Tree> {
+    PARSER.with(|p| p.borrow_mut().as_mut()?.parse(line, None))
+}
+
+/// The characters an unquoted word may be made of: bash and dash read each as itself
+/// wherever it stands (no `~`, glob, brace, `#`, `!`, `^`, `$`, quote or backslash).
+fn plain_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "_-+=.,/:@%".contains(c)
+}
+
+/// What a token of the plain reading is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tok {
+    /// A word, or a redirection, inside statement `n`.
+    In(usize),
+    /// An operator between statements.
+    Op,
+}
+
+/// The parts of `line` if it is a plain command, else why not.
+pub fn plain(line: &str, tree: &Tree) -> Result<Vec<Part>, String> {
+    let src = line.as_bytes();
+    let root = tree.root_node();
+    if root.has_error() {
+        return Err("the shell grammar does not accept it".into());
+    }
+    let mut parts: Vec<Part> = Vec::new();
+    // Every token the reading accounts for, in order: (start, end, what).
+    let mut toks: Vec<(usize, usize, Tok)> = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        match node.kind() {
+            "program" | "list" | "pipeline" => {
+                let mut c = node.walk();
+                let children: Vec<Node> = node.children(&mut c).collect();
+                stack.extend(children.into_iter().rev());
+            }
+            "command" | "redirected_statement" => {
+                let n = parts.len();
+                let words = statement(node, src, n, &mut toks)?;
+                parts.push(Part { words, op: None });
+            }
+            "comment" => return Err("a comment".into()),
+            kind if !node.is_named() => {
+                let op = match kind {
+                    "&&" => "&&",
+                    "||" => "||",
+                    ";" => ";",
+                    "|" => "|",
+                    "&" => return Err("a background job (&)".into()),
+                    other => return Err(format!("the operator {other:?}")),
+                };
+                match parts.last_mut() {
+                    Some(p) if p.op.is_none() => p.op = Some(op),
+                    _ => return Err(format!("{op} with no command before it")),
+                }
+                toks.push((node.start_byte(), node.end_byte(), Tok::Op));
+            }
+            kind => return Err(describe(kind)),
+        }
+    }
+    if parts.is_empty() {
+        return Err("an empty command".into());
+    }
+    // A statement's redirections are met before its words; the tokens never overlap.
+    toks.sort_by_key(|t| t.0);
+    gaps(src, &toks, &mut parts)?;
+    Ok(parts)
+}
+
+/// What a node of a kind that is never plain is, for messages.
+fn describe(kind: &str) -> String {
+    match kind {
+        "command_substitution" => "a command substitution".into(),
+        "process_substitution" => "a process substitution".into(),
+        "expansion" | "simple_expansion" => "a parameter expansion ($...)".into(),
+        "arithmetic_expansion" => "an arithmetic expansion".into(),
+        "subshell" => "a subshell ( ... )".into(),
+        "compound_statement" => "a group { ... }".into(),
+        "function_definition" => "a function definition".into(),
+        "variable_assignment" | "variable_assignments" => "a variable assignment".into(),
+        "heredoc_redirect" => "a here-document".into(),
+        "herestring_redirect" => "a here-string".into(),
+        "file_redirect" => "a redirection other than to /dev/null".into(),
+        "negated_command" => "a negated command (!)".into(),
+        "declaration_command" => "a declaration (declare, export, local, ...)".into(),
+        "ansi_c_string" => "a $'...' string".into(),
+        "translated_string" => "a $\"...\" string".into(),
+        "brace_expression" => "a brace expansion".into(),
+        other => format!("a {}", other.replace('_', " ")),
+    }
+}
+
+/// The words of a `command` (or a `redirected_statement` around one), each token of it
+/// recorded as inside statement `n`.
+fn statement(
+    node: Node,
+    src: &[u8],
+    n: usize,
+    toks: &mut Vec<(usize, usize, Tok)>,
+) -> Result<Vec<String>, String> {
+    let command = if node.kind() == "redirected_statement" {
+        let mut c = node.walk();
+        let mut command = None;
+        for (i, child) in node.children(&mut c).enumerate() {
+            match child.kind() {
+                "command" if i == 0 => command = Some(child),
+                "file_redirect" => redirect(child, src, n, toks)?,
+                other => return Err(describe(other)),
+            }
+        }
+        command
+            .ok_or_else(|| "a redirection of something that is not a plain command".to_string())?
+    } else {
+        node
+    };
+    let mut words = Vec::new();
+    let mut c = command.walk();
+    for child in command.children(&mut c) {
+        match child.kind() {
+            "command_name" => {
+                let mut cc = child.walk();
+                let inner: Vec<Node> = child.children(&mut cc).collect();
+                let [name] = inner.as_slice() else {
+                    return Err("a command name that is not one word".into());
+                };
+                let name_text = word(*name, src)?;
+                check_program(&name_text)?;
+                toks.push((name.start_byte(), name.end_byte(), Tok::In(n)));
+                words.push(name_text);
+            }
+            "file_redirect" => redirect(child, src, n, toks)?,
+            _ if words.is_empty() => return Err(describe(child.kind())),
+            _ => {
+                words.push(word(child, src)?);
+                toks.push((child.start_byte(), child.end_byte(), Tok::In(n)));
+            }
+        }
+    }
+    if words.is_empty() {
+        return Err("a redirection with no command".into());
+    }
+    Ok(words)
+}
+
+/// Whether a program may be allowed at all.
+pub(super) fn check_program(name: &str) -> Result<(), String> {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    if name.is_empty() || base.is_empty() {
+        return Err("an empty program name".into());
+    }
+    if name.contains('=') {
+        return Err("a program name with `=` (an assignment)".into());
+    }
+    if NEVER_ALLOWED.contains(&name) || NEVER_ALLOWED.contains(&base) {
+        return Err(format!(
+            "`{base}`, a shell word that runs or evaluates what follows"
+        ));
+    }
+    Ok(())
+}
+
+/// A redirection, plain only to `/dev/null` (`>`, `>>`, `<`, with a file descriptor or
+/// not) or between file descriptors (`2>&1`).
+fn redirect(
+    node: Node,
+    src: &[u8],
+    n: usize,
+    toks: &mut Vec<(usize, usize, Tok)>,
+) -> Result<(), String> {
+    let mut c = node.walk();
+    let children: Vec<Node> = node.children(&mut c).collect();
+    let (fd, rest) = match children.split_first() {
+        Some((first, rest)) if first.kind() == "file_descriptor" => (Some(*first), rest),
+        _ => (None, children.as_slice()),
+    };
+    let [op, dest] = rest else {
+        return Err(describe("file_redirect"));
+    };
+    let digits = |n: &Node| {
+        let t = text(*n, src);
+        !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
+    };
+    if fd.is_some_and(|f| !digits(&f)) {
+        return Err(describe("file_redirect"));
+    }
+    let ok = match op.kind() {
+        ">" | ">>" | "<" => dest.kind() == "word" && text(*dest, src) == "/dev/null",
+        ">&" | "<&" => dest.kind() == "number" && digits(dest),
+        _ => false,
+    };
+    if !ok {
+        return Err(describe("file_redirect"));
+    }
+    toks.push((node.start_byte(), node.end_byte(), Tok::In(n)));
+    Ok(())
+}
+
+fn text<'a>(node: Node, src: &'a [u8]) -> &'a str {
+    std::str::from_utf8(&src[node.start_byte()..node.end_byte()]).unwrap_or("")
+}
+
+/// One plain word, decoded by this module's own rules.
+fn word(node: Node, src: &[u8]) -> Result<String, String> {
+    let t = text(node, src);
+    match node.kind() {
+        "word" | "number" => {
+            if t.is_empty() || !t.chars().all(plain_char) {
+                return Err(format!(
+                    "the word {} (only letters, digits and _-+=.,/:@% are read as themselves unquoted)",
+                    escape(t)
+                ));
+            }
+            Ok(t.to_owned())
+        }
+        "raw_string" => {
+            let inner = t
+                .strip_prefix('\'')
+                .and_then(|s| s.strip_suffix('\''))
+                .filter(|s| !s.contains(['\'', '\0']))
+                .ok_or_else(|| format!("the quoted word {}", escape(t)))?;
+            Ok(inner.to_owned())
+        }
+        "string" => {
+            let inner = t
+                .strip_prefix('"')
+                .and_then(|s| s.strip_suffix('"'))
+                .filter(|s| !s.contains(['"', '$', '`', '\\', '\0']))
+                .ok_or_else(|| {
+                    format!(
+                        "the double-quoted word {} ($, backquotes and backslashes are read by the shell inside double quotes)",
+                        escape(t)
+                    )
+                })?;
+            Ok(inner.to_owned())
+        }
+        "concatenation" => {
+            let mut c = node.walk();
+            let mut out = String::new();
+            let mut at = node.start_byte();
+            for child in node.children(&mut c) {
+                if child.start_byte() != at {
+                    return Err(format!("the word {}", escape(t)));
+                }
+                at = child.end_byte();
+                if child.kind() == "concatenation" {
+                    return Err(format!("the word {}", escape(t)));
+                }
+                out.push_str(&word(child, src)?);
+            }
+            if at != node.end_byte() {
+                return Err(format!("the word {}", escape(t)));
+            }
+            Ok(out)
+        }
+        other => Err(describe(other)),
+    }
+}
+
+/// Checks what lies between the tokens: spaces and tabs within a command and before an
+/// operator; newlines too after an operator, and between commands, where a newline is what
+/// ends the first (and is recorded as its operator).
+fn gaps(src: &[u8], toks: &[(usize, usize, Tok)], parts: &mut [Part]) -> Result<(), String> {
+    let blank = |s: &[u8]| s.iter().all(|b| *b == b' ' || *b == b'\t');
+    let blank_nl = |s: &[u8]| s.iter().all(|b| matches!(b, b' ' | b'\t' | b'\n'));
+    let mut at = 0;
+    let mut prev: Option<Tok> = None;
+    for &(start, end, tok) in toks {
+        if start < at || end < start {
+            return Err("tokens out of order".into());
+        }
+        let gap = &src[at..start];
+        let ok = match (prev, tok) {
+            (None, _) => blank_nl(gap),
+            (Some(Tok::In(a)), Tok::In(b)) if a == b => blank(gap),
+            (Some(Tok::In(a)), Tok::In(b)) => {
+                // Two commands with no operator between them: a newline must end the
+                // first.
+                let ok = blank_nl(gap) && gap.contains(&b'\n') && b == a + 1;
+                if ok && parts[a].op.is_none() {
+                    parts[a].op = Some("\n");
+                }
+                ok
+            }
+            (Some(Tok::In(_)), Tok::Op) => blank(gap),
+            (Some(Tok::Op), _) => blank_nl(gap),
+        };
+        if !ok {
+            return Err(gap_why(gap));
+        }
+        at = end;
+        prev = Some(tok);
+    }
+    let tail = &src[at..];
+    if !blank_nl(tail) {
+        return Err(gap_why(tail));
+    }
+    Ok(())
+}
+
+fn gap_why(gap: &[u8]) -> String {
+    let g = String::from_utf8_lossy(gap);
+    if g.contains('\\') {
+        "a line continuation or an escape outside quotes".into()
+    } else if g.contains('#') {
+        "a comment".into()
+    } else {
+        format!("what separates its words ({})", escape(&g))
+    }
+}
+
+/// Every command in `tree` (a `command` or declaration anywhere, at any depth), each as its
+/// words read as closely as can be told: quotes taken off, anything else as written. At most
+/// `max` commands; `None` past that.
+pub fn commands(line: &str, tree: &Tree, max: usize) -> Option<Vec<Vec<String>>> {
+    let src = line.as_bytes();
+    let mut out = Vec::new();
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        match node.kind() {
+            "command" => {
+                let mut words = Vec::new();
+                let mut c = node.walk();
+                for child in node.children(&mut c) {
+                    match child.kind() {
+                        "command_name" => words.push(loose(child, src)),
+                        "variable_assignment"
+                        | "file_redirect"
+                        | "herestring_redirect"
+                        | "heredoc_redirect"
+                        | "comment" => {}
+                        _ if child.is_named() => words.push(loose(child, src)),
+                        _ => {}
+                    }
+                }
+                if !words.is_empty() {
+                    out.push(words);
+                }
+            }
+            "declaration_command" | "unset_command" => {
+                let words: Vec<String> = text(node, src)
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect();
+                if !words.is_empty() {
+                    out.push(words);
+                }
+            }
+            _ => {}
+        }
+        if out.len() > max {
+            return None;
+        }
+        let mut c = node.walk();
+        let children: Vec<Node> = node.children(&mut c).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    Some(out)
+}
+
+/// A word read loosely, for deny rules: quotes taken off, backslashes dropped, anything
+/// else as written.
+fn loose(node: Node, src: &[u8]) -> String {
+    let t = text(node, src);
+    let mut out = String::with_capacity(t.len());
+    let mut chars = t.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' | '"' => {}
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    if n != '\n' {
+                        out.push(n);
+                    }
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `s` with control characters, newlines, and the characters that reorder or hide text
+/// (bidirectional controls, zero-width ones) escaped, so it cannot forge a line where it is
+/// shown.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control()
+                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}') =>
+            {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Result<Vec<Vec<String>>, String> {
+        let tree = parse(line).unwrap();
+        plain(line, &tree).map(|p| p.into_iter().map(|p| p.words).collect())
+    }
+
+    #[test]
+    fn plain_commands_are_read_word_by_word() {
+        assert_eq!(
+            words("cargo test --release -- --nocapture").unwrap(),
+            [["cargo", "test", "--release", "--", "--nocapture"]]
+        );
+        assert_eq!(
+            words("git commit -m 'a; b' -m \"c && d\" x'y'\"z\"").unwrap(),
+            [["git", "commit", "-m", "a; b", "-m", "c && d", "xyz"]]
+        );
+        assert_eq!(
+            words("cargo fmt && cargo test || echo no; ls | wc -l\nls").unwrap(),
+            vec![
+                vec!["cargo", "fmt"],
+                vec!["cargo", "test"],
+                vec!["echo", "no"],
+                vec!["ls"],
+                vec!["wc", "-l"],
+                vec!["ls"],
+            ]
+        );
+        assert_eq!(
+            words("cargo test 2>/dev/null >/dev/null 2>&1").unwrap(),
+            [["cargo", "test"]]
+        );
+        assert_eq!(words("  cargo test  \n").unwrap(), [["cargo", "test"]]);
+        assert_eq!(words("cargo test &&\n git status").unwrap().len(), 2);
+    }
+
+    #[test]
+    fn the_operators_are_kept_as_written() {
+        let tree = parse("a && b || c; d | e\nf").unwrap();
+        let ops: Vec<_> = plain("a && b || c; d | e\nf", &tree)
+            .unwrap()
+            .into_iter()
+            .map(|p| p.op)
+            .collect();
+        assert_eq!(
+            ops,
+            [
+                Some("&&"),
+                Some("||"),
+                Some(";"),
+                Some("|"),
+                Some("\n"),
+                None
+            ]
+        );
+    }
+
+    #[test]
+    fn nothing_a_shell_reads_otherwise_is_plain() {
+        for line in [
+            "cargo test # '\nrm -rf x\n#'",
+            "cargo test #\\\nrm -rf x",
+            "cargo test ${PATH:'a[$(rm -rf x)]'}",
+            "cargo test $HOME",
+            "cargo test \"$HOME\"",
+            "cargo test $((1+1))",
+            "cargo test $(id)",
+            "cargo test `id`",
+            "cargo test <(id)",
+            "cargo test > out",
+            "cargo test >> out",
+            "cargo test < in",
+            "cargo test &> /dev/null",
+            "cargo test >& out",
+            "cargo test <<EOF\nx\nEOF",
+            "cargo test <<< x",
+            "cargo test &",
+            "cargo test |& cat",
+            "cargo test\\\n rm",
+            "cargo test\rrm",
+            "cargo test\u{a0}rm",
+            "cargo test ~",
+            "cargo test ~/x",
+            "cargo test *",
+            "cargo test {a,b}",
+            "cargo test a[b]",
+            "cargo test \"a\\\"b\"",
+            "cargo test \\;",
+            "cargo test $'x'",
+            "X=1 cargo test",
+            "(cargo test)",
+            "{ cargo test; }",
+            "f() { rm -rf x; }; f",
+            "! cargo test",
+            "if true; then rm x; fi",
+            "eval cargo test",
+            "exec rm x",
+            "command rm x",
+            "test -v 'a[$(rm -rf x)]'",
+            "[ 'a[$(id)]' -eq 0 ]",
+            "declare -i x='a[$(id)]'",
+            "printf -v x %s y",
+            "time rm x",
+            "cargo test;;",
+            "; cargo test",
+            "",
+            "echo 'unbalanced",
+        ] {
+            assert!(words(line).is_err(), "{line:?} read as {:?}", words(line));
+        }
+    }
+
+    #[test]
+    fn every_command_is_found_wherever_it_stands() {
+        for (line, want) in [
+            ("echo $(rm -rf x)", "rm"),
+            ("(cd x && rm -rf y)", "rm"),
+            ("{ rm y; }", "rm"),
+            ("f() { rm y; }", "rm"),
+            ("if true; then rm y; fi", "rm"),
+            ("x=$(rm y)", "rm"),
+            ("echo \"$(rm y)\"", "rm"),
+            ("cat <(rm y)", "rm"),
+            ("echo `rm y`", "rm"),
+        ] {
+            let tree = parse(line).unwrap();
+            let found = commands(line, &tree, 100).unwrap();
+            assert!(
+                found
+                    .iter()
+                    .any(|c| c.first().map(String::as_str) == Some(want)),
+                "{line:?}: {found:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn escape_leaves_no_control_character() {
+        assert_eq!(
+            escape("a\nb\x1b[2Kc\u{202e}d"),
+            "a\\nb\\u{1b}[2Kc\\u{202e}d"
+        );
+    }
+}
