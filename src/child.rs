@@ -25,11 +25,38 @@ pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
 
 /// Spawning failed; carries what to tell the user.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot start agent `{command}`: {source}")]
+#[error("cannot start agent `{command}`: {}", what_to_do(command, source))]
 pub struct SpawnError {
     pub command: String,
     #[source]
     pub source: std::io::Error,
+}
+
+/// Why a program did not start, said so that the user knows what to do: a bare name not on
+/// PATH (naming it), a path that is not there, a file that is not executable.
+fn what_to_do(command: &str, e: &std::io::Error) -> String {
+    let path = std::env::var("PATH").unwrap_or_default();
+    match e.kind() {
+        std::io::ErrorKind::NotFound if !command.contains('/') => {
+            format!("not found on PATH (PATH={path}); install it, or give its full path")
+        }
+        std::io::ErrorKind::NotFound => {
+            if std::path::Path::new(command).exists() {
+                // The file is there: its interpreter (`#!`) is not.
+                format!("{e}: the file is there, so the interpreter its `#!` line names is not")
+            } else {
+                "no such file".into()
+            }
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            if std::path::Path::new(command).is_dir() {
+                "it is a folder, not a program".into()
+            } else {
+                format!("not executable (chmod +x {command})")
+            }
+        }
+        _ => e.to_string(),
+    }
 }
 
 /// Starts the agent with piped stdio in a new process group, `env` added to its environment.

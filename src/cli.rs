@@ -143,7 +143,8 @@ pub struct BridgeArgs {
     #[arg(long)]
     pub no_policy: bool,
     /// Run this agent of the ACP Registry, by its id (`acp-question-bridge agents` lists
-    /// them), instead of a command after `--`; what follows `--` is added to its arguments.
+    /// them), instead of a command after `--`; what follows `--` is added to its arguments
+    /// (options only: a program there is a usage error).
     /// Its binary is downloaded once into the cache (checked, then unpacked); npx and uvx
     /// packages run as the registry gives them.
     #[arg(long = "agent", value_name = "ID")]

@@ -137,6 +137,18 @@ fn main() -> ExitCode {
     if args.agent_registry.is_some() && args.agent_id.is_none() {
         return fail(2, "--agent-registry goes with --agent ID");
     }
+    if let (Some(id), Some(first)) = (&args.agent_id, args.agent.first()) {
+        // What follows `--` is added to the registry agent's own arguments; a program there
+        // is a command line meant instead of --agent, which would run as an argument.
+        if !first.starts_with('-') {
+            return fail(
+                2,
+                &format!(
+                    "--agent {id} runs the registry's command for {id}; what follows `--` is added to its arguments and must start with an option (-...), not {first:?}. To run a command of your own, drop --agent: acp-question-bridge -- {first} ..."
+                ),
+            );
+        }
+    }
     // Kept to the end of `main`: the log's last lines are written then.
     let _log = match logging::init(&args.log_level, args.log_format, args.log_file.as_deref()) {
         Ok(guard) => guard,

@@ -424,3 +424,71 @@ async fn a_killed_bridge_takes_an_agent_that_ignores_sigterm_with_it() {
     );
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
+
+/// An agent that cannot start says what to do (issue 41): a bare name not on PATH names the
+/// PATH searched, a file that is not executable says `chmod +x`, and a registry agent with a
+/// program after `--` is a usage error.
+#[tokio::test]
+async fn an_agent_that_cannot_start_says_what_to_do() {
+    let run = |args: Vec<String>, path: Option<String>| async move {
+        let mut cmd = tokio::process::Command::new(BRIDGE);
+        cmd.args(&args);
+        if let Some(p) = path {
+            cmd.env("PATH", p);
+        }
+        let out = tokio::time::timeout(WAIT, cmd.output())
+            .await
+            .unwrap()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let dir = temp_dir("unspawnable");
+    let (code, err) = run(
+        vec![
+            "--no-control".into(),
+            "--".into(),
+            "no-such-agent-cli".into(),
+        ],
+        Some(dir.to_string_lossy().into_owned()),
+    )
+    .await;
+    assert_eq!(code, Some(127));
+    assert!(
+        err.contains("not found on PATH") && err.contains(&format!("PATH={}", dir.display())),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    let script = dir.join("agent.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+    let (code, err) = run(
+        vec![
+            "--no-control".into(),
+            "--".into(),
+            script.to_string_lossy().into_owned(),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(code, Some(126), "{err}");
+    assert!(
+        err.contains(&format!("not executable (chmod +x {})", script.display())),
+        "{err}"
+    );
+
+    let (code, err) = run(
+        vec![
+            "--agent".into(),
+            "codex-acp".into(),
+            "--".into(),
+            "codex-acp".into(),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("drop --agent"), "{err}");
+}

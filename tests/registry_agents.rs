@@ -339,11 +339,9 @@ async fn registry_agents_of_every_kind_answer_and_bad_ones_are_refused() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not a .tar.gz archive"), "{err}");
     for id in ["corrupt", "corrupt-unsummed"] {
-        let dir = w.cache().join("agents").join(id).join("1.0.0");
-        let left: Vec<_> = std::fs::read_dir(&dir)
-            .map(|d| d.flatten().map(|e| e.file_name()).collect())
-            .unwrap_or_default();
-        assert!(left.is_empty(), "{id}: {left:?} left in the cache");
+        // Not even the empty folders made for it (issue 41).
+        let dir = w.cache().join("agents").join(id);
+        assert!(!dir.exists(), "{id}: {} left in the cache", dir.display());
     }
 
     // Bad input: exit 2 and what to do.
@@ -453,4 +451,23 @@ fn agent_registry_without_agent_is_a_usage_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--agent-registry goes with --agent"));
+}
+
+/// Issue 41: `agents` with no network and no cached registry names the URL once, and what to
+/// do: the cache folder it looked in, and `--agent-registry FILE`.
+#[test]
+fn agents_offline_with_no_cache_says_what_to_do() {
+    let cache = temp_dir("agents-offline");
+    // Nothing listens on port 9 (discard) of this machine: refused at once, as offline.
+    let url = "https://127.0.0.1:9/registry.json";
+    let out = std::process::Command::new(BRIDGE)
+        .args(["agents", "--agent-registry", url])
+        .env("ACP_QUESTION_BRIDGE_CACHE", &cache)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches(url).count(), 1, "{err}");
+    assert!(err.contains("--agent-registry FILE"), "{err}");
+    assert!(err.contains(&cache.display().to_string()), "{err}");
 }

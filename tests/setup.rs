@@ -467,3 +467,62 @@ fn setup_zed_write_keeps_a_link_and_the_files_mode() {
         .expect("a backup beside the real file");
     assert_eq!(mode(&backup), 0o600);
 }
+
+/// Issue 41: `setup --agent ID` refuses an id its registry does not have, as the bridge
+/// would; an agent command that is not on PATH, or not executable, is warned about, since
+/// the editor would not start it either.
+#[test]
+fn setup_refuses_an_unknown_agent_id_and_warns_of_an_agent_it_cannot_find() {
+    let dir = temp_dir("setup-checks");
+    let registry = dir.join("registry.json");
+    std::fs::write(
+        &registry,
+        json!({"version": "1.0.0", "agents": [{"id": "mock", "name": "Mock", "version": "0.1.0",
+            "description": "d", "distribution": {"npx": {"package": "mock-acp"}}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let (code, out, err) = setup(&[
+        "zed",
+        "--agent",
+        "nope",
+        "--agent-registry",
+        registry.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("no agent \"nope\""), "{err}");
+    let (code, _, err) = setup(&[
+        "zed",
+        "--agent",
+        "mock",
+        "--agent-registry",
+        registry.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+
+    // Not on PATH: a warning, and the snippet all the same.
+    let out = std::process::Command::new(BRIDGE)
+        .args(["setup", "zed", "--", "no-such-agent-cli", "--acp"])
+        .env("PATH", &dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("\"no-such-agent-cli\" is not on PATH")
+            && err.contains(&format!("PATH={}", dir.display())),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no-such-agent-cli"));
+    let script = dir.join("agent.sh");
+    std::fs::write(&script, "#!/bin/sh\n").unwrap();
+    let (code, _, err) = setup(&["zed", "--", script.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(err.contains("chmod +x"), "{err}");
+    // Found on PATH in a system folder: nothing to say.
+    let (code, _, err) = setup(&["zed", "--", "sh"]);
+    assert_eq!(code, 0);
+    assert!(err.is_empty(), "{err}");
+}

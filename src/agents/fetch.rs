@@ -166,7 +166,17 @@ pub fn load(source: &str, cache: &Path) -> Result<Loaded, AgentsError> {
                 human(age)
             ))
         }
-        (Err(why), None) => Err(err(why)),
+        (Err(why), None) => {
+            // `download` names the URL; the error names it once already.
+            let why = why
+                .strip_prefix(&format!("{source}: "))
+                .unwrap_or(&why)
+                .to_owned();
+            Err(err(format!(
+                "{why}; no copy of it is cached (in {}). Offline, give the registry as a file: --agent-registry FILE",
+                cached.parent().unwrap_or(cache).display()
+            )))
+        }
     }
 }
 

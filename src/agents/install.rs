@@ -6,7 +6,8 @@
 //!   private staging folder, its SHA-256 checked against the registry's (when it gives one;
 //!   without one the digest is logged and kept beside the install), unpacked there, and
 //!   only then is the staging folder renamed into place. An install folder exists whole, or
-//!   not at all; a failed install leaves nothing behind.
+//!   not at all; a failed install leaves nothing behind, not even the empty folders made
+//!   for it.
 //! - Unpacking cannot write outside the staging folder (tar's `unpack_in` and zip's
 //!   enclosed names refuse `..`, absolute paths and links out), and the command the registry
 //!   names must be a file inside the install folder, links resolved.
@@ -65,10 +66,28 @@ pub fn command_in(dir: &Path, cmd: &str) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// Downloads, checks and unpacks `bin` into `dir` (which does not exist yet).
+/// Downloads, checks and unpacks `bin` into `dir` (which does not exist yet). On failure,
+/// the folders made for it are removed again (those still empty): a refused download
+/// leaves nothing in the cache.
 fn install(bin: &Binary, dir: &Path) -> Result<(), String> {
     let parent = dir.parent().ok_or("no folder for the install")?;
+    let made: Vec<PathBuf> = parent
+        .ancestors()
+        .take_while(|d| !d.exists())
+        .map(Path::to_path_buf)
+        .collect();
     std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    let done = install_in(bin, dir, parent);
+    if done.is_err() {
+        // Innermost first; `remove_dir` leaves a folder another bridge has filled meanwhile.
+        for d in &made {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+    done
+}
+
+fn install_in(bin: &Binary, dir: &Path, parent: &Path) -> Result<(), String> {
     let stage = Stage::new(parent)?;
     let archive_path = stage.0.join("download");
     let mut file = std::fs::File::options()

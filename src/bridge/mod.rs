@@ -77,9 +77,11 @@ pub enum RunError {
 }
 
 impl RunError {
-    /// The exit code for this failure (127 when the agent could not be started, as shells).
+    /// The exit code for this failure: as shells say it when the agent could not be
+    /// started, 126 for a file that is not executable, 127 for the rest (not found).
     pub fn exit_code(&self) -> i32 {
         match self {
+            RunError::Spawn(e) if e.source.kind() == std::io::ErrorKind::PermissionDenied => 126,
             RunError::Spawn(_) => 127,
             RunError::Signals(_) | RunError::Control(_) | RunError::Journal(..) => 1,
         }

@@ -24,8 +24,9 @@ pub struct InboxArgs {
     /// --on-question: the question as JSON on stdin, with its `bridge`).
     #[arg(long, value_name = "COMMAND")]
     pub on_question: Option<String>,
-    /// The registry folder to read (default: $ACP_QUESTION_BRIDGE_REGISTRY, else
-    /// $XDG_RUNTIME_DIR/acp-question-bridge, else ~/.local/state/acp-question-bridge/bridges).
+    /// The folder of running bridges to read, not the ACP Registry of agents (default:
+    /// $ACP_QUESTION_BRIDGE_REGISTRY, else $XDG_RUNTIME_DIR/acp-question-bridge, else
+    /// ~/.local/state/acp-question-bridge/bridges).
     #[arg(long, value_name = "DIR")]
     pub registry: Option<PathBuf>,
     /// Follow the bridges over this NATS server (with JetStream) instead of the local

@@ -166,7 +166,7 @@ pub fn snippet(client: Client, e: &Entry) -> String {
             json_pretty(&json!({"agent_servers": {&e.name: zed::entry(e)}}))
         ),
         Client::Jetbrains => format!(
-            "// In ~/.jetbrains/acp.json (AI Chat: Add Custom Agent), merged into the top-level object:\n{}\n",
+            "// In ~/.jetbrains/acp.json (the AI Chat tool window, the ⋮ menu in its upper-right corner: Add Custom Agent), merged into the top-level object:\n{}\n",
             json_pretty(&json!({"agent_servers": {&e.name: {"command": e.command, "args": e.args, "env": {}}}}))
         ),
         Client::Codecompanion => {
@@ -306,6 +306,13 @@ pub fn main(args: SetupArgs) -> ExitCode {
     if entry.command_line().is_empty() {
         return fail(2, "a command word holds a NUL byte");
     }
+    if let Some(id) = &args.agent_id {
+        if let Err(e) = check_agent_id(id, args.agent_registry.as_deref()) {
+            return fail(2, &e);
+        }
+    } else if let Some(warning) = agent_path_warning(&args.agent) {
+        acp_question_bridge::logging::say("acp-question-bridge setup", &warning);
+    }
     if args.command.is_none() && entry.command.contains("/_npx/") {
         acp_question_bridge::logging::say(
             "acp-question-bridge setup",
@@ -325,6 +332,70 @@ pub fn main(args: SetupArgs) -> ExitCode {
         .lock()
         .write_all(snippet(args.client, &entry).as_bytes());
     ExitCode::SUCCESS
+}
+
+/// `--agent ID` names an agent of the registry: an unknown id is an error, as the bridge
+/// would refuse it. A registry that cannot be read here (offline) is said, not an error: the
+/// editor's bridge reads it when it starts.
+fn check_agent_id(id: &str, registry: Option<&str>) -> Result<(), String> {
+    use acp_question_bridge::agents::{self, fetch, AgentsError};
+    let source = registry.unwrap_or(agents::DEFAULT_REGISTRY);
+    let loaded = agents::cache_dir().and_then(|cache| fetch::load(source, &cache));
+    match loaded {
+        Ok(l) => l
+            .registry
+            .agent(id, &l.source)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        Err(e @ AgentsError::Registry { .. }) if registry.is_none() => {
+            acp_question_bridge::logging::say(
+                "acp-question-bridge setup",
+                &format!("cannot check that agent {id:?} exists: {e}"),
+            );
+            Ok(())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A warning when the agent's program will not be found where the editor starts it: a bare
+/// name not on this PATH, or found only in a folder of the user's own (`~/.cargo/bin`, npm's
+/// or nvm's bin), which editors started from the desktop often lack on their PATH.
+fn agent_path_warning(agent: &[String]) -> Option<String> {
+    let program = agent.first()?;
+    if program.contains('/') {
+        let p = std::path::Path::new(program);
+        let executable = std::fs::metadata(p).is_ok_and(|m| {
+            m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
+        });
+        return (!executable).then(|| {
+            if p.exists() {
+                format!("{program} is not an executable file (chmod +x {program})")
+            } else {
+                format!("{program} does not exist")
+            }
+        });
+    }
+    let path = std::env::var("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| {
+                m.is_file()
+                    && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
+            })
+        });
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    match found {
+        None => Some(format!(
+            "the agent {program:?} is not on PATH (PATH={path}), so the editor will not find it either: install it, or give its full path after `--`"
+        )),
+        Some(p) if home.as_ref().is_some_and(|h| p.starts_with(h)) => Some(format!(
+            "the agent {program:?} is {}, in a folder of your own that an editor started from the desktop may not have on its PATH; if the editor cannot start it, give that full path after `--`",
+            p.display()
+        )),
+        Some(_) => None,
+    }
 }
 
 #[cfg(test)]
