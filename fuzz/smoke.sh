@@ -9,14 +9,15 @@
 # allows. New inputs go to fuzz/work/<target> (ignored by git); the committed seed corpus
 # in fuzz/corpus/<target> is only read. Exit codes: 0 every target ran clean; 1 a target
 # found a crash (the input is in fuzz/artifacts/<target>/); 2 cargo-fuzz is missing; 3 the
-# targets cannot be built on this toolchain.
+# targets cannot be built on this toolchain. A target with a fuzz/<target>.dict gets it as
+# its libFuzzer dictionary (policy_shell: shell syntax).
 set -uo pipefail
 cd "$(dirname "$0")"
 
 secs="${FUZZ_SECS:-30}"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(codec envelope question router policy)
+    targets=(codec envelope question router policy policy_shell)
 fi
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -44,10 +45,12 @@ for t in "${targets[@]}"; do
     log="logs/$t.log"
     max_len=4096
     [ "$t" = router ] && max_len=1024
+    dict=()
+    [ -f "$t.dict" ] && dict=(-dict="$t.dict")
     echo "== $t: ${secs}s (${sanitizer[*]})"
     cargo fuzz run "${sanitizer[@]}" "$t" "work/$t" "corpus/$t" -- \
         -max_total_time="$secs" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
-        -print_final_stats=1 >"$log" 2>&1
+        -print_final_stats=1 "${dict[@]}" >"$log" 2>&1
     rc=$?
     grep -E '^#[0-9]+ +(DONE|INITED)|^Done|stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' "$log" \
         | sed 's/^/   /'

@@ -1,8 +1,10 @@
 //! Small tests behind docs/SECURITY.md: what the logs hold, how the agent is started, the
 //! bridge's own id space, and the in-flight cap. The other limits it lists are checked by
-//! tests named there.
+//! tests named there. `policy_shell`: the approval policy's allowed commands run under the
+//! real bash and dash, doing only what their rule allows (tests/policy_shell/).
 
 mod common;
+mod policy_shell;
 
 use std::process::Stdio;
 
