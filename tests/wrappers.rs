@@ -10,6 +10,11 @@
 //! process beside it (the race this guards against shows under load). Every run checks that
 //! the agent's handler ran to its end, that nothing was sent SIGKILL, that the agent's group
 //! is gone, and that the bridge exited within the documented bound.
+//!
+//! Issue 41: the client's EOF and a signal to the bridge, in either order (an editor that
+//! quits closes the agent's stdin and then sends SIGTERM), with an agent that takes 200 ms
+//! to stop, direct and under `sh -c "AGENT; true"`: the group gets SIGTERM and then a whole
+//! grace, every time. And a second signal still sends SIGKILL at once.
 
 mod common;
 
@@ -25,13 +30,24 @@ use nix::unistd::Pid;
 const RUNS: usize = 50;
 /// Ten times the 100 ms the agent takes to stop.
 const GRACE: Duration = Duration::from_secs(1);
+/// How long the agent takes to stop in the cases of issue 41 (a session saved).
+const SAVE_MS: &str = "200";
+/// Ten times [`SAVE_MS`].
+const SAVE_GRACE: Duration = Duration::from_secs(2);
+/// How long after the client's EOF the editor of issue 41 sends SIGTERM.
+const EDITOR_DELAY: Duration = Duration::from_millis(50);
 /// uv, from PyPI, for `uvx`.
 const UV: &str = "0.13.8";
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Trigger {
     ClientEof,
     Sigterm,
+    /// An editor that quits: the client's EOF, then SIGTERM to the bridge [`EDITOR_DELAY`]
+    /// later, once the EOF grace is running (the agent's stdin closed).
+    EofThenSigterm,
+    /// SIGTERM to the bridge, then the client's EOF at once.
+    SigtermThenEof,
 }
 
 /// A busy process beside the case for as long as this lives.
@@ -92,27 +108,69 @@ async fn ready(report: &Path) -> u32 {
     .expect("the agent never got ready")
 }
 
-/// One run: the bridge around `agent`, the trigger, and every check.
-async fn one_run(name: &str, agent: &[String], env: &[(&str, &str)], trigger: Trigger) {
-    let dir = temp_dir(&format!("wrappers-{name}"));
-    let report = dir.join("report");
-    let report_s = report.to_str().unwrap().to_owned();
+/// Waits until the agent has noted `word` (its pid after it) in `report`.
+async fn noted(report: &Path, word: &str, pid: u32) {
+    let line = format!("{word} {pid}\n");
+    tokio::time::timeout(WAIT, async {
+        while !std::fs::read_to_string(report)
+            .unwrap_or_default()
+            .contains(&line)
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the agent never noted {word:?}"));
+}
+
+/// The bridge around `agent` with `grace`, its notes going to `report`.
+fn bridge(agent: &[String], env: &[(&str, &str)], grace: Duration, report: &Path) -> Bridge {
     let mut argv = vec![
         "--no-control".to_owned(),
         "--shutdown-grace".to_owned(),
-        format!("{}ms", GRACE.as_millis()),
+        format!("{}ms", grace.as_millis()),
         "--".to_owned(),
     ];
     argv.extend_from_slice(agent);
-    let mut all_env = vec![("AGENT_REPORT", report_s.as_str())];
+    let mut all_env = vec![("AGENT_REPORT", report.to_str().unwrap())];
     all_env.extend_from_slice(env);
-    let mut b = Bridge::spawn_env(&argv, &all_env);
+    Bridge::spawn_env(&argv, &all_env)
+}
+
+/// The client's EOF, and once the bridge has started the EOF grace, `sig` to the bridge
+/// (not sooner than [`EDITOR_DELAY`] after the EOF).
+async fn eof_then(b: &mut Bridge, sig: Signal) {
+    b.close_stdin();
+    let closed = tokio::time::Instant::now();
+    // The agent's stdin is closed and the grace is running: the moment of issue 41.
+    b.stderr_contains("reason=ClientEof").await;
+    tokio::time::sleep_until(closed + EDITOR_DELAY).await;
+    kill(Pid::from_raw(b.pid() as i32), sig).unwrap();
+}
+
+/// One run: the bridge around `agent`, the trigger, and every check.
+async fn one_run(
+    name: &str,
+    agent: &[String],
+    env: &[(&str, &str)],
+    grace: Duration,
+    trigger: Trigger,
+) {
+    let dir = temp_dir(&format!("wrappers-{name}"));
+    let report = dir.join("report");
+    let mut b = bridge(agent, env, grace, &report);
     let pid = ready(&report).await;
     let pgid = pgrp_of(pid).expect("the agent's group");
     let started = Instant::now();
+    let bridge_pid = Pid::from_raw(b.pid() as i32);
     match trigger {
         Trigger::ClientEof => b.close_stdin(),
-        Trigger::Sigterm => kill(Pid::from_raw(b.pid() as i32), Signal::SIGTERM).unwrap(),
+        Trigger::Sigterm => kill(bridge_pid, Signal::SIGTERM).unwrap(),
+        Trigger::EofThenSigterm => eof_then(&mut b, Signal::SIGTERM).await,
+        Trigger::SigtermThenEof => {
+            kill(bridge_pid, Signal::SIGTERM).unwrap();
+            b.close_stdin();
+        }
     }
     let code = b.wait().await;
     let took = started.elapsed();
@@ -132,12 +190,22 @@ async fn one_run(name: &str, agent: &[String], env: &[(&str, &str)], trigger: Tr
         stderr.contains("SIGTERM to the agent's group ("),
         "no count of the group in the log: {what}"
     );
-    let expected = match trigger {
-        Trigger::ClientEof => 0,
-        Trigger::Sigterm => 128 + 15,
+    let expected: &[i32] = match trigger {
+        Trigger::ClientEof | Trigger::EofThenSigterm => &[0],
+        Trigger::Sigterm => &[128 + 15],
+        // The first of the two the bridge saw decides.
+        Trigger::SigtermThenEof => &[0, 128 + 15],
     };
-    assert_eq!(code, expected, "{what}");
-    let bound = GRACE * 2 + Duration::from_secs(1);
+    assert!(expected.contains(&code), "exit {code}: {what}");
+    if matches!(trigger, Trigger::EofThenSigterm | Trigger::SigtermThenEof) {
+        // The SIGTERM to the bridge is the group's SIGTERM: no second one into the handler.
+        assert_eq!(
+            notes.matches("term ").count(),
+            1,
+            "SIGTERM more than once ({notes}): {what}"
+        );
+    }
+    let bound = grace * 2 + Duration::from_secs(1);
     // A loaded machine and process start-up: a margin well above what a run measures.
     assert!(
         took <= bound + Duration::from_secs(3),
@@ -151,16 +219,31 @@ async fn one_run(name: &str, agent: &[String], env: &[(&str, &str)], trigger: Tr
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// [`RUNS`] runs of one case, with a busy process beside them.
+/// [`RUNS`] runs of one case, with a busy process beside them, the trigger alternating
+/// between the client's EOF and SIGTERM to the bridge.
 async fn runs(name: &str, agent: &[String], env: &[(&str, &str)]) {
+    runs_of(
+        name,
+        agent,
+        env,
+        GRACE,
+        &[Trigger::ClientEof, Trigger::Sigterm],
+    )
+    .await;
+}
+
+/// [`RUNS`] runs of one case with `grace`, with a busy process beside them, the triggers
+/// taken in turn.
+async fn runs_of(
+    name: &str,
+    agent: &[String],
+    env: &[(&str, &str)],
+    grace: Duration,
+    triggers: &[Trigger],
+) {
     let _load = Load::start();
     for i in 0..RUNS {
-        let trigger = if i % 2 == 0 {
-            Trigger::ClientEof
-        } else {
-            Trigger::Sigterm
-        };
-        one_run(name, agent, env, trigger).await;
+        one_run(name, agent, env, grace, triggers[i % triggers.len()]).await;
     }
 }
 
@@ -255,4 +338,140 @@ async fn an_agent_started_by_uvx_gets_its_grace() {
         ("UV_NO_PROGRESS", "1"),
     ];
     runs("uvx", &agent, &env).await;
+}
+
+/// The lingering agent, direct or under `sh -c "AGENT; true"` (the shell dies of SIGTERM at
+/// once, and its child must still get its whole grace).
+fn saving_agent(wrapped: bool) -> Vec<String> {
+    let agent = agents_dir().join("lingering-npm/agent.js");
+    if wrapped {
+        let script = format!("node {}; true", agent.display());
+        strings(&["sh", "-c", &script])
+    } else {
+        strings(&["node", agent.to_str().unwrap()])
+    }
+}
+
+/// Issue 41: the client's EOF, then SIGTERM to the bridge 50 ms later, during the EOF
+/// grace; the agent takes 200 ms to save. It used to get SIGKILL 2 ms after the SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eof_then_sigterm_leaves_the_agent_its_grace() {
+    let env = [("AGENT_STOP_MS", SAVE_MS)];
+    let trigger = [Trigger::EofThenSigterm];
+    runs_of("eof-term", &saving_agent(false), &env, SAVE_GRACE, &trigger).await;
+}
+
+/// As [`eof_then_sigterm_leaves_the_agent_its_grace`], the agent under `sh -c "AGENT; true"`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eof_then_sigterm_leaves_a_wrapped_agent_its_grace() {
+    let env = [("AGENT_STOP_MS", SAVE_MS)];
+    let trigger = [Trigger::EofThenSigterm];
+    runs_of(
+        "sh-eof-term",
+        &saving_agent(true),
+        &env,
+        SAVE_GRACE,
+        &trigger,
+    )
+    .await;
+}
+
+/// Issue 41: SIGTERM to the bridge, then the client's EOF at once; the agent takes 200 ms
+/// to save. Whichever of the two the bridge sees first, the agent gets its grace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_then_eof_leaves_the_agent_its_grace() {
+    let env = [("AGENT_STOP_MS", SAVE_MS)];
+    let trigger = [Trigger::SigtermThenEof];
+    runs_of("term-eof", &saving_agent(false), &env, SAVE_GRACE, &trigger).await;
+}
+
+/// As [`sigterm_then_eof_leaves_the_agent_its_grace`], the agent under `sh -c "AGENT; true"`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_then_eof_leaves_a_wrapped_agent_its_grace() {
+    let env = [("AGENT_STOP_MS", SAVE_MS)];
+    let trigger = [Trigger::SigtermThenEof];
+    runs_of(
+        "sh-term-eof",
+        &saving_agent(true),
+        &env,
+        SAVE_GRACE,
+        &trigger,
+    )
+    .await;
+}
+
+/// The signals of [`a_second_signal_cuts_the_grace_short`], in order.
+#[derive(Clone, Copy, Debug)]
+enum Insist {
+    /// SIGTERM, SIGTERM.
+    SigtermTwice,
+    /// SIGINT, SIGTERM.
+    SigintThenSigterm,
+    /// The client's EOF, SIGTERM during its grace, SIGTERM.
+    EofThenSigtermTwice,
+}
+
+/// A second signal to the bridge still cuts the grace short: SIGKILL to the group at once,
+/// though the grace (a minute) is far from over and the agent's handler (ten minutes) far
+/// from done. [`RUNS`] runs, the three orders in turn, with a busy process beside them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_signal_cuts_the_grace_short() {
+    let grace = Duration::from_secs(60);
+    let env = [("AGENT_STOP_MS", "600000")];
+    let _load = Load::start();
+    for i in 0..RUNS {
+        let order = [
+            Insist::SigtermTwice,
+            Insist::SigintThenSigterm,
+            Insist::EofThenSigtermTwice,
+        ][i % 3];
+        let dir = temp_dir("wrappers-insist");
+        let report = dir.join("report");
+        let mut b = bridge(&saving_agent(false), &env, grace, &report);
+        let pid = ready(&report).await;
+        let pgid = pgrp_of(pid).expect("the agent's group");
+        let bridge_pid = Pid::from_raw(b.pid() as i32);
+        // The first signal, and the agent's handler running (it was forwarded).
+        match order {
+            Insist::SigtermTwice => kill(bridge_pid, Signal::SIGTERM).unwrap(),
+            Insist::SigintThenSigterm => kill(bridge_pid, Signal::SIGINT).unwrap(),
+            Insist::EofThenSigtermTwice => eof_then(&mut b, Signal::SIGTERM).await,
+        }
+        let first = if matches!(order, Insist::SigintThenSigterm) {
+            "int"
+        } else {
+            "term"
+        };
+        noted(&report, first, pid).await;
+        kill(bridge_pid, Signal::SIGTERM).unwrap();
+        // Within WAIT (a third of the grace): the SIGKILL was the second signal's.
+        let code = b.wait().await;
+        let stderr = b.stderr();
+        let what = format!("{order:?}, agent {pid}: {stderr}");
+        let notes = std::fs::read_to_string(&report).unwrap_or_default();
+        assert!(
+            stderr.contains("received a second signal"),
+            "no second signal: {what}"
+        );
+        assert!(
+            stderr.contains("of the agent's group still running: SIGKILL"),
+            "no SIGKILL: {what}"
+        );
+        assert!(
+            !notes.contains("clean"),
+            "the handler finished ({notes}): {what}"
+        );
+        let expected = match order {
+            Insist::SigtermTwice => 128 + 15,
+            Insist::SigintThenSigterm => 128 + 2,
+            Insist::EofThenSigtermTwice => 0,
+        };
+        assert_eq!(code, expected, "{what}");
+        let left = live_members(pgid);
+        assert!(
+            left.is_empty(),
+            "{left:?} of the group outlived the bridge: {what}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -161,10 +161,24 @@ impl Shell {
     fn handle(&mut self, event: Event, now: Instant) {
         match event {
             Event::Signal(sig) => {
-                tracing::info!(signal = %sig, "received signal; forwarding to agent");
-                let first = !self.ladder.is_started();
-                child::group::signal(self.agent.pgid, self.ladder.signal(now, sig));
-                if first {
+                // As the client's EOF for the router, unless that EOF was read already or the
+                // shutdown is under way.
+                let as_eof = !self.ladder.is_started() && self.client_open;
+                match self.ladder.signal(now, sig) {
+                    Some(Signal::SIGKILL) => {
+                        tracing::warn!(signal = %sig, "received a second signal; SIGKILL to the agent's group at once");
+                        child::group::signal(self.agent.pgid, Signal::SIGKILL);
+                    }
+                    Some(send) => {
+                        tracing::info!(signal = %sig, "received signal; forwarding to agent");
+                        child::group::signal(self.agent.pgid, send);
+                    }
+                    None => tracing::info!(
+                        signal = %sig,
+                        "received signal; the agent's group already had SIGTERM, and gets SIGKILL only a grace after it (a second signal: at once)"
+                    ),
+                }
+                if as_eof {
                     self.router.on_client_eof(now, &mut self.outbox);
                 }
             }

@@ -9,9 +9,22 @@
 //! Invariants:
 //! - Once started, the ladder always ends: SIGTERM one grace after the trigger, SIGKILL one
 //!   grace after that, and only to members still alive then; a group that empties sooner
-//!   ends the wait at once. A second signal to the bridge sends SIGKILL at once.
-//! - No member gets SIGKILL sooner than one grace after its group got SIGTERM, unless the
-//!   user asked for it with a second signal.
+//!   ends the wait at once.
+//! - No member gets SIGKILL sooner than one grace after its group got SIGTERM, whatever
+//!   order the client's EOF, the agent's exit and signals come in, unless the user asked for
+//!   it with a second signal to the bridge (SIGKILL at once). What makes a signal the
+//!   second is the signals *from outside*, not whether the ladder has started: an editor
+//!   that quits closes the agent's stdin and then sends SIGTERM, and that SIGTERM is its
+//!   first signal, not its second.
+//! - The first signal to the bridge is forwarded to the group at once, unless the group has
+//!   already had the ladder's SIGTERM (then nothing is sent: no second SIGTERM into a
+//!   handler that is saving, no SIGINT that would end it early). A forwarded SIGTERM is the
+//!   group's SIGTERM (SIGKILL one grace after it); a forwarded SIGINT or SIGHUP is not, and
+//!   SIGTERM follows when the grace already running ends (one grace after the signal when
+//!   none was running).
+//! - The reason (and so the exit code) is the first trigger the bridge saw: a client EOF
+//!   read before the signal makes it `ClientEof`, even while the agent's stdin is still
+//!   being closed.
 //! - When the direct child exits and members of its group live on, they get the rest of
 //!   the ladder: SIGTERM now if the group has had no signal yet, and SIGKILL one grace after
 //!   the SIGTERM.
@@ -64,6 +77,10 @@ pub struct Ladder {
     /// The group was signalled while the direct child still ran (it was terminated, rather
     /// than exiting by itself).
     terminated: bool,
+    /// The client's EOF has been read.
+    eof_read: bool,
+    /// Signals the bridge has received from outside (a second one sends SIGKILL at once).
+    outside_signals: u32,
 }
 
 #[derive(Debug)]
@@ -97,6 +114,8 @@ impl Ladder {
             signalled: false,
             child_exited: false,
             terminated: false,
+            eof_read: false,
+            outside_signals: 0,
         }
     }
 
@@ -129,6 +148,7 @@ impl Ladder {
     /// The client's EOF was read; its input is still being delivered to the agent, which
     /// has taken `taken` bytes so far.
     pub fn client_eof(&mut self, now: Instant, taken: u64) {
+        self.eof_read = true;
         if self.started.is_none() {
             self.awaiting_close = true;
             self.stall = Some((now + self.grace, taken));
@@ -137,7 +157,9 @@ impl Ladder {
 
     /// The client hung up while its input waits for the agent (its EOF is not read yet).
     pub fn client_hung_up(&mut self, now: Instant, taken: u64) {
-        self.stall = Some((now + self.grace, taken));
+        if self.started.is_none() {
+            self.stall = Some((now + self.grace, taken));
+        }
     }
 
     /// The agent's stdin is closed: after the client's EOF, the grace starts now.
@@ -154,20 +176,41 @@ impl Ladder {
         self.start(QuitReason::AgentExited, now);
     }
 
-    /// A signal to the bridge: the signal to send the agent's group (the same one the first
-    /// time, SIGKILL at once the second).
-    pub fn signal(&mut self, now: Instant, sig: Signal) -> Signal {
-        self.sent();
-        match &mut self.started {
-            Some(s) => {
+    /// A signal to the bridge: the signal to send the agent's group now, if any (see the
+    /// module docs). The first is forwarded, unless the group has already had the ladder's
+    /// SIGTERM; a forwarded SIGTERM leaves the group one whole grace before SIGKILL. The
+    /// second sends SIGKILL at once.
+    pub fn signal(&mut self, now: Instant, sig: Signal) -> Option<Signal> {
+        self.outside_signals = self.outside_signals.saturating_add(1);
+        let reason = if self.eof_read {
+            QuitReason::ClientEof
+        } else {
+            QuitReason::Signal(sig as i32)
+        };
+        // The grace starts now (if none is running): the watchdog and the wait for the
+        // agent's stdin to close have nothing left to decide.
+        self.awaiting_close = false;
+        self.stall = None;
+        self.start(reason, now);
+        let grace = self.grace;
+        let second = self.outside_signals > 1;
+        let s = self.started.as_mut()?;
+        let send = match s.rung {
+            _ if second => {
                 s.rung = Rung::Killed(now + KILL_WAIT);
                 Signal::SIGKILL
             }
-            None => {
-                self.start(QuitReason::Signal(sig as i32), now);
+            Rung::Term(_) if sig == Signal::SIGTERM => {
+                s.rung = Rung::Kill(now + grace);
                 sig
             }
-        }
+            // SIGINT or SIGHUP: SIGTERM still comes when the grace running ends.
+            Rung::Term(_) => sig,
+            // The group already had SIGTERM (or is gone): its SIGKILL keeps its time.
+            Rung::Kill(_) | Rung::Killed(_) | Rung::GaveUp | Rung::Over => return None,
+        };
+        self.sent();
+        Some(send)
     }
 
     /// The direct child exited while members of its group live on: they get the rest of the
@@ -360,20 +403,130 @@ mod tests {
     fn a_second_signal_sends_sigkill_at_once() {
         let t0 = Instant::now();
         let mut l = Ladder::new(GRACE);
-        assert_eq!(l.signal(t0, Signal::SIGINT), Signal::SIGINT);
+        assert_eq!(l.signal(t0, Signal::SIGINT), Some(Signal::SIGINT));
         assert_eq!(l.next_deadline(), Some(at(t0, 3000)));
-        assert_eq!(l.signal(at(t0, 10), Signal::SIGINT), Signal::SIGKILL);
+        assert_eq!(l.signal(at(t0, 10), Signal::SIGINT), Some(Signal::SIGKILL));
         assert_eq!(l.next_deadline(), Some(at(t0, 510)));
         assert_eq!(l.outcome(), (QuitReason::Signal(2), true));
+
+        // SIGINT then SIGTERM: the second, whatever it is.
+        let mut l = Ladder::new(GRACE);
+        assert_eq!(l.signal(t0, Signal::SIGINT), Some(Signal::SIGINT));
+        assert_eq!(l.signal(at(t0, 10), Signal::SIGTERM), Some(Signal::SIGKILL));
+        assert_eq!(l.outcome(), (QuitReason::Signal(2), true));
+
+        // SIGTERM twice.
+        let mut l = Ladder::new(GRACE);
+        assert_eq!(l.signal(t0, Signal::SIGTERM), Some(Signal::SIGTERM));
+        assert_eq!(l.signal(at(t0, 10), Signal::SIGTERM), Some(Signal::SIGKILL));
+        assert_eq!(l.outcome(), (QuitReason::Signal(15), true));
     }
 
+    /// Issue 41: an editor that quits closes the agent's stdin, then sends SIGTERM during
+    /// the EOF grace. That SIGTERM is the user's first signal: it goes to the group, and
+    /// SIGKILL comes a whole grace after it (it used to come at once).
     #[test]
-    fn a_signal_after_client_eof_keeps_the_first_reason() {
+    fn eof_then_sigterm_during_the_grace_leaves_the_group_a_whole_grace() {
         let t0 = Instant::now();
         let mut l = Ladder::new(GRACE);
         l.client_eof(t0, 0);
         l.stdin_closed(at(t0, 5));
-        assert_eq!(l.signal(at(t0, 10), Signal::SIGTERM), Signal::SIGKILL);
+        assert_eq!(l.signal(at(t0, 55), Signal::SIGTERM), Some(Signal::SIGTERM));
+        assert_eq!(
+            l.next_deadline(),
+            Some(at(t0, 3055)),
+            "SIGKILL a grace later"
+        );
+        assert_eq!(
+            l.tick(at(t0, 3054), 0),
+            None,
+            "no second SIGTERM, no SIGKILL"
+        );
+        assert_eq!(l.tick(at(t0, 3055), 0), Some(Signal::SIGKILL));
+        assert_eq!(
+            l.outcome(),
+            (QuitReason::ClientEof, true),
+            "the first trigger decides"
+        );
+
+        // The user insists: a second signal still kills at once.
+        let mut l = Ladder::new(GRACE);
+        l.client_eof(t0, 0);
+        l.stdin_closed(at(t0, 5));
+        assert_eq!(l.signal(at(t0, 55), Signal::SIGTERM), Some(Signal::SIGTERM));
+        assert_eq!(l.signal(at(t0, 60), Signal::SIGTERM), Some(Signal::SIGKILL));
+        assert_eq!(l.next_deadline(), Some(at(t0, 560)));
+    }
+
+    /// The EOF is read but the agent's stdin is not closed yet when SIGTERM comes: the same,
+    /// and neither the close nor the watchdog moves a rung afterwards.
+    #[test]
+    fn a_signal_before_the_agents_stdin_is_closed_starts_the_grace_then() {
+        let t0 = Instant::now();
+        let mut l = Ladder::new(GRACE);
+        l.client_eof(t0, 7);
+        assert_eq!(l.signal(at(t0, 50), Signal::SIGTERM), Some(Signal::SIGTERM));
+        assert_eq!(l.next_deadline(), Some(at(t0, 3050)));
+        l.stdin_closed(at(t0, 100));
+        assert_eq!(l.tick(at(t0, 3049), 7), None, "the watchdog is off");
+        assert_eq!(l.tick(at(t0, 3050), 7), Some(Signal::SIGKILL));
+        assert_eq!(l.outcome(), (QuitReason::ClientEof, true));
+    }
+
+    /// SIGTERM first, then the client's EOF at once: the EOF changes nothing.
+    #[test]
+    fn sigterm_then_eof_leaves_the_group_a_whole_grace() {
+        let t0 = Instant::now();
+        let mut l = Ladder::new(GRACE);
+        assert_eq!(l.signal(t0, Signal::SIGTERM), Some(Signal::SIGTERM));
+        l.client_eof(at(t0, 1), 0);
+        l.client_hung_up(at(t0, 1), 0);
+        l.stdin_closed(at(t0, 2));
+        assert_eq!(l.next_deadline(), Some(at(t0, 3000)));
+        assert_eq!(l.tick(at(t0, 2999), 0), None);
+        assert_eq!(l.tick(at(t0, 3000), 0), Some(Signal::SIGKILL));
+        assert_eq!(l.outcome(), (QuitReason::Signal(15), true));
+    }
+
+    /// SIGINT (or SIGHUP) during the EOF grace is forwarded; it is not the group's SIGTERM,
+    /// which comes when the grace ends, and SIGKILL a whole grace after that.
+    #[test]
+    fn sigint_during_the_eof_grace_is_forwarded_and_the_ladder_goes_on() {
+        let t0 = Instant::now();
+        let mut l = Ladder::new(GRACE);
+        l.client_eof(t0, 0);
+        l.stdin_closed(t0);
+        assert_eq!(l.signal(at(t0, 100), Signal::SIGINT), Some(Signal::SIGINT));
+        assert_eq!(l.next_deadline(), Some(at(t0, 3000)), "the grace running");
+        assert_eq!(l.tick(at(t0, 3000), 0), Some(Signal::SIGTERM));
+        assert_eq!(l.tick(at(t0, 5999), 0), None);
+        assert_eq!(l.tick(at(t0, 6000), 0), Some(Signal::SIGKILL));
+    }
+
+    /// A first signal after the ladder's own SIGTERM sends nothing (no second SIGTERM into
+    /// a handler that is saving) and leaves SIGKILL where it was; a second one kills.
+    #[test]
+    fn a_first_signal_after_the_ladders_sigterm_keeps_the_sigkill_time() {
+        let t0 = Instant::now();
+        let mut l = Ladder::new(GRACE);
+        l.client_eof(t0, 0);
+        l.stdin_closed(t0);
+        assert_eq!(l.tick(at(t0, 3000), 0), Some(Signal::SIGTERM));
+        assert_eq!(l.signal(at(t0, 3100), Signal::SIGTERM), None);
+        assert_eq!(l.next_deadline(), Some(at(t0, 6000)));
+        assert_eq!(
+            l.signal(at(t0, 3200), Signal::SIGINT),
+            Some(Signal::SIGKILL),
+            "the second"
+        );
+
+        let mut l = Ladder::new(GRACE);
+        l.client_eof(t0, 0);
+        l.stdin_closed(t0);
+        assert_eq!(l.tick(at(t0, 3000), 0), Some(Signal::SIGTERM));
+        assert_eq!(l.signal(at(t0, 3100), Signal::SIGINT), None);
+        assert_eq!(l.next_deadline(), Some(at(t0, 6000)));
+        assert_eq!(l.tick(at(t0, 6000), 0), Some(Signal::SIGKILL));
         assert_eq!(l.outcome(), (QuitReason::ClientEof, true));
     }
 
@@ -431,12 +584,20 @@ mod tests {
     }
 
     /// A signal to the bridge already reached the group: a wrapper that dies of it does not
-    /// bring the next rung forward.
+    /// bring the next rung forward. A forwarded SIGTERM is the group's SIGTERM; a forwarded
+    /// SIGINT is not, and SIGTERM follows a grace later.
     #[test]
     fn a_forwarded_signal_counts_as_the_groups_signal() {
         let t0 = Instant::now();
         let mut l = Ladder::new(GRACE);
-        assert_eq!(l.signal(t0, Signal::SIGTERM), Signal::SIGTERM);
+        assert_eq!(l.signal(t0, Signal::SIGTERM), Some(Signal::SIGTERM));
+        l.child_exited(at(t0, 1));
+        assert_eq!(l.tick(at(t0, 1), 0), None);
+        assert_eq!(l.tick(at(t0, 2999), 0), None);
+        assert_eq!(l.tick(at(t0, 3000), 0), Some(Signal::SIGKILL));
+
+        let mut l = Ladder::new(GRACE);
+        assert_eq!(l.signal(t0, Signal::SIGINT), Some(Signal::SIGINT));
         l.child_exited(at(t0, 1));
         assert_eq!(l.tick(at(t0, 1), 0), None);
         assert_eq!(l.tick(at(t0, 3000), 0), Some(Signal::SIGTERM));
@@ -450,7 +611,7 @@ mod tests {
         let t0 = Instant::now();
         let mut l = Ladder::new(GRACE);
         l.signal(t0, Signal::SIGTERM);
-        assert_eq!(l.signal(at(t0, 1), Signal::SIGTERM), Signal::SIGKILL);
+        assert_eq!(l.signal(at(t0, 1), Signal::SIGTERM), Some(Signal::SIGKILL));
         assert_eq!(l.next_deadline(), Some(at(t0, 501)));
         assert!(!l.gave_up(at(t0, 500)));
         assert_eq!(l.tick(at(t0, 501), 0), None);
