@@ -1,7 +1,9 @@
 //! What the agent was doing, beside every question (issue 35), through the real binaries:
 //! the mock agent streams a message, a plan and an edit with its diff, then asks to approve
 //! a write with its diff. The control API, the CLI and the inbox show the digest; every
-//! bound holds when the agent streams 10,000 messages and 10 MiB diffs first.
+//! bound holds when the agent streams 10,000 messages and 10 MiB diffs first. A 10 MiB write
+//! (issue 41), asked as Claude Code asks it, is shown with the message, the plan, and its
+//! diff's start with what was left out, whatever else is long.
 
 mod common;
 
@@ -145,4 +147,169 @@ async fn every_bound_holds_after_10000_messages_and_10_mib_diffs() {
     b.close_stdin();
     b.drain().await;
     assert_eq!(b.wait().await, 0);
+}
+
+/// The store the mock agent writes in `story-big`: its first lines, then 10 MiB more.
+const NEW_START: &str = "use rusqlite::Connection;\n\npub struct Store(Connection);\n// new.\n";
+const NEW_BYTES: usize = 57 + (10 << 20);
+const NEW_LINES: usize = 3 + (10 << 17);
+
+/// `story-big VARIANT`: the question listed on the control server, and the CLI's text of it;
+/// the agent's request reached the client whole.
+async fn big_write(variant: &str) -> (Value, String) {
+    let mut b = Bridge::mock(&["--control", "127.0.0.1:0"]);
+    let (base, token) = control_of(&b).await;
+    b.initialize(json!({})).await;
+    let sid = b.new_session(1).await;
+    b.prompt(2, &sid, &format!("story-big {variant}")).await;
+    let (ask, _) = b
+        .recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+    let asked = &ask["params"]["toolCall"]["content"][0]["newText"];
+    assert_eq!(
+        asked.as_str().unwrap().len(),
+        NEW_BYTES,
+        "the client gets it whole"
+    );
+    let list = list_until(&control::http(&base, &token), 1).await;
+    let url = format!("{base}#token={token}");
+    let (code, text) = control::cli(&["list", "--control", &url]).await;
+    assert_eq!(code, 0, "{text}");
+    b.send(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"outcome":{"outcome":"selected","optionId":"allow"}}})).await;
+    let (done, _) = b.response(json!(2)).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
+    (list[0].clone(), text)
+}
+
+/// What every 10 MiB write shows: the plan, the tool call asked about among the turn's, and
+/// the tool call itself within its bound, its new text's start, and what was left out of it.
+fn shows_the_write(q: &Value, cli: &str) {
+    valid(q);
+    let d = &q["digest"];
+    let plan: Vec<&str> = d["plan"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no plan in {d}"))
+        .iter()
+        .map(|e| e["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(plan, ["completed", "in_progress", "pending"]);
+    let calls = d["toolCalls"].as_array().unwrap();
+    assert_eq!(
+        calls.last().unwrap(),
+        &json!({"title": "Write src/store.rs", "kind": "edit", "status": "pending", "paths": ["/project/src/store.rs"]}),
+        "{d}"
+    );
+    let context = &q["context"];
+    assert!(
+        context.to_string().len() <= 20 << 10,
+        "{}",
+        context.to_string().len()
+    );
+    let tc = &context["toolCall"];
+    assert_eq!(
+        tc["title"], "Write src/store.rs",
+        "what the question asks is shown"
+    );
+    assert_eq!(tc["kind"], "edit");
+    assert_eq!(tc["locations"], json!([{"path": "/project/src/store.rs"}]));
+    let diff = &tc["content"][0];
+    assert_eq!(diff["path"], "/project/src/store.rs", "{tc}");
+    let new = diff["newText"].as_str().unwrap();
+    assert!(
+        new.starts_with(NEW_START) && new.ends_with("// new.\n…"),
+        "{new:?}"
+    );
+    assert!(
+        new.len() > 3 << 10,
+        "the new text has its share: {}",
+        new.len()
+    );
+    // What was left out, exactly.
+    let shown = new.len() - '…'.len_utf8();
+    let (bytes, lines) = (NEW_BYTES - shown, NEW_LINES - new.matches('\n').count());
+    let left = context["leftOut"].as_array().unwrap();
+    assert!(
+        left.contains(
+            &json!({"at": "/toolCall/content/0/newText", "bytes": bytes, "lines": lines})
+        ),
+        "{left:?}"
+    );
+    let said = format!("toolCall.content[0].newText: {bytes} bytes, {lines} lines");
+    assert!(
+        context["cut"].as_array().unwrap().contains(&json!(said)),
+        "{}",
+        context["cut"]
+    );
+    // The CLI says it too.
+    for expected in [
+        "plan: [done] Add the SQLite schema",
+        "this turn: Write src/store.rs (edit, pending) /project/src/store.rs",
+        "diff /project/src/store.rs",
+        "+use rusqlite::Connection;",
+        &format!("left out: {said}"),
+    ] {
+        assert!(cli.contains(expected), "{expected:?} in:\n{cli}");
+    }
+}
+
+#[tokio::test]
+async fn a_new_file_of_10_mib_shows_the_message_the_plan_and_its_start() {
+    let (q, cli) = big_write("new").await;
+    shows_the_write(&q, &cli);
+    assert_eq!(q["digest"]["lastMessage"], "Now the store itself.");
+    assert!(q["digest"].get("cut").is_none(), "{}", q["digest"]);
+    assert_eq!(
+        q["context"]["toolCall"]["content"][0]["oldText"],
+        Value::Null
+    );
+    // The input (the same 10 MiB) has a share too, beside the diff.
+    let input = q["context"]["toolCall"]["rawInput"]["content"]
+        .as_str()
+        .unwrap();
+    assert!(
+        input.starts_with(NEW_START) && input.ends_with('…'),
+        "{input:?}"
+    );
+    assert!(cli.contains("agent said: Now the store itself."), "{cli}");
+}
+
+#[tokio::test]
+async fn a_replaced_file_of_10_mib_shows_both_texts_starts() {
+    let (q, cli) = big_write("replace").await;
+    shows_the_write(&q, &cli);
+    assert_eq!(q["digest"]["lastMessage"], "Now the store itself.");
+    let diff = &q["context"]["toolCall"]["content"][0];
+    let old = diff["oldText"].as_str().unwrap();
+    assert!(
+        old.starts_with("// old.\n// old.\n") && old.ends_with("\n…"),
+        "{old:?}"
+    );
+    let left = q["context"]["leftOut"].as_array().unwrap();
+    let old_left = left
+        .iter()
+        .find(|l| l["at"] == "/toolCall/content/0/oldText")
+        .unwrap_or_else(|| panic!("{left:?}"));
+    let shown = old.len() - '…'.len_utf8();
+    assert_eq!(old_left["bytes"], (10 << 20) - shown);
+    assert_eq!(old_left["lines"], (10 << 17) - old.matches('\n').count());
+    assert!(cli.contains("-// old."), "{cli}");
+}
+
+#[tokio::test]
+async fn a_10_mib_message_and_a_10_mib_output_before_the_write_take_nothing_from_it() {
+    let (q, cli) = big_write("line").await;
+    shows_the_write(&q, &cli);
+    // The last message is the 10 MiB chunk's: its tail, said to be cut.
+    let d = &q["digest"];
+    let said = d["lastMessage"].as_str().unwrap();
+    assert!(
+        said.starts_with("…word word ") && said.ends_with(" That is all of it."),
+        "{said:?}"
+    );
+    assert!(said.len() <= (2 << 10) + 3, "{}", said.len());
+    assert_eq!(d["cut"], json!(["the start of the last message"]));
+    assert!(cli.contains("That is all of it."), "{cli}");
 }

@@ -397,6 +397,12 @@ fn context_lines(context: &Value) -> String {
     if let Some(m) = context["message"].as_str() {
         s += &format!("  message: {m}\n");
     }
+    // What was left out to show it within its bound (a 10 MiB diff's bytes and lines).
+    for cut in context["cut"].as_array().into_iter().flatten() {
+        if let Some(cut) = cut.as_str() {
+            s += &format!("  (left out: {cut})\n");
+        }
+    }
     s
 }
 

@@ -49,6 +49,9 @@ Script words (the first word of the prompt text picks the behaviour):
   story                  stream a message, a plan and an edit with its diff, then ask to
                          approve a write with its diff; streams `story: <result json>`
   story-huge             the same after 10,000 message chunks, with 10 MiB diffs
+  story-big new|replace|line   the story, then a 10 MiB write asked as Claude Code asks:
+                         a new file, a file replaced (old and new 10 MiB), or a new file
+                         after a 10 MiB message chunk and a 10 MiB tool output
   flood <N> [<BYTES>]    N agent_message_chunks of about BYTES bytes (default 100), end_turn
   slow <MS>              wait MS milliseconds, then end_turn (stopReason cancelled if cancelled)
   garbage                write a non-JSON line to stdout, then behave as the default
@@ -422,10 +425,15 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
             };
             wait_and_report(ctx, sid, rx, cancel, report).await
         }
-        "story" | "story-huge" => {
+        "story" | "story-huge" | "story-big" => {
             // What an agent does before it asks: a message, a plan, an edit with its diff,
             // then an approval of a write with its diff (docs/MOCK_AGENT.md).
             let huge = first == "story-huge";
+            let big = if first == "story-big" {
+                words.next().unwrap_or("new")
+            } else {
+                ""
+            };
             let update = |u: Value| json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId": sid, "update": u}});
             if huge {
                 for i in 0..10_000 {
@@ -460,21 +468,26 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
             ))
             .await;
             ctx.chunk(sid, "Now the store itself.").await;
-            let old_store = if huge {
-                "// old.\n".repeat(10 << 17)
+            let tool_call = if big.is_empty() {
+                let old_store: Value = if huge {
+                    "// old.\n".repeat(10 << 17).into()
+                } else {
+                    "use std::collections::HashMap;\n\npub struct Store(HashMap<String, Vec<u8>>);\n"
+                        .into()
+                };
+                let tool_call = json!({"toolCallId": "story-write", "title": "Write src/store.rs", "kind": "edit",
+                    "status": "pending", "locations": [{"path": "/project/src/store.rs"}],
+                    "rawInput": {"file_path": "/project/src/store.rs"},
+                    "content": [{"type": "diff", "path": "/project/src/store.rs",
+                        "oldText": old_store,
+                        "newText": "use rusqlite::Connection;\n\npub struct Store(Connection);\n"}]});
+                let mut announce = tool_call.clone();
+                announce["sessionUpdate"] = json!("tool_call");
+                ctx.send(&update(announce)).await;
+                tool_call
             } else {
-                "use std::collections::HashMap;\n\npub struct Store(HashMap<String, Vec<u8>>);\n"
-                    .into()
+                big_write(ctx, sid, big, update).await
             };
-            let tool_call = json!({"toolCallId": "story-write", "title": "Write src/store.rs", "kind": "edit",
-                "status": "pending", "locations": [{"path": "/project/src/store.rs"}],
-                "rawInput": {"file_path": "/project/src/store.rs"},
-                "content": [{"type": "diff", "path": "/project/src/store.rs",
-                    "oldText": old_store,
-                    "newText": "use rusqlite::Connection;\n\npub struct Store(Connection);\n"}]});
-            let mut announce = tool_call.clone();
-            announce["sessionUpdate"] = json!("tool_call");
-            ctx.send(&update(announce)).await;
             let rx = ctx
                 .request(
                     "session/request_permission",
@@ -564,6 +577,53 @@ fn report_question(outcome: Result<Value, Value>) -> String {
             e["message"].as_str().unwrap_or_default()
         ),
     }
+}
+
+/// `story-big VARIANT`: the approval of a 10 MiB write as Claude Code (claude-agent-acp)
+/// sends it: a `tool_call` with an empty input, a `tool_call_update` with the whole input and
+/// its diff, then `session/request_permission` with the same, the input first (so a bound
+/// met in order would spend itself on `rawInput`). `new`: a Write of a new file (`oldText:
+/// null`); `replace`: an Edit of a 10 MiB file into another; `line`: a new file, after a
+/// 10 MiB message chunk and a 10 MiB tool output. Returns the request's tool call.
+async fn big_write(ctx: &Ctx, sid: &str, variant: &str, update: impl Fn(Value) -> Value) -> Value {
+    const PATH: &str = "/project/src/store.rs";
+    if variant == "line" {
+        let text = "word ".repeat(2 << 20) + "That is all of it.";
+        ctx.chunk(sid, &text).await;
+        ctx.send(&update(json!({"sessionUpdate": "tool_call_update",
+            "toolCallId": "story-edit", "status": "completed",
+            "content": [{"type": "content", "content": {"type": "text",
+                "text": "   Compiling store\n".repeat(10 << 16)}}]})))
+            .await;
+    }
+    // 10 MiB of a new store: its first lines, then many more.
+    let new = "use rusqlite::Connection;\n\npub struct Store(Connection);\n".to_owned()
+        + &"// new.\n".repeat(10 << 17);
+    let (name, input, old) = if variant == "replace" {
+        let old = "// old.\n".repeat(10 << 17);
+        let input = json!({"file_path": PATH, "old_string": old, "new_string": new});
+        ("Edit", input, Value::from(old))
+    } else {
+        (
+            "Write",
+            json!({"file_path": PATH, "content": new}),
+            Value::Null,
+        )
+    };
+    let diff = json!([{"type": "diff", "path": PATH, "oldText": old, "newText": new}]);
+    ctx.send(&update(
+        json!({"toolCallId": "story-write", "sessionUpdate": "tool_call",
+        "rawInput": {}, "status": "pending", "title": name, "kind": "edit", "content": []}),
+    ))
+    .await;
+    ctx.send(&update(
+        json!({"toolCallId": "story-write", "sessionUpdate": "tool_call_update",
+        "rawInput": input, "title": "Write src/store.rs", "content": diff}),
+    ))
+    .await;
+    json!({"toolCallId": "story-write", "name": name, "status": "pending", "rawInput": input,
+        "title": "Write src/store.rs", "kind": "edit", "content": diff,
+        "locations": [{"path": PATH}]})
 }
 
 /// Waits for the answer to a request; a cancel ends the turn as `cancelled`, after giving

@@ -4,19 +4,24 @@
 //!   [`MESSAGE`] bytes);
 //! - `plan`: the current plan's entries with their status;
 //! - `toolCalls`: the tool calls of the current turn (since the client's last
-//!   `session/prompt`): title, kind, status, and the paths of their locations.
+//!   `session/prompt`): title, kind, status, and the paths of their locations, the one a
+//!   permission request asks about included ([`Digests::asked`]).
 //!
 //! Cost on the relay: nothing per message that is forwarded. Of each read of the agent's
 //! output, its last short lines (at most [`RECENT_ONE`] bytes, found from the reader's own
 //! line ranges, no parsing) are copied into a ring of [`RECENT`] bytes ([`Digests::keep`]),
-//! and read back only when a question is asked. (Not the read's own buffer: it holds the reader's in-flight budget until dropped,
-//! and a line longer than the budget waits for all of it.) Plans and tool calls come from
-//! the `session/update`s the tool-call handler already picks (by the value of
-//! `sessionUpdate`).
+//! and read back only when a question is asked. (Not the read's own buffer: it holds the
+//! reader's in-flight budget until dropped, and a line longer than the budget waits for all
+//! of it.) A longer line (a 10 MiB diff) leaves a stand-in of a few bytes instead, from a
+//! look at its first [`HEAD`] bytes: which update of which session it is, so that it still
+//! ends a run of message chunks (and, for a message chunk, its last [`TAIL`] bytes, whose
+//! text is read at question time). Plans and tool calls come from the `session/update`s the
+//! tool-call handler already picks (by the value of `sessionUpdate`).
 //!
 //! Bounds: the whole digest is at most [`DIGEST`] bytes of text (what is cut is said in
-//! `cut`); at most [`SESSIONS`] sessions and [`TURN_CALLS`] tool calls per turn are kept;
-//! a session's digest is dropped with `session/close` (and all of them past the bound).
+//! `cut`); the message and the plan always fit, whatever the size of any other line; at most
+//! [`SESSIONS`] sessions and [`TURN_CALLS`] tool calls per turn are kept; a session's digest
+//! is dropped with `session/close` (and all of them past the bound).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -32,8 +37,14 @@ use crate::scan::Shape;
 const RECENT: usize = 64 << 10;
 /// The most bytes kept of one read (its last lines).
 const RECENT_ONE: usize = 16 << 10;
-/// A longer line is not kept (a message chunk is much shorter).
+/// A longer line is not kept (a message chunk is much shorter): a stand-in is.
 const LINE: usize = 4 << 10;
+/// How far into a longer line its update and session are looked for.
+const HEAD: usize = 1 << 10;
+/// How much of the end of a longer message chunk is kept, for its text.
+const TAIL: usize = 4 << 10;
+/// The first byte of a stand-in, and its separator: never in a line of JSON.
+const MARK: u8 = 0x01;
 /// The most bytes of the last message shown.
 pub const MESSAGE: usize = 2 << 10;
 /// The most bytes of text in one session's digest.
@@ -48,6 +59,8 @@ const SESSIONS: usize = 256;
 const ID: usize = 256;
 /// How many lines are read back, at most, for the last message.
 const LINES_READ: usize = 4096;
+// The last message and the plan (its entries up to PLAN, and one more) always fit.
+const _: () = assert!(MESSAGE + 4 + PLAN + 1024 <= DIGEST);
 
 /// One session's plan and the tool calls of its turn.
 #[derive(Debug, Default)]
@@ -65,33 +78,75 @@ pub(in crate::router) struct Digests {
     /// The reads in `recent`: how many bytes each kept, and whether its start was cut (the
     /// output before it is then not contiguous with it).
     reads: VecDeque<(usize, bool)>,
+    /// Whether any of the output was not kept (a read dropped from the ring, or cut): until
+    /// then, the ring holds all of it, and a run that starts at its start is whole.
+    lost: bool,
+}
+
+/// What [`Digests::keep`] copies of one line.
+enum Kept {
+    /// `data[from..to]`, then a newline when `nl` (a line that ended with `\r\n`).
+    Line { from: usize, to: usize, nl: bool },
+    /// A stand-in built in the read's scratch buffer, `[from..to]`.
+    Stand { from: usize, to: usize },
 }
 
 impl Digests {
     /// Copies the last short lines of one read of the agent's output (at most
-    /// [`RECENT_ONE`] bytes of lines of at most [`LINE`] bytes each) into the ring. `lines`
-    /// are the read's lines (ranges in `data` without their newline).
+    /// [`RECENT_ONE`] bytes of lines of at most [`LINE`] bytes each, and stand-ins of longer
+    /// ones) into the ring. `lines` are the read's lines (ranges in `data` without their
+    /// newline).
     #[inline]
     pub fn keep(&mut self, data: &[u8], lines: &[(Piece, Option<Shape>)]) {
-        // Newest first: the ranges kept, merged where they touch.
-        let mut kept: Vec<(usize, usize)> = Vec::new();
+        // Newest first: what is kept of each line, neighbours merged where they touch.
+        let mut kept: Vec<Kept> = Vec::new();
+        let mut stand_ins: Vec<u8> = Vec::new();
         let mut size = 0;
         let mut gap = false;
         for (p, _) in lines.iter().rev() {
-            if !p.bare(data) || p.end - p.start > LINE {
-                // A long line is not a message chunk worth showing: skipped, not a gap.
-                continue;
-            }
-            let len = p.end + 1 - p.start;
+            let short = p.end - p.start <= LINE;
+            let (piece, len) = match data.get(p.end) {
+                _ if p.too_long.is_some() => continue, // dropped, never relayed
+                // The common case: a short line and its newline, one range of `data`.
+                Some(b'\n') if short => {
+                    let len = p.end + 1 - p.start;
+                    if size + len > RECENT_ONE {
+                        gap = true;
+                        break;
+                    }
+                    size += len;
+                    match kept.last_mut() {
+                        // The newer line starts where this one's newline ends.
+                        Some(Kept::Line { from, .. }) if *from == p.end + 1 => *from = p.start,
+                        _ => kept.push(Kept::Line {
+                            from: p.start,
+                            to: p.end + 1,
+                            nl: false,
+                        }),
+                    }
+                    continue;
+                }
+                Some(b'\r') if short && data.get(p.end + 1) == Some(&b'\n') => {
+                    let (from, to) = (p.start, p.end);
+                    (Kept::Line { from, to, nl: true }, to - from + 1)
+                }
+                Some(b'\n' | b'\r') if !short => {
+                    let from = stand_ins.len();
+                    if !stand_in(&data[p.start..p.end], &mut stand_ins) {
+                        // Not an update a digest reads (a response, a thought): skipped.
+                        continue;
+                    }
+                    let to = stand_ins.len();
+                    (Kept::Stand { from, to }, to - from + 1)
+                }
+                _ => continue,
+            };
             if size + len > RECENT_ONE {
                 gap = true;
                 break;
             }
             size += len;
-            match kept.last_mut() {
-                Some((from, _)) if *from == p.end + 1 => *from = p.start,
-                _ => kept.push((p.start, p.end + 1)),
-            }
+            kept.push(piece);
         }
         if size == 0 {
             return;
@@ -105,11 +160,24 @@ impl Digests {
                 break;
             };
             self.recent.drain(..len);
+            self.lost = true;
         }
-        for (from, to) in kept.iter().rev() {
-            self.recent.extend(&data[*from..*to]);
+        for piece in kept.iter().rev() {
+            match *piece {
+                Kept::Line { from, to, nl } => {
+                    self.recent.extend(&data[from..to]);
+                    if nl {
+                        self.recent.push_back(b'\n');
+                    }
+                }
+                Kept::Stand { from, to } => {
+                    self.recent.extend(&stand_ins[from..to]);
+                    self.recent.push_back(b'\n');
+                }
+            }
         }
         self.reads.push_back((size, gap));
+        self.lost |= gap;
     }
 
     fn session(&mut self, id: &str) -> &mut Session {
@@ -135,51 +203,68 @@ impl Digests {
                         let content = e["content"].as_str()?;
                         (room > 0).then(|| {
                             let content = cut(content, room.min(512));
-                            room = room.saturating_sub(content.len() + 16);
                             let word = |v: &Value| v.as_str().map(|w| cut(w, 32));
-                            json!({"content": content, "status": word(&e["status"]), "priority": word(&e["priority"])})
+                            let (status, priority) = (word(&e["status"]), word(&e["priority"]));
+                            let words = status.as_ref().map_or(0, String::len)
+                                + priority.as_ref().map_or(0, String::len);
+                            room = room.saturating_sub(content.len() + words + 32);
+                            json!({"content": content, "status": status, "priority": priority})
                         })
                     })
                     .collect();
                 self.session(session).plan = Some(Value::Array(entries));
             }
             Some(kind @ ("tool_call" | "tool_call_update")) => {
-                let Some(id) = update["toolCallId"].as_str().filter(|id| id.len() <= ID) else {
-                    return;
-                };
-                let turn = &mut self.session(session).turn;
-                let at = turn.iter().position(|(t, _)| &**t == id);
-                let fields = match at {
-                    Some(i) => {
-                        if kind == "tool_call" {
-                            turn[i].1.clear();
-                        }
-                        &mut turn[i].1
-                    }
-                    None => {
-                        if turn.len() >= TURN_CALLS {
-                            turn.pop_front();
-                        }
-                        turn.push_back((id.into(), Map::new()));
-                        &mut turn.back_mut().expect("pushed").1
-                    }
-                };
-                for k in ["title", "kind", "status"] {
-                    if let Some(v) = update[k].as_str() {
-                        fields.insert(k.into(), cut(v, 256).into());
-                    }
-                }
-                if let Some(locations) = update["locations"].as_array() {
-                    let paths: Vec<Value> = locations
-                        .iter()
-                        .filter_map(|l| l["path"].as_str())
-                        .take(8)
-                        .map(|p| cut(p, 512).into())
-                        .collect();
-                    fields.insert("paths".into(), paths.into());
-                }
+                self.tool_call(session, update, kind == "tool_call");
             }
             _ => {}
+        }
+    }
+
+    /// The tool call a permission request asks about (as it is shown): one of the turn's,
+    /// even when the line that announced it was too long to read.
+    pub fn asked(&mut self, session: &str, tool_call: &Value) {
+        if session.len() <= ID {
+            self.tool_call(session, tool_call, false);
+        }
+    }
+
+    /// A tool call of the turn: a new one (`fresh`: what was known of it is forgotten), or
+    /// what an update says of it.
+    fn tool_call(&mut self, session: &str, update: &Value, fresh: bool) {
+        let Some(id) = update["toolCallId"].as_str().filter(|id| id.len() <= ID) else {
+            return;
+        };
+        let turn = &mut self.session(session).turn;
+        let at = turn.iter().position(|(t, _)| &**t == id);
+        let fields = match at {
+            Some(i) => {
+                if fresh {
+                    turn[i].1.clear();
+                }
+                &mut turn[i].1
+            }
+            None => {
+                if turn.len() >= TURN_CALLS {
+                    turn.pop_front();
+                }
+                turn.push_back((id.into(), Map::new()));
+                &mut turn.back_mut().expect("pushed").1
+            }
+        };
+        for k in ["title", "kind", "status"] {
+            if let Some(v) = update[k].as_str() {
+                fields.insert(k.into(), cut(v, 256).into());
+            }
+        }
+        if let Some(locations) = update["locations"].as_array() {
+            let paths: Vec<Value> = locations
+                .iter()
+                .filter_map(|l| l["path"].as_str())
+                .take(8)
+                .map(|p| cut(p, 512).into())
+                .collect();
+            fields.insert("paths".into(), paths.into());
         }
     }
 
@@ -201,26 +286,26 @@ impl Digests {
         let mut cuts = Vec::new();
         let mut room = DIGEST;
         if let Some((text, whole)) = self.last_message(session) {
-            if !whole {
-                cuts.push("the start of the last message");
+            if text.is_empty() {
+                cuts.push("the last message (a line too long to keep)");
+            } else {
+                if !whole {
+                    cuts.push("the start of the last message");
+                }
+                room -= text.len();
+                out.insert("lastMessage".into(), text.into());
             }
-            room = room.saturating_sub(text.len());
-            out.insert("lastMessage".into(), text.into());
         }
         if let Some(s) = self.sessions.get(session) {
             if let Some(plan) = &s.plan {
-                let size = plan.to_string().len();
-                if size <= room {
-                    room -= size;
-                    out.insert("plan".into(), plan.clone());
-                } else {
-                    cuts.push("the plan");
-                }
+                // Always room for it (see the bound above): no other line takes it.
+                room = room.saturating_sub(text(plan));
+                out.insert("plan".into(), plan.clone());
             }
             let mut calls = Vec::new();
             for (_, fields) in s.turn.iter().rev() {
                 let v = Value::Object(fields.clone());
-                let size = v.to_string().len();
+                let size = text(&v);
                 if size > room {
                     cuts.push("older tool calls of the turn");
                     break;
@@ -233,7 +318,7 @@ impl Digests {
                 out.insert("toolCalls".into(), calls.into());
             }
         }
-        if out.is_empty() {
+        if out.is_empty() && cuts.is_empty() {
             return None;
         }
         if !cuts.is_empty() {
@@ -244,7 +329,8 @@ impl Digests {
 
     /// The tail of the agent's last run of message chunks in `session` (at most
     /// [`MESSAGE`] bytes), and whether it is the whole run; read back from the recent output,
-    /// newest line first.
+    /// newest line first. An empty text: the run's last chunk was too long to keep, and its
+    /// text could not be read from its stand-in.
     fn last_message(&self, session: &str) -> Option<(String, bool)> {
         let mut parts: Vec<String> = Vec::new();
         let mut size = 0;
@@ -253,9 +339,11 @@ impl Digests {
         // The output kept without a gap: from the newest read whose earlier lines were not
         // kept (or the oldest kept) to the end. Whole lines only.
         let mut from = self.recent.len();
-        for (len, gap) in self.reads.iter().rev() {
+        let mut gap = false;
+        for (len, cut) in self.reads.iter().rev() {
             from -= len;
-            if *gap {
+            if *cut {
+                gap = true;
                 break;
             }
         }
@@ -267,12 +355,27 @@ impl Digests {
         } else {
             output.extend_from_slice(&b[from - a.len()..]);
         }
-        {
-            for line in output.rsplit(|b| *b == b'\n') {
-                lines += 1;
-                if lines > LINES_READ {
-                    return finish(parts, false);
+        for line in output.rsplit(|b| *b == b'\n') {
+            lines += 1;
+            if lines > LINES_READ {
+                return finish(parts, false);
+            }
+            if let Some(stand) = line.strip_prefix(&[MARK]) {
+                let mut fields = stand.splitn(3, |b| *b == MARK);
+                let (Some(kind), Some(id)) = (fields.next(), fields.next()) else {
+                    continue;
+                };
+                if id != session.as_bytes() {
+                    continue;
                 }
+                if kind == b"agent_message_chunk" {
+                    // Its start is not kept: the run is known no further back.
+                    if let Some(t) = fields.next().and_then(tail_text) {
+                        parts.push(t);
+                    }
+                    return finish(parts, false).or(Some((String::new(), false)));
+                }
+            } else {
                 // Cheap checks first: only this session's updates are parsed.
                 if memchr::memmem::find(line, needle.as_bytes()).is_none()
                     || memchr::memmem::find(line, b"sessionUpdate").is_none()
@@ -295,21 +398,26 @@ impl Digests {
                                 return finish(parts, false);
                             }
                         }
+                        continue;
                     }
                     // Thoughts interleave with the message; they neither end nor join it.
-                    Some("agent_thought_chunk") => {}
-                    // Anything else before the run (read backwards: after it) ends it.
-                    _ if !parts.is_empty() => return finish(parts, true),
+                    Some("agent_thought_chunk") => continue,
                     _ => {}
                 }
             }
+            // Anything else before the run (read backwards: after it) ends it.
+            if !parts.is_empty() {
+                return finish(parts, true);
+            }
         }
-        // The kept output began inside the run: its start is not known.
-        finish(parts, false)
+        // The kept output began inside the run: its start is known only if nothing before
+        // it was lost.
+        finish(parts, !gap && !self.lost)
     }
 }
 
-/// The parts (newest first) as one text, its tail cut to [`MESSAGE`] bytes.
+/// The parts (newest first) as one text, its tail cut to [`MESSAGE`] bytes; a text whose
+/// start is not shown begins with `…`.
 fn finish(mut parts: Vec<String>, whole: bool) -> Option<(String, bool)> {
     if parts.is_empty() {
         return None;
@@ -317,13 +425,121 @@ fn finish(mut parts: Vec<String>, whole: bool) -> Option<(String, bool)> {
     parts.reverse();
     let text = parts.concat();
     if text.len() <= MESSAGE {
-        return Some((text, whole));
+        return Some(if whole {
+            (text, true)
+        } else {
+            (format!("…{text}"), false)
+        });
     }
     let mut at = text.len() - MESSAGE;
     while !text.is_char_boundary(at) {
         at += 1;
     }
     Some((format!("…{}", &text[at..]), false))
+}
+
+/// The text a digest counts in `v`: its strings and keys, 8 bytes for any other scalar.
+fn text(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.len(),
+        Value::Array(a) => a.iter().map(text).sum(),
+        Value::Object(o) => o.iter().map(|(k, v)| k.len() + text(v)).sum(),
+        _ => 8,
+    }
+}
+
+/// Appends to `out` the stand-in of a line too long to keep, if it is a `session/update`
+/// that a digest reads: `MARK kind MARK session`, and for a message chunk of text `MARK`
+/// and its last [`TAIL`] bytes. Looks at its first [`HEAD`] bytes only, and parses nothing.
+fn stand_in(line: &[u8], out: &mut Vec<u8>) -> bool {
+    let head = &line[..line.len().min(HEAD)];
+    if memchr::memmem::find(head, b"\"session/update\"").is_none() {
+        return false;
+    }
+    let (Some(kind), Some(session)) = (
+        string_at(head, b"\"sessionUpdate\""),
+        string_at(head, b"\"sessionId\""),
+    ) else {
+        return false;
+    };
+    if kind == b"agent_thought_chunk" || session.len() > ID {
+        return false;
+    }
+    out.push(MARK);
+    out.extend_from_slice(kind);
+    out.push(MARK);
+    out.extend_from_slice(session);
+    if kind == b"agent_message_chunk" && memchr::memmem::find(head, b"\"text\"").is_some() {
+        out.push(MARK);
+        out.extend_from_slice(&line[line.len() - TAIL.min(line.len())..]);
+    }
+    true
+}
+
+/// The plain string (no escapes) after `key` and a colon in `head`, without its quotes.
+fn string_at<'a>(head: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    let at = memchr::memmem::find(head, key)? + key.len();
+    let mut rest = &head[at..];
+    while let [b' ' | b'\t' | b'\r' | b':', tail @ ..] = rest {
+        rest = tail;
+    }
+    let rest = rest.strip_prefix(b"\"")?;
+    let end = memchr::memchr2(b'"', b'\\', rest)?;
+    (rest[end] == b'"' && !rest[..end].contains(&MARK)).then_some(&rest[..end])
+}
+
+/// The text of a message chunk from the end of its line (`…text"}}}}`): the string that
+/// closes it, from where it can be read (the start of the tail may fall inside an escape or
+/// a character). `None` when the line does not end with the text (a `_meta` after it).
+fn tail_text(tail: &[u8]) -> Option<String> {
+    let mut end = tail.len();
+    while end > 0 && matches!(tail[end - 1], b'}' | b' ' | b'\t' | b'\r') {
+        end -= 1;
+    }
+    if end == tail.len() || end == 0 || tail[end - 1] != b'"' || escaped(tail, end - 1) {
+        return None;
+    }
+    let close = end - 1;
+    // Where the string opens, if in the tail: then it must be `"text"`'s.
+    let open = memchr::memrchr_iter(b'"', &tail[..close]).find(|&q| !escaped(tail, q));
+    let from = match open {
+        Some(q) => {
+            let mut key = &tail[..q];
+            while let [rest @ .., b' ' | b'\t' | b':'] = key {
+                key = rest;
+            }
+            if !key.ends_with(b"\"text\"") {
+                return None;
+            }
+            q + 1
+        }
+        None => 0,
+    };
+    // Where the string opens before the tail, the tail's first bytes may be the end of an
+    // escape (`n` of `\n`, `0041` of `\u0041`: not to be read as text) or of a character:
+    // it is read from the first place past an escape's length in that is neither.
+    let outside = |at: usize| {
+        open.is_some()
+            || (at >= 6
+                && tail[at - 1] != b'\\'
+                && !(at - 5..at).any(|q| tail[q] == b'\\' && tail[q + 1] == b'u'))
+    };
+    let tries = if open.is_some() { 1 } else { 6 + 14 };
+    (0..tries)
+        .filter(|skip| outside(from + skip))
+        .find_map(|skip| {
+            let body = tail.get(from + skip..close)?;
+            let mut quoted = Vec::with_capacity(body.len() + 2);
+            quoted.push(b'"');
+            quoted.extend_from_slice(body);
+            quoted.push(b'"');
+            serde_json::from_slice::<String>(&quoted).ok()
+        })
+}
+
+/// Whether the byte at `at` follows an odd number of backslashes.
+fn escaped(s: &[u8], at: usize) -> bool {
+    s[..at].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 1
 }
 
 /// `s` within `max` bytes (at a character boundary, `…` added).
@@ -363,10 +579,15 @@ mod tests {
         let mut start = 0;
         for (i, b) in data.iter().enumerate() {
             if *b == b'\n' {
+                let end = if i > start && data[i - 1] == b'\r' {
+                    i - 1
+                } else {
+                    i
+                };
                 lines.push((
                     Piece {
                         start,
-                        end: i,
+                        end,
                         too_long: None,
                     },
                     None,
@@ -404,6 +625,153 @@ mod tests {
         assert!(d.digest("s3").is_none());
     }
 
+    fn update(session: &str, u: Value) -> String {
+        json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":session,"update":u}})
+            .to_string()
+    }
+
+    #[test]
+    fn a_long_line_between_two_runs_still_ends_the_first() {
+        let mut d = Digests::default();
+        let output = 1 << 20;
+        let lines = [
+            chunk("s", "The first run. "),
+            update(
+                "s",
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t",
+                "content": [{"type": "content", "content": {"type": "text", "text": "o\n".repeat(output)}}]}),
+            ),
+            // A long thought neither ends nor joins it.
+            update(
+                "s",
+                json!({"sessionUpdate": "agent_thought_chunk",
+                "content": {"type": "text", "text": "hmm ".repeat(output)}}),
+            ),
+            chunk("s", "The second."),
+            // Nor does a long line of another session, or that is no update.
+            update(
+                "other",
+                json!({"sessionUpdate": "tool_call", "toolCallId": "u", "title": "x".repeat(output)}),
+            ),
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":\"{}\"}}",
+                "r".repeat(output)
+            ),
+        ];
+        for line in &lines {
+            keep(&mut d, &(line.clone() + "\n"));
+        }
+        let digest = d.digest("s").unwrap();
+        assert_eq!(digest["lastMessage"], "The second.", "{digest}");
+        assert!(digest.get("cut").is_none(), "{digest}");
+        // Each long line left a few bytes.
+        assert!(d.recent.len() < 1024, "{}", d.recent.len());
+    }
+
+    #[test]
+    fn a_long_message_chunk_shows_its_tail() {
+        let mut d = Digests::default();
+        // Escapes and characters of several bytes where the tail is cut, in turn.
+        for (i, unit) in ["é\n\"", "\u{1F600}\\", "ab\u{1}"].iter().enumerate() {
+            let text = unit.repeat(5000) + "The end.";
+            keep(&mut d, &(chunk("s", "Before. ") + "\n"));
+            keep(&mut d, &(chunk("s", &text) + "\n"));
+            keep(&mut d, &(chunk("s", " After.") + "\n"));
+            let digest = d.digest("s").unwrap();
+            let shown = digest["lastMessage"].as_str().unwrap();
+            assert!(
+                shown.starts_with('…') && shown.ends_with("The end. After."),
+                "{i}: {shown:?}"
+            );
+            assert!(
+                shown.len() > MESSAGE / 2 && shown.len() <= MESSAGE + 4,
+                "{i}: {}",
+                shown.len()
+            );
+            let read = shown.trim_start_matches('…').trim_end_matches(" After.");
+            assert!(text.ends_with(read), "{i}: {read:?}");
+            assert_eq!(digest["cut"], json!(["the start of the last message"]));
+        }
+        // A chunk whose line does not end with its text is said to be there, not shown.
+        let meta = json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s",
+            "update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x".repeat(10_000)},
+            "_meta":{"k":"v"}}}});
+        keep(&mut d, &(meta.to_string() + "\n"));
+        let digest = d.digest("s").unwrap();
+        assert!(digest.get("lastMessage").is_none(), "{digest}");
+        assert_eq!(
+            digest["cut"],
+            json!(["the last message (a line too long to keep)"])
+        );
+    }
+
+    #[test]
+    fn crlf_lines_are_read_and_a_ring_that_lost_nothing_knows_where_a_run_starts() {
+        let mut d = Digests::default();
+        keep(&mut d, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n");
+        keep(
+            &mut d,
+            &(chunk("s", "All ") + "\r\n" + &chunk("s", "of it.") + "\r\n"),
+        );
+        let digest = d.digest("s").unwrap();
+        assert_eq!(digest, json!({"lastMessage": "All of it."}));
+        // Once the ring dropped some output, a run reaching its start may have begun before.
+        for _ in 0..(RECENT / 100) {
+            keep(&mut d, &(chunk("s", &"w".repeat(20)) + "\n"));
+        }
+        let shown = d.digest("s").unwrap()["lastMessage"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(shown.starts_with("…www"), "{shown}");
+    }
+
+    #[test]
+    fn the_tool_call_asked_about_is_one_of_the_turns() {
+        let mut d = Digests::default();
+        d.update("s", &json!({"sessionUpdate": "tool_call", "toolCallId": "w", "title": "Write", "kind": "edit"}));
+        d.asked(
+            "s",
+            &json!({"toolCallId": "w", "title": "Write big.rs", "status": "pending",
+            "locations": [{"path": "/p/big.rs"}], "content": [{"newText": "x".repeat(100_000)}]}),
+        );
+        d.asked(
+            "s",
+            &json!({"toolCallId": "r", "title": "Read a.rs", "kind": "read"}),
+        );
+        assert_eq!(
+            d.digest("s").unwrap()["toolCalls"],
+            json!([{"title": "Write big.rs", "kind": "edit", "status": "pending", "paths": ["/p/big.rs"]},
+                   {"title": "Read a.rs", "kind": "read"}])
+        );
+    }
+
+    #[test]
+    fn the_plan_always_fits_whatever_its_characters() {
+        let mut d = Digests::default();
+        keep(&mut d, &(chunk("s", &"m".repeat(10_000)) + "\n"));
+        // 4 KiB of control characters is six times as much JSON.
+        let entries: Vec<Value> = (0..64)
+            .map(|_| json!({"content": "\u{1}".repeat(100), "status": "s".repeat(40), "priority": "p".repeat(40)}))
+            .collect();
+        d.update("s", &json!({"sessionUpdate": "plan", "entries": entries}));
+        for i in 0..TURN_CALLS {
+            d.update("s", &json!({"sessionUpdate": "tool_call", "toolCallId": format!("t{i}"),
+                "title": "t".repeat(1000), "locations": vec![json!({"path": "p".repeat(1000)}); 8]}));
+        }
+        let digest = d.digest("s").unwrap();
+        let plan = digest["plan"].as_array().unwrap();
+        assert!(
+            !plan.is_empty() && text(&digest["plan"]) <= PLAN + 1024,
+            "{}",
+            text(&digest["plan"])
+        );
+        assert_eq!(plan[0]["status"], format!("{}…", "s".repeat(32)));
+        assert!(digest["lastMessage"].as_str().unwrap().len() <= MESSAGE + 4);
+        assert!(text(&digest) <= DIGEST, "{}", text(&digest));
+        assert!(digest["toolCalls"].as_array().unwrap().len() < TURN_CALLS);
+    }
+
     #[test]
     fn every_part_is_bounded() {
         let mut d = Digests::default();
@@ -433,8 +801,7 @@ mod tests {
             );
         }
         let digest = d.digest("s").unwrap();
-        let text = digest.to_string();
-        assert!(text.len() <= DIGEST + 1024, "{}", text.len());
+        assert!(text(&digest) <= DIGEST, "{}", text(&digest));
         assert!(digest["lastMessage"].as_str().unwrap().len() <= MESSAGE + 4);
         assert!(digest["cut"]
             .as_array()

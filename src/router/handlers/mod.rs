@@ -7,6 +7,7 @@
 pub(super) mod cancel;
 pub(super) mod digest;
 pub(super) mod elicitation;
+pub(super) mod fit;
 pub(super) mod initialize;
 pub(super) mod permission;
 pub(super) mod question;

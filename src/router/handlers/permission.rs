@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::questions::registry::Origin;
 use crate::questions::sources::permission;
 use crate::questions::Dialect;
-use crate::router::handlers::tool_call;
+use crate::router::handlers::{fit, tool_call};
 use crate::router::message::Req;
 use crate::router::questions::{Asked, NotAdmitted};
 use crate::router::{Outbox, Router, Side};
@@ -22,6 +22,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
     // The tool call as this request gives it: what the approval policy reads. Never the
     // remembered announcement (cut to its digest, or stale), which is for showing only.
     let mut requested = None;
+    let mut left_out = Vec::new();
     let parsed = req
         .params
         .and_then(|p| serde_json::from_str::<serde_json::Value>(p).ok())
@@ -29,7 +30,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
             requested = Some(v["toolCall"].clone());
             // What the agent announced of the tool call, where the request names it only.
             if let Some(tc) = v.get_mut("toolCall") {
-                tool_call::fill(&r.tool_calls, tc);
+                left_out = tool_call::fill(&r.tool_calls, tc);
             }
             permission::parse(&v, format!("permission:{id}"))
         });
@@ -44,14 +45,21 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         _ => (Dialect::Native, true),
     };
     // The policy reads the request's own tool call, whole; every surface is shown it, with
-    // what was announced, within its bound.
+    // what was announced, within its bound, and told what was left out of it.
     let approval = requested.filter(|_| !source.asks_questions());
-    let (shown, was_cut) = tool_call::shown(&context["toolCall"]);
+    let (shown, cut) = tool_call::shown(&context["toolCall"]);
+    fit::merge(&mut left_out, cut);
     let mut context = context;
     context["toolCall"] = shown;
-    if was_cut {
-        context["cut"] = serde_json::json!(["the tool call (its text past 16 KiB)"]);
+    if !left_out.is_empty() {
+        let mut said = vec!["the tool call (its text past 16 KiB)".to_owned()];
+        said.extend(left_out.iter().map(|l| l.say("/toolCall")));
+        context["cut"] = said.into();
+        let left: Vec<_> = left_out.iter().map(|l| l.to_json("/toolCall")).collect();
+        context["leftOut"] = left.into();
     }
+    // The tool call asked about is one of the turn's, however long the line that announced it.
+    r.digests.asked(&question.session_id, &context["toolCall"]);
     let asked = Asked {
         question,
         origin: Arc::new(source) as Origin,

@@ -9,8 +9,9 @@
 //! tool call's or a plan's is parsed ([`picked`]). Memory is bounded by what is open, not by traffic: a tool call is forgotten as
 //! soon as it is `completed` or `failed` (nothing asks to approve it then), at most
 //! [`REMEMBERED`] open ones are kept (the oldest forgotten first), and each keeps a digest of
-//! at most [`DIGEST`] bytes of its members, whatever the size of its lines: an agent
-//! streaming finished diffs makes the bridge keep nothing.
+//! at most [`DIGEST`] bytes of its members, whatever the size of its lines (fitted by
+//! [`super::fit`]: long strings share the room, and what was left out is kept beside it):
+//! an agent streaming finished diffs makes the bridge keep nothing.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::LazyLock;
@@ -18,14 +19,15 @@ use std::sync::LazyLock;
 use memchr::memmem;
 use serde_json::{Map, Value};
 
+use super::fit::{fit, merge, LeftOut};
 use crate::router::message::Note;
 use crate::router::{Outbox, Router, Side};
 
 /// How many open tool calls are remembered at most (the oldest is forgotten first).
 pub(in crate::router) const REMEMBERED: usize = 64;
-/// The most bytes of text one remembered tool call keeps: longer strings (a big diff, a long
-/// command output) are cut, with `…` at the cut.
-const DIGEST: usize = 16 << 10;
+/// The most bytes of text one remembered tool call keeps, and one shown beside its question:
+/// longer strings (a big diff, a long command output) are cut, with `…` at the cut.
+pub(in crate::router) const DIGEST: usize = 16 << 10;
 /// A longer update is forwarded but not parsed.
 const MAX_LINE: usize = 256 << 10;
 /// How far into a `session/update` line `"tool_call` is looked for.
@@ -38,12 +40,21 @@ const KEPT: [&str; 5] = ["title", "kind", "rawInput", "locations", "content"];
 #[derive(Debug, Default)]
 pub(in crate::router) struct ToolCalls {
     order: VecDeque<Box<str>>,
-    known: HashMap<Box<str>, Map<String, Value>>,
+    known: HashMap<Box<str>, Known>,
+}
+
+/// What is kept of one tool call: its members within [`DIGEST`], and what was left out of
+/// them.
+#[derive(Debug, Default)]
+struct Known {
+    fields: Map<String, Value>,
+    left_out: Vec<LeftOut>,
 }
 
 impl ToolCalls {
+    #[cfg(test)]
     fn get(&self, id: &str) -> Option<&Map<String, Value>> {
-        self.known.get(id)
+        self.known.get(id).map(|k| &k.fields)
     }
 
     #[cfg(test)]
@@ -56,26 +67,30 @@ impl ToolCalls {
     fn record(&mut self, id: &str, fresh: bool, kept: impl Iterator<Item = (String, Value)>) {
         if !self.known.contains_key(id) {
             self.order.push_back(id.into());
-            self.known.insert(id.into(), Map::new());
+            self.known.insert(id.into(), Known::default());
         }
-        let Some(fields) = self.known.get_mut(id) else {
+        let Some(known) = self.known.get_mut(id) else {
             return;
         };
         if fresh {
-            fields.clear();
+            *known = Known::default();
         }
-        fields.extend(kept);
-        let mut room = DIGEST;
-        let digest: Map<String, Value> = KEPT
+        for (k, v) in kept {
+            // What was left out of a member it replaces no longer applies.
+            known.left_out.retain(|l| l.member() != k);
+            known.fields.insert(k, v);
+        }
+        // In the order members get room.
+        let fields: Map<String, Value> = KEPT
             .iter()
-            .filter_map(|k| Some((k.to_string(), fields.remove(*k)?)))
-            .map(|(k, v)| {
-                room = room.saturating_sub(k.len());
-                let v = cut(v, &mut room);
-                (k, v)
-            })
+            .filter_map(|k| Some((k.to_string(), known.fields.remove(*k)?)))
             .collect();
-        *fields = digest;
+        let (fields, left_out) = fit(&Value::Object(fields), DIGEST);
+        known.fields = match fields {
+            Value::Object(fields) => fields,
+            _ => Map::new(),
+        };
+        merge(&mut known.left_out, left_out);
         while self.order.len() > REMEMBERED {
             let Some(old) = self.order.pop_front() else {
                 break;
@@ -88,47 +103,6 @@ impl ToolCalls {
     fn forget(&mut self, id: &str) {
         if self.known.remove(id).is_some() {
             self.order.retain(|k| &**k != id);
-        }
-    }
-}
-
-/// `v` within `room` bytes of text: strings past it are cut (at a character boundary, `…`
-/// added), and members or elements past it are dropped; `room` is what is left.
-fn cut(v: Value, room: &mut usize) -> Value {
-    match v {
-        Value::String(mut s) => {
-            if s.len() > *room {
-                let mut at = *room;
-                while !s.is_char_boundary(at) {
-                    at -= 1;
-                }
-                s.truncate(at);
-                s.push('…');
-            }
-            *room = room.saturating_sub(s.len());
-            Value::String(s)
-        }
-        Value::Array(items) => Value::Array(
-            items
-                .into_iter()
-                .map_while(|item| (*room > 0).then(|| cut(item, room)))
-                .collect(),
-        ),
-        Value::Object(members) => {
-            let mut kept = Map::new();
-            for (k, item) in members {
-                if *room == 0 {
-                    break;
-                }
-                *room = room.saturating_sub(k.len());
-                let item = cut(item, room);
-                kept.insert(k, item);
-            }
-            Value::Object(kept)
-        }
-        other => {
-            *room = room.saturating_sub(8);
-            other
         }
     }
 }
@@ -196,35 +170,34 @@ fn remember(known: &mut ToolCalls, update: &Value) {
     known.record(id, fresh, kept);
 }
 
-/// `tool_call` as it is shown beside a question: within [`DIGEST`] bytes of text (longer
-/// strings cut, with `…`), and whether anything was cut. What decides (the approval policy)
-/// reads the tool call as the agent sent it, never this.
-pub(in crate::router) fn shown(tool_call: &Value) -> (Value, bool) {
-    let whole = tool_call.to_string().len();
-    if whole <= DIGEST {
-        return (tool_call.clone(), false);
-    }
-    let mut room = DIGEST;
-    (cut(tool_call.clone(), &mut room), true)
+/// `tool_call` as it is shown beside a question: within [`DIGEST`] bytes of text (long
+/// strings share the room and are cut, with `…`), and what was left out (pointers into the
+/// tool call). What decides (the approval policy) reads the tool call as the agent sent it,
+/// never this.
+pub(in crate::router) fn shown(tool_call: &Value) -> (Value, Vec<LeftOut>) {
+    fit(tool_call, DIGEST)
 }
 
 /// Fills in `tool_call` (a permission request's `toolCall`) the members it lacks from the
-/// tool call announced under its id.
-pub(in crate::router) fn fill(known: &ToolCalls, tool_call: &mut Value) {
+/// tool call announced under its id; returns what was left out of the members filled in.
+pub(in crate::router) fn fill(known: &ToolCalls, tool_call: &mut Value) -> Vec<LeftOut> {
     let Some(id) = tool_call["toolCallId"].as_str() else {
-        return;
+        return Vec::new();
     };
-    let Some(fields) = known.get(id) else {
-        return;
+    let Some(known) = known.known.get(id) else {
+        return Vec::new();
     };
     let Some(obj) = tool_call.as_object_mut() else {
-        return;
+        return Vec::new();
     };
-    for (k, v) in fields {
+    let mut left_out = Vec::new();
+    for (k, v) in &known.fields {
         if obj.get(k).is_none_or(Value::is_null) {
             obj.insert(k.clone(), v.clone());
+            left_out.extend(known.left_out.iter().filter(|l| l.member() == k).cloned());
         }
     }
+    left_out
 }
 
 #[cfg(test)]
@@ -345,15 +318,19 @@ mod tests {
             }
         }
         let kept_text = text(&Value::Object(kept.clone()));
-        // DIGEST, plus the `…` of the cut.
-        assert!(kept_text <= DIGEST + 16, "{kept_text}");
-        assert!(
-            kept["content"].as_array().unwrap().len() == 1,
-            "the second diff had no room"
-        );
-        let first = kept["content"][0]["newText"].as_str().unwrap();
-        assert!(first.ends_with('…') && first.starts_with("+ x\n"));
-        assert_eq!(kept["content"][0]["path"], "src/lib.rs");
+        assert!(kept_text <= DIGEST, "{kept_text}");
+        // The two diffs share the room: each keeps its start, cut at a line's end.
+        for (i, path) in ["src/lib.rs", "src/main.rs"].iter().enumerate() {
+            let shown = kept["content"][i]["newText"].as_str().unwrap();
+            assert!(
+                shown.ends_with("\n…") && shown.starts_with("+ x\n"),
+                "{shown:?}"
+            );
+            assert!(shown.len() > DIGEST / 3, "{}", shown.len());
+            assert_eq!(kept["content"][i]["path"], *path);
+        }
+        let left = &known.known["e1"].left_out;
+        assert_eq!(left.len(), 2, "{left:?}");
         // It is forgotten when it ends, and a failed one likewise.
         remember(
             &mut known,
@@ -363,14 +340,33 @@ mod tests {
     }
 
     #[test]
-    fn a_cut_keeps_characters_whole() {
-        let mut room = 4;
-        assert_eq!(cut(json!("aaéé"), &mut room), json!("aaé…"));
-        assert_eq!(room, 0);
-        let mut room = 3;
-        assert_eq!(
-            cut(json!(["ab", "cd", "ef"]), &mut room),
-            json!(["ab", "c…"])
+    fn a_filled_in_member_brings_what_was_left_out_of_it() {
+        let mut known = ToolCalls::default();
+        let new = "+ x\n".repeat(10_000);
+        remember(
+            &mut known,
+            &json!({"sessionUpdate":"tool_call","toolCallId":"w","title":"Write a.rs",
+                "kind":"edit","status":"pending",
+                "content":[{"type":"diff","path":"a.rs","oldText":null,"newText":new}]}),
         );
+        let mut tc = json!({"toolCallId":"w","title":"Write a.rs?"});
+        let left = fill(&known, &mut tc);
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert_eq!(left[0].at, "/content/0/newText");
+        let shown = tc["content"][0]["newText"].as_str().unwrap();
+        assert_eq!(left[0].bytes, new.len() - (shown.len() - '…'.len_utf8()));
+        assert_eq!(left[0].lines, left[0].bytes / 4);
+        // An update that replaces the content takes what was left out of it away.
+        remember(
+            &mut known,
+            &json!({"sessionUpdate":"tool_call_update","toolCallId":"w",
+                "content":[{"type":"diff","path":"a.rs","oldText":null,"newText":"small"}]}),
+        );
+        let mut tc = json!({"toolCallId":"w"});
+        assert!(fill(&known, &mut tc).is_empty());
+        assert_eq!(tc["content"][0]["newText"], "small");
+        // One the request has itself is not filled in, nor its cuts reported.
+        let mut tc = json!({"toolCallId":"w","content":[]});
+        assert!(fill(&known, &mut tc).is_empty());
     }
 }
