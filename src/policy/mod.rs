@@ -254,7 +254,7 @@ impl Rule {
             });
         // An allow that is a prefix never covers an argument that names a program to run
         // or a file to write (`cargo test --config …`): docs/POLICY.md, "Always allow".
-        fits && (deny || self.exact || !remember::names_more(&words[0], &words[pattern.len()..]))
+        fits && (deny || self.exact || !remember::names_more(words, pattern.len()))
     }
 }
 
@@ -279,7 +279,10 @@ fn host_of(url: &str) -> Result<String, ()> {
     } else {
         host.split(':').next().ok_or(())?
     };
-    if host.is_empty() {
+    // A percent-escape or a non-ASCII character (a fullwidth letter, an ideographic full
+    // stop) is read as another host by URL parsers that decode and normalise it
+    // (`evil%2ecom`, `ｅvil.com` are evil.com to Node's): never allowed by a domain.
+    if host.is_empty() || !host.is_ascii() || host.contains('%') {
         return Err(());
     }
     Ok(host.trim_end_matches('.').to_ascii_lowercase())

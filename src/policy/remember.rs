@@ -210,9 +210,10 @@ pub const PREFIXES: &[(&str, &[&str])] = &[
 ];
 
 /// Arguments that, under a prefix, would name a program to run, a file to write, or
-/// another place to act on, per program (`cargo test --config 'target.….runner="…"'`, `go
-/// test -exec prog`, `git diff --output=FILE`). A command that has one is remembered
-/// exactly, and no allow rule that is a prefix covers one ([`super::Rule::covers`]).
+/// another place or configuration to act on, per program (`cargo test --config
+/// 'target.….runner="…"'`, `go test -exec prog`, `git -c alias.x='!…' x`, `npm test
+/// --node-options=…`). A command that has one is remembered exactly, and no allow rule that
+/// is a prefix covers one ([`super::Rule::covers`], [`names_more`]).
 pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
     (
         "cargo",
@@ -223,21 +224,58 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
             "--manifest-path",
             "--artifact-dir",
             "--out-dir",
+            "--logfile",
         ],
     ),
     (
         "go",
-        &["-exec", "-toolexec", "-o", "-modfile", "-overlay", "-C"],
+        &[
+            "-exec",
+            "-toolexec",
+            "-vettool",
+            "-o",
+            "-modfile",
+            "-overlay",
+            "-C",
+            "-ldflags",
+            "-gcflags",
+            "-asmflags",
+            "-gccgoflags",
+            "-coverprofile",
+            "-cpuprofile",
+            "-memprofile",
+            "-blockprofile",
+            "-mutexprofile",
+            "-trace",
+            "-outputdir",
+            "-pkgdir",
+            "-pgo",
+        ],
     ),
     (
         "git",
         &[
+            "-c",
+            "-C",
+            "--config-env",
+            "--git-dir",
+            "--work-tree",
+            "--exec-path",
+            "--namespace",
             "--output",
+            "-o",
             "--ext-diff",
             "--textconv",
             "--upload-pack",
             "--exec",
+            "-x",
             "--receive-pack",
+            "--extcmd",
+            "--tool",
+            "--open-files-in-pager",
+            "-O",
+            "--template",
+            "--separate-git-dir",
         ],
     ),
     ("npm", NPM_FLAGS),
@@ -248,9 +286,64 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
     ("podman", &["-H", "--host", "--url", "--connection"]),
     (
         "kubectl",
-        &["--kubeconfig", "--server", "-s", "--context", "--cluster"],
+        &[
+            "--kubeconfig",
+            "--server",
+            "-s",
+            "--context",
+            "--cluster",
+            "--profile-output",
+            "--cache-dir",
+            "--log-file",
+            "--log-dir",
+        ],
     ),
-    ("dotnet", &["-o", "--output"]),
+    (
+        "dotnet",
+        &[
+            "-o",
+            "--output",
+            "-bl",
+            "-logger",
+            "--logger",
+            "-l",
+            "--diag",
+            "-d",
+            "--results-directory",
+            "--test-adapter-path",
+            "-p",
+            "--property",
+            "-property",
+        ],
+    ),
+    (
+        "swift",
+        &[
+            "-Xlinker",
+            "-Xcc",
+            "-Xswiftc",
+            "-Xcxx",
+            "--scratch-path",
+            "--build-path",
+            "--toolchain",
+            "--sdk",
+        ],
+    ),
+    (
+        "uv",
+        &[
+            "--python",
+            "-p",
+            "--project",
+            "--directory",
+            "--config-file",
+            "--with",
+            "--index-url",
+            "--find-links",
+        ],
+    ),
+    ("poetry", &["--directory", "-C", "--project", "-P"]),
+    ("mix", &["--exec"]),
     ("gh", &["-R", "--repo", "--hostname"]),
 ];
 
@@ -264,24 +357,63 @@ const NPM_FLAGS: &[&str] = &[
     "--globalconfig",
     "--node-options",
     "--cache",
+    "--shell",
+    "--workspace",
+    "-w",
 ];
 
-/// Whether any of `args`, arguments of program `program`, is one of
-/// [`NEVER_UNDER_A_PREFIX`] (alone, with `=VALUE`, or a short flag with its value joined, as
-/// `-Zflag`).
-pub fn names_more(program: &str, args: &[String]) -> bool {
-    let program = program.rsplit('/').next().unwrap_or(program);
+/// Whether `words` (a command) has, from index `from` on, an argument of
+/// [`NEVER_UNDER_A_PREFIX`]: alone, with `=VALUE`, a short flag with its value joined
+/// (`-Zflag`), an abbreviation of a long one (npm and its kin take `--node-opt` for
+/// `--node-options`), or Go's `--exec` for `-exec`. For `cargo`, any argument after `--`
+/// of a subcommand other than `test` and `bench` (it goes to rustc, clippy or rustfmt), and
+/// for those two any after `--` that names a file (`--logfile`) or is not plain.
+pub fn names_more(words: &[String], from: usize) -> bool {
+    let Some(first) = words.first() else {
+        return false;
+    };
+    let program = first.rsplit('/').next().unwrap_or(first);
     let Some((_, flags)) = NEVER_UNDER_A_PREFIX.iter().find(|(p, _)| *p == program) else {
         return false;
     };
-    args.iter().any(|word| {
+    let abbreviates = matches!(program, "npm" | "pnpm" | "yarn" | "bun" | "uv" | "poetry");
+    let args = words.get(from..).unwrap_or_default();
+    let flagged = |word: &str| {
+        // Go reads `--flag` as `-flag`.
+        let word = if program == "go" && word.starts_with("--") {
+            &word[1..]
+        } else {
+            word
+        };
+        let name = word.split_once('=').map_or(word, |(n, _)| n);
         flags.iter().any(|f| {
-            word == f
-                || word.strip_prefix(f).is_some_and(|rest| {
-                    rest.starts_with('=') || (f.len() == 2 && !f.starts_with("--"))
-                })
+            name == *f
+                || (f.len() == 2 && !f.starts_with("--") && word.starts_with(f))
+                || (abbreviates && name.len() > 3 && name.starts_with("--") && f.starts_with(name))
         })
-    })
+    };
+    if program == "cargo" {
+        if let Some(dd) = words.iter().position(|w| w == "--") {
+            let sub = words.get(1).map(String::as_str).unwrap_or_default();
+            let after = &words[dd + 1..];
+            // The test harness's own flags, plain; any other word is a filter on test
+            // names, which names nothing.
+            let harness_ok = |w: &String| {
+                !w.starts_with("--logfile")
+                    && !w.starts_with("-Z")
+                    && (!w.starts_with('-')
+                        || w.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "_-=:.".contains(c)))
+            };
+            if !after.is_empty()
+                && (!matches!(sub, "test" | "bench") || !after.iter().all(harness_ok))
+            {
+                return true;
+            }
+            return args.iter().take_while(|w| *w != "--").any(|w| flagged(w));
+        }
+    }
+    args.iter().any(|w| flagged(w))
 }
 
 /// Programs that run another command, or code, given in their arguments: what they run is
@@ -305,7 +437,7 @@ fn prefix(words: &[String]) -> Option<(Vec<String>, bool)> {
         return None;
     }
     let exact = Some((words.to_vec(), true));
-    if program.contains('/') || names_more(program, &words[1..]) {
+    if program.contains('/') || names_more(words, 1) {
         return exact;
     }
     let Some((_, subcommands)) = PREFIXES.iter().find(|(p, _)| *p == name) else {

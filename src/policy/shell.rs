@@ -300,16 +300,32 @@ fn redirect(
     let [op, dest] = rest else {
         return Err(describe("file_redirect"));
     };
-    let digits = |n: &Node| {
+    // One digit: dash reads `22>` as the word `22` and a redirection of stdout.
+    let digit = |n: &Node| {
         let t = text(*n, src);
-        !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
+        t.len() == 1 && t.bytes().all(|b| b.is_ascii_digit())
     };
-    if fd.is_some_and(|f| !digits(&f)) {
+    if fd.is_some_and(|f| !digit(&f)) {
+        return Err(describe("file_redirect"));
+    }
+    // Between its parts, nothing (`2>/dev/null`) or spaces and tabs: the grammar skips a
+    // form feed, a carriage return or a newline there, which the shells take as a file name.
+    let mut at = node.start_byte();
+    for part in &children {
+        if !src[at..part.start_byte()]
+            .iter()
+            .all(|b| *b == b' ' || *b == b'\t')
+        {
+            return Err(describe("file_redirect"));
+        }
+        at = part.end_byte();
+    }
+    if at != node.end_byte() {
         return Err(describe("file_redirect"));
     }
     let ok = match op.kind() {
         ">" | ">>" | "<" => dest.kind() == "word" && text(*dest, src) == "/dev/null",
-        ">&" | "<&" => dest.kind() == "number" && digits(dest),
+        ">&" | "<&" => dest.kind() == "number" && digit(dest),
         _ => false,
     };
     if !ok {

@@ -626,3 +626,140 @@ command = ["npm", "run", "test"]
         assert_eq!(v.decision, Decision::Allow, "{cmd:?}: {}", v.why);
     }
 }
+
+/// What a second hostile review (of a4bc3b6) confirmed, each now asked or denied.
+#[test]
+fn the_second_review_finds_nothing_allowed_that_runs_more() {
+    let p = policy(
+        r#"
+[[rule]]
+id = "npm"
+decision = "allow"
+command = ["npm", ["test", "run"]]
+
+[[rule]]
+id = "git"
+decision = "allow"
+command = ["git"]
+
+[[rule]]
+id = "cargo"
+decision = "allow"
+command = ["cargo", ["test", "clippy", "fmt"]]
+
+[[rule]]
+id = "kubectl"
+decision = "allow"
+command = ["kubectl", "get"]
+
+[[rule]]
+id = "find"
+decision = "allow"
+command = ["find"]
+
+[[rule]]
+id = "echo"
+decision = "allow"
+command = [["echo", "p", "busybox", "env", "sudo", "su", "flock", "watch"]]
+
+[[rule]]
+id = "no-rm"
+decision = "deny"
+command = ["rm"]
+
+[[rule]]
+id = "no-push"
+decision = "deny"
+command = ["git", "push"]
+"#,
+        "",
+    );
+    for cmd in [
+        // npm takes abbreviations of its long options.
+        "npm test --node-opt=--import=data:x",
+        "npm test --script-sh=/tmp/evilsh",
+        "npm run x --userconf=rc",
+        // git's configuration and commands from its arguments.
+        "git -c alias.p=push p",
+        "git -c 'alias.x=!touch pwned' x",
+        "git -c core.pager=x log",
+        "git rebase -x 'touch pwned' HEAD~1",
+        "git archive -o /tmp/x HEAD",
+        "git difftool -y --extcmd=/tmp/evil HEAD",
+        // What cargo passes on after `--`.
+        "cargo test -- --logfile /tmp/victim",
+        "cargo clippy -- --emit=metadata=/tmp/victim",
+        "cargo clippy -- -C linker=/tmp/evil",
+        "cargo fmt -- /tmp/outside.rs",
+        "kubectl get pods --profile=cpu --profile-output=/tmp/x",
+        // find running what it finds.
+        "find /usr/bin -name rm -exec '{}' -rf victim ';'",
+        // A redirection's parts apart, and a two-digit descriptor for dash.
+        "echo x >\u{c}\n/dev/null",
+        "echo x >\u{b}/dev/null",
+        "echo x >\r\n/dev/null",
+        "p 22>/dev/null",
+    ] {
+        let v = p.decide(&exec(cmd));
+        assert_ne!(v.decision, Decision::Allow, "{cmd:?}: {}", v.why);
+    }
+    // Wrappers it did not see through: a deny holds.
+    for cmd in [
+        "busybox rm -rf x",
+        "env -iu HOME rm x",
+        "sudo -Eu root rm x",
+        "sudo -R / rm x",
+        "su -c 'rm -rf x'",
+        "flock f -c 'rm x'",
+        "watch 'rm x'",
+    ] {
+        assert_eq!(decided(&p, &exec(cmd)).0, Decision::Deny, "{cmd:?}");
+    }
+    // Still allowed.
+    for cmd in [
+        "npm test -- --watch",
+        "git status",
+        "git log --oneline",
+        "cargo test --release -- --nocapture --test-threads=1",
+        "cargo clippy --all-targets",
+        "kubectl get pods -o wide",
+        "echo x 2>/dev/null",
+    ] {
+        let v = p.decide(&exec(cmd));
+        assert_eq!(v.decision, Decision::Allow, "{cmd:?}: {}", v.why);
+    }
+}
+
+#[test]
+fn a_domain_is_never_allowed_through_an_encoded_host() {
+    let p = policy(
+        r#"
+[[rule]]
+id = "fetch"
+decision = "allow"
+kind = ["fetch"]
+domain = ["docs.rs", "evil.com"]
+
+[[rule]]
+id = "no-evil"
+decision = "deny"
+domain = ["evil.com"]
+"#,
+        "",
+    );
+    let fetch = |url: &str| Call {
+        url: Some(url.into()),
+        kind: Some("fetch".into()),
+        command: None,
+        ..read("x")
+    };
+    for url in [
+        "https://evil%2ecom/x",
+        "https://%65vil.com/x",
+        "https://\u{ff45}vil.com/x",
+        "https://evil\u{3002}com/x",
+    ] {
+        assert_eq!(decided(&p, &fetch(url)).0, Decision::Deny, "{url}");
+    }
+    assert_eq!(decided(&p, &fetch("https://docs.rs/x")).0, Decision::Allow);
+}

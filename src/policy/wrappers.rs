@@ -46,13 +46,22 @@ const WRAPPERS: &[Wrapper] = &[
     w("stdbuf", &["-i", "-o", "-e"], 0, false),
     w(
         "env",
-        &["-u", "--unset", "-C", "--chdir", "-S", "--split-string"],
+        &[
+            "-u",
+            "--unset",
+            "-C",
+            "--chdir",
+            "-S",
+            "--split-string",
+            "-P",
+        ],
         0,
         true,
     ),
     w(
         "sudo",
         &[
+            "-R",
             "-u",
             "-g",
             "-C",
@@ -130,6 +139,41 @@ const WRAPPERS: &[Wrapper] = &[
     ),
     w("strace", &["-o", "-e", "-p", "-s", "-u"], 0, false),
     w("caffeinate", &["-t", "-w"], 0, false),
+    w("busybox", &[], 0, false),
+    w("chroot", &["--userspec", "--groups"], 1, false),
+    w(
+        "unshare",
+        &[
+            "--map-user",
+            "--map-group",
+            "--setuid",
+            "--setgid",
+            "--wd",
+            "--root",
+        ],
+        0,
+        false,
+    ),
+    w(
+        "runuser",
+        &["-u", "-g", "-G", "--user", "--group"],
+        0,
+        false,
+    ),
+    w("parallel", &["-j", "--jobs", "-S", "--sshlogin"], 0, false),
+    w("nsenter", &["-t", "--target"], 0, false),
+];
+
+/// Programs that run a command given as ONE string, after the option named (`su -c STR`,
+/// `flock FILE -c STR`, `script -c STR`), or as their first non-option argument (`watch
+/// STR`): the string is read as a script, as `bash -c`'s.
+const RUNS_A_STRING: &[(&str, &[&str])] = &[
+    ("su", &["-c", "--command"]),
+    ("runuser", &["-c", "--command"]),
+    ("flock", &["-c", "--command"]),
+    ("script", &["-c", "--command"]),
+    ("watch", &[]),
+    ("ssh", &[]),
 ];
 
 const fn w(
@@ -179,6 +223,29 @@ pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) 
         find(words, depth, script, seen);
         return;
     }
+    if let Some((_, options)) = RUNS_A_STRING.iter().find(|(p, _)| *p == program) {
+        // The string after the option (or any argument, where none is named): each read as
+        // a script, so whatever it runs is seen.
+        let strings: Vec<&String> = if options.is_empty() {
+            words[1..].iter().filter(|w| !w.starts_with('-')).collect()
+        } else {
+            words
+                .windows(2)
+                .filter(|p| options.contains(&p[0].as_str()))
+                .map(|p| &p[1])
+                .collect()
+        };
+        for s in strings {
+            let inner = script(s, depth + 1);
+            seen.commands.extend(inner.commands);
+            if seen.unclear.is_none() {
+                seen.unclear = inner.unclear;
+            }
+        }
+        if options.is_empty() {
+            return;
+        }
+    }
     let Some(wrapper) = WRAPPERS.iter().find(|w| w.name == program) else {
         return;
     };
@@ -191,7 +258,10 @@ pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) 
 
 fn is_wrapper(words: &[String]) -> bool {
     let p = base(&words[0]);
-    SHELLS.contains(&p) || p == "find" || WRAPPERS.iter().any(|w| w.name == p)
+    SHELLS.contains(&p)
+        || p == "find"
+        || WRAPPERS.iter().any(|w| w.name == p)
+        || RUNS_A_STRING.iter().any(|(n, _)| *n == p)
 }
 
 /// The command a wrapper runs, from its arguments: `Ok(None)` when it runs none (`env`
@@ -214,8 +284,19 @@ fn inner<'a>(wrapper: &Wrapper, args: &'a [String]) -> Result<Option<&'a [String
                 None => (a, false),
             };
             // A flag that takes a value, given apart (`-u root`), skips two words; given
-            // joined (`-uroot`, `--user=root`, `nice -10`) or with none, one.
-            i += if wrapper.with_value.contains(&flag) && !has_value {
+            // joined (`-uroot`, `--user=root`, `nice -10`) or with none, one. In a cluster
+            // of short flags (`-iu HOME`, `-Eu root`), the first that takes a value takes
+            // the rest of the cluster, or the next word when it is the last.
+            let cluster_takes_next = !flag.starts_with("--")
+                && flag.len() > 2
+                && flag[1..].char_indices().find_map(|(at, c)| {
+                    let f = format!("-{c}");
+                    wrapper
+                        .with_value
+                        .contains(&f.as_str())
+                        .then_some(at + 1 + c.len_utf8() == flag.len())
+                }) == Some(true);
+            i += if (wrapper.with_value.contains(&flag) && !has_value) || cluster_takes_next {
                 2
             } else {
                 1
@@ -314,6 +395,10 @@ fn find(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) {
                     .position(|w| w == ";" || w == "+")
                     .map(|p| i + 1 + p)
                     .unwrap_or(words.len());
+                if words.get(i + 1).is_some_and(|w| w.contains("{}")) {
+                    // It runs what it finds: nothing a rule could name.
+                    seen.unclear = Some("`find -exec` runs the files it finds".into());
+                }
                 let cmd: Vec<String> = words[i + 1..end]
                     .iter()
                     .filter(|w| w.as_str() != "{}")

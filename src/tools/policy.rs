@@ -1,6 +1,7 @@
 //! `acp-question-bridge policy check|list|explain|trust|import`: the approval policy's files,
 //! as the bridge would load them (docs/POLICY.md).
 
+use acp_question_bridge::policy::shell::escape;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -273,11 +274,17 @@ pub fn main(args: PolicyArgs) -> ExitCode {
             };
             let (p, left) = file::load(&sources);
             let v = p.decide(&call);
-            let _ = writeln!(out, "{}: {}", v.decision.as_str(), v.why);
+            let _ = writeln!(out, "{}: {}", v.decision.as_str(), escape(&v.why));
             if let Some(r) = &v.rule {
-                let _ = writeln!(out, "rule {} at {}:{}", r.id, r.file.display(), r.line);
+                let _ = writeln!(
+                    out,
+                    "rule {} at {}:{}",
+                    escape(&r.id),
+                    escape(&r.file.display().to_string()),
+                    r.line
+                );
                 if let Some(j) = &r.justification {
-                    let _ = writeln!(out, "justification: {j}");
+                    let _ = writeln!(out, "justification: {}", escape(j));
                 }
             }
             if let Some(c) = &call.command {

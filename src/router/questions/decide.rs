@@ -173,10 +173,12 @@ impl Router {
                 Decision::Allow => "Allowed",
                 _ => "Denied",
             },
-            rule.id,
+            // A rule's id and justification come from files a cloned project may have
+            // written: escaped too.
+            crate::policy::shell::escape(&rule.id),
             rule.justification
                 .as_ref()
-                .map(|j| format!(" ({j})"))
+                .map(|j| format!(" ({})", crate::policy::shell::escape(j)))
                 .unwrap_or_default()
         );
         self.notify_client(
