@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Makes the release archive of one target, the one `cargo binstall` takes (its URL and layout
 # are [package.metadata.binstall] in Cargo.toml): acp-question-bridge-v<version>-<target>.tar.gz
-# holding a folder of the same name with both binaries, the license files and the README.
+# holding a folder of the same name with both binaries (as `cargo install` gives), the license
+# files and the README. The binaries are those of the dist profile (`cargo build --profile dist
+# --locked --bins`: the release profile, stripped; 16 MB and 1.3 MB instead of 73 and 8).
 #
-#   packaging/archive.sh BIN_DIR TARGET OUT_DIR      # e.g. target/release x86_64-unknown-linux-gnu dist
+#   packaging/archive.sh BIN_DIR TARGET OUT_DIR      # e.g. target/dist x86_64-unknown-linux-gnu dist
 #
 # Prints the archive's path, then writes its SHA-256 beside it (<archive>.sha256).
 set -euo pipefail

@@ -1,23 +1,32 @@
 #!/usr/bin/env bash
-# Makes the npm packages of acp-question-bridge with `npm pack`, the way ACP agents ship:
+# Makes the npm packages of acp-question-bridge with `npm pack`, the way esbuild ships:
 #
-# - `acp-question-bridge`: a small launcher (launcher/launch.js) whose bins are
-#   `acp-question-bridge` and `acp-mock-agent`, with one optional dependency per platform;
-# - `acp-question-bridge-<platform>`: that platform's two binaries, with `os`, `cpu` (and
-#   `libc` on Linux) set so npm installs only the one that fits.
+# - `acp-question-bridge`: its bin `acp-question-bridge` (launcher/bin/), a Node.js shim that
+#   its postinstall (launcher/install.js) replaces with this platform's native binary; one
+#   optional dependency per platform;
+# - `acp-question-bridge-<platform>`: that platform's binary, with `os`, `cpu` (and `libc` on
+#   Linux) set so npm installs only the one that fits. One binary: the mock agent is
+#   `acp-question-bridge mock-agent` (docs/INSTALL.md, "With npm").
 #
-#   packaging/npm/build.sh OUT_DIR                       # this machine's platform, from target/release
-#   packaging/npm/build.sh OUT_DIR linux-x64=DIR ...     # each platform's binaries from DIR
+#   packaging/npm/build.sh OUT_DIR                       # this machine's platform, from target/dist
+#   packaging/npm/build.sh OUT_DIR linux-x64=DIR ...     # each platform's binary from DIR
 #
-# The version, description, license and repository come from Cargo.toml. Every platform in
-# PLATFORMS is a dependency of the launcher; only those given here are packed (the release
-# workflow gives all of them). Prints the tarballs it made.
+# The binaries are those of the dist profile (`cargo build --profile dist --locked --bins`:
+# stripped); a Linux binary with debug info or symbols is refused. Needs node and npm, not
+# cargo: the version, description, license and repository are read from Cargo.toml. Every
+# platform in PLATFORMS is a dependency of the launcher; only those given here are packed
+# (the release workflow gives all of them). Prints the tarballs it made, and on stderr
+# their sizes; a command that fails is named, with what it said.
 set -euo pipefail
+trap 'echo "build.sh: line $LINENO failed: $BASH_COMMAND" >&2' ERR
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
 usage() { echo "usage: packaging/npm/build.sh OUT_DIR [PLATFORM=BIN_DIR]..." >&2; exit 2; }
 [ $# -ge 1 ] || usage
+for tool in node npm; do
+    command -v "$tool" >/dev/null || { echo "build.sh: $tool is not on PATH (Node.js 18 or newer with npm)" >&2; exit 2; }
+done
 out=$1
 shift
 mkdir -p "$out"
@@ -40,7 +49,8 @@ host_platform() {
 
 declare -A BINS=()
 if [ $# -eq 0 ]; then
-    BINS[$(host_platform)]="$root/target/release"
+    target_dir=${CARGO_TARGET_DIR:-$root/target}
+    BINS[$(host_platform)]="$target_dir/dist"
 fi
 for arg in "$@"; do
     [[ $arg == *=* ]] || usage
@@ -51,17 +61,29 @@ for platform in "${!BINS[@]}"; do
         echo "build.sh: unknown platform $platform (known: ${!TARGETS[*]})" >&2
         exit 2
     }
-    for bin in acp-question-bridge acp-mock-agent; do
-        [ -x "${BINS[$platform]}/$bin" ] || {
-            echo "build.sh: no executable ${BINS[$platform]}/$bin for $platform (cargo build --release first)" >&2
-            exit 2
-        }
-    done
+    bin="${BINS[$platform]}/acp-question-bridge"
+    [ -x "$bin" ] || {
+        echo "build.sh: no executable $bin for $platform (cargo build --profile dist --locked --bins first)" >&2
+        exit 2
+    }
+    unstripped=$(node "$here/debug-sections.js" "$bin")
+    [ -z "$unstripped" ] || {
+        echo "build.sh: $bin has debug info or symbols (${unstripped//$'\n'/ }): build it with --profile dist, which strips" >&2
+        exit 2
+    }
 done
 
-# The crate's metadata, read by cargo itself.
-meta=$(cd "$root" && cargo metadata --no-deps --format-version 1 --offline)
-field() { node -e 'const m=JSON.parse(require("fs").readFileSync(0,"utf8")).packages.find(p=>p.name==="acp-question-bridge"); process.stdout.write(String(m[process.argv[1]]??""))' "$1" <<<"$meta"; }
+# The crate's metadata, from the [package] table of Cargo.toml (its simple `key = "value"`
+# lines; a TOML basic string reads as a JSON string).
+field() {
+    node -e '
+        const toml = require("fs").readFileSync(process.argv[1], "utf8");
+        const pkg = toml.split(/^\[package\]$/m)[1]?.split(/^\[/m)[0] ?? "";
+        const line = pkg.split("\n").find((l) => l.startsWith(process.argv[2] + " = \""));
+        if (!line) { console.error(`build.sh: no ${process.argv[2]} = "..." in [package] of Cargo.toml`); process.exit(1); }
+        process.stdout.write(JSON.parse(line.slice(line.indexOf("=") + 1).trim()));
+    ' "$root/Cargo.toml" "$1"
+}
 version=$(field version)
 description=$(field description)
 license=$(field license)
@@ -84,15 +106,27 @@ manifest() {
 }
 repo_json=$(node -e 'process.stdout.write(JSON.stringify({type: "git", url: "git+" + process.argv[1] + ".git"}))' "$repository")
 
+# `npm pack` of folder $1 into $out: prints the tarball's path, and its sizes on stderr. If
+# npm fails, everything it said is shown.
 pack() {
-    (cd "$1" && npm pack --silent --pack-destination "$out" 2>/dev/null) | sed "s|^|$out/|"
+    if ! (cd "$1" && npm pack --json --pack-destination "$out") >"$stage/pack.out" 2>"$stage/pack.err"; then
+        echo "build.sh: \`npm pack --json --pack-destination $out\` of the $(basename "$1") package failed:" >&2
+        cat "$stage/pack.out" "$stage/pack.err" >&2
+        exit 1
+    fi
+    node -e '
+        const [p] = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+        const mb = (n) => (n < 1e6 ? (n / 1e3).toFixed(1) + " kB" : (n / 1e6).toFixed(1) + " MB");
+        console.error(`build.sh: ${p.filename}: ${mb(p.size)}, unpacked ${mb(p.unpackedSize)}, ${p.entryCount} files`);
+        console.log(require("path").join(process.argv[2], p.filename));
+    ' "$stage/pack.out" "$out"
 }
 
 for platform in "${!BINS[@]}"; do
     dir="$stage/$platform"
     mkdir -p "$dir/bin"
-    cp "${BINS[$platform]}/acp-question-bridge" "${BINS[$platform]}/acp-mock-agent" "$dir/bin/"
-    chmod 755 "$dir/bin/"*
+    cp "${BINS[$platform]}/acp-question-bridge" "$dir/bin/"
+    chmod 755 "$dir/bin/acp-question-bridge"
     cp "$root/LICENSE-MIT" "$root/LICENSE-APACHE" "$dir/"
     os=${platform%-*}
     cpu=${platform#*-}
@@ -101,7 +135,7 @@ for platform in "${!BINS[@]}"; do
     manifest \
         "name=acp-question-bridge-$platform" \
         "version=$version" \
-        "description=The $platform binaries of acp-question-bridge (${TARGETS[$platform]}); install acp-question-bridge, which depends on this" \
+        "description=The $platform binary of acp-question-bridge (${TARGETS[$platform]}); install acp-question-bridge, which depends on this" \
         "license=$license" \
         "repository=$repo_json" \
         "os=[\"$os\"]" \
@@ -114,6 +148,7 @@ done
 
 dir="$stage/launcher"
 cp -r "$here/launcher" "$dir"
+chmod 755 "$dir/bin/acp-question-bridge"
 cp "$root/LICENSE-MIT" "$root/LICENSE-APACHE" "$dir/"
 deps=$(node -e '
     const v = process.argv[1], d = {};
@@ -127,8 +162,9 @@ manifest \
     "license=$license" \
     "repository=$repo_json" \
     'keywords=["acp", "agent-client-protocol", "ai-agents", "zed", "neovim"]' \
-    'bin={"acp-question-bridge": "bin/acp-question-bridge.js", "acp-mock-agent": "bin/acp-mock-agent.js"}' \
-    'files=["bin", "launch.js", "README.md", "LICENSE-MIT", "LICENSE-APACHE"]' \
+    'bin={"acp-question-bridge": "bin/acp-question-bridge"}' \
+    'scripts={"postinstall": "node install.js"}' \
+    'files=["bin", "launch.js", "install.js", "README.md", "LICENSE-MIT", "LICENSE-APACHE"]' \
     'engines={"node": ">=18"}' \
     "optionalDependencies=$deps" \
     >"$dir/package.json"

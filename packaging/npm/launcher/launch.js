@@ -1,15 +1,17 @@
-// The npm launcher: finds the binary of this platform's package (an optional dependency,
-// installed by npm only where its `os`, `cpu` and `libc` fit) and runs it.
+// Finds the binary of this platform's package (an optional dependency, installed by npm only
+// where its `os`, `cpu` and `libc` fit), for install.js, which puts it in the place of the
+// bin, and for the shim (bin/acp-question-bridge), which runs it where that was not done.
 //
+// What the shim keeps, so that a bridge behind it behaves as the native one:
 // - stdin, stdout and stderr are the binary's own (inherited file descriptors): nothing is
 //   read, re-framed or buffered here, so the ACP stream is the binary's, byte for byte.
 // - Every signal that can be caught is forwarded to the binary, and the binary's exit is
 //   passed back: its exit code, or death by the same signal.
-// - The bridge runs in a session of its own (`detached`), so a signal sent to the launcher's
+// - The bridge runs in a session of its own (`detached`), so a signal sent to the shim's
 //   whole process group (Ctrl-C in a terminal, an editor stopping its agent server) reaches
 //   it once, forwarded, and not twice: to the bridge a second signal means "SIGKILL the
-//   agent now". The mock agent stays in the launcher's group, like any agent, so that the
-//   bridge's signals to its agent's group reach it.
+//   agent now". The mock agent (`acp-question-bridge mock-agent`) stays in the shim's
+//   group, like any agent, so that the bridge's signals to its agent's group reach it.
 // - A platform with no package is a clear error that names the platform.
 "use strict";
 
@@ -18,7 +20,7 @@ const os = require("node:os");
 const path = require("node:path");
 
 // The signals forwarded: all that Node can listen for and a process may want to pass on.
-// (SIGKILL and SIGSTOP cannot be caught; the job-control signals stay the launcher's.)
+// (SIGKILL and SIGSTOP cannot be caught; the job-control signals stay the shim's.)
 const FORWARDED = [
   "SIGINT",
   "SIGTERM",
@@ -33,23 +35,27 @@ const FORWARDED = [
 // The platforms that have a package: `${process.platform}-${process.arch}`.
 const PLATFORMS = ["linux-x64", "linux-arm64", "darwin-x64", "darwin-arm64"];
 
-function binaryPath(name) {
+// This platform's binary: `{ path }`, or `{ error }` saying why there is none.
+function findBinary() {
   const platform = `${process.platform}-${process.arch}`;
   const pkg = `acp-question-bridge-${platform}`;
   if (!PLATFORMS.includes(platform)) {
-    fail(
-      `acp-question-bridge: there is no build for this platform (${platform}); ` +
+    return {
+      error:
+        `acp-question-bridge: there is no build for this platform (${platform}); ` +
         `builds exist for ${PLATFORMS.join(", ")}. Build it from source: cargo install acp-question-bridge`,
-    );
+    };
   }
   try {
-    return path.join(path.dirname(require.resolve(`${pkg}/package.json`)), "bin", name);
+    const dir = path.dirname(require.resolve(`${pkg}/package.json`));
+    return { path: path.join(dir, "bin", "acp-question-bridge") };
   } catch {
-    fail(
-      `acp-question-bridge: the package with the binary for this platform (${platform}), ${pkg}, ` +
+    return {
+      error:
+        `acp-question-bridge: the package with the binary for this platform (${platform}), ${pkg}, ` +
         `is not installed. npm installs it as an optional dependency: reinstall without ` +
         `--no-optional / --omit=optional, or install ${pkg} yourself.`,
-    );
+    };
   }
 }
 
@@ -58,16 +64,20 @@ function fail(message) {
   process.exit(1);
 }
 
-// A signal sent to the whole process group that `npx` runs in can reach the launcher twice
-// where npm forwards it to its child as well (npm 11 was not seen to). The same signal again
-// within this long is taken for that echo, and not forwarded a second time: to the bridge a
-// second signal means "SIGKILL the agent now".
+// A signal sent to the whole process group that `npx` runs in can reach the shim twice
+// where npm forwards it to its child as well. The same signal again within this long is
+// taken for that echo, and not forwarded a second time: to the bridge a second signal means
+// "SIGKILL the agent now".
 const ECHO_MS = 250;
 
-module.exports = function launch(name, { ownSession }) {
-  const child = spawn(binaryPath(name), process.argv.slice(2), {
+// Runs the bridge with this process's arguments and stdio, as described at the top.
+function launch() {
+  const found = findBinary();
+  if (found.error) fail(found.error);
+  const args = process.argv.slice(2);
+  const child = spawn(found.path, args, {
     stdio: "inherit",
-    detached: ownSession,
+    detached: args[0] !== "mock-agent",
   });
   const forward = {};
   const last = {};
@@ -84,10 +94,10 @@ module.exports = function launch(name, { ownSession }) {
     };
     process.on(sig, forward[sig]);
   }
-  child.on("error", (e) => fail(`acp-question-bridge: cannot run ${name}: ${e.message}`));
+  child.on("error", (e) => fail(`acp-question-bridge: cannot run ${found.path}: ${e.message}`));
   child.on("exit", (code, signal) => {
     if (signal) {
-      // Die of the same signal, so whoever waits for the launcher sees what the binary did.
+      // Die of the same signal, so whoever waits for the shim sees what the binary did.
       // With no listener left, Node gives the signal back its default action.
       if (forward[signal]) process.removeListener(signal, forward[signal]);
       process.kill(process.pid, signal);
@@ -96,4 +106,7 @@ module.exports = function launch(name, { ownSession }) {
     }
     process.exit(code ?? 1);
   });
-};
+}
+
+module.exports = launch;
+module.exports.findBinary = findBinary;

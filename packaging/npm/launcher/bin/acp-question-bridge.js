@@ -1,3 +1,0 @@
-#!/usr/bin/env node
-"use strict";
-require("../launch.js")("acp-question-bridge", { ownSession: true });
