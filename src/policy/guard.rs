@@ -5,7 +5,12 @@
 //! - it reads or searches a folder beneath which a deny or ask rule, of the allowing rule's
 //!   tier or a higher one, could match ([`super::PathGlobs::reaches_beneath`]);
 //! - it may change one of the policy's own files ([`Policy::protected`], every
-//!   `.acp-question-bridge` folder), by its paths or a word of its command.
+//!   `.acp-question-bridge` folder), by its paths or a word of its command: a word (its
+//!   `=` value, a short flag's joined value) naming one, a folder holding one other than
+//!   the session's folder and those above it, or any folder above a file of the user's
+//!   tier (`/` too); each resolved against every folder the command may move to (`cd`,
+//!   `pushd`, `-C`); a move that cannot be told (`cd -`, `popd`) before a later word; a
+//!   symbolic link made with anything else in the same command.
 //!
 //! Invariant: these only ever turn an allow into an ask; a deny or an ask stands.
 
@@ -121,9 +126,8 @@ impl Policy {
 
     /// Why `call` may change one of the policy's own files ([`own_file`]): a call of a
     /// kind that may change a file (any but read, search, fetch and think) with one of them,
-    /// or a folder holding one, among its `paths` (resolved); or a command with a word (or
-    /// the value after a word's `=`) that names one of them or a folder holding one other
-    /// than the session's folder and the folders above it.
+    /// or a folder holding one, among its `paths` (resolved); or a command that may
+    /// ([`Policy::command_changes_own_file`]).
     fn changes_own_file(&self, call: &Call, paths: &[PathBuf]) -> Option<String> {
         let reads = matches!(
             call.kind.as_deref(),
@@ -140,31 +144,302 @@ impl Policy {
             }
         }
         let cmd = call.command.as_ref()?;
-        let folder = path::Folder::open(&call.cwd);
+        self.command_changes_own_file(cmd, &call.cwd)
+            .map(|why| format!("the policy's own files are never changed on an allow: {why}"))
+    }
+
+    /// Why command `cmd`, run in `cwd` (resolved), may change one of the policy's own files:
+    /// - it makes a symbolic link ([`makes_link`]) and does something else too: what it does
+    ///   next may go through a link that does not exist yet;
+    /// - a word of it names one of them ([`own_file`]), or a folder holding one other than
+    ///   the session's folder and the folders above it, or a folder above a file of the
+    ///   user's tier ([`user_tier`]), `/` included. A word stands for itself, the value after
+    ///   its first `=`, and for `-oVALUE` each rest after a flag letter ([`candidates`]);
+    ///   each is resolved against the session's folder and every folder the command may move
+    ///   to ([`Moves`]);
+    /// - it moves to a folder that cannot be told (`cd -`, `popd`), and a later command
+    ///   has a word other than its program.
+    fn command_changes_own_file(
+        &self,
+        cmd: &super::command::Command,
+        cwd: &Path,
+    ) -> Option<String> {
+        if let Some(why) = links_then_more(cmd) {
+            return Some(why);
+        }
+        let moves = Moves::of(&cmd.seen, cwd);
+        if let Some(lost) = moves.lost {
+            for c in cmd.seen.iter().skip(lost + 1) {
+                for word in c.iter().skip(1) {
+                    if let Some(w) = candidates(word).find(|w| !w.is_empty()) {
+                        return Some(format!(
+                            "the command moves to a folder that cannot be told ({}), and a later word ({w:?}) may name one of them",
+                            cmd.seen[lost].join(" ")
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(w) = cmd
+            .seen
+            .iter()
+            .flatten()
+            .find(|w| flag_letters(w) > MAX_FLAG_LETTERS)
+        {
+            let shown: String = w.chars().take(40).collect();
+            return Some(format!(
+                "a word of more than {MAX_FLAG_LETTERS} flag letters ({shown}…) may hide a path in them, and is not read"
+            ));
+        }
+        let user = user_tier(&self.protected);
+        let folders: Vec<_> = moves
+            .folders
+            .iter()
+            .map(|d| (d, path::Folder::open(d)))
+            .collect();
         let mut looked = std::collections::HashSet::new();
-        for word in cmd.seen.iter().flatten() {
-            let value = word.split_once('=').map(|(_, v)| v);
-            for w in std::iter::once(word.as_str()).chain(value) {
-                // Each word once; a plain name not in the session's folder names nothing.
-                if !looked.insert(w) || folder.as_ref().is_some_and(|f| f.lacks(w)) {
+        // A move changes no file: its folder is followed instead.
+        let changing = cmd.seen.iter().filter(|c| !is_move(c));
+        for word in changing.flatten() {
+            for w in candidates(word) {
+                // Each word once.
+                if !looked.insert(w) {
                     continue;
                 }
-                // A word the OS could not open as a path names none of them.
-                let Some(readings) = path::readings(Path::new(w), &call.cwd) else {
-                    continue;
-                };
-                if let Some(why) = readings
-                    .iter()
-                    .find_map(|r| own_file(&r.path, &self.protected, &call.cwd, false))
-                {
-                    return Some(format!(
-                        "the policy's own files are never changed on an allow, and the command names one: {why}"
-                    ));
+                for (base, folder) in &folders {
+                    // A plain name not in the folder names nothing.
+                    if folder.as_ref().is_some_and(|f| f.lacks(w)) {
+                        continue;
+                    }
+                    // A word the OS could not open as a path names none of them.
+                    let Some(readings) = path::readings(Path::new(w), base) else {
+                        continue;
+                    };
+                    for r in &readings {
+                        if let Some(why) = own_file(&r.path, &self.protected, cwd, false)
+                            .or_else(|| above_user_file(&r.path, &user))
+                        {
+                            return Some(format!("the command names one: {why}"));
+                        }
+                    }
                 }
             }
         }
         None
     }
+}
+
+/// A word with more flag letters than this ([`flag_letters`]) is asked, not read: each is
+/// a place a path may start, each resolved ([`candidates`]).
+pub const MAX_FLAG_LETTERS: usize = 64;
+
+/// How many letters or digits follow the `-` of a word of one `-` and two characters or
+/// more (`-xvC..`: 3); 0 for any other word.
+fn flag_letters(word: &str) -> usize {
+    match word.as_bytes() {
+        [b'-', f, _, ..] if *f != b'-' => word.as_bytes()[1..]
+            .iter()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .count(),
+        _ => 0,
+    }
+}
+
+/// What a word of a command may name: the word; the value after its first `=`; and for a
+/// word of one `-` and two characters or more (`-oFILE`, `-C..`, `-xvC..`), the rest after
+/// each of its leading flag letters (`FILE`, `ILE`, `LE`, `E`; `..`; `vC..`, `C..`, `..`),
+/// where a short flag's value joined to it would begin.
+pub fn candidates(word: &str) -> impl Iterator<Item = &str> {
+    let value = word.split_once('=').map(|(_, v)| v);
+    let letters = flag_letters(word).min(MAX_FLAG_LETTERS);
+    // Past `-` and each flag letter but the last (a letter is ASCII): where a value may
+    // start.
+    let joined = (letters > 0)
+        .then(|| (2..=(1 + letters).min(word.len() - 1)).map(|i| &word[i..]))
+        .into_iter()
+        .flatten();
+    std::iter::once(word).chain(value).chain(joined)
+}
+
+/// The files of the policy's user tier among `own` (every `--policy FILE`, the user's
+/// file, the trusted folders' file): those not in a project's policy folder.
+fn user_tier(own: &[PathBuf]) -> Vec<&Path> {
+    own.iter()
+        .map(PathBuf::as_path)
+        .filter(|f| !f.components().any(|c| c.as_os_str() == PROJECT_FOLDER))
+        .collect()
+}
+
+/// Why resolved `p` is a folder above a file of the user's tier (`user`), `/` included:
+/// a copy or an archive into it may write the file.
+fn above_user_file(p: &Path, user: &[&Path]) -> Option<String> {
+    let f = user.iter().find(|f| f.starts_with(p) && **f != p)?;
+    Some(format!(
+        "{} holds {}, a file of the policy's user tier",
+        p.display(),
+        f.display()
+    ))
+}
+
+/// Whether `words` make a symbolic link: `ln` with `-s` or `--symbolic`, `cp` with `-s` or
+/// `--symbolic-link` (a long option by any prefix of it GNU accepts, a short one in a
+/// cluster: `-sf`).
+pub fn makes_link(words: &[String]) -> bool {
+    let program = words
+        .first()
+        .map(|w| w.rsplit('/').next().unwrap_or(w))
+        .unwrap_or("");
+    let long = match program {
+        "ln" => "symbolic",
+        "cp" => "symbolic-link",
+        _ => return false,
+    };
+    words.iter().skip(1).any(|w| match w.strip_prefix("--") {
+        Some(name) => {
+            let name = name.split('=').next().unwrap_or(name);
+            name.len() >= 2 && long.starts_with(name)
+        }
+        None => w.starts_with('-') && w[1..].contains('s'),
+    })
+}
+
+/// Why command `cmd` is asked for making a symbolic link: one of its commands makes one
+/// ([`makes_link`]) and it has another part, or another command in that part than the
+/// wrappers it stands in (`env ln -s a b` alone is one command). Its links do not exist
+/// when it is decided, so a later word cannot be resolved through them.
+fn links_then_more(cmd: &super::command::Command) -> Option<String> {
+    let parts = cmd.parts().map_or(1, <[_]>::len);
+    for (i, c) in cmd.seen.iter().enumerate() {
+        if !makes_link(c) {
+            continue;
+        }
+        let range = cmd.by_part.iter().find(|r| r.contains(&i));
+        let more = parts > 1
+            || range.is_none_or(|r| r.clone().any(|j| j != i && !cmd.seen[j].ends_with(c)));
+        if more {
+            return Some(format!(
+                "{} makes a symbolic link, and the command does more: a later word may go through the link, which does not exist yet",
+                c.join(" ")
+            ));
+        }
+    }
+    None
+}
+
+/// The folders a command may run its words in, as far as its words tell.
+struct Moves {
+    /// The session's folder, and every folder a `cd DIR` or `pushd DIR` moves to, or a
+    /// `-C DIR`, `--chdir DIR` or `--directory DIR` names (`env -C`, `git -C`, `tar -C`,
+    /// `make -C`), each resolved against every folder before it: a word is resolved against
+    /// each (whether a move took place before it or not).
+    folders: Vec<PathBuf>,
+    /// The first command after which the folder cannot be told: `cd -`, `popd`, `pushd`
+    /// with no folder or `+N`, `cd` with more than one folder, a folder `CDPATH` may find,
+    /// a folder not resolved, `cd` with no `$HOME`, more than [`MAX_FOLDERS`] folders.
+    lost: Option<usize>,
+}
+
+/// The most folders a command's moves are followed to; more and the folder is lost.
+const MAX_FOLDERS: usize = 16;
+
+impl Moves {
+    fn of(seen: &[Vec<String>], cwd: &Path) -> Moves {
+        let mut m = Moves {
+            folders: vec![cwd.to_owned()],
+            lost: None,
+        };
+        for (i, c) in seen.iter().enumerate() {
+            let mut dirs: Vec<&str> = Vec::new();
+            let mut words = c.iter().map(String::as_str).peekable();
+            let program = words.next().unwrap_or("");
+            let mut lost = false;
+            if is_move(c) {
+                let mut operands: Vec<&str> = Vec::new();
+                let mut options = true;
+                for w in words.by_ref() {
+                    if options && w == "--" {
+                        options = false;
+                    } else if options && w.len() > 1 && w.starts_with('-') {
+                        // `-L`, `-P`, `-e`, `-@`; pushd's `-n` and `-N`.
+                        if program != "cd" {
+                            lost = true;
+                        }
+                    } else {
+                        options = false;
+                        operands.push(w);
+                    }
+                }
+                match (program, operands.as_slice()) {
+                    ("popd", _) => lost = true,
+                    ("cd", []) => match std::env::var_os("HOME") {
+                        Some(h) if !h.is_empty() => m.add(Path::new(&h).to_owned()),
+                        _ => lost = true,
+                    },
+                    (_, [d]) if *d == "-" || d.starts_with('+') => lost = true,
+                    (_, [d]) if cdpath_may_find(d) => lost = true,
+                    (_, [d]) => dirs.push(d),
+                    _ => lost = true,
+                }
+            } else {
+                let mut prev_c = false;
+                for w in words {
+                    if prev_c {
+                        dirs.push(w);
+                    }
+                    prev_c = matches!(w, "-C" | "--chdir" | "--directory");
+                    if let Some(d) = w
+                        .strip_prefix("--chdir=")
+                        .or_else(|| w.strip_prefix("--directory="))
+                        .or_else(|| w.strip_prefix("-C").filter(|d| !d.is_empty()))
+                    {
+                        dirs.push(d);
+                    }
+                }
+            }
+            for d in dirs {
+                let mut found = Vec::new();
+                for base in &m.folders {
+                    match path::readings(Path::new(d), base) {
+                        Some(rs) => found.extend(rs.into_iter().map(|r| r.path)),
+                        None => lost = true,
+                    }
+                }
+                for f in found {
+                    m.add(f);
+                }
+            }
+            if m.folders.len() > MAX_FOLDERS {
+                lost = true;
+            }
+            if lost {
+                m.lost = Some(i);
+                break;
+            }
+        }
+        m
+    }
+
+    fn add(&mut self, f: PathBuf) {
+        if !self.folders.contains(&f) {
+            self.folders.push(f);
+        }
+    }
+}
+
+/// Whether `words` are a shell's move to another folder: `cd`, `pushd`, `popd`.
+fn is_move(words: &[String]) -> bool {
+    matches!(
+        words.first().map(String::as_str),
+        Some("cd" | "pushd" | "popd")
+    )
+}
+
+/// Whether a shell may look `cd DIR` up in `$CDPATH`: it is set and not empty, and `DIR`
+/// is relative and does not begin with `.` or `..`.
+fn cdpath_may_find(dir: &str) -> bool {
+    let set = std::env::var_os("CDPATH").is_some_and(|c| !c.is_empty());
+    let first = dir.split('/').next().unwrap_or("");
+    set && !dir.starts_with('/') && !matches!(first, "." | "..")
 }
 
 /// Why `p` is not resolved, said briefly (it may be a megabyte long).

@@ -391,3 +391,170 @@ fn an_ask_of_paths_covers_a_call_with_any_of_them() {
         (Decision::Ask, Some("docs".into()))
     );
 }
+
+/// The hostile review of a4bc3b6: a policy that allows `cp`, `sort`, `tar`, `cd`, `ln`,
+/// `mkdir` (and `git add`, `cargo test`, `ls`, `git`, `env`), a home folder holding the
+/// user's file, the session in a project beneath it.
+fn review(name: &str) -> (Policy, PathBuf, PathBuf) {
+    let d = scratch(name);
+    let home = d.join("home");
+    let cwd = home.join("proj");
+    let user = home.join(".config/acp-question-bridge/policy.toml");
+    for dir in [
+        cwd.join(".acp-question-bridge"),
+        cwd.join("src"),
+        cwd.join("evil/.config/acp-question-bridge"),
+        user.parent().unwrap().to_owned(),
+    ] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::write(&user, "").unwrap();
+    std::fs::write(cwd.join(".acp-question-bridge/policy.toml"), "").unwrap();
+    for f in [
+        "x",
+        "evil.tar",
+        "src/a",
+        "evil/.config/acp-question-bridge/policy.toml",
+    ] {
+        std::fs::write(cwd.join(f), "").unwrap();
+    }
+    let mut rules = String::new();
+    for (i, c) in [
+        "\"cp\"",
+        "\"sort\"",
+        "\"tar\"",
+        "\"cd\"",
+        "\"ln\"",
+        "\"mkdir\"",
+        "\"git\", \"add\"",
+        "\"cargo\", \"test\"",
+        "\"ls\"",
+        "\"git\"",
+        "\"env\"",
+        "\"popd\"",
+        "\"pushd\"",
+    ]
+    .iter()
+    .enumerate()
+    {
+        rules.push_str(&format!(
+            "[[rule]]\nid = \"r{i}\"\ndecision = \"allow\"\ncommand = [{c}]\n"
+        ));
+    }
+    let mut p = policy(&rules, "");
+    p.protected = guard::own_files([user].into_iter(), Some(&cwd));
+    (p, home, cwd)
+}
+
+fn asked_as_own(p: &Policy, cmd: &str, cwd: &Path) {
+    let v = p.decide(&exec(cmd, cwd));
+    assert_eq!(v.decision, Decision::Ask, "{cmd}: {}", v.why);
+    assert!(v.why.contains("own files"), "{cmd}: {}", v.why);
+}
+
+/// What stays allowed beside the review's bypasses: the session's folder and the folders
+/// above it (if not above a file of the user's tier), a move into the project.
+#[test]
+fn review_a4bc3b6_plain_commands_in_the_project_stay_allowed() {
+    let (p, _, cwd) = review("rv-allowed");
+    for cmd in [
+        "git add .",
+        "cargo test",
+        "cd src && cargo test",
+        "ls -la",
+        "cp x src/y",
+        "sort -osrc/out x",
+        "tar -xf evil.tar -Csrc",
+        "ln -s x src/x",
+        "env ln -s x src/x",
+        "mkdir -p sub && cp x sub/",
+    ] {
+        let v = p.decide(&exec(cmd, &cwd));
+        assert_eq!(v.decision, Decision::Allow, "{cmd}: {}", v.why);
+    }
+}
+
+/// `cp -r evil/.config HOME`: the home folder is above the session's (so it was exempt),
+/// but it is also above the user's file.
+#[test]
+fn review_a4bc3b6_a_folder_above_the_users_file_is_asked() {
+    let (p, home, cwd) = review("rv-above");
+    asked_as_own(&p, &format!("cp -r evil/.config {}", home.display()), &cwd);
+    asked_as_own(&p, "cp -r evil/.config ..", &cwd);
+    asked_as_own(&p, "cp -r evil/home /", &cwd);
+    asked_as_own(
+        &p,
+        &format!("cp -r evil/.config --target-directory={}", home.display()),
+        &cwd,
+    );
+}
+
+/// `cd .. && cp x .config/acp-question-bridge/policy.toml`: a word after a `cd` is resolved
+/// against the folder it moves to (and `env -C`, `--chdir`).
+#[test]
+fn review_a4bc3b6_words_after_cd_are_resolved_where_it_moves() {
+    let (p, _, cwd) = review("rv-cd");
+    for cmd in [
+        "cd .. && cp x .config/acp-question-bridge/policy.toml",
+        // The word resolved against the session's folder names nothing of the policy's.
+        "cd src && cp x ../../.config/acp-question-bridge/policy.toml",
+        "cd src; cd .. && cd .. && cp x .config/acp-question-bridge/policy.toml",
+        "pushd src && cp x ../../.config/acp-question-bridge/policy.toml",
+        "env -C src cp x ../../.config/acp-question-bridge/policy.toml",
+        "env --chdir=src cp x ../../.config/acp-question-bridge/policy.toml",
+        // Where `cd -` or `popd` goes cannot be told.
+        "cd - && cp x y",
+        "pushd src && popd && cp x y",
+    ] {
+        asked_as_own(&p, cmd, &cwd);
+    }
+}
+
+/// `sort -oFILE x`: a short flag's value joined to it is resolved too.
+#[test]
+fn review_a4bc3b6_a_short_flags_joined_value_is_resolved() {
+    let (p, home, cwd) = review("rv-short");
+    asked_as_own(
+        &p,
+        &format!(
+            "sort -o{}/.config/acp-question-bridge/policy.toml x",
+            home.display()
+        ),
+        &cwd,
+    );
+    asked_as_own(&p, "sort -o.acp-question-bridge/policy.toml x", &cwd);
+    asked_as_own(&p, "sort -so.acp-question-bridge/policy.toml x", &cwd);
+    asked_as_own(&p, "tar -xvC.. -f evil.tar", &cwd);
+    // More flag letters than are read: asked, not read.
+    asked_as_own(&p, &format!("sort -{}x x", "s".repeat(64)), &cwd);
+    let v = p.decide(&exec(&format!("sort -{}x x", "s".repeat(63)), &cwd));
+    assert_eq!(v.decision, Decision::Allow, "{}", v.why);
+}
+
+/// `tar -xf evil.tar -C..`: the folder it extracts into is above the user's file.
+#[test]
+fn review_a4bc3b6_tar_into_a_folder_above_the_users_file_is_asked() {
+    let (p, _, cwd) = review("rv-tar");
+    asked_as_own(&p, "tar -xf evil.tar -C..", &cwd);
+    asked_as_own(&p, "tar -xf evil.tar --directory=..", &cwd);
+}
+
+/// `mkdir -p sub && ln -s ../../.config sub/x && cp -r ... sub/x/`: a command that makes a
+/// link and does more is asked; the link does not exist when it is decided.
+#[test]
+fn review_a4bc3b6_a_link_made_then_used_in_one_command_is_asked() {
+    let (p, _, cwd) = review("rv-link");
+    for cmd in [
+        "mkdir -p sub && ln -s ../../.config sub/x && cp -r evil/.config/acp-question-bridge sub/x/",
+        "ln -sf ../../.config y; cp -r evil/.config/acp-question-bridge y/",
+        "ln --sym ../../.config y && cp -r evil/.config/acp-question-bridge y/",
+        "cp -s ../../.config y && cp -r evil/.config/acp-question-bridge y/",
+        "ln -s a y && ln -sf evil y/z",
+    ] {
+        asked_as_own(&p, cmd, &cwd);
+    }
+    // Once made, the link is resolved: a later call through it is asked.
+    std::fs::create_dir_all(cwd.join("sub")).unwrap();
+    std::os::unix::fs::symlink("../../.config", cwd.join("sub/x")).unwrap();
+    asked_as_own(&p, "cp -r evil/.config/acp-question-bridge sub/x/", &cwd);
+}
