@@ -1,6 +1,7 @@
 //! The shape of the source tree (docs/ARCHITECTURE.md, "Layering"): no import cycle between
-//! the library's modules, no file over the size a reader can hold before its tests, and no
-//! comment that cites a document the repository does not have.
+//! the library's modules, no file over the size a reader can hold before its tests, no
+//! comment that cites a document the repository does not have, and no source file missing
+//! from the architecture map.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -220,5 +221,41 @@ fn comments_cite_only_documents_the_repository_has() {
     assert!(
         missing.is_empty(),
         "documents not in the repository: {missing:?}"
+    );
+}
+
+/// Every source file is named in docs/ARCHITECTURE.md's map: by its path (`src/a/b.rs`), by
+/// its folder's files (`src/a/*.rs`), or by a folder above it (`src/a/`), in backquotes. A
+/// file added without its row fails here, so the map cannot drift.
+#[test]
+fn every_source_file_is_on_the_architecture_map() {
+    let map = std::fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let named: BTreeSet<&str> = map
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|t| t.starts_with("src/"))
+        .collect();
+    let src = root();
+    let missing: Vec<String> = sources()
+        .into_iter()
+        .filter_map(|(_, path)| {
+            let rel = path
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let mut dirs = Path::new(&rel).ancestors().skip(1);
+            let on_map = named.contains(rel.as_str())
+                || Path::new(&rel)
+                    .parent()
+                    .is_some_and(|d| named.contains(format!("{}/*.rs", d.display()).as_str()))
+                || dirs.any(|d| named.contains(format!("{}/", d.display()).as_str()));
+            (!on_map).then_some(rel)
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "name these in docs/ARCHITECTURE.md's map (a row each, or their folder): {missing:?}"
     );
 }

@@ -486,7 +486,7 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
                 ctx.send(&update(announce)).await;
                 tool_call
             } else {
-                big_write(ctx, sid, big, update).await
+                big_write(ctx, big, update).await
             };
             let rx = ctx
                 .request(
@@ -579,51 +579,14 @@ fn report_question(outcome: Result<Value, Value>) -> String {
     }
 }
 
-/// `story-big VARIANT`: the approval of a 10 MiB write as Claude Code (claude-agent-acp)
-/// sends it: a `tool_call` with an empty input, a `tool_call_update` with the whole input and
-/// its diff, then `session/request_permission` with the same, the input first (so a bound
-/// met in order would spend itself on `rawInput`). `new`: a Write of a new file (`oldText:
-/// null`); `replace`: an Edit of a 10 MiB file into another; `line`: a new file, after a
-/// 10 MiB message chunk and a 10 MiB tool output. Returns the request's tool call.
-async fn big_write(ctx: &Ctx, sid: &str, variant: &str, update: impl Fn(Value) -> Value) -> Value {
-    const PATH: &str = "/project/src/store.rs";
-    if variant == "line" {
-        let text = "word ".repeat(2 << 20) + "That is all of it.";
-        ctx.chunk(sid, &text).await;
-        ctx.send(&update(json!({"sessionUpdate": "tool_call_update",
-            "toolCallId": "story-edit", "status": "completed",
-            "content": [{"type": "content", "content": {"type": "text",
-                "text": "   Compiling store\n".repeat(10 << 16)}}]})))
-            .await;
+/// `story-big VARIANT` ([`super::shapes::big_write`]): its updates sent, then the request's
+/// tool call returned.
+async fn big_write(ctx: &Ctx, variant: &str, update: impl Fn(Value) -> Value) -> Value {
+    let (updates, tool_call) = super::shapes::big_write(variant);
+    for u in updates {
+        ctx.send(&update(u)).await;
     }
-    // 10 MiB of a new store: its first lines, then many more.
-    let new = "use rusqlite::Connection;\n\npub struct Store(Connection);\n".to_owned()
-        + &"// new.\n".repeat(10 << 17);
-    let (name, input, old) = if variant == "replace" {
-        let old = "// old.\n".repeat(10 << 17);
-        let input = json!({"file_path": PATH, "old_string": old, "new_string": new});
-        ("Edit", input, Value::from(old))
-    } else {
-        (
-            "Write",
-            json!({"file_path": PATH, "content": new}),
-            Value::Null,
-        )
-    };
-    let diff = json!([{"type": "diff", "path": PATH, "oldText": old, "newText": new}]);
-    ctx.send(&update(
-        json!({"toolCallId": "story-write", "sessionUpdate": "tool_call",
-        "rawInput": {}, "status": "pending", "title": name, "kind": "edit", "content": []}),
-    ))
-    .await;
-    ctx.send(&update(
-        json!({"toolCallId": "story-write", "sessionUpdate": "tool_call_update",
-        "rawInput": input, "title": "Write src/store.rs", "content": diff}),
-    ))
-    .await;
-    json!({"toolCallId": "story-write", "name": name, "status": "pending", "rawInput": input,
-        "title": "Write src/store.rs", "kind": "edit", "content": diff,
-        "locations": [{"path": PATH}]})
+    tool_call
 }
 
 /// Waits for the answer to a request; a cancel ends the turn as `cancelled`, after giving

@@ -15,6 +15,54 @@ pub struct Shape {
 
 /// The script words that ask in an agent's shape, with what each mimics (checked against
 /// [`for_word`] and docs/MOCK_AGENT.md by the tests).
+/// `story-big VARIANT`: the approval of a 10 MiB write as Claude Code (claude-agent-acp)
+/// sends it: a `tool_call` with an empty input, a `tool_call_update` with the whole input and
+/// its diff, then `session/request_permission` with the same, the input first (so a bound
+/// met in order would spend itself on `rawInput`). `new`: a Write of a new file (`oldText:
+/// null`); `replace`: an Edit of a 10 MiB file into another; `line`: a new file, after a
+/// 10 MiB message chunk and a 10 MiB tool output. Returns the updates to send, in order, and
+/// the request's tool call.
+pub fn big_write(variant: &str) -> (Vec<Value>, Value) {
+    let mut updates = Vec::new();
+    const PATH: &str = "/project/src/store.rs";
+    if variant == "line" {
+        let text = "word ".repeat(2 << 20) + "That is all of it.";
+        updates.push(json!({"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": text}}));
+        updates.push(json!({"sessionUpdate": "tool_call_update",
+            "toolCallId": "story-edit", "status": "completed",
+            "content": [{"type": "content", "content": {"type": "text",
+                "text": "   Compiling store\n".repeat(10 << 16)}}]}));
+    }
+    // 10 MiB of a new store: its first lines, then many more.
+    let new = "use rusqlite::Connection;\n\npub struct Store(Connection);\n".to_owned()
+        + &"// new.\n".repeat(10 << 17);
+    let (name, input, old) = if variant == "replace" {
+        let old = "// old.\n".repeat(10 << 17);
+        let input = json!({"file_path": PATH, "old_string": old, "new_string": new});
+        ("Edit", input, Value::from(old))
+    } else {
+        (
+            "Write",
+            json!({"file_path": PATH, "content": new}),
+            Value::Null,
+        )
+    };
+    let diff = json!([{"type": "diff", "path": PATH, "oldText": old, "newText": new}]);
+    updates.push(
+        json!({"toolCallId": "story-write", "sessionUpdate": "tool_call",
+        "rawInput": {}, "status": "pending", "title": name, "kind": "edit", "content": []}),
+    );
+    updates.push(
+        json!({"toolCallId": "story-write", "sessionUpdate": "tool_call_update",
+        "rawInput": input, "title": "Write src/store.rs", "content": diff}),
+    );
+    let tool_call = json!({"toolCallId": "story-write", "name": name, "status": "pending",
+        "rawInput": input, "title": "Write src/store.rs", "kind": "edit", "content": diff,
+        "locations": [{"path": PATH}]});
+    (updates, tool_call)
+}
+
 #[cfg(test)]
 pub const WORDS: &[(&str, &str)] = &[
     (
