@@ -90,15 +90,23 @@ fn expands(line: &str) -> bool {
             _ if double => {}
             b'#' | b'~' | b'*' | b'?' | b'[' | b'{' | b'}' => return true,
             b'<' | b'>' => {
-                let rest = &b[i + 1..];
-                let rest = rest.strip_prefix(b">").filter(|_| c == b'>').unwrap_or(rest);
-                if let Some(r) = rest.strip_prefix(b"/dev/null") {
+                let skip = |r: &[u8]| -> usize {
+                    r.iter().take_while(|c| **c == b' ' || **c == b'\t').count()
+                };
+                let mut rest = &b[i + 1..];
+                if c == b'>' {
+                    rest = rest.strip_prefix(b">").unwrap_or(rest);
+                }
+                if let Some(r) = rest[skip(rest)..].strip_prefix(b"/dev/null") {
                     i = b.len() - r.len();
                     continue;
                 }
-                if rest.first() == Some(&b'&') && rest.get(1).is_some_and(u8::is_ascii_digit) {
-                    i = b.len() - rest.len() + 2;
-                    continue;
+                if let Some(r) = rest.strip_prefix(b"&") {
+                    let r = &r[skip(r)..];
+                    if r.first().is_some_and(u8::is_ascii_digit) {
+                        i = b.len() - r.len() + 1;
+                        continue;
+                    }
                 }
                 return true;
             }
