@@ -66,6 +66,21 @@ fn exec(cmd: &str) -> Call {
     }
 }
 
+/// A read of `path`, by codex-acp.
+fn read(path: &str) -> Call {
+    Call {
+        agent: "codex-acp".into(),
+        program: None,
+        tool: None,
+        url: None,
+        kind: Some("read".into()),
+        title: "Read".into(),
+        command: None,
+        paths: vec![PathBuf::from(path)],
+        cwd: std::env::temp_dir(),
+    }
+}
+
 #[divan::bench(args = ["make build", "cargo test && git status", "ls; rm -rf /tmp/x"])]
 fn decide_a_command(bencher: divan::Bencher, cmd: &str) {
     let p = policy();
@@ -76,17 +91,7 @@ fn decide_a_command(bencher: divan::Bencher, cmd: &str) {
 #[divan::bench]
 fn decide_a_read_with_paths(bencher: divan::Bencher) {
     let p = policy();
-    let call = Call {
-        agent: "codex-acp".into(),
-        program: None,
-        tool: None,
-        url: None,
-        kind: Some("read".into()),
-        title: "Read src/main.rs".into(),
-        command: None,
-        paths: vec![PathBuf::from("src/main.rs")],
-        cwd: std::env::temp_dir(),
-    };
+    let call = read("src/main.rs");
     bencher.bench_local(|| p.decide(divan::black_box(&call)));
 }
 
@@ -122,16 +127,6 @@ fn decide_a_long_command(bencher: divan::Bencher, what: &str) {
 #[divan::bench]
 fn decide_a_read_with_a_1_mib_path(bencher: divan::Bencher) {
     let p = policy();
-    let call = Call {
-        agent: "codex-acp".into(),
-        program: None,
-        tool: None,
-        url: None,
-        kind: Some("read".into()),
-        title: "Read".into(),
-        command: None,
-        paths: vec![PathBuf::from("a/".repeat(1 << 19))],
-        cwd: std::env::temp_dir(),
-    };
+    let call = read(&"a/".repeat(1 << 19));
     bencher.bench_local(|| p.decide(divan::black_box(&call)));
 }

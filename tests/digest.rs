@@ -141,12 +141,7 @@ async fn every_bound_holds_after_10000_messages_and_10_mib_diffs() {
         "the bridge holds no copy of the diffs"
     );
 
-    b.send(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"outcome":{"outcome":"selected","optionId":"allow"}}})).await;
-    let (done, _) = b.response(json!(2)).await;
-    assert_eq!(done["result"]["stopReason"], "end_turn");
-    b.close_stdin();
-    b.drain().await;
-    assert_eq!(b.wait().await, 0);
+    allow_and_end(b, &ask).await;
 }
 
 /// The store the mock agent writes in `story-big`: its first lines, then 10 MiB more.
@@ -175,12 +170,7 @@ async fn big_write(variant: &str) -> (Value, String) {
     let url = format!("{base}#token={token}");
     let (code, text) = control::cli(&["list", "--control", &url]).await;
     assert_eq!(code, 0, "{text}");
-    b.send(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"outcome":{"outcome":"selected","optionId":"allow"}}})).await;
-    let (done, _) = b.response(json!(2)).await;
-    assert_eq!(done["result"]["stopReason"], "end_turn");
-    b.close_stdin();
-    b.drain().await;
-    assert_eq!(b.wait().await, 0);
+    allow_and_end(b, &ask).await;
     (list[0].clone(), text)
 }
 
@@ -312,4 +302,15 @@ async fn a_10_mib_message_and_a_10_mib_output_before_the_write_take_nothing_from
     assert!(said.len() <= (2 << 10) + 3, "{}", said.len());
     assert_eq!(d["cut"], json!(["the start of the last message"]));
     assert!(cli.contains("That is all of it."), "{cli}");
+}
+
+/// Allows the approval `ask` (the prompt of id 2), and ends the bridge: the turn ends as
+/// `end_turn`, the bridge with 0.
+async fn allow_and_end(mut b: Bridge, ask: &Value) {
+    b.send(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"outcome":{"outcome":"selected","optionId":"allow"}}})).await;
+    let (done, _) = b.response(json!(2)).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
 }

@@ -199,14 +199,7 @@ async fn one_policy_answers_each_shape_and_every_decision_is_seen() {
     assert_eq!(report, "allow");
 
     // bridge.status on the control server lists the decisions and the file.
-    let (url, token) = common::control_of(&b).await;
-    let status = common::control::call(
-        &common::control::http(&url, &token),
-        "bridge.status",
-        json!({}),
-    )
-    .await
-    .expect("bridge.status");
+    let status = bridge_status(&b).await;
     let p = &status["policy"];
     assert!(p["broken"].is_null(), "{p}");
     assert_eq!(p["files"][0]["file"], policy.to_str().unwrap(), "{p}");
@@ -472,16 +465,21 @@ fn trust(config: &Path, dir: &Path) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// The `bridge.status` entry of policy file `file`.
-async fn status_of(b: &Bridge, file: &Path) -> Value {
+/// `bridge.status` from `b`'s control server.
+async fn bridge_status(b: &Bridge) -> Value {
     let (url, token) = common::control_of(b).await;
-    let status = common::control::call(
+    common::control::call(
         &common::control::http(&url, &token),
         "bridge.status",
         json!({}),
     )
     .await
-    .expect("bridge.status");
+    .expect("bridge.status")
+}
+
+/// The `bridge.status` entry of policy file `file`.
+async fn status_of(b: &Bridge, file: &Path) -> Value {
+    let status = bridge_status(b).await;
     let p = &status["policy"];
     assert!(p["broken"].is_null(), "{p}");
     p["files"]

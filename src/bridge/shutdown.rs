@@ -196,6 +196,9 @@ impl Ladder {
         let second = self.outside_signals > 1;
         let s = self.started.as_mut()?;
         let send = match s.rung {
+            // The group is gone (or given up on): nothing to signal, and its id may be
+            // another's by now.
+            Rung::GaveUp | Rung::Over => return None,
             _ if second => {
                 s.rung = Rung::Killed(now + KILL_WAIT);
                 Signal::SIGKILL
@@ -207,7 +210,7 @@ impl Ladder {
             // SIGINT or SIGHUP: SIGTERM still comes when the grace running ends.
             Rung::Term(_) => sig,
             // The group already had SIGTERM (or is gone): its SIGKILL keeps its time.
-            Rung::Kill(_) | Rung::Killed(_) | Rung::GaveUp | Rung::Over => return None,
+            Rung::Kill(_) | Rung::Killed(_) => return None,
         };
         self.sent();
         Some(send)
@@ -632,6 +635,13 @@ mod tests {
         assert_eq!(l.tick(at(t0, 6000), 0), None, "no SIGKILL");
         assert!(!l.gave_up(at(t0, 9000)));
         assert_eq!(l.outcome(), (QuitReason::ClientEof, true));
+        // Signals during the drain send nothing: the group's id may be another's by now.
+        assert_eq!(l.signal(at(t0, 6200), Signal::SIGINT), None);
+        assert_eq!(
+            l.signal(at(t0, 6300), Signal::SIGINT),
+            None,
+            "not even a second"
+        );
     }
 
     #[test]

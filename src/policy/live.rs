@@ -371,6 +371,17 @@ mod tests {
     use super::*;
     use crate::policy::{Call, Decision};
 
+    /// The `status()` entry of file `f`.
+    fn entry_of(status: &serde_json::Value, f: &Path) -> serde_json::Value {
+        status["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["file"] == f.to_str().unwrap())
+            .unwrap_or_else(|| panic!("no {} in {status}", f.display()))
+            .clone()
+    }
+
     fn call(cmd: &str, cwd: &Path) -> Call {
         Call::from_tool_call(
             &serde_json::json!({"kind": "execute", "title": cmd, "rawInput": {"command": cmd}}),
@@ -523,13 +534,7 @@ mod tests {
             "{changes:?}"
         );
         let status = live.status();
-        let entry = status["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["file"] == f.to_str().unwrap())
-            .unwrap()
-            .clone();
+        let entry = entry_of(&status, &f);
         assert!(
             entry["allowsLeftOut"]
                 .as_str()
@@ -627,13 +632,7 @@ mod tests {
         );
         let status = live.status();
         assert!(status["broken"].is_null(), "{status}");
-        let entry = status["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["file"] == f.to_str().unwrap())
-            .unwrap()
-            .clone();
+        let entry = entry_of(&status, &f);
         assert_eq!(entry["inForce"], false, "{status}");
         assert!(
             entry["ignored"].as_str().unwrap().contains("no-rm"),

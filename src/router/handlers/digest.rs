@@ -525,7 +525,9 @@ fn tail_text(tail: &[u8]) -> Option<String> {
                 && !(at - 5..at).any(|q| tail[q] == b'\\' && tail[q + 1] == b'u'))
     };
     let tries = if open.is_some() { 1 } else { 6 + 14 };
+    // Never past the closing quote: a short line the agent wrote can look like a stand-in.
     (0..tries)
+        .take_while(|skip| from + skip <= close)
         .filter(|skip| outside(from + skip))
         .find_map(|skip| {
             let body = tail.get(from + skip..close)?;
@@ -571,6 +573,18 @@ pub(in crate::router) fn client_request(r: &mut Router, req: Req<'_>, out: &mut 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by review: a short line the agent wrote, looking like a stand-in's tail of
+    /// backslashes, made the reading run past its closing quote.
+    #[test]
+    fn a_tail_of_backslashes_is_read_without_a_panic() {
+        for n in 0..24 {
+            let tail = format!("{}\"}}", "\\".repeat(n));
+            let _ = tail_text(tail.as_bytes());
+            let tail = format!("x{}\"}}", "\\".repeat(n));
+            let _ = tail_text(tail.as_bytes());
+        }
+    }
 
     /// Keeps `text` as one read (its lines found as the reader finds them).
     fn keep(d: &mut Digests, text: &str) {

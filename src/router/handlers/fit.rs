@@ -61,7 +61,13 @@ impl LeftOut {
 
     /// The top-level member it is under (`content` for `/content/0/newText`).
     pub fn member(&self) -> &str {
-        self.at[1..].split('/').next().unwrap_or("")
+        // `at` is empty where what was left out is the whole object's rest.
+        self.at
+            .get(1..)
+            .unwrap_or("")
+            .split('/')
+            .next()
+            .unwrap_or("")
     }
 }
 
@@ -228,6 +234,18 @@ fn cut(s: &str, max: usize) -> (String, Option<(usize, usize)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by review: what is left out of the whole object is at `""`, under no member.
+    #[test]
+    fn the_whole_objects_rest_is_under_no_member() {
+        let l = LeftOut {
+            at: String::new(),
+            bytes: 0,
+            lines: 0,
+            items: 2,
+        };
+        assert_eq!(l.member(), "");
+    }
 
     /// The text [`fit`] counts.
     fn text(v: &Value) -> usize {
