@@ -19,7 +19,10 @@ use serde_json::Value;
 
 pub use super::shell::Part;
 use super::shell::{self, escape};
-use super::wrappers::{self, Seen, SHELLS};
+use super::wrappers::{self, Seen};
+
+/// The shells whose `-c SCRIPT` the bash grammar reads as they do.
+const BASH_LIKE: &[&str] = &["bash", "sh", "dash", "zsh", "ksh", "mksh", "ash"];
 
 /// The longest command line read; a longer one is asked.
 pub const MAX_LEN: usize = 8 * 1024;
@@ -137,7 +140,10 @@ fn unreadable(why: &str, source: String) -> Command {
 /// whose script is read instead.
 pub fn from_argv(words: Vec<String>) -> Command {
     let program = words[0].rsplit('/').next().unwrap_or(&words[0]);
-    if SHELLS.contains(&program) && words.len() == 3 {
+    // Only the shells whose quoting is bash's: fish reads `\'` inside single quotes, csh
+    // its own syntax; their scripts stay in the argv, where no rule for the shell allows
+    // what it runs (the wrappers see them, for denies).
+    if BASH_LIKE.contains(&program) && words.len() == 3 {
         let flag = words[1].as_str();
         if flag.starts_with('-')
             && flag.ends_with('c')

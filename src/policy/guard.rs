@@ -198,6 +198,7 @@ impl Policy {
             .map(|d| (d, path::Folder::open(d)))
             .collect();
         let mut looked = std::collections::HashSet::new();
+        let mut resolved = 0;
         // A move changes no file: its folder is followed instead.
         let changing = cmd.seen.iter().filter(|c| !is_move(c));
         for word in changing.flatten() {
@@ -210,6 +211,13 @@ impl Policy {
                     // A plain name not in the folder names nothing.
                     if folder.as_ref().is_some_and(|f| f.lacks(w)) {
                         continue;
+                    }
+                    // Bounded work on the bridge's loop: past the budget, asked.
+                    resolved += 1;
+                    if resolved > MAX_RESOLVED {
+                        return Some(format!(
+                            "the command names more than {MAX_RESOLVED} words that may be paths, which are not all checked"
+                        ));
                     }
                     // A word the OS could not open as a path names none of them.
                     let Some(readings) = path::readings(Path::new(w), base) else {
@@ -228,6 +236,10 @@ impl Policy {
         None
     }
 }
+
+/// The most words of one command resolved as paths (each at most [`path::MAX_STEPS`]
+/// steps); a command that names more is asked.
+pub const MAX_RESOLVED: usize = 64;
 
 /// A word with more flag letters than this ([`flag_letters`]) is asked, not read: each is
 /// a place a path may start, each resolved ([`candidates`]).

@@ -19,7 +19,8 @@
 //!   rule's tier or a higher one) could match something beneath it: it is asked.
 //! - The policy's own files ([`Policy::protected`], and every `.acp-question-bridge` folder)
 //!   are never changed on an allow: a call that may change them, or a command that names
-//!   them, is asked.
+//!   them, is asked (a command naming the session's folder itself may still remove that
+//!   project's policy folder: docs/POLICY.md says why that is left).
 
 pub mod claude;
 pub mod command;

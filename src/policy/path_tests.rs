@@ -558,3 +558,22 @@ fn review_a4bc3b6_a_link_made_then_used_in_one_command_is_asked() {
     std::os::unix::fs::symlink("../../.config", cwd.join("sub/x")).unwrap();
     asked_as_own(&p, "cp -r evil/.config/acp-question-bridge sub/x/", &cwd);
 }
+
+/// Bounded work on the bridge's loop: a command naming more than `MAX_RESOLVED` words that
+/// may be paths is asked, not resolved word by word.
+#[test]
+fn a_command_naming_too_many_paths_is_asked_not_resolved() {
+    let (p, _, cwd) = review("rv-many");
+    let names: Vec<String> = (0..=super::guard::MAX_RESOLVED)
+        .map(|i| format!("f{i}"))
+        .collect();
+    for n in &names {
+        std::fs::write(cwd.join(n), "").unwrap();
+    }
+    let v = p.decide(&exec(&format!("cp {} src", names.join(" ")), &cwd));
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+    assert!(v.why.contains("not all checked"), "{}", v.why);
+    let few = names[..8].join(" ");
+    let v = p.decide(&exec(&format!("cp {few} src"), &cwd));
+    assert_eq!(v.decision, Decision::Allow, "{}", v.why);
+}

@@ -376,19 +376,38 @@ pub fn names_more(words: &[String], from: usize) -> bool {
     let Some((_, flags)) = NEVER_UNDER_A_PREFIX.iter().find(|(p, _)| *p == program) else {
         return false;
     };
-    let abbreviates = matches!(program, "npm" | "pnpm" | "yarn" | "bun" | "uv" | "poetry");
+    let abbreviates = matches!(
+        program,
+        "npm" | "pnpm" | "yarn" | "bun" | "uv" | "poetry" | "git"
+    );
     let args = words.get(from..).unwrap_or_default();
+    // Programs whose single-dash words are long flags (`-exec`, `-logger`), not clusters.
+    let long_single = matches!(program, "go" | "dotnet" | "swift");
     let flagged = |word: &str| {
-        // Go reads `--flag` as `-flag`.
-        let word = if program == "go" && word.starts_with("--") {
-            &word[1..]
-        } else {
-            word
+        let mut word = word.to_owned();
+        if program == "go" {
+            // Go reads `--flag` as `-flag`, and `go test` its `-test.flag` forms.
+            if word.starts_with("--") {
+                word.remove(0);
+            }
+            if word.starts_with("-test.") {
+                word.replace_range(1..6, "");
+            }
+        }
+        if program == "dotnet" && word.starts_with('/') {
+            // MSBuild's switches: `/logger:X` is `-logger:X`.
+            word.replace_range(0..1, "-");
+        }
+        let name = match program {
+            "dotnet" => word.split([':', '=']).next().unwrap_or(&word),
+            _ => word.split('=').next().unwrap_or(&word),
         };
-        let name = word.split_once('=').map_or(word, |(n, _)| n);
+        // A cluster of short flags (`-iO…`): any of them, wherever it stands.
+        let cluster = !long_single && !word.starts_with("--") && word.starts_with('-');
         flags.iter().any(|f| {
             name == *f
                 || (f.len() == 2 && !f.starts_with("--") && word.starts_with(f))
+                || (cluster && f.len() == 2 && !f.starts_with("--") && word[1..].contains(&f[1..]))
                 || (abbreviates && name.len() > 3 && name.starts_with("--") && f.starts_with(name))
         })
     };

@@ -763,3 +763,58 @@ domain = ["evil.com"]
     }
     assert_eq!(decided(&p, &fetch("https://docs.rs/x")).0, Decision::Allow);
 }
+
+/// What a third review (of the second's mends) found: a fish script read as bash, MSBuild's
+/// switch forms, a flag inside a cluster, git's abbreviations, Go's `-test.` forms.
+#[test]
+fn the_third_review_finds_nothing_allowed_that_runs_more() {
+    let p = policy(
+        r#"
+[[rule]]
+id = "echo"
+decision = "allow"
+command = ["echo"]
+
+[[rule]]
+id = "prefixes"
+decision = "allow"
+command = [["dotnet", "git", "go"], ["build", "grep", "test", "log"]]
+"#,
+        "",
+    );
+    let argv = |words: &[&str]| {
+        let mut c = exec("x");
+        c.command = Some(command::from_argv(
+            words.iter().map(|w| w.to_string()).collect(),
+        ));
+        c
+    };
+    // fish reads `\'` inside single quotes: this runs `rm` there.
+    let fish = argv(&["fish", "-c", "echo 'a\\' '; rm -rf y; echo ' 'b\\'"]);
+    assert_ne!(p.decide(&fish).decision, Decision::Allow);
+    assert_eq!(
+        p.decide(&argv(&["bash", "-lc", "echo hi"])).decision,
+        Decision::Allow
+    );
+    for cmd in [
+        "dotnet build /logger:/tmp/x.dll",
+        "dotnet build -logger:/tmp/x.dll",
+        "dotnet build /bl:/tmp/x",
+        "git grep -iOsh x",
+        "git log --outp=/tmp/x",
+        "git log --ext",
+        "go test -test.coverprofile=/tmp/x",
+        "go test --test.cpuprofile=/tmp/x",
+    ] {
+        let v = p.decide(&exec(cmd));
+        assert_ne!(v.decision, Decision::Allow, "{cmd:?}: {}", v.why);
+    }
+    for cmd in [
+        "dotnet build",
+        "git log --oneline",
+        "go test ./...",
+        "git grep -n x",
+    ] {
+        assert_eq!(p.decide(&exec(cmd)).decision, Decision::Allow, "{cmd:?}");
+    }
+}
