@@ -37,8 +37,17 @@ pub struct SpawnError {
 fn what_to_do(command: &str, e: &std::io::Error) -> String {
     let path = std::env::var("PATH").unwrap_or_default();
     match e.kind() {
+        // On PATH, yet not found: its interpreter (the `#!` line) is what is missing.
         std::io::ErrorKind::NotFound if !command.contains('/') => {
-            format!("not found on PATH (PATH={path}); install it, or give its full path")
+            match crate::agents::which(command) {
+                Some(p) => format!(
+                    "{e}: {} is there, so the interpreter its `#!` line names is not",
+                    p.display()
+                ),
+                None => {
+                    format!("not found on PATH (PATH={path}); install it, or give its full path")
+                }
+            }
         }
         std::io::ErrorKind::NotFound => {
             if std::path::Path::new(command).exists() {

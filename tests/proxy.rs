@@ -462,6 +462,18 @@ async fn an_agent_that_cannot_start_says_what_to_do() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 
+    // On PATH, but its `#!` interpreter is missing: not "not found on PATH".
+    let orphan = dir.join("orphan-agent");
+    std::fs::write(&orphan, "#!/nonexistent/interpreter\n").unwrap();
+    std::fs::set_permissions(&orphan, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (code, err) = run(
+        vec!["--no-control".into(), "--".into(), "orphan-agent".into()],
+        Some(dir.to_string_lossy().into_owned()),
+    )
+    .await;
+    assert_eq!(code, Some(127));
+    assert!(err.contains("interpreter"), "{err}");
+
     let script = dir.join("agent.sh");
     std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
     let (code, err) = run(

@@ -214,14 +214,21 @@ impl Registry {
 
 /// Whether `program` is on PATH.
 pub fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|d| {
-            let p = d.join(program);
-            p.is_file()
-                && std::fs::metadata(&p).is_ok_and(|m| {
-                    std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
-                })
-        })
+    which(program).is_some()
+}
+
+/// Where `program` is found on PATH: the first executable file of that name.
+pub fn which(program: &str) -> Option<PathBuf> {
+    let paths = std::env::var_os("PATH")?;
+    std::env::split_paths(&paths)
+        .map(|d| d.join(program))
+        .find(|p| is_executable(p))
+}
+
+/// Whether `p` is a file someone may execute.
+pub fn is_executable(p: &std::path::Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| {
+        m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
     })
 }
 

@@ -452,7 +452,8 @@ const RUNS_OTHERS: &[&str] = &[
 fn prefix(words: &[String]) -> Option<(Vec<String>, bool)> {
     let program = words.first()?;
     let name = program.rsplit('/').next().unwrap_or(program);
-    if RUNS_OTHERS.contains(&name) {
+    // Every wrapper whose command the deny rules follow, and the interpreters besides.
+    if RUNS_OTHERS.contains(&name) || super::wrappers::is_wrapper(words) {
         return None;
     }
     let exact = Some((words.to_vec(), true));

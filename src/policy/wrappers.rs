@@ -256,7 +256,7 @@ pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) 
     }
 }
 
-fn is_wrapper(words: &[String]) -> bool {
+pub(super) fn is_wrapper(words: &[String]) -> bool {
     let p = base(&words[0]);
     SHELLS.contains(&p)
         || p == "find"

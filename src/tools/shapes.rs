@@ -13,8 +13,6 @@ pub struct Shape {
     pub params: Value,
 }
 
-/// The script words that ask in an agent's shape, with what each mimics (checked against
-/// [`for_word`] and docs/MOCK_AGENT.md by the tests).
 /// `story-big VARIANT`: the approval of a 10 MiB write as Claude Code (claude-agent-acp)
 /// sends it: a `tool_call` with an empty input, a `tool_call_update` with the whole input and
 /// its diff, then `session/request_permission` with the same, the input first (so a bound
@@ -63,6 +61,8 @@ pub fn big_write(variant: &str) -> (Vec<Value>, Value) {
     (updates, tool_call)
 }
 
+/// The script words that ask in an agent's shape, with what each mimics (checked against
+/// [`for_word`] and docs/MOCK_AGENT.md by the tests).
 #[cfg(test)]
 pub const WORDS: &[(&str, &str)] = &[
     (

@@ -362,13 +362,11 @@ fn check_agent_id(id: &str, registry: Option<&str>) -> Result<(), String> {
 /// name not on this PATH, or found only in a folder of the user's own (`~/.cargo/bin`, npm's
 /// or nvm's bin), which editors started from the desktop often lack on their PATH.
 fn agent_path_warning(agent: &[String]) -> Option<String> {
+    use acp_question_bridge::agents::{is_executable, which};
     let program = agent.first()?;
     if program.contains('/') {
         let p = std::path::Path::new(program);
-        let executable = std::fs::metadata(p).is_ok_and(|m| {
-            m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
-        });
-        return (!executable).then(|| {
+        return (!is_executable(p)).then(|| {
             if p.exists() {
                 format!("{program} is not an executable file (chmod +x {program})")
             } else {
@@ -376,19 +374,11 @@ fn agent_path_warning(agent: &[String]) -> Option<String> {
             }
         });
     }
-    let path = std::env::var("PATH").unwrap_or_default();
-    let found = std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| {
-                m.is_file()
-                    && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
-            })
-        });
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    match found {
+    match which(program) {
         None => Some(format!(
-            "the agent {program:?} is not on PATH (PATH={path}), so the editor will not find it either: install it, or give its full path after `--`"
+            "the agent {program:?} is not on PATH (PATH={}), so the editor will not find it either: install it, or give its full path after `--`",
+            std::env::var("PATH").unwrap_or_default()
         )),
         Some(p) if home.as_ref().is_some_and(|h| p.starts_with(h)) => Some(format!(
             "the agent {program:?} is {}, in a folder of your own that an editor started from the desktop may not have on its PATH; if the editor cannot start it, give that full path after `--`",
