@@ -85,14 +85,15 @@ pub(in crate::router) fn merge(into: &mut Vec<LeftOut>, more: Vec<LeftOut>) {
     }
 }
 
-/// `v` within `room` bytes of text, and what was left out (nothing when it fits whole).
-pub(in crate::router) fn fit(v: &Value, room: usize) -> (Value, Vec<LeftOut>) {
+/// `v` within `room` bytes of text, and what was left out (nothing when it fits whole, and
+/// then `v` itself, not a copy: this runs for every tool call update the bridge keeps).
+pub(in crate::router) fn fit(v: Value, room: usize) -> (Value, Vec<LeftOut>) {
     let mut fixed = 0;
     let mut strings = Vec::new();
-    measure(v, &mut fixed, &mut strings, room);
+    measure(&v, &mut fixed, &mut strings, room);
     let whole: usize = fixed.saturating_add(strings.iter().sum());
     if whole <= room {
-        return (v.clone(), Vec::new());
+        return (v, Vec::new());
     }
     // The structure alone past the room: the strings get what is left, first come.
     let cap = if fixed > room {
@@ -103,7 +104,7 @@ pub(in crate::router) fn fit(v: &Value, room: usize) -> (Value, Vec<LeftOut>) {
     let mut left = Vec::new();
     let mut at = String::new();
     let mut room = room;
-    let fitted = build(v, cap, &mut room, &mut at, &mut left);
+    let fitted = build(&v, cap, &mut room, &mut at, &mut left);
     (fitted, left)
 }
 
@@ -260,7 +261,7 @@ mod tests {
     #[test]
     fn a_value_that_fits_is_whole() {
         let v = json!({"title": "Write a.rs", "content": [{"oldText": null, "newText": "x\n"}]});
-        assert_eq!(fit(&v, 1000), (v, vec![]));
+        assert_eq!(fit(v.clone(), 1000), (v, vec![]));
     }
 
     #[test]
@@ -271,7 +272,7 @@ mod tests {
             "title": "Write a.rs", "kind": "edit",
             "content": [{"type": "diff", "path": "/p/a.rs", "oldText": old, "newText": new}],
             "locations": [{"path": "/p/a.rs"}]});
-        let (f, left) = fit(&v, 16 << 10);
+        let (f, left) = fit(v.clone(), 16 << 10);
         assert!(text(&f) <= 16 << 10, "{}", text(&f));
         // Everything short is whole, after the long strings as before them.
         assert_eq!(f["title"], "Write a.rs");
@@ -320,7 +321,7 @@ mod tests {
     #[test]
     fn one_long_line_is_cut_inside_and_counts_as_a_line_left_out() {
         let v = json!({"newText": "x".repeat(100_000)});
-        let (f, left) = fit(&v, 1000);
+        let (f, left) = fit(v.clone(), 1000);
         let shown = f["newText"].as_str().unwrap();
         assert!(shown.ends_with("x…") && shown.len() <= 1000);
         assert_eq!(left[0].lines, 1);
@@ -330,7 +331,7 @@ mod tests {
     #[test]
     fn a_structure_past_the_room_keeps_its_start_and_counts_the_rest() {
         let v = json!({"title": "Many", "content": vec![json!({"path": "/p"}); 100_000]});
-        let (f, left) = fit(&v, 4096);
+        let (f, left) = fit(v.clone(), 4096);
         assert!(text(&f) <= 4096 + 64, "{}", text(&f));
         assert_eq!(f["title"], "Many");
         let kept = f["content"].as_array().unwrap().len();
@@ -354,7 +355,7 @@ mod tests {
     #[test]
     fn a_cut_keeps_characters_whole_and_pointers_are_escaped() {
         let v = json!({"a/b~": "ééééé"});
-        let (f, left) = fit(&v, 4 + STRING + 7);
+        let (f, left) = fit(v.clone(), 4 + STRING + 7);
         assert_eq!(f, json!({"a/b~": "éé…"}));
         assert_eq!(left[0].at, "/a~1b~0");
         assert_eq!(left[0].say(""), "a/b~: 6 bytes, 1 lines");

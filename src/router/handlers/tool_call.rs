@@ -85,7 +85,7 @@ impl ToolCalls {
             .iter()
             .filter_map(|k| Some((k.to_string(), known.fields.remove(*k)?)))
             .collect();
-        let (fields, left_out) = fit(&Value::Object(fields), DIGEST);
+        let (fields, left_out) = fit(Value::Object(fields), DIGEST);
         known.fields = match fields {
             Value::Object(fields) => fields,
             _ => Map::new(),
@@ -175,7 +175,7 @@ fn remember(known: &mut ToolCalls, update: &Value) {
 /// tool call). What decides (the approval policy) reads the tool call as the agent sent it,
 /// never this.
 pub(in crate::router) fn shown(tool_call: &Value) -> (Value, Vec<LeftOut>) {
-    fit(tool_call, DIGEST)
+    fit(tool_call.clone(), DIGEST)
 }
 
 /// Fills in `tool_call` (a permission request's `toolCall`) the members it lacks from the
