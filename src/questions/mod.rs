@@ -2,14 +2,16 @@
 //!
 //! - [`model`]: the dialect-neutral question and the validation of the agent's params;
 //! - [`answer`]: reasons, outcomes, and the normalization of client answers;
-//! - [`registry`]: the pending questions, indexed for O(1) routing.
+//! - [`open`]: the open questions (what was asked, and its delivery), indexed for O(1)
+//!   routing; [`recent`]: bounded memories of what just ended.
 
 pub mod answer;
 pub mod chat;
 pub mod dialect;
 pub mod model;
+pub mod open;
 pub mod prompts;
-pub mod registry;
+pub mod recent;
 pub mod sources;
 
 /// The extension's method name.

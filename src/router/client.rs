@@ -5,7 +5,7 @@
 
 use crate::capabilities::ClientSupport;
 use crate::questions::prompts::Style;
-use crate::questions::registry::Origin;
+use crate::questions::sources::Origin;
 use crate::questions::sources::{self, OptIn};
 use crate::questions::Dialect;
 

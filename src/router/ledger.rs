@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use crate::envelope::RequestId;
 use crate::events::By;
-use crate::questions::registry::{RecentMap, RECENTLY_RESOLVED};
+use crate::questions::recent::{RecentMap, RECENTLY_RESOLVED};
 
 /// The longest note kept for a press on a withdrawn prompt, in characters.
 const STALE_NOTE_CHARS: usize = 400;

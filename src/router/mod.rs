@@ -5,7 +5,7 @@
 //! owning its own behind a narrow API:
 //! - [`requests`]: the requests in flight each way, and the ids answered already;
 //! - [`client`]: what the client can show, and so the dialect questions reach it in;
-//! - [`crate::questions::registry::Registry`]: the pending questions;
+//! - [`crate::questions::open::OpenQuestions`]: the pending questions;
 //! - [`ledger`]: what is remembered of ended questions and seen sessions;
 //! - `handlers::tool_call`: the tool calls the agent announced.
 //!
@@ -51,7 +51,7 @@ use crate::capabilities::ClientSupport;
 use crate::codec::Frame;
 use crate::envelope::{self, IdMap, Kind, RequestId};
 use crate::jsonrpc::{self, code};
-use crate::questions::registry::Registry;
+use crate::questions::open::OpenQuestions;
 use crate::scan::{Batch, Scanned, Shape};
 
 use dispatch::Msg;
@@ -92,7 +92,7 @@ pub struct Router {
     /// The requests in flight each way.
     requests: requests::Requests,
     /// Pending questions.
-    questions: Registry,
+    questions: OpenQuestions,
     /// What the client can show, and so how questions reach it.
     client: client::ClientView,
     /// The ids of the requests the bridge sends.
@@ -123,7 +123,7 @@ impl Router {
             requests: requests::Requests::new(cfg.max_in_flight),
             ledger: ledger::Ledger::new(cfg.max_in_flight),
             cfg,
-            questions: Registry::default(),
+            questions: OpenQuestions::default(),
             bridge_ids: requests::BridgeIds::default(),
             wall_anchor: (Instant::now(), SystemTime::now()),
             agent_gone: false,
@@ -178,7 +178,7 @@ impl Router {
     }
 
     /// The pending questions.
-    pub fn questions(&self) -> &Registry {
+    pub fn questions(&self) -> &OpenQuestions {
         &self.questions
     }
 

@@ -6,7 +6,7 @@
 use std::time::{Instant, SystemTime};
 
 use crate::envelope::{IdMap, RequestId};
-use crate::questions::registry::RecentIds;
+use crate::questions::recent::RecentIds;
 
 use super::{InFlight, Side};
 

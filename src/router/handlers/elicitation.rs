@@ -12,8 +12,8 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::jsonrpc;
-use crate::questions::registry::Origin;
 use crate::questions::sources::form::{self, FormSource};
+use crate::questions::sources::Origin;
 use crate::questions::Dialect;
 use crate::router::message::Req;
 use crate::router::questions::{Asked, NotAdmitted};

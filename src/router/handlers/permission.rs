@@ -9,8 +9,8 @@
 
 use std::sync::Arc;
 
-use crate::questions::registry::Origin;
 use crate::questions::sources::permission;
+use crate::questions::sources::Origin;
 use crate::questions::Dialect;
 use crate::router::handlers::{fit, tool_call};
 use crate::router::message::Req;

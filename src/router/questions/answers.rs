@@ -10,8 +10,8 @@ use crate::envelope::RequestId;
 use crate::events::{By, Event};
 use crate::jsonrpc::{self, code};
 use crate::questions::answer::{self, Outcome, Reason};
+use crate::questions::open::Open;
 use crate::questions::prompts::{self, Next};
-use crate::questions::registry::Pending;
 use crate::questions::{chat, dialect, Dialect};
 use crate::router::{Outbox, Router};
 
@@ -57,7 +57,7 @@ impl Router {
 
     pub(super) fn answer_from_client(
         &mut self,
-        p: Pending,
+        p: Open,
         outcome: Result<&RawValue, &RawValue>,
         line: &Bytes,
         out: &mut Outbox,
@@ -67,22 +67,23 @@ impl Router {
             Err(error) => return self.client_error(p, error, line, out),
         };
         let mut p = p;
-        let normalized = match p.dialect {
+        let normalized = match p.delivery.dialect {
             Dialect::Native => return self.native_answer(p, result, line, out),
             Dialect::Extension | Dialect::Control => answer::normalize(&p.question, result),
             Dialect::Elicitation => dialect::from_elicitation(&p.question, result),
             Dialect::Permission => {
                 let style = self.client.prompt_style();
-                let next = prompts::from_permission(&p.question, p.at, result).and_then(
+                let (asked, d) = (&p.asked, &mut p.delivery);
+                let next = prompts::from_permission(&asked.question, d.at, result).and_then(
                     |(reply, extras)| {
-                        prompts::advance(&p.question, style, p.at, reply, &mut p.collected)
+                        prompts::advance(&asked.question, style, d.at, reply, &mut d.collected)
                             .map(|next| (next, extras))
                     },
                 );
                 match next {
                     Ok((Next::Ask(at), _)) => {
                         // The next prompt, on the same tool call.
-                        p.at = at;
+                        p.delivery.at = at;
                         if self.ask_permission_step(&mut p, out) {
                             self.register(p);
                         } else {
@@ -105,7 +106,7 @@ impl Router {
                 tracing::warn!(
                     session_id = ?p.question.session_id,
                     question_id = ?p.question.question_id,
-                    dialect = p.dialect.as_str(),
+                    dialect = p.delivery.dialect.as_str(),
                     field = ?super::field_of(&msg),
                     "invalid answer from the client; the agent gets -32603 with it"
                 );
@@ -133,7 +134,7 @@ impl Router {
     /// gets it unchanged (the two agree on their shape); observers get what it stands for.
     pub(super) fn native_answer(
         &mut self,
-        p: Pending,
+        p: Open,
         result: &RawValue,
         line: &Bytes,
         out: &mut Outbox,
@@ -163,7 +164,7 @@ impl Router {
     /// The client answered a question's request with an error.
     pub(super) fn client_error(
         &mut self,
-        p: Pending,
+        p: Open,
         error: &RawValue,
         line: &Bytes,
         out: &mut Outbox,
@@ -175,7 +176,7 @@ impl Router {
         let code = serde_json::from_str::<E>(error.get())
             .ok()
             .and_then(|e| e.code);
-        let own_answer = p.dialect == Dialect::Native && p.origin.standard();
+        let own_answer = p.delivery.dialect == Dialect::Native && p.origin.standard();
         if code == Some(code::METHOD_NOT_FOUND) && own_answer && self.client.holds_unsupported() {
             // A standard request (a tool approval, a form) the client says it cannot show:
             // another surface can take it, so the error is not the user's answer.
@@ -187,7 +188,7 @@ impl Router {
             return self.hold(p, out);
         }
         if code == Some(code::METHOD_NOT_FOUND) && !own_answer {
-            let failed = p.dialect;
+            let failed = p.delivery.dialect;
             match self.client.next_dialect(failed, &p.origin) {
                 Some(next) => {
                     tracing::info!(
@@ -231,7 +232,7 @@ impl Router {
                 out,
             );
         }
-        if p.client_id == p.agent_id {
+        if p.delivery.client_id == p.agent_id {
             self.counters.forwarded_to_agent += 1;
             out.to_agent
                 .push_back(crate::router::Out::Line(line.clone()));

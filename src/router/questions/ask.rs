@@ -12,7 +12,8 @@
 
 use serde_json::Value;
 
-use crate::questions::registry::Origin;
+use crate::questions::open::Open;
+use crate::questions::sources::Origin;
 use crate::questions::{model, Dialect};
 use crate::router::message::Req;
 use crate::router::{Outbox, Router, Side};
@@ -51,23 +52,17 @@ pub(in crate::router) enum NotAdmitted {
 impl Router {
     /// Asks `asked`, read from `req`.
     pub(in crate::router) fn ask(&mut self, req: Req<'_>, asked: Asked, out: &mut Outbox) {
+        let mut p = self.new_pending(req.id.clone(), asked.question, asked.origin, req.now);
+        p.context = asked.context;
+        p.agent_tool_call = asked.agent_tool_call;
         // A tool approval the policy answers takes no slot: its deny holds at every cap.
         // (An id already in flight is refused or passed below, as any question's.)
         if let Some(tool_call) = &asked.approval {
-            if !self.id_in_use(&req.id) {
-                let mut p = self.new_pending(
-                    req.id.clone(),
-                    asked.question.clone(),
-                    asked.origin.clone(),
-                    req.now,
-                );
-                p.context = asked.context.clone();
-                if self.decided_by_policy(&p, tool_call, out) {
-                    return;
-                }
+            if !self.id_in_use(&req.id) && self.decided_by_policy(&p, tool_call, out) {
+                return;
             }
         }
-        if let Err((code, msg)) = self.admit(&req.id, &asked.question) {
+        if let Err((code, msg)) = self.admit(&req.id, &p.question) {
             return match asked.not_admitted {
                 NotAdmitted::Refuse => super::refuse(&req.id, code, msg, out),
                 NotAdmitted::Pass => {
@@ -76,15 +71,12 @@ impl Router {
                 }
             };
         }
-        let mut p = self.new_pending(req.id, asked.question, asked.origin, req.now);
-        p.context = asked.context;
         p.digest = self.digests.digest(&p.question.session_id);
-        p.agent_tool_call = asked.agent_tool_call;
         if let Some(tool_call) = &asked.approval {
             p.always_allow = self.always_allow_drafts(&p.question.session_id, tool_call);
         }
         self.counters.questions_asked += 1;
         let original = asked.as_sent.then_some(req.line);
-        self.show(p, asked.dialect, original, out);
+        self.show(Open::new(p), asked.dialect, original, out);
     }
 }

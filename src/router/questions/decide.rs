@@ -26,7 +26,7 @@ use crate::policy::remember::{self, ForAgent, Place, Remember};
 use crate::policy::{Call, Decision, Verdict};
 use crate::questions::answer::Outcome;
 use crate::questions::chat;
-use crate::questions::registry::Pending;
+use crate::questions::open::Pending;
 use crate::questions::sources::Reply;
 use crate::router::control_calls::ControlError;
 use crate::router::PolicyFiles;
@@ -198,8 +198,7 @@ impl Router {
         }
         if self.cfg.events {
             self.ledger.session(&session);
-            let mut question = self.view(p);
-            question.dialect = "policy";
+            let question = self.view_as(p, "policy");
             out.events.push(Event::Decided {
                 question,
                 policy: Box::new(view.clone()),

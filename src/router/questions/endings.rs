@@ -12,8 +12,8 @@ use crate::envelope::RequestId;
 use crate::events::By;
 use crate::jsonrpc::{self, code};
 use crate::questions::answer::{Extras, Outcome, Reason};
+use crate::questions::open::{Open, Pending};
 use crate::questions::prompts::{self};
-use crate::questions::registry::Pending;
 use crate::questions::sources::Reply;
 use crate::questions::{chat, Dialect};
 use crate::router::{Outbox, Router};
@@ -28,24 +28,24 @@ impl Router {
     /// in the chat instead.
     pub(in crate::router) fn close_at_client(
         &mut self,
-        p: &Pending,
+        p: &Open,
         outcome: &Outcome,
         by: By,
         withdraw: bool,
         out: &mut Outbox,
     ) {
-        let shown = withdraw && !p.held;
+        let shown = withdraw && !p.delivery.held;
         let cancel_request = shown && self.client.sends_cancel_requests();
         if cancel_request {
-            self.notify_client(jsonrpc::cancel_request(&p.client_id), out);
+            self.notify_client(jsonrpc::cancel_request(&p.delivery.client_id), out);
         }
         if shown {
             // Kept for a while (the last 4,096): a few hundred bytes each.
             let note = chat::stale(&p.question, outcome, by);
             self.ledger
-                .withdrawn(&p.client_id, &p.question.session_id, note);
+                .withdrawn(&p.delivery.client_id, &p.question.session_id, note);
         }
-        let tool_call = match (&p.tool_call_id, &p.agent_tool_call) {
+        let tool_call = match (&p.delivery.tool_call_id, &p.agent_tool_call) {
             (Some(tc), _) => Some(tc),
             (None, Some(tc)) if shown => Some(tc),
             _ => None,
@@ -65,9 +65,10 @@ impl Router {
         // While the client still shows a prompt of the bridge's below the tool call, its
         // content keeps its line count; a tool call whose content is the agent's is left as
         // it is, and the chat gets the sentence.
-        let prompt = match (shown, p.dialect) {
+        let prompt = match (shown, p.delivery.dialect) {
             (true, Dialect::Permission) => {
-                prompts::to_permission(&p.question, p.at, tc, false).map(|(update, _)| update)
+                prompts::to_permission(&p.question, p.delivery.at, tc, false)
+                    .map(|(update, _)| update)
             }
             _ => None,
         };
@@ -93,7 +94,7 @@ impl Router {
     /// Sends the agent its one response for `p`.
     pub(in crate::router) fn finish(
         &mut self,
-        p: &Pending,
+        p: &Open,
         outcome: Outcome,
         extras: &Extras,
         by: By,
@@ -140,7 +141,7 @@ impl Router {
     /// Ends `p` with a bridge-made rejection, closing it at the client when asked.
     pub(super) fn end(
         &mut self,
-        p: &Pending,
+        p: &Open,
         reason: Reason,
         by: By,
         withdraw: bool,
@@ -176,7 +177,7 @@ impl Router {
             return false;
         };
         tracing::info!(question_id = ?p.question.question_id, "agent cancelled its question");
-        if p.dialect == Dialect::Native {
+        if p.delivery.dialect == Dialect::Native {
             // The agent's own request, which the client shows as it was sent: the
             // cancellation is between the two (the client still answers the request, with
             // -32800 or a result), and the bridge steps back to tracking it as a request.
@@ -192,7 +193,7 @@ impl Router {
             self.track_shown(&p);
             return true;
         }
-        if p.client_id == p.agent_id {
+        if p.delivery.client_id == p.agent_id {
             self.counters.forwarded_to_client += 1;
             out.to_client
                 .push_back(crate::router::Out::Line(line.clone()));

@@ -30,8 +30,8 @@ use super::{Outbox, Router, Side};
 use crate::envelope::RequestId;
 use crate::events::{By, Event, QuestionView, Resolver};
 use crate::jsonrpc::{self, code};
-use crate::questions::prompts::{self};
-use crate::questions::registry::{Origin, Pending};
+use crate::questions::open::{Open, Pending};
+use crate::questions::sources::Origin;
 use crate::questions::{model, Dialect};
 
 /// The longest deadline a question gets (a longer `timeoutMs` or `--question-timeout` is
@@ -60,9 +60,9 @@ impl Router {
         );
     }
 
-    /// Registers `p` as pending under its client id.
-    fn register(&mut self, p: Pending) {
-        self.ledger.reused(&p.client_id);
+    /// Registers `p` as open under its client id.
+    fn register(&mut self, p: Open) {
+        self.ledger.reused(&p.delivery.client_id);
         self.questions.insert(p);
     }
 
@@ -123,7 +123,7 @@ impl Router {
         Ok(())
     }
 
-    /// A question admitted: pending from `now`, with its deadline, counted as asked.
+    /// What the agent asked with its request `id`: pending from `now`, with its deadline.
     pub(super) fn new_pending(
         &mut self,
         id: RequestId,
@@ -143,39 +143,28 @@ impl Router {
         Pending {
             question: q,
             origin,
+            agent_id: id,
             context: None,
-            tool_call_id: None,
             agent_tool_call: None,
-            at: prompts::At::default(),
-            collected: Vec::new(),
-            agent_id: id.clone(),
-            client_id: id,
-            dialect: Dialect::Extension,
+            digest: None,
+            always_allow: None,
             created: now,
             created_wall: self.wall(now),
             deadline,
             expires_wall: deadline.map(|d| self.wall(d)),
-            held: false,
-            announced: false,
-            device: None,
-            always_allow: None,
-            digest: None,
         }
     }
 
-    /// A pending question as observers (control server, journal, notifier) see it.
-    fn view(&self, p: &Pending) -> QuestionView {
+    /// A question as observers (control server, journal, notifier) see it, delivered in
+    /// `dialect`.
+    fn view_as(&self, p: &Pending, dialect: &'static str) -> QuestionView {
         QuestionView {
             session_id: p.question.session_id.clone(),
             question_id: p.question.question_id.clone(),
             items: p.question.items.clone(),
             created_at: rfc3339(p.created_wall),
             expires_at: p.expires_wall.map(rfc3339),
-            dialect: if p.held {
-                "control"
-            } else {
-                p.dialect.as_str()
-            },
+            dialect,
             source: p.origin.name(),
             context: p.context.clone(),
             always_allow: p.always_allow.clone(),
@@ -183,15 +172,28 @@ impl Router {
         }
     }
 
+    /// An open question as observers see it.
+    fn view(&self, p: &Open) -> QuestionView {
+        let d = &p.delivery;
+        self.view_as(
+            p,
+            if d.held {
+                "control"
+            } else {
+                d.dialect.as_str()
+            },
+        )
+    }
+
     /// Every pending question, oldest first (`questions.list`).
     pub fn question_views(&self) -> Vec<QuestionView> {
-        let mut all: Vec<&Pending> = self.questions.iter().collect();
+        let mut all: Vec<&Open> = self.questions.iter().collect();
         all.sort_by_key(|p| p.created);
         all.into_iter().map(|p| self.view(p)).collect()
     }
 
     /// The `requested` event, once per question, when its first dialect is known.
-    fn announce(&mut self, p: &mut Pending, out: &mut Outbox) {
+    fn announce(&mut self, p: &mut Open, out: &mut Outbox) {
         if self.cfg.events && !p.announced {
             p.announced = true;
             self.ledger.session(&p.question.session_id);
@@ -202,12 +204,12 @@ impl Router {
     }
 
     /// Records how `p` ended, for observers and for reporting a later answer.
-    fn resolved(&mut self, p: &Pending, by: By, result: Value, out: &mut Outbox) {
+    fn resolved(&mut self, p: &Open, by: By, result: Value, out: &mut Outbox) {
         if !self.cfg.events {
             return;
         }
         let (s, q) = (&p.question.session_id, &p.question.question_id);
-        self.ledger.resolved(&p.client_id, s, q, by);
+        self.ledger.resolved(&p.delivery.client_id, s, q, by);
         out.events.push(Event::Resolved {
             session_id: s.clone(),
             question_id: q.clone(),

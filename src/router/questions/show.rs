@@ -7,8 +7,8 @@ use serde_json::json;
 use crate::events::{By, Event};
 use crate::jsonrpc::{self};
 use crate::questions::answer::{Outcome, Reason};
+use crate::questions::open::Open;
 use crate::questions::prompts::{self};
-use crate::questions::registry::Pending;
 use crate::questions::{chat, dialect, Dialect};
 use crate::rawjson::{self, Existing};
 use crate::router::{rewrite, Outbox, Router};
@@ -19,20 +19,20 @@ impl Router {
     /// `unsupported` in its source's own shape (a cancelled form for an elicitation).
     pub(in crate::router) fn show(
         &mut self,
-        mut p: Pending,
+        mut p: Open,
         dialect: Dialect,
         original: Option<&Bytes>,
         out: &mut Outbox,
     ) {
         if self.client.forced() == Some(Dialect::Control) {
             // `--client-dialect control`: whatever the source, the client is not shown it.
-            p.dialect = Dialect::Control;
+            p.delivery.dialect = Dialect::Control;
             return self.hold(p, out);
         }
         let expires = p
             .expires_wall
             .map(|w| humantime::format_rfc3339_millis(w).to_string());
-        p.dialect = dialect;
+        p.delivery.dialect = dialect;
         match dialect {
             // Only ever chosen by the flag, handled above.
             Dialect::Control => return self.hold(p, out),
@@ -41,7 +41,7 @@ impl Router {
                     // A native request is only ever shown from its own line.
                     return self.unsupported(&p, out);
                 };
-                p.client_id = p.agent_id.clone();
+                p.delivery.client_id = p.agent_id.clone();
                 // The agent's own request: forwarded traffic.
                 self.counters.forwarded_to_client += 1;
                 out.to_client
@@ -49,7 +49,7 @@ impl Router {
             }
             Dialect::Extension => match (original, p.origin.name()) {
                 (Some(line), "question") => {
-                    p.client_id = p.agent_id.clone();
+                    p.delivery.client_id = p.agent_id.clone();
                     let line = match &expires {
                         Some(at) => rewrite(line.clone(), |l| {
                             rawjson::merge(
@@ -67,23 +67,23 @@ impl Router {
                     out.to_client.push_back(crate::router::Out::Line(line));
                 }
                 _ => {
-                    p.client_id = self.bridge_id();
+                    p.delivery.client_id = self.bridge_id();
                     let params = dialect::to_extension(&p.question, expires.as_deref());
                     out.client(jsonrpc::request(
-                        &p.client_id,
+                        &p.delivery.client_id,
                         crate::questions::METHOD,
                         &params,
                     ));
                 }
             },
             Dialect::Elicitation => {
-                p.client_id = self.bridge_id();
+                p.delivery.client_id = self.bridge_id();
                 let mut params = dialect::to_elicitation(&p.question, expires.as_deref());
                 if let Some(tc) = &p.agent_tool_call {
                     params["toolCallId"] = json!(tc);
                 }
                 out.client(jsonrpc::request(
-                    &p.client_id,
+                    &p.delivery.client_id,
                     "elicitation/create",
                     &params,
                 ));
@@ -109,8 +109,8 @@ impl Router {
                     self.unsupported(&p, out);
                     return;
                 }
-                p.at = prompts::At::first(&p.question, self.client.prompt_style(), 0);
-                p.collected.clear();
+                p.delivery.at = prompts::At::first(&p.question, self.client.prompt_style(), 0);
+                p.delivery.collected.clear();
                 if !self.ask_permission_step(&mut p, out) {
                     // Never dropped without its one response.
                     return self.unsupported(&p, out);
@@ -137,30 +137,31 @@ impl Router {
         self.register(p);
     }
 
-    /// Asks prompt `p.at` of `p` as a permission prompt under a new bridge id (the first
+    /// Asks prompt `p.delivery.at` of `p` as a permission prompt under a new bridge id (the first
     /// prompt announces the tool call, unless it is the agent's own, which the client has);
     /// false when it cannot be asked so.
-    pub(super) fn ask_permission_step(&mut self, p: &mut Pending, out: &mut Outbox) -> bool {
+    pub(super) fn ask_permission_step(&mut self, p: &mut Open, out: &mut Outbox) -> bool {
         let id = self.bridge_id();
-        let first = p.tool_call_id.is_none();
-        let tool_call_id = p
-            .tool_call_id
-            .clone()
-            .unwrap_or_else(|| match &p.agent_tool_call {
-                Some(tc) => tc.clone(),
-                None => format!("question-{}", id.as_json().trim_matches('"')),
-            });
+        let first = p.delivery.tool_call_id.is_none();
+        let tool_call_id =
+            p.delivery
+                .tool_call_id
+                .clone()
+                .unwrap_or_else(|| match &p.agent_tool_call {
+                    Some(tc) => tc.clone(),
+                    None => format!("question-{}", id.as_json().trim_matches('"')),
+                });
         let announce = first && p.agent_tool_call.is_none();
         let Some((tool_call, request)) =
-            prompts::to_permission(&p.question, p.at, &tool_call_id, announce)
+            prompts::to_permission(&p.question, p.delivery.at, &tool_call_id, announce)
         else {
             return false;
         };
-        p.client_id = id;
-        p.tool_call_id = Some(tool_call_id);
+        p.delivery.client_id = id;
+        p.delivery.tool_call_id = Some(tool_call_id);
         self.notify_client(jsonrpc::notification("session/update", &tool_call), out);
         out.client(jsonrpc::request(
-            &p.client_id,
+            &p.delivery.client_id,
             "session/request_permission",
             &request,
         ));
@@ -169,20 +170,20 @@ impl Router {
 
     /// The client has no way to show `p`: the agent gets `rejected` / `unsupported`, the
     /// bridge's decision.
-    pub(super) fn unsupported(&mut self, p: &Pending, out: &mut Outbox) {
+    pub(super) fn unsupported(&mut self, p: &Open, out: &mut Outbox) {
         let outcome = Outcome::Rejected(Reason::Unsupported);
         self.finish(p, outcome, &Vec::new(), By::Bridge, out);
     }
 
     /// Registers `p` without showing it to the client (it cannot): it waits for an answer
     /// through the control server, or its deadline, cancel, or disconnect.
-    pub(super) fn hold(&mut self, mut p: Pending, out: &mut Outbox) {
+    pub(super) fn hold(&mut self, mut p: Open, out: &mut Outbox) {
         // Never sent: it only keeps the registry's client-id index whole.
-        p.client_id = self.bridge_id();
-        p.held = true;
+        p.delivery.client_id = self.bridge_id();
+        p.delivery.held = true;
         if self.client.forced() == Some(Dialect::Control) {
             // `--client-dialect control`: the client is shown nothing at all.
-            p.tool_call_id = None;
+            p.delivery.tool_call_id = None;
         } else {
             // No invisible waits: the chat says that the agent waits, and where to answer.
             // The tool call is the prompt's shown before a `-32601`, else the agent's own,
@@ -192,10 +193,13 @@ impl Router {
                 .agent_tool_call
                 .as_ref()
                 .filter(|_| !p.origin.approves_a_tool());
-            let (tool_call_id, announce) = match (&p.tool_call_id, agent_tool_call) {
+            let (tool_call_id, announce) = match (&p.delivery.tool_call_id, agent_tool_call) {
                 (Some(tc), _) | (None, Some(tc)) => (tc.clone(), false),
                 (None, None) => (
-                    format!("question-{}", p.client_id.as_json().trim_matches('"')),
+                    format!(
+                        "question-{}",
+                        p.delivery.client_id.as_json().trim_matches('"')
+                    ),
                     true,
                 ),
             };
@@ -206,7 +210,7 @@ impl Router {
             self.notify_client(jsonrpc::notification("session/update", &waiting), out);
             let note = chat::note(&p.question.session_id, &said);
             self.notify_client(jsonrpc::notification("session/update", &note), out);
-            p.tool_call_id = Some(tool_call_id);
+            p.delivery.tool_call_id = Some(tool_call_id);
         }
         self.announce(&mut p, out);
         if self.cfg.events {
