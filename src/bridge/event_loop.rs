@@ -19,6 +19,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
 use tokio::time::sleep_until;
 
+use super::effects::{Done, Effects};
 use super::services::{Agent, Ends, Surfaces};
 use super::shutdown::Ladder;
 use crate::child;
@@ -44,6 +45,8 @@ pub(super) enum Event {
     GroupGone,
     /// A control-server call (`None`: the control server is gone).
     Call(Option<Call>),
+    /// An effect the router asked for is done.
+    Done(Done),
     /// A batch of the agent's lines (`None`: its stdout reached EOF).
     AgentInput(Option<Batch>),
     /// The agent's stdin is closed.
@@ -62,6 +65,8 @@ pub(super) struct Shell {
     pub agent: Agent,
     pub signals: Signals,
     pub surfaces: Surfaces,
+    /// The disk work the router asked for, under way.
+    pub effects: Effects,
     pub ends: Ends,
     pub client_open: bool,
     pub agent_open: bool,
@@ -88,6 +93,7 @@ impl Shell {
             }
             let event = self.next_event().await;
             self.handle(event, Instant::now());
+            self.effects.start(&mut self.outbox);
         }
     }
 
@@ -142,6 +148,8 @@ impl Shell {
                     std::os::unix::process::ExitStatusExt::from_raw(1 << 8)
                 }))
             }
+            // Cancel-safe: `mpsc::Receiver::recv` (the loop holds a sender: never `None`).
+            Some(done) = self.effects.done_rx.recv() => Event::Done(done),
             // Cancel-safe: `mpsc::Receiver::recv`.
             call = recv_call(&mut self.surfaces.control), if self.surfaces.control.is_some() => Event::Call(call),
             // Cancel-safe: `mpsc::Receiver::recv`.
@@ -214,6 +222,9 @@ impl Shell {
             }
             Event::Call(Some(call)) => self.on_call(call),
             Event::Call(None) => self.surfaces.control = None,
+            Event::Done(done) => self
+                .effects
+                .finish(done, &mut self.router, &mut self.outbox),
             Event::AgentInput(Some(batch)) => {
                 self.router
                     .on_batch(Side::Agent, batch, now, &mut self.outbox)
@@ -277,33 +288,19 @@ impl Shell {
                     return;
                 }
                 if let Some(choice) = a.remember.take() {
-                    // The rule is written off the loop (a lock, a read, a sync, a rename),
-                    // then the answer comes back as a plain one.
-                    let caller = self.surfaces.control.as_ref().map(|c| c.caller.clone());
-                    match (remember(router, &a, choice), caller) {
-                        (Ok(write), Some(caller)) => {
-                            tokio::spawn(async move {
-                                match tokio::task::spawn_blocking(write).await {
-                                    Ok(Ok(())) => {
-                                        let _ = caller.send(Call::Answer(a, reply)).await;
-                                    }
-                                    Ok(Err(e)) => {
-                                        let _ = reply.send(Err(e));
-                                    }
-                                    Err(_) => {
-                                        let _ = reply.send(Err(control::invalid_params(
-                                            "remember: the rule could not be written",
-                                        )));
-                                    }
-                                }
-                            });
-                        }
-                        (Err(e), _) => {
-                            let _ = reply.send(Err(e));
-                        }
-                        (Ok(_), None) => {
-                            let _ = reply
-                                .send(Err(control::invalid_params("remember: no control server")));
+                    // The router checks the rule and asks for its write (off the loop: a
+                    // lock, a read, a sync, a rename); the answer waits for it.
+                    let asked = router.control_remember(
+                        &a.session_id,
+                        &a.question_id,
+                        &a.answers,
+                        choice,
+                        outbox,
+                    );
+                    match asked {
+                        Ok(token) => self.effects.wait_for_write(token, a, reply),
+                        Err(e) => {
+                            let _ = reply.send(Err(control::control_error(e)));
                         }
                     }
                     return;
@@ -350,56 +347,41 @@ impl Shell {
             }
             Call::Status(reply) => {
                 let mut v = router.status();
-                v["policy"] = router.policy_status();
                 if let Some(me) = &self.surfaces.identity {
                     v["bridge"] = me.public();
                 }
                 v["agentPid"] = self.agent.pgid.into();
                 v["uptimeMs"] = (self.agent.started.elapsed().as_millis() as u64).into();
                 v["version"] = env!("CARGO_PKG_VERSION").into();
-                let _ = reply.send(v);
+                let decided = router.policy_decisions();
+                let Some(desk) = self.effects.desk().cloned() else {
+                    v["policy"] = decided;
+                    let _ = reply.send(v);
+                    return;
+                };
+                // The policy's files are looked at again, off the loop (a broken edit shows
+                // before the next approval).
+                let cwd = router.cwd().map(ToOwned::to_owned);
+                tokio::spawn(async move {
+                    let files = tokio::task::spawn_blocking(move || desk.status(cwd.as_deref()));
+                    let mut policy = match tokio::time::timeout(
+                        crate::policy::desk::DECIDE_WITHIN,
+                        files,
+                    )
+                    .await
+                    {
+                        Ok(Ok(files)) => files,
+                        _ => {
+                            serde_json::json!({ "broken": "the policy's files could not be read in time" })
+                        }
+                    };
+                    policy["decided"] = decided;
+                    v["policy"] = policy;
+                    let _ = reply.send(v);
+                });
             }
         }
     }
-}
-
-/// "Always allow" with an answer: the rule the question's `alwaysAllow` shows for `choice`,
-/// checked now (the answer must pick one option that allows), and the writing of it to the
-/// user's policy file, to run off the loop before the answer goes to the agent. If it cannot
-/// be written, the question stays pending and the caller gets why.
-type Write = Box<dyn FnOnce() -> Result<(), jsonrpsee::types::ErrorObjectOwned> + Send>;
-
-fn remember(
-    router: &Router,
-    a: &control::AnswerParams,
-    choice: crate::policy::remember::Remember,
-) -> Result<Write, jsonrpsee::types::ErrorObjectOwned> {
-    let (rule, said) = router
-        .always_allow_rule(&a.session_id, &a.question_id, &a.answers, choice)
-        .map_err(control::control_error)?;
-    let file = crate::policy::file::user_file().ok_or_else(|| {
-        control::invalid_params("remember: no HOME or XDG_CONFIG_HOME for the user's policy file")
-    })?;
-    let from = a
-        .device
-        .as_deref()
-        .map_or("the Questions page or CLI".to_owned(), |d| {
-            format!("device {d}")
-        });
-    let when = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
-    let comment = format!("{said}: remembered from {from}, {when}");
-    Ok(Box::new(move || {
-        match crate::policy::remember::append(&file, &rule, &comment) {
-            Ok(written) => {
-                tracing::info!(file = %file.display(), written, "{said}");
-                Ok(())
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "always allow: the rule was not written");
-                Err(control::invalid_params(format!("remember: {e}")))
-            }
-        }
-    }))
 }
 
 /// Moves everything queued for each writer into its channel as one batch, when the channel

@@ -12,6 +12,7 @@
 //!   client->agent traffic keeps flowing (and vice versa).
 //! - Shutdown always ends: every wait after the agent is gone is bounded.
 
+mod effects;
 mod event_loop;
 mod hangup;
 mod observers;
@@ -26,7 +27,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::child;
 use crate::control::{self, ControlConfig};
+use crate::policy::desk::Desk;
 use crate::router::{AgentExit, Outbox, Router, RouterConfig};
+use effects::Effects;
 pub use event_loop::REPLY_BACKLOG;
 use event_loop::{Shell, Signals};
 pub use reader::IN_FLIGHT_BYTES;
@@ -188,6 +191,7 @@ where
         agent,
         signals,
         surfaces,
+        effects: Effects::new(cfg.router.policy.as_ref().map(Desk::new)),
         ends,
         client_open: true,
         agent_open: true,

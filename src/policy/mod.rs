@@ -24,6 +24,7 @@
 
 pub mod claude;
 pub mod command;
+pub mod desk;
 pub mod file;
 mod guard;
 pub mod live;

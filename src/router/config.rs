@@ -44,7 +44,8 @@ pub struct RouterConfig {
     /// The control server's page (without its token), named in the chat of a question the
     /// client cannot show.
     pub page_url: Option<String>,
-    /// The approval policy's files (`None`: no policy, every approval is asked).
+    /// The approval policy's files (`None`: no policy, every approval is asked). The router
+    /// never reads them: it asks the shell for each decision ([`super::Effect::Decide`]).
     pub policy: Option<PolicyFiles>,
     /// The agent's name as its command says (`crate::child::agent_name`), which policy
     /// rules match besides the name it gives in `initialize`.
@@ -52,15 +53,7 @@ pub struct RouterConfig {
     /// The agent's folder: the session folder of a session the bridge did not see begin.
     pub cwd: Option<std::path::PathBuf>,
 }
-
-/// Where the approval policy comes from (docs/POLICY.md).
-#[derive(Debug, Clone, Default)]
-pub struct PolicyFiles {
-    /// `--policy FILE`s: they must exist.
-    pub given: Vec<std::path::PathBuf>,
-    /// The user's own file, read when it exists.
-    pub user: Option<std::path::PathBuf>,
-}
+pub use crate::policy::desk::PolicyFiles;
 
 impl Default for RouterConfig {
     fn default() -> Self {

@@ -3,6 +3,11 @@
 //! a router, feed it lines or whole reads from a side, read what came out per direction,
 //! move its clock. Plus named builders for the JSON-RPC lines tests compare exactly.
 //!
+//! The fixture plays the shell's part for the router's [`Effect`]s, with no files: a
+//! decision is made by the policy the test gives as text ([`Fixture::with_policy`]; none:
+//! every approval is asked), and an "Always allow" write is only recorded
+//! ([`Fixture::remembered`]).
+//!
 //! Test-only: compiled for the crate's own tests and, for integration tests and fuzz targets,
 //! behind the `test-util` feature; it is not part of the library's API. It does no I/O.
 
@@ -12,9 +17,11 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
 
-use super::{AgentExit, Out, Outbox, Router, RouterConfig, Side};
+use super::{AgentExit, Effect, Out, Outbox, Router, RouterConfig, Side};
 use crate::codec::{Frame, LineCodec};
 use crate::events::Event;
+use crate::policy::desk::Ruling;
+use crate::policy::Policy;
 use crate::questions::Dialect;
 use crate::scan::{Batch, Memo, Scanned};
 
@@ -35,6 +42,12 @@ pub struct Fixture {
     /// One codec and skeleton memo per side, for whole reads ([`Fixture::read`]).
     codecs: [LineCodec; 2],
     memos: [Memo; 2],
+    /// The policy the shell would have read (none: every approval is asked).
+    policy: Option<Policy>,
+    /// The "Always allow" rules written, with what each does.
+    pub remembered: Vec<(String, String)>,
+    /// Effects wait in the outbox until [`Fixture::run_effects`] (a shell that is slow).
+    defer: bool,
 }
 
 impl Fixture {
@@ -49,6 +62,59 @@ impl Fixture {
             now,
             codecs: [LineCodec::new(MAX_LINE), LineCodec::new(MAX_LINE)],
             memos: Default::default(),
+            policy: None,
+            remembered: Vec::new(),
+            defer: false,
+        }
+    }
+
+    /// A router with an approval policy in force, made of the rules in `toml` (a policy
+    /// file's text, read as if from `policy.toml`).
+    pub fn with_policy(cfg: RouterConfig, toml: &str) -> Self {
+        let path = std::path::Path::new("policy.toml");
+        let rules = crate::policy::file::parse_rules(toml, path).expect("the test's policy parses");
+        let (policy, _) = crate::policy::file::compose(rules, None, Vec::new());
+        let mut t = Fixture::new(RouterConfig {
+            policy: Some(Default::default()),
+            ..cfg
+        });
+        t.policy = Some(policy);
+        t
+    }
+
+    /// Effects wait in the outbox until [`Fixture::run_effects`]: the test decides when the
+    /// shell's work comes back.
+    pub fn deferred(mut self) -> Self {
+        self.defer = true;
+        self
+    }
+
+    /// Carries out the effects the router asked for at once, unless they are deferred.
+    fn settle(&mut self) {
+        if !self.defer {
+            self.run_effects();
+        }
+    }
+
+    /// Carries out the effects the router asked for, as the shell would, until none is left.
+    pub fn run_effects(&mut self) {
+        while !self.out.effects.is_empty() {
+            for effect in std::mem::take(&mut self.out.effects) {
+                match effect {
+                    Effect::Decide { id, call, .. } => {
+                        let ruling = match &self.policy {
+                            Some(policy) => Ruling {
+                                verdict: policy.decide(&call),
+                                changes: Vec::new(),
+                                broken: policy.broken.clone(),
+                            },
+                            None => Ruling::ask("no approval policy in the fixture"),
+                        };
+                        self.r.on_ruling(&id, ruling, &mut self.out);
+                    }
+                    Effect::Remember { rule, said, .. } => self.remembered.push((rule, said)),
+                }
+            }
         }
     }
 
@@ -86,12 +152,14 @@ impl Fixture {
     pub fn feed(&mut self, from: Side, frame: Frame) {
         self.r
             .on_scanned(from, Scanned::new(frame), self.now, &mut self.out);
+        self.settle();
     }
 
     /// One frame from `from`, not scanned: the router classifies it (the slow path).
     pub fn feed_unscanned(&mut self, from: Side, frame: Frame) {
         let scanned = Scanned { frame, shape: None };
         self.r.on_scanned(from, scanned, self.now, &mut self.out);
+        self.settle();
     }
 
     /// One read's bytes from `from`, framed into a chunk and scanned as the bridge's reader
@@ -103,6 +171,7 @@ impl Fixture {
         let data = self.codecs[i].decode_chunk(&mut buf, raw.len(), false, &mut pieces);
         let batch = Batch::scan(data, &pieces, &mut self.memos[i]);
         self.r.on_batch(from, batch, self.now, &mut self.out);
+        self.settle();
     }
 
     /// Moves the clock by `by` and runs the timer.

@@ -39,7 +39,7 @@ mod sources_tests;
 
 pub use config::{Counters, PolicyFiles, RouterConfig};
 pub use control_calls::ControlError;
-pub use outbox::{Out, Outbox, Side};
+pub use outbox::{Effect, Out, Outbox, Side};
 
 use std::time::{Instant, SystemTime};
 
@@ -117,7 +117,10 @@ pub struct Router {
 
 impl Router {
     pub fn new(cfg: RouterConfig) -> Self {
-        let policy = cfg.policy.as_ref().map(questions::PolicyState::new);
+        let policy = cfg
+            .policy
+            .as_ref()
+            .map(|_| questions::PolicyState::default());
         Self {
             client: client::ClientView::new(&cfg),
             requests: requests::Requests::new(cfg.max_in_flight),
@@ -170,6 +173,11 @@ impl Router {
             },
             "counters": self.counters,
         })
+    }
+
+    /// The agent's folder (the session folder of a session the bridge did not see begin).
+    pub fn cwd(&self) -> Option<&std::path::Path> {
+        self.cfg.cwd.as_deref()
     }
 
     /// What the client's `initialize` declared, once it has been seen.

@@ -1,11 +1,15 @@
 //! What the [`super::Router`] reads from and writes to: the two peers ([`Side`]), and the
-//! [`Outbox`] of lines it fills for the shell's writers, in order, per direction.
+//! [`Outbox`] of lines it fills for the shell's writers, in order, per direction, with the
+//! [`Effect`]s it asks the shell to carry out (the router itself does no I/O).
 
 use std::collections::VecDeque;
 
 use bytes::Bytes;
 
+use crate::envelope::RequestId;
 use crate::events::Event;
+use crate::policy::Call;
+use std::path::PathBuf;
 
 /// Which peer a message came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +35,29 @@ impl Side {
     }
 }
 
+/// Work with the disk that the router asks of the shell; its result comes back as a call
+/// ([`super::Router::on_ruling`], [`super::Router::control_answer`]).
+#[derive(Debug, Clone)]
+pub enum Effect {
+    /// Decide the tool approval the agent asked with request `id` by the approval policy:
+    /// read the policy's files for a session in `cwd`, decide `call` (its paths resolved as
+    /// the OS opens them), and hand the [`crate::policy::desk::Ruling`] back to
+    /// [`super::Router::on_ruling`].
+    Decide {
+        id: RequestId,
+        call: Box<Call>,
+        cwd: Option<PathBuf>,
+    },
+    /// "Always allow": append `rule` to the user's policy file (`said` is what it does, for
+    /// its comment), then answer the question as [`super::Router::control_remember`] was
+    /// asked. `token` names the answer waiting for the write.
+    Remember {
+        token: u64,
+        rule: String,
+        said: String,
+    },
+}
+
 /// One item for a writer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Out {
@@ -53,6 +80,8 @@ pub struct Outbox {
     pub made_for_client: usize,
     /// Question lifecycle events, in order (only with [`RouterConfig::events`]).
     pub events: Vec<Event>,
+    /// What the shell is to do with the disk, in order.
+    pub effects: Vec<Effect>,
 }
 
 impl Outbox {

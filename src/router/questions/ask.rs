@@ -12,7 +12,10 @@
 
 use serde_json::Value;
 
-use crate::questions::open::Open;
+use bytes::Bytes;
+
+use crate::envelope;
+use crate::questions::open::{Open, Pending};
 use crate::questions::sources::Origin;
 use crate::questions::{model, Dialect};
 use crate::router::message::Req;
@@ -49,34 +52,71 @@ pub(in crate::router) enum NotAdmitted {
     Pass,
 }
 
+/// How a question is asked once it is read: what [`Router::ask`] needs after the approval
+/// policy has had its say.
+#[derive(Debug)]
+pub(in crate::router) struct Rest {
+    pub dialect: Dialect,
+    pub as_sent: bool,
+    pub not_admitted: NotAdmitted,
+    /// A plain tool approval's tool call (for "Always allow"'s drafts).
+    pub approval: Option<Value>,
+    /// The agent's request, as it was read.
+    pub line: Bytes,
+    pub method: Box<str>,
+    pub session: Option<String>,
+}
+
 impl Router {
     /// Asks `asked`, read from `req`.
     pub(in crate::router) fn ask(&mut self, req: Req<'_>, asked: Asked, out: &mut Outbox) {
         let mut p = self.new_pending(req.id.clone(), asked.question, asked.origin, req.now);
         p.context = asked.context;
         p.agent_tool_call = asked.agent_tool_call;
-        // A tool approval the policy answers takes no slot: its deny holds at every cap.
-        // (An id already in flight is refused or passed below, as any question's.)
-        if let Some(tool_call) = &asked.approval {
-            if !self.id_in_use(&req.id) && self.decided_by_policy(&p, tool_call, out) {
-                return;
+        let rest = Rest {
+            dialect: asked.dialect,
+            as_sent: asked.as_sent,
+            not_admitted: asked.not_admitted,
+            approval: asked.approval,
+            line: req.line.clone(),
+            method: req.method.into(),
+            session: req.params.and_then(envelope::session_id_in),
+        };
+        // A tool approval goes to the policy first. It takes no slot, so its deny holds at
+        // every cap. (An id already in flight is refused or passed below, as any question's.)
+        match rest.approval.clone() {
+            Some(tool_call) if self.policy.is_some() && !self.id_in_use(&p.agent_id) => {
+                self.ask_policy(p, &tool_call, rest, out)
             }
+            _ => self.admit_and_show(p, rest, out),
         }
-        if let Err((code, msg)) = self.admit(&req.id, &p.question) {
-            return match asked.not_admitted {
-                NotAdmitted::Refuse => super::refuse(&req.id, code, msg, out),
+    }
+
+    /// Admits `p` against the caps and shows it; one not admitted is refused or passed on.
+    pub(super) fn admit_and_show(&mut self, mut p: Pending, rest: Rest, out: &mut Outbox) {
+        if let Err((code, msg)) = self.admit(&p.agent_id, &p.question) {
+            return match rest.not_admitted {
+                NotAdmitted::Refuse => super::refuse(&p.agent_id, code, msg, out),
                 NotAdmitted::Pass => {
-                    let line = req.line.clone();
-                    self.pass(Side::Agent, req, line, out)
+                    let now = p.created;
+                    self.track_request(
+                        Side::Agent,
+                        p.agent_id,
+                        rest.method,
+                        rest.session,
+                        rest.line,
+                        now,
+                        out,
+                    )
                 }
             };
         }
         p.digest = self.digests.digest(&p.question.session_id);
-        if let Some(tool_call) = &asked.approval {
+        if let Some(tool_call) = &rest.approval {
             p.always_allow = self.always_allow_drafts(&p.question.session_id, tool_call);
         }
         self.counters.questions_asked += 1;
-        let original = asked.as_sent.then_some(req.line);
-        self.show(Open::new(p), asked.dialect, original, out);
+        let original = rest.as_sent.then_some(&rest.line);
+        self.show(Open::new(p), rest.dialect, original, out);
     }
 }

@@ -2,6 +2,13 @@
 //! (`session/request_permission` without questions) that a rule allows or denies is answered
 //! here with the agent's own `allow_once` or `reject_once` option, and never asked.
 //!
+//! A decision reads files (the policy's, and the links on the call's paths), so the router
+//! does not make it: it asks the shell with an [`Effect::Decide`] and waits, the approval
+//! parked in [`PolicyState`], for the [`Ruling`] ([`Router::on_ruling`]). Meanwhile the
+//! approval takes no slot, and ends like a question: `session/cancel`, the client's EOF and
+//! the agent's `$/cancel_request` answer it; the agent gone drops it; a late ruling is
+//! dropped.
+//!
 //! Invariants:
 //! - Only tool approvals: the agents' questions are always asked.
 //! - Never fail open: `allow` needs the agent's `allow_once` option and `deny` its
@@ -18,81 +25,202 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use super::ask::Rest;
 use super::{Outbox, Router};
-use crate::events::{Event, PolicyView};
-use crate::jsonrpc;
-use crate::policy::live::{Change, Live};
+use crate::envelope::{IdMap, RequestId};
+use crate::events::{By, Event, PolicyView};
+use crate::jsonrpc::{self, code};
+use crate::policy::desk::Ruling;
+use crate::policy::live::Change;
 use crate::policy::remember::{self, ForAgent, Place, Remember};
 use crate::policy::{Call, Decision, Verdict};
-use crate::questions::answer::Outcome;
+use crate::questions::answer::{Outcome, Reason};
 use crate::questions::chat;
 use crate::questions::open::Pending;
 use crate::questions::sources::Reply;
 use crate::router::control_calls::ControlError;
-use crate::router::PolicyFiles;
+use crate::router::Effect;
 
 /// How many decisions `bridge.status` keeps.
 const RECENT: usize = 20;
 
-/// The approval policy of a bridge, and what it told.
-#[derive(Debug)]
+/// The approval policy of a bridge as the router knows it: the approvals waiting for their
+/// ruling, and what it told.
+#[derive(Debug, Default)]
 pub(in crate::router) struct PolicyState {
-    live: Live,
+    /// Approvals waiting for the shell's ruling, by the agent's request id.
+    deciding: IdMap<RequestId, Parked>,
     /// The sessions told that the policy is broken.
     told: HashSet<String>,
     /// The latest decisions, newest last.
     recent: VecDeque<Value>,
-    /// Changes of the files seen by `bridge.status`, not yet said in a chat.
-    unsaid: Vec<Change>,
+    /// The last token given to an "Always allow" write.
+    tokens: u64,
 }
 
-impl PolicyState {
-    pub fn new(files: &PolicyFiles) -> Self {
-        PolicyState {
-            live: Live::new(files.given.clone(), files.user.clone()),
-            told: HashSet::new(),
-            recent: VecDeque::new(),
-            unsaid: Vec::new(),
-        }
-    }
+/// A tool approval waiting for its ruling: what was asked, the call the policy reads, and
+/// how it is asked if the policy does not answer it.
+#[derive(Debug)]
+struct Parked {
+    pending: Pending,
+    call: Call,
+    rest: Rest,
 }
 
 impl Router {
-    /// The policy's state for `bridge.status`: its files, whether it is broken, and the
-    /// latest decisions (`null`: no policy, `--no-policy`).
-    pub fn policy_status(&mut self) -> Value {
-        let cwd = self.cfg.cwd.clone();
-        let Some(state) = self.policy.as_mut() else {
-            return Value::Null;
-        };
-        // Looked at again, so the page shows a broken edit before the next approval; what
-        // changed is still said in the chat of the next approval.
-        let (policy, changes) = state.live.policy(cwd.as_deref());
-        state.unsaid.extend(changes);
-        state.unsaid.truncate(16);
-        let mut status = state.live.status();
-        status["broken"] = json!(policy.broken);
-        status["decided"] = json!(state.recent);
-        status
+    /// The latest decisions for `bridge.status` (`null`: no policy, `--no-policy`); the
+    /// shell adds its files' state.
+    pub fn policy_decisions(&self) -> Value {
+        match &self.policy {
+            Some(state) => json!(state.recent),
+            None => Value::Null,
+        }
     }
 
-    /// Whether the policy answered the tool approval `p` (its tool call `tool_call`): then
-    /// the agent has its answer, and `p` is over.
-    pub(super) fn decided_by_policy(
+    /// Whether `id` is a tool approval waiting for its ruling.
+    pub(in crate::router) fn deciding(&self, id: &RequestId) -> bool {
+        self.policy
+            .as_ref()
+            .is_some_and(|s| s.deciding.contains_key(id))
+    }
+
+    /// Asks the shell to decide the tool approval `p` (its tool call `tool_call`); it
+    /// waits, parked, for [`Router::on_ruling`]. Without a policy in force, it is asked.
+    pub(super) fn ask_policy(
+        &mut self,
+        p: Pending,
+        tool_call: &Value,
+        rest: Rest,
+        out: &mut Outbox,
+    ) {
+        let cwd = self.session_cwd(&p.question.session_id);
+        let call = self.policy_call(tool_call, cwd.as_deref());
+        let limit = self.cfg.max_in_flight;
+        let Some(state) = self.policy.as_mut() else {
+            return self.admit_and_show(p, rest, out);
+        };
+        if state.deciding.len() >= limit {
+            let msg =
+                format!("too many tool approvals waiting for the approval policy (limit {limit})");
+            return super::refuse(&p.agent_id, code::SERVER_ERROR, msg, out);
+        }
+        out.effects.push(Effect::Decide {
+            id: p.agent_id.clone(),
+            call: Box::new(call.clone()),
+            cwd,
+        });
+        let id = p.agent_id.clone();
+        let parked = Parked {
+            pending: p,
+            call,
+            rest,
+        };
+        state.deciding.insert(id, parked);
+    }
+
+    /// The shell's ruling on the tool approval the agent asked with `id`: answered by the
+    /// policy, or asked. A ruling for an approval that has ended since is dropped.
+    pub fn on_ruling(&mut self, id: &RequestId, ruling: Ruling, out: &mut Outbox) {
+        let Some(parked) = self.policy.as_mut().and_then(|s| s.deciding.remove(id)) else {
+            tracing::debug!(%id, "a ruling for a tool approval that has ended; dropped");
+            return;
+        };
+        if self.decided_by_policy(&parked.pending, &parked.call, ruling, out) {
+            return;
+        }
+        self.admit_and_show(parked.pending, parked.rest, out);
+    }
+
+    /// Ends the approvals waiting for their ruling that `which` picks: the agent gets
+    /// `reason` in its shape (none when `reason` is `None`: the agent is gone).
+    pub(super) fn end_deciding(
+        &mut self,
+        which: impl Fn(&Pending) -> bool,
+        reason: Option<Reason>,
+        by: By,
+        out: &mut Outbox,
+    ) {
+        let Some(state) = self.policy.as_mut() else {
+            return;
+        };
+        let ids: Vec<RequestId> = state
+            .deciding
+            .iter()
+            .filter(|(_, parked)| which(&parked.pending))
+            .map(|(id, _)| id.clone())
+            .collect();
+        let ended: Vec<Parked> = ids
+            .iter()
+            .filter_map(|id| state.deciding.remove(id))
+            .collect();
+        let Some(reason) = reason else { return };
+        for parked in ended {
+            let p = parked.pending;
+            let outcome = Outcome::Rejected(reason);
+            self.count_outcome(&p, Some(&outcome), by);
+            match p.origin.reply(&p.question, &outcome, &Vec::new()) {
+                Reply::Result(result) => out.agent(jsonrpc::result_text(&p.agent_id, &result)),
+                Reply::Error { code, message } => {
+                    out.agent(jsonrpc::error(Some(&p.agent_id), code, &message, None))
+                }
+            }
+        }
+    }
+
+    /// The agent's `$/cancel_request` for an approval waiting for its ruling: it gets
+    /// `-32800`, and true is returned.
+    pub(super) fn cancel_deciding(&mut self, id: &RequestId, out: &mut Outbox) -> bool {
+        let Some(_) = self.policy.as_mut().and_then(|s| s.deciding.remove(id)) else {
+            return false;
+        };
+        out.agent(jsonrpc::error(
+            Some(id),
+            code::REQUEST_CANCELLED,
+            "Request cancelled",
+            None,
+        ));
+        true
+    }
+
+    /// "Always allow" with an answer: checks the rule the question's `alwaysAllow` shows
+    /// for `remember` (the answer must pick one option that allows) and asks the shell to
+    /// write it ([`Effect::Remember`]); the answer waits for the write under the token
+    /// returned.
+    pub fn control_remember(
+        &mut self,
+        session: &str,
+        question_id: &str,
+        answers: &Value,
+        remember: Remember,
+        out: &mut Outbox,
+    ) -> Result<u64, ControlError> {
+        let (rule, said) = self.always_allow_rule(session, question_id, answers, remember)?;
+        let state = self
+            .policy
+            .as_mut()
+            .ok_or_else(|| ControlError::Invalid("remember: no policy in force".into()))?;
+        state.tokens += 1;
+        let token = state.tokens;
+        out.effects.push(Effect::Remember { token, rule, said });
+        Ok(token)
+    }
+
+    /// Whether the policy answered the tool approval `p` (read as `call`) by `ruling`:
+    /// then the agent has its answer, and `p` is over. What changed in the policy's files is
+    /// said in the session's chat either way.
+    fn decided_by_policy(
         &mut self,
         p: &Pending,
-        tool_call: &Value,
+        call: &Call,
+        ruling: Ruling,
         out: &mut Outbox,
     ) -> bool {
         let session = p.question.session_id.clone();
-        let cwd = self.session_cwd(&session);
         let Some(state) = self.policy.as_mut() else {
             return false;
         };
-        let (policy, changes) = state.live.policy(cwd.as_deref());
-        let mut unsaid = std::mem::take(&mut state.unsaid);
-        unsaid.extend(changes);
-        let mut notes: Vec<String> = unsaid
+        let mut notes: Vec<String> = ruling
+            .changes
             .iter()
             .map(|c| match c {
                 Change::Reloaded(f) => format!("Approval policy: {} read again; in force.", f.display()),
@@ -106,15 +234,14 @@ impl Router {
                 Change::Untrusted { why, .. } => format!("Approval policy: {why}"),
             })
             .collect();
-        if let Some(why) = &policy.broken {
+        if let Some(why) = &ruling.broken {
             if state.told.len() < 4096 && state.told.insert(session.clone()) {
                 notes.push(format!(
                     "Approval policy broken, so every tool approval is asked: {why}"
                 ));
             }
         }
-        let call = self.policy_call(tool_call, cwd.as_deref());
-        let verdict = policy.decide(&call);
+        let verdict = ruling.verdict;
         let chosen = self.option_for(p, &verdict);
         for n in &notes {
             self.notify_client(
@@ -252,7 +379,7 @@ impl Router {
 
     /// The rule "Always allow" writes for the pending approval `question_id` of `session`,
     /// answered with `answers`, as `remember` chose; and the sentence that says what it does.
-    pub fn always_allow_rule(
+    fn always_allow_rule(
         &self,
         session: &str,
         question_id: &str,

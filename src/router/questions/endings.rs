@@ -160,6 +160,8 @@ impl Router {
         for p in self.questions.take_session(session) {
             self.end(&p, Reason::Cancelled, By::Cancel, true, out);
         }
+        let of_session = |p: &Pending| p.question.session_id == session;
+        self.end_deciding(of_session, Some(Reason::Cancelled), By::Cancel, out);
     }
 
     /// The agent's `$/cancel_request`: when it names a pending question, the client is told,
@@ -174,7 +176,7 @@ impl Router {
             return false;
         };
         let Some(p) = self.questions.take(&rid) else {
-            return false;
+            return self.cancel_deciding(&rid, out);
         };
         tracing::info!(question_id = ?p.question.question_id, "agent cancelled its question");
         if p.delivery.dialect == Dialect::Native {
@@ -239,10 +241,13 @@ impl Router {
         for p in self.questions.take_all() {
             self.end(&p, Reason::ClientDisconnected, By::Disconnect, false, out);
         }
+        let reason = Some(Reason::ClientDisconnected);
+        self.end_deciding(|_| true, reason, By::Disconnect, out);
     }
 
     /// The agent is gone: the client closes every question it still shows.
     pub(in crate::router) fn withdraw_all_questions(&mut self, out: &mut Outbox) {
+        self.end_deciding(|_| true, None, By::Disconnect, out);
         for p in self.questions.take_all() {
             let cancelled = Outcome::Rejected(Reason::Cancelled);
             self.close_at_client(&p, &cancelled, By::Disconnect, true, out);

@@ -79,6 +79,7 @@ impl Router {
     /// Whether `id` is the id of a request in flight (a question's, or one the agent waits on).
     pub(super) fn id_in_use(&self, id: &RequestId) -> bool {
         self.questions.has_agent_id(id)
+            || self.deciding(id)
             || self.requests.agent_waits_on(id)
             || self.questions.has_client_id(id)
     }
