@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::events::By;
-use crate::router::ControlError;
+use crate::questions::answer::ControlError;
 
 /// The environment variable a token can be given in.
 pub const TOKEN_ENV: &str = "ACP_QUESTION_BRIDGE_TOKEN";

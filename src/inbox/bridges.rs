@@ -206,7 +206,7 @@ pub(super) fn holder<'a>(
     match having.as_slice() {
         [one] => Ok(*one),
         [] => Err(control::control_error(
-            crate::router::ControlError::NotPending { resolved_by: None },
+            crate::questions::answer::ControlError::NotPending { resolved_by: None },
         )),
         _ => Err(control::invalid_params(format!(
             "bridge: several bridges have session {:?} question {:?} pending; name one",

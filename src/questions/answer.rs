@@ -268,6 +268,21 @@ pub fn normalize(q: &Question, result: &RawValue) -> Result<(Outcome, Extras), S
     Ok((outcome, extras))
 }
 
+/// Why a control answer or rejection was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ControlError {
+    /// No such question is pending: it was resolved already (by whom, when known) or
+    /// never existed.
+    #[error("the question is not pending{}", match .resolved_by {
+        Some(by) => format!(" (already resolved by {})", by.as_str()),
+        None => String::new(),
+    })]
+    NotPending { resolved_by: Option<By> },
+    /// The answer does not fit the question; names the field.
+    #[error("{0}")]
+    Invalid(String),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::{Outbox, Router};
 use crate::events::{By, Event};
+use crate::questions::answer::ControlError;
 use crate::questions::answer::{self, Outcome, Reason};
 
 impl Router {
@@ -110,19 +111,4 @@ impl Router {
         }
         ControlError::NotPending { resolved_by }
     }
-}
-
-/// Why a control answer or rejection was not taken.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ControlError {
-    /// No such question is pending: it was resolved already (by whom, when known) or
-    /// never existed.
-    #[error("the question is not pending{}", match .resolved_by {
-        Some(by) => format!(" (already resolved by {})", by.as_str()),
-        None => String::new(),
-    })]
-    NotPending { resolved_by: Option<By> },
-    /// The answer does not fit the question; names the field.
-    #[error("{0}")]
-    Invalid(String),
 }

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 
 use super::handlers::{
-    cancel, digest, elicitation, initialize, permission, question, session, tool_call, vendor,
+    cancel, elicitation, initialize, permission, prompt, question, session, tool_call, vendor,
 };
 pub(super) use super::message::{Note, Req};
 use super::{Outbox, Router, Side};
@@ -80,7 +80,7 @@ pub(super) static TABLE: &[Entry] = &[
         names: &["session/prompt", "session/close"],
         from: Side::Client,
         on: On::Request(RequestRule {
-            arrives: Some(digest::client_request),
+            arrives: Some(prompt::client_request),
             ..RequestRule::TRACKED
         }),
     },

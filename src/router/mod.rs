@@ -1,18 +1,19 @@
 //! The sans-IO routing core: one message in, lines out.
 //!
-//! It performs no I/O: the shell in [`crate::bridge`] feeds it frames, EOFs, exits and timer
-//! ticks, and drains the [`Outbox`] it fills. Its state is split by concern, each part
-//! owning its own behind a narrow API:
-//! - [`requests`]: the requests in flight each way, and the ids answered already;
+//! It performs no I/O: the shell in [`crate::bridge`] feeds it frames, EOFs, exits, timer
+//! ticks and the results of the disk work it asked for ([`Effect`]), and drains the
+//! [`Outbox`] it fills. Its parts:
+//! - [`stores`]: what it remembers (requests in flight, ended questions, tool calls, session
+//!   folders, digests), each behind a narrow API; the open questions are
+//!   [`crate::questions::open::OpenQuestions`];
 //! - [`client`]: what the client can show, and so the dialect questions reach it in;
-//! - [`crate::questions::open::OpenQuestions`]: the pending questions;
-//! - [`ledger`]: what is remembered of ended questions and seen sessions;
-//! - `handlers::tool_call`: the tool calls the agent announced.
+//! - [`dispatch`]: which methods it acts on, and the one route every valid message takes;
+//!   [`handlers`]: one module per method;
+//! - [`lifecycle`]: a question from the one way in ([`Router`]'s `ask`) through the approval
+//!   policy, its delivery, the client's answers, to every ending; [`control_calls`]: answers
+//!   from the control server; [`gone`]: a peer gone.
 //!
-//! The router itself decides what is sent: which methods it acts on, and the one route every
-//! valid message takes, is the dispatch table in [`dispatch`]; its handlers are the modules of
-//! [`handlers`]; the question lifecycle is [`questions`] (showing, answers, endings). Test
-//! helpers are in `fixture` (tests and the `test-util` feature only).
+//! Test helpers are in `fixture` (tests and the `test-util` feature only).
 //!
 //! Invariants:
 //! - A message the bridge does not rewrite is pushed to the outbox as the very `Bytes` it
@@ -28,18 +29,20 @@ mod control_calls;
 mod dispatch;
 #[cfg(any(test, feature = "test-util"))]
 pub mod fixture;
+mod gone;
 mod handlers;
-mod ledger;
+mod lifecycle;
 mod message;
 mod outbox;
-mod questions;
-mod requests;
 #[cfg(test)]
 mod sources_tests;
+mod stores;
 
+pub use crate::questions::answer::ControlError;
 pub use config::{Counters, PolicyFiles, RouterConfig};
-pub use control_calls::ControlError;
+pub use gone::AgentExit;
 pub use outbox::{Effect, Out, Outbox, Side};
+pub use stores::requests::InFlight;
 
 use std::time::{Instant, SystemTime};
 
@@ -55,63 +58,35 @@ use crate::questions::open::OpenQuestions;
 use crate::scan::{Batch, Scanned, Shape};
 
 use dispatch::Msg;
-use requests::Matched;
-
-/// A request waiting for its response.
-#[derive(Debug, Clone)]
-pub struct InFlight {
-    pub method: Box<str>,
-    pub session_id: Option<Box<str>>,
-    pub started: Instant,
-    /// Arrival order (ties in `started` are common).
-    pub seq: u64,
-}
-
-/// How the agent ended, as the shell observed it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentExit {
-    pub code: Option<i32>,
-    pub signal: Option<i32>,
-    pub stderr_tail: String,
-}
-
-impl AgentExit {
-    pub fn describe(&self) -> String {
-        match (self.code, self.signal) {
-            (Some(c), _) => format!("agent exited with code {c}"),
-            (None, Some(s)) => format!("agent was killed by signal {s}"),
-            (None, None) => "agent exited".to_owned(),
-        }
-    }
-}
+use stores::requests::Matched;
 
 /// The routing state machine.
 #[derive(Debug)]
 pub struct Router {
     cfg: RouterConfig,
     /// The requests in flight each way.
-    requests: requests::Requests,
+    requests: stores::requests::Requests,
     /// Pending questions.
     questions: OpenQuestions,
     /// What the client can show, and so how questions reach it.
     client: client::ClientView,
     /// The ids of the requests the bridge sends.
-    bridge_ids: requests::BridgeIds,
+    bridge_ids: stores::requests::BridgeIds,
     /// Maps the monotonic clock to wall time (for `expiresAt`), fixed at creation.
     wall_anchor: (Instant, SystemTime),
     agent_gone: bool,
     /// What is remembered of ended questions and seen sessions.
-    ledger: ledger::Ledger,
+    ledger: stores::ledger::Ledger,
     /// Tool calls the agent announced, for permission requests that name them by id.
-    tool_calls: handlers::tool_call::ToolCalls,
+    tool_calls: stores::tool_calls::ToolCalls,
     /// The sessions' folders.
-    sessions: handlers::session::Sessions,
+    sessions: stores::sessions::Sessions,
     /// What each session's agent was doing, for its questions.
-    digests: handlers::digest::Digests,
+    digests: stores::digest::Digests,
     /// The name the agent gave in `initialize` (`agentInfo.name`).
     agent_info_name: Option<String>,
     /// The approval policy in force, and what the bridge told of it.
-    policy: Option<questions::PolicyState>,
+    policy: Option<lifecycle::PolicyState>,
     pub counters: Counters,
 }
 
@@ -120,19 +95,19 @@ impl Router {
         let policy = cfg
             .policy
             .as_ref()
-            .map(|_| questions::PolicyState::default());
+            .map(|_| lifecycle::PolicyState::default());
         Self {
             client: client::ClientView::new(&cfg),
-            requests: requests::Requests::new(cfg.max_in_flight),
-            ledger: ledger::Ledger::new(cfg.max_in_flight),
+            requests: stores::requests::Requests::new(cfg.max_in_flight),
+            ledger: stores::ledger::Ledger::new(cfg.max_in_flight),
             cfg,
             questions: OpenQuestions::default(),
-            bridge_ids: requests::BridgeIds::default(),
+            bridge_ids: stores::requests::BridgeIds::default(),
             wall_anchor: (Instant::now(), SystemTime::now()),
             agent_gone: false,
-            tool_calls: handlers::tool_call::ToolCalls::default(),
-            sessions: handlers::session::Sessions::default(),
-            digests: handlers::digest::Digests::default(),
+            tool_calls: stores::tool_calls::ToolCalls::default(),
+            sessions: stores::sessions::Sessions::default(),
+            digests: stores::digest::Digests::default(),
             agent_info_name: None,
             policy,
             counters: Counters::default(),
@@ -142,7 +117,7 @@ impl Router {
     /// Fixes the prefix of the bridge's own request ids (tests compare two routers).
     #[cfg(any(test, feature = "test-util"))]
     pub fn set_id_prefix(&mut self, prefix: &str) {
-        self.bridge_ids = requests::BridgeIds::with_prefix(prefix);
+        self.bridge_ids = stores::requests::BridgeIds::with_prefix(prefix);
     }
 
     /// Pins the wall clock that `now` corresponds to (tests use a fixed date).
@@ -527,103 +502,6 @@ impl Router {
             }
         }
     }
-
-    /// The client closed its output: every pending question is rejected with
-    /// `client_disconnected`, then the agent's stdin is closed after what is queued.
-    pub fn on_client_eof(&mut self, _now: Instant, out: &mut Outbox) {
-        self.reject_all_questions(out);
-        self.answer_agent_requests(None, false, out);
-        out.to_agent.push_back(Out::Close);
-    }
-
-    /// Answers the agent's requests still waiting on the client, on its behalf. For a
-    /// `session/cancel` of `session` (`notify_client`): its permission requests get
-    /// `{"outcome":{"outcome":"cancelled"}}` and its form elicitations `{"action":"cancel"}`,
-    /// as ACP says the client must, and the client gets `$/cancel_request` for each. For the
-    /// client's EOF (`session` = `None`): the same for every session, and every other request
-    /// gets a `-32603` error, so each has its one response before the agent's stdin closes.
-    /// A later answer from the client is dropped.
-    fn answer_agent_requests(
-        &mut self,
-        session: Option<&str>,
-        notify_client: bool,
-        out: &mut Outbox,
-    ) {
-        let cancelled = |m: &str| dispatch::request(Side::Agent, m.as_bytes())?.cancelled;
-        let due = self.requests.end_agent_requests(|r| match session {
-            Some(s) => cancelled(&r.method).is_some() && r.session_id.as_deref() == Some(s),
-            None => true,
-        });
-        for (id, req) in due {
-            let line = match cancelled(&req.method) {
-                Some(result) => jsonrpc::result_text(&id, result),
-                None => jsonrpc::error(
-                    Some(&id),
-                    code::INTERNAL_ERROR,
-                    &format!("the client disconnected before answering {}", req.method),
-                    None,
-                ),
-            };
-            tracing::info!(%id, method = ?req.method, "answered on the client's behalf");
-            out.agent(line);
-            if notify_client && self.client.sends_cancel_requests() {
-                self.notify_client(jsonrpc::cancel_request(&id), out);
-            }
-        }
-    }
-
-    /// The agent is gone (exited and its stdout drained): every client request still
-    /// waiting on it gets one `-32603` error naming the exit.
-    pub fn on_agent_gone(&mut self, exit: &AgentExit, out: &mut Outbox) {
-        if self.agent_gone {
-            return;
-        }
-        self.agent_gone = true;
-        let waiting = self.requests.drain(Side::Client);
-        // The first error carries the whole stderr tail, the others its last KiB, so the
-        // burst stays small however many requests were waiting.
-        let short_tail = last_chars(&exit.stderr_tail, SHORT_TAIL);
-        for (n, (id, req)) in waiting.into_iter().enumerate() {
-            let message = format!("{} while handling {}", exit.describe(), req.method);
-            let tail = if n == 0 {
-                exit.stderr_tail.as_str()
-            } else {
-                short_tail
-            };
-            let data = json!({
-                "exitCode": exit.code,
-                "signal": exit.signal,
-                "stderrTail": tail,
-            });
-            out.client(jsonrpc::error(
-                Some(&id),
-                code::INTERNAL_ERROR,
-                &message,
-                Some(data),
-            ));
-        }
-        // Requests the agent sent can no longer be answered usefully: the client closes
-        // what it still shows.
-        let shown = self.requests.drain(Side::Agent);
-        if self.client.sends_cancel_requests() {
-            for (id, _) in shown {
-                self.notify_client(jsonrpc::cancel_request(&id), out);
-            }
-        }
-        self.withdraw_all_questions(out);
-    }
-}
-
-/// How much of the agent's stderr tail the second and later exit errors carry.
-const SHORT_TAIL: usize = 1024;
-
-/// The last `max` bytes of `s`, cut at a character boundary.
-fn last_chars(s: &str, max: usize) -> &str {
-    let mut start = s.len().saturating_sub(max);
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    &s[start..]
 }
 
 /// Applies a rewrite to a line; when it cannot be applied, the line goes on unchanged.

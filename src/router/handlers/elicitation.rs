@@ -15,8 +15,8 @@ use crate::jsonrpc;
 use crate::questions::sources::form::{self, FormSource};
 use crate::questions::sources::Origin;
 use crate::questions::Dialect;
+use crate::router::lifecycle::{Asked, NotAdmitted};
 use crate::router::message::Req;
-use crate::router::questions::{Asked, NotAdmitted};
 use crate::router::{Outbox, Router, Side};
 
 pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {

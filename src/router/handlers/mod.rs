@@ -1,15 +1,14 @@
 //! The handlers of the methods in the dispatch table ([`super::dispatch::TABLE`]), one
 //! module per source. Each takes a request ([`super::message::Req`]) or notification
 //! ([`super::message::Note`]) and answers, shows, or passes it on; a question source parses
-//! its request into the one question model and hands it to [`super::questions`], which owns
+//! its request into the one question model and hands it to [`super::lifecycle`], which owns
 //! how questions are shown and how they end.
 
 pub(super) mod cancel;
-pub(super) mod digest;
 pub(super) mod elicitation;
-pub(super) mod fit;
 pub(super) mod initialize;
 pub(super) mod permission;
+pub(super) mod prompt;
 pub(super) mod question;
 pub(super) mod session;
 pub(super) mod tool_call;

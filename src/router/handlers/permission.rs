@@ -12,9 +12,9 @@ use std::sync::Arc;
 use crate::questions::sources::permission;
 use crate::questions::sources::Origin;
 use crate::questions::Dialect;
-use crate::router::handlers::{fit, tool_call};
+use crate::router::lifecycle::{Asked, NotAdmitted};
 use crate::router::message::Req;
-use crate::router::questions::{Asked, NotAdmitted};
+use crate::router::stores::{fit, tool_calls};
 use crate::router::{Outbox, Router, Side};
 
 pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
@@ -30,7 +30,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
             requested = Some(v["toolCall"].clone());
             // What the agent announced of the tool call, where the request names it only.
             if let Some(tc) = v.get_mut("toolCall") {
-                left_out = tool_call::fill(&r.tool_calls, tc);
+                left_out = tool_calls::fill(&r.tool_calls, tc);
             }
             permission::parse(&v, format!("permission:{id}"))
         });
@@ -47,7 +47,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
     // The policy reads the request's own tool call, whole; every surface is shown it, with
     // what was announced, within its bound, and told what was left out of it.
     let approval = requested.filter(|_| !source.asks_questions());
-    let (shown, cut) = tool_call::shown(&context["toolCall"]);
+    let (shown, cut) = tool_calls::shown(&context["toolCall"]);
     fit::merge(&mut left_out, cut);
     let mut context = context;
     context["toolCall"] = shown;

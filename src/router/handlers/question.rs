@@ -4,8 +4,8 @@
 
 use crate::questions::model;
 use crate::questions::sources::extension::Extension;
+use crate::router::lifecycle::{Asked, NotAdmitted};
 use crate::router::message::Req;
-use crate::router::questions::{Asked, NotAdmitted};
 use crate::router::{Outbox, Router};
 
 /// The agent asks a question: validate, then ask it in the client's dialect.

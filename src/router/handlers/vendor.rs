@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use crate::questions::sources;
 use crate::questions::Dialect;
+use crate::router::lifecycle::{Asked, NotAdmitted};
 use crate::router::message::Req;
-use crate::router::questions::{Asked, NotAdmitted};
 use crate::router::{Outbox, Router, Side};
 
 /// The request of a vendor method ([`sources::VENDORS`]) arrives.

@@ -28,8 +28,6 @@ use std::collections::{HashMap, VecDeque};
 use serde_json::{json, Map, Value};
 
 use crate::codec::Piece;
-use crate::router::message::Req;
-use crate::router::{Outbox, Router, Side};
 use crate::scan::Shape;
 
 /// The most bytes of the agent's recent output kept for reading its last message (a 2 KiB
@@ -554,20 +552,6 @@ fn cut(s: &str, max: usize) -> String {
         at -= 1;
     }
     format!("{}…", &s[..at])
-}
-
-/// The client's `session/prompt` (a new turn) or `session/close` (the digest is dropped):
-/// noted, then passed on.
-pub(in crate::router) fn client_request(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
-    if let Some(session) = req.params.and_then(crate::envelope::session_id_in) {
-        if req.method == "session/close" {
-            r.digests.session_ends(&session);
-        } else {
-            r.digests.turn_starts(&session);
-        }
-    }
-    let line = req.line.clone();
-    r.pass(Side::Client, req, line, out);
 }
 
 #[cfg(test)]

@@ -8,11 +8,21 @@ use std::time::{Instant, SystemTime};
 use crate::envelope::{IdMap, RequestId};
 use crate::questions::recent::RecentIds;
 
-use super::{InFlight, Side};
+use crate::router::Side;
+
+/// A request waiting for its response.
+#[derive(Debug, Clone)]
+pub struct InFlight {
+    pub method: Box<str>,
+    pub session_id: Option<Box<str>>,
+    pub started: Instant,
+    /// Arrival order (ties in `started` are common).
+    pub seq: u64,
+}
 
 /// What a response matched.
 #[derive(Debug)]
-pub(super) enum Matched {
+pub(in crate::router) enum Matched {
     /// The request it answers, no longer in flight.
     Request(InFlight),
     /// A request answered already: the response is a second one.
@@ -26,7 +36,7 @@ pub(super) enum Matched {
 
 /// The requests in flight both ways.
 #[derive(Debug)]
-pub(super) struct Requests {
+pub(in crate::router) struct Requests {
     /// Requests from the client waiting for the agent's response.
     client: IdMap<RequestId, InFlight>,
     /// Requests from the agent waiting for the client's response.
@@ -49,7 +59,7 @@ pub(super) struct Requests {
 const OWN_NOTIFICATIONS: u32 = 1024;
 
 impl Requests {
-    pub(super) fn new(limit: usize) -> Self {
+    pub(in crate::router) fn new(limit: usize) -> Self {
         Self {
             client: IdMap::default(),
             agent: IdMap::default(),
@@ -62,7 +72,7 @@ impl Requests {
     }
 
     /// Requests in flight from `side`.
-    pub(super) fn from(&self, side: Side) -> &IdMap<RequestId, InFlight> {
+    pub(in crate::router) fn from(&self, side: Side) -> &IdMap<RequestId, InFlight> {
         match side {
             Side::Client => &self.client,
             Side::Agent => &self.agent,
@@ -70,13 +80,13 @@ impl Requests {
     }
 
     /// The agent has a request with this id waiting for the client.
-    pub(super) fn agent_waits_on(&self, id: &RequestId) -> bool {
+    pub(in crate::router) fn agent_waits_on(&self, id: &RequestId) -> bool {
         self.agent.contains_key(id)
     }
 
     /// Tracks a request from `from` until its response. `Err` is the limit, when that many
     /// are in flight already (the request is not tracked).
-    pub(super) fn track(
+    pub(in crate::router) fn track(
         &mut self,
         from: Side,
         id: RequestId,
@@ -105,7 +115,7 @@ impl Requests {
     }
 
     /// A response from `from` to the request `id` of its peer.
-    pub(super) fn answered(&mut self, from: Side, id: &RequestId) -> Matched {
+    pub(in crate::router) fn answered(&mut self, from: Side, id: &RequestId) -> Matched {
         let (map, done) = self.side(from.peer());
         if let Some(req) = map.remove(id) {
             done.insert(id.clone());
@@ -122,13 +132,13 @@ impl Requests {
     }
 
     /// The bridge sent the client a notification of its own.
-    pub(super) fn sent_own_notification(&mut self) {
+    pub(in crate::router) fn sent_own_notification(&mut self) {
         self.own_notifications = (self.own_notifications + 1).min(OWN_NOTIFICATIONS);
     }
 
     /// Ends the agent's requests that `due` picks, in arrival order, each answered (no
     /// later response from the client reaches the agent).
-    pub(super) fn end_agent_requests(
+    pub(in crate::router) fn end_agent_requests(
         &mut self,
         due: impl Fn(&InFlight) -> bool,
     ) -> Vec<(RequestId, InFlight)> {
@@ -150,7 +160,7 @@ impl Requests {
     }
 
     /// Every request from `side` still in flight, in arrival order; none is left.
-    pub(super) fn drain(&mut self, side: Side) -> Vec<(RequestId, InFlight)> {
+    pub(in crate::router) fn drain(&mut self, side: Side) -> Vec<(RequestId, InFlight)> {
         let mut all: Vec<(RequestId, InFlight)> = self.side(side).0.drain().collect();
         all.sort_by_key(|(_, r)| r.seq);
         all
@@ -158,7 +168,13 @@ impl Requests {
 
     /// A request the client shows as the agent sent it, no longer a question: tracked like
     /// any request the client has to answer (past the limit: it was counted as a question).
-    pub(super) fn shown(&mut self, id: RequestId, method: &str, session_id: &str, at: Instant) {
+    pub(in crate::router) fn shown(
+        &mut self,
+        id: RequestId,
+        method: &str,
+        session_id: &str,
+        at: Instant,
+    ) {
         self.seq += 1;
         let entry = InFlight {
             method: method.into(),
@@ -171,7 +187,7 @@ impl Requests {
 
     /// The session of the newest `session/prompt` still waiting for its result: the one a
     /// request without a `sessionId` (Cursor's) belongs to.
-    pub(super) fn prompting_session(&self) -> Option<&str> {
+    pub(in crate::router) fn prompting_session(&self) -> Option<&str> {
         self.client
             .values()
             .filter(|r| &*r.method == "session/prompt")
@@ -190,7 +206,7 @@ impl Requests {
 /// The ids of the requests the bridge sends the client: strings under a per-process random
 /// prefix, numbered.
 #[derive(Debug)]
-pub(super) struct BridgeIds {
+pub(in crate::router) struct BridgeIds {
     prefix: String,
     next: u64,
 }
@@ -202,7 +218,7 @@ impl Default for BridgeIds {
 }
 
 impl BridgeIds {
-    pub(super) fn with_prefix(prefix: &str) -> Self {
+    pub(in crate::router) fn with_prefix(prefix: &str) -> Self {
         Self {
             prefix: prefix.to_owned(),
             next: 0,
@@ -210,7 +226,7 @@ impl BridgeIds {
     }
 
     /// The next id (the router skips any that is in use).
-    pub(super) fn next(&mut self) -> RequestId {
+    pub(in crate::router) fn next(&mut self) -> RequestId {
         self.next += 1;
         RequestId::string(&format!("{}{}", self.prefix, self.next))
     }

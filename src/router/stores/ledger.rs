@@ -15,7 +15,7 @@ const STALE_NOTE_CHARS: usize = 400;
 
 /// The router's memory of ended questions and seen sessions.
 #[derive(Debug)]
-pub(super) struct Ledger {
+pub(in crate::router) struct Ledger {
     /// Who resolved recent questions, by (session, questionId) (only with events).
     resolutions: RecentMap<(Box<str>, Box<str>), By>,
     /// The question a recently resolved client request id showed (only with events).
@@ -30,7 +30,7 @@ pub(super) struct Ledger {
 }
 
 impl Ledger {
-    pub(super) fn new(max_sessions: usize) -> Self {
+    pub(in crate::router) fn new(max_sessions: usize) -> Self {
         Self {
             resolutions: RecentMap::new(RECENTLY_RESOLVED),
             resolved_keys: RecentMap::new(RECENTLY_RESOLVED),
@@ -41,18 +41,18 @@ impl Ledger {
     }
 
     /// Remembers a session id for `bridge.status` (bounded like the requests in flight).
-    pub(super) fn session(&mut self, s: &str) {
+    pub(in crate::router) fn session(&mut self, s: &str) {
         if self.sessions.len() < self.max_sessions && !self.sessions.contains(s) {
             self.sessions.insert(s.into());
         }
     }
 
-    pub(super) fn sessions(&self) -> usize {
+    pub(in crate::router) fn sessions(&self) -> usize {
         self.sessions.len()
     }
 
     /// The question (`session`, `question_id`), shown under `client_id`, was resolved by `by`.
-    pub(super) fn resolved(
+    pub(in crate::router) fn resolved(
         &mut self,
         client_id: &RequestId,
         session: &str,
@@ -68,20 +68,28 @@ impl Ledger {
     }
 
     /// Who resolved the recent question (`session`, `question_id`).
-    pub(super) fn resolved_by(&self, session: &str, question_id: &str) -> Option<By> {
+    pub(in crate::router) fn resolved_by(&self, session: &str, question_id: &str) -> Option<By> {
         self.resolutions
             .get(&(session.into(), question_id.into()))
             .copied()
     }
 
     /// The (session, questionId) a recent client request id showed.
-    pub(super) fn question_shown_as(&self, client_id: &RequestId) -> Option<&(String, String)> {
+    pub(in crate::router) fn question_shown_as(
+        &self,
+        client_id: &RequestId,
+    ) -> Option<&(String, String)> {
         self.resolved_keys.get(client_id)
     }
 
     /// A prompt shown under `client_id` was withdrawn: a later press on it is told `note`
     /// (cut to a few hundred characters, whatever the question's size).
-    pub(super) fn withdrawn(&mut self, client_id: &RequestId, session: &str, mut note: String) {
+    pub(in crate::router) fn withdrawn(
+        &mut self,
+        client_id: &RequestId,
+        session: &str,
+        mut note: String,
+    ) {
         if let Some((cut, _)) = note.char_indices().nth(STALE_NOTE_CHARS) {
             note.truncate(cut);
             note.push('…');
@@ -91,13 +99,13 @@ impl Ledger {
     }
 
     /// The chat note for a press on the withdrawn prompt `client_id`: (session, note).
-    pub(super) fn stale(&self, client_id: &RequestId) -> Option<&(String, String)> {
+    pub(in crate::router) fn stale(&self, client_id: &RequestId) -> Option<&(String, String)> {
         self.stale.get(client_id)
     }
 
     /// `client_id` shows a new question: what was kept of an earlier one shown under the
     /// same id (an agent may reuse its ids) no longer speaks for it.
-    pub(super) fn reused(&mut self, client_id: &RequestId) {
+    pub(in crate::router) fn reused(&mut self, client_id: &RequestId) {
         self.stale.remove(client_id);
         self.resolved_keys.remove(client_id);
     }

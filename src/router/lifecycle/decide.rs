@@ -34,11 +34,11 @@ use crate::policy::desk::Ruling;
 use crate::policy::live::Change;
 use crate::policy::remember::{self, ForAgent, Place, Remember};
 use crate::policy::{Call, Decision, Verdict};
+use crate::questions::answer::ControlError;
 use crate::questions::answer::{Outcome, Reason};
 use crate::questions::chat;
 use crate::questions::open::Pending;
 use crate::questions::sources::Reply;
-use crate::router::control_calls::ControlError;
 use crate::router::Effect;
 
 /// How many decisions `bridge.status` keeps.

@@ -1,0 +1,20 @@
+//! The client's `session/prompt` (a new turn of the session's digest) and `session/close`
+//! (its digest dropped): noted in [`crate::router::stores::digest`], then passed on as they
+//! are.
+
+use crate::router::message::Req;
+use crate::router::{Outbox, Router, Side};
+
+/// The client's `session/prompt` (a new turn) or `session/close` (the digest is dropped):
+/// noted, then passed on.
+pub(in crate::router) fn client_request(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
+    if let Some(session) = req.params.and_then(crate::envelope::session_id_in) {
+        if req.method == "session/close" {
+            r.digests.session_ends(&session);
+        } else {
+            r.digests.turn_starts(&session);
+        }
+    }
+    let line = req.line.clone();
+    r.pass(Side::Client, req, line, out);
+}
