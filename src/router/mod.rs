@@ -160,6 +160,31 @@ impl Router {
         self.client.support()
     }
 
+    /// What the client can show (a handler's one way to it).
+    pub(in crate::router) fn client_view(&mut self) -> &mut client::ClientView {
+        &mut self.client
+    }
+
+    /// The tool calls the agent announced (a handler's one way to them).
+    pub(in crate::router) fn tool_calls(&mut self) -> &mut stores::tool_calls::ToolCalls {
+        &mut self.tool_calls
+    }
+
+    /// The sessions' folders (a handler's one way to them).
+    pub(in crate::router) fn sessions(&mut self) -> &mut stores::sessions::Sessions {
+        &mut self.sessions
+    }
+
+    /// What each session's agent was doing (a handler's one way to it).
+    pub(in crate::router) fn digests(&mut self) -> &mut stores::digest::Digests {
+        &mut self.digests
+    }
+
+    /// The name the agent gave in `initialize` (`agentInfo.name`), for the policy's rules.
+    pub(in crate::router) fn set_agent_name(&mut self, name: String) {
+        self.agent_info_name = Some(name);
+    }
+
     /// The pending questions.
     pub fn questions(&self) -> &OpenQuestions {
         &self.questions

@@ -20,7 +20,7 @@ use crate::router::message::Req;
 use crate::router::{Outbox, Router, Side};
 
 pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
-    let translate = r.client.translates_agent_elicitations();
+    let translate = r.client_view().translates_agent_elicitations();
     let id = req.id.clone();
     let v: Value = req
         .params

@@ -17,21 +17,21 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         .params
         .and_then(|p| serde_json::from_str::<&RawValue>(p).ok());
     let support = ClientSupport::from_initialize(params);
-    r.client.initialized(support.clone());
+    r.client_view().initialized(support.clone());
     let dialect = r.dialect();
     tracing::info!(
         dialect = dialect.as_str(),
-        forced = r.client.forced().is_some(),
+        forced = r.client_view().forced().is_some(),
         native_questions = support.native_questions,
         elicitation_form = support.elicitation_form,
         "questions will reach the client as {}",
         dialect.as_str()
     );
     let mut line = rewrite(req.line.clone(), capabilities::merge_initialize_request);
-    if r.client.translates_agent_elicitations() {
+    if r.client_view().translates_agent_elicitations() {
         line = rewrite(line, capabilities::advertise_elicitation);
     }
-    for opt_in in r.client.opt_ins() {
+    for opt_in in r.client_view().opt_ins() {
         line = rewrite(line, |l| capabilities::offer_opt_in(l, opt_in));
     }
     r.pass(Side::Client, req, line, out);
@@ -62,7 +62,7 @@ pub(in crate::router) fn result(r: &mut Router, _id: &RequestId, line: Bytes) ->
             }),
     }) = serde_json::from_slice::<Info>(&line)
     {
-        r.agent_info_name = Some(name.chars().take(200).collect());
+        r.set_agent_name(name.chars().take(200).collect());
     }
     rewrite(line, capabilities::merge_initialize_response)
 }

@@ -30,7 +30,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
             requested = Some(v["toolCall"].clone());
             // What the agent announced of the tool call, where the request names it only.
             if let Some(tc) = v.get_mut("toolCall") {
-                left_out = tool_calls::fill(&r.tool_calls, tc);
+                left_out = tool_calls::fill(r.tool_calls(), tc);
             }
             permission::parse(&v, format!("permission:{id}"))
         });
@@ -59,7 +59,8 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         context["leftOut"] = left.into();
     }
     // The tool call asked about is one of the turn's, however long the line that announced it.
-    r.digests.asked(&question.session_id, &context["toolCall"]);
+    r.digests()
+        .asked(&question.session_id, &context["toolCall"]);
     let asked = Asked {
         question,
         origin: Arc::new(source) as Origin,

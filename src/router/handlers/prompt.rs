@@ -10,9 +10,9 @@ use crate::router::{Outbox, Router, Side};
 pub(in crate::router) fn client_request(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
     if let Some(session) = req.params.and_then(crate::envelope::session_id_in) {
         if req.method == "session/close" {
-            r.digests.session_ends(&session);
+            r.digests().session_ends(&session);
         } else {
-            r.digests.turn_starts(&session);
+            r.digests().turn_starts(&session);
         }
     }
     let line = req.line.clone();

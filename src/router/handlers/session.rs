@@ -23,7 +23,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
             .filter(|c| c.is_absolute());
         if let Some(cwd) = cwd {
             let named = p["sessionId"].as_str().map(str::to_owned);
-            r.sessions.wait(req.id.clone(), cwd, named);
+            r.sessions().wait(req.id.clone(), cwd, named);
         }
     }
     let line = req.line.clone();
@@ -32,7 +32,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
 
 /// The agent's successful result: the session it names gets the folder.
 pub(in crate::router) fn result(r: &mut Router, id: &RequestId, line: Bytes) -> Bytes {
-    let Some((cwd, named)) = r.sessions.answered(id) else {
+    let Some((cwd, named)) = r.sessions().answered(id) else {
         return line;
     };
     let session = serde_json::from_slice::<Value>(&line)
@@ -40,7 +40,7 @@ pub(in crate::router) fn result(r: &mut Router, id: &RequestId, line: Bytes) -> 
         .and_then(|v| v["result"]["sessionId"].as_str().map(str::to_owned))
         .or(named);
     if let Some(session) = session {
-        r.sessions.insert(session, cwd);
+        r.sessions().insert(session, cwd);
     }
     line
 }

@@ -53,9 +53,9 @@ pub(in crate::router) fn update(r: &mut Router, note: Note<'_>, out: &mut Outbox
     let Ok(v) = serde_json::from_str::<Value>(params) else {
         return;
     };
-    remember(&mut r.tool_calls, &v["update"]);
+    remember(r.tool_calls(), &v["update"]);
     if let Some(session) = v["sessionId"].as_str() {
-        r.digests.update(session, &v["update"]);
+        r.digests().update(session, &v["update"]);
     }
 }
 

@@ -34,7 +34,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         let line = req.line.clone();
         return r.pass(Side::Agent, req, line, out);
     };
-    let native = r.client.understands(req.method);
+    let native = r.client_view().understands(req.method);
     let asked = Asked {
         question,
         origin,
