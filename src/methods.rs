@@ -61,6 +61,28 @@ pub const GEMINI_REQUEST_USER_INPUT: &str = "gemini/requestUserInput";
 /// OpenCode's questions (also the `_meta` key of its opt-in).
 pub const OPENCODE_QUESTION: &str = "opencode/question";
 
+// The control server's methods (not ACP: the Questions page, the `questions` CLI and the
+// inbox call a bridge's, or the inbox's own).
+
+/// The pending questions.
+pub const QUESTIONS_LIST: &str = "questions.list";
+/// Answers a pending question (first answer wins).
+pub const QUESTIONS_ANSWER: &str = "questions.answer";
+/// Rejects a pending question.
+pub const QUESTIONS_REJECT: &str = "questions.reject";
+/// The questions answered or decided in the last 24 hours.
+pub const QUESTIONS_HISTORY: &str = "questions.history";
+/// Subscribes to question events.
+pub const QUESTIONS_SUBSCRIBE: &str = "questions.subscribe";
+/// A question event, to a subscriber (the subscription's notification).
+pub const QUESTIONS_EVENT: &str = "questions.event";
+/// Ends a subscription to question events.
+pub const QUESTIONS_UNSUBSCRIBE: &str = "questions.unsubscribe";
+/// The bridges the inbox follows (a bridge lists only itself).
+pub const BRIDGES_LIST: &str = "bridges.list";
+/// The status of a bridge (its counters, agent, policy), or of the inbox.
+pub const BRIDGE_STATUS: &str = "bridge.status";
+
 /// [`SESSION_UPDATE`] as it stands in a line, quotes included, for a byte search.
 pub const SESSION_UPDATE_QUOTED: &[u8] = &quoted::<{ SESSION_UPDATE.len() + 2 }>(SESSION_UPDATE);
 

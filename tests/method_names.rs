@@ -58,6 +58,21 @@ const NOT_IN_THE_SCHEMA: &[(&str, &str)] = &[
     (methods::XAI_ASK_USER_QUESTION, "Grok Build's"),
     (methods::GEMINI_REQUEST_USER_INPUT, "gemini-cli's"),
     (methods::OPENCODE_QUESTION, "OpenCode's"),
+    (methods::QUESTIONS_LIST, "the control server's, not ACP"),
+    (methods::QUESTIONS_ANSWER, "the control server's, not ACP"),
+    (methods::QUESTIONS_REJECT, "the control server's, not ACP"),
+    (methods::QUESTIONS_HISTORY, "the control server's, not ACP"),
+    (
+        methods::QUESTIONS_SUBSCRIBE,
+        "the control server's, not ACP",
+    ),
+    (methods::QUESTIONS_EVENT, "the control server's, not ACP"),
+    (
+        methods::QUESTIONS_UNSUBSCRIBE,
+        "the control server's, not ACP",
+    ),
+    (methods::BRIDGES_LIST, "the control server's, not ACP"),
+    (methods::BRIDGE_STATUS, "the control server's, not ACP"),
 ];
 
 /// Every method name the schema crate's name tables hold.
