@@ -88,9 +88,9 @@ pub fn notification(method: &str, params: &Value) -> Bytes {
 /// `$/cancel_request` for a request the peer is still showing.
 pub fn cancel_request(id: &RequestId) -> Bytes {
     let mut out = Vec::with_capacity(64);
-    out.extend_from_slice(
-        b"{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{\"requestId\":",
-    );
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"");
+    out.extend_from_slice(crate::methods::CANCEL_REQUEST.as_bytes());
+    out.extend_from_slice(b"\",\"params\":{\"requestId\":");
     out.extend_from_slice(id.as_json().as_bytes());
     out.extend_from_slice(b"}}");
     Bytes::from(out)

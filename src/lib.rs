@@ -5,6 +5,7 @@
 //! - [`codec`]: newline framing with a line limit;
 //! - [`envelope`]: borrowed classification of a JSON-RPC line;
 //! - [`scan`]: the fast path of classification, for lines that are only forwarded;
+//! - [`methods`]: the method names, below everything;
 //! - [`jsonrpc`]: builders for bridge-made messages;
 //! - [`router`]: the sans-IO routing core;
 //! - [`bridge`]: the I/O shell (tasks, channels, child, signals, shutdown);
@@ -34,6 +35,7 @@ pub mod inbox;
 pub mod journal;
 pub mod jsonrpc;
 pub mod logging;
+pub mod methods;
 pub mod notify;
 pub mod policy;
 pub mod private_file;

@@ -15,6 +15,7 @@ use jsonrpsee_ws_client::{WsClient, WsClientBuilder};
 use serde_json::{json, Value};
 
 use super::TOKEN_ENV;
+use crate::methods;
 
 /// `questions` and its flags.
 #[derive(Debug, Args)]
@@ -422,7 +423,7 @@ async fn run(a: QuestionsArgs) -> Result<(), Failure> {
         } => {
             let c = http_client(&t)?;
             let list: Vec<Value> = c
-                .request("questions.list", rpc_params![])
+                .request(methods::QUESTIONS_LIST, rpc_params![])
                 .await
                 .map_err(describe)?;
             let q = list
@@ -444,7 +445,7 @@ async fn run(a: QuestionsArgs) -> Result<(), Failure> {
         Action::List { json } => {
             let c = http_client(&t)?;
             let list: Vec<Value> = c
-                .request("questions.list", rpc_params![])
+                .request(methods::QUESTIONS_LIST, rpc_params![])
                 .await
                 .map_err(describe)?;
             if json {
@@ -494,7 +495,10 @@ async fn run(a: QuestionsArgs) -> Result<(), Failure> {
                 p.insert("remember", r).map_err(|e| e.to_string())?;
             }
             let c = http_client(&t)?;
-            let r: Value = c.request("questions.answer", p).await.map_err(describe)?;
+            let r: Value = c
+                .request(methods::QUESTIONS_ANSWER, p)
+                .await
+                .map_err(describe)?;
             print(format!("{r}\n"));
         }
         Action::Reject {
@@ -515,7 +519,10 @@ async fn run(a: QuestionsArgs) -> Result<(), Failure> {
                 p.insert("bridge", b).map_err(|e| e.to_string())?;
             }
             let c = http_client(&t)?;
-            let r: Value = c.request("questions.reject", p).await.map_err(describe)?;
+            let r: Value = c
+                .request(methods::QUESTIONS_REJECT, p)
+                .await
+                .map_err(describe)?;
             print(format!("{r}\n"));
         }
         Action::Watch => {
@@ -524,15 +531,15 @@ async fn run(a: QuestionsArgs) -> Result<(), Failure> {
                 .map_err(|e| format!("cannot reach the control server at {}: {e}", t.ws))?;
             let mut sub = c
                 .subscribe::<Value, _>(
-                    "questions.subscribe",
+                    methods::QUESTIONS_SUBSCRIBE,
                     rpc_params![],
-                    "questions.unsubscribe",
+                    methods::QUESTIONS_UNSUBSCRIBE,
                 )
                 .await
                 .map_err(describe)?;
             note(&format!("watching {} (Ctrl-C to stop)", t.ws));
             let list: Vec<Value> = c
-                .request("questions.list", rpc_params![])
+                .request(methods::QUESTIONS_LIST, rpc_params![])
                 .await
                 .map_err(describe)?;
             for q in list {

@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::events::By;
+use crate::methods;
 use crate::questions::answer::ControlError;
 
 /// The environment variable a token can be given in.
@@ -260,12 +261,12 @@ async fn ask<T>(
 
 fn module(ctx: Ctx) -> RpcModule<Ctx> {
     let mut m = RpcModule::new(ctx);
-    m.register_async_method("questions.list", |_p, ctx, _| async move {
+    m.register_async_method(methods::QUESTIONS_LIST, |_p, ctx, _| async move {
         ask(&ctx, Call::List).await
     })
     .expect("unique method name");
     m.register_async_method(
-        "questions.answer",
+        methods::QUESTIONS_ANSWER,
         |p: Params<'static>, ctx, ext| async move {
             let mut a: AnswerParams = p.parse().map_err(|e| invalid_params(e.message()))?;
             if let Some(d) = device_of(&ext) {
@@ -276,7 +277,7 @@ fn module(ctx: Ctx) -> RpcModule<Ctx> {
     )
     .expect("unique method name");
     m.register_async_method(
-        "questions.reject",
+        methods::QUESTIONS_REJECT,
         |p: Params<'static>, ctx, ext| async move {
             let mut r: RejectParams = p.parse().map_err(|e| invalid_params(e.message()))?;
             if let Some(d) = device_of(&ext) {
@@ -286,23 +287,23 @@ fn module(ctx: Ctx) -> RpcModule<Ctx> {
         },
     )
     .expect("unique method name");
-    m.register_method("questions.history", |_p, ctx, _| {
+    m.register_method(methods::QUESTIONS_HISTORY, |_p, ctx, _| {
         let mut h = ctx.history.lock().unwrap_or_else(|e| e.into_inner());
         Value::Array(h.list(std::time::SystemTime::now()))
     })
     .expect("unique method name");
-    m.register_async_method("bridges.list", |_p, ctx, _| async move {
+    m.register_async_method(methods::BRIDGES_LIST, |_p, ctx, _| async move {
         ask(&ctx, Call::Bridges).await
     })
     .expect("unique method name");
-    m.register_async_method("bridge.status", |_p, ctx, _| async move {
+    m.register_async_method(methods::BRIDGE_STATUS, |_p, ctx, _| async move {
         ask(&ctx, Call::Status).await
     })
     .expect("unique method name");
     m.register_subscription(
-        "questions.subscribe",
-        "questions.event",
-        "questions.unsubscribe",
+        methods::QUESTIONS_SUBSCRIBE,
+        methods::QUESTIONS_EVENT,
+        methods::QUESTIONS_UNSUBSCRIBE,
         |_p, pending, ctx, _| async move {
             // Subscribe before accepting, so no event after the caller's next list is missed.
             let mut rx = ctx.events.subscribe();

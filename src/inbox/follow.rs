@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 
 use super::registry::Entry;
 use crate::control;
+use crate::methods;
 
 /// How long connecting to one bridge may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -62,14 +63,14 @@ async fn follow(
         let c = control::client::ws_client(&ws, &entry.token).await?;
         let sub = c
             .subscribe::<Value, _>(
-                "questions.subscribe",
+                methods::QUESTIONS_SUBSCRIBE,
                 rpc_params![],
-                "questions.unsubscribe",
+                methods::QUESTIONS_UNSUBSCRIBE,
             )
             .await
             .map_err(|e| e.to_string())?;
         let list: Vec<Value> = c
-            .request("questions.list", rpc_params![])
+            .request(methods::QUESTIONS_LIST, rpc_params![])
             .await
             .map_err(|e| e.to_string())?;
         Ok::<_, String>((c, sub, list))

@@ -40,6 +40,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use crate::control::{self, Call, ControlConfig};
+use crate::methods;
 use crate::notify::Notifier;
 
 /// How often the registry is read for bridges that started or exited.
@@ -496,7 +497,7 @@ impl Inbox {
                 if let Some(r) = a.remember {
                     params["remember"] = json!(r);
                 }
-                self.relay(a.bridge, "questions.answer", params, reply);
+                self.relay(a.bridge, methods::QUESTIONS_ANSWER, params, reply);
             }
             Call::Reject(r, reply) => {
                 let mut params = json!({"sessionId": r.session_id, "questionId": r.question_id});
@@ -506,7 +507,7 @@ impl Inbox {
                 if let Some(d) = r.device {
                     params["device"] = d.into();
                 }
-                self.relay(r.bridge, "questions.reject", params, reply);
+                self.relay(r.bridge, methods::QUESTIONS_REJECT, params, reply);
             }
             Call::Status(reply) => {
                 let pending: usize = self.bridges.values().map(|b| b.pending.len()).sum();

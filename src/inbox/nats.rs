@@ -31,6 +31,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::control::{AnswerParams, Call, RejectParams};
+use crate::methods;
 
 /// How often a bridge says it is alive.
 pub const HEARTBEAT: Duration = Duration::from_secs(2);
@@ -389,7 +390,7 @@ async fn answer(calls: &mpsc::Sender<Call>, payload: &[u8]) -> Value {
     };
     let (tx, rx) = oneshot::channel();
     let call = match req["method"].as_str() {
-        Some("questions.answer") => Call::Answer(
+        Some(methods::QUESTIONS_ANSWER) => Call::Answer(
             AnswerParams {
                 bridge: s("bridge"),
                 session_id,
@@ -400,7 +401,7 @@ async fn answer(calls: &mpsc::Sender<Call>, payload: &[u8]) -> Value {
             },
             tx,
         ),
-        Some("questions.reject") => Call::Reject(
+        Some(methods::QUESTIONS_REJECT) => Call::Reject(
             RejectParams {
                 bridge: s("bridge"),
                 session_id,

@@ -15,7 +15,7 @@ pub mod recent;
 pub mod sources;
 
 /// The extension's method name.
-pub const METHOD: &str = "_sandboxagent/session/request_question";
+pub const METHOD: &str = crate::methods::SESSION_REQUEST_QUESTION;
 /// The `_meta` key the extension's capability flags live under.
 pub const META_KEY: &str = "sandboxagent.dev";
 

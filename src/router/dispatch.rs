@@ -34,7 +34,10 @@ pub(super) static TABLE: &[Entry] = &[
         }),
     },
     Entry {
-        names: &["elicitation/create", "session/elicitation"],
+        names: &[
+            crate::methods::ELICITATION_CREATE,
+            crate::methods::SESSION_ELICITATION,
+        ],
         from: Side::Agent,
         on: On::Request(RequestRule {
             arrives: Some(elicitation::arrives),
@@ -43,7 +46,7 @@ pub(super) static TABLE: &[Entry] = &[
         }),
     },
     Entry {
-        names: &["session/request_permission"],
+        names: &[crate::methods::SESSION_REQUEST_PERMISSION],
         from: Side::Agent,
         on: On::Request(RequestRule {
             arrives: Some(permission::arrives),
@@ -52,7 +55,7 @@ pub(super) static TABLE: &[Entry] = &[
         }),
     },
     Entry {
-        names: &["initialize"],
+        names: &[crate::methods::INITIALIZE],
         from: Side::Client,
         on: On::Request(RequestRule {
             arrives: Some(initialize::arrives),
@@ -63,10 +66,10 @@ pub(super) static TABLE: &[Entry] = &[
     // The session's folder, for the approval policy.
     Entry {
         names: &[
-            "session/new",
-            "session/load",
-            "session/resume",
-            "session/fork",
+            crate::methods::SESSION_NEW,
+            crate::methods::SESSION_LOAD,
+            crate::methods::SESSION_RESUME,
+            crate::methods::SESSION_FORK,
         ],
         from: Side::Client,
         on: On::Request(RequestRule {
@@ -77,7 +80,10 @@ pub(super) static TABLE: &[Entry] = &[
     },
     // A new turn, or a session's end, for the digest of what the agent was doing.
     Entry {
-        names: &["session/prompt", "session/close"],
+        names: &[
+            crate::methods::SESSION_PROMPT,
+            crate::methods::SESSION_CLOSE,
+        ],
         from: Side::Client,
         on: On::Request(RequestRule {
             arrives: Some(prompt::client_request),
@@ -85,19 +91,19 @@ pub(super) static TABLE: &[Entry] = &[
         }),
     },
     Entry {
-        names: &["session/cancel"],
+        names: &[crate::methods::SESSION_CANCEL],
         from: Side::Client,
         on: On::Notification(cancel::session_cancel),
     },
     Entry {
-        names: &["$/cancel_request"],
+        names: &[crate::methods::CANCEL_REQUEST],
         from: Side::Agent,
         on: On::Notification(cancel::cancel_request),
     },
     // Forwarded like any notification; one about a tool call is also remembered, for the
     // permission requests that name it by id, and a tool call or plan for the digest.
     Entry {
-        names: &["session/update"],
+        names: &[crate::methods::SESSION_UPDATE],
         from: Side::Agent,
         on: On::Observe {
             wants: tool_call::picked,

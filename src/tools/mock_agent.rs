@@ -19,6 +19,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use acp_question_bridge::methods;
+
 /// The script words, shown by `--help` and in docs/MOCK_AGENT.md.
 pub const SCRIPT_HELP: &str = "\
 Script words (the first word of the prompt text picks the behaviour):
@@ -86,7 +88,7 @@ impl Ctx {
     }
 
     async fn chunk(&self, session: &str, text: &str) {
-        self.send(&json!({"jsonrpc":"2.0","method":"session/update","params":{
+        self.send(&json!({"jsonrpc":"2.0","method":methods::SESSION_UPDATE,"params":{
             "sessionId": session,
             "update": {"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":text}}
         }}))
@@ -100,7 +102,7 @@ impl Ctx {
             Ok(r) => ("result", r),
             Err(e) => ("error", e),
         };
-        self.send(&json!({"jsonrpc":"2.0","method":"session/update","params":{
+        self.send(&json!({"jsonrpc":"2.0","method":methods::SESSION_UPDATE,"params":{
             "sessionId": session,
             "update": {"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":text}},
             "_meta": {"acp-mock-agent": {key: v}}
@@ -210,7 +212,7 @@ async fn run() -> u8 {
                 let _ = tx.send(outcome);
             }
             (None, _) => {}
-            (Some("initialize"), Some(id)) => ctx.respond(
+            (Some(methods::INITIALIZE), Some(id)) => ctx.respond(
                 &id,
                 json!({
                     "protocolVersion": 1,
@@ -223,19 +225,19 @@ async fn run() -> u8 {
                 }),
             )
             .await,
-            (Some("authenticate"), Some(id)) => ctx.respond(&id, json!({})).await,
-            (Some("session/new"), Some(id)) => {
+            (Some(methods::AUTHENTICATE), Some(id)) => ctx.respond(&id, json!({})).await,
+            (Some(methods::SESSION_NEW), Some(id)) => {
                 session_count += 1;
                 let sid = format!("mock-session-{session_count}");
                 sessions.insert(sid.clone(), CancellationToken::new());
                 ctx.respond(&id, json!({ "sessionId": sid })).await;
             }
-            (Some("session/load"), Some(id)) => {
+            (Some(methods::SESSION_LOAD), Some(id)) => {
                 let sid = params["sessionId"].as_str().unwrap_or_default().to_owned();
                 sessions.entry(sid).or_default();
                 ctx.respond(&id, json!({})).await;
             }
-            (Some("session/prompt"), Some(id)) => {
+            (Some(methods::SESSION_PROMPT), Some(id)) => {
                 let sid = params["sessionId"].as_str().unwrap_or_default().to_owned();
                 let Some(token) = sessions.get_mut(&sid) else {
                     ctx.respond_error(&id, -32602, &format!("unknown session {sid}")).await;
@@ -252,7 +254,7 @@ async fn run() -> u8 {
                     ctx.respond(&id, json!({ "stopReason": stop })).await;
                 });
             }
-            (Some("session/cancel"), None) => {
+            (Some(methods::SESSION_CANCEL), None) => {
                 if let Some(token) = params["sessionId"].as_str().and_then(|s| sessions.get(s)) {
                     token.cancel();
                 }
@@ -289,7 +291,7 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
     match first {
         "permission" => {
             let rx = ctx.request(
-                "session/request_permission",
+                methods::SESSION_REQUEST_PERMISSION,
                 json!({
                     "sessionId": sid,
                     "toolCall": {"toolCallId": "mock-tool-1", "title": "Run the mock tool", "kind": "execute", "status": "pending"},
@@ -344,7 +346,7 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
                 params["timeoutMs"] = json!(ms);
             }
             let (id, mut rx) = ctx
-                .request_with_id("_sandboxagent/session/request_question", params)
+                .request_with_id(methods::SESSION_REQUEST_QUESTION, params)
                 .await;
             if let Some(ms) = ms.filter(|_| first == "question-cancel") {
                 // Withdraw the question after `ms` unless it is answered first.
@@ -356,7 +358,7 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
                         return "end_turn";
                     }
                     _ = tokio::time::sleep(Duration::from_millis(ms)) => {
-                        ctx.send(&json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":id}})).await;
+                        ctx.send(&json!({"jsonrpc":"2.0","method":methods::CANCEL_REQUEST,"params":{"requestId":id}})).await;
                     }
                 }
             }
@@ -390,7 +392,7 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
             };
             let rx = ctx
                 .request(
-                    "elicitation/create",
+                    methods::ELICITATION_CREATE,
                     json!({ "sessionId": sid, "mode": "form", "message": message, "requestedSchema": schema }),
                 )
                 .await;
@@ -414,8 +416,10 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
                 return "end_turn";
             };
             if let Some(update) = &shape.announce {
-                ctx.send(&json!({"jsonrpc": "2.0", "method": "session/update", "params": update}))
-                    .await;
+                ctx.send(
+                    &json!({"jsonrpc": "2.0", "method": methods::SESSION_UPDATE, "params": update}),
+                )
+                .await;
             }
             let rx = ctx.request(shape.method, shape.params).await;
             let word = word.to_owned();
@@ -434,7 +438,7 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
             } else {
                 ""
             };
-            let update = |u: Value| json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId": sid, "update": u}});
+            let update = |u: Value| json!({"jsonrpc":"2.0","method":methods::SESSION_UPDATE,"params":{"sessionId": sid, "update": u}});
             if huge {
                 for i in 0..10_000 {
                     ctx.chunk(sid, &format!("word{i} ")).await;
@@ -490,7 +494,7 @@ async fn turn(ctx: &Ctx, sid: &str, text: &str, cancel: &CancellationToken) -> &
             };
             let rx = ctx
                 .request(
-                    "session/request_permission",
+                    methods::SESSION_REQUEST_PERMISSION,
                     json!({"sessionId": sid, "toolCall": tool_call, "options": [
                         {"optionId": "allow", "name": "Yes", "kind": "allow_once"},
                         {"optionId": "reject", "name": "No", "kind": "reject_once"}]}),

@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::{asked, questions_of, Reply, Source, Vendor};
+use crate::methods;
 use crate::questions::answer::{Extras, Outcome, Reason};
 use crate::questions::model::{Choice, Item, Question};
 
@@ -40,7 +41,7 @@ fn session(params: &Value, in_flight: &str) -> String {
 
 /// `cursor/ask_question`: every ending but an answer is `{"outcome":{"outcome":"cancelled"}}`.
 pub static ASK: Vendor = Vendor {
-    method: "cursor/ask_question",
+    method: methods::CURSOR_ASK_QUESTION,
     cancelled: r#"{"outcome":{"outcome":"cancelled"}}"#,
     opt_in: None,
     parse: crate::vendor_parse!(parse_ask),
@@ -48,7 +49,7 @@ pub static ASK: Vendor = Vendor {
 
 /// `cursor/create_plan`, ended like [`ASK`].
 pub static PLAN: Vendor = Vendor {
-    method: "cursor/create_plan",
+    method: methods::CURSOR_CREATE_PLAN,
     cancelled: r#"{"outcome":{"outcome":"cancelled"}}"#,
     opt_in: None,
     parse: crate::vendor_parse!(parse_plan),
@@ -150,7 +151,7 @@ fn nested(result: &RawValue) -> Result<Value, String> {
 
 impl Source for Ask {
     fn method(&self) -> &'static str {
-        "cursor/ask_question"
+        methods::CURSOR_ASK_QUESTION
     }
 
     fn name(&self) -> &'static str {
@@ -210,7 +211,7 @@ impl Source for Ask {
 
 impl Source for Plan {
     fn method(&self) -> &'static str {
-        "cursor/create_plan"
+        methods::CURSOR_CREATE_PLAN
     }
 
     fn name(&self) -> &'static str {

@@ -13,7 +13,7 @@ pub struct Extension;
 
 impl Source for Extension {
     fn method(&self) -> &'static str {
-        crate::questions::METHOD
+        crate::methods::SESSION_REQUEST_QUESTION
     }
 
     fn name(&self) -> &'static str {

@@ -16,6 +16,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::{Reply, Source};
+use crate::methods;
 use crate::questions::answer::{Extras, Outcome, Reason};
 use crate::questions::model::{Choice, Item, Question, MAX_ITEMS};
 
@@ -402,7 +403,7 @@ impl Source for FormSource {
     }
 
     fn method(&self) -> &'static str {
-        "elicitation/create"
+        methods::ELICITATION_CREATE
     }
 
     fn name(&self) -> &'static str {

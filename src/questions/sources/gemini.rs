@@ -10,12 +10,13 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::{asked, options_of, questions_of, OptIn, Reply, Source, Vendor};
+use crate::methods;
 use crate::questions::answer::{Extras, Outcome, Reason};
 use crate::questions::model::{Choice, Item, Question};
 
 /// `gemini/requestUserInput`, with gemini-cli's opt-in (`_meta["geminiCli.hostInput"]`).
 pub static VENDOR: Vendor = Vendor {
-    method: "gemini/requestUserInput",
+    method: methods::GEMINI_REQUEST_USER_INPUT,
     cancelled: r#"{"outcome":"cancelled"}"#,
     opt_in: Some(OptIn {
         name: "gemini",
@@ -69,7 +70,7 @@ pub fn parse(params: &Value, question_id: String) -> Option<(Question, Gemini, V
 
 impl Source for Gemini {
     fn method(&self) -> &'static str {
-        "gemini/requestUserInput"
+        methods::GEMINI_REQUEST_USER_INPUT
     }
 
     fn name(&self) -> &'static str {

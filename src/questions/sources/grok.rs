@@ -10,12 +10,13 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::{asked, options_of, questions_of, Reply, Source, Vendor};
+use crate::methods;
 use crate::questions::answer::{Extras, Outcome, Reason};
 use crate::questions::model::{Item, Question};
 
 /// `_x.ai/ask_user_question`: every ending but an answer is `{"outcome":"cancelled"}`.
 pub static VENDOR: Vendor = Vendor {
-    method: "x.ai/ask_user_question",
+    method: methods::XAI_ASK_USER_QUESTION,
     cancelled: r#"{"outcome":"cancelled"}"#,
     opt_in: None,
     parse: crate::vendor_parse!(|p, id, _| parse(p, id)),
@@ -53,7 +54,7 @@ pub fn parse(params: &Value, question_id: String) -> Option<(Question, Grok, Val
 
 impl Source for Grok {
     fn method(&self) -> &'static str {
-        "x.ai/ask_user_question"
+        methods::XAI_ASK_USER_QUESTION
     }
 
     fn name(&self) -> &'static str {

@@ -8,16 +8,17 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::{asked, options_of, questions_of, OptIn, Reply, Source, Vendor};
+use crate::methods;
 use crate::questions::answer::{Extras, Outcome, Reason};
 use crate::questions::model::{Item, Question};
 
 /// `opencode/question`, with OpenCode's own opt-in (`_meta["opencode/question"]`).
 pub static VENDOR: Vendor = Vendor {
-    method: "opencode/question",
+    method: methods::OPENCODE_QUESTION,
     cancelled: r#"{"rejected":true}"#,
     opt_in: Some(OptIn {
         name: "opencode",
-        key: "opencode/question",
+        key: methods::OPENCODE_QUESTION,
         offer: || json!({ "version": 1 }),
         said: |v| !matches!(v, Value::Null | Value::Bool(false)),
     }),
@@ -49,7 +50,7 @@ pub fn parse(params: &Value, question_id: String) -> Option<(Question, OpenCode,
 
 impl Source for OpenCode {
     fn method(&self) -> &'static str {
-        "opencode/question"
+        methods::OPENCODE_QUESTION
     }
 
     fn name(&self) -> &'static str {

@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::{Reply, Source};
+use crate::methods;
 use crate::questions::answer::{Extras, Outcome, Reason};
 use crate::questions::model::{Choice, Item, Question, MAX_ITEMS};
 
@@ -157,7 +158,7 @@ impl Source for Permission {
     }
 
     fn method(&self) -> &'static str {
-        "session/request_permission"
+        methods::SESSION_REQUEST_PERMISSION
     }
 
     fn name(&self) -> &'static str {

@@ -9,7 +9,7 @@ use crate::router::{Outbox, Router, Side};
 /// noted, then passed on.
 pub(in crate::router) fn client_request(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
     if let Some(session) = req.params.and_then(crate::envelope::session_id_in) {
-        if req.method == "session/close" {
+        if req.method == crate::methods::SESSION_CLOSE {
             r.digests().session_ends(&session);
         } else {
             r.digests().turn_starts(&session);

@@ -37,7 +37,10 @@ impl Router {
             let pressed = outcome.is_ok_and(|r| !is_cancelled(r));
             if let (true, Some((session, note))) = (pressed, self.ledger.stale(id)) {
                 let note = chat::note(session, note);
-                self.notify_client(jsonrpc::notification("session/update", &note), out);
+                self.notify_client(
+                    jsonrpc::notification(crate::methods::SESSION_UPDATE, &note),
+                    out,
+                );
             }
             tracing::trace!(payload = %String::from_utf8_lossy(line), "dropped answer");
             if self.cfg.events {

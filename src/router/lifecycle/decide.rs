@@ -245,7 +245,7 @@ impl Router {
         let chosen = self.option_for(p, &verdict);
         for n in &notes {
             self.notify_client(
-                jsonrpc::notification("session/update", &chat::note(&session, n)),
+                jsonrpc::notification(crate::methods::SESSION_UPDATE, &chat::note(&session, n)),
                 out,
             );
         }
@@ -309,7 +309,7 @@ impl Router {
                 .unwrap_or_default()
         );
         self.notify_client(
-            jsonrpc::notification("session/update", &chat::note(&session, &said)),
+            jsonrpc::notification(crate::methods::SESSION_UPDATE, &chat::note(&session, &said)),
             out,
         );
         let result = outcome.to_event();

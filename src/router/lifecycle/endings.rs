@@ -58,7 +58,10 @@ impl Router {
         };
         let Some(tc) = tool_call else {
             if shown && !cancel_request {
-                self.notify_client(jsonrpc::notification("session/update", &over()), out);
+                self.notify_client(
+                    jsonrpc::notification(crate::methods::SESSION_UPDATE, &over()),
+                    out,
+                );
             }
             return;
         };
@@ -84,10 +87,16 @@ impl Router {
         // agent reports its status; the chat alone is told.
         if !(matches!(content, chat::Content::Unchanged) && p.origin.approves_a_tool()) {
             let update = chat::done(&p.question, tc, outcome, by, content);
-            self.notify_client(jsonrpc::notification("session/update", &update), out);
+            self.notify_client(
+                jsonrpc::notification(crate::methods::SESSION_UPDATE, &update),
+                out,
+            );
         }
         if let chat::Content::Unchanged = content {
-            self.notify_client(jsonrpc::notification("session/update", &over()), out);
+            self.notify_client(
+                jsonrpc::notification(crate::methods::SESSION_UPDATE, &over()),
+                out,
+            );
         }
     }
 

@@ -84,7 +84,7 @@ impl Router {
                 }
                 out.client(jsonrpc::request(
                     &p.delivery.client_id,
-                    "elicitation/create",
+                    crate::methods::ELICITATION_CREATE,
                     &params,
                 ));
             }
@@ -159,10 +159,13 @@ impl Router {
         };
         p.delivery.client_id = id;
         p.delivery.tool_call_id = Some(tool_call_id);
-        self.notify_client(jsonrpc::notification("session/update", &tool_call), out);
+        self.notify_client(
+            jsonrpc::notification(crate::methods::SESSION_UPDATE, &tool_call),
+            out,
+        );
         out.client(jsonrpc::request(
             &p.delivery.client_id,
-            "session/request_permission",
+            crate::methods::SESSION_REQUEST_PERMISSION,
             &request,
         ));
         true
@@ -207,9 +210,15 @@ impl Router {
             let waiting = chat::waiting(&p.question, &tool_call_id, announce, page);
             // And in words: some clients show no pending tool call (codecompanion.nvim).
             let said = chat::waiting_text(&p.question, page).replace('\n', " ");
-            self.notify_client(jsonrpc::notification("session/update", &waiting), out);
+            self.notify_client(
+                jsonrpc::notification(crate::methods::SESSION_UPDATE, &waiting),
+                out,
+            );
             let note = chat::note(&p.question.session_id, &said);
-            self.notify_client(jsonrpc::notification("session/update", &note), out);
+            self.notify_client(
+                jsonrpc::notification(crate::methods::SESSION_UPDATE, &note),
+                out,
+            );
             p.delivery.tool_call_id = Some(tool_call_id);
         }
         self.announce(&mut p, out);

@@ -383,7 +383,9 @@ impl Digests {
                 let Ok(v) = serde_json::from_slice::<Value>(line) else {
                     continue;
                 };
-                if v["method"] != "session/update" || v["params"]["sessionId"] != session {
+                if v["method"] != crate::methods::SESSION_UPDATE
+                    || v["params"]["sessionId"] != session
+                {
                     continue;
                 }
                 let u = &v["params"]["update"];
@@ -451,7 +453,7 @@ fn text(v: &Value) -> usize {
 /// and its last [`TAIL`] bytes. Looks at its first [`HEAD`] bytes only, and parses nothing.
 fn stand_in(line: &[u8], out: &mut Vec<u8>) -> bool {
     let head = &line[..line.len().min(HEAD)];
-    if memchr::memmem::find(head, b"\"session/update\"").is_none() {
+    if memchr::memmem::find(head, crate::methods::SESSION_UPDATE_QUOTED).is_none() {
         return false;
     }
     let (Some(kind), Some(session)) = (

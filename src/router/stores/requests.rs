@@ -190,7 +190,7 @@ impl Requests {
     pub(in crate::router) fn prompting_session(&self) -> Option<&str> {
         self.client
             .values()
-            .filter(|r| &*r.method == "session/prompt")
+            .filter(|r| &*r.method == crate::methods::SESSION_PROMPT)
             .max_by_key(|r| r.seq)
             .and_then(|r| r.session_id.as_deref())
     }

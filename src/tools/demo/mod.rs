@@ -25,6 +25,7 @@ use tokio::sync::mpsc;
 mod typing;
 use typing::{parse_answer, typed, Answer, REJECT};
 
+use acp_question_bridge::methods;
 use acp_question_bridge::questions::answer::check_answers;
 use acp_question_bridge::questions::model::{parse_request, Item, Question};
 use acp_question_bridge::questions::{META_KEY, METHOD};
@@ -239,7 +240,7 @@ impl Demo {
         let info =
             json!({"name": "acp-question-bridge-demo", "version": env!("CARGO_PKG_VERSION")});
         let init = json!({"protocolVersion": 1, "clientCapabilities": caps, "clientInfo": info});
-        let init = self.call("initialize", init).await?;
+        let init = self.call(methods::INITIALIZE, init).await?;
         let Some(v) =
             init["agentCapabilities"]["_meta"][META_KEY]["questionBridge"]["version"].as_str()
         else {
@@ -250,7 +251,7 @@ impl Demo {
             .map(|d| d.display().to_string())
             .unwrap_or_else(|_| "/".into());
         let session = self
-            .call("session/new", json!({"cwd": cwd, "mcpServers": []}))
+            .call(methods::SESSION_NEW, json!({"cwd": cwd, "mcpServers": []}))
             .await?;
         let Some(sid) = session["sessionId"].as_str().map(str::to_owned) else {
             return fail(format!("session/new returned no sessionId: {session}"));
@@ -258,7 +259,7 @@ impl Demo {
         self.say(&format!("-> session/new: {sid}"));
         self.say(&format!("-> session/prompt: {}", json!(script)));
         let prompt = json!({"sessionId": sid, "prompt": [{"type": "text", "text": script}]});
-        let done = self.call("session/prompt", prompt).await?;
+        let done = self.call(methods::SESSION_PROMPT, prompt).await?;
         let stop = done["stopReason"].as_str().unwrap_or("(none)");
         self.say(&format!("<- stopReason: {stop}"));
         Ok(())
@@ -379,14 +380,14 @@ impl Demo {
         let Some(id) = msg.get("id").cloned() else {
             let update = &params["update"];
             match (method.as_str(), update["sessionUpdate"].as_str()) {
-                ("session/update", Some("agent_message_chunk")) => {
+                (methods::SESSION_UPDATE, Some("agent_message_chunk")) => {
                     self.agent_text
                         .push_str(update["content"]["text"].as_str().unwrap_or_default());
                 }
-                ("session/update", kind) => {
+                (methods::SESSION_UPDATE, kind) => {
                     self.say(&format!("<- session/update: {}", kind.unwrap_or("?")))
                 }
-                ("$/cancel_request", _) => {
+                (methods::CANCEL_REQUEST, _) => {
                     self.say(&format!("<- $/cancel_request {}", params["requestId"]))
                 }
                 (other, _) => self.say(&format!("<- {other}")),
@@ -395,7 +396,7 @@ impl Demo {
         };
         match method.as_str() {
             METHOD => self.on_question(id, params).await,
-            "session/request_permission" => self.on_permission(id, params).await,
+            methods::SESSION_REQUEST_PERMISSION => self.on_permission(id, params).await,
             other => {
                 self.say(&format!("<- {other}: not supported by the demo (-32601)"));
                 let error =
@@ -576,7 +577,8 @@ impl Demo {
                 Ok(line) => break line,
                 Err(Some(line)) => {
                     let msg = self.received(line, "an answer")?;
-                    if msg["method"] == "$/cancel_request" && msg["params"]["requestId"] == *id {
+                    if msg["method"] == methods::CANCEL_REQUEST && msg["params"]["requestId"] == *id
+                    {
                         self.say(&format!(
                             "{nl}<- $/cancel_request {id}: the question was withdrawn"
                         ));
