@@ -13,7 +13,7 @@
 //! - [`events`]: question lifecycle events, seen by [`control`] (the control server, the
 //!   Questions page and the `questions` CLI), [`journal`] (`--journal`) and [`notify`]
 //!   (`--on-question`);
-//! - [`inbox`]: one page and API over every bridge of a user (registry, NATS, and the TLS
+//! - [`inbox`]: one page and API over every bridge of a user (its roster, NATS, and the TLS
 //!   listener for a phone);
 //! - [`private_file`]: files only their owner may read.
 //!

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::{nats, registry, run, InboxConfig};
+use super::{nats, roster, run, InboxConfig};
 use crate::control::{self, ControlConfig};
 
 /// `inbox` and its flags.
@@ -158,7 +158,7 @@ pub fn main(a: InboxArgs) -> std::process::ExitCode {
             token_file: a.token_file,
             implicit: false,
         },
-        registry: a.registry.unwrap_or_else(registry::dir),
+        roster: a.registry.unwrap_or_else(roster::dir),
         on_question,
         nats: a.nats.map(|url| nats::NatsConfig {
             url,
