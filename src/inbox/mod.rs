@@ -18,7 +18,6 @@
 //! Invariant: the inbox never decides a question itself: every answer is the bridge's call.
 
 mod bridges;
-mod cli;
 mod follow;
 pub mod nats;
 pub mod remote;
@@ -29,8 +28,8 @@ pub mod roster;
 pub use roster as registry;
 
 use bridges::{Bridge, Held};
-pub use cli::{main, state_dir, InboxArgs};
 use follow::{connect, FromBridge};
+pub use remote::state_dir;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -166,7 +165,7 @@ async fn start_remote(
 ) -> Result<remote::Remote, Box<dyn std::error::Error>> {
     let r = remote::start(cfg, server.methods.clone(), &server.events).await?;
     let store = remote::devices::Store::open(&cfg.state)?;
-    remote::cli::announce(&store, &r.base, &r.fingerprint, remote::devices::PAIR_TTL)?;
+    remote::pairing::announce(&store, &r.base, &r.fingerprint, remote::devices::PAIR_TTL)?;
     Ok(r)
 }
 
