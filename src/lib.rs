@@ -12,14 +12,16 @@
 //! - [`child`]: the agent process;
 //! - [`cli`], [`logging`]: the command line and logs;
 //! - [`events`]: question lifecycle events, seen by [`control`] (the control server, the
-//!   Questions page and the `questions` CLI), [`journal`] (`--journal`) and [`notify`]
+//!   Questions page and the clients of both), [`journal`] (`--journal`) and [`notify`]
 //!   (`--on-question`);
-//! - [`inbox`]: one page and API over every bridge of a user (registry, NATS, and the TLS
+//! - [`inbox`]: one page and API over every bridge of a user (its roster, NATS, and the TLS
 //!   listener for a phone);
 //! - [`private_file`]: files only their owner may read.
 //!
-//! The demo and the mock agent are programs around the bridge, compiled into the binaries
-//! (`src/tools/`), not part of this library.
+//! The demo, the mock agent and the command lines of the subcommands (`questions`, `inbox`,
+//! `doctor`, ...) are programs around the bridge, compiled into the binaries (`src/tools/`),
+//! not part of this library. [`cli`] and [`logging`] are there for the binaries: no other
+//! module of the library uses them.
 
 pub mod agents;
 pub mod bridge;

@@ -8,8 +8,9 @@ use acp_question_bridge::cli::{BridgeArgs, ClientDialect};
 use acp_question_bridge::{bridge, child, control, logging, notify, router::RouterConfig};
 use tools::{demo, mock_agent};
 
-/// The demo and the mock agent: programs around the bridge, built into this binary (and the
-/// mock agent into `acp-mock-agent`), not part of the library.
+/// The subcommands other than the bridge itself (the demo, the mock agent, the `questions`
+/// and `inbox` command lines, ...): built into this binary (the mock agent also into
+/// `acp-mock-agent`), not part of the library.
 mod tools;
 
 #[derive(Debug, Parser)]
@@ -34,10 +35,10 @@ enum Command {
     Demo(tools::demo::DemoArgs),
     /// Talk to a running bridge's control server (or an inbox): list, answer, reject or
     /// watch questions.
-    Questions(acp_question_bridge::control::client::QuestionsArgs),
+    Questions(tools::questions::QuestionsArgs),
     /// One Questions page and control API over every bridge this user runs here (the
     /// bridges started with --control list themselves in a per-user registry).
-    Inbox(Box<acp_question_bridge::inbox::InboxArgs>),
+    Inbox(Box<tools::inbox::InboxArgs>),
     /// Print the configuration that puts the bridge in front of an agent in a client (Zed,
     /// JetBrains, codecompanion.nvim, agentic.nvim, avante.nvim, acpx, Toad), or write it
     /// into Zed's settings.
@@ -119,8 +120,8 @@ fn main() -> ExitCode {
         Some(Command::Agents(args)) => return tools::agents::main(args),
         Some(Command::Doctor(args)) => return tools::doctor::main(args),
         Some(Command::Policy(args)) => return tools::policy::main(args),
-        Some(Command::Questions(args)) => return control::client::main(args),
-        Some(Command::Inbox(args)) => return acp_question_bridge::inbox::main(*args),
+        Some(Command::Questions(args)) => return tools::questions::main(args),
+        Some(Command::Inbox(args)) => return tools::inbox::main(*args),
         Some(Command::AgentGuard { pgid, grace_ms }) => {
             child::guard::watch(pgid, std::time::Duration::from_millis(grace_ms));
             return ExitCode::SUCCESS;

@@ -1,12 +1,12 @@
 //! `acp-mock-agent`: a scripted ACP agent for tests, CI, demos and client authors.
-//! The behaviour lives in `src/tools/mock_agent.rs` (shared with `acp-question-bridge
+//! The behaviour lives in `src/tools/mock_agent/` (shared with `acp-question-bridge
 //! mock-agent`; compiled into both binaries, not the library).
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
-#[path = "../tools/mock_agent.rs"]
+#[path = "../tools/mock_agent/mod.rs"]
 mod mock_agent;
 #[path = "../tools/shapes.rs"]
 mod shapes;

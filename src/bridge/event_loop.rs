@@ -495,7 +495,7 @@ impl Signals {
 
 /// The error for a call that names another bridge than this one (`None`: it is for us).
 fn not_me(
-    me: Option<&crate::inbox::registry::Entry>,
+    me: Option<&crate::inbox::roster::Entry>,
     named: Option<&str>,
 ) -> Option<jsonrpsee::types::ErrorObjectOwned> {
     let named = named?;

@@ -59,7 +59,7 @@ pub struct Config {
     pub journal: Option<std::path::PathBuf>,
     /// `--on-question`: the notification command's argv.
     pub on_question: Option<Vec<String>>,
-    /// List the bridge in the per-user registry the inbox reads, while its control server
+    /// List the bridge in the per-user roster the inbox reads, while its control server
     /// runs (off with `--no-register`).
     pub register: bool,
     /// `--nats`: publish pending questions to NATS JetStream and take answers from there.

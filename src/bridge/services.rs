@@ -1,6 +1,6 @@
 //! The bridge's services, each started and stopped in one place:
 //! - [`Surfaces`]: where questions are seen besides the client (the control server with this
-//!   bridge's registry entry, NATS, the journal, the `--on-question` notifier);
+//!   bridge's roster entry, NATS, the journal, the `--on-question` notifier);
 //! - [`Agent`]: the agent's process, its group, its guard and its stderr;
 //! - [`Pipes`]: the reader and writer tasks of the four pipes, and the loop's ends of their
 //!   channels.
@@ -25,7 +25,7 @@ use super::writer::{write_lines, AgentInput, Bulk};
 use super::{Config, Host, RunError, CHANNEL_CAPACITY};
 use crate::child::{self, StderrTail};
 use crate::control::{self, ControlConfig};
-use crate::inbox::registry;
+use crate::inbox::roster;
 use crate::journal;
 use crate::notify::Notifier;
 use crate::router::Out;
@@ -34,11 +34,11 @@ use crate::scan::Batch;
 /// Where questions are seen besides the client.
 pub(super) struct Surfaces {
     pub control: Option<control::Control>,
-    /// This bridge's registry entry (with the control server).
-    pub identity: Option<registry::Entry>,
+    /// This bridge's roster entry (with the control server).
+    pub identity: Option<roster::Entry>,
     pub observers: Observers,
-    /// The bridge's file in the registry the inbox reads; removed when dropped.
-    registration: Option<registry::Registration>,
+    /// The bridge's file in the roster the inbox reads; removed when dropped.
+    registration: Option<roster::Registration>,
     /// The NATS publisher and what stops it.
     nats: Option<(CancellationToken, JoinHandle<()>)>,
 }
@@ -106,7 +106,7 @@ impl Surfaces {
 
     /// Stops them in order: NATS is told this bridge's questions are gone (bounded: NATS may
     /// be down); the control server stops once its subscribers have had the final events;
-    /// the journal records the exit code; the registry entry goes last.
+    /// the journal records the exit code; the roster entry goes last.
     pub(super) async fn stop(self, code: i32) {
         if let Some((stop, task)) = self.nats {
             stop.cancel();
@@ -139,10 +139,10 @@ pub(super) async fn start_control(
     }
 }
 
-/// Lists the bridge in the registry the inbox reads; a failure is only a warning.
-fn register(entry: &registry::Entry) -> Option<registry::Registration> {
-    let dir = registry::dir();
-    match registry::register(&dir, entry) {
+/// Lists the bridge in the roster the inbox reads; a failure is only a warning.
+fn register(entry: &roster::Entry) -> Option<roster::Registration> {
+    let dir = roster::dir();
+    match roster::register(&dir, entry) {
         Ok(r) => {
             tracing::info!(dir = %dir.display(), id = %entry.id, "listed in the registry the inbox reads");
             Some(r)
@@ -154,25 +154,25 @@ fn register(entry: &registry::Entry) -> Option<registry::Registration> {
     }
 }
 
-/// This bridge's registry entry: a fresh id, its control server, its agent.
+/// This bridge's roster entry: a fresh id, its control server, its agent.
 fn identity(
     cfg: &Config,
     addr: std::net::SocketAddr,
     token: &str,
-) -> Result<registry::Entry, RunError> {
+) -> Result<roster::Entry, RunError> {
     let id = control::random_token()?[..16].to_owned();
     let cwd = match &cfg.cwd {
         Some(d) => d.clone(),
         None => std::env::current_dir().unwrap_or_default(),
     };
-    Ok(registry::Entry {
+    Ok(roster::Entry {
         id,
         url: format!("http://{addr}/"),
         token: token.to_owned(),
         pid: std::process::id(),
         agent: cfg.agent.clone(),
         cwd: cwd.display().to_string(),
-        host: registry::host_name(),
+        host: roster::host_name(),
         started_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
     })
 }

@@ -9,12 +9,12 @@ use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee_ws_client::WsClient;
 use serde_json::{json, Value};
 
-use super::registry::Entry;
+use super::roster::Entry;
 use crate::control;
 
 /// One bridge as the inbox knows it.
 pub(super) struct Bridge {
-    /// Its registry entry (a bridge seen over NATS has none).
+    /// Its roster entry (a bridge seen over NATS has none).
     pub(super) entry: Option<Entry>,
     pub(super) id: String,
     pub(super) started_at: String,
@@ -91,7 +91,7 @@ impl Held {
 }
 
 impl Bridge {
-    /// A bridge just heard of: from its registry entry, or over NATS (`entry` none).
+    /// A bridge just heard of: from its roster entry, or over NATS (`entry` none).
     pub(super) fn new(id: &str, public: Value, entry: Option<Entry>) -> Bridge {
         Bridge {
             started_at: public["startedAt"].as_str().unwrap_or("").to_owned(),
@@ -110,8 +110,8 @@ impl Bridge {
         }
     }
 
-    /// Whether it is listed: a registry bridge, or a NATS bridge whose heartbeat was heard
-    /// (a NATS bridge never heard has its questions held back).
+    /// Whether it is listed: a bridge of the roster, or a NATS bridge whose heartbeat was
+    /// heard (a NATS bridge never heard has its questions held back).
     pub(super) fn shown(&self) -> bool {
         self.entry.is_some() || self.heard.is_some()
     }

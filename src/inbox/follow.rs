@@ -1,4 +1,4 @@
-//! Following one bridge from the registry: its control server over WebSocket, the pending
+//! Following one bridge from the roster: its control server over WebSocket, the pending
 //! list once and then its events, reported to the inbox's loop until the bridge goes.
 
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use jsonrpsee_ws_client::WsClient;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::registry::Entry;
+use super::roster::Entry;
 use crate::control;
 use crate::methods;
 

@@ -3,8 +3,8 @@
 //!
 //! Shape: the inbox runs the same control server as a bridge ([`crate::control`]: the gate,
 //! the JSON-RPC methods, the page), but its loop answers the calls from what it gathered:
-//! - it reads the [`registry`] every [`RESCAN`] and connects to each live bridge's control
-//!   server over WebSocket (`questions.subscribe`, then `questions.list`);
+//! - it reads the [`roster`] of running bridges every [`RESCAN`] and connects to each live
+//!   bridge's control server over WebSocket (`questions.subscribe`, then `questions.list`);
 //! - each bridge's pending questions are kept here, tagged with the bridge (`bridge`:
 //!   its id, agent command, cwd, host, pid), and its events are passed on to the inbox's
 //!   subscribers with `bridge` (the bridge's id) added;
@@ -18,15 +18,14 @@
 //! Invariant: the inbox never decides a question itself: every answer is the bridge's call.
 
 mod bridges;
-mod cli;
 mod follow;
 pub mod nats;
-pub mod registry;
 pub mod remote;
+pub mod roster;
 
 use bridges::{Bridge, Held};
-pub use cli::{main, state_dir, InboxArgs};
 use follow::{connect, FromBridge};
+pub use remote::state_dir;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -43,7 +42,7 @@ use crate::control::{self, Call, ControlConfig};
 use crate::methods;
 use crate::notify::Notifier;
 
-/// How often the registry is read for bridges that started or exited.
+/// How often the roster is read for bridges that started or exited.
 pub const RESCAN: Duration = Duration::from_millis(500);
 /// Longest wait before a bridge that cannot be reached is tried again.
 const MAX_RETRY: Duration = Duration::from_secs(5);
@@ -51,11 +50,11 @@ const MAX_RETRY: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 pub struct InboxConfig {
     pub control: ControlConfig,
-    /// The registry folder to read.
-    pub registry: PathBuf,
+    /// The roster's folder to read (`--registry`).
+    pub roster: PathBuf,
     /// `--on-question`: run for every new question of any bridge.
     pub on_question: Option<Vec<String>>,
-    /// `--nats`: follow the bridges over NATS instead of the registry.
+    /// `--nats`: follow the bridges over NATS instead of the roster.
     pub nats: Option<nats::NatsConfig>,
     /// `--remote`: the TLS listener for paired devices.
     pub remote: Option<remote::RemoteConfig>,
@@ -79,7 +78,7 @@ struct Inbox {
 /// Runs the inbox until SIGINT or SIGTERM; the exit code.
 pub async fn run(cfg: InboxConfig) -> Result<i32, control::ControlSetupError> {
     let mut server = control::start(&cfg.control).await?;
-    tracing::info!(registry = %cfg.registry.display(), "inbox: reading bridges from the registry");
+    tracing::info!(registry = %cfg.roster.display(), "inbox: reading bridges from the registry");
     let notifier = cfg
         .on_question
         .clone()
@@ -163,7 +162,7 @@ async fn start_remote(
 ) -> Result<remote::Remote, Box<dyn std::error::Error>> {
     let r = remote::start(cfg, server.methods.clone(), &server.events).await?;
     let store = remote::devices::Store::open(&cfg.state)?;
-    remote::cli::announce(&store, &r.base, &r.fingerprint, remote::devices::PAIR_TTL)?;
+    remote::pairing::announce(&store, &r.base, &r.fingerprint, remote::devices::PAIR_TTL)?;
     Ok(r)
 }
 
@@ -176,9 +175,9 @@ impl Inbox {
         let _ = self.events.send(Arc::new(event));
     }
 
-    /// Reads the registry: connects to new bridges, drops those gone, retries those due.
+    /// Reads the roster: connects to new bridges, drops those gone, retries those due.
     fn rescan(&mut self) {
-        let live = registry::scan(&self.cfg.registry);
+        let live = roster::scan(&self.cfg.roster);
         let now = Instant::now();
         let gone: Vec<String> = self
             .bridges
@@ -515,7 +514,7 @@ impl Inbox {
                     "inbox": true,
                     "bridges": self.bridges.len(),
                     "pendingQuestions": pending,
-                    "registry": self.cfg.registry.display().to_string(),
+                    "registry": self.cfg.roster.display().to_string(),
                     "uptimeMs": self.started.elapsed().as_millis() as u64,
                     "version": env!("CARGO_PKG_VERSION"),
                 }));

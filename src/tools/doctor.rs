@@ -1,7 +1,7 @@
 //! `acp-question-bridge doctor`: a checklist of what the bridge needs and what it finds
 //! here, each line with what to do when it is not right.
 //!
-//! It reads, never changes: the registry folder (entries of bridges that are gone are
+//! It reads, never changes: the roster's folder (entries of bridges that are gone are
 //! skipped, not removed), the inbox's state folder, PATH. It connects only to what it is
 //! checking: the running inbox's remote listener, and the NATS server given with `--nats`.
 //! Exit code 0 when nothing failed, 1 when a check failed.
@@ -60,7 +60,7 @@ pub fn main(args: DoctorArgs) -> ExitCode {
         agents::platform()
     ))];
     checks.push(agent_programs());
-    checks.push(registry_folder());
+    checks.push(roster_folder());
     let state = inbox::state_dir(args.state_dir);
     checks.extend(inbox_checks(&state));
     checks.push(match &args.nats {
@@ -116,21 +116,21 @@ fn agent_programs() -> Check {
     }
 }
 
-fn registry_folder() -> Check {
-    let dir = inbox::registry::dir();
+fn roster_folder() -> Check {
+    let dir = inbox::roster::dir();
     if !dir.exists() {
         return Check::Note(format!(
             "bridge registry {}: not made yet (the first bridge with its control server makes it)",
             dir.display()
         ));
     }
-    if let Err(e) = inbox::registry::ensure_dir(&dir) {
+    if let Err(e) = inbox::roster::ensure_dir(&dir) {
         return Check::Fail(
             format!("bridge registry {}: {e}", dir.display()),
             "it must be a folder of yours that nobody else can enter (mode 0700); remove it and let a bridge make it again".into(),
         );
     }
-    let bridges = inbox::registry::live(&dir);
+    let bridges = inbox::roster::live(&dir);
     let mut line = format!(
         "bridge registry {}: {} running bridge{}",
         dir.display(),

@@ -10,10 +10,10 @@
 //! Invariants: nothing on this port answers without TLS; nothing past the pairing page and
 //! the page itself answers without a paired device; the listener stops with the inbox.
 
-pub mod cli;
 pub mod devices;
 pub mod gate;
 mod killable;
+pub mod pairing;
 pub mod push;
 pub mod tls;
 
@@ -57,6 +57,23 @@ pub struct RemoteConfig {
     pub state: PathBuf,
     /// Web Push to subscribed devices.
     pub push: push::PushConfig,
+}
+
+/// The state folder of `--remote` ([`RemoteConfig::state`], `--state-dir`): its paired
+/// devices, pairing codes and made certificate.
+pub fn state_dir(given: Option<PathBuf>) -> PathBuf {
+    given.unwrap_or_else(|| {
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        var("XDG_STATE_HOME")
+            .or_else(|| var("HOME").map(|h| h.join(".local/state")))
+            .unwrap_or_else(std::env::temp_dir)
+            .join("acp-question-bridge")
+            .join("inbox")
+    })
 }
 
 /// Why the remote listener cannot start.

@@ -1,5 +1,7 @@
-//! The per-user registry of running bridges, which `inbox` reads: one JSON file per bridge
-//! whose control server runs, in a folder only its user can enter.
+//! The roster of running bridges, which `inbox` reads: a per-user folder with one JSON file
+//! per bridge whose control server runs, that only its user can enter. (Not the ACP Registry
+//! of agents, `crate::agents`; the folder's variable and the inbox's `--registry` flag keep
+//! their older name.)
 //!
 //! - Where: `$ACP_QUESTION_BRIDGE_REGISTRY` (tests), else `$XDG_RUNTIME_DIR/acp-question-bridge`,
 //!   else `$XDG_STATE_HOME/acp-question-bridge/bridges`, else
@@ -17,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// The environment variable that names the registry folder (overrides the default).
+/// The environment variable that names the roster's folder (overrides the default).
 pub const REGISTRY_ENV: &str = "ACP_QUESTION_BRIDGE_REGISTRY";
 
 /// One running bridge, as its entry says.
@@ -48,7 +50,7 @@ impl Entry {
     }
 }
 
-/// The registry folder for this user (not created).
+/// The roster's folder for this user (not created).
 pub fn dir() -> PathBuf {
     let var = |k: &str| {
         std::env::var_os(k)
@@ -112,7 +114,7 @@ pub fn ensure_dir(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A bridge's entry in the registry, removed when dropped.
+/// A bridge's entry in the roster, removed when dropped.
 #[derive(Debug)]
 pub struct Registration {
     path: PathBuf,
@@ -124,7 +126,7 @@ impl Drop for Registration {
     }
 }
 
-/// Writes `entry` into the registry at `dir` (created if needed).
+/// Writes `entry` into the roster at `dir` (created if needed).
 pub fn register(dir: &Path, entry: &Entry) -> std::io::Result<Registration> {
     ensure_dir(dir)?;
     let path = dir.join(format!("{}.json", entry.id));
@@ -160,13 +162,13 @@ fn zombie(pid: u32) -> bool {
         .is_some_and(|state| state == "Z" || state == "X")
 }
 
-/// The live bridges in the registry at `dir`; entries of processes that are gone are
+/// The live bridges in the roster at `dir`; entries of processes that are gone are
 /// removed, unreadable ones skipped.
 pub fn scan(dir: &Path) -> Vec<Entry> {
     read(dir, true)
 }
 
-/// The live bridges in the registry at `dir`, changing nothing (for `doctor`).
+/// The live bridges in the roster at `dir`, changing nothing (for `doctor`).
 pub fn live(dir: &Path) -> Vec<Entry> {
     read(dir, false)
 }

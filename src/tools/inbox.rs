@@ -1,9 +1,17 @@
-//! `acp-question-bridge inbox`: its flags, and turning them into an [`InboxConfig`].
+//! `acp-question-bridge inbox`: its flags, turned into the library's [`InboxConfig`] and
+//! run; and `inbox pair`, `inbox devices list|revoke` beside a running inbox (they share
+//! its state folder).
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
 
-use super::{nats, registry, run, InboxConfig};
-use crate::control::{self, ControlConfig};
+use acp_question_bridge::control::{self, ControlConfig};
+use acp_question_bridge::inbox::remote::devices::Store;
+use acp_question_bridge::inbox::remote::{self, pairing, push};
+use acp_question_bridge::inbox::{nats, roster, run, state_dir, InboxConfig};
+use acp_question_bridge::{cli, logging, notify};
 
 /// `inbox` and its flags.
 #[derive(Debug, clap::Args)]
@@ -79,38 +87,47 @@ pub struct InboxArgs {
     #[arg(long, value_name = "DIR", global = true)]
     pub state_dir: Option<PathBuf>,
     #[command(subcommand)]
-    pub command: Option<super::remote::cli::InboxCommand>,
+    pub command: Option<InboxCommand>,
 }
 
-/// The state folder of `--remote`.
-pub fn state_dir(given: Option<PathBuf>) -> PathBuf {
-    given.unwrap_or_else(|| {
-        let var = |k: &str| {
-            std::env::var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        var("XDG_STATE_HOME")
-            .or_else(|| var("HOME").map(|h| h.join(".local/state")))
-            .unwrap_or_else(std::env::temp_dir)
-            .join("acp-question-bridge")
-            .join("inbox")
-    })
+/// `inbox pair` and `inbox devices`: beside a running inbox (they share its state folder).
+#[derive(Debug, clap::Subcommand)]
+pub enum InboxCommand {
+    /// Print a fresh pairing link and its QR code for the running inbox's --remote listener.
+    Pair {
+        /// How long the code is good for (once).
+        #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = cli::parse_duration)]
+        ttl: Duration,
+    },
+    /// The paired devices.
+    Devices {
+        #[command(subcommand)]
+        what: DevicesCommand,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum DevicesCommand {
+    /// Each paired device's name and when it was paired.
+    List,
+    /// Unpair a device: refused at its next request, its open connection closed.
+    Revoke { name: String },
+}
+
+/// A one-line error of `inbox` on stderr, and its exit code.
+fn fail(code: u8, msg: &str) -> ExitCode {
+    logging::fail("acp-question-bridge inbox", code, msg)
 }
 
 /// Runs `inbox`: exit code 0 when stopped by a signal, 1 when it cannot start, 2 on a
 /// command line that cannot work.
-pub fn main(a: InboxArgs) -> std::process::ExitCode {
-    use std::process::ExitCode;
-    fn fail(code: u8, msg: &str) -> ExitCode {
-        crate::logging::fail("acp-question-bridge inbox", code, msg)
-    }
-    let _log = match crate::logging::init(&a.log_level, crate::logging::LogFormat::Text, None) {
+pub fn main(a: InboxArgs) -> ExitCode {
+    let _log = match logging::init(&a.log_level, logging::LogFormat::Text, None) {
         Ok(guard) => guard,
         Err(e) => return fail(2, &format!("cannot set up logging: {e}")),
     };
     if let Some(command) = a.command {
-        return super::remote::cli::main(command, &state_dir(a.state_dir));
+        return beside(command, &state_dir(a.state_dir));
     }
     let addr = match control::parse_addr(&a.listen, a.allow_remote) {
         Ok(addr) => addr,
@@ -129,7 +146,7 @@ pub fn main(a: InboxArgs) -> std::process::ExitCode {
             Err(e) => return fail(1, &e.to_string()),
         },
     };
-    let on_question = match a.on_question.as_deref().map(crate::notify::parse_command) {
+    let on_question = match a.on_question.as_deref().map(notify::parse_command) {
         None => None,
         Some(Ok(argv)) => Some(argv),
         Some(Err(e)) => return fail(2, &e),
@@ -137,12 +154,12 @@ pub fn main(a: InboxArgs) -> std::process::ExitCode {
     let remote = match a.remote.as_deref().map(|r| control::parse_addr(r, true)) {
         None => None,
         Some(Err(e)) => return fail(2, &e.to_string().replace("--control", "--remote")),
-        Some(Ok(addr)) => Some(super::remote::RemoteConfig {
+        Some(Ok(addr)) => Some(remote::RemoteConfig {
             addr,
             host: a.remote_host,
             own_cert: a.tls_cert.zip(a.tls_key),
             state: state_dir(a.state_dir),
-            push: super::remote::push::PushConfig {
+            push: push::PushConfig {
                 contact: a.push_contact,
                 services: a.push_service,
                 ca: a.push_ca,
@@ -158,7 +175,7 @@ pub fn main(a: InboxArgs) -> std::process::ExitCode {
             token_file: a.token_file,
             implicit: false,
         },
-        registry: a.registry.unwrap_or_else(registry::dir),
+        roster: a.registry.unwrap_or_else(roster::dir),
         on_question,
         nats: a.nats.map(|url| nats::NatsConfig {
             url,
@@ -169,12 +186,70 @@ pub fn main(a: InboxArgs) -> std::process::ExitCode {
     if let Err(e) = nats::check_prefix(&a.nats_prefix) {
         return fail(2, &e);
     }
-    let runtime = match crate::cli::runtime() {
+    let runtime = match cli::runtime() {
         Ok(rt) => rt,
         Err(e) => return fail(1, &format!("cannot start runtime: {e}")),
     };
     match runtime.block_on(run(cfg)) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => fail(1, &e.to_string()),
+    }
+}
+
+/// `inbox pair` and `inbox devices ...`.
+fn beside(command: InboxCommand, state: &Path) -> ExitCode {
+    let store = match Store::open(state) {
+        Ok(s) => s,
+        Err(e) => return fail(1, &format!("the state folder {}: {e}", state.display())),
+    };
+    match command {
+        InboxCommand::Pair { ttl } => {
+            let remote = std::fs::read(state.join("remote.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+            let Some(remote) = remote else {
+                return fail(
+                    1,
+                    &format!(
+                        "no inbox with --remote is running with the state folder {} (start `acp-question-bridge inbox --remote ADDR:PORT`)",
+                        state.display()
+                    ),
+                );
+            };
+            let base = remote["base"].as_str().unwrap_or_default();
+            let fingerprint = remote["fingerprint"].as_str().unwrap_or_default();
+            match pairing::announce(&store, base, fingerprint, ttl) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(1, &format!("cannot make a pairing code: {e}")),
+            }
+        }
+        InboxCommand::Devices {
+            what: DevicesCommand::List,
+        } => match store.devices() {
+            Ok(devices) => {
+                let mut out = std::io::stdout().lock();
+                for d in devices {
+                    let at = SystemTime::UNIX_EPOCH + Duration::from_secs(d.paired_at);
+                    let _ = writeln!(
+                        out,
+                        "{}\tpaired {}",
+                        d.name,
+                        humantime::format_rfc3339_seconds(at)
+                    );
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(1, &format!("cannot read the devices: {e}")),
+        },
+        InboxCommand::Devices {
+            what: DevicesCommand::Revoke { name },
+        } => match store.revoke(&name) {
+            Ok(true) => {
+                logging::say("acp-question-bridge inbox", &format!("revoked {name:?}"));
+                ExitCode::SUCCESS
+            }
+            Ok(false) => fail(1, &format!("no device named {name:?}")),
+            Err(e) => fail(1, &format!("cannot revoke: {e}")),
+        },
     }
 }

@@ -1,0 +1,232 @@
+//! The inbox across machines, over NATS JetStream (`--nats`).
+//!
+//! Names (`P` is `--nats-prefix`, default `acpqb`):
+//! - bucket `P_questions`: one key per pending question, `<bridge id>.<hex session id>.<hex
+//!   question id>`, its value the question view with `bridge`; deleted when it resolves;
+//! - bucket `P_bridges`: one key per bridge, `<bridge id>`, its public description with
+//!   `heartbeatAt`, put every [`HEARTBEAT`]; a bridge not heard of for [`EXPIRY`] is gone;
+//! - stream `P_events` on `P.events.>`: every lifecycle event, on `P.events.<bridge id>`;
+//! - subject `P.answer.<bridge id>`: requests `{"method": "questions.answer" |
+//!   "questions.reject", "params": {...}}`; the reply is `{"result": ...}` or `{"error":
+//!   {"code", "message", "data"}}`, exactly what the bridge's control server would return.
+//!
+//! Only features of JetStream 2.9 are used (no per-key TTL: expiry is the heartbeat's).
+//!
+//! The bridge side ([`publish`]) is an observer of the control server like any subscriber:
+//! it reads the same event broadcast and sends answers into the loop as `Call`s, so NATS is
+//! never in the routing path. When NATS is down or slow its operations fail after a timeout
+//! and it marks itself out of step; once connected again it puts the current pending
+//! questions (from `questions.list`) and deletes its keys that are no longer pending.
+//!
+//! Here: the names, the keys, the connection and the buckets both sides share; the bridge's
+//! publisher is `nats/publisher.rs`, the inbox's follower `nats/follower.rs`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, kv};
+use futures::StreamExt;
+use tokio::sync::mpsc;
+
+mod follower;
+mod publisher;
+pub use follower::{follow, relay, sweep, Seen};
+pub use publisher::{publish, Publisher};
+
+/// How often a bridge says it is alive.
+pub const HEARTBEAT: Duration = Duration::from_secs(2);
+/// A bridge not heard of for this long is gone.
+pub const EXPIRY: Duration = Duration::from_secs(10);
+/// How long one NATS operation may take before the state is taken as unknown.
+const OP_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `--nats` and friends.
+#[derive(Debug, Clone)]
+pub struct NatsConfig {
+    pub url: String,
+    pub creds: Option<PathBuf>,
+    pub prefix: String,
+}
+
+impl NatsConfig {
+    fn questions(&self) -> String {
+        format!("{}_questions", self.prefix)
+    }
+    fn bridges(&self) -> String {
+        format!("{}_bridges", self.prefix)
+    }
+    fn stream(&self) -> String {
+        format!("{}_events", self.prefix)
+    }
+    pub fn events_subject(&self, bridge: &str) -> String {
+        format!("{}.events.{bridge}", self.prefix)
+    }
+    pub fn answer_subject(&self, bridge: &str) -> String {
+        format!("{}.answer.{bridge}", self.prefix)
+    }
+}
+
+/// Checks `--nats-prefix`: it names buckets and subjects, so letters, digits, `-` and `_`.
+pub fn check_prefix(p: &str) -> Result<(), String> {
+    if !p.is_empty()
+        && p.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "--nats-prefix {p:?}: use letters, digits, '-' and '_' only"
+        ))
+    }
+}
+
+fn hex(s: &str) -> String {
+    s.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    if !b.len().is_multiple_of(2) {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = b
+        .chunks(2)
+        .map(|p| u8::from_str_radix(std::str::from_utf8(p).ok()?, 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
+/// The key of a question in the questions bucket.
+pub fn question_key(bridge: &str, session_id: &str, question_id: &str) -> String {
+    format!("{bridge}.{}.{}", hex(session_id), hex(question_id))
+}
+
+/// (bridge, sessionId, questionId) of a questions-bucket key.
+pub fn parse_key(key: &str) -> Option<(String, String, String)> {
+    let mut parts = key.split('.');
+    let (b, s, q) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    Some((b.to_owned(), unhex(s)?, unhex(q)?))
+}
+
+/// Connects (in the background: the client retries for ever), reporting connection changes
+/// on `events`.
+pub async fn connect(
+    cfg: &NatsConfig,
+    name: &str,
+    events: mpsc::UnboundedSender<async_nats::Event>,
+) -> Result<async_nats::Client, String> {
+    let mut o = async_nats::ConnectOptions::new()
+        .name(name)
+        .retry_on_initial_connect()
+        .connection_timeout(OP_TIMEOUT)
+        .request_timeout(Some(OP_TIMEOUT))
+        .max_reconnects(None)
+        .reconnect_delay_callback(|n| Duration::from_millis((100 * n as u64).min(1000)))
+        .event_callback(move |ev| {
+            let events = events.clone();
+            async move {
+                let _ = events.send(ev);
+            }
+        });
+    if let Some(c) = &cfg.creds {
+        o = o
+            .credentials_file(c)
+            .await
+            .map_err(|e| format!("--nats-creds {}: {e}", c.display()))?;
+    }
+    o.connect(cfg.url.as_str())
+        .await
+        .map_err(|e| format!("--nats {}: {e}", cfg.url))
+}
+
+/// The two buckets and the event stream, created when missing.
+///
+/// A bucket's stream is made here with the key-value conventions (`KV_<bucket>` on
+/// `$KV.<bucket>.>`, one message per subject, roll-ups allowed, deletes as markers, direct
+/// gets) rather than with `create_key_value`, which first reads the account's JetStream info
+/// in a shape servers before 2.10 do not send.
+pub async fn open(
+    js: &jetstream::Context,
+    cfg: &NatsConfig,
+) -> Result<(kv::Store, kv::Store), String> {
+    let bucket = |name: String, max_age: Duration| async move {
+        js.get_or_create_stream(jetstream::stream::Config {
+            name: format!("KV_{name}"),
+            subjects: vec![format!("$KV.{name}.>")],
+            max_messages_per_subject: 1,
+            max_age,
+            discard: jetstream::stream::DiscardPolicy::New,
+            allow_rollup: true,
+            deny_delete: true,
+            allow_direct: true,
+            duplicate_window: if max_age.is_zero() {
+                Duration::from_secs(120)
+            } else {
+                max_age.min(Duration::from_secs(120))
+            },
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| format!("cannot create the bucket {name}: {e}"))?;
+        js.get_key_value(name.clone())
+            .await
+            .map_err(|e| format!("cannot open the bucket {name}: {e}"))
+    };
+    let questions = bucket(cfg.questions(), Duration::ZERO).await?;
+    let bridges = bucket(cfg.bridges(), EXPIRY * 6).await?;
+    js.get_or_create_stream(jetstream::stream::Config {
+        name: cfg.stream(),
+        subjects: vec![format!("{}.events.>", cfg.prefix)],
+        max_age: Duration::from_secs(24 * 3600),
+        max_messages: 100_000,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| format!("cannot create the stream {}: {e}", cfg.stream()))?;
+    Ok((questions, bridges))
+}
+
+async fn timed<T, E: std::fmt::Display>(
+    what: &str,
+    f: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(OP_TIMEOUT, f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(format!("{what}: {e}")),
+        Err(_) => Err(format!("{what}: no answer within {OP_TIMEOUT:?}")),
+    }
+}
+
+/// Bridge `id`'s keys in the questions bucket.
+async fn own_keys(questions: &kv::Store, id: &str) -> Result<Vec<String>, String> {
+    let prefix = format!("{id}.");
+    let keys = timed("keys", questions.keys()).await?;
+    let all: Vec<String> = timed("keys", async {
+        Ok::<_, String>(keys.filter_map(|k| async move { k.ok() }).collect().await)
+    })
+    .await?;
+    Ok(all.into_iter().filter(|k| k.starts_with(&prefix)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_carry_any_ids_and_read_back() {
+        let k = question_key("0123abcd", "sess/1 ü", "q.7");
+        assert!(k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.'));
+        assert_eq!(
+            parse_key(&k),
+            Some(("0123abcd".into(), "sess/1 ü".into(), "q.7".into()))
+        );
+        assert_eq!(parse_key("a.b"), None);
+        assert_eq!(parse_key("a.zz.00"), None);
+        assert!(check_prefix("acpqb").is_ok());
+        assert!(check_prefix("a.b").is_err());
+        assert!(check_prefix("").is_err());
+    }
+}
