@@ -50,7 +50,10 @@ impl Acpx {
         let (home, cwd) = (dir.join("home"), dir.join("cwd"));
         std::fs::create_dir_all(&home).expect("HOME");
         std::fs::create_dir_all(&cwd).expect("cwd");
-        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
+        // Close-on-exec: the tests share one process, and a child another test starts
+        // meanwhile must not hold the terminal's master.
+        let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
+        let master = openpt(flags).expect("openpt");
         grantpt(&master).expect("grantpt");
         unlockpt(&master).expect("unlockpt");
         let slave_path = ptsname(&master, Vec::new()).expect("ptsname");

@@ -28,11 +28,11 @@ impl Sink {
     fn stdio(self) -> (Stdio, Option<std::os::fd::OwnedFd>) {
         match self {
             Sink::Unread => {
-                let (read, write) = nix::unistd::pipe().expect("pipe");
+                let (read, write) = pipe();
                 (Stdio::from(write), Some(read))
             }
             Sink::ClosedPipe => {
-                let (read, write) = nix::unistd::pipe().expect("pipe");
+                let (read, write) = pipe();
                 drop(read);
                 (Stdio::from(write), None)
             }
@@ -47,6 +47,13 @@ impl Sink {
             ),
         }
     }
+}
+
+/// A pipe whose ends are close-on-exec. The tests share one process: a child that another
+/// test starts meanwhile would inherit plain ends, and a read end held there leaves the
+/// "closed" pipe open (no EPIPE), as a write end held there keeps it from ending.
+fn pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("pipe")
 }
 
 async fn session_with_stderr(sink: Sink, level: &str) {

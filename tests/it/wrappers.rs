@@ -7,9 +7,10 @@
 //! (`tests/it/agents/`: it ignores stdin EOF, and takes 100 ms to stop after SIGTERM, noting
 //! "term" when the signal comes and "clean" as its very last act) [`RUNS`] times, the
 //! trigger alternating between the client's EOF and SIGTERM to the bridge, with a busy
-//! process beside it (the race this guards against shows under load). Every run checks that
-//! the agent's handler ran to its end, that nothing was sent SIGKILL, that the agent's group
-//! is gone, and that the bridge exited within the documented bound.
+//! process beside it (the race this guards against shows under load; one for all the cases
+//! that run at once). Every run checks that the agent's handler ran to its end, that nothing
+//! was sent SIGKILL, that the agent's group is gone, and that the bridge exited within the
+//! documented bound.
 //!
 //! Issue 41: the client's EOF and a signal to the bridge, in either order (an editor that
 //! quits closes the agent's stdin and then sends SIGTERM), with an agent that takes 200 ms
@@ -18,6 +19,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use crate::common::{install, temp_dir, Bridge, WAIT};
@@ -48,20 +50,41 @@ enum Trigger {
     SigtermThenEof,
 }
 
-/// A busy process beside the case for as long as this lives.
+/// A busy process beside the cases for as long as a `Load` lives: one for all the cases
+/// running at once, started by the first and ended with the last. The tests share one
+/// process; a busy loop per case would take both cores of a small machine whenever two
+/// cases run together, from whatever other test runs beside them.
 struct Load {
-    _busy: tokio::process::Child,
+    _busy: Arc<Busy>,
 }
+
+/// The busy loop; killed (and reaped) when dropped.
+struct Busy(std::process::Child);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The busy loop the running cases share, while one does.
+static BUSY: Mutex<Weak<Busy>> = Mutex::new(Weak::new());
 
 impl Load {
     fn start() -> Self {
-        let child = tokio::process::Command::new("sh")
+        let mut shared = BUSY.lock().unwrap();
+        if let Some(busy) = shared.upgrade() {
+            return Load { _busy: busy };
+        }
+        let child = std::process::Command::new("sh")
             .args(["-c", "while :; do :; done"])
             .stdin(Stdio::null())
-            .kill_on_drop(true)
             .spawn()
             .expect("a busy loop starts");
-        Load { _busy: child }
+        let busy = Arc::new(Busy(child));
+        *shared = Arc::downgrade(&busy);
+        Load { _busy: busy }
     }
 }
 
