@@ -13,6 +13,7 @@
 
 use crate::common::control::{self, list_until};
 use crate::common::*;
+use acp_question_bridge::questions::sources::{vendor, VENDORS};
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -644,71 +645,70 @@ matrix!(forms_client, Client::Forms);
 matrix!(permission_client, Client::Permission);
 matrix!(control_only, Client::Control);
 
-/// A client that says it knows every vendor's method, but answers `-32601`: each vendor
-/// question is shown again in the client's best standard shape (here the extension), and
-/// the answer reaches the agent in its own shape.
+/// A client that says it knows every vendor's method (every method of
+/// [`VENDORS`]), but answers `-32601`: each vendor question is shown again in the client's
+/// best standard shape (here the extension), and the answer reaches the agent in its own
+/// shape. Which cases are a vendor's is what the client is shown: a case whose request comes
+/// in a method of [`VENDORS`]. Every vendor must have one: a vendor added without its case
+/// fails here.
 #[tokio::test]
 async fn a_vendor_method_the_client_claims_but_lacks_falls_back_to_its_standard_shape() {
-    let vendors: Vec<&Case> = CASES
-        .iter()
-        .filter(|c| {
-            [
-                "cursor",
-                "cursor_plan",
-                "grok",
-                "gemini",
-                "gemini_plan",
-                "opencode",
-            ]
-            .contains(&c.source)
-        })
-        .collect();
-    assert_eq!(vendors.len(), 6);
     let mut b = Bridge::mock(&[]);
     let mut caps = Client::Extension.caps();
-    for m in [
-        "cursor/ask_question",
-        "cursor/create_plan",
-        "x.ai/ask_user_question",
-        "gemini/requestUserInput",
-        "opencode/question",
-    ] {
-        caps["_meta"][m] = json!(true);
+    for v in VENDORS {
+        caps["_meta"][v.method] = json!(true);
     }
     b.initialize(caps).await;
     let sid = b.new_session(1).await;
-    for (i, case) in vendors.into_iter().enumerate() {
+    let mut asked_in = std::collections::BTreeSet::new();
+    for (i, case) in CASES.iter().enumerate() {
         let w = case.word;
         let pid = 10 + i as i64;
         b.prompt(pid, &sid, w).await;
-        let (req, _) = b
+        let (mut req, _) = b
             .recv_until(|m| m.get("method").is_some() && m.get("id").is_some())
             .await;
-        let method = req["method"].as_str().unwrap().trim_start_matches('_');
-        assert!(
-            !method.starts_with("sandboxagent"),
-            "{w}: shown as sent first: {req}"
-        );
-        b.send(&json!({"jsonrpc":"2.0","id":req["id"],
-            "error":{"code":-32601,"message":"Method not found"}}))
+        let method = req["method"].as_str().unwrap().to_owned();
+        if let Some(v) = vendor(&method) {
+            // A vendor's question, shown as sent first; refused, it comes again.
+            asked_in.insert(v.method);
+            b.send(&json!({"jsonrpc":"2.0","id":req["id"],
+                "error":{"code":-32601,"message":"Method not found"}}))
+                .await;
+            (req, _) = b
+                .recv_until(|m| m.get("method").is_some() && m.get("id").is_some())
+                .await;
+            assert_eq!(
+                req["method"], "_sandboxagent/session/request_question",
+                "{w}"
+            );
+        }
+        b.send(&json!({"jsonrpc":"2.0","id":req["id"],"result":ide_answer(&req)}))
             .await;
-        let (again, _) = b
-            .recv_until(|m| m.get("method").is_some() && m.get("id").is_some())
-            .await;
-        assert_eq!(
-            again["method"], "_sandboxagent/session/request_question",
-            "{w}"
-        );
-        b.send(&json!({"jsonrpc":"2.0","id":again["id"],"result":ide_answer(&again)}))
-            .await;
+        // A standard shape's first prompt may not be all it asks.
         let prefix = format!("{w}: ");
-        let (m, _) = b
-            .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with(&prefix)))
-            .await;
+        let (m, _) = loop {
+            let (m, before) = b
+                .recv_until(|m| {
+                    chunk_text(m).is_some_and(|t| t.starts_with(&prefix))
+                        || (m.get("method").is_some() && m.get("id").is_some())
+                })
+                .await;
+            if chunk_text(&m).is_some() {
+                break (m, before);
+            }
+            b.send(&json!({"jsonrpc":"2.0","id":m["id"],"result":ide_answer(&m)}))
+                .await;
+        };
         let got: Value = serde_json::from_str(&chunk_text(&m).unwrap()[prefix.len()..]).unwrap();
         check(Client::Extension, case, "answered", &got, case.answered, "");
         b.response(json!(pid)).await;
     }
+    let vendors: std::collections::BTreeSet<&str> = VENDORS.iter().map(|v| v.method).collect();
+    assert_eq!(
+        asked_in, vendors,
+        "every vendor asks in one of CASES (a vendor without its case has none)"
+    );
     b.close_stdin();
     b.drain().await;
     assert_eq!(b.wait().await, 0);
