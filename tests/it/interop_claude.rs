@@ -1,6 +1,6 @@
 //! A real agent, offline (issue 16): claude-agent-acp 0.100 (npm, running its native Claude
 //! Code CLI) behind the real bridge, its model the scripted fake of the Anthropic Messages
-//! API in `tests/it/common/fake_anthropic.rs`. Nothing leaves the machine but the npm install.
+//! API in `tests/it/common/fake_model/`. Nothing leaves the machine but the npm install.
 //!
 //! Claude's `AskUserQuestion` reaches the model's `tool_result` whoever answers it: a client
 //! that renders forms (Claude's own `elicitation/create`, as sent), a client that shows the
@@ -13,8 +13,8 @@
 
 use crate::common;
 use crate::common::chunks;
-use crate::common::claude_agent::{form_client, record_or_load, Claude, VERSION};
-use crate::common::fake_anthropic::{tool_result_text, tool_use_id, Kind, Reply};
+use crate::common::fake_model::{output_text, Dialect, Kind, Reply};
+use crate::common::real_agent::{form_client, record_or_load, Agent, Rig, CLAUDE_VERSION};
 use serde_json::{json, Value};
 
 const QUESTION: &str = "Which database?";
@@ -27,7 +27,7 @@ const BASH_FINAL: &str = "The marker file is written.";
 /// either with `rawInput: {}` and a generic title, refined later by an update with the
 /// `rawInput` (sometimes after the answer, sometimes never), or complete at once.
 fn pinned(steps: &[Value]) -> Vec<&Value> {
-    let tool = tool_use_id(0);
+    let tool = Dialect::Anthropic.tool_id(0);
     let is_pinned = |m: &Value| {
         let update = &m["params"]["update"];
         let announcing = update["sessionUpdate"] == "tool_call" || update.get("rawInput").is_some();
@@ -45,22 +45,22 @@ fn pinned(steps: &[Value]) -> Vec<&Value> {
 
 /// Answers the agent's request `ask` with `result`, then checks the turn (prompt id 2) ends
 /// with `final_text`; returns the `tool_result` the model got for the scripted tool use.
-async fn answer(claude: &mut Claude, ask: &Value, result: Value, final_text: &str) -> Value {
+async fn answer(claude: &mut Rig, ask: &Value, result: Value, final_text: &str) -> Value {
     let b = &mut claude.bridge;
     b.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": result}))
         .await;
     let (done, after) = b.response(json!(2)).await;
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
     assert_eq!(chunks(&after), final_text);
-    claude.model.tool_result(0).await
+    claude.model.tool_output(0).await
 }
 
 /// Checks the end of a run: the bridge exits cleanly, the CLI called only the Messages API,
 /// and the fixture `name` holds the same pinned messages as this run (`scenario` goes into
 /// the fixture's comment line when recording).
-async fn finish(mut claude: Claude, session: &str, name: &str, scenario: &str) {
+async fn finish(mut claude: Rig, session: &str, name: &str, scenario: &str) {
     let comment = format!(
-        "claude-agent-acp {VERSION} behind the bridge (pass-through), a client with \
+        "claude-agent-acp {CLAUDE_VERSION} behind the bridge (pass-through), a client with \
          elicitation.form; {scenario}. Recorded at the client by tests/it/interop_claude.rs \
          (ACP_QB_RECORD=1); <session> and <cwd> stand for the run's session id and working \
          directory, <timestamp> for a time. Not replayed."
@@ -96,7 +96,7 @@ async fn claude_asks_a_form_client_and_the_model_gets_the_answer() {
         Reply::tool("AskUserQuestion", json!({ "questions": [question] })),
         Reply::text(ASK_FINAL),
     ];
-    let Some(mut claude) = Claude::start("claude-ask", script, &[]).await else {
+    let Some(mut claude) = Rig::start(Agent::Claude, "claude-ask", script, &[]).await else {
         return;
     };
     let session = claude.open(form_client()).await;
@@ -108,7 +108,7 @@ async fn claude_asks_a_form_client_and_the_model_gets_the_answer() {
     let offered = claude.model.wait_step(0).await;
     let tools = offered.tool_names();
     assert!(tools.contains(&"AskUserQuestion"), "offered: {tools:?}");
-    let tool = tool_use_id(0);
+    let tool = Dialect::Anthropic.tool_id(0);
     let announced = before.iter().find(|m| {
         m["params"]["update"]["sessionUpdate"] == "tool_call"
             && m["params"]["update"]["toolCallId"] == tool.as_str()
@@ -131,7 +131,7 @@ async fn claude_asks_a_form_client_and_the_model_gets_the_answer() {
 
     let accept = json!({"action": "accept", "content": {"question_0": "SQLite"}});
     let result = answer(&mut claude, &ask, accept, ASK_FINAL).await;
-    let text = tool_result_text(&result);
+    let text = output_text(&result);
     assert!(text.contains(r#""Which database?"="SQLite""#), "{result}");
 
     let scenario = "the fake model asks AskUserQuestion, the client accepts SQLite";
@@ -142,7 +142,7 @@ async fn claude_asks_a_form_client_and_the_model_gets_the_answer() {
 async fn claude_asks_permission_for_bash_and_the_model_gets_its_output() {
     let input = json!({"command": COMMAND, "description": "Write a marker file"});
     let script = vec![Reply::tool("Bash", input.clone()), Reply::text(BASH_FINAL)];
-    let Some(mut claude) = Claude::start("claude-bash", script, &[]).await else {
+    let Some(mut claude) = Rig::start(Agent::Claude, "claude-bash", script, &[]).await else {
         return;
     };
     let session = claude.open(form_client()).await;
@@ -155,7 +155,7 @@ async fn claude_asks_permission_for_bash_and_the_model_gets_its_output() {
     let text =
         json!({"type": "content", "content": {"type": "text", "text": "Write a marker file"}});
     let expected = json!({
-        "toolCall": {"toolCallId": tool_use_id(0), "name": "Bash", "status": "pending",
+        "toolCall": {"toolCallId": Dialect::Anthropic.tool_id(0), "name": "Bash", "status": "pending",
             "rawInput": input, "title": COMMAND, "kind": "execute", "content": [text],
             "locations": [{"path": format!("{cwd}/marker.txt")}]},
         "options": [
@@ -171,7 +171,7 @@ async fn claude_asks_permission_for_bash_and_the_model_gets_its_output() {
     let once = &once.expect("an allow_once option")["optionId"];
     let outcome = json!({"outcome": {"outcome": "selected", "optionId": once}});
     let result = answer(&mut claude, &ask, outcome, BASH_FINAL).await;
-    assert_eq!(tool_result_text(&result), "rig-bash-ran", "{result}");
+    assert_eq!(output_text(&result), "rig-bash-ran", "{result}");
     assert_eq!(result["is_error"], false, "{result}");
     let marker = std::fs::read_to_string(claude.cwd.join("marker.txt"));
     assert_eq!(marker.expect("marker.txt"), "rig-bash-ran\n");
@@ -196,7 +196,7 @@ fn ask_script() -> Vec<Reply> {
 /// model.
 #[tokio::test]
 async fn claude_asks_an_extension_client_and_one_value_answers_it() {
-    let Some(mut claude) = Claude::start("claude-ext", ask_script(), &[]).await else {
+    let Some(mut claude) = Rig::start(Agent::Claude, "claude-ext", ask_script(), &[]).await else {
         return;
     };
     let caps =
@@ -213,7 +213,7 @@ async fn claude_asks_an_extension_client_and_one_value_answers_it() {
     let answered = json!({"status": "answered", "answers": [["SQLite"]]});
     let result = answer(&mut claude, &ask, answered, ASK_FINAL).await;
     assert!(
-        tool_result_text(&result).contains(r#""Which database?"="SQLite""#),
+        output_text(&result).contains(r#""Which database?"="SQLite""#),
         "{result}"
     );
     assert_eq!(claude.finish().await, 0);
@@ -223,7 +223,7 @@ async fn claude_asks_an_extension_client_and_one_value_answers_it() {
 /// model.
 #[tokio::test]
 async fn claude_asks_a_permission_only_client_and_the_pick_reaches_the_model() {
-    let Some(mut claude) = Claude::start("claude-perm", ask_script(), &[]).await else {
+    let Some(mut claude) = Rig::start(Agent::Claude, "claude-perm", ask_script(), &[]).await else {
         return;
     };
     let session = claude.open(json!({})).await;
@@ -234,7 +234,7 @@ async fn claude_asks_a_permission_only_client_and_the_pick_reaches_the_model() {
         .await;
     assert_eq!(
         ask["params"]["toolCall"]["toolCallId"],
-        tool_use_id(0),
+        Dialect::Anthropic.tool_id(0),
         "{ask}"
     );
     // An unknown client gets yes/no prompts, one option at a time: no to SQLite, yes to
@@ -248,13 +248,16 @@ async fn claude_asks_a_permission_only_client_and_the_pick_reaches_the_model() {
     let (next, _) = b
         .recv_until(|m| m["method"] == "session/request_permission")
         .await;
-    assert_eq!(next["params"]["toolCall"]["toolCallId"], tool_use_id(0));
+    assert_eq!(
+        next["params"]["toolCall"]["toolCallId"],
+        Dialect::Anthropic.tool_id(0)
+    );
     let title = next["params"]["toolCall"]["title"].as_str().unwrap_or("");
     assert!(title.contains("→ Postgres (option 2 of 2)"), "{next}");
     let outcome = json!({"outcome": {"outcome": "selected", "optionId": "allow"}});
     let result = answer(&mut claude, &next, outcome, ASK_FINAL).await;
     assert!(
-        tool_result_text(&result).contains(r#""Which database?"="Postgres""#),
+        output_text(&result).contains(r#""Which database?"="Postgres""#),
         "{result}"
     );
     assert_eq!(claude.finish().await, 0);
@@ -269,7 +272,13 @@ async fn claude_is_answered_and_approved_from_the_questions_cli() {
     let mut script = ask_script();
     script[1] = Reply::tool("Bash", input);
     script.push(Reply::text(BASH_FINAL));
-    let Some(mut claude) = Claude::start("claude-cli", script, &["--control", "127.0.0.1:0"]).await
+    let Some(mut claude) = Rig::start(
+        Agent::Claude,
+        "claude-cli",
+        script,
+        &["--control", "127.0.0.1:0"],
+    )
+    .await
     else {
         return;
     };
@@ -288,9 +297,9 @@ async fn claude_is_answered_and_approved_from_the_questions_cli() {
     let (code, _) =
         common::control::cli(&["answer", "--control", &url, &session, &qid, "SQLite"]).await;
     assert_eq!(code, 0);
-    let first = claude.model.tool_result(0).await;
+    let first = claude.model.tool_output(0).await;
     assert!(
-        tool_result_text(&first).contains(r#""Which database?"="SQLite""#),
+        output_text(&first).contains(r#""Which database?"="SQLite""#),
         "{first}"
     );
     // Then the Bash approval, listed with its command.
@@ -313,8 +322,8 @@ async fn claude_is_answered_and_approved_from_the_questions_cli() {
     assert_eq!(code, 0);
     let (done, _) = b.response(json!(2)).await;
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
-    let second = claude.model.tool_result(1).await;
-    assert_eq!(tool_result_text(&second), "rig-bash-ran", "{second}");
+    let second = claude.model.tool_output(1).await;
+    assert_eq!(output_text(&second), "rig-bash-ran", "{second}");
     assert_eq!(claude.finish().await, 0);
 }
 
@@ -346,7 +355,7 @@ async fn a_policy_allows_and_denies_claudes_bash_and_the_model_gets_each_result(
         Reply::text(FINAL),
     ];
     let args = ["--policy", policy.to_str().unwrap()];
-    let Some(mut claude) = Claude::start("claude-policy", script, &args).await else {
+    let Some(mut claude) = Rig::start(Agent::Claude, "claude-policy", script, &args).await else {
         return;
     };
     std::fs::create_dir_all(claude.cwd.join("build")).unwrap();
@@ -371,14 +380,14 @@ async fn a_policy_allows_and_denies_claudes_bash_and_the_model_gets_each_result(
     );
     assert!(chat.ends_with(FINAL), "{chat}");
 
-    let ran = claude.model.tool_result(0).await;
-    let ran_text = tool_result_text(&ran);
+    let ran = claude.model.tool_output(0).await;
+    let ran_text = output_text(&ran);
     // cargo ran (in a folder with no Cargo.toml): its own words, not a refusal.
     assert!(ran_text.contains("Cargo.toml"), "{ran}");
-    let refused = claude.model.tool_result(1).await;
+    let refused = claude.model.tool_output(1).await;
     assert_eq!(refused["is_error"], true, "{refused}");
     assert!(claude.cwd.join("build").is_dir(), "rm -rf never ran");
-    let refused_text = tool_result_text(&refused);
+    let refused_text = output_text(&refused);
     // claude-agent-acp 0.100 says "User refused permission to run tool".
     assert!(refused_text.contains("refused permission"), "{refused}");
     assert_eq!(claude.finish().await, 0, "{}", claude.bridge.stderr());
@@ -397,8 +406,13 @@ async fn claudes_write_approval_carries_its_diff_and_the_agents_context() {
         ),
         Reply::text(FINAL),
     ];
-    let Some(mut claude) =
-        Claude::start("claude-write", script, &["--control", "127.0.0.1:0"]).await
+    let Some(mut claude) = Rig::start(
+        Agent::Claude,
+        "claude-write",
+        script,
+        &["--control", "127.0.0.1:0"],
+    )
+    .await
     else {
         return;
     };

@@ -1,6 +1,6 @@
 //! A real Codex, offline: codex-acp 2.6 (npm, running the native Codex CLI 0.166 as its app
 //! server) behind the real bridge, its model the scripted fake of the OpenAI Responses API in
-//! `tests/it/common/fake_openai.rs`. Nothing leaves the machine but the npm install.
+//! `tests/it/common/fake_model/`. Nothing leaves the machine but the npm install.
 //!
 //! The approval policy (docs/POLICY.md) answers Codex's command approvals: the fake model
 //! runs `git status`, which a rule allows, then `rm -rf build`, which a rule denies; neither
@@ -22,9 +22,10 @@ use crate::common;
 use std::path::PathBuf;
 
 use crate::common::chunks;
-use crate::common::claude_agent::record_or_load;
-use crate::common::codex_agent::{plain_client, Codex, CODEX_VERSION, VERSION};
-use crate::common::fake_openai::{call_id, Kind, Reply};
+use crate::common::fake_model::{output_text, Dialect, Kind, Reply};
+use crate::common::real_agent::{
+    plain_client, record_or_load, Agent, Rig, CODEX_ACP_VERSION, CODEX_VERSION,
+};
 use serde_json::{json, Value};
 
 const POLICY: &str = "[[rule]]\nid = \"git-read\"\ndecision = \"allow\"\n\
@@ -35,7 +36,7 @@ const TOOL: &str = "exec_command";
 
 /// The fake model's call of [`TOOL`] to run `cmd` outside the sandbox.
 fn unsandboxed(cmd: &str, why: &str) -> Reply {
-    Reply::call(
+    Reply::tool(
         TOOL,
         json!({"cmd": cmd, "sandbox_permissions": "require_escalated", "justification": why}),
     )
@@ -43,7 +44,7 @@ fn unsandboxed(cmd: &str, why: &str) -> Reply {
 
 /// A run: the rig, with [`POLICY`] given to the bridge (`--policy`), and a session.
 struct Run {
-    codex: Codex,
+    codex: Rig,
     session: String,
     /// The folder of the policy file.
     policy: PathBuf,
@@ -57,7 +58,7 @@ impl Run {
         let file = policy.join("policy.toml");
         std::fs::write(&file, POLICY).expect("write the policy");
         let args = ["--policy", file.to_str().expect("a UTF-8 path")];
-        let Some(mut codex) = Codex::start(name, script, &args).await else {
+        let Some(mut codex) = Rig::start(Agent::Codex, name, script, &args).await else {
             let _ = std::fs::remove_dir_all(&policy);
             return None;
         };
@@ -118,10 +119,10 @@ async fn a_policy_allows_and_denies_codex_commands_and_the_model_gets_each_resul
     let tool = offered.tool(TOOL);
     let tool = tool.unwrap_or_else(|| panic!("no {TOOL}: {:?}", offered.tool_names()));
     assert_eq!(tool["parameters"]["properties"]["cmd"]["type"], "string");
-    assert_eq!(offered.body["model"], common::codex_agent::MODEL);
+    assert_eq!(offered.body["model"], common::real_agent::CODEX_MODEL);
 
     // git ran, unsandboxed, in the project: its own words.
-    let ran = codex.model.call_output(0).await;
+    let ran = output_text(&codex.model.tool_output(0).await);
     assert!(ran.contains("No commits yet"), "{ran}");
     assert!(ran.contains("Process exited with code 0"), "{ran}");
     assert!(codex.cwd.join("build").is_dir(), "rm -rf never ran");
@@ -133,7 +134,7 @@ async fn a_policy_allows_and_denies_codex_commands_and_the_model_gets_each_resul
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
     assert!(!asked(&seen), "{seen:#?}");
     assert!(chunks(&seen).ends_with(FINAL), "{seen:#?}");
-    let refused = codex.model.call_output(1).await;
+    let refused = output_text(&codex.model.tool_output(1).await);
     assert!(refused.contains("aborted by user"), "{refused}");
     assert!(codex.cwd.join("build").is_dir(), "rm -rf never ran");
     run.finish().await;
@@ -161,7 +162,7 @@ async fn codex_asks_the_client_about_a_command_no_rule_covers() {
     let raw_input = json!({"command": "touch x", "cwd": cwd});
     assert_eq!(ask["params"]["toolCall"]["rawInput"], raw_input, "{ask}");
     let expected = json!({"sessionId": session,
-        "toolCall": {"toolCallId": call_id(0), "title": "touch x", "rawInput": raw_input,
+        "toolCall": {"toolCallId": Dialect::OpenAi.tool_id(0), "title": "touch x", "rawInput": raw_input,
             "kind": "execute", "status": "pending"},
         "options": [
             {"optionId": "allow_once", "name": "Yes, proceed", "kind": "allow_once"},
@@ -177,13 +178,13 @@ async fn codex_asks_the_client_about_a_command_no_rule_covers() {
     let (done, after) = b.response(json!(2)).await;
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
     assert!(chunks(&after).ends_with(FINAL), "{after:#?}");
-    let ran = codex.model.call_output(0).await;
+    let ran = output_text(&codex.model.tool_output(0).await);
     assert!(ran.contains("Process exited with code 0"), "{ran}");
     assert!(codex.cwd.join("x").is_file(), "touch x ran in the project");
 
     let live = codex.permission_exchange(session);
     let comment = format!(
-        "codex-acp {VERSION} (Codex CLI {CODEX_VERSION}) behind the bridge with an approval \
+        "codex-acp {CODEX_ACP_VERSION} (Codex CLI {CODEX_VERSION}) behind the bridge with an approval \
          policy that covers no `touch`; the fake model runs `touch x` outside the sandbox, \
          codex-acp asks, the client allows once. The permission request as the client got \
          it, and its answer. Recorded by tests/it/interop_codex.rs (ACP_QB_RECORD=1); <session> \

@@ -2,16 +2,13 @@
 //! `acp-mock-agent`) and talks to it as an IDE client would. Every wait has a timeout.
 #![allow(dead_code)]
 
-pub mod claude_agent;
-pub mod codex_agent;
 pub mod control;
-pub mod fake_anthropic;
-pub mod fake_http;
-pub mod fake_openai;
+pub mod fake_model;
 pub mod inbox;
 pub mod install;
 pub mod phone;
 pub mod push_service;
+pub mod real_agent;
 
 use std::path::PathBuf;
 use std::process::Stdio;

@@ -1,7 +1,6 @@
-//! The loopback HTTP/1.1 server the scripted model fakes share ([`super::fake_anthropic`],
-//! [`super::fake_openai`]): it reads each request (`Content-Length` or chunked bodies,
-//! keep-alive), lets the fake classify and answer it, and keeps the log of every request,
-//! which a test waits on. Minimal test code, not a general server.
+//! The fake's loopback HTTP/1.1 server: it reads each request (`Content-Length` or chunked
+//! bodies, keep-alive), lets the dialect classify and answer it, and keeps the log of every
+//! request, which a test waits on. Minimal test code, not a general server.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -11,61 +10,42 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use super::WAIT;
-
-/// A request as read from the wire.
-pub struct Http {
-    pub method: String,
-    pub path: String,
-    pub headers: Vec<(String, String)>,
-    /// The body as JSON (`Null` when empty or not JSON).
-    pub body: Value,
-}
-
-/// What a fake answers.
-pub struct Answer {
-    pub status: &'static str,
-    pub content_type: &'static str,
-    pub body: String,
-    /// Close the connection after it (else as the client asked).
-    pub close: bool,
-}
-
-/// What a fake keeps of each request it answered.
-pub trait Logged: Clone + Send + 'static {
-    /// `METHOD path (kind)`, for failure messages.
-    fn line(&self) -> String;
-}
+use super::{Answer, Dialect, Kind, Request};
+use crate::common::WAIT;
 
 /// A running server; it stops when this is dropped.
-pub struct FakeServer<R> {
+pub(super) struct Server {
     addr: SocketAddr,
-    log: Arc<Mutex<Vec<R>>>,
+    log: Arc<Mutex<Vec<Request>>>,
     count: watch::Receiver<usize>,
     task: tokio::task::JoinHandle<()>,
 }
 
-impl<R> Drop for FakeServer<R> {
+impl Drop for Server {
     fn drop(&mut self) {
         self.task.abort();
     }
 }
 
-type Handler<R> = dyn Fn(Http) -> (R, Answer) + Send + Sync;
+type Handler = dyn Fn(&mut Request) -> Answer + Send + Sync;
 
-impl<R: Logged> FakeServer<R> {
-    /// Listens on 127.0.0.1 (a free port); `answer` classifies and answers each request.
-    pub async fn start(answer: impl Fn(Http) -> (R, Answer) + Send + Sync + 'static) -> Self {
+impl Server {
+    /// Listens on 127.0.0.1 (a free port); `answer` classifies (sets the request's `kind`)
+    /// and answers each request.
+    pub(super) async fn start(
+        dialect: Dialect,
+        answer: impl Fn(&mut Request) -> Answer + Send + Sync + 'static,
+    ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let log = Arc::new(Mutex::new(Vec::new()));
         let (count_tx, count) = watch::channel(0);
-        let answer: Arc<Handler<R>> = Arc::new(answer);
+        let answer: Arc<Handler> = Arc::new(answer);
         let (kept, count_tx) = (log.clone(), Arc::new(count_tx));
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let (answer, kept, count) = (answer.clone(), kept.clone(), count_tx.clone());
-                tokio::spawn(serve(stream, answer, kept, count));
+                tokio::spawn(serve(stream, dialect, answer, kept, count));
             }
         });
         Self {
@@ -76,17 +56,17 @@ impl<R: Logged> FakeServer<R> {
         }
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(super) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// Every request so far, in arrival order.
-    pub fn requests(&self) -> Vec<R> {
+    pub(super) fn requests(&self) -> Vec<Request> {
         self.log.lock().unwrap().clone()
     }
 
     /// Waits (up to [`WAIT`]) for a request that satisfies `pred`, received so far or later.
-    pub async fn wait_for(&self, what: &str, pred: impl Fn(&R) -> bool) -> R {
+    pub(super) async fn wait_for(&self, what: &str, pred: impl Fn(&Request) -> bool) -> Request {
         let mut count = self.count.clone();
         let found = tokio::time::timeout(WAIT, async {
             loop {
@@ -98,29 +78,26 @@ impl<R: Logged> FakeServer<R> {
         })
         .await;
         found.unwrap_or_else(|_| {
-            panic!("the fake model never got {what}; paths: {:?}", self.paths())
+            let paths: Vec<String> = self.requests().iter().map(Request::line).collect();
+            panic!("the fake model never got {what}; paths: {paths:?}")
         })
-    }
-
-    /// `METHOD path (kind)` of every request so far, for failure messages and reports.
-    pub fn paths(&self) -> Vec<String> {
-        self.log.lock().unwrap().iter().map(Logged::line).collect()
     }
 }
 
 /// Serves one connection: requests one after another (keep-alive) until EOF, an error, or
 /// an answer that closes it.
-async fn serve<R: Logged>(
+async fn serve(
     stream: TcpStream,
-    answer: Arc<Handler<R>>,
-    log: Arc<Mutex<Vec<R>>>,
+    dialect: Dialect,
+    answer: Arc<Handler>,
+    log: Arc<Mutex<Vec<Request>>>,
     count: Arc<watch::Sender<usize>>,
 ) {
     let (read, mut write) = stream.into_split();
     let mut read = BufReader::new(read);
-    while let Some((request, close)) = read_request(&mut read).await {
+    while let Some((mut request, close)) = read_request(&mut read, dialect).await {
         let head_only = request.method == "HEAD";
-        let (kept, a) = answer(request);
+        let a = answer(&mut request);
         let close = close || a.close;
         let head = format!(
             "HTTP/1.1 {}\r\ncontent-type: {}\r\ncontent-length: {}\r\n\
@@ -130,7 +107,7 @@ async fn serve<R: Logged>(
             a.body.len(),
             if close { "close" } else { "keep-alive" }
         );
-        log.lock().unwrap().push(kept);
+        log.lock().unwrap().push(request);
         count.send_modify(|n| *n += 1);
         let mut out = head.into_bytes();
         if !head_only {
@@ -143,7 +120,10 @@ async fn serve<R: Logged>(
 }
 
 /// Reads one request; `None` at EOF or on a malformed request. The flag: close after it.
-async fn read_request<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> Option<(Http, bool)> {
+async fn read_request<R: tokio::io::AsyncBufRead + Unpin>(
+    r: &mut R,
+    dialect: Dialect,
+) -> Option<(Request, bool)> {
     let mut line = String::new();
     if r.read_line(&mut line).await.ok()? == 0 {
         return None;
@@ -188,11 +168,13 @@ async fn read_request<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> Option<(
     }
     let close = header("connection").is_some_and(|v| v == "close");
     let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let request = Http {
+    let request = Request {
         method,
         path,
         headers,
         body,
+        kind: Kind::Other,
+        dialect,
     };
     Some((request, close))
 }
