@@ -1,6 +1,5 @@
 //! Test harness: runs the real `acp-question-bridge` binary (usually around the real
 //! `acp-mock-agent`) and talks to it as an IDE client would. Every wait has a timeout.
-#![allow(dead_code)]
 
 pub mod control;
 pub mod fake_model;

@@ -171,7 +171,6 @@ async fn read_request<R: tokio::io::AsyncBufRead + Unpin>(
     let request = Request {
         method,
         path,
-        headers,
         body,
         kind: Kind::Other,
         dialect,

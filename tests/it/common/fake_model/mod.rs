@@ -148,7 +148,6 @@ pub enum Kind {
 pub struct Request {
     pub method: String,
     pub path: String,
-    pub headers: Vec<(String, String)>,
     /// The body as JSON (`Null` when empty or not JSON).
     pub body: Value,
     pub kind: Kind,
