@@ -86,11 +86,15 @@ async fn doctor_reports_what_runs_and_what_to_fix() {
         out.contains(&format!("pid {}: acp-mock-agent", bridge.pid())),
         "{out}"
     );
-    line(
-        &out,
-        "[ok]",
-        &format!("inbox: running (pid {}", inbox.child.id().unwrap()),
-    );
+    // Every inbox running on the machine is listed, so ours among those of the tests that
+    // run beside this one.
+    let running = line(&out, "[ok]", "inbox: running (pid ");
+    let pids = running
+        .split_once("(pid ")
+        .and_then(|(_, p)| p.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{running}"));
+    let ours = inbox.child.id().unwrap().to_string();
+    assert!(pids.split(", ").any(|p| p == ours), "{out}");
     line(&out, "[ok]", &format!("remote listener: {base} answers"));
     line(&out, "[ok]", "paired devices: pixel");
     line(&out, "[!!]", "push:");
