@@ -35,9 +35,8 @@ impl Inbox {
         let page = tokio::time::timeout(WAIT, async {
             loop {
                 let text = stderr.lock().unwrap().clone();
-                let page = text.split_inclusive('\n').find_map(|l| {
-                    l.strip_suffix('\n')?
-                        .strip_prefix("acp-question-bridge: questions page: ")
+                let page = super::whole_lines(&text).find_map(|l| {
+                    l.strip_prefix("acp-question-bridge: questions page: ")
                         .map(str::to_owned)
                 });
                 if let Some(page) = page {
@@ -87,14 +86,15 @@ pub async fn registered_bridge(registry: &std::path::Path, extra: &[&str]) -> su
 }
 
 /// The last pairing link and certificate fingerprint printed in `text` (an inbox's stderr, or
-/// `inbox pair`'s): (`https://HOST:PORT/`, code, fingerprint).
+/// `inbox pair`'s), of its whole lines: (`https://HOST:PORT/`, code, fingerprint).
 pub fn pairing(text: &str) -> Option<(String, String, String)> {
-    let link = text
-        .lines()
+    let lines: Vec<&str> = super::whole_lines(text).collect();
+    let link = lines
+        .iter()
         .rfind(|l| l.starts_with("https://") && l.contains("/pair#code="))?;
     let (base, code) = link.split_once("pair#code=")?;
-    let fingerprint = text
-        .lines()
+    let fingerprint = lines
+        .iter()
         .rev()
         .find_map(|l| l.strip_prefix("acp-question-bridge: certificate SHA-256 fingerprint: "))?;
     Some((base.to_owned(), code.to_owned(), fingerprint.to_owned()))

@@ -452,17 +452,32 @@ pub fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// The control server a bridge started with `--control` announced on stderr:
-/// (`http://ADDR/`, token).
+/// The lines of `text` that are whole (ended by a newline). A child's output read as it
+/// comes may end inside a line: a bridge writes `control token: ` and the token in two
+/// writes, and a reader between them would take a token that is not all there.
+pub fn whole_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.split_inclusive('\n')
+        .filter_map(|l| l.strip_suffix('\n'))
+}
+
+/// The control server a bridge started with `--control` announced on stderr, once its
+/// lines are whole: (`http://ADDR/`, token).
 pub async fn control_of(b: &Bridge) -> (String, String) {
-    b.stderr_contains("control token: ").await;
-    let err = b.stderr();
-    let find = |prefix: &str| {
-        err.lines()
-            .find_map(|l| l.split_once(prefix).map(|(_, v)| v.trim().to_owned()))
-            .unwrap_or_else(|| panic!("no {prefix:?} on stderr:\n{err}"))
+    let value = |err: &str, prefix: &str| {
+        whole_lines(err).find_map(|l| l.split_once(prefix).map(|(_, v)| v.trim().to_owned()))
     };
-    (find("control server on "), find("control token: "))
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let err = b.stderr();
+            let base = value(&err, "control server on ");
+            if let (Some(base), Some(token)) = (base, value(&err, "control token: ")) {
+                return (base, token);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no control server on stderr:\n{}", b.stderr()))
 }
 
 /// The directory of npm package `name`@`version` in the test cache, installed there first
