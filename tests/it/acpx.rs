@@ -172,13 +172,13 @@ impl Acpx {
         }
     }
 
-    /// The bridge's control URL and token, from its stderr.
+    /// The bridge's control URL and token, from its stderr's whole lines.
     fn control(&self) -> (String, String) {
         let deadline = Instant::now() + WAIT;
         loop {
             let err = std::fs::read_to_string(self.dir.join("bridge.stderr")).unwrap_or_default();
             let find = |k: &str| {
-                err.lines()
+                common::whole_lines(&err)
                     .find_map(|l| l.split_once(k).map(|(_, v)| v.trim().to_owned()))
             };
             if let (Some(url), Some(token)) = (find("control server on "), find("control token: "))
