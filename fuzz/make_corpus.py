@@ -9,7 +9,7 @@ fixtures give the same files. Each target gets a few dozen small files:
 - envelope: single messages as the bridge and the client wrote them, plus odd envelopes;
 - codec:    `[limit][n][n bytes]...` streams of fixture lines with CRLF, BOM and blanks;
 - question: `<params>\n<client result>` pairs taken from the question flows, and agent forms;
-- router:   byte scripts (see tests/router_check/mod.rs `Script::decode`) that replay each
+- router:   byte scripts (see tests/it/router_check/mod.rs `Script::decode`) that replay each
             fixture flow as router steps.
 """
 import glob
@@ -134,7 +134,7 @@ def question(flows):
     return files[:60]
 
 
-# Op codes of Script::decode (tests/router_check/mod.rs).
+# Op codes of Script::decode (tests/it/router_check/mod.rs).
 INIT, ASK, PERM, ELICIT, PLAIN, NOTE, ACANCEL, ARESP, ABAD = range(9)
 CREQ, CNOTE, CCANCEL, CANSWER, CBAD, TICK, TICK_DEADLINE = range(9, 16)
 

@@ -30,7 +30,7 @@ pub const KNOWN: &[Known] = &[
         handles_cancel_request: true,
         evidence: "the project's own `demo` (src/tools/demo.rs) lists every option by number and \
                    name, and stops waiting for an answer on `$/cancel_request` \
-                   (tests/demo.rs::question_timeout_withdraws_the_question)",
+                   (tests/it/demo.rs::question_timeout_withdraws_the_question)",
     },
     Known {
         name: "Agentic.nvim",

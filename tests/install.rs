@@ -1,4 +1,4 @@
-//! The tests' install lock (`tests/common/install.rs`) on a bare machine: two test binaries
+//! The tests' install lock (`tests/it/common/install.rs`) on a bare machine: two test binaries
 //! started together on an empty cache both ask for the same npm package. Both must get it,
 //! and `npm install` must run once: the second waits for the first and uses its result.
 //!
@@ -6,13 +6,15 @@
 //! libtest's): started with `ACP_QB_INSTALL_CHILD=1`, a copy only installs and exits.
 //! Needs Node.js, npm and the npm registry, like the other npm-backed tests.
 
-mod common;
+// The install helper of the integration tests (`tests/it`), the only part of them this
+// binary needs (so the rest of it goes unused here).
+#[allow(dead_code)]
+#[path = "it/common/install.rs"]
+mod install;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-
-use common::install;
 
 const PACKAGE: &str = "is-number";
 const VERSION: &str = "7.0.0";
@@ -51,8 +53,22 @@ fn say(line: &str) {
     println!("{line}");
 }
 
+/// A new, empty folder of its own under the system's temporary folder.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "acp-qb-{name}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 async fn two_binaries_on_an_empty_cache_install_once() {
-    let cache = common::temp_dir("install-cache");
+    let cache = temp_dir("install-cache");
     let me = std::env::current_exe().expect("own path");
     let start = |cache: &Path| {
         tokio::process::Command::new(&me)

@@ -7,11 +7,11 @@
 //! Checked: an allowed command starts only what the policy allows on its own, in the
 //! environment, folder and streams a plain command gets, leaves the folder as it was, and
 //! ends within 4 s per shell. The runner is the differential test's own
-//! (tests/policy_shell/runner.rs, included by path: one check, no test helper in the crate).
+//! (tests/it/policy_shell/runner.rs, included by path: one check, no test helper in the crate).
 //! Linux only; needs /usr/bin/bash and /usr/bin/dash.
 #![no_main]
 
-#[path = "../../tests/policy_shell/runner.rs"]
+#[path = "../../tests/it/policy_shell/runner.rs"]
 mod runner;
 
 use std::sync::{Mutex, OnceLock};

@@ -1,5 +1,5 @@
 //! The router test fixture (rust-analyzer's `fixture.rs` pattern), shared by the router's
-//! unit tests, `tests/regressions.rs` and the property checker in `tests/router_check`: build
+//! unit tests, `tests/it/regressions.rs` and the property checker in `tests/it/router_check`: build
 //! a router, feed it lines or whole reads from a side, read what came out per direction,
 //! move its clock. Plus named builders for the JSON-RPC lines tests compare exactly.
 //!

@@ -8,7 +8,7 @@ use super::{assert_agrees, Shape};
 use crate::envelope::classify;
 
 /// Cases per property test: 1000 by default, so that the test suite stays quick in debug
-/// builds on a small machine; `PROPTEST_CASES` for longer runs (as `tests/router_props.rs`).
+/// builds on a small machine; `PROPTEST_CASES` for longer runs (as `tests/it/router_props.rs`).
 pub(super) fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()

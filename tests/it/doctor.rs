@@ -1,0 +1,163 @@
+//! `acp-question-bridge doctor`: with a bridge, an inbox with its remote listener, a paired
+//! phone and a NATS server that answers, every line says what it finds; the certificate the
+//! inbox made is called out as one a phone does not trust, with what to do; and on a bare
+//! setting (nothing on PATH, nothing running) the failing lines say how to fix them.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use crate::common::inbox::{registered_bridge, Inbox};
+use crate::common::phone::Phone;
+use crate::common::*;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+/// `doctor ARGS` with this registry and PATH: exit code and stdout.
+async fn doctor(registry: &Path, path: &str, args: &[&str]) -> (i32, String) {
+    let out = tokio::time::timeout(
+        WAIT,
+        Command::new(BRIDGE)
+            .arg("doctor")
+            .args(args)
+            .env(REGISTRY_ENV, registry)
+            .env("PATH", path)
+            .stdin(Stdio::null())
+            .output(),
+    )
+    .await
+    .expect("doctor ran too long")
+    .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+    )
+}
+
+/// The line of `out` that starts with `mark` and holds `what`.
+fn line<'a>(out: &'a str, mark: &str, what: &str) -> &'a str {
+    out.lines()
+        .find(|l| l.starts_with(mark) && l.contains(what))
+        .unwrap_or_else(|| panic!("no {mark} line with {what:?} in:\n{out}"))
+}
+
+#[tokio::test]
+async fn doctor_reports_what_runs_and_what_to_fix() {
+    let dir = temp_dir("doctor");
+    let reg = dir.join("registry");
+    let state = dir.join("state");
+    // An agent command on PATH (a stand-in), and the system's tools.
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("codex-acp"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(
+        bin.join("codex-acp"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+
+    let mut bridge = registered_bridge(&reg, &[]).await;
+    let (inbox, (base, code, fingerprint)) = Inbox::start_remote(&reg, &state).await;
+    let mut phone = Phone::new(&base, &fingerprint);
+    assert_eq!(phone.pair(&code, "pixel").await.status, 200);
+    // A NATS server's greeting, on a port of the test's.
+    let nats = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let nats_url = format!("nats://{}", nats.local_addr().unwrap());
+    let greeter = tokio::spawn(async move {
+        while let Ok((mut c, _)) = nats.accept().await {
+            let _ = c.write_all(b"INFO {\"server_id\":\"test\"}\r\n").await;
+        }
+    });
+
+    let (code, out) = doctor(
+        &reg,
+        &path,
+        &["--state-dir", state.to_str().unwrap(), "--nats", &nats_url],
+    )
+    .await;
+    line(
+        &out,
+        "[ok]",
+        &format!("acp-question-bridge {}", env!("CARGO_PKG_VERSION")),
+    );
+    line(&out, "[ok]", "agents on PATH: codex-acp");
+    line(&out, "[ok]", "1 running bridge");
+    assert!(
+        out.contains(&format!("pid {}: acp-mock-agent", bridge.pid())),
+        "{out}"
+    );
+    // Every inbox running on the machine is listed, so ours among those of the tests that
+    // run beside this one.
+    let running = line(&out, "[ok]", "inbox: running (pid ");
+    let pids = running
+        .split_once("(pid ")
+        .and_then(|(_, p)| p.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{running}"));
+    let ours = inbox.child.id().unwrap().to_string();
+    assert!(pids.split(", ").any(|p| p == ours), "{out}");
+    line(&out, "[ok]", &format!("remote listener: {base} answers"));
+    line(&out, "[ok]", "paired devices: pixel");
+    line(&out, "[!!]", "push:");
+    assert!(
+        out.contains("fix: give the inbox a certificate a phone trusts"),
+        "{out}"
+    );
+    line(&out, "[ok]", &format!("NATS: {nats_url} answers"));
+    assert_eq!(code, 1, "the push check failed:\n{out}");
+
+    // NATS gone, the inbox gone: said so, with what to do.
+    greeter.abort();
+    drop(inbox);
+    tokio::time::timeout(WAIT, async {
+        while reachable(&base) {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the inbox stopped");
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let (code, out) = doctor(
+        &reg,
+        &path,
+        &[
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--nats",
+            &format!("nats://{closed}"),
+        ],
+    )
+    .await;
+    assert_eq!(code, 1);
+    line(&out, "[!!]", "NATS:");
+    assert!(out.contains("fix: start the server"), "{out}");
+    bridge.close_stdin();
+    bridge.wait().await;
+
+    // A bare setting: nothing on PATH, no registry, no state.
+    let bare = dir.join("bare");
+    let (code, out) = doctor(
+        &bare.join("registry"),
+        bare.join("empty-bin").to_str().unwrap(),
+        &["--state-dir", bare.join("state").to_str().unwrap()],
+    )
+    .await;
+    assert_eq!(code, 1);
+    line(&out, "[!!]", "agents on PATH: none");
+    line(&out, "[--]", "not made yet");
+    line(&out, "[--]", "paired devices: none");
+    line(&out, "[--]", "NATS: not checked");
+    assert!(!bare.join("state").exists(), "doctor made the state folder");
+    assert!(
+        !bare.join("registry").exists(),
+        "doctor made the registry folder"
+    );
+}
+
+/// Whether `https://HOST:PORT/`'s port accepts a connection.
+fn reachable(base: &str) -> bool {
+    let authority = base.trim_start_matches("https://").trim_end_matches('/');
+    std::net::TcpStream::connect(authority).is_ok()
+}

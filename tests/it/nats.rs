@@ -1,0 +1,437 @@
+//! The inbox across machines, through the real binaries and a real NATS server: Debian's
+//! `nats-server` (2.9) with JetStream, started by the test on a free loopback port with a
+//! temporary store (installed with apt-get when missing and running as root, as CI does;
+//! otherwise the test fails and says what to install: it is never skipped).
+//!
+//! Bridges with `--nats` and an `inbox --nats`: questions listed, answered and streamed;
+//! NATS killed: the bridges go on with their IDE and local control servers, and once NATS
+//! is back the inbox shows the current state; the inbox restarted shows what is pending;
+//! the IDE and the inbox answering at once, 25 times: exactly one answer reaches the agent.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::common::control::{self, list_until};
+use crate::common::inbox::Inbox;
+use crate::common::*;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The nats-server binary: $NATS_SERVER, else Debian's, installed if missing (once per
+/// machine, under the test install lock).
+async fn nats_binary() -> PathBuf {
+    if let Ok(p) = std::env::var("NATS_SERVER") {
+        return PathBuf::from(p);
+    }
+    install::debian_program(
+        "nats-server",
+        &["/usr/sbin/nats-server", "/usr/bin/nats-server"],
+    )
+    .await
+}
+
+/// A running nats-server with JetStream; killed when dropped.
+struct Nats {
+    child: Option<Child>,
+    port: u16,
+    store: PathBuf,
+}
+
+impl Nats {
+    async fn start(store: &Path, port: Option<u16>) -> Nats {
+        let bin = nats_binary().await;
+        let port_arg = port.map_or("-1".to_owned(), |p| p.to_string());
+        let mut child = Command::new(bin)
+            .args(["-js", "-a", "127.0.0.1", "-p", &port_arg, "-sd"])
+            .arg(store)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn nats-server");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let port = tokio::time::timeout(WAIT, async {
+            let mut port = None;
+            while let Ok(Some(l)) = lines.next_line().await {
+                if let Some(rest) = l.split("Listening for client connections on ").nth(1) {
+                    port = rest.rsplit(':').next().and_then(|p| p.trim().parse().ok());
+                }
+                if l.contains("Server is ready") {
+                    return port.expect("a port before ready");
+                }
+            }
+            panic!("nats-server stopped before it was ready");
+        })
+        .await
+        .expect("nats-server is ready in time");
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Nats {
+            child: Some(child),
+            port,
+            store: store.to_owned(),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    async fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill().await;
+        }
+    }
+
+    /// Starts it again on the same port, with the same store.
+    async fn restart(&mut self) {
+        self.kill().await;
+        let again = Nats::start(&self.store.clone(), Some(self.port)).await;
+        *self = again;
+    }
+}
+
+/// A bridge around the mock agent with `--nats`, its client past `session/new`.
+async fn bridge(nats: &str, registry: &Path) -> (Bridge, String, String) {
+    let mut b = Bridge::spawn_env(
+        &["--control", "127.0.0.1:0", "--nats", nats, "--", MOCK],
+        &[("ACP_QUESTION_BRIDGE_REGISTRY", registry.to_str().unwrap())],
+    );
+    let (base, token) = control_of(&b).await;
+    b.initialize(json!({})).await;
+    b.new_session(1).await;
+    (b, base, token)
+}
+
+/// A running `inbox --nats` (with a registry of its own that no bridge uses).
+async fn nats_inbox(nats: &str, dir: &Path) -> Inbox {
+    let reg = dir.join("no-registry");
+    Inbox::start(&["--nats", nats, "--registry", reg.to_str().unwrap()]).await
+}
+
+/// The agent's report of its approval.
+async fn approval(b: &mut Bridge) -> String {
+    let (m, _) = b
+        .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("approve: ")))
+        .await;
+    chunk_text(&m).unwrap().to_owned()
+}
+
+/// Asks for an approval in prompt `id`; returns the request the IDE is shown.
+async fn ask(b: &mut Bridge, id: i64) -> Value {
+    b.prompt(id, "mock-session-1", "approve").await;
+    b.recv_until(|m| m["method"] == "session/request_permission")
+        .await
+        .0
+}
+
+fn pid_of(q: &Value) -> u32 {
+    q["bridge"]["pid"].as_u64().unwrap() as u32
+}
+
+#[tokio::test]
+async fn bridges_and_an_inbox_over_nats_and_nats_going_away() {
+    let dir = temp_dir("nats");
+    let reg = dir.join("registry");
+    let mut nats = Nats::start(&dir.join("store"), None).await;
+    let url = nats.url();
+    let (mut a, a_base, a_token) = bridge(&url, &reg).await;
+    let (mut b, _, _) = bridge(&url, &reg).await;
+    let inbox = nats_inbox(&url, &dir).await;
+    let c = inbox.http();
+
+    // Events stream from every bridge through the inbox.
+    let (_ws, mut sub) = control::subscribed(&inbox.base, &inbox.token).await;
+    ask(&mut a, 10).await;
+    let b_shown = ask(&mut b, 10).await;
+    let list = list_until(&c, 2).await;
+    assert!(list.iter().any(|q| pid_of(q) == a.pid()));
+    assert!(list.iter().any(|q| pid_of(q) == b.pid()));
+    let mut requested = 0;
+    while requested < 2 {
+        let ev = tokio::time::timeout(WAIT, sub.next())
+            .await
+            .expect("events in time")
+            .unwrap()
+            .unwrap();
+        if ev["event"] == "requested" {
+            assert!(ev["bridge"].is_string(), "{ev}");
+            requested += 1;
+        }
+    }
+
+    // Answered from the inbox: over NATS to that bridge only.
+    let qa = list.iter().find(|q| pid_of(q) == a.pid()).unwrap();
+    let r = control::call(
+        &c,
+        "questions.answer",
+        json!({"bridge": qa["bridge"]["id"], "sessionId": "mock-session-1",
+            "questionId": "permission:0", "answers": [["allow"]]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r["status"], "answered");
+    assert!(approval(&mut a).await.contains(r#""optionId":"allow""#));
+    a.response(json!(10)).await;
+    let left = list_until(&c, 1).await;
+    assert_eq!(pid_of(&left[0]), b.pid());
+    loop {
+        let ev = tokio::time::timeout(WAIT, sub.next())
+            .await
+            .expect("events in time")
+            .unwrap()
+            .unwrap();
+        if ev["event"] == "resolved" {
+            assert_eq!(ev["bridge"], qa["bridge"]["id"]);
+            break;
+        }
+    }
+    // A second answer gets the bridge's own error, through NATS.
+    let err = control::call(
+        &c,
+        "questions.answer",
+        json!({"bridge": qa["bridge"]["id"], "sessionId": "mock-session-1",
+            "questionId": "permission:0", "answers": [["allow"]]}),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.contains("not pending"), "{err}");
+
+    // NATS goes away: the bridges go on with their IDE and local control server.
+    nats.kill().await;
+    let shown = ask(&mut a, 11).await;
+    a.send(&json!({"jsonrpc":"2.0","id":shown["id"],
+        "result":{"outcome":{"outcome":"selected","optionId":"reject"}}}))
+        .await;
+    assert!(approval(&mut a).await.contains(r#""optionId":"reject""#));
+    a.response(json!(11)).await;
+    let local = control::http(&a_base, &a_token);
+    ask(&mut a, 12).await;
+    control::call(
+        &local,
+        "questions.answer",
+        json!({"sessionId":"mock-session-1","questionId":"permission:2","answers":[["allow"]]}),
+    )
+    .await
+    .unwrap();
+    assert!(approval(&mut a).await.contains(r#""optionId":"allow""#));
+    a.response(json!(12)).await;
+    // b's question is answered by its IDE meanwhile; a asks once more and it stays pending.
+    b.send(&json!({"jsonrpc":"2.0","id":b_shown["id"],
+        "result":{"outcome":{"outcome":"selected","optionId":"allow"}}}))
+        .await;
+    assert!(approval(&mut b).await.contains(r#""optionId":"allow""#));
+    ask(&mut a, 13).await;
+
+    // NATS back: the inbox shows the current state, a's one pending question.
+    nats.restart().await;
+    let start = std::time::Instant::now();
+    loop {
+        let l = control::list(&c).await;
+        if l.len() == 1 && pid_of(&l[0]) == a.pid() && l[0]["questionId"] == "permission:3" {
+            break;
+        }
+        assert!(
+            start.elapsed() < WAIT * 2,
+            "the inbox never showed the current state: {l:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The inbox restarted shows what is pending.
+    drop(sub);
+    drop(inbox);
+    let inbox = nats_inbox(&url, &dir).await;
+    let again = list_until(&inbox.http(), 1).await;
+    assert_eq!(again[0]["questionId"], "permission:3");
+    assert_eq!(pid_of(&again[0]), a.pid());
+
+    // A bridge that exits takes its questions out of the bucket.
+    a.close_stdin();
+    a.drain().await;
+    a.wait().await;
+    list_until(&inbox.http(), 0).await;
+}
+
+/// The IDE and the inbox answer the same question at once, 25 times: each time exactly one
+/// answer reaches the agent, and it is the one whose side was told it won.
+#[tokio::test]
+async fn the_ide_and_the_inbox_racing_give_the_agent_one_answer() {
+    let dir = temp_dir("nats-race");
+    let nats = Nats::start(&dir.join("store"), None).await;
+    let url = nats.url();
+    let (mut b, _, _) = bridge(&url, &dir.join("registry")).await;
+    let inbox = nats_inbox(&url, &dir).await;
+    let c = inbox.http();
+    let (mut inbox_won, mut ide_won) = (0, 0);
+    for round in 0..25i64 {
+        let pid = 100 + round;
+        let shown = ask(&mut b, pid).await;
+        let q = list_until(&c, 1).await.remove(0);
+        let ide = json!({"jsonrpc":"2.0","id":shown["id"],
+            "result":{"outcome":{"outcome":"selected","optionId":"allow"}}});
+        let params = json!({"bridge": q["bridge"]["id"], "sessionId": "mock-session-1",
+            "questionId": q["questionId"], "answers": [["reject"]]});
+        let (_, from_inbox) =
+            tokio::join!(b.send(&ide), control::call(&c, "questions.answer", params));
+        let report = approval(&mut b).await;
+        let (done, between) = b.response(json!(pid)).await;
+        assert_eq!(done["result"]["stopReason"], "end_turn");
+        assert!(
+            !between
+                .iter()
+                .any(|m| chunk_text(m).is_some_and(|t| t.starts_with("approve: "))),
+            "round {round}: a second answer reached the agent: {between:?}"
+        );
+        match from_inbox {
+            Ok(r) => {
+                assert_eq!(r["status"], "answered", "round {round}");
+                assert!(
+                    report.contains(r#""optionId":"reject""#),
+                    "round {round}: {report}"
+                );
+                inbox_won += 1;
+            }
+            Err(e) => {
+                assert!(e.contains("not pending"), "round {round}: {e}");
+                assert!(
+                    report.contains(r#""optionId":"allow""#),
+                    "round {round}: {report}"
+                );
+                ide_won += 1;
+            }
+        }
+        list_until(&c, 0).await;
+    }
+    assert_eq!(inbox_won + ide_won, 25);
+    drop(nats);
+}
+
+/// A bridge killed outright deletes nothing: the inbox drops it once its heartbeat is older
+/// than the expiry (10 s), withdraws its question, and sweeps its keys, so an inbox started
+/// afterwards does not list it either.
+#[tokio::test]
+async fn a_killed_bridge_leaves_the_inbox_when_its_heartbeat_stops() {
+    let dir = temp_dir("nats-expiry");
+    let nats = Nats::start(&dir.join("store"), None).await;
+    let url = nats.url();
+    let (mut a, _, _) = bridge(&url, &dir.join("registry")).await;
+    let (mut b, _, _) = bridge(&url, &dir.join("registry")).await;
+    let inbox = nats_inbox(&url, &dir).await;
+    let c = inbox.http();
+    ask(&mut a, 10).await;
+    ask(&mut b, 10).await;
+    let listed = list_until(&c, 2).await;
+    let a_id = listed.iter().find(|q| pid_of(q) == a.pid()).unwrap()["bridge"]["id"].clone();
+
+    let (_ws, mut sub) = control::subscribed(&inbox.base, &inbox.token).await;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(a.pid() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    // The expiry is 10 s: wait for the withdrawal event, with a margin far above it.
+    let withdrawn = tokio::time::timeout(Duration::from_secs(90), async {
+        loop {
+            let ev = sub.next().await.expect("subscribed").expect("an event");
+            if ev["event"] == "resolved" && ev["bridge"] == a_id {
+                return ev;
+            }
+        }
+    })
+    .await
+    .expect("the killed bridge's question is withdrawn once its heartbeat expires");
+    assert_eq!(withdrawn["by"], "disconnect", "{withdrawn}");
+    assert_eq!(withdrawn["result"]["status"], "withdrawn", "{withdrawn}");
+    let left = list_until(&c, 1).await;
+    assert_eq!(
+        pid_of(&left[0]),
+        b.pid(),
+        "the live bridge's question stays"
+    );
+    let bridges = control::call(&c, "bridges.list", json!({})).await.unwrap();
+    assert!(
+        bridges.as_array().unwrap().iter().all(|x| x["id"] != a_id),
+        "{bridges}"
+    );
+
+    // Swept: a new inbox sees only the live bridge's question.
+    drop(sub);
+    drop(inbox);
+    let again = nats_inbox(&url, &dir).await;
+    let c = again.http();
+    let start = std::time::Instant::now();
+    let listed = loop {
+        let l = control::list(&c).await;
+        if !l.is_empty() {
+            break l;
+        }
+        assert!(start.elapsed() < WAIT, "the new inbox lists nothing");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        listed.len(),
+        1,
+        "nothing of the killed bridge is left: {listed:?}"
+    );
+    assert_eq!(pid_of(&listed[0]), b.pid());
+    drop(nats);
+}
+
+/// Over NATS, a question carries what the agent was doing (its digest, within its bounds,
+/// after 10,000 messages and 10 MiB diffs: the key-value entry stays far below the server's
+/// limit), and "Always allow" reaches the bridge, which writes the rule.
+#[tokio::test]
+async fn the_digest_and_always_allow_cross_nats() {
+    let dir = temp_dir("nats-digest");
+    let nats = Nats::start(&dir.join("store"), None).await;
+    let url = nats.url();
+    let config = dir.join("config");
+    let mut b = Bridge::spawn_env(
+        &["--control", "127.0.0.1:0", "--nats", &url, "--", MOCK],
+        &[
+            (
+                "ACP_QUESTION_BRIDGE_REGISTRY",
+                dir.join("registry").to_str().unwrap(),
+            ),
+            ("XDG_CONFIG_HOME", config.to_str().unwrap()),
+        ],
+    );
+    let (base, token) = control_of(&b).await;
+    b.initialize(json!({})).await;
+    let sid = b.new_session(1).await;
+    let inbox = nats_inbox(&url, &dir).await;
+    let c = inbox.http();
+
+    b.prompt(2, &sid, "story-huge").await;
+    let (ask, _) = b
+        .recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+    let own = list_until(&control::http(&base, &token), 1).await.remove(0);
+    let q = list_until(&c, 1).await.remove(0);
+    assert_eq!(q["digest"], own["digest"]);
+    assert_eq!(q["digest"]["lastMessage"], "Now the store itself.");
+    assert!(q.to_string().len() < 64 << 10, "{}", q.to_string().len());
+    b.send(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"outcome":{"outcome":"selected","optionId":"allow"}}})).await;
+    b.response(json!(2)).await;
+    list_until(&c, 0).await;
+
+    b.prompt(3, &sid, "run make check").await;
+    let q = list_until(&c, 1).await.remove(0);
+    let rule = q["alwaysAllow"]["rules"]["thisAgentEverywhere"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let params = json!({"bridge": q["bridge"]["id"], "sessionId": sid, "questionId": q["questionId"],
+        "answers": [["allow"]], "remember": {"agent": "this", "place": "everywhere"}});
+    let r = control::call(&c, "questions.answer", params).await.unwrap();
+    assert_eq!(r["status"], "answered", "{r}");
+    let (done, seen) = b.response(json!(3)).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    assert!(chunks(&seen).contains(r#""optionId":"allow""#), "{seen:?}");
+    let written = std::fs::read_to_string(config.join("acp-question-bridge/policy.toml")).unwrap();
+    assert!(written.contains(&rule), "{written}");
+    drop(nats);
+}
