@@ -1,6 +1,6 @@
 //! The JSON-RPC method names the bridge reads or writes, in one place, grouped by who sends
 //! them. The names the official ACP schema also has are checked against its
-//! `agent-client-protocol-schema` crate (a dev-dependency only) by `tests/method_names.rs`,
+//! `agent-client-protocol-schema` crate (a dev-dependency only) by `tests/it/method_names.rs`,
 //! which also lists the names here it does not have.
 //!
 //! Below everything: this module imports nothing of the crate. Tests keep their literals:
