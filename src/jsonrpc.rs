@@ -96,6 +96,20 @@ pub fn cancel_request(id: &RequestId) -> Bytes {
     Bytes::from(out)
 }
 
+/// A prefix for the bridge's own request ids that no agent can predict (random per process:
+/// a clock, the pid and the std hasher's random keys).
+pub fn bridge_id_prefix() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    format!("acp-question-bridge:{:016x}:", h.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::live::{Change, Live};
+pub use super::live::Change;
+use super::live::Live;
 use super::{Call, Decision, Verdict};
 
 /// How long a decision may take before the approval is asked instead. Decisions take

@@ -52,6 +52,9 @@ pub struct RouterConfig {
     pub agent: String,
     /// The agent's folder: the session folder of a session the bridge did not see begin.
     pub cwd: Option<std::path::PathBuf>,
+    /// The prefix of the ids of the requests the bridge sends (random per process by
+    /// default: [`crate::jsonrpc::bridge_id_prefix`]), so no agent can predict them.
+    pub id_prefix: String,
 }
 pub use crate::policy::desk::PolicyFiles;
 
@@ -73,6 +76,7 @@ impl Default for RouterConfig {
             policy: None,
             agent: "agent".into(),
             cwd: None,
+            id_prefix: crate::jsonrpc::bridge_id_prefix(),
         }
     }
 }

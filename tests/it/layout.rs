@@ -799,3 +799,51 @@ fn handlers_reach_the_routers_state_only_through_its_methods() {
         "go through a method of Router: {reached:?}"
     );
 }
+
+/// The router does no I/O (docs/ARCHITECTURE.md): nothing under `src/router/` but its tests
+/// and the test fixture names the file system, processes, sockets, the runtime, or the
+/// policy's files; what it needs of them it asks the shell for (`Effect`).
+#[test]
+fn the_router_names_no_file_process_or_socket() {
+    const IO: [&str; 12] = [
+        "std::fs",
+        "fs::",
+        "std::process",
+        "std::net",
+        "std::env",
+        "tokio::",
+        "nix::",
+        "rustix::",
+        "policy::live",
+        "Desk",
+        "File::",
+        "std::io::Read",
+    ];
+    let mut found = Vec::new();
+    for source in sources() {
+        let rel = source
+            .path
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if !rel.starts_with("src/router/")
+            || rel.ends_with("fixture.rs")
+            || rel.ends_with("tests.rs")
+        {
+            continue;
+        }
+        for (n, line) in before_tests(&source.text).lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for io in IO {
+                if code.contains(io) {
+                    found.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "ask the shell for it with an Effect: {found:#?}"
+    );
+}

@@ -3,7 +3,7 @@
 //! the bridge's own notifications a client may answer as if they were requests. It owns this
 //! state; what to send when a request ends is the router's.
 
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use crate::envelope::{IdMap, RequestId};
 use crate::questions::recent::RecentIds;
@@ -204,17 +204,11 @@ impl Requests {
 }
 
 /// The ids of the requests the bridge sends the client: strings under a per-process random
-/// prefix, numbered.
+/// prefix ([`RouterConfig::id_prefix`](crate::router::RouterConfig)), numbered.
 #[derive(Debug)]
 pub(in crate::router) struct BridgeIds {
     prefix: String,
     next: u64,
-}
-
-impl Default for BridgeIds {
-    fn default() -> Self {
-        Self::with_prefix(&random_prefix())
-    }
 }
 
 impl BridgeIds {
@@ -230,17 +224,4 @@ impl BridgeIds {
         self.next += 1;
         RequestId::string(&format!("{}{}", self.prefix, self.next))
     }
-}
-
-/// A prefix for the bridge's own request ids that no agent can predict.
-fn random_prefix() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.write_u32(std::process::id());
-    format!("acp-question-bridge:{:016x}:", h.finish())
 }
