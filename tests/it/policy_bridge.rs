@@ -455,11 +455,11 @@ async fn always_allow_from_the_cli_writes_the_rule_every_bridge_then_follows() {
 
 /// `policy trust DIR` with the user's config folder `config`: its stdout.
 fn trust(config: &Path, dir: &Path) -> String {
-    let out = std::process::Command::new(common::BRIDGE)
-        .args(["policy", "trust", dir.to_str().unwrap()])
-        .env("XDG_CONFIG_HOME", config)
-        .output()
-        .unwrap();
+    let out = common::output_within(
+        std::process::Command::new(common::BRIDGE)
+            .args(["policy", "trust", dir.to_str().unwrap()])
+            .env("XDG_CONFIG_HOME", config),
+    );
     assert!(out.status.success(), "{out:?}");
     String::from_utf8(out.stdout).unwrap()
 }

@@ -11,13 +11,13 @@ use crate::common::{temp_dir, BRIDGE};
 
 /// `policy ARGS` with the user's config folder `config`, in `cwd`: code and stdout.
 fn policy(config: &Path, cwd: &Path, args: &[&str]) -> (i32, String) {
-    let out = Command::new(BRIDGE)
-        .arg("policy")
-        .args(args)
-        .current_dir(cwd)
-        .env("XDG_CONFIG_HOME", config)
-        .output()
-        .expect("the bridge runs");
+    let out = crate::common::output_within(
+        Command::new(BRIDGE)
+            .arg("policy")
+            .args(args)
+            .current_dir(cwd)
+            .env("XDG_CONFIG_HOME", config),
+    );
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8(out.stdout).unwrap() + &String::from_utf8_lossy(&out.stderr),

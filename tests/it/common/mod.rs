@@ -541,3 +541,29 @@ pub async fn run_bridge(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// How long a one-shot command of the bridge's (`policy`, `setup`, ...) may take in a test.
+pub const COMMAND_WAIT: Duration = Duration::from_secs(120);
+
+/// Runs `cmd` to its end like `Command::output` (stdin closed, stdout and stderr captured),
+/// but kills it and fails the test if it is not done within [`COMMAND_WAIT`].
+pub fn output_within(cmd: &mut std::process::Command) -> std::process::Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?} does not start: {e}"));
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(COMMAND_WAIT) {
+        Ok(out) => out.expect("the command's output is read"),
+        Err(_) => {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            panic!("{cmd:?} did not end within {COMMAND_WAIT:?}");
+        }
+    }
+}
