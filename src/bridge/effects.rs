@@ -23,7 +23,7 @@ use crate::router::{Effect, Outbox, Router};
 #[derive(Debug)]
 pub(super) enum Done {
     /// The ruling on the tool approval the agent asked with this id.
-    Decided(RequestId, Ruling),
+    Decided(RequestId, u64, Ruling),
     /// The "Always allow" write under this token: written, or why not.
     Written(u64, Result<(), String>),
 }
@@ -59,11 +59,16 @@ impl Effects {
         for effect in outbox.effects.drain(..) {
             let done = self.done_tx.clone();
             match effect {
-                Effect::Decide { id, call, cwd } => {
+                Effect::Decide {
+                    id,
+                    ticket,
+                    call,
+                    cwd,
+                } => {
                     let desk = self.desk.clone();
                     tokio::spawn(async move {
                         let ruling = decide(desk, *call, cwd).await;
-                        let _ = done.send(Done::Decided(id, ruling)).await;
+                        let _ = done.send(Done::Decided(id, ticket, ruling)).await;
                     });
                 }
                 Effect::Remember { token, rule, said } => {
@@ -93,7 +98,7 @@ impl Effects {
     /// What a finished effect means for the router.
     pub fn finish(&mut self, done: Done, router: &mut Router, outbox: &mut Outbox) {
         match done {
-            Done::Decided(id, ruling) => router.on_ruling(&id, ruling, outbox),
+            Done::Decided(id, ticket, ruling) => router.on_ruling(&id, ticket, ruling, outbox),
             Done::Written(token, written) => {
                 let Some((a, reply)) = self.writes.remove(&token) else {
                     return;

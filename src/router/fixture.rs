@@ -101,7 +101,9 @@ impl Fixture {
         while !self.out.effects.is_empty() {
             for effect in std::mem::take(&mut self.out.effects) {
                 match effect {
-                    Effect::Decide { id, call, .. } => {
+                    Effect::Decide {
+                        id, ticket, call, ..
+                    } => {
                         let ruling = match &self.policy {
                             Some(policy) => Ruling {
                                 verdict: policy.decide(&call),
@@ -110,7 +112,7 @@ impl Fixture {
                             },
                             None => Ruling::ask("no approval policy in the fixture"),
                         };
-                        self.r.on_ruling(&id, ruling, &mut self.out);
+                        self.r.on_ruling(&id, ticket, ruling, &mut self.out);
                     }
                     Effect::Remember { rule, said, .. } => self.remembered.push((rule, said)),
                 }

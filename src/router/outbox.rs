@@ -42,9 +42,12 @@ pub enum Effect {
     /// Decide the tool approval the agent asked with request `id` by the approval policy:
     /// read the policy's files for a session in `cwd`, decide `call` (its paths resolved as
     /// the OS opens them), and hand the [`crate::policy::desk::Ruling`] back to
-    /// [`super::Router::on_ruling`].
+    /// [`super::Router::on_ruling`] with `id` and `ticket`. The ticket is new for every
+    /// decision: an agent that reuses `id` after the first approval ended never gets the
+    /// first one's ruling for the second.
     Decide {
         id: RequestId,
+        ticket: u64,
         call: Box<Call>,
         cwd: Option<PathBuf>,
     },

@@ -823,3 +823,39 @@ fn an_id_waiting_for_its_ruling_is_in_use() {
         "the approval still gets its ruling"
     );
 }
+
+/// Found by review: a ruling answers only the decision it was asked for. An agent that
+/// cancels an approval and asks another under the same id must not get the first one's
+/// ruling (an allow of `git status`) for the second (`rm -rf build`).
+#[test]
+fn a_ruling_never_answers_another_approval_under_the_same_id() {
+    let allow_git =
+        "[[rule]]\nid = \"git\"\ndecision = \"allow\"\ncommand = [\"git\", \"status\"]\n";
+    let mut t = Fixture::with_policy(observed(), allow_git).deferred();
+    t.client(&msg::initialize(json!({})));
+    t.agent(&msg::result(json!(0), json!({"protocolVersion": 1})));
+    t.take_agent();
+    t.take_client();
+    let approval = |command: &str| {
+        msg::request(
+            json!(3),
+            "session/request_permission",
+            json!({"sessionId":"s1","toolCall":{"toolCallId":"tc-1","kind":"execute",
+                "rawInput":{"command":command}},"options":[
+                {"optionId":"allow","name":"Allow","kind":"allow_once"},
+                {"optionId":"reject","name":"Reject","kind":"reject_once"}]}),
+        )
+    };
+    t.agent(&approval("git status"));
+    t.agent(&msg::cancel_request(json!(3)));
+    assert_eq!(
+        t.take_agent(),
+        [msg::error(json!(3), -32800, "Request cancelled")]
+    );
+    let second = approval("rm -rf build");
+    t.agent(&second);
+    // Both rulings come back now: the first (an allow) is not the second's.
+    t.run_effects();
+    assert!(t.take_agent().is_empty(), "rm -rf build is not allowed");
+    assert_eq!(t.take_client(), [second], "it is asked");
+}

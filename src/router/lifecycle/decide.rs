@@ -53,7 +53,7 @@ pub(in crate::router) struct PolicyState {
     told: HashSet<String>,
     /// The latest decisions, newest last.
     recent: VecDeque<Value>,
-    /// The last token given to an "Always allow" write.
+    /// The last token given to an "Always allow" write, or ticket to a decision.
     tokens: u64,
 }
 
@@ -61,6 +61,8 @@ pub(in crate::router) struct PolicyState {
 /// how it is asked if the policy does not answer it.
 #[derive(Debug)]
 struct Parked {
+    /// The decision's own ticket ([`Effect::Decide`]).
+    ticket: u64,
     pending: Pending,
     call: Call,
     rest: Rest,
@@ -103,13 +105,17 @@ impl Router {
                 format!("too many tool approvals waiting for the approval policy (limit {limit})");
             return super::refuse(&p.agent_id, code::SERVER_ERROR, msg, out);
         }
+        state.tokens += 1;
+        let ticket = state.tokens;
         out.effects.push(Effect::Decide {
             id: p.agent_id.clone(),
+            ticket,
             call: Box::new(call.clone()),
             cwd,
         });
         let id = p.agent_id.clone();
         let parked = Parked {
+            ticket,
             pending: p,
             call,
             rest,
@@ -117,10 +123,15 @@ impl Router {
         state.deciding.insert(id, parked);
     }
 
-    /// The shell's ruling on the tool approval the agent asked with `id`: answered by the
-    /// policy, or asked. A ruling for an approval that has ended since is dropped.
-    pub fn on_ruling(&mut self, id: &RequestId, ruling: Ruling, out: &mut Outbox) {
-        let Some(parked) = self.policy.as_mut().and_then(|s| s.deciding.remove(id)) else {
+    /// The shell's ruling on the tool approval the agent asked with `id`, decided under
+    /// `ticket`: answered by the policy, or asked. A ruling for an approval that has ended
+    /// since is dropped, also when the agent has asked another one under the same id.
+    pub fn on_ruling(&mut self, id: &RequestId, ticket: u64, ruling: Ruling, out: &mut Outbox) {
+        let state = self.policy.as_mut();
+        let Some(parked) = state.and_then(|s| match s.deciding.get(id) {
+            Some(p) if p.ticket == ticket => s.deciding.remove(id),
+            _ => None,
+        }) else {
             tracing::debug!(%id, "a ruling for a tool approval that has ended; dropped");
             return;
         };
