@@ -546,7 +546,9 @@ pub async fn run_bridge(args: &[&str]) -> (i32, String, String) {
 pub const COMMAND_WAIT: Duration = Duration::from_secs(120);
 
 /// Runs `cmd` to its end like `Command::output` (stdin closed, stdout and stderr captured),
-/// but kills it and fails the test if it is not done within [`COMMAND_WAIT`].
+/// but kills it and fails the test if it is not done within [`COMMAND_WAIT`]: for plain
+/// `#[test]`s and sync helpers, any command; async tests running the bridge have
+/// [`run_bridge`].
 pub fn output_within(cmd: &mut std::process::Command) -> std::process::Output {
     let child = cmd
         .stdin(Stdio::null())
