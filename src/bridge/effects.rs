@@ -106,7 +106,8 @@ impl Effects {
                 // A caller that went away just misses its reply.
                 let _ = reply.send(match written {
                     Ok(()) => router
-                        .control_answer(
+                        .control_answer_remembered(
+                            token,
                             &a.session_id,
                             &a.question_id,
                             &a.answers,

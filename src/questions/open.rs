@@ -89,6 +89,9 @@ pub struct Open {
     /// The paired device that answered or rejected it through the inbox's remote listener
     /// (its `resolved` event says `by: "device:<name>"`).
     pub device: Option<String>,
+    /// Which question this is among all a router opened, never reused (its ids may be:
+    /// an agent can end a request and ask again under the same id).
+    pub serial: u64,
 }
 
 impl Open {
@@ -99,6 +102,7 @@ impl Open {
             asked,
             announced: false,
             device: None,
+            serial: 0,
         }
     }
 }

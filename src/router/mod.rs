@@ -75,6 +75,8 @@ pub struct Router {
     /// Maps the monotonic clock to wall time (for `expiresAt`), fixed at creation.
     wall_anchor: (Instant, SystemTime),
     agent_gone: bool,
+    /// How many questions were opened ([`crate::questions::open::Open::serial`]).
+    opened: u64,
     /// What is remembered of ended questions and seen sessions.
     ledger: stores::ledger::Ledger,
     /// Tool calls the agent announced, for permission requests that name them by id.
@@ -105,6 +107,7 @@ impl Router {
             questions: OpenQuestions::default(),
             wall_anchor: (Instant::now(), SystemTime::now()),
             agent_gone: false,
+            opened: 0,
             tool_calls: stores::tool_calls::ToolCalls::default(),
             sessions: stores::sessions::Sessions::default(),
             digests: stores::digest::Digests::default(),

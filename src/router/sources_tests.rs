@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use crate::events::By;
 use crate::questions::prompts::Style;
 use crate::router::fixture::{msg, parse, Fixture};
-use crate::router::RouterConfig;
+use crate::router::{ControlError, RouterConfig};
 
 /// What a client showing the agent's own request (and tool call) is sent when the question
 /// is answered elsewhere: the tool call marked done with the answer in its title (its content
@@ -858,4 +858,66 @@ fn a_ruling_never_answers_another_approval_under_the_same_id() {
     t.run_effects();
     assert!(t.take_agent().is_empty(), "rm -rf build is not allowed");
     assert_eq!(t.take_client(), [second], "it is asked");
+}
+
+/// Found by review: an "Always allow" answer goes, after its rule is written, only to the
+/// question that was checked. When that approval ends and the agent asks another command under
+/// the same id meanwhile (so the same question id), the user's allow does not reach it.
+#[test]
+fn an_always_allow_answer_never_reaches_an_approval_asked_again_under_the_same_id() {
+    let mut t = Fixture::with_policy(observed(), DENY_RM);
+    t.client(&msg::initialize(json!({})));
+    t.agent(&msg::result(json!(0), json!({"protocolVersion": 1})));
+    t.take_agent();
+    let approval = |command: &str| {
+        msg::request(
+            json!(3),
+            "session/request_permission",
+            json!({"sessionId":"s1","toolCall":{"toolCallId":"tc-1","kind":"execute",
+                "rawInput":{"command":command}},"options":[
+                {"optionId":"allow","name":"Allow","kind":"allow_once"},
+                {"optionId":"reject","name":"Reject","kind":"reject_once"}]}),
+        )
+    };
+    t.agent(&approval("git status"));
+    t.take_client();
+    let qid = t.r.question_views()[0].question_id.clone();
+    let remember: crate::policy::remember::Remember =
+        serde_json::from_value(json!({"agent": "this", "place": "everywhere"})).unwrap();
+    let answers = json!([["allow"]]);
+    let token =
+        t.r.control_remember("s1", &qid, &answers, remember, &mut t.out)
+            .expect("git status can be remembered");
+    // While the rule is written, the approval ends (here a session/cancel) and the agent
+    // asks another command under the same id.
+    t.client(&msg::session_cancel("s1"));
+    t.agent(&approval("tar cf x.tar ."));
+    t.take_agent();
+    assert_eq!(
+        t.r.question_views()[0].question_id,
+        qid,
+        "the same question id"
+    );
+    let answered =
+        t.r.control_answer_remembered(token, "s1", &qid, &answers, None, &mut t.out);
+    assert!(
+        matches!(answered, Err(ControlError::Invalid(_))),
+        "{answered:?}"
+    );
+    assert!(
+        t.take_agent().is_empty(),
+        "the new approval is not answered"
+    );
+    // The question that was checked gets its answer.
+    let mut t2 = Fixture::with_policy(observed(), DENY_RM);
+    t2.client(&msg::initialize(json!({})));
+    t2.agent(&msg::result(json!(0), json!({"protocolVersion": 1})));
+    t2.agent(&approval("git status"));
+    t2.take_agent();
+    let token =
+        t2.r.control_remember("s1", &qid, &answers, remember, &mut t2.out)
+            .unwrap();
+    t2.r.control_answer_remembered(token, "s1", &qid, &answers, None, &mut t2.out)
+        .expect("answered");
+    assert!(t2.take_agent()[0].contains(r#""optionId":"allow""#));
 }

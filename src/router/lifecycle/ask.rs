@@ -117,6 +117,9 @@ impl Router {
         }
         self.counters.questions_asked += 1;
         let original = rest.as_sent.then_some(&rest.line);
-        self.show(Open::new(p), rest.dialect, original, out);
+        self.opened += 1;
+        let mut open = Open::new(p);
+        open.serial = self.opened;
+        self.show(open, rest.dialect, original, out);
     }
 }

@@ -20,7 +20,7 @@
 //!   project file ignored, or its allow rules left out since its content changed, once per
 //!   change of the file.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -55,6 +55,9 @@ pub(in crate::router) struct PolicyState {
     recent: VecDeque<Value>,
     /// The last token given to an "Always allow" write, or ticket to a decision.
     tokens: u64,
+    /// The questions whose answer waits for its "Always allow" write: by token, the
+    /// question's serial.
+    remembering: HashMap<u64, u64>,
 }
 
 /// A tool approval waiting for its ruling: what was asked, the call the policy reads, and
@@ -205,14 +208,52 @@ impl Router {
         out: &mut Outbox,
     ) -> Result<u64, ControlError> {
         let (rule, said) = self.always_allow_rule(session, question_id, answers, remember)?;
+        let serial = self
+            .questions
+            .get_by_key(session, question_id)
+            .map_or(0, |o| o.serial);
         let state = self
             .policy
             .as_mut()
             .ok_or_else(|| ControlError::Invalid("remember: no policy in force".into()))?;
         state.tokens += 1;
         let token = state.tokens;
+        if state.remembering.len() >= 4096 {
+            state.remembering.clear();
+        }
+        state.remembering.insert(token, serial);
         out.effects.push(Effect::Remember { token, rule, said });
         Ok(token)
+    }
+
+    /// The answer of [`Router::control_remember`] once its rule is written (`token`): given
+    /// only to the question that was checked. One the agent ended and asked again under the
+    /// same id since (another command, the same question id) is not answered.
+    pub fn control_answer_remembered(
+        &mut self,
+        token: u64,
+        session: &str,
+        question_id: &str,
+        answers: &Value,
+        device: Option<&str>,
+        out: &mut Outbox,
+    ) -> Result<Value, ControlError> {
+        let checked = self
+            .policy
+            .as_mut()
+            .and_then(|s| s.remembering.remove(&token));
+        let now = self
+            .questions
+            .get_by_key(session, question_id)
+            .map(|o| o.serial);
+        // Not pending any more: `control_answer` says who resolved it.
+        if checked.is_none() || (now.is_some() && checked != now) {
+            return Err(ControlError::Invalid(
+                "remember: the question changed while its rule was written; it is not answered"
+                    .into(),
+            ));
+        }
+        self.control_answer(session, question_id, answers, device, out)
     }
 
     /// Whether the policy answered the tool approval `p` (read as `call`) by `ruling`:
