@@ -1,6 +1,9 @@
-//! The disk work the router asks for ([`Effect`]), carried out off the loop: each runs on
-//! tokio's blocking pool and comes back to the loop as a [`Done`] (rust-analyzer's main loop
-//! does the same with its tasks). The loop never waits for one.
+//! The disk work the router asks for ([`Effect`]), carried out off the loop and handed back
+//! to it as a [`Done`] (rust-analyzer's main loop does the same with its tasks). The loop
+//! never waits for one. The policy's decisions and status reads run on the policy's own
+//! thread ([`PolicyThread`]), not on tokio's blocking pool, which the relay's long writes
+//! use: a policy file that never reads (a FIFO, a hung mount) stalls only the policy, and
+//! no thread piles up behind it.
 //!
 //! Invariants:
 //! - Every [`Effect::Decide`] comes back exactly once: with the policy's ruling, or, when it
@@ -30,8 +33,8 @@ pub(super) enum Done {
 
 /// The effects under way.
 pub(super) struct Effects {
-    /// The policy's files (`None`: no policy).
-    desk: Option<Desk>,
+    /// The policy's thread (`None`: no policy).
+    policy: Option<PolicyThread>,
     done_tx: mpsc::Sender<Done>,
     pub done_rx: mpsc::Receiver<Done>,
     /// Answers waiting for their "Always allow" write, by token.
@@ -42,16 +45,16 @@ impl Effects {
     pub fn new(desk: Option<Desk>) -> Self {
         let (done_tx, done_rx) = mpsc::channel(64);
         Effects {
-            desk,
+            policy: desk.and_then(PolicyThread::start),
             done_tx,
             done_rx,
             writes: HashMap::new(),
         }
     }
 
-    /// The policy's files, for `bridge.status`.
-    pub fn desk(&self) -> Option<&Desk> {
-        self.desk.as_ref()
+    /// The policy's thread, for `bridge.status`.
+    pub fn policy(&self) -> Option<&PolicyThread> {
+        self.policy.as_ref()
     }
 
     /// Starts every effect the router queued.
@@ -65,9 +68,9 @@ impl Effects {
                     call,
                     cwd,
                 } => {
-                    let desk = self.desk.clone();
+                    let policy = self.policy.clone();
                     tokio::spawn(async move {
-                        let ruling = decide(desk, *call, cwd).await;
+                        let ruling = decide(policy, *call, cwd).await;
                         let _ = done.send(Done::Decided(id, ticket, ruling)).await;
                     });
                 }
@@ -122,27 +125,82 @@ impl Effects {
     }
 }
 
-/// The ruling for `call`, decided on the blocking pool, within [`DECIDE_WITHIN`].
-async fn decide(desk: Option<Desk>, call: crate::policy::Call, cwd: Option<PathBuf>) -> Ruling {
-    let Some(desk) = desk else {
+/// The policy's own thread: decisions and status reads, one at a time.
+#[derive(Debug, Clone)]
+pub(super) struct PolicyThread {
+    jobs: std::sync::mpsc::SyncSender<Job>,
+}
+
+type Job = Box<dyn FnOnce(&Desk) + Send>;
+
+/// How many decisions may wait for the policy's thread; past that they are asked at once.
+const WAITING: usize = 64;
+
+impl PolicyThread {
+    fn start(desk: Desk) -> Option<Self> {
+        let (jobs, todo) = std::sync::mpsc::sync_channel::<Job>(WAITING);
+        let started = std::thread::Builder::new()
+            .name("policy".into())
+            .spawn(move || {
+                for job in todo {
+                    job(&desk);
+                }
+            });
+        match started {
+            Ok(_) => Some(PolicyThread { jobs }),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot start the policy's thread; every tool approval is asked");
+                None
+            }
+        }
+    }
+
+    /// Runs `f` on the policy's thread, within [`DECIDE_WITHIN`]; `Err` says why not (busy
+    /// with a file that does not read, or gone after a panic).
+    pub async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Desk) -> T + Send + 'static,
+    ) -> Result<T, String> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |desk| {
+            let _ = tx.send(f(desk));
+        });
+        self.jobs.try_send(job).map_err(|e| match e {
+            std::sync::mpsc::TrySendError::Full(_) => {
+                format!("{WAITING} decisions already wait for the approval policy")
+            }
+            std::sync::mpsc::TrySendError::Disconnected(_) => {
+                "the approval policy's thread is gone".to_owned()
+            }
+        })?;
+        match tokio::time::timeout(DECIDE_WITHIN, rx).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(_)) => Err("the approval policy could not decide".to_owned()),
+            Err(_) => Err(format!(
+                "the approval policy did not decide within {} s (a file that cannot be read?)",
+                DECIDE_WITHIN.as_secs()
+            )),
+        }
+    }
+}
+
+/// The ruling for `call`, decided on the policy's thread, within [`DECIDE_WITHIN`].
+async fn decide(
+    policy: Option<PolicyThread>,
+    call: crate::policy::Call,
+    cwd: Option<PathBuf>,
+) -> Ruling {
+    let Some(policy) = policy else {
         return Ruling::ask("no approval policy is in force");
     };
-    let task = tokio::task::spawn_blocking(move || desk.decide(&call, cwd.as_deref()));
-    match tokio::time::timeout(DECIDE_WITHIN, task).await {
-        Ok(Ok(ruling)) => ruling,
-        Ok(Err(_)) => {
-            tracing::error!("the approval policy's decision failed; the approval is asked");
-            Ruling::ask("the approval policy could not decide; asked")
-        }
-        Err(_) => {
-            tracing::warn!(
-                within_s = DECIDE_WITHIN.as_secs(),
-                "the approval policy did not decide in time (a file that cannot be read?); the approval is asked"
-            );
-            Ruling::ask(format!(
-                "the approval policy did not decide within {} s; asked",
-                DECIDE_WITHIN.as_secs()
-            ))
+    match policy
+        .run(move |desk| desk.decide(&call, cwd.as_deref()))
+        .await
+    {
+        Ok(ruling) => ruling,
+        Err(why) => {
+            tracing::warn!("{why}; the approval is asked");
+            Ruling::ask(format!("{why}; asked"))
         }
     }
 }
@@ -169,5 +227,48 @@ fn write(rule: &str, said: &str, comment: &str) -> Result<(), String> {
             tracing::warn!(error = %e, "always allow: the rule was not written");
             Err(e.to_string())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::desk::PolicyFiles;
+
+    /// A decision stuck on a file holds only the policy's thread: what waits behind it is
+    /// bounded ([`WAITING`]), one more is refused at once, and nothing else is taken.
+    #[test]
+    fn a_stuck_policy_thread_queues_a_bounded_number_and_refuses_the_rest_at_once() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let policy = PolicyThread::start(Desk::new(&PolicyFiles::default())).unwrap();
+        // The first job does not return until released (a file that does not read).
+        let (started, on_it) = std::sync::mpsc::channel::<()>();
+        let (release, stuck) = std::sync::mpsc::channel::<()>();
+        let first: Job = Box::new(move |_| {
+            started.send(()).unwrap();
+            stuck.recv().unwrap();
+        });
+        policy.jobs.try_send(first).unwrap();
+        on_it.recv().unwrap();
+        for _ in 0..WAITING {
+            assert!(policy.jobs.try_send(Box::new(|_| ())).is_ok());
+        }
+        let refused = rt.block_on(policy.run(|_| ()));
+        assert!(
+            refused.as_ref().is_err_and(|e| e.contains("already wait")),
+            "{refused:?}"
+        );
+        // Released, it works through what waited, then takes new decisions.
+        release.send(()).unwrap();
+        let (drained, all_done) = std::sync::mpsc::channel::<()>();
+        policy
+            .jobs
+            .send(Box::new(move |_| drained.send(()).unwrap()))
+            .unwrap();
+        all_done.recv().unwrap();
+        assert_eq!(rt.block_on(policy.run(|_| 7)), Ok(7));
     }
 }

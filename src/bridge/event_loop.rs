@@ -354,7 +354,7 @@ impl Shell {
                 v["uptimeMs"] = (self.agent.started.elapsed().as_millis() as u64).into();
                 v["version"] = env!("CARGO_PKG_VERSION").into();
                 let decided = router.policy_decisions();
-                let Some(desk) = self.effects.desk().cloned() else {
+                let Some(policy) = self.effects.policy().cloned() else {
                     v["policy"] = decided;
                     let _ = reply.send(v);
                     return;
@@ -363,18 +363,9 @@ impl Shell {
                 // before the next approval).
                 let cwd = router.cwd().map(ToOwned::to_owned);
                 tokio::spawn(async move {
-                    let files = tokio::task::spawn_blocking(move || desk.status(cwd.as_deref()));
-                    let mut policy = match tokio::time::timeout(
-                        crate::policy::desk::DECIDE_WITHIN,
-                        files,
-                    )
-                    .await
-                    {
-                        Ok(Ok(files)) => files,
-                        _ => {
-                            serde_json::json!({ "broken": "the policy's files could not be read in time" })
-                        }
-                    };
+                    let files = policy.run(move |desk| desk.status(cwd.as_deref())).await;
+                    let mut policy =
+                        files.unwrap_or_else(|why| serde_json::json!({ "broken": why }));
                     policy["decided"] = decided;
                     v["policy"] = policy;
                     let _ = reply.send(v);

@@ -4,7 +4,7 @@
 //! The router does no I/O, and a decision does: the policy's files are looked at again
 //! (a `stat` each) before every decision, and a call's paths are resolved as the OS opens
 //! them (links before `..`). So the router asks for a decision as an effect, the shell
-//! runs [`Desk::decide`] on a blocking thread, bounded by [`DECIDE_WITHIN`], and hands back a
+//! runs [`Desk::decide`] on the policy's own thread, bounded by [`DECIDE_WITHIN`], and hands back a
 //! [`Ruling`]. A decision that does not come in time (a file on a hung mount) is an `ask`:
 //! nothing fails open.
 //!
