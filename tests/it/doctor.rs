@@ -48,12 +48,7 @@ async fn doctor_reports_what_runs_and_what_to_fix() {
     // An agent command on PATH (a stand-in), and the system's tools.
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    std::fs::write(bin.join("codex-acp"), "#!/bin/sh\n").unwrap();
-    std::fs::set_permissions(
-        bin.join("codex-acp"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    crate::common::write_executable(&bin.join("codex-acp"), "#!/bin/sh\n");
     let path = format!("{}:/usr/bin:/bin", bin.display());
 
     let mut bridge = registered_bridge(&reg, &[]).await;

@@ -462,8 +462,7 @@ async fn an_agent_that_cannot_start_says_what_to_do() {
 
     // On PATH, but its `#!` interpreter is missing: not "not found on PATH".
     let orphan = dir.join("orphan-agent");
-    std::fs::write(&orphan, "#!/nonexistent/interpreter\n").unwrap();
-    std::fs::set_permissions(&orphan, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    crate::common::write_executable(&orphan, "#!/nonexistent/interpreter\n");
     let (code, err) = run(
         vec!["--no-control".into(), "--".into(), "orphan-agent".into()],
         Some(dir.to_string_lossy().into_owned()),

@@ -210,8 +210,7 @@ impl Sandbox {
                 name = name.replace('\'', "")
             );
             let path = bin.join(name);
-            fs::write(&path, script).expect("a stand-in");
-            fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
+            crate::common::write_executable(&path, &script);
         }
         let mut sandbox = Sandbox {
             out: dir.join("stdout"),
