@@ -824,6 +824,18 @@ fn an_id_waiting_for_its_ruling_is_in_use() {
     );
 }
 
+/// A tool approval (id 3, session `s1`) of the shell command `command`.
+fn approval_of(command: &str) -> String {
+    msg::request(
+        json!(3),
+        "session/request_permission",
+        json!({"sessionId":"s1","toolCall":{"toolCallId":"tc-1","kind":"execute",
+            "rawInput":{"command":command}},"options":[
+            {"optionId":"allow","name":"Allow","kind":"allow_once"},
+            {"optionId":"reject","name":"Reject","kind":"reject_once"}]}),
+    )
+}
+
 /// Found by review: a ruling answers only the decision it was asked for. An agent that
 /// cancels an approval and asks another under the same id must not get the first one's
 /// ruling (an allow of `git status`) for the second (`rm -rf build`).
@@ -836,23 +848,13 @@ fn a_ruling_never_answers_another_approval_under_the_same_id() {
     t.agent(&msg::result(json!(0), json!({"protocolVersion": 1})));
     t.take_agent();
     t.take_client();
-    let approval = |command: &str| {
-        msg::request(
-            json!(3),
-            "session/request_permission",
-            json!({"sessionId":"s1","toolCall":{"toolCallId":"tc-1","kind":"execute",
-                "rawInput":{"command":command}},"options":[
-                {"optionId":"allow","name":"Allow","kind":"allow_once"},
-                {"optionId":"reject","name":"Reject","kind":"reject_once"}]}),
-        )
-    };
-    t.agent(&approval("git status"));
+    t.agent(&approval_of("git status"));
     t.agent(&msg::cancel_request(json!(3)));
     assert_eq!(
         t.take_agent(),
         [msg::error(json!(3), -32800, "Request cancelled")]
     );
-    let second = approval("rm -rf build");
+    let second = approval_of("rm -rf build");
     t.agent(&second);
     // Both rulings come back now: the first (an allow) is not the second's.
     t.run_effects();
@@ -869,17 +871,7 @@ fn an_always_allow_answer_never_reaches_an_approval_asked_again_under_the_same_i
     t.client(&msg::initialize(json!({})));
     t.agent(&msg::result(json!(0), json!({"protocolVersion": 1})));
     t.take_agent();
-    let approval = |command: &str| {
-        msg::request(
-            json!(3),
-            "session/request_permission",
-            json!({"sessionId":"s1","toolCall":{"toolCallId":"tc-1","kind":"execute",
-                "rawInput":{"command":command}},"options":[
-                {"optionId":"allow","name":"Allow","kind":"allow_once"},
-                {"optionId":"reject","name":"Reject","kind":"reject_once"}]}),
-        )
-    };
-    t.agent(&approval("git status"));
+    t.agent(&approval_of("git status"));
     t.take_client();
     let qid = t.r.question_views()[0].question_id.clone();
     let remember: crate::policy::remember::Remember =
@@ -891,7 +883,7 @@ fn an_always_allow_answer_never_reaches_an_approval_asked_again_under_the_same_i
     // While the rule is written, the approval ends (here a session/cancel) and the agent
     // asks another command under the same id.
     t.client(&msg::session_cancel("s1"));
-    t.agent(&approval("tar cf x.tar ."));
+    t.agent(&approval_of("tar cf x.tar ."));
     t.take_agent();
     assert_eq!(
         t.r.question_views()[0].question_id,
@@ -912,7 +904,7 @@ fn an_always_allow_answer_never_reaches_an_approval_asked_again_under_the_same_i
     let mut t2 = Fixture::with_policy(observed(), DENY_RM);
     t2.client(&msg::initialize(json!({})));
     t2.agent(&msg::result(json!(0), json!({"protocolVersion": 1})));
-    t2.agent(&approval("git status"));
+    t2.agent(&approval_of("git status"));
     t2.take_agent();
     let token =
         t2.r.control_remember("s1", &qid, &answers, remember, &mut t2.out)
