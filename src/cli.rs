@@ -153,6 +153,18 @@ pub struct BridgeArgs {
     /// when offline) [default: the official ACP Registry]
     #[arg(long, value_name = "FILE|URL")]
     pub agent_registry: Option<String>,
+    /// Keep the agent and its sessions for DURATION when no client is attached (the editor
+    /// quit, crashed, reloaded, or lost its SSH connection): the agent's turn goes on, its
+    /// questions wait on the page, the CLI, the inbox and the phone, and the editor started
+    /// again with the same command line in the same folder takes its sessions back with
+    /// `session/load` (docs/GUIDE.md, "Close the editor, answer on the phone, come back").
+    /// The process the editor starts is then a front: the agent is held by a process in a
+    /// session of its own. `0` ends the agent as soon as the client leaves.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub linger: Option<Duration>,
+    /// Internal: run as the holder that a `--linger` front started, listening here.
+    #[arg(long, value_name = "SOCKET", hide = true, requires = "linger")]
+    pub hold_socket: Option<PathBuf>,
     /// The agent command and its arguments, after `--`.
     #[arg(last = true, value_name = "AGENT")]
     pub agent: Vec<String>,

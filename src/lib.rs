@@ -36,6 +36,7 @@ pub mod events;
 pub mod inbox;
 pub mod journal;
 pub mod jsonrpc;
+pub mod linger;
 pub mod logging;
 pub mod methods;
 pub mod notify;

@@ -224,7 +224,40 @@ fn main() -> ExitCode {
     let agent_name = acp_question_bridge::child::agent_name(
         &args.agent.iter().map(String::as_str).collect::<Vec<_>>(),
     );
+    let (linger, hold_socket) = (args.linger, args.hold_socket.take());
+    if let (Some(_), None) = (linger, &hold_socket) {
+        // The front: the editor's process; the agent is held by a holder it finds or starts.
+        let argv: Vec<String> = std::env::args_os()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let code = acp_question_bridge::linger::front::run(&argv);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    let hold = match (linger, hold_socket) {
+        (Some(linger), Some(socket)) => {
+            let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+            let (Some(token), Some(key)) = (
+                var(acp_question_bridge::linger::TOKEN_ENV),
+                var(acp_question_bridge::linger::KEY_ENV),
+            ) else {
+                return fail(2, "--hold-socket is started by a --linger front only");
+            };
+            // Not the agent's to see (still one thread: nothing reads the environment).
+            std::env::remove_var(acp_question_bridge::linger::TOKEN_ENV);
+            std::env::remove_var(acp_question_bridge::linger::KEY_ENV);
+            Some(acp_question_bridge::linger::holder::HoldConfig {
+                socket,
+                token,
+                key,
+                linger,
+            })
+        }
+        _ => None,
+    };
+    let holding = hold.is_some();
     let config = bridge::Config {
+        hold,
         control,
         journal: args.journal,
         on_question,
@@ -272,7 +305,14 @@ fn main() -> ExitCode {
     // the reader to the loop to the writer on one worker, with no thread to wake on the
     // way (it halved the added round-trip latency: bench/results.md). Streaming input
     // still uses the second core through the readers' scan threads (`bridge::reader`).
-    let result = match runtime.block_on(async { tokio::spawn(bridge::run(config)).await }) {
+    let run = async move {
+        if holding {
+            bridge::run_held(config).await
+        } else {
+            bridge::run(config).await
+        }
+    };
+    let result = match runtime.block_on(async { tokio::spawn(run).await }) {
         Ok(result) => result,
         Err(e) => std::panic::resume_unwind(e.into_panic()),
     };

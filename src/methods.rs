@@ -37,6 +37,8 @@ pub const SESSION_REQUEST_PERMISSION: &str = "session/request_permission";
 pub const ELICITATION_CREATE: &str = "elicitation/create";
 /// The older name of [`ELICITATION_CREATE`] (the ACP schema of March-April 2026).
 pub const SESSION_ELICITATION: &str = "session/elicitation";
+/// The agent reads a file through the client (the mock agent's `fs-read`).
+pub const FS_READ_TEXT_FILE: &str = "fs/read_text_file";
 
 // Either side.
 

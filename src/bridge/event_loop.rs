@@ -55,6 +55,8 @@ pub(super) enum Event {
     ClientHungUp(bool),
     /// A batch of the client's lines (`None`: our stdin reached EOF).
     ClientInput(Option<Batch>),
+    /// `--linger`: a front attached, or one is gone.
+    Hold(super::hold::HoldEvent),
 }
 
 /// The loop's state: the router, what it queued, the channels to the tasks, the agent.
@@ -68,7 +70,12 @@ pub(super) struct Shell {
     /// The disk work the router asked for, under way.
     pub effects: Effects,
     pub ends: Ends,
+    /// The router has not had the client's end (with `--linger`: the linger is not over).
     pub client_open: bool,
+    /// A client is attached (always, without `--linger`, until its EOF).
+    pub attached: bool,
+    /// `--linger`: the holder's socket, its front, the linger.
+    pub holding: Option<super::hold::Holding>,
     pub agent_open: bool,
     /// How the direct child ended.
     pub status: Option<ExitStatus>,
@@ -113,10 +120,15 @@ impl Shell {
 
     /// Waits for the next thing that needs the loop.
     async fn next_event(&mut self) -> Event {
-        let deadline = [self.router.next_deadline(), self.ladder.next_deadline()]
-            .into_iter()
-            .flatten()
-            .min();
+        let linger = self.holding.as_ref().and_then(|h| h.deadline());
+        let deadline = [
+            self.router.next_deadline(),
+            self.ladder.next_deadline(),
+            linger,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         // A side is read while what it feeds has drained; the bridge's own replies back to
         // it may pile up to REPLY_BACKLOG (they are small) before it is paused too. (Counting
         // forwarded lines there would deadlock a client that writes before it reads.)
@@ -124,6 +136,7 @@ impl Shell {
         let read_agent =
             self.agent_open && outbox.to_client.is_empty() && outbox.made_for_agent < REPLY_BACKLOG;
         let read_client = self.client_open
+            && self.attached
             && self.status.is_none()
             && outbox.to_agent.is_empty()
             && outbox.made_for_client < REPLY_BACKLOG;
@@ -162,6 +175,9 @@ impl Shell {
                 if self.ends.hup.is_some() && self.client_open => Event::ClientHungUp(hup.is_ok()),
             // Cancel-safe: `mpsc::Receiver::recv`.
             batch = self.ends.client_frames.recv(), if read_client => Event::ClientInput(batch),
+            // Cancel-safe: `Holding::next` polls two `mpsc::Receiver::recv`s.
+            ev = async { self.holding.as_mut().expect("guarded").next().await },
+                if self.holding.is_some() => Event::Hold(ev),
         }
     }
 
@@ -189,11 +205,16 @@ impl Shell {
                 if as_eof {
                     self.router.on_client_eof(now, &mut self.outbox);
                 }
+                if let Some(h) = &mut self.holding {
+                    // Stopping: no front attaches any more.
+                    h.close();
+                }
             }
             // `flush_ready` hands the queue over (or drops it, for a writer that is gone).
             Event::Room => {}
             Event::Timer => {
                 self.router.on_timer(now, &mut self.outbox);
+                self.linger_over(now);
                 self.step_ladder(now);
             }
             Event::AgentExited(st) => {
@@ -241,6 +262,10 @@ impl Shell {
                 self.ends.stdin_closed = None;
                 self.ladder.stdin_closed(now);
             }
+            Event::ClientHungUp(true) if self.lingers() => {
+                tracing::info!("the client hung up while its input waits for the agent");
+                self.detach(now);
+            }
             Event::ClientHungUp(hung_up) => {
                 self.ends.hup = None;
                 if hung_up {
@@ -252,12 +277,86 @@ impl Shell {
                 self.router
                     .on_batch(Side::Client, batch, now, &mut self.outbox)
             }
+            Event::ClientInput(None) if self.lingers() => {
+                tracing::info!("client closed stdin");
+                self.detach(now);
+            }
+            Event::Hold(super::hold::HoldEvent::Attach(a)) => self.attach(a, now),
+            Event::Hold(super::hold::HoldEvent::FrontGone(generation)) => {
+                let current = self
+                    .holding
+                    .as_ref()
+                    .is_some_and(|h| h.is_current(generation));
+                if current && self.attached {
+                    tracing::info!("the front is gone");
+                    self.detach(now);
+                }
+            }
             Event::ClientInput(None) => {
                 tracing::info!("client closed stdin");
                 self.client_open = false;
                 self.router.on_client_eof(now, &mut self.outbox);
                 self.ladder.client_eof(now, self.taken());
             }
+        }
+    }
+
+    /// Whether a client that leaves is waited for (`--linger`, the linger not over, the
+    /// agent running).
+    fn lingers(&self) -> bool {
+        self.client_open
+            && self.status.is_none()
+            && !self.ladder.is_started()
+            && self.holding.as_ref().is_some_and(|h| h.open())
+    }
+
+    /// The attached client left: the router keeps its questions and the agent's requests
+    /// for the next one, and the linger starts.
+    fn detach(&mut self, now: Instant) {
+        if !self.attached {
+            return;
+        }
+        self.attached = false;
+        self.ends.detach();
+        if let Some(h) = &mut self.holding {
+            h.detach(now, 0);
+        }
+        self.router.on_client_detached(now, &mut self.outbox);
+    }
+
+    /// A front attaches its client, unless one is attached or the bridge is ending.
+    fn attach(&mut self, a: crate::linger::holder::Attachment, now: Instant) {
+        if self.holding.is_none() {
+            return;
+        }
+        if self.attached || !self.lingers() {
+            return super::hold::Holding::busy(a);
+        }
+        let h = self.holding.as_mut().expect("checked");
+        let Some((input, output)) = h.attach(a) else {
+            return;
+        };
+        let max = h.max_line_bytes;
+        // What was queued for no client is not the new one's.
+        drop(self.outbox.take_client());
+        self.ends.attach(max, super::client_of(input, output));
+        self.attached = true;
+        self.router.on_client_attached(now, &mut self.outbox);
+    }
+
+    /// No client came back within the linger: what is pending ends as at the client's EOF,
+    /// and the agent gets the shutdown ladder.
+    fn linger_over(&mut self, now: Instant) {
+        let Some(h) = &mut self.holding else { return };
+        if self.attached || h.deadline().is_none_or(|d| d > now) {
+            return;
+        }
+        tracing::info!("no client came back within the linger; ending");
+        h.close();
+        if self.client_open && !self.ladder.is_started() {
+            self.client_open = false;
+            self.router.on_client_eof(now, &mut self.outbox);
+            self.ladder.client_eof(now, self.taken());
         }
     }
 
@@ -283,7 +382,10 @@ impl Shell {
                 let _ = reply.send(views);
             }
             Call::Answer(mut a, reply) => {
-                if let Some(e) = not_me(self.surfaces.identity.as_ref(), a.bridge.as_deref()) {
+                if let Some(e) = control::not_me(
+                    self.surfaces.identity.as_ref().map(|e| e.id.as_str()),
+                    a.bridge.as_deref(),
+                ) {
                     let _ = reply.send(Err(e));
                     return;
                 }
@@ -317,7 +419,10 @@ impl Shell {
                 let _ = reply.send(r);
             }
             Call::Reject(r, reply) => {
-                let result = match not_me(self.surfaces.identity.as_ref(), r.bridge.as_deref()) {
+                let result = match control::not_me(
+                    self.surfaces.identity.as_ref().map(|e| e.id.as_str()),
+                    r.bridge.as_deref(),
+                ) {
                     Some(e) => Err(e),
                     None => router
                         .control_reject(
@@ -403,6 +508,12 @@ pub(super) fn flush_ready(
             Some(Err(mpsc::error::TrySendError::Closed(()))) | None => true,
         };
         if closed {
+            if tx.is_none() && side == Side::Client {
+                // No client attached (`--linger`): what the router kept is kept; the rest
+                // is for nobody.
+                drop(take(outbox));
+                continue;
+            }
             writer_gone(take(outbox), tx, output_name(side));
         }
     }
@@ -482,19 +593,4 @@ impl Signals {
             _ = self.hup.recv() => Signal::SIGHUP,
         }
     }
-}
-
-/// The error for a call that names another bridge than this one (`None`: it is for us).
-fn not_me(
-    me: Option<&crate::inbox::roster::Entry>,
-    named: Option<&str>,
-) -> Option<jsonrpsee::types::ErrorObjectOwned> {
-    let named = named?;
-    if me.is_some_and(|e| e.id == named) {
-        return None;
-    }
-    Some(control::invalid_params(format!(
-        "bridge: {named:?} is not this bridge ({})",
-        me.map_or("unnamed", |e| e.id.as_str())
-    )))
 }

@@ -15,13 +15,14 @@
 mod effects;
 mod event_loop;
 mod hangup;
+mod hold;
 mod observers;
 mod reader;
 mod services;
 mod shutdown;
 mod writer;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -33,7 +34,7 @@ use effects::Effects;
 pub use event_loop::REPLY_BACKLOG;
 use event_loop::{Shell, Signals};
 pub use reader::IN_FLIGHT_BYTES;
-use services::{Agent, Pipes, Surfaces};
+use services::{Agent, ClientSide, Ends, Surfaces};
 use shutdown::Ladder;
 pub use shutdown::QuitReason;
 use writer::Bulk;
@@ -64,6 +65,8 @@ pub struct Config {
     pub register: bool,
     /// `--nats`: publish pending questions to NATS JetStream and take answers from there.
     pub nats: Option<crate::inbox::nats::NatsConfig>,
+    /// `--linger`, in the holder: where fronts attach, and how long the agent waits for one.
+    pub hold: Option<crate::linger::holder::HoldConfig>,
 }
 
 /// Failures before the bridge is running.
@@ -77,6 +80,8 @@ pub enum RunError {
     Control(#[from] control::ControlSetupError),
     #[error("cannot open the journal {0}: {1}")]
     Journal(std::path::PathBuf, std::io::Error),
+    #[error("cannot listen for the editor's return on {0}: {1}")]
+    Hold(std::path::PathBuf, std::io::Error),
 }
 
 impl RunError {
@@ -86,7 +91,10 @@ impl RunError {
         match self {
             RunError::Spawn(e) if e.source.kind() == std::io::ErrorKind::PermissionDenied => 126,
             RunError::Spawn(_) => 127,
-            RunError::Signals(_) | RunError::Control(_) | RunError::Journal(..) => 1,
+            RunError::Signals(_)
+            | RunError::Control(_)
+            | RunError::Journal(..)
+            | RunError::Hold(..) => 1,
         }
     }
 }
@@ -99,18 +107,23 @@ pub async fn run(cfg: Config) -> Result<i32, RunError> {
         use std::os::fd::AsFd;
         std::io::stdin().as_fd().try_clone_to_owned().ok()
     };
-    run_inner(
-        cfg,
+    let client = ClientSide {
         input,
         output,
         probe,
-        Host::Binary { client_bulk: bulk },
-    )
-    .await
+        bulk,
+    };
+    run_inner(cfg, Some(client), Host::Binary).await
 }
 
-type ClientIn = Box<dyn AsyncRead + Unpin + Send>;
-type ClientOut = Box<dyn AsyncWrite + Unpin + Send>;
+/// Runs the bridge as a holder (`--linger`): no client at first; fronts attach over the
+/// socket of `cfg.hold`. Returns the exit code.
+pub async fn run_held(cfg: Config) -> Result<i32, RunError> {
+    run_inner::<ClientIn, ClientOut>(cfg, None, Host::Binary).await
+}
+
+pub(super) type ClientIn = Box<dyn AsyncRead + Unpin + Send>;
+pub(super) type ClientOut = Box<dyn AsyncWrite + Unpin + Send>;
 
 /// Our stdin and stdout: as non-blocking pipes when they are pipes (the usual case, and far
 /// cheaper: no thread hop per read or write), else tokio's blocking-pool stdio; and, for a
@@ -141,13 +154,49 @@ fn client_stdio() -> (ClientIn, ClientOut, Option<Bulk>) {
     (input, output, bulk)
 }
 
+/// A client's pipes handed over by a front: as non-blocking pipes when they are pipes,
+/// else (a socket pair, as Node gives its children, or a file) through a blocking file.
+fn client_of(
+    input: std::os::fd::OwnedFd,
+    output: std::os::fd::OwnedFd,
+) -> ClientSide<ClientIn, ClientOut> {
+    use tokio::net::unix::pipe;
+    let probe = input.try_clone().ok();
+    let input = std::fs::File::from(input);
+    let output = std::fs::File::from(output);
+    let input: ClientIn = match input.try_clone().and_then(pipe::Receiver::from_file) {
+        Ok(rx) => Box::new(rx),
+        Err(_) => Box::new(tokio::fs::File::from_std(input)),
+    };
+    let mut bulk = None;
+    let output: ClientOut = match output.try_clone().and_then(pipe::Sender::from_file) {
+        Ok(tx) => {
+            bulk = Bulk::of(&tx);
+            Box::new(tx)
+        }
+        Err(_) => Box::new(tokio::fs::File::from_std(output)),
+    };
+    ClientSide {
+        input,
+        output,
+        probe,
+        bulk,
+    }
+}
+
 /// Runs the bridge between the given client streams and a spawned agent.
 pub async fn run_with<R, W>(cfg: Config, client_in: R, client_out: W) -> Result<i32, RunError>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    run_inner(cfg, client_in, client_out, None, Host::Library).await
+    let client = ClientSide {
+        input: client_in,
+        output: client_out,
+        probe: None,
+        bulk: None,
+    };
+    run_inner(cfg, Some(client), Host::Library).await
 }
 
 /// Where the bridge runs, which decides two things the library cannot do.
@@ -158,14 +207,12 @@ enum Host {
     Library,
     /// The binary: blocking writes of long pieces to the agent's stdin, and to our stdout
     /// when it is a pipe ([`Bulk`]); and a [`child::guard`].
-    Binary { client_bulk: Option<Bulk> },
+    Binary,
 }
 
 async fn run_inner<R, W>(
     cfg: Config,
-    client_in: R,
-    client_out: W,
-    hup_probe: Option<std::os::fd::OwnedFd>,
+    client: Option<ClientSide<R, W>>,
     host: Host,
 ) -> Result<i32, RunError>
 where
@@ -176,12 +223,22 @@ where
     let surfaces = Surfaces::start(&cfg).await?;
     let signals = Signals::new().map_err(RunError::Signals)?;
     let (agent, agent_pipes) = Agent::spawn(&cfg, &host)?;
-    let client = (client_in, client_out);
-    let (pipes, ends) = Pipes::start(&cfg, client, agent_pipes, hup_probe, host);
+    let attached = client.is_some();
+    let ends = Ends::start(&cfg, client, agent_pipes, &host);
+    // The holder listens only once the agent runs: a front that saw it fail to start
+    // exits with its code.
+    let holding = match &cfg.hold {
+        Some(h) => Some(
+            hold::Holding::start(h, &cfg.agent, cfg.cwd.as_deref(), cfg.max_line_bytes)
+                .map_err(|e| RunError::Hold(h.socket.clone(), e))?,
+        ),
+        None => None,
+    };
     let router = Router::new(RouterConfig {
         events: cfg.router.events || surfaces.observers.any(),
         hold_unsupported: cfg.router.hold_unsupported || surfaces.control.is_some(),
         page_url: surfaces.page_url(),
+        linger: cfg.hold.is_some(),
         ..cfg.router.clone()
     });
     let mut shell = Shell {
@@ -194,19 +251,26 @@ where
         effects: Effects::new(cfg.router.policy.as_ref().map(Desk::new)),
         ends,
         client_open: true,
+        attached,
+        holding,
         agent_open: true,
         status: None,
         leftovers: None,
     };
+    if let Some(h) = &mut shell.holding {
+        // The front that started us attaches at once, as a rule; it has the linger, and
+        // at least `FIRST_ATTACH_WITHIN` (a linger of 0 included).
+        h.waiting_for_first(Instant::now());
+    }
     shell.run().await;
-    Ok(stop(shell, pipes, cfg.shutdown_grace).await)
+    Ok(stop(shell, cfg.shutdown_grace).await)
 }
 
 /// The agent is gone: the shutdown, in order. The client's requests still waiting get their
 /// errors and every question is withdrawn; the client is sent what is left (bounded); the
 /// agent's group is reaped; the surfaces stop last, so subscribers get the final events.
 /// Returns the bridge's exit code.
-async fn stop(shell: Shell, pipes: Pipes, grace: Duration) -> i32 {
+async fn stop(shell: Shell, grace: Duration) -> i32 {
     let Shell {
         mut router,
         mut outbox,
@@ -215,15 +279,20 @@ async fn stop(shell: Shell, pipes: Pipes, grace: Duration) -> i32 {
         surfaces,
         ends,
         status,
+        holding,
         ..
     } = shell;
     let exit = exit_of(status.unwrap_or_default(), agent.stderr_tail().await);
     router.on_agent_gone(&exit, &mut outbox);
     surfaces.observers.publish(&mut outbox.events);
-    pipes.finish(ends, outbox.take_client(), grace).await;
+    ends.finish(outbox.take_client(), grace).await;
     agent.reap().await;
     let code = exit_code(&ladder.outcome(), &exit);
     tracing::info!(code, "bridge exiting");
+    if let Some(h) = holding {
+        // The attached front exits with our code; no front attaches any more.
+        h.end(code);
+    }
     surfaces.stop(code).await;
     code
 }

@@ -2,8 +2,8 @@
 //! - [`Surfaces`]: where questions are seen besides the client (the control server with this
 //!   bridge's roster entry, NATS, the journal, the `--on-question` notifier);
 //! - [`Agent`]: the agent's process, its group, its guard and its stderr;
-//! - [`Pipes`]: the reader and writer tasks of the four pipes, and the loop's ends of their
-//!   channels.
+//! - [`Ends`]: the reader and writer tasks of the four pipes, and the loop's ends of their
+//!   channels (the client's may come and go, with `--linger`).
 //!
 //! [`super::run_inner`] starts them in this order (observers first, so a bad address or path
 //! fails before the agent starts) and stops them in the order [`super::stop`] writes down.
@@ -190,7 +190,7 @@ pub(super) struct Agent {
     stderr: JoinHandle<()>,
 }
 
-/// The agent's stdin and stdout, for [`Pipes`].
+/// The agent's stdin and stdout, for [`Ends::start`].
 pub(super) struct AgentPipes {
     pub stdin: ChildStdin,
     pub stdout: ChildStdout,
@@ -208,7 +208,7 @@ impl Agent {
             unreachable!("all three agent pipes are requested in child::spawn");
         };
         let guard = match host {
-            Host::Binary { .. } => std::env::current_exe()
+            Host::Binary => std::env::current_exe()
                 .ok()
                 .and_then(|exe| child::guard::Guard::start(&exe, pgid, cfg.shutdown_grace)),
             Host::Library => None,
@@ -267,43 +267,92 @@ pub(super) struct Ends {
     pub stdin_closed: Option<oneshot::Receiver<()>>,
     /// Bytes the agent has taken off its stdin (see [`super::writer::AgentInput`]).
     pub agent_taken: Arc<AtomicU64>,
+    /// The client's reader and writer tasks (none while no client is attached, with
+    /// `--linger`).
+    pub client: Option<ClientTasks>,
 }
 
-/// The tasks the bridge waits for or stops at the end (the agent's reader and writer end
-/// with the agent's pipes).
-pub(super) struct Pipes {
-    client_reader: JoinHandle<()>,
-    client_writer: JoinHandle<()>,
+/// The client's reader and writer tasks, stopped or waited for when it goes.
+pub(super) struct ClientTasks {
+    reader: JoinHandle<()>,
+    writer: JoinHandle<()>,
 }
 
-impl Pipes {
-    /// Starts a reader per input and a writer per output.
-    pub(super) fn start<R, W>(
-        cfg: &Config,
-        client: (R, W),
-        agent: AgentPipes,
-        hup_probe: Option<OwnedFd>,
-        host: Host,
-    ) -> (Self, Ends)
+/// A client's two pipes, and what the binary writes long pieces to it with.
+pub(super) struct ClientSide<R, W> {
+    pub input: R,
+    pub output: W,
+    /// A second handle on the input, only to see the client hang up while it waits.
+    pub probe: Option<OwnedFd>,
+    pub bulk: Option<Bulk>,
+}
+
+impl Ends {
+    /// Starts a client's reader and writer, and points the loop's ends at them.
+    pub(super) fn attach<R, W>(&mut self, max_line_bytes: usize, client: ClientSide<R, W>)
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        // The binary writes long pieces with blocking writes ([`Bulk`]).
-        let (client_bulk, agent_bulk) = match host {
-            Host::Binary { client_bulk } => (client_bulk, Bulk::of(&agent.stdin)),
-            Host::Library => (None, None),
-        };
-        let (client_frames_tx, client_frames) = mpsc::channel(CHANNEL_CAPACITY);
-        let (agent_frames_tx, agent_frames) = mpsc::channel(CHANNEL_CAPACITY);
+        let (frames_tx, frames) = mpsc::channel(CHANNEL_CAPACITY);
         let (hup_tx, hup) = oneshot::channel();
-        let client_reader = tokio::spawn(read_frames(
-            client.0,
-            cfg.max_line_bytes,
-            client_frames_tx,
+        let reader = tokio::spawn(read_frames(
+            client.input,
+            max_line_bytes,
+            frames_tx,
             "client",
-            hup_probe.map(|fd| (fd, hup_tx)),
+            client.probe.map(|fd| (fd, hup_tx)),
         ));
+        let (to_client, to_client_rx) = mpsc::channel(CHANNEL_CAPACITY);
+        let writer = tokio::spawn(write_lines(
+            client.output,
+            to_client_rx,
+            "client",
+            None,
+            client.bulk,
+        ));
+        self.client_frames = frames;
+        self.to_client = Some(to_client);
+        self.hup = Some(hup);
+        self.client = Some(ClientTasks { reader, writer });
+    }
+
+    /// The client is gone: its reader stops, and its writer ends once it has written what
+    /// it was handed (or at once, when the client does not read).
+    pub(super) fn detach(&mut self) {
+        if let Some(tasks) = self.client.take() {
+            tasks.reader.abort();
+            let writer = tasks.writer;
+            tokio::spawn(async move {
+                if tokio::time::timeout(Duration::from_secs(5), writer)
+                    .await
+                    .is_err()
+                {
+                    tracing::debug!("the client that left is not reading; its writer is dropped");
+                }
+            });
+        }
+        self.to_client = None;
+        self.hup = None;
+    }
+
+    /// Starts a reader per input and a writer per output (the client's when there is one).
+    pub(super) fn start<R, W>(
+        cfg: &Config,
+        client: Option<ClientSide<R, W>>,
+        agent: AgentPipes,
+        host: &Host,
+    ) -> Self
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        // The binary writes long pieces to the agent with blocking writes ([`Bulk`]).
+        let agent_bulk = match host {
+            Host::Binary => Bulk::of(&agent.stdin),
+            Host::Library => None,
+        };
+        let (agent_frames_tx, agent_frames) = mpsc::channel(CHANNEL_CAPACITY);
         tokio::spawn(read_frames(
             agent.stdout,
             cfg.max_line_bytes,
@@ -311,17 +360,9 @@ impl Pipes {
             "agent",
             None,
         ));
-        let (to_client, to_client_rx) = mpsc::channel(CHANNEL_CAPACITY);
         let (to_agent, to_agent_rx) = mpsc::channel(CHANNEL_CAPACITY);
         let agent_taken = Arc::new(AtomicU64::new(0));
         let (stdin_closed_tx, stdin_closed) = oneshot::channel();
-        let client_writer = tokio::spawn(write_lines(
-            client.1,
-            to_client_rx,
-            "client",
-            None,
-            client_bulk,
-        ));
         let agent_input = AgentInput {
             taken: agent_taken.clone(),
             closed: stdin_closed_tx,
@@ -337,30 +378,32 @@ impl Pipes {
             Some(agent_input),
             agent_bulk,
         ));
-        let pipes = Self {
-            client_reader,
-            client_writer,
-        };
-        let ends = Ends {
-            client_frames,
+        let mut ends = Ends {
+            client_frames: mpsc::channel(1).1,
             agent_frames,
-            to_client: Some(to_client),
+            to_client: None,
             to_agent: Some(to_agent),
-            hup: Some(hup),
+            hup: None,
             stdin_closed: Some(stdin_closed),
             agent_taken,
+            client: None,
         };
-        (pipes, ends)
+        if let Some(client) = client {
+            ends.attach(cfg.max_line_bytes, client);
+        }
+        ends
     }
 
     /// Stops reading the client, closes the agent's stdin after what is queued for it, and
     /// delivers what is left for the client, bounded by `grace` (at least a second).
-    pub(super) async fn finish(self, ends: Ends, rest: Vec<Out>, grace: Duration) {
-        self.client_reader.abort();
-        drop(ends.to_agent);
-        let client_writer = self.client_writer;
+    pub(super) async fn finish(self, rest: Vec<Out>, grace: Duration) {
+        drop(self.to_agent);
+        let Some(tasks) = self.client else { return };
+        tasks.reader.abort();
+        let client_writer = tasks.writer;
+        let to_client = self.to_client;
         let flush = async {
-            if let Some(tx) = ends.to_client {
+            if let Some(tx) = to_client {
                 if !rest.is_empty() {
                     let _ = tx.send(rest).await;
                 }

@@ -405,3 +405,16 @@ fn announce(base: &str, page_url: &str, token: &str) {
          acp-question-bridge: control token: {token}"
     );
 }
+
+/// The error for a call that names another bridge than this one, whose id is `me`
+/// (`None`: it is for us).
+pub fn not_me(me: Option<&str>, named: Option<&str>) -> Option<ErrorObjectOwned> {
+    let named = named?;
+    if me == Some(named) {
+        return None;
+    }
+    Some(invalid_params(format!(
+        "bridge: {named:?} is not this bridge ({})",
+        me.unwrap_or("unnamed")
+    )))
+}

@@ -138,7 +138,7 @@ pub fn register(dir: &Path, entry: &Entry) -> std::io::Result<Registration> {
 
 /// Whether a process with this pid exists (signal 0) and has not exited (a zombie, whose
 /// parent has not reaped it yet, is gone for us).
-fn alive(pid: u32) -> bool {
+pub fn alive(pid: u32) -> bool {
     let Ok(raw) = i32::try_from(pid) else {
         return false;
     };

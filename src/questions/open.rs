@@ -41,6 +41,9 @@ pub struct Pending {
     /// The rules "Always allow" would write for this tool approval
     /// ([`crate::policy::remember::drafts`]).
     pub always_allow: Option<serde_json::Value>,
+    /// The agent's request as it was read, kept with `--linger` only: a client that
+    /// attaches later is shown the question from it, in its own dialect.
+    pub original: Option<bytes::Bytes>,
     pub created: Instant,
     pub created_wall: SystemTime,
     pub deadline: Option<Instant>,
@@ -248,6 +251,11 @@ impl OpenQuestions {
     }
 
     /// Removes and returns every question, oldest first.
+    /// Every delivery, to change how it is shown (not what indexes it).
+    pub fn deliveries_mut(&mut self) -> impl Iterator<Item = &mut Delivery> {
+        self.by_agent_id.values_mut().map(|o| &mut o.delivery)
+    }
+
     pub fn take_all(&mut self) -> Vec<Open> {
         let mut all: Vec<Open> = self.by_agent_id.values().cloned().collect();
         all.sort_by_key(|p| p.created);
@@ -287,6 +295,7 @@ mod tests {
             deadline,
             expires_wall: None,
             always_allow: None,
+            original: None,
             digest: None,
         })
     }

@@ -55,6 +55,9 @@ pub struct RouterConfig {
     /// The prefix of the ids of the requests the bridge sends (random per process by
     /// default: [`crate::jsonrpc::bridge_id_prefix`]), so no agent can predict them.
     pub id_prefix: String,
+    /// `--linger` (a holder): a client may leave and another attach; what the agent sends
+    /// meanwhile is kept for it ([`super::stores::held`]).
+    pub linger: bool,
 }
 pub use crate::policy::desk::PolicyFiles;
 
@@ -77,6 +80,7 @@ impl Default for RouterConfig {
             agent: "agent".into(),
             cwd: None,
             id_prefix: crate::jsonrpc::bridge_id_prefix(),
+            linger: false,
         }
     }
 }

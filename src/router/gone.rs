@@ -34,6 +34,7 @@ impl Router {
     pub fn on_client_eof(&mut self, _now: Instant, out: &mut Outbox) {
         self.reject_all_questions(out);
         self.answer_agent_requests(None, false, out);
+        self.held.agent_requests_ended();
         out.to_agent.push_back(Out::Close);
     }
 
@@ -66,6 +67,7 @@ impl Router {
                 ),
             };
             tracing::info!(%id, method = ?req.method, "answered on the client's behalf");
+            self.held.agent_answered(&id);
             out.agent(line);
             if notify_client && self.client.sends_cancel_requests() {
                 self.notify_client(jsonrpc::cancel_request(&id), out);

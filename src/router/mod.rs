@@ -23,6 +23,7 @@
 //! - A message that looks like a response is never answered (no error storms).
 //! - Every client request still in flight when the agent is gone gets exactly one error.
 
+mod attach;
 mod client;
 mod config;
 mod control_calls;
@@ -89,6 +90,10 @@ pub struct Router {
     agent_info_name: Option<String>,
     /// The approval policy in force, and what the bridge told of it.
     policy: Option<lifecycle::PolicyState>,
+    /// `--linger`: what is kept for the next client.
+    held: stores::held::Held,
+    /// A question being shown again to a client that attached ([`Router::ask`] takes it).
+    again: Option<crate::questions::open::Open>,
     pub counters: Counters,
 }
 
@@ -98,6 +103,7 @@ impl Router {
             .policy
             .as_ref()
             .map(|_| lifecycle::PolicyState::default());
+        let linger = cfg.linger;
         Self {
             client: client::ClientView::new(&cfg),
             requests: stores::requests::Requests::new(cfg.max_in_flight),
@@ -113,6 +119,8 @@ impl Router {
             digests: stores::digest::Digests::default(),
             agent_info_name: None,
             policy,
+            held: stores::held::Held::new(!linger),
+            again: None,
             counters: Counters::default(),
         }
     }
@@ -140,7 +148,7 @@ impl Router {
 
     /// The bridge's state for `bridge.status`: dialect, sessions, questions, counters.
     pub fn status(&self) -> Value {
-        json!({
+        let mut v = json!({
             "dialect": self.dialect().as_str(),
             "clientInitialized": self.client.support().is_some(),
             "sessions": self.ledger.sessions(),
@@ -150,7 +158,11 @@ impl Router {
                 "fromAgent": self.requests.from(Side::Agent).len(),
             },
             "counters": self.counters,
-        })
+        });
+        if self.cfg.linger {
+            v["held"] = self.held.status();
+        }
+        v
     }
 
     /// The agent's folder (the session folder of a session the bridge did not see begin).
@@ -291,6 +303,9 @@ impl Router {
         out: &mut Outbox,
     ) {
         let Some((start, end, n)) = run else { return };
+        if from == Side::Agent && self.cfg.linger {
+            self.keep_updates(&data[start..end]);
+        }
         let run = Out::Run(data.slice(start..end));
         match from {
             Side::Client => {
@@ -441,7 +456,13 @@ impl Router {
         if let (true, Some(s)) = (self.cfg.events, &session_id) {
             self.ledger.session(s);
         }
-        let session_id = session_id.map(Into::into);
+        let (id, line) = match (self.cfg.linger, from) {
+            (true, Side::Client) => self.unclash(id, line),
+            _ => (id, line),
+        };
+        let session_id: Option<Box<str>> = session_id.map(Into::into);
+        let wait = from == Side::Agent && self.cfg.linger;
+        let kept = wait.then(|| (id.clone(), session_id.clone()));
         if let Err(limit) = self
             .requests
             .track(from, id.clone(), method, session_id, now)
@@ -454,6 +475,10 @@ impl Router {
                 jsonrpc::error(Some(&id), code::SERVER_ERROR, &msg, None),
             );
             return;
+        }
+        if let Some((id, session)) = kept {
+            // Shown to the attached client when it has the session, else kept for one.
+            return self.agent_request_for_client(id, session.as_deref(), line, out);
         }
         self.forward(from, line, out);
     }
@@ -482,6 +507,15 @@ impl Router {
                     .and_then(|rule| rule.result);
                 if let (true, Some(rewrite_result)) = (result_ok, rewrite_result) {
                     line = rewrite_result(self, &id, line);
+                }
+                if self.cfg.linger {
+                    match from {
+                        Side::Client => self.held.agent_answered(&id),
+                        Side::Agent => match self.for_which_client(&id, &req, line, out) {
+                            Some(l) => line = l,
+                            None => return,
+                        },
+                    }
                 }
             }
             Matched::Again => {
@@ -525,6 +559,9 @@ impl Router {
                 out.to_agent.push_back(Out::Line(line));
             }
             Side::Agent => {
+                if self.cfg.linger {
+                    self.keep_updates(&line);
+                }
                 self.counters.forwarded_to_client += 1;
                 out.to_client.push_back(Out::Line(line));
             }

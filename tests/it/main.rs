@@ -31,6 +31,7 @@ mod interop_codex;
 mod interop_sdk;
 mod journal;
 mod layout;
+mod linger;
 mod lossless;
 mod method_names;
 mod nats;

@@ -37,6 +37,7 @@ fn in_the_schema() -> Vec<(&'static str, &'static str)> {
             c.session_request_permission,
         ),
         (methods::ELICITATION_CREATE, c.elicitation_create),
+        (methods::FS_READ_TEXT_FILE, c.fs_read_text_file),
         // Either side's.
         (methods::CANCEL_REQUEST, p.cancel_request),
     ]

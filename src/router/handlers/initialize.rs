@@ -27,6 +27,9 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         "questions will reach the client as {}",
         dialect.as_str()
     );
+    if r.initialize_again(&req, out) {
+        return;
+    }
     let mut line = rewrite(req.line.clone(), capabilities::merge_initialize_request);
     if r.client_view().translates_agent_elicitations() {
         line = rewrite(line, capabilities::advertise_elicitation);
@@ -39,7 +42,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
 
 /// The agent's successful `initialize` result: the name it gives (`agentInfo.name`) is kept
 /// for the approval policy's rules.
-pub(in crate::router) fn result(r: &mut Router, _id: &RequestId, line: Bytes) -> Bytes {
+pub(in crate::router) fn result(r: &mut Router, id: &RequestId, line: Bytes) -> Bytes {
     #[derive(serde::Deserialize)]
     struct Info<'a> {
         #[serde(borrow)]
@@ -64,5 +67,6 @@ pub(in crate::router) fn result(r: &mut Router, _id: &RequestId, line: Bytes) ->
     {
         r.set_agent_name(name.chars().take(200).collect());
     }
-    rewrite(line, capabilities::merge_initialize_response)
+    let line = rewrite(line, capabilities::merge_initialize_response);
+    r.initialized(id, line)
 }

@@ -16,7 +16,14 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
     let params = req
         .params
         .and_then(|p| serde_json::from_str::<Value>(p).ok());
-    if let Some(p) = params {
+    if let Some(p) = &params {
+        let load = req.method == crate::methods::SESSION_LOAD;
+        let resume = req.method == crate::methods::SESSION_RESUME;
+        if let (true, Some(session)) = (load || resume, p["sessionId"].as_str()) {
+            if r.attach_session(&req, session, load, out) {
+                return;
+            }
+        }
         let cwd = p["cwd"]
             .as_str()
             .map(PathBuf::from)
@@ -32,14 +39,15 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
 
 /// The agent's successful result: the session it names gets the folder.
 pub(in crate::router) fn result(r: &mut Router, id: &RequestId, line: Bytes) -> Bytes {
-    let Some((cwd, named)) = r.sessions().answered(id) else {
-        return line;
-    };
+    let waited = r.sessions().answered(id);
     let session = serde_json::from_slice::<Value>(&line)
         .ok()
         .and_then(|v| v["result"]["sessionId"].as_str().map(str::to_owned))
-        .or(named);
-    if let Some(session) = session {
+        .or_else(|| waited.as_ref().and_then(|(_, named)| named.clone()));
+    if let Some(session) = &session {
+        r.session_seen(session, &line);
+    }
+    if let (Some((cwd, _)), Some(session)) = (waited, session) {
         r.sessions().insert(session, cwd);
     }
     line

@@ -70,7 +70,16 @@ pub(in crate::router) struct Rest {
 impl Router {
     /// Asks `asked`, read from `req`.
     pub(in crate::router) fn ask(&mut self, req: Req<'_>, asked: Asked, out: &mut Outbox) {
+        if let Some(mut open) = self.again.take_if(|o| o.agent_id == req.id) {
+            // Shown again to a client that attached: the same question, in its dialect.
+            open.delivery = crate::questions::open::Delivery::new(open.agent_id.clone());
+            let original = asked.as_sent.then_some(req.line);
+            return self.show(open, asked.dialect, original, out);
+        }
         let mut p = self.new_pending(req.id.clone(), asked.question, asked.origin, req.now);
+        if self.cfg.linger {
+            p.original = Some(Bytes::copy_from_slice(req.line));
+        }
         p.context = asked.context;
         p.agent_tool_call = asked.agent_tool_call;
         let rest = Rest {

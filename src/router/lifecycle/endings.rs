@@ -113,6 +113,9 @@ impl Router {
             self.resolved(p, by, outcome.to_event(), out);
         }
         self.count_outcome(p, Some(&outcome), by);
+        if self.cfg.linger && !self.client_sees(&p.question.session_id) {
+            self.away_outcome(p, &outcome, by);
+        }
         match p.origin.reply(&p.question, &outcome, extras) {
             Reply::Result(result) => {
                 tracing::trace!(%result, "question result");

@@ -67,7 +67,7 @@ impl Router {
     }
 
     /// A fresh id for a request the bridge sends; never one the agent has in flight.
-    fn bridge_id(&mut self) -> RequestId {
+    pub(in crate::router) fn bridge_id(&mut self) -> RequestId {
         loop {
             let id = self.bridge_ids.next();
             if !self.requests.agent_waits_on(&id) && !self.questions.has_client_id(&id) {
@@ -149,6 +149,7 @@ impl Router {
             agent_tool_call: None,
             digest: None,
             always_allow: None,
+            original: None,
             created: now,
             created_wall: self.wall(now),
             deadline,

@@ -29,6 +29,11 @@ impl Router {
             p.delivery.dialect = Dialect::Control;
             return self.hold(p, out);
         }
+        if !self.client_sees(&p.question.session_id) {
+            // `--linger`: no client has its session now; it waits on the other surfaces,
+            // and is shown to the client that takes the session.
+            return self.hold(p, out);
+        }
         let expires = p
             .expires_wall
             .map(|w| humantime::format_rfc3339_millis(w).to_string());
@@ -180,12 +185,15 @@ impl Router {
 
     /// Registers `p` without showing it to the client (it cannot): it waits for an answer
     /// through the control server, or its deadline, cancel, or disconnect.
-    pub(super) fn hold(&mut self, mut p: Open, out: &mut Outbox) {
+    pub(in crate::router) fn hold(&mut self, mut p: Open, out: &mut Outbox) {
         // Never sent: it only keeps the registry's client-id index whole.
         p.delivery.client_id = self.bridge_id();
         p.delivery.held = true;
-        if self.client.forced() == Some(Dialect::Control) {
-            // `--client-dialect control`: the client is shown nothing at all.
+        if self.client.forced() == Some(Dialect::Control)
+            || !self.client_sees(&p.question.session_id)
+        {
+            // `--client-dialect control`: the client is shown nothing at all (nor, with
+            // `--linger`, one that does not have the session).
             p.delivery.tool_call_id = None;
         } else {
             // No invisible waits: the chat says that the agent waits, and where to answer.

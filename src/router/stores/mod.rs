@@ -6,12 +6,15 @@
 //! - [`tool_calls`]: the tool calls the agent announced, for approvals that name them by id
 //!   ([`fit`] fits one into the room it is shown in);
 //! - [`sessions`]: the sessions' folders;
-//! - [`digest`]: what each session's agent was doing, for its questions.
+//! - [`digest`]: what each session's agent was doing, for its questions;
+//! - [`held`]: with `--linger`, what is kept for the next client (updates, results, the
+//!   agent's requests waiting for a client, the requests of a client that left).
 //!
 //! The open questions themselves are [`crate::questions::open::OpenQuestions`].
 
 pub(super) mod digest;
 pub(super) mod fit;
+pub(super) mod held;
 pub(super) mod ledger;
 pub(super) mod requests;
 pub(super) mod sessions;

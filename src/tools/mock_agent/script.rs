@@ -46,6 +46,10 @@ Script words (the first word of the prompt text picks the behaviour):
                          a new file, a file replaced (old and new 10 MiB), or a new file
                          after a 10 MiB message chunk and a 10 MiB tool output
   flood <N> [<BYTES>]    N agent_message_chunks of about BYTES bytes (default 100), end_turn
+  pid                    stream `pid: <the mock agent's process id>`, end_turn
+  fs-read <PATH> [<MS>]  fs/read_text_file of PATH (after MS milliseconds, said first in a
+                         chunk `fs-read: asking in <MS> ms`); streams `fs-read: <result
+                         json>` (or `fs-read: error <error json>`), end_turn
   slow <MS>              wait MS milliseconds, then end_turn (stopReason cancelled if cancelled)
   garbage                write a non-JSON line to stdout, then behave as the default
   stderr <TEXT>          write TEXT to stderr, then end_turn
@@ -307,6 +311,29 @@ pub(super) async fn turn(
             let _ = ctx.out.send("this line is not JSON".to_owned()).await;
             echo(ctx, sid, text).await;
             "end_turn"
+        }
+        "pid" => {
+            ctx.chunk(sid, &format!("pid: {}", std::process::id()))
+                .await;
+            "end_turn"
+        }
+        "fs-read" => {
+            let path = words.next().unwrap_or("/dev/null");
+            if let Some(ms) = words.next().and_then(|w| w.parse::<u64>().ok()) {
+                ctx.chunk(sid, &format!("fs-read: asking in {ms} ms")).await;
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
+            let rx = ctx
+                .request(
+                    methods::FS_READ_TEXT_FILE,
+                    json!({ "sessionId": sid, "path": path }),
+                )
+                .await;
+            let report = |outcome: Result<Value, Value>| match outcome {
+                Ok(r) => format!("fs-read: {r}"),
+                Err(e) => format!("fs-read: error {e}"),
+            };
+            wait_and_report(ctx, sid, rx, cancel, report).await
         }
         "stderr" => {
             let rest: Vec<&str> = words.collect();

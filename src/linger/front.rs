@@ -1,0 +1,189 @@
+//! The front: the process the editor starts with `--linger`. It finds a holder of the same
+//! command line and folder with no client attached, or starts one in a session of its own,
+//! hands it its stdin, stdout and stderr, and waits: it exits with the code the holder
+//! sends when it is done with this client, or non-zero when the holder is gone.
+//!
+//! Plain blocking code on the main thread: the front does nothing while it waits.
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use super::{Hello, Info, Reply};
+
+/// How long a holder has to say it is ready, and to answer a hello. Far above what it
+/// takes (a few milliseconds, plus the agent's spawn), for a busy machine.
+const READY_WITHIN: Duration = Duration::from_secs(120);
+
+/// Runs the front. `args` is the bridge's command line after the program name (the holder
+/// gets the same); returns the exit code.
+pub fn run(args: &[String]) -> i32 {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    let key = super::key(&cwd, args);
+    let folder = super::dir();
+    if let Err(e) = crate::inbox::roster::ensure_dir(&folder) {
+        return fail(&format!(
+            "cannot use the holders' folder {}: {e}",
+            folder.display()
+        ));
+    }
+    // A holder of this command line with no client: the agent the editor left.
+    for info in super::scan(&folder).into_iter().filter(|i| i.key == key) {
+        match attach(&info) {
+            Ok(Some(stream)) => return wait(stream, &info),
+            Ok(None) => tracing::debug!(holder = info.pid, "holder busy; trying the next"),
+            Err(e) => tracing::warn!(holder = info.pid, error = %e, "cannot attach to a holder"),
+        }
+    }
+    // None: start one. A front that races another to it may find it busy: start another.
+    for _ in 0..3 {
+        let info = match start_holder(&folder, &key, args, &cwd) {
+            Ok(info) => info,
+            Err(code) => return code,
+        };
+        match attach(&info) {
+            Ok(Some(stream)) => return wait(stream, &info),
+            Ok(None) => continue,
+            Err(e) => return fail(&format!("cannot attach to the holder it started: {e}")),
+        }
+    }
+    fail("every holder started was taken by another client")
+}
+
+fn fail(msg: &str) -> i32 {
+    crate::logging::say("acp-question-bridge", msg);
+    1
+}
+
+/// Hands our stdio to the holder of `info`: `Some` with the connection once attached,
+/// `None` when it has a client. (One reader for the connection's whole life: the holder
+/// may send the exit code right after `attached`, in the same read.)
+fn attach(info: &Info) -> std::io::Result<Option<BufReader<UnixStream>>> {
+    let stream = UnixStream::connect(&info.socket)?;
+    stream.set_read_timeout(Some(READY_WITHIN))?;
+    let hello = Hello {
+        token: info.token.clone(),
+        pid: std::process::id(),
+    };
+    let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+    super::send_hello(
+        &stream,
+        &hello,
+        [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()],
+    )?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut line = String::new();
+    (&mut reader)
+        .take(super::MAX_LINE as u64)
+        .read_line(&mut line)?;
+    match serde_json::from_str::<Reply>(line.trim_end()) {
+        Ok(Reply::Attached { holder }) => {
+            tracing::info!(holder, "attached to the holder that keeps the agent");
+            // Only the holder keeps the editor's pipes open now: when it closes them, the
+            // editor sees the end at once.
+            let null = std::fs::File::options()
+                .read(true)
+                .write(true)
+                .open("/dev/null")?;
+            nix::unistd::dup2_stdin(&null)?;
+            nix::unistd::dup2_stdout(&null)?;
+            stream.set_read_timeout(None)?;
+            Ok(Some(reader))
+        }
+        Ok(Reply::Busy) => Ok(None),
+        Ok(Reply::Refused(why)) => Err(std::io::Error::other(format!("refused: {why}"))),
+        Ok(Reply::Exit(code)) => Err(std::io::Error::other(format!("it is ending ({code})"))),
+        Err(e) => Err(std::io::Error::other(format!(
+            "unreadable reply {line:?}: {e}"
+        ))),
+    }
+}
+
+/// Waits for the holder to be done with our client; its code is ours.
+fn wait(mut reader: BufReader<UnixStream>, info: &Info) -> i32 {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match (&mut reader)
+            .take(super::MAX_LINE as u64)
+            .read_line(&mut line)
+        {
+            Ok(0) | Err(_) => {
+                return fail(&format!(
+                    "the holder (pid {}) that kept the agent is gone",
+                    info.pid
+                ))
+            }
+            Ok(_) => {
+                if let Ok(Reply::Exit(code)) = serde_json::from_str::<Reply>(line.trim_end()) {
+                    return code;
+                }
+            }
+        }
+    }
+}
+
+/// Starts a holder with our command line, in a session of its own, and waits until it
+/// listens. `Err` is the exit code when it could not start (its own message is on our
+/// stderr, which it shares until then).
+fn start_holder(folder: &Path, key: &str, args: &[String], cwd: &Path) -> Result<Info, i32> {
+    let token = crate::control::random_token().map_err(|e| fail(&e.to_string()))?;
+    let name = &crate::control::random_token().map_err(|e| fail(&e.to_string()))?[..16];
+    let socket = folder.join(format!("{name}.sock"));
+    let exe = std::env::current_exe().map_err(|e| fail(&format!("cannot find myself: {e}")))?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("--hold-socket")
+        .arg(&socket)
+        .args(args)
+        .env(super::TOKEN_ENV, &token)
+        .env(super::KEY_ENV, key)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    new_session(&mut cmd);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| fail(&format!("cannot start the holder: {e}")))?;
+    let mut ready = String::new();
+    let said = child
+        .stdout
+        .take()
+        .map(|out| BufReader::new(out).take(64).read_line(&mut ready));
+    if !matches!(said, Some(Ok(n)) if n > 0 && ready.trim_end() == "ready") {
+        // It ended before it listened: its code (127 for an agent not found) is ours.
+        let status = child.wait().ok();
+        let code = status.and_then(|s| s.code()).unwrap_or(1);
+        return Err(code);
+    }
+    let pid = child.id();
+    // The holder lives on by itself; it is not ours to wait for.
+    drop(child);
+    Ok(Info {
+        pid,
+        key: key.to_owned(),
+        socket,
+        token,
+        agent: Vec::new(),
+        cwd: cwd.to_string_lossy().into_owned(),
+        started_ms: 0,
+    })
+}
+
+/// Starts the holder in a new session: an editor that kills the process group (or the
+/// session) it started does not reach it, nor does a terminal's hangup.
+#[allow(unsafe_code)]
+fn new_session(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec, where only
+    // async-signal-safe calls are allowed: `setsid` is one system call, and nothing here
+    // allocates or takes a lock.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid()?;
+            Ok(())
+        });
+    }
+}

@@ -1,0 +1,149 @@
+//! The holder's side of the socket: it listens (mode 0600, in the 0700 holders' folder),
+//! writes its file for fronts to find, takes each front's hello off the loop (token
+//! checked, bounded in time) and hands the loop an [`Attachment`]: the front's stdin,
+//! stdout and stderr, and the connection that tells when the front is gone.
+
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::{Info, Reply};
+
+/// How long a connection may take to send its hello.
+const HELLO_WITHIN: Duration = Duration::from_secs(30);
+
+/// What the front asked of the holder: where to listen, with which token and key.
+#[derive(Debug, Clone)]
+pub struct HoldConfig {
+    pub socket: PathBuf,
+    pub token: String,
+    pub key: String,
+    /// How long the agent is kept with no client attached.
+    pub linger: Duration,
+}
+
+/// A front that proved it is the user, with its client's pipes.
+#[derive(Debug)]
+pub struct Attachment {
+    /// The front's connection: its end says the front is gone, and the holder writes the
+    /// front's exit code there.
+    pub conn: std::os::unix::net::UnixStream,
+    /// The client's input (the front's stdin), output (its stdout), and the front's stderr.
+    pub input: OwnedFd,
+    pub output: OwnedFd,
+    pub stderr: OwnedFd,
+    pub front_pid: u32,
+}
+
+/// The listening socket and the holder's file; both are removed when this is dropped.
+#[derive(Debug)]
+pub struct Listening {
+    socket: PathBuf,
+    info: PathBuf,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.socket);
+        let _ = std::fs::remove_file(&self.info);
+    }
+}
+
+/// Listens on `cfg.socket`, writes the holder's file beside it, and says `ready` on our
+/// stdout (the front waits for it), then points stdout at `/dev/null`. Each front that
+/// attaches is sent on `tx`.
+pub fn listen(
+    cfg: &HoldConfig,
+    agent: &[String],
+    cwd: &std::path::Path,
+    tx: mpsc::Sender<Attachment>,
+) -> std::io::Result<Listening> {
+    let folder = cfg
+        .socket
+        .parent()
+        .ok_or_else(|| std::io::Error::other("the socket has no folder"))?;
+    crate::inbox::roster::ensure_dir(folder)?;
+    let _ = std::fs::remove_file(&cfg.socket);
+    let listener = tokio::net::UnixListener::bind(&cfg.socket)?;
+    std::fs::set_permissions(&cfg.socket, std::fs::Permissions::from_mode(0o600))?;
+    let info_path = cfg.socket.with_extension("json");
+    let info = Info {
+        pid: std::process::id(),
+        key: cfg.key.clone(),
+        socket: cfg.socket.clone(),
+        token: cfg.token.clone(),
+        agent: agent.to_vec(),
+        cwd: cwd.to_string_lossy().into_owned(),
+        started_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64),
+    };
+    let mut bytes = serde_json::to_vec(&info)?;
+    bytes.push(b'\n');
+    crate::private_file::replace(&info_path, &bytes)?;
+    let token = cfg.token.clone();
+    let task = tokio::spawn(accept(listener, token, tx));
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(b"ready\n").and_then(|()| out.flush());
+    }
+    if let Ok(null) = std::fs::File::options().write(true).open("/dev/null") {
+        let _ = nix::unistd::dup2_stdout(&null);
+    }
+    Ok(Listening {
+        socket: cfg.socket.clone(),
+        info: info_path,
+        task,
+    })
+}
+
+/// Takes connections until the loop is gone; each hello is read off the runtime.
+async fn accept(listener: tokio::net::UnixListener, token: String, tx: mpsc::Sender<Attachment>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let (token, tx) = (token.clone(), tx.clone());
+        tokio::spawn(async move {
+            let Ok(std) = stream.into_std() else { return };
+            let read = tokio::task::spawn_blocking(move || {
+                std.set_nonblocking(false)?;
+                std.set_read_timeout(Some(HELLO_WITHIN))?;
+                let (hello, fds) = super::recv_hello(&std)?;
+                Ok::<_, std::io::Error>((std, hello, fds))
+            })
+            .await;
+            let Ok(Ok((conn, hello, fds))) = read else {
+                tracing::warn!("a connection to the holder sent no readable hello; closed");
+                return;
+            };
+            if !super::same_token(&hello.token, &token) {
+                tracing::warn!(front = hello.pid, "a front with a wrong token; refused");
+                let _ = std::io::Write::write_all(
+                    &mut &conn,
+                    &Reply::Refused("wrong token".into()).line(),
+                );
+                return;
+            }
+            let [input, output, stderr]: [OwnedFd; 3] = match fds.try_into() {
+                Ok(three) => three,
+                Err(_) => return,
+            };
+            let _ = tx
+                .send(Attachment {
+                    conn,
+                    input,
+                    output,
+                    stderr,
+                    front_pid: hello.pid,
+                })
+                .await;
+        });
+    }
+}

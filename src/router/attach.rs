@@ -1,0 +1,357 @@
+//! `--linger`: clients that leave and come back. The router keeps, for the next client,
+//! what the agent does while none is attached ([`super::stores::held`]), and gives the next
+//! one the session it left:
+//! - a later client's `initialize` is answered by the bridge with the result the first one
+//!   got (the agent was initialized once);
+//! - `session/load` of a session the bridge holds attaches the client to it: the kept
+//!   updates are replayed, then the result; `session/resume` gives the result alone; then
+//!   the session's pending questions are shown to the new client in its dialect, and the
+//!   agent's requests waiting for a client are sent to it;
+//! - a result for a request of a client that left goes to nobody (a `session/prompt`'s
+//!   stop reason is kept as a chat note), and a later client's request whose id is still at
+//!   the agent for the client that left goes to the agent under a bridge id.
+//!
+//! Invariants: a response is never sent to a client under an id that client did not send;
+//! the agent is initialized once; a question is answered once, whoever shows it.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::message::Req;
+use super::{Out, Outbox, Router, Side};
+use crate::envelope::RequestId;
+use crate::jsonrpc;
+use crate::questions::chat;
+use crate::rawjson::{self, Existing};
+use crate::router::stores::requests::InFlight;
+
+impl Router {
+    /// The client left (its front died, or its input ended) and the agent is kept: its
+    /// questions wait on the other surfaces, the agent's requests wait for the next client,
+    /// and its requests still at the agent are answered to nobody.
+    pub fn on_client_detached(&mut self, _now: Instant, _out: &mut Outbox) {
+        let in_flight: Vec<(RequestId, Box<str>, Option<Box<str>>)> = self
+            .requests
+            .from(Side::Client)
+            .iter()
+            .map(|(id, r)| (id.clone(), r.method.clone(), r.session_id.clone()))
+            .collect();
+        tracing::info!(
+            requests = in_flight.len(),
+            questions = self.questions.len(),
+            "the client left; its questions wait for another client or another surface"
+        );
+        self.held.detach(in_flight.into_iter());
+        // Its questions are now shown nowhere but on the other surfaces.
+        for delivery in self.questions.deliveries_mut() {
+            delivery.held = true;
+        }
+    }
+
+    /// A client attached: it is initialized and given sessions as it asks.
+    pub fn on_client_attached(&mut self, _now: Instant, _out: &mut Outbox) {
+        self.held.attach();
+        self.client = super::client::ClientView::new(&self.cfg);
+        tracing::info!(generation = self.held.generation, "a client attached");
+    }
+
+    /// Whether the attached client may be shown what concerns `session`.
+    pub(in crate::router) fn client_sees(&self, session: &str) -> bool {
+        !self.cfg.linger || self.held.client_has(session)
+    }
+
+    /// Keeps the `session/update`s among `lines` (one or more whole lines).
+    pub(super) fn keep_updates(&mut self, lines: &[u8]) {
+        #[derive(serde::Deserialize)]
+        struct Update<'a> {
+            #[serde(borrow)]
+            method: Option<std::borrow::Cow<'a, str>>,
+            params: Option<Params<'a>>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Params<'a> {
+            #[serde(rename = "sessionId", borrow)]
+            session_id: Option<std::borrow::Cow<'a, str>>,
+        }
+        for line in lines.split(|b| *b == b'\n') {
+            if memchr::memmem::find(line, crate::methods::SESSION_UPDATE.as_bytes()).is_none() {
+                continue;
+            }
+            let Ok(u) = serde_json::from_slice::<Update>(line) else {
+                continue;
+            };
+            if u.method.as_deref() != Some(crate::methods::SESSION_UPDATE) {
+                continue;
+            }
+            if let Some(session) = u.params.and_then(|p| p.session_id) {
+                self.held.keep_update(&session, line);
+            }
+        }
+    }
+
+    /// A client request whose id is still at the agent for a client that left goes to the
+    /// agent under a bridge id (its response is given back the client's).
+    pub(super) fn unclash(&mut self, id: RequestId, line: Bytes) -> (RequestId, Bytes) {
+        if !self.held.is_orphan(&id) && !self.requests.from(Side::Client).contains_key(&id) {
+            return (id, line);
+        }
+        let bridge = self.bridge_id();
+        let Some(value) = serde_json::from_str::<Value>(bridge.as_json()).ok() else {
+            return (id, line);
+        };
+        let Some(new) = std::str::from_utf8(&line)
+            .ok()
+            .and_then(|l| rawjson::merge(l, &[], "id", &value, Existing::Replace))
+        else {
+            return (id, line);
+        };
+        tracing::debug!(client = %id, bridge = %bridge, "a client id still at the agent for the client that left; sent under a bridge id");
+        self.held.remap(bridge.clone(), id);
+        (bridge, Bytes::from(new))
+    }
+
+    /// An agent's request to the client, tracked: sent to the attached client when it has
+    /// the request's session, else kept until one does.
+    pub(super) fn agent_request_for_client(
+        &mut self,
+        id: RequestId,
+        session: Option<&str>,
+        line: Bytes,
+        out: &mut Outbox,
+    ) {
+        let show = match session {
+            Some(s) => self.held.client_has(s),
+            None => self.held.attached && self.held.init_result().is_some(),
+        };
+        self.held.agent_asks(id, session, &line, show);
+        if show {
+            self.forward(Side::Agent, line, out);
+        } else {
+            tracing::info!(session = ?session, "the agent's request waits for a client");
+        }
+    }
+
+    /// The agent's response to a client request: `None` when it goes to nobody (the client
+    /// that sent it left), else the line with the client's own id.
+    pub(super) fn for_which_client(
+        &mut self,
+        id: &RequestId,
+        req: &InFlight,
+        line: Bytes,
+        out: &mut Outbox,
+    ) -> Option<Bytes> {
+        if let Some((method, session)) = self.held.orphan_answered(id) {
+            tracing::info!(%id, method = %method, "the result for a client that left goes to nobody");
+            if &*method == crate::methods::SESSION_PROMPT {
+                if let Some(s) = session.as_deref() {
+                    let reason = serde_json::from_slice::<Value>(&line)
+                        .ok()
+                        .and_then(|v| v["result"]["stopReason"].as_str().map(str::to_owned));
+                    let said = match reason {
+                        Some(r) => format!("While no editor was attached, the turn ended: {r}."),
+                        None => {
+                            "While no editor was attached, the turn ended with an error.".into()
+                        }
+                    };
+                    self.away_note(s, &said);
+                    if self.held.client_has(s) {
+                        // The client that took the session is told now, too.
+                        let note = chat::note(s, &said);
+                        self.notify_client(
+                            jsonrpc::notification(crate::methods::SESSION_UPDATE, &note),
+                            out,
+                        );
+                    }
+                }
+            }
+            return None;
+        }
+        let _ = req;
+        match self.held.unmap(id) {
+            None => Some(line),
+            Some(client) => {
+                let value = serde_json::from_str::<Value>(client.as_json()).ok()?;
+                let text = std::str::from_utf8(&line).ok()?;
+                rawjson::merge(text, &[], "id", &value, Existing::Replace).map(Bytes::from)
+            }
+        }
+    }
+
+    /// Shows `open` again, to the client attached now: its request is read again by its
+    /// source's handler, which picks this client's dialect ([`Router::ask`] takes `open`
+    /// back in place of a new question). One the handler does not ask again waits on the
+    /// other surfaces, as before.
+    fn show_again(&mut self, open: crate::questions::open::Open, now: Instant, out: &mut Outbox) {
+        let Some(line) = open.original.clone() else {
+            return self.hold(open, out);
+        };
+        self.again = Some(open);
+        self.on_kind(Side::Agent, line, now, out);
+        if let Some(open) = self.again.take() {
+            self.hold(open, out);
+        }
+    }
+
+    /// How a question ended while no client had its session, as a chat note for the next.
+    pub(in crate::router) fn away_outcome(
+        &mut self,
+        p: &crate::questions::open::Open,
+        outcome: &crate::questions::answer::Outcome,
+        by: crate::questions::answer::By,
+    ) {
+        use crate::questions::answer::{By, Outcome};
+        let what = p
+            .question
+            .items
+            .first()
+            .map(|i| i.prompt.chars().take(120).collect::<String>())
+            .unwrap_or_default();
+        let where_ = match (&p.device, by) {
+            (Some(device), _) => format!("on {device}"),
+            (None, By::Control) => "on the Questions page or the command line".to_owned(),
+            (None, By::Bridge) => "by the approval policy".to_owned(),
+            (None, other) => format!("({})", other.as_str()),
+        };
+        let said = match outcome {
+            Outcome::Rejected(reason) => format!(
+                "While no editor was attached, \"{what}\" ended {where_}: {}.",
+                reason.as_str()
+            ),
+            _ => format!("While no editor was attached, \"{what}\" was answered {where_}."),
+        };
+        self.away_note(&p.question.session_id.clone(), &said);
+    }
+
+    /// A chat line kept in `session`'s updates (replayed to the next client that loads it).
+    pub(in crate::router) fn away_note(&mut self, session: &str, text: &str) {
+        let line =
+            jsonrpc::notification(crate::methods::SESSION_UPDATE, &chat::note(session, text));
+        self.held.keep_update(session, line.trim_ascii_end());
+    }
+
+    /// A later client's `initialize`: answered by the bridge with what the first client
+    /// got. False when the agent was not initialized yet (it goes to the agent).
+    pub(in crate::router) fn initialize_again(&mut self, req: &Req<'_>, out: &mut Outbox) -> bool {
+        if !self.cfg.linger {
+            return false;
+        }
+        let Some(result) = self.held.init_result().map(str::to_owned) else {
+            self.held.initializing(&req.id);
+            return false;
+        };
+        tracing::info!(
+            "the agent was initialized before: the bridge answers this client's initialize"
+        );
+        out.client(jsonrpc::result_text(&req.id, &result));
+        // What waits for a client outside any session is this one's now.
+        for line in self.held.unsent(None) {
+            self.forward(Side::Agent, line, out);
+        }
+        true
+    }
+
+    /// The agent's `initialize` result, as the client gets it: kept for later clients,
+    /// with `loadSession` and `sessionCapabilities.resume` (the bridge answers both for the
+    /// sessions it holds).
+    pub(in crate::router) fn initialized(&mut self, id: &RequestId, line: Bytes) -> Bytes {
+        if !self.cfg.linger {
+            return line;
+        }
+        let line = super::rewrite(line, |l| {
+            rawjson::merge(
+                l,
+                &["result", "agentCapabilities"],
+                "loadSession",
+                &json!(true),
+                Existing::Replace,
+            )
+        });
+        let line = super::rewrite(line, |l| {
+            rawjson::merge(
+                l,
+                &["result", "agentCapabilities", "sessionCapabilities"],
+                "resume",
+                &json!({}),
+                Existing::Keep,
+            )
+        });
+        if let Some(result) = serde_json::from_slice::<Value>(&line)
+            .ok()
+            .and_then(|v| v.get("result").map(Value::to_string))
+        {
+            self.held.initialized(id, &result);
+        }
+        line
+    }
+
+    /// A session began or was loaded through the bridge: it is held, and the attached
+    /// client has it.
+    pub(in crate::router) fn session_seen(&mut self, session: &str, line: &[u8]) {
+        if !self.cfg.linger {
+            return;
+        }
+        let result = serde_json::from_slice::<Value>(line).ok().and_then(|v| {
+            let mut r = v.get("result")?.clone();
+            r.as_object_mut()?.remove("sessionId");
+            Some(r.to_string())
+        });
+        self.held.session_began(session, result);
+        self.held.client_takes(session);
+    }
+
+    /// `session/load` or `session/resume` of a session the bridge holds: answered by the
+    /// bridge (the replay first, for a load), then the session's questions and the agent's
+    /// requests are shown to this client. False for a session it does not hold.
+    pub(in crate::router) fn attach_session(
+        &mut self,
+        req: &Req<'_>,
+        session: &str,
+        replay: bool,
+        out: &mut Outbox,
+    ) -> bool {
+        if !self.cfg.linger || !self.held.holds(session) || self.held.client_has(session) {
+            return false;
+        }
+        tracing::info!(
+            session,
+            replay,
+            "the client takes a session the bridge holds"
+        );
+        if replay {
+            let (updates, dropped) = self.held.updates(session);
+            let mut lines: Vec<Bytes> = updates.cloned().collect();
+            if dropped > 0 {
+                let note = format!(
+                    "{dropped} earlier updates of this session were not kept; what follows is the rest."
+                );
+                let line = jsonrpc::notification(
+                    crate::methods::SESSION_UPDATE,
+                    &chat::note(session, &note),
+                );
+                lines.insert(0, line);
+            }
+            for line in lines {
+                self.counters.forwarded_to_client += 1;
+                out.to_client.push_back(Out::Line(line));
+            }
+        }
+        let result = self.held.session_result(session).unwrap_or("{}").to_owned();
+        out.client(jsonrpc::result_text(&req.id, &result));
+        self.held.client_takes(session);
+        self.redeliver(session, req.now, out);
+        true
+    }
+
+    /// Shows the attached client what of `session` waits: its questions, in its dialect,
+    /// and the agent's requests.
+    fn redeliver(&mut self, session: &str, now: Instant, out: &mut Outbox) {
+        for open in self.questions.take_session(session) {
+            self.show_again(open, now, out);
+        }
+        for line in self.held.unsent(Some(session)) {
+            self.forward(Side::Agent, line, out);
+        }
+    }
+}

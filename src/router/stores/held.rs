@@ -1,0 +1,332 @@
+//! What a holder (`--linger`) keeps for the next client: each session's updates (bounded,
+//! the oldest go first), the agent's `initialize` result as the client saw it, each
+//! session's own result, the agent's requests still waiting for a client, the requests of
+//! a client that left (their results go to nobody), and a later client's ids given to the
+//! agent under the bridge's (so they never meet a request of the client that left).
+//!
+//! Bounds: [`SESSION_BYTES`] of updates per session, [`SESSIONS`] sessions kept (the one
+//! updated longest ago goes first), an update over [`UPDATE_BYTES`] is not kept (counted).
+//! The waiting requests are bounded by `--max-in-flight`, as the requests in flight are.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+
+use crate::envelope::{IdMap, RequestId};
+
+/// The most bytes of updates kept per session.
+pub const SESSION_BYTES: usize = 2 << 20;
+/// The most sessions whose updates are kept.
+pub const SESSIONS: usize = 16;
+/// The longest update kept (a longer one is counted as dropped).
+pub const UPDATE_BYTES: usize = 256 << 10;
+
+/// One session's kept updates and its result.
+#[derive(Debug, Default)]
+struct Kept {
+    /// The result of the request that began it (`session/new`, ...), JSON text, without
+    /// `sessionId`: what `session/load` and `session/resume` of it answer.
+    result: Option<Box<str>>,
+    updates: VecDeque<Bytes>,
+    bytes: usize,
+    /// Updates that went (the oldest, or too long).
+    dropped: u64,
+    /// When it was last updated (a counter), for choosing which session goes.
+    touched: u64,
+}
+
+/// An agent's request still waiting for a client.
+#[derive(Debug)]
+struct Waiting {
+    session: Option<Box<str>>,
+    line: Bytes,
+    /// Sent to the client attached now.
+    sent: bool,
+}
+
+#[derive(Debug, Default)]
+pub(in crate::router) struct Held {
+    /// A client is attached.
+    pub attached: bool,
+    /// How many clients have attached.
+    pub generation: u64,
+    /// The sessions the attached client began, loaded or resumed: only those are shown
+    /// its questions and the agent's requests.
+    client_sessions: IdMap<Box<str>, ()>,
+    /// The `initialize` result the first client got (JSON text of `result`).
+    init_result: Option<Box<str>>,
+    /// The id of the first client's `initialize`, until its result.
+    init_id: Option<RequestId>,
+    sessions: IdMap<Box<str>, Kept>,
+    clock: u64,
+    waiting: IdMap<RequestId, Waiting>,
+    /// Requests of a client that left, still at the agent: (method, session).
+    orphans: IdMap<RequestId, (Box<str>, Option<Box<str>>)>,
+    /// A later client's request ids, given to the agent as bridge ids: bridge -> client's.
+    remapped: IdMap<RequestId, RequestId>,
+}
+
+impl Held {
+    /// `attached`: a client is there from the start (always, without `--linger`).
+    pub fn new(attached: bool) -> Self {
+        Self {
+            attached,
+            ..Self::default()
+        }
+    }
+
+    /// The client's `initialize` is on its way to the agent (the first one is).
+    pub fn initializing(&mut self, id: &RequestId) {
+        if self.init_result.is_none() {
+            self.init_id = Some(id.clone());
+        }
+    }
+
+    /// The agent's `initialize` result, as the client got it.
+    pub fn initialized(&mut self, id: &RequestId, result: &str) {
+        if self.init_id.as_ref() == Some(id) {
+            self.init_id = None;
+            self.init_result = Some(result.into());
+        }
+    }
+
+    /// What a later client's `initialize` is answered with.
+    pub fn init_result(&self) -> Option<&str> {
+        self.init_result.as_deref()
+    }
+
+    /// A client attached: it has no session yet, and nothing waiting was sent to it.
+    pub fn attach(&mut self) {
+        self.attached = true;
+        self.generation += 1;
+        self.client_sessions.clear();
+        for w in self.waiting.values_mut() {
+            w.sent = false;
+        }
+    }
+
+    /// The client left: its requests still at the agent are orphans from now on.
+    pub fn detach(
+        &mut self,
+        in_flight: impl Iterator<Item = (RequestId, Box<str>, Option<Box<str>>)>,
+    ) {
+        self.attached = false;
+        self.client_sessions.clear();
+        for (id, method, session) in in_flight {
+            self.orphans.insert(id, (method, session));
+        }
+    }
+
+    /// Whether the attached client has `session` (began, loaded or resumed it).
+    pub fn client_has(&self, session: &str) -> bool {
+        self.attached && self.client_sessions.contains_key(session)
+    }
+
+    /// The attached client has `session` now.
+    pub fn client_takes(&mut self, session: &str) {
+        if self.attached {
+            self.client_sessions.insert(session.into(), ());
+        }
+    }
+
+    /// Whether the bridge keeps `session` (it saw it begin, or be loaded).
+    pub fn holds(&self, session: &str) -> bool {
+        self.sessions.contains_key(session)
+    }
+
+    /// `session` began (or was loaded) with `result` (the JSON text of `result`).
+    pub fn session_began(&mut self, session: &str, result: Option<String>) {
+        let result = result.map(Into::into);
+        self.clock += 1;
+        let touched = self.clock;
+        let kept = self.sessions.entry(session.into()).or_default();
+        if result.is_some() {
+            kept.result = result;
+        }
+        kept.touched = touched;
+        self.evict();
+    }
+
+    /// What `session/load` or `session/resume` of `session` is answered with.
+    pub fn session_result(&self, session: &str) -> Option<&str> {
+        self.sessions.get(session).and_then(|k| k.result.as_deref())
+    }
+
+    /// Keeps an update of `session` (its whole line).
+    pub fn keep_update(&mut self, session: &str, line: &[u8]) {
+        self.clock += 1;
+        let touched = self.clock;
+        if !self.sessions.contains_key(session) {
+            let kept = Kept {
+                touched,
+                ..Kept::default()
+            };
+            self.sessions.insert(session.into(), kept);
+            self.evict();
+        }
+        let Some(kept) = self.sessions.get_mut(session) else {
+            return;
+        };
+        kept.touched = touched;
+        if line.len() > UPDATE_BYTES {
+            kept.dropped += 1;
+            return;
+        }
+        kept.updates.push_back(Bytes::copy_from_slice(line));
+        kept.bytes += line.len();
+        while kept.bytes > SESSION_BYTES {
+            let Some(old) = kept.updates.pop_front() else {
+                break;
+            };
+            kept.bytes -= old.len();
+            kept.dropped += 1;
+        }
+    }
+
+    /// The kept updates of `session` and how many went, for a replay.
+    pub fn updates(&self, session: &str) -> (impl Iterator<Item = &Bytes>, u64) {
+        let kept = self.sessions.get(session);
+        (
+            kept.into_iter().flat_map(|k| k.updates.iter()),
+            kept.map_or(0, |k| k.dropped),
+        )
+    }
+
+    /// Bytes of updates kept for `session`.
+    #[cfg(test)]
+    pub fn kept_bytes(&self, session: &str) -> usize {
+        self.sessions.get(session).map_or(0, |k| k.bytes)
+    }
+
+    /// The session updated longest ago goes, past [`SESSIONS`].
+    fn evict(&mut self) {
+        while self.sessions.len() > SESSIONS {
+            let Some(oldest) = self
+                .sessions
+                .iter()
+                .min_by_key(|(_, k)| k.touched)
+                .map(|(s, _)| s.clone())
+            else {
+                break;
+            };
+            self.sessions.remove(&oldest);
+        }
+    }
+
+    /// An agent's request to the client, tracked: kept until answered. `sent`: it went to
+    /// the attached client.
+    pub fn agent_asks(&mut self, id: RequestId, session: Option<&str>, line: &[u8], sent: bool) {
+        self.waiting.insert(
+            id,
+            Waiting {
+                session: session.map(Into::into),
+                line: Bytes::copy_from_slice(line),
+                sent,
+            },
+        );
+    }
+
+    /// The agent's request `id` was answered (or ended).
+    pub fn agent_answered(&mut self, id: &RequestId) {
+        self.waiting.remove(id);
+    }
+
+    /// Every waiting request ended (the client's EOF at the linger's end).
+    pub fn agent_requests_ended(&mut self) {
+        self.waiting.clear();
+    }
+
+    /// The waiting requests of `session` (`None`: those of no session) not sent to the
+    /// attached client yet; they count as sent from now on.
+    pub fn unsent(&mut self, session: Option<&str>) -> Vec<Bytes> {
+        let mut lines: Vec<(RequestId, Bytes)> = self
+            .waiting
+            .iter_mut()
+            .filter(|(_, w)| !w.sent && w.session.as_deref() == session)
+            .map(|(id, w)| {
+                w.sent = true;
+                (id.clone(), w.line.clone())
+            })
+            .collect();
+        // In the order the agent asked (its ids, as text, are as good an order as any).
+        lines.sort_by(|a, b| a.0.as_json().cmp(b.0.as_json()));
+        lines.into_iter().map(|(_, l)| l).collect()
+    }
+
+    /// Whether `id` is a request of a client that left, still at the agent.
+    pub fn is_orphan(&self, id: &RequestId) -> bool {
+        self.orphans.contains_key(id)
+    }
+
+    /// The agent answered the orphan `id`: its method and session.
+    pub fn orphan_answered(&mut self, id: &RequestId) -> Option<(Box<str>, Option<Box<str>>)> {
+        self.orphans.remove(id)
+    }
+
+    /// A later client's request `client` goes to the agent as `bridge`.
+    pub fn remap(&mut self, bridge: RequestId, client: RequestId) {
+        self.remapped.insert(bridge, client);
+    }
+
+    /// The client's own id for the agent's response to `bridge`, if it was remapped.
+    pub fn unmap(&mut self, bridge: &RequestId) -> Option<RequestId> {
+        self.remapped.remove(bridge)
+    }
+
+    /// For `bridge.status` and `sessions`: the sessions kept, with their updates.
+    pub fn status(&self) -> serde_json::Value {
+        let sessions: Vec<serde_json::Value> = self
+            .sessions
+            .iter()
+            .map(|(s, k)| {
+                serde_json::json!({
+                    "sessionId": &**s,
+                    "updatesKept": k.updates.len(),
+                    "bytesKept": k.bytes,
+                    "updatesDropped": k.dropped,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "attached": self.attached,
+            "clients": self.generation,
+            "sessions": sessions,
+            "agentRequestsWaiting": self.waiting.len(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ten_thousand_updates_stay_within_the_bound_and_the_oldest_go() {
+        let mut h = Held::default();
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{}"}}}}}}}}"#,
+            "x".repeat(400)
+        );
+        for _ in 0..10_000 {
+            h.keep_update("s", line.as_bytes());
+        }
+        assert!(h.kept_bytes("s") <= SESSION_BYTES);
+        let (updates, dropped) = h.updates("s");
+        let kept = updates.count() as u64;
+        assert_eq!(kept + dropped, 10_000);
+        assert!(dropped > 0);
+        // One too long to keep is counted, not kept.
+        h.keep_update("s", &vec![b'x'; UPDATE_BYTES + 1]);
+        assert_eq!(h.updates("s").1, dropped + 1);
+    }
+
+    #[test]
+    fn past_the_sessions_bound_the_one_updated_longest_ago_goes() {
+        let mut h = Held::default();
+        for n in 0..=SESSIONS {
+            h.keep_update(&format!("s{n}"), b"{}");
+        }
+        assert!(!h.holds("s0"));
+        assert!(h.holds(&format!("s{SESSIONS}")));
+    }
+}

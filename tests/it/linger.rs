@@ -1,0 +1,298 @@
+//! `--linger`: the agent outlives the editor, through the real binaries. A front is started
+//! as an editor starts it (in a process group of its own, which the test SIGKILLs as an
+//! editor does); its holder and the agent must live on, keep the session's questions and
+//! requests, and give them to the next front that loads the session.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::process::Command;
+
+use crate::common::{chunk_text, temp_dir, Bridge, BRIDGE, MOCK, WAIT};
+
+/// A front around the mock agent, as an editor starts it: its own process group, in
+/// `cwd`, with the test's own roster (and so holders' folder).
+fn front(roster: &Path, cwd: &Path, linger: &str) -> Bridge {
+    let mut cmd = Command::new(BRIDGE);
+    cmd.args(["--linger", linger, "--no-policy", "--", MOCK])
+        .current_dir(cwd)
+        .env("ACP_QUESTION_BRIDGE_REGISTRY", roster)
+        .env("RUST_LOG", "debug")
+        .process_group(0);
+    Bridge::from_command(cmd)
+}
+
+/// A roster folder (0700) and a project folder for one test.
+fn folders(name: &str) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let base = temp_dir(name);
+    let roster = base.join("r");
+    std::fs::create_dir_all(&roster).expect("roster");
+    std::fs::set_permissions(&roster, std::fs::Permissions::from_mode(0o700)).expect("0700");
+    let cwd = base.join("p");
+    std::fs::create_dir_all(&cwd).expect("project");
+    (roster, cwd)
+}
+
+/// The holders listed in `roster` (their files' JSON).
+fn holders(roster: &Path) -> Vec<Value> {
+    let Ok(dir) = std::fs::read_dir(roster.join("held")) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .filter_map(|b| serde_json::from_slice(&b).ok())
+        .collect()
+}
+
+fn alive(pid: u32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+}
+
+/// Waits until `pid` is gone (a zombie counts as gone).
+async fn gone(pid: u32, within: Duration) {
+    tokio::time::timeout(within, async {
+        while alive(pid) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("process {pid} is still running"));
+}
+
+/// Ends the holder of `roster` (SIGTERM) and waits for it.
+async fn stop_holders(roster: &Path) {
+    for h in holders(roster) {
+        let pid = h["pid"].as_u64().expect("pid") as u32;
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        gone(pid, WAIT).await;
+    }
+}
+
+/// `initialize` (the result) and a new session (its id).
+async fn start_session(b: &mut Bridge) -> (Value, String) {
+    let init = b.initialize(json!({})).await;
+    let sid = b.new_session(1).await;
+    (init, sid)
+}
+
+/// Prompts `pid` in `session` under `id`: the agent's process id.
+async fn agent_pid(b: &mut Bridge, id: i64, session: &str) -> u32 {
+    b.prompt(id, session, "pid").await;
+    let (_, seen) = b.response(json!(id)).await;
+    seen.iter()
+        .filter_map(chunk_text)
+        .find_map(|t| t.strip_prefix("pid: "))
+        .and_then(|p| p.trim().parse().ok())
+        .expect("the mock agent's pid")
+}
+
+fn is_permission(m: &Value) -> bool {
+    m["method"] == "session/request_permission"
+}
+
+#[tokio::test]
+async fn a_front_killed_with_its_group_leaves_the_approval_pending_and_the_next_front_takes_it_back(
+) {
+    let (roster, cwd) = folders("linger-back");
+    let mut first = front(&roster, &cwd, "5m");
+    let (init, sid) = start_session(&mut first).await;
+    assert_eq!(
+        init["result"]["agentCapabilities"]["loadSession"], true,
+        "{init}"
+    );
+    let pid = agent_pid(&mut first, 2, &sid).await;
+    first.prompt(3, &sid, "permission").await;
+    first.recv_until(is_permission).await;
+
+    // The editor goes, and takes its process group with it.
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(first.pid() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("killpg");
+    first.wait().await;
+    assert!(alive(pid), "the agent outlives the editor");
+
+    // The approval is listed on the control server, as any question.
+    let entry = std::fs::read_dir(&roster)
+        .expect("roster")
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .find_map(|e| serde_json::from_slice::<Value>(&std::fs::read(e.path()).ok()?).ok())
+        .expect("the holder's roster entry");
+    let list = tokio::time::timeout(
+        WAIT,
+        Command::new(BRIDGE)
+            .args(["questions", "list", "--json", "--control"])
+            .arg(entry["url"].as_str().expect("url"))
+            .arg("--token")
+            .arg(entry["token"].as_str().expect("token"))
+            .output(),
+    )
+    .await
+    .expect("in time")
+    .expect("questions list");
+    let listed = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        listed.contains(&sid) && listed.contains("Run the mock tool"),
+        "{listed}"
+    );
+
+    // The editor comes back with the same command line, and loads the session.
+    let mut second = front(&roster, &cwd, "5m");
+    let again = second.initialize(json!({})).await;
+    assert_eq!(again["result"]["agentCapabilities"]["loadSession"], true);
+    second
+        .send(&json!({"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":sid,"cwd":cwd,"mcpServers":[]}}))
+        .await;
+    let (loaded, replay) = second.response(json!(1)).await;
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    assert!(
+        replay
+            .iter()
+            .filter_map(chunk_text)
+            .any(|t| t == format!("pid: {pid}")),
+        "the kept updates come before the load result: {replay:?}"
+    );
+    let (ask, _) = second.recv_until(is_permission).await;
+    second
+        .send(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}))
+        .await;
+    let (_, seen) = second
+        .recv_until(|m| chunk_text(m).is_some_and(|t| t.contains("the turn ended: end_turn")))
+        .await;
+    assert!(
+        seen.iter()
+            .filter_map(chunk_text)
+            .any(|t| t == "permission: allow"),
+        "the agent got the answer: {seen:?}"
+    );
+    // Its id 3 is the first client's (its turn just ended, to nobody); the same agent
+    // answers this client's id 3.
+    assert_eq!(agent_pid(&mut second, 3, &sid).await, pid);
+
+    second.close_stdin();
+    assert_eq!(second.wait().await, 0);
+    assert!(alive(pid), "kept for the next client");
+    stop_holders(&roster).await;
+    gone(pid, WAIT).await;
+}
+
+#[tokio::test]
+async fn the_linger_ends_and_so_does_the_agents_group() {
+    for linger in ["1s", "0s"] {
+        let (roster, cwd) = folders("linger-end");
+        let mut b = front(&roster, &cwd, linger);
+        let (_, sid) = start_session(&mut b).await;
+        let pid = agent_pid(&mut b, 2, &sid).await;
+        let holder = holders(&roster)[0]["pid"].as_u64().expect("pid") as u32;
+        b.close_stdin();
+        assert_eq!(b.wait().await, 0, "linger {linger}: {}", b.stderr());
+        // The linger, then the shutdown ladder (3 s grace) and no more.
+        gone(pid, WAIT).await;
+        gone(holder, WAIT).await;
+        assert!(holders(&roster).is_empty(), "the holder's file is gone");
+    }
+}
+
+#[tokio::test]
+async fn a_file_read_asked_with_no_client_attached_is_answered_by_the_next() {
+    let (roster, cwd) = folders("linger-fs");
+    let mut first = front(&roster, &cwd, "5m");
+    let (_, sid) = start_session(&mut first).await;
+    // Asked a second after the client is gone.
+    first.prompt(2, &sid, "fs-read /the/file 1000").await;
+    first
+        .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("fs-read: asking")))
+        .await;
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(first.pid() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("killpg");
+    first.wait().await;
+
+    let mut second = front(&roster, &cwd, "5m");
+    second.initialize(json!({})).await;
+    second
+        .send(&json!({"jsonrpc":"2.0","id":1,"method":"session/resume","params":{"sessionId":sid,"cwd":cwd,"mcpServers":[]}}))
+        .await;
+    let (read, _) = second
+        .recv_until(|m| m["method"] == "fs/read_text_file")
+        .await;
+    assert_eq!(read["params"]["path"], "/the/file");
+    second
+        .send(&json!({"jsonrpc":"2.0","id":read["id"],"result":{"content":"kept for you"}}))
+        .await;
+    second
+        .recv_until(|m| {
+            chunk_text(m).is_some_and(|t| t.starts_with("fs-read:") && t.contains("kept for you"))
+        })
+        .await;
+    second.close_stdin();
+    assert_eq!(second.wait().await, 0);
+    stop_holders(&roster).await;
+}
+
+#[tokio::test]
+async fn a_session_the_holder_does_not_hold_goes_to_the_agent() {
+    let (roster, cwd) = folders("linger-other");
+    let mut b = front(&roster, &cwd, "5m");
+    b.initialize(json!({})).await;
+    b.send(&json!({"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"from-elsewhere","cwd":cwd,"mcpServers":[]}}))
+        .await;
+    b.response(json!(1)).await;
+    // The agent loaded it (the mock knows it only then): a prompt in it is the agent's.
+    agent_pid(&mut b, 2, "from-elsewhere").await;
+    b.close_stdin();
+    b.wait().await;
+    stop_holders(&roster).await;
+}
+
+#[tokio::test]
+async fn the_holder_killed_the_front_says_so_and_nothing_is_left_running() {
+    let (roster, cwd) = folders("linger-holder-killed");
+    let mut b = front(&roster, &cwd, "5m");
+    let (_, sid) = start_session(&mut b).await;
+    let pid = agent_pid(&mut b, 2, &sid).await;
+    let holder = holders(&roster)[0]["pid"].as_u64().expect("pid") as u32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(holder as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill");
+    assert_ne!(b.wait().await, 0);
+    assert!(b.stderr().contains("is gone"), "{}", b.stderr());
+    // The agent's guard ends the agent's group.
+    gone(pid, WAIT).await;
+}
+
+#[tokio::test]
+async fn a_second_front_while_one_is_attached_gets_an_agent_of_its_own() {
+    let (roster, cwd) = folders("linger-two");
+    let mut first = front(&roster, &cwd, "5m");
+    let (_, s1) = start_session(&mut first).await;
+    let mut second = front(&roster, &cwd, "5m");
+    let (_, s2) = start_session(&mut second).await;
+    let (p1, p2) = (
+        agent_pid(&mut first, 2, &s1).await,
+        agent_pid(&mut second, 2, &s2).await,
+    );
+    assert_ne!(p1, p2, "one client per holder");
+    assert_eq!(holders(&roster).len(), 2);
+    first.close_stdin();
+    second.close_stdin();
+    first.wait().await;
+    second.wait().await;
+    stop_holders(&roster).await;
+}
