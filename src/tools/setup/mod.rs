@@ -76,6 +76,10 @@ pub struct SetupArgs {
     /// With --agent: the registry the bridge reads (a file or an https:// URL).
     #[arg(long, value_name = "FILE|URL", requires = "agent_id")]
     pub agent_registry: Option<String>,
+    /// The bridge keeps the agent for DURATION when the editor goes (`--linger`,
+    /// docs/GUIDE.md): the configuration runs the bridge with `--linger DURATION`.
+    #[arg(long, value_name = "DURATION", value_parser = acp_question_bridge::cli::parse_duration)]
+    pub linger: Option<std::time::Duration>,
     /// The agent's command and its arguments, after `--`.
     #[arg(
         last = true,
@@ -116,6 +120,10 @@ impl Entry {
             None => format!("{agent} (question bridge)"),
         };
         let mut bridge_args = Vec::new();
+        if let Some(linger) = args.linger {
+            // As the user wrote it would be nicer; whole seconds say the same.
+            bridge_args.extend(["--linger".to_owned(), format!("{}s", linger.as_secs())]);
+        }
         if let Some(id) = &args.agent_id {
             bridge_args.extend(["--agent".to_owned(), id.clone()]);
             if let Some(r) = &args.agent_registry {
@@ -400,6 +408,28 @@ mod tests {
             command: "/opt/bin/acp-question-bridge".into(),
             args,
         }
+    }
+
+    #[test]
+    fn linger_goes_before_the_agent() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            setup: SetupArgs,
+        }
+        let cli = <Cli as clap::Parser>::try_parse_from([
+            "setup",
+            "zed",
+            "--linger",
+            "2h",
+            "--command",
+            "/b",
+            "--",
+            "codex-acp",
+        ])
+        .expect("parses");
+        let e = Entry::new(&cli.setup).expect("an entry");
+        assert_eq!(e.args, ["--linger", "7200s", "--", "codex-acp"]);
     }
 
     #[test]
