@@ -320,7 +320,14 @@ fn main() -> ExitCode {
     runtime.shutdown_background();
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
-        Err(e) => fail(u8::try_from(e.exit_code()).unwrap_or(1), &e.to_string()),
+        Err(e) => {
+            if holding {
+                // The front that started us is not our parent: it reads our code here.
+                use std::io::Write;
+                let _ = writeln!(std::io::stdout(), "exit {}", e.exit_code());
+            }
+            fail(u8::try_from(e.exit_code()).unwrap_or(1), &e.to_string())
+        }
     }
 }
 

@@ -152,15 +152,22 @@ fn start_holder(folder: &Path, key: &str, args: &[String], cwd: &Path) -> Result
         .stdout
         .take()
         .map(|out| BufReader::new(out).take(64).read_line(&mut ready));
-    if !matches!(said, Some(Ok(n)) if n > 0 && ready.trim_end() == "ready") {
-        // It ended before it listened: its code (127 for an agent not found) is ours.
-        let status = child.wait().ok();
-        let code = status.and_then(|s| s.code()).unwrap_or(1);
-        return Err(code);
-    }
-    let pid = child.id();
-    // The holder lives on by itself; it is not ours to wait for.
-    drop(child);
+    // The process we started only forked the holder and exited.
+    let _ = child.wait();
+    let said = match said {
+        Some(Ok(n)) if n > 0 => ready.trim_end(),
+        _ => "",
+    };
+    let pid = match said.strip_prefix("ready ").map(str::parse::<u32>) {
+        Some(Ok(pid)) => pid,
+        _ => {
+            // It ended before it listened: its code (127 for an agent not found) is ours.
+            return Err(said
+                .strip_prefix("exit ")
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(1));
+        }
+    };
     Ok(Info {
         pid,
         key: key.to_owned(),
@@ -172,16 +179,24 @@ fn start_holder(folder: &Path, key: &str, args: &[String], cwd: &Path) -> Result
     })
 }
 
-/// Starts the holder in a new session: an editor that kills the process group (or the
-/// session) it started does not reach it, nor does a terminal's hangup.
+/// Starts the holder as a daemon: forked once more (the child we start exits at once, so
+/// the holder is not our child: an editor that kills the tree of processes it started,
+/// by parent ids as acpx and many editors do, does not find it), in a new session (an
+/// editor that kills the process group or the session it started does not reach it, nor
+/// does a terminal's hangup).
 #[allow(unsafe_code)]
 fn new_session(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the closure runs in the forked child before exec, where only
-    // async-signal-safe calls are allowed: `setsid` is one system call, and nothing here
-    // allocates or takes a lock.
+    // async-signal-safe calls are allowed: `fork`, `_exit` and `setsid` are system calls,
+    // and nothing here allocates or takes a lock. The grandchild goes on to exec; std's
+    // check that the exec happened reads a close-on-exec pipe the grandchild holds.
     unsafe {
         cmd.pre_exec(|| {
+            match nix::unistd::fork()? {
+                nix::unistd::ForkResult::Parent { .. } => libc::_exit(0),
+                nix::unistd::ForkResult::Child => {}
+            }
             nix::unistd::setsid()?;
             Ok(())
         });

@@ -54,8 +54,8 @@ impl Drop for Listening {
     }
 }
 
-/// Listens on `cfg.socket`, writes the holder's file beside it, and says `ready` on our
-/// stdout (the front waits for it), then points stdout at `/dev/null`. Each front that
+/// Listens on `cfg.socket`, writes the holder's file beside it, and says `ready <pid>` on
+/// our stdout (the front waits for it), then points stdout at `/dev/null`. Each front that
 /// attaches is sent on `tx`.
 pub fn listen(
     cfg: &HoldConfig,
@@ -91,7 +91,8 @@ pub fn listen(
     {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
-        let _ = out.write_all(b"ready\n").and_then(|()| out.flush());
+        let ready = format!("ready {}\n", std::process::id());
+        let _ = out.write_all(ready.as_bytes()).and_then(|()| out.flush());
     }
     if let Ok(null) = std::fs::File::options().write(true).open("/dev/null") {
         let _ = nix::unistd::dup2_stdout(&null);

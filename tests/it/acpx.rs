@@ -315,3 +315,99 @@ fn a_question_shown_in_acpx_is_answered_from_the_cli() {
     assert_eq!(a.exit_code(), Some(0), "{}", a.text());
     assert!(!a.text().contains("$/cancel_request"), "{}", a.text());
 }
+
+/// `--linger`: acpx keeps its agent in a queue owner that ends after `--ttl` idle seconds;
+/// its next `prompt` in the saved session starts the bridge again, which finds the agent
+/// the first left and loads the session there: the mock agent's pid is the same.
+#[test]
+fn with_linger_the_next_prompt_of_a_saved_session_reaches_the_same_agent_process() {
+    use std::os::unix::fs::PermissionsExt;
+    let cli = acpx_cli();
+    let dir = common::temp_dir("acpx-linger");
+    let (home, cwd, roster) = (dir.join("home"), dir.join("cwd"), dir.join("r"));
+    for d in [&home, &cwd, &roster] {
+        std::fs::create_dir_all(d).expect("folder");
+    }
+    std::fs::set_permissions(&roster, std::fs::Permissions::from_mode(0o700)).expect("0700");
+    // The log file names this test's folder, so its fronts are told from others'.
+    let log = dir.join("bridge.log");
+    let agent = format!(
+        "{BRIDGE} --linger 5m --no-policy --log-file {} -- {MOCK}",
+        log.display()
+    );
+    let acpx = |args: &[&str]| {
+        let mut cmd = Command::new("node");
+        cmd.arg(&cli)
+            .args(["--ttl", "1", "--agent", &agent])
+            .args(args)
+            .current_dir(&cwd)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("ACP_QUESTION_BRIDGE_REGISTRY", &roster)
+            .env("TERM", "dumb");
+        let out = common::output_within(&mut cmd);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "acpx {args:?}: {text}");
+        text
+    };
+    let pid_in = |text: &str| -> u32 {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("pid: "))
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no pid in {text}"))
+    };
+    // The fronts of this test (the holder's command line has --hold-socket).
+    let fronts = || -> usize {
+        let me = log.display().to_string();
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(&me) && c.contains("--linger") && !c.contains("--hold-socket"))
+            .count()
+    };
+    acpx(&["sessions", "new"]);
+    let first = pid_in(&acpx(&["prompt", "pid"]));
+    // The queue owner ends after its TTL, and with it the front: only the holder is left.
+    let deadline = Instant::now() + WAIT;
+    while fronts() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "acpx's queue owner never let its agent go"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let second = pid_in(&acpx(&["prompt", "pid"]));
+    assert_eq!(first, second, "one agent process for both prompts");
+    // The holder ends with a signal, and takes the agent with it.
+    for entry in std::fs::read_dir(roster.join("held"))
+        .expect("held")
+        .flatten()
+    {
+        let Ok(info) =
+            serde_json::from_slice::<Value>(&std::fs::read(entry.path()).unwrap_or_default())
+        else {
+            continue;
+        };
+        if let Some(pid) = info["pid"].as_u64() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+    }
+    let deadline = Instant::now() + WAIT;
+    while nix::sys::signal::kill(nix::unistd::Pid::from_raw(first as i32), None).is_ok()
+        && !std::fs::read_to_string(format!("/proc/{first}/stat")).is_ok_and(|s| s.contains(") Z"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the agent outlived its holder's end"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
