@@ -36,6 +36,9 @@ enum Command {
     /// Talk to a running bridge's control server (or an inbox): list, answer, reject or
     /// watch questions.
     Questions(tools::questions::QuestionsArgs),
+    /// The sessions that bridges started with --linger keep for an editor that left: list
+    /// them (agent, folder, client, pending questions, linger left), or stop one.
+    Sessions(tools::sessions::SessionsArgs),
     /// One Questions page and control API over every bridge this user runs here (the
     /// bridges started with --control list themselves in a per-user registry).
     Inbox(Box<tools::inbox::InboxArgs>),
@@ -121,6 +124,7 @@ fn main() -> ExitCode {
         Some(Command::Doctor(args)) => return tools::doctor::main(args),
         Some(Command::Policy(args)) => return tools::policy::main(args),
         Some(Command::Questions(args)) => return tools::questions::main(args),
+        Some(Command::Sessions(args)) => return tools::sessions::main(args),
         Some(Command::Inbox(args)) => return tools::inbox::main(*args),
         Some(Command::AgentGuard { pgid, grace_ms }) => {
             child::guard::watch(pgid, std::time::Duration::from_millis(grace_ms));

@@ -458,6 +458,9 @@ impl Shell {
                 v["agentPid"] = self.agent.pgid.into();
                 v["uptimeMs"] = (self.agent.started.elapsed().as_millis() as u64).into();
                 v["version"] = env!("CARGO_PKG_VERSION").into();
+                if let Some(h) = &self.holding {
+                    v["linger"] = h.status(Instant::now());
+                }
                 let decided = router.policy_decisions();
                 let Some(policy) = self.effects.policy().cloned() else {
                     v["policy"] = decided;

@@ -105,6 +105,17 @@ impl Holding {
         self.until
     }
 
+    /// For `bridge.status`: the linger, and what is left of it while no client is attached.
+    pub(super) fn status(&self, now: Instant) -> serde_json::Value {
+        serde_json::json!({
+            "lingerMs": self.linger.as_millis() as u64,
+            "lingerLeftMs": self.until.map(|u| u.saturating_duration_since(now).as_millis() as u64),
+            "clientAttached": self.front.is_some(),
+            "frontPid": self.front.as_ref().map(|f| f.pid),
+            "open": self.open(),
+        })
+    }
+
     /// Whether fronts may still attach.
     pub(super) fn open(&self) -> bool {
         self.listening.is_some()

@@ -160,7 +160,13 @@ impl Router {
             "counters": self.counters,
         });
         if self.cfg.linger {
-            v["held"] = self.held.status();
+            let mut held = self.held.status();
+            for s in held["sessions"].as_array_mut().into_iter().flatten() {
+                let id = s["sessionId"].as_str().unwrap_or_default().to_owned();
+                s["pendingQuestions"] = self.questions.session_len(&id).into();
+                s["clientHasIt"] = self.held.client_has(&id).into();
+            }
+            v["held"] = held;
         }
         v
     }

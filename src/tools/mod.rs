@@ -11,5 +11,6 @@ pub mod inbox;
 pub mod mock_agent;
 pub mod policy;
 pub mod questions;
+pub mod sessions;
 pub mod setup;
 pub mod shapes;

@@ -147,6 +147,20 @@ async fn a_front_killed_with_its_group_leaves_the_approval_pending_and_the_next_
         listed.contains(&sid) && listed.contains("Run the mock tool"),
         "{listed}"
     );
+    // `sessions` lists it: no client, one question pending, the linger running.
+    let held = sessions(&roster, &["--json"]).await;
+    let held: Value = serde_json::from_str(&held).expect("JSON");
+    let holder = &held[0];
+    assert_eq!(holder["clientAttached"], false, "{held}");
+    assert!(
+        holder["lingerLeftMs"].as_u64().is_some_and(|ms| ms > 0),
+        "{held}"
+    );
+    let session = holder["sessions"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["sessionId"] == sid.as_str()))
+        .unwrap_or_else(|| panic!("{held}"));
+    assert_eq!(session["pendingQuestions"], 1, "{held}");
 
     // The editor comes back with the same command line, and loads the session.
     let mut second = front(&roster, &cwd, "5m");
@@ -181,11 +195,42 @@ async fn a_front_killed_with_its_group_leaves_the_approval_pending_and_the_next_
     // answers this client's id 3.
     assert_eq!(agent_pid(&mut second, 3, &sid).await, pid);
 
+    let table = sessions(&roster, &[]).await;
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with(sid.as_str()) && l.contains(" yes ")),
+        "{table}"
+    );
     second.close_stdin();
     assert_eq!(second.wait().await, 0);
     assert!(alive(pid), "kept for the next client");
-    stop_holders(&roster).await;
+    // `sessions stop` ends it, agent and all.
+    sessions(&roster, &["stop", &sid]).await;
     gone(pid, WAIT).await;
+    assert!(holders(&roster).is_empty());
+}
+
+/// `acp-question-bridge sessions ARGS` over `roster`: its stdout (it must succeed).
+async fn sessions(roster: &Path, args: &[&str]) -> String {
+    let out = tokio::time::timeout(
+        WAIT * 2,
+        Command::new(BRIDGE)
+            .arg("sessions")
+            .args(args)
+            .env("ACP_QUESTION_BRIDGE_REGISTRY", roster)
+            .output(),
+    )
+    .await
+    .expect("in time")
+    .expect("sessions");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "sessions {args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
 }
 
 #[tokio::test]

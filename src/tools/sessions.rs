@@ -1,0 +1,201 @@
+//! `acp-question-bridge sessions [list|stop ID]`: the sessions that `--linger` holders keep,
+//! read from each holder's control server (`bridge.status`), and a holder stopped.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use jsonrpsee::core::client::ClientT;
+use jsonrpsee::rpc_params;
+use serde_json::{json, Value};
+
+use acp_question_bridge::control::client::http_client;
+use acp_question_bridge::inbox::roster;
+use acp_question_bridge::{linger, methods};
+
+/// How long one holder may take to answer, or to end once stopped.
+const WAIT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    #[command(subcommand)]
+    pub action: Option<Action>,
+    /// Print JSON (one object per holder) instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Action {
+    /// List the held sessions: agent, folder, clients attached, pending questions, linger
+    /// left (the default).
+    List,
+    /// Stop the holder that keeps session ID (or the holder with process id ID): its agent
+    /// gets the shutdown ladder, and what is pending ends as "client gone".
+    Stop { id: String },
+}
+
+/// One holder, as the CLI sees it.
+struct Held {
+    info: linger::Info,
+    /// Its `bridge.status` (`None`: no control server, or it did not answer).
+    status: Option<Value>,
+}
+
+impl Held {
+    fn sessions(&self) -> Vec<&Value> {
+        self.status
+            .as_ref()
+            .and_then(|s| s["held"]["sessions"].as_array())
+            .map(|a| a.iter().collect())
+            .unwrap_or_default()
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "holderPid": self.info.pid,
+            "agent": self.info.agent,
+            "cwd": self.info.cwd,
+            "clientAttached": self.status.as_ref().map(|s| s["linger"]["clientAttached"].clone()),
+            "lingerLeftMs": self.status.as_ref().map(|s| s["linger"]["lingerLeftMs"].clone()),
+            "sessions": self.sessions(),
+        })
+    }
+}
+
+pub fn main(args: SessionsArgs) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(1, &format!("cannot start runtime: {e}")),
+    };
+    let held = rt.block_on(read_all());
+    match args.action.unwrap_or(Action::List) {
+        Action::List => {
+            list(&held, args.json);
+            ExitCode::SUCCESS
+        }
+        Action::Stop { id } => stop(&held, &id),
+    }
+}
+
+fn fail(code: u8, msg: &str) -> ExitCode {
+    acp_question_bridge::logging::fail("acp-question-bridge sessions", code, msg)
+}
+
+/// Every live holder, with its status.
+async fn read_all() -> Vec<Held> {
+    let bridges = roster::live(&roster::dir());
+    let mut all = Vec::new();
+    for info in linger::scan(&linger::dir()) {
+        let entry = bridges.iter().find(|b| b.pid == info.pid);
+        let status = match entry {
+            Some(e) => status_of(&e.url, &e.token).await,
+            None => None,
+        };
+        all.push(Held { info, status });
+    }
+    all
+}
+
+async fn status_of(url: &str, token: &str) -> Option<Value> {
+    let client = http_client(url, token).ok()?;
+    let call = client.request::<Value, _>(methods::BRIDGE_STATUS, rpc_params![]);
+    tokio::time::timeout(WAIT, call).await.ok()?.ok()
+}
+
+fn list(held: &[Held], as_json: bool) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let all: Vec<Value> = held.iter().map(Held::json).collect();
+        let _ = writeln!(out, "{}", Value::from(all));
+        return;
+    }
+    if held.is_empty() {
+        let _ = writeln!(out, "no held sessions (no bridge runs with --linger here)");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "{:<28} {:<20} {:<7} {:<7} {:<11} FOLDER",
+        "SESSION", "AGENT", "CLIENT", "PENDING", "LINGER LEFT"
+    );
+    for h in held {
+        let agent = acp_question_bridge::child::agent_name(
+            &h.info.agent.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        let attached = h
+            .status
+            .as_ref()
+            .and_then(|s| s["linger"]["clientAttached"].as_bool());
+        let left = h
+            .status
+            .as_ref()
+            .and_then(|s| s["linger"]["lingerLeftMs"].as_u64())
+            .map(|ms| humantime::format_duration(Duration::from_secs(ms / 1000)).to_string());
+        let rows: Vec<(String, String, String)> = match (&h.status, h.sessions()) {
+            (None, _) => vec![("(no control server)".into(), "?".into(), "?".into())],
+            (Some(_), s) if s.is_empty() => vec![("(none yet)".into(), "-".into(), "0".into())],
+            (Some(_), s) => s
+                .iter()
+                .map(|s| {
+                    let client = match (attached, s["clientHasIt"].as_bool()) {
+                        (_, Some(true)) => "yes",
+                        _ => "no",
+                    };
+                    (
+                        s["sessionId"].as_str().unwrap_or("?").to_owned(),
+                        client.to_owned(),
+                        s["pendingQuestions"].to_string(),
+                    )
+                })
+                .collect(),
+        };
+        for (session, client, pending) in rows {
+            let _ = writeln!(
+                out,
+                "{:<28} {:<20} {:<7} {:<7} {:<11} {}",
+                session,
+                agent,
+                client,
+                pending,
+                left.as_deref().unwrap_or("-"),
+                h.info.cwd
+            );
+        }
+    }
+}
+
+fn stop(held: &[Held], id: &str) -> ExitCode {
+    let found = held.iter().find(|h| {
+        h.info.pid.to_string() == id || h.sessions().iter().any(|s| s["sessionId"] == id)
+    });
+    let Some(h) = found else {
+        return fail(
+            1,
+            &format!("no held session or holder {id:?} (see `sessions list`)"),
+        );
+    };
+    let pid = nix::unistd::Pid::from_raw(h.info.pid as i32);
+    if let Err(e) = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM) {
+        return fail(1, &format!("cannot stop holder {}: {e}", h.info.pid));
+    }
+    let deadline = std::time::Instant::now() + WAIT;
+    while roster::alive(h.info.pid) {
+        if std::time::Instant::now() > deadline {
+            return fail(
+                1,
+                &format!("holder {} did not end within {WAIT:?}", h.info.pid),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    acp_question_bridge::logging::say(
+        "acp-question-bridge sessions",
+        &format!("stopped holder {} and its agent", h.info.pid),
+    );
+    ExitCode::SUCCESS
+}
