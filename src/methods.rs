@@ -26,6 +26,9 @@ pub const SESSION_PROMPT: &str = "session/prompt";
 pub const SESSION_CLOSE: &str = "session/close";
 /// The client cancels a session's turn (a notification).
 pub const SESSION_CANCEL: &str = "session/cancel";
+/// The sessions the agent has (with `--linger`, the bridge answers it for an agent that
+/// cannot).
+pub const SESSION_LIST: &str = "session/list";
 
 // The agent's ACP methods (agent to client).
 

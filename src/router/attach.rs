@@ -277,6 +277,26 @@ impl Router {
                 Existing::Keep,
             )
         });
+        // An agent that cannot list its sessions: the bridge lists those it holds.
+        let lists = serde_json::from_slice::<Value>(&line).is_ok_and(|v| {
+            v["result"]["agentCapabilities"]["sessionCapabilities"]
+                .get("list")
+                .is_some_and(|l| !l.is_null())
+        });
+        let line = if lists {
+            line
+        } else {
+            self.held.answer_list = true;
+            super::rewrite(line, |l| {
+                rawjson::merge(
+                    l,
+                    &["result", "agentCapabilities", "sessionCapabilities"],
+                    "list",
+                    &json!({}),
+                    Existing::Keep,
+                )
+            })
+        };
         if let Some(result) = serde_json::from_slice::<Value>(&line)
             .ok()
             .and_then(|v| v.get("result").map(Value::to_string))
@@ -284,6 +304,36 @@ impl Router {
             self.held.initialized(id, &result);
         }
         line
+    }
+
+    /// `session/list` for an agent that cannot list its sessions: the sessions the bridge
+    /// holds (in `cwd` when given), all in one page. False: the agent answers.
+    pub(in crate::router) fn list_held_sessions(
+        &mut self,
+        req: &Req<'_>,
+        cwd: Option<&str>,
+        out: &mut Outbox,
+    ) -> bool {
+        if !self.cfg.linger || !self.held.answer_list {
+            return false;
+        }
+        let sessions: Vec<Value> = self
+            .held
+            .session_ids()
+            .filter_map(|s| {
+                let dir = self.sessions.cwd(s).or(self.cfg.cwd.as_deref())?;
+                let dir = dir.to_string_lossy();
+                if cwd.is_some_and(|c| c != dir) {
+                    return None;
+                }
+                Some(json!({ "sessionId": s, "cwd": dir }))
+            })
+            .collect();
+        out.client(jsonrpc::result_text(
+            &req.id,
+            &json!({ "sessions": sessions }).to_string(),
+        ));
+        true
     }
 
     /// A session began or was loaded through the bridge: it is held, and the attached

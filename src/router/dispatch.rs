@@ -78,6 +78,15 @@ pub(super) static TABLE: &[Entry] = &[
             ..RequestRule::TRACKED
         }),
     },
+    // `--linger`: the held sessions, for an agent that cannot list its own.
+    Entry {
+        names: &[crate::methods::SESSION_LIST],
+        from: Side::Client,
+        on: On::Request(RequestRule {
+            arrives: Some(session::list),
+            ..RequestRule::TRACKED
+        }),
+    },
     // A new turn, or a session's end, for the digest of what the agent was doing.
     Entry {
         names: &[

@@ -166,6 +166,23 @@ async fn a_front_killed_with_its_group_leaves_the_approval_pending_and_the_next_
     let mut second = front(&roster, &cwd, "5m");
     let again = second.initialize(json!({})).await;
     assert_eq!(again["result"]["agentCapabilities"]["loadSession"], true);
+    // The mock agent cannot list its sessions: the bridge lists those it holds.
+    let caps = &again["result"]["agentCapabilities"]["sessionCapabilities"];
+    assert!(
+        caps["list"].is_object() && caps["resume"].is_object(),
+        "{again}"
+    );
+    let listed = second.call(9, "session/list", json!({})).await;
+    let held = &listed["result"]["sessions"];
+    assert_eq!(held[0]["sessionId"], sid.as_str(), "{listed}");
+    let dir = held[0]["cwd"].clone();
+    assert!(dir.as_str().is_some_and(|d| d.starts_with('/')), "{listed}");
+    let there = second.call(10, "session/list", json!({ "cwd": dir })).await;
+    assert_eq!(there["result"]["sessions"], *held, "{there}");
+    let elsewhere = second
+        .call(11, "session/list", json!({ "cwd": "/nowhere" }))
+        .await;
+    assert_eq!(elsewhere["result"]["sessions"], json!([]), "{elsewhere}");
     second
         .send(&json!({"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":sid,"cwd":cwd,"mcpServers":[]}}))
         .await;

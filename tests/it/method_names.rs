@@ -30,6 +30,7 @@ fn in_the_schema() -> Vec<(&'static str, &'static str)> {
         (methods::SESSION_PROMPT, a.session_prompt),
         (methods::SESSION_CLOSE, a.session_close),
         (methods::SESSION_CANCEL, a.session_cancel),
+        (methods::SESSION_LIST, a.session_list),
         // The agent's (methods clients handle).
         (methods::SESSION_UPDATE, c.session_update),
         (

@@ -37,6 +37,20 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
     r.pass(Side::Client, req, line, out);
 }
 
+/// `session/list`: answered by the bridge from the sessions it holds when the agent cannot
+/// list its own (`--linger`); else the agent's.
+pub(in crate::router) fn list(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
+    let cwd = req
+        .params
+        .and_then(|p| serde_json::from_str::<Value>(p).ok())
+        .and_then(|p| p["cwd"].as_str().map(str::to_owned));
+    if r.list_held_sessions(&req, cwd.as_deref(), out) {
+        return;
+    }
+    let line = req.line.clone();
+    r.pass(Side::Client, req, line, out);
+}
+
 /// The agent's successful result: the session it names gets the folder.
 pub(in crate::router) fn result(r: &mut Router, id: &RequestId, line: Bytes) -> Bytes {
     let waited = r.sessions().answered(id);

@@ -64,6 +64,8 @@ pub(in crate::router) struct Held {
     orphans: IdMap<RequestId, (Box<str>, Option<Box<str>>)>,
     /// A later client's request ids, given to the agent as bridge ids: bridge -> client's.
     remapped: IdMap<RequestId, RequestId>,
+    /// The agent cannot list its sessions: the bridge answers `session/list`.
+    pub answer_list: bool,
 }
 
 impl Held {
@@ -145,6 +147,11 @@ impl Held {
         }
         kept.touched = touched;
         self.evict();
+    }
+
+    /// The sessions kept, in no order.
+    pub fn session_ids(&self) -> impl Iterator<Item = &str> {
+        self.sessions.keys().map(|s| &**s)
     }
 
     /// What `session/load` or `session/resume` of `session` is answered with.
