@@ -358,3 +358,121 @@ async fn a_second_front_while_one_is_attached_gets_an_agent_of_its_own() {
     second.wait().await;
     stop_holders(&roster).await;
 }
+
+/// The ACP Python SDK's client (`agent-client-protocol` on PyPI), as a client author would
+/// use it: `spawn_agent_process` on the bridge, `initialize`, `load_session` of the session
+/// the first editor left, an approval answered in `request_permission`.
+const PYTHON_CLIENT: &str = r#"
+import asyncio, json, os, sys
+from acp import spawn_agent_process, RequestPermissionResponse
+from acp.schema import AllowedOutcome
+
+class Client:
+    def __init__(self):
+        self.updates, self.asked = [], []
+        self.answered = asyncio.Event()
+    async def request_permission(self, session_id, tool_call, options, **kwargs):
+        self.asked.append(tool_call.title)
+        return RequestPermissionResponse(outcome=AllowedOutcome(option_id="allow", outcome="selected"))
+    async def session_update(self, session_id, update, **kwargs):
+        text = getattr(getattr(update, "content", None), "text", None)
+        self.updates.append(text)
+        if text and text.startswith("permission: "):
+            self.answered.set()
+
+async def main():
+    sid, cwd, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+    client = Client()
+    async with spawn_agent_process(client, cmd[0], *cmd[1:], cwd=cwd, env=dict(os.environ)) as (conn, _):
+        init = await conn.initialize(protocol_version=1)
+        await conn.load_session(cwd=cwd, session_id=sid, mcp_servers=[])
+        replay = list(client.updates)
+        await asyncio.wait_for(client.answered.wait(), 60)
+        print(json.dumps({
+            "loadSession": init.agent_capabilities.load_session,
+            "replay": replay, "asked": client.asked, "updates": client.updates,
+        }))
+
+asyncio.run(main())
+"#;
+
+/// The Python SDK and what it needs (pinned), installed once under the tests' install lock.
+async fn python_sdk() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for (name, version) in [
+        ("agent-client-protocol", "0.12.1"),
+        ("pydantic", "2.13.4"),
+        ("pydantic-core", "2.46.4"),
+        ("typing-extensions", "4.15.0"),
+        ("annotated-types", "0.7.0"),
+        ("typing-inspection", "0.4.2"),
+    ] {
+        let dir = crate::common::install::pip_package(name, version)
+            .await
+            .unwrap_or_else(|why| panic!("{why}"));
+        dirs.push(dir);
+    }
+    dirs
+}
+
+#[tokio::test]
+async fn the_python_sdk_client_loads_a_held_session_and_answers_its_approval() {
+    let sdk = python_sdk().await;
+    let (roster, cwd) = folders("linger-python");
+    let mut first = front(&roster, &cwd, "5m");
+    let (_, sid) = start_session(&mut first).await;
+    let pid = agent_pid(&mut first, 2, &sid).await;
+    first.prompt(3, &sid, "permission").await;
+    first.recv_until(is_permission).await;
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(first.pid() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("killpg");
+    first.wait().await;
+
+    let script = cwd.join("client.py");
+    std::fs::write(&script, PYTHON_CLIENT).expect("the client's script");
+    let path = std::env::join_paths(&sdk).expect("PYTHONPATH");
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg(&script)
+        .arg(&sid)
+        .arg(&cwd)
+        .args([BRIDGE, "--linger", "5m", "--no-policy", "--", MOCK])
+        .current_dir(&cwd)
+        .env("PYTHONPATH", path)
+        .env("ACP_QUESTION_BRIDGE_REGISTRY", &roster);
+    let out = tokio::task::spawn_blocking(move || crate::common::output_within(&mut cmd))
+        .await
+        .expect("joined");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Value = serde_json::from_str(said.trim()).expect("the client's JSON");
+    assert_eq!(got["loadSession"], true, "{got}");
+    assert!(
+        got["replay"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|t| *t == format!("pid: {pid}"))),
+        "the replay came before the load's result: {got}"
+    );
+    assert_eq!(
+        got["asked"],
+        json!(["Run the mock tool"]),
+        "asked once: {got}"
+    );
+    assert!(alive(pid));
+    sessions_stop_all(&roster).await;
+    gone(pid, WAIT).await;
+}
+
+/// Stops every holder of `roster` through `sessions stop`.
+async fn sessions_stop_all(roster: &Path) {
+    for h in holders(roster) {
+        let pid = h["pid"].as_u64().expect("pid").to_string();
+        sessions(roster, &["stop", &pid]).await;
+    }
+}
