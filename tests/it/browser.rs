@@ -637,3 +637,61 @@ async fn always_allow_from_the_page_answers_another_bridges_next_approval() {
         assert_eq!(bridge.wait().await, 0);
     }
 }
+
+/// `--linger`: the editor is gone (its front SIGKILLed with its group) while an approval
+/// waits; the inbox's page lists it and approves it with one tap; the editor, back, loads the
+/// session and the replay says what happened: the agent's report of the answer, where the
+/// approval was answered, and how its turn ended. Screenshot: `held-session.png`.
+#[tokio::test]
+async fn a_held_sessions_approval_is_answered_on_the_inbox_page_with_no_editor() {
+    use crate::linger::{folders, front, is_permission, sessions_stop_all, start_session};
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&out).unwrap();
+    let (roster, cwd) = folders("browser-held");
+    let mut first = front(&roster, &cwd, "5m");
+    let (_, sid) = start_session(&mut first).await;
+    first.prompt(10, &sid, "approve").await;
+    first.recv_until(is_permission).await;
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(first.pid() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("killpg");
+    first.wait().await;
+
+    let inbox = common::inbox::Inbox::start(&["--registry", roster.to_str().unwrap()]).await;
+    let steps = run_page_script("held_session.mjs", &inbox.url(), &out, &[], "").await;
+    let names: Vec<&str> = steps.iter().filter_map(|s| s["step"].as_str()).collect();
+    assert_eq!(names, ["shown", "approved", "done"], "{steps:?}");
+    drop(inbox);
+
+    let mut back = front(&roster, &cwd, "5m");
+    back.initialize(serde_json::json!({})).await;
+    back.send(
+        &serde_json::json!({"jsonrpc":"2.0","id":1,"method":"session/load",
+        "params":{"sessionId":sid,"cwd":cwd,"mcpServers":[]}}),
+    )
+    .await;
+    let (loaded, replay) = back.response(serde_json::json!(1)).await;
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    let said: Vec<&str> = replay.iter().filter_map(chunk_text).collect();
+    assert!(
+        said.iter()
+            .any(|t| t.starts_with("approve: ") && t.contains(r#""optionId":"allow""#)),
+        "{said:?}"
+    );
+    assert!(
+        said.iter()
+            .any(|t| t.contains("While no editor was attached")
+                && t.contains("was answered on the Questions page")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter()
+            .any(|t| t.contains("While no editor was attached, the turn ended: end_turn")),
+        "{said:?}"
+    );
+    back.close_stdin();
+    back.wait().await;
+    sessions_stop_all(&roster).await;
+}

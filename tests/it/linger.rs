@@ -13,7 +13,7 @@ use crate::common::{chunk_text, temp_dir, Bridge, BRIDGE, MOCK, WAIT};
 
 /// A front around the mock agent, as an editor starts it: its own process group, in
 /// `cwd`, with the test's own roster (and so holders' folder).
-fn front(roster: &Path, cwd: &Path, linger: &str) -> Bridge {
+pub(crate) fn front(roster: &Path, cwd: &Path, linger: &str) -> Bridge {
     let mut cmd = Command::new(BRIDGE);
     cmd.args(["--linger", linger, "--no-policy", "--", MOCK])
         .current_dir(cwd)
@@ -24,7 +24,7 @@ fn front(roster: &Path, cwd: &Path, linger: &str) -> Bridge {
 }
 
 /// A roster folder (0700) and a project folder for one test.
-fn folders(name: &str) -> (PathBuf, PathBuf) {
+pub(crate) fn folders(name: &str) -> (PathBuf, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     let base = temp_dir(name);
     let roster = base.join("r");
@@ -36,7 +36,7 @@ fn folders(name: &str) -> (PathBuf, PathBuf) {
 }
 
 /// The holders listed in `roster` (their files' JSON).
-fn holders(roster: &Path) -> Vec<Value> {
+pub(crate) fn holders(roster: &Path) -> Vec<Value> {
     let Ok(dir) = std::fs::read_dir(roster.join("held")) else {
         return Vec::new();
     };
@@ -47,7 +47,7 @@ fn holders(roster: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()
         && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
             s.rsplit_once(')')
@@ -56,7 +56,7 @@ fn alive(pid: u32) -> bool {
 }
 
 /// Waits until `pid` is gone (a zombie counts as gone).
-async fn gone(pid: u32, within: Duration) {
+pub(crate) async fn gone(pid: u32, within: Duration) {
     tokio::time::timeout(within, async {
         while alive(pid) {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -79,7 +79,7 @@ async fn stop_holders(roster: &Path) {
 }
 
 /// `initialize` (the result) and a new session (its id).
-async fn start_session(b: &mut Bridge) -> (Value, String) {
+pub(crate) async fn start_session(b: &mut Bridge) -> (Value, String) {
     let init = b.initialize(json!({})).await;
     let sid = b.new_session(1).await;
     (init, sid)
@@ -96,7 +96,7 @@ async fn agent_pid(b: &mut Bridge, id: i64, session: &str) -> u32 {
         .expect("the mock agent's pid")
 }
 
-fn is_permission(m: &Value) -> bool {
+pub(crate) fn is_permission(m: &Value) -> bool {
     m["method"] == "session/request_permission"
 }
 
@@ -470,7 +470,7 @@ async fn the_python_sdk_client_loads_a_held_session_and_answers_its_approval() {
 }
 
 /// Stops every holder of `roster` through `sessions stop`.
-async fn sessions_stop_all(roster: &Path) {
+pub(crate) async fn sessions_stop_all(roster: &Path) {
     for h in holders(roster) {
         let pid = h["pid"].as_u64().expect("pid").to_string();
         sessions(roster, &["stop", &pid]).await;
