@@ -644,7 +644,9 @@ async fn always_allow_from_the_page_answers_another_bridges_next_approval() {
 /// approval was answered, and how its turn ended. Screenshot: `held-session.png`.
 #[tokio::test]
 async fn a_held_sessions_approval_is_answered_on_the_inbox_page_with_no_editor() {
-    use crate::linger::{folders, front, is_permission, sessions_stop_all, start_session};
+    use crate::linger::{
+        folders, front, is_permission, kill_editor, sessions_stop_all, start_session,
+    };
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
     std::fs::create_dir_all(&out).unwrap();
     let (roster, cwd) = folders("browser-held");
@@ -652,12 +654,7 @@ async fn a_held_sessions_approval_is_answered_on_the_inbox_page_with_no_editor()
     let (_, sid) = start_session(&mut first).await;
     first.prompt(10, &sid, "approve").await;
     first.recv_until(is_permission).await;
-    nix::sys::signal::killpg(
-        nix::unistd::Pid::from_raw(first.pid() as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("killpg");
-    first.wait().await;
+    kill_editor(&mut first).await;
 
     let inbox = common::inbox::Inbox::start(&["--registry", roster.to_str().unwrap()]).await;
     let steps = run_page_script("held_session.mjs", &inbox.url(), &out, &[], "").await;

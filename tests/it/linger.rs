@@ -78,6 +78,16 @@ async fn stop_holders(roster: &Path) {
     }
 }
 
+/// The editor goes, and takes its front's process group with it (SIGKILL).
+pub(crate) async fn kill_editor(front: &mut Bridge) {
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(front.pid() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("killpg");
+    front.wait().await;
+}
+
 /// `initialize` (the result) and a new session (its id).
 pub(crate) async fn start_session(b: &mut Bridge) -> (Value, String) {
     let init = b.initialize(json!({})).await;
@@ -115,12 +125,7 @@ async fn a_front_killed_with_its_group_leaves_the_approval_pending_and_the_next_
     first.recv_until(is_permission).await;
 
     // The editor goes, and takes its process group with it.
-    nix::sys::signal::killpg(
-        nix::unistd::Pid::from_raw(first.pid() as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("killpg");
-    first.wait().await;
+    kill_editor(&mut first).await;
     assert!(alive(pid), "the agent outlives the editor");
 
     // The approval is listed on the control server, as any question.
@@ -277,12 +282,7 @@ async fn a_file_read_asked_with_no_client_attached_is_answered_by_the_next() {
     first
         .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("fs-read: asking")))
         .await;
-    nix::sys::signal::killpg(
-        nix::unistd::Pid::from_raw(first.pid() as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("killpg");
-    first.wait().await;
+    kill_editor(&mut first).await;
 
     let mut second = front(&roster, &cwd, "5m");
     second.initialize(json!({})).await;
@@ -424,12 +424,7 @@ async fn the_python_sdk_client_loads_a_held_session_and_answers_its_approval() {
     let pid = agent_pid(&mut first, 2, &sid).await;
     first.prompt(3, &sid, "permission").await;
     first.recv_until(is_permission).await;
-    nix::sys::signal::killpg(
-        nix::unistd::Pid::from_raw(first.pid() as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("killpg");
-    first.wait().await;
+    kill_editor(&mut first).await;
 
     let script = cwd.join("client.py");
     std::fs::write(&script, PYTHON_CLIENT).expect("the client's script");
