@@ -16,6 +16,7 @@ mod effects;
 mod event_loop;
 mod hangup;
 mod hold;
+mod lingering;
 mod observers;
 mod reader;
 mod services;

@@ -322,13 +322,15 @@ impl Ends {
     pub(super) fn detach(&mut self) {
         if let Some(tasks) = self.client.take() {
             tasks.reader.abort();
-            let writer = tasks.writer;
+            let mut writer = tasks.writer;
             tokio::spawn(async move {
-                if tokio::time::timeout(Duration::from_secs(5), writer)
+                if tokio::time::timeout(Duration::from_secs(5), &mut writer)
                     .await
                     .is_err()
                 {
-                    tracing::debug!("the client that left is not reading; its writer is dropped");
+                    // It holds the editor's stdout: let go of it.
+                    tracing::debug!("the client that left is not reading; its writer is stopped");
+                    writer.abort();
                 }
             });
         }

@@ -12,6 +12,9 @@ use tokio::sync::mpsc;
 
 use super::{Info, Reply};
 
+/// How many hellos are read at once.
+const HELLOS_AT_ONCE: usize = 4;
+
 /// How long a connection may take to send its hello.
 const HELLO_WITHIN: Duration = Duration::from_secs(30);
 
@@ -106,12 +109,24 @@ pub fn listen(
 
 /// Takes connections until the loop is gone; each hello is read off the runtime.
 async fn accept(listener: tokio::net::UnixListener, token: String, tx: mpsc::Sender<Attachment>) {
+    // A few hellos read at once; more connections wait in the socket's backlog.
+    let reading = std::sync::Arc::new(tokio::sync::Semaphore::new(HELLOS_AT_ONCE));
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of descriptors, say: not a reason to spin.
+                tracing::warn!(error = %e, "cannot accept a front; trying again in a moment");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = reading.clone().acquire_owned().await else {
+            return;
         };
         let (token, tx) = (token.clone(), tx.clone());
         tokio::spawn(async move {
+            let _permit = permit;
             let Ok(std) = stream.into_std() else { return };
             let read = tokio::task::spawn_blocking(move || {
                 std.set_nonblocking(false)?;

@@ -93,7 +93,10 @@ pub fn scan(folder: &Path) -> Vec<Info> {
             found.push(info);
         } else {
             let _ = std::fs::remove_file(&path);
-            let _ = std::fs::remove_file(&info.socket);
+            // Only a socket of this folder (the file says where; it is not trusted further).
+            if info.socket.parent() == Some(folder) {
+                let _ = std::fs::remove_file(&info.socket);
+            }
         }
     }
     found.sort_by_key(|i| std::cmp::Reverse(i.started_ms));

@@ -27,6 +27,39 @@ use crate::questions::chat;
 use crate::rawjson::{self, Existing};
 use crate::router::stores::requests::InFlight;
 
+/// The session of a `session/update` line, if it is one: found without parsing the line in
+/// the usual layout (`"params":{"sessionId":"..."` with no escapes), else parsed.
+fn update_session(line: &[u8]) -> Option<String> {
+    use memchr::memmem;
+    memmem::find(line, crate::methods::SESSION_UPDATE.as_bytes())?;
+    const USUAL: &[u8] = br#""method":"session/update","params":{"sessionId":""#;
+    if let Some(at) = memmem::find(line, USUAL) {
+        let rest = &line[at + USUAL.len()..];
+        if let Some(end) = memchr::memchr(b'"', rest) {
+            let id = &rest[..end];
+            if !id.contains(&b'\\') {
+                return std::str::from_utf8(id).ok().map(str::to_owned);
+            }
+        }
+    }
+    #[derive(serde::Deserialize)]
+    struct Update<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+        params: Option<Params<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(rename = "sessionId", borrow)]
+        session_id: Option<std::borrow::Cow<'a, str>>,
+    }
+    let u = serde_json::from_slice::<Update>(line).ok()?;
+    if u.method.as_deref() != Some(crate::methods::SESSION_UPDATE) {
+        return None;
+    }
+    u.params?.session_id.map(std::borrow::Cow::into_owned)
+}
+
 impl Router {
     /// The client left (its front died, or its input ended) and the agent is kept: its
     /// questions wait on the other surfaces, the agent's requests wait for the next client,
@@ -47,6 +80,8 @@ impl Router {
         // Its questions are now shown nowhere but on the other surfaces.
         for delivery in self.questions.deliveries_mut() {
             delivery.held = true;
+            // Its tool call was the client's that left: the next is shown one of its own.
+            delivery.tool_call_id = None;
         }
     }
 
@@ -62,33 +97,38 @@ impl Router {
         !self.cfg.linger || self.held.client_has(session)
     }
 
-    /// Keeps the `session/update`s among `lines` (one or more whole lines).
-    pub(super) fn keep_updates(&mut self, lines: &[u8]) {
-        #[derive(serde::Deserialize)]
-        struct Update<'a> {
-            #[serde(borrow)]
-            method: Option<std::borrow::Cow<'a, str>>,
-            params: Option<Params<'a>>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Params<'a> {
-            #[serde(rename = "sessionId", borrow)]
-            session_id: Option<std::borrow::Cow<'a, str>>,
-        }
-        for line in lines.split(|b| *b == b'\n') {
-            if memchr::memmem::find(line, crate::methods::SESSION_UPDATE.as_bytes()).is_none() {
-                continue;
+    /// A run of the agent's lines while some session has no client (`--linger`): an update
+    /// of such a session is kept, not sent; every other line goes to the client as it came.
+    pub(super) fn forward_agent_run(
+        &mut self,
+        data: &Bytes,
+        start: usize,
+        end: usize,
+        out: &mut Outbox,
+    ) {
+        let mut at = start;
+        while at < end {
+            let stop = memchr::memchr(b'\n', &data[at..end]).map_or(end, |i| at + i);
+            let line = &data[at..stop];
+            if !self.kept_instead(line) {
+                self.counters.forwarded_to_client += 1;
+                out.to_client.push_back(Out::Line(data.slice(at..stop)));
             }
-            let Ok(u) = serde_json::from_slice::<Update>(line) else {
-                continue;
-            };
-            if u.method.as_deref() != Some(crate::methods::SESSION_UPDATE) {
-                continue;
-            }
-            if let Some(session) = u.params.and_then(|p| p.session_id) {
-                self.held.keep_update(&session, line);
-            }
+            at = stop + 1;
         }
+    }
+
+    /// Whether `line` (one of the agent's, with no newline) is an update of a session no
+    /// client has now: then it is kept for the next client that takes the session.
+    pub(super) fn kept_instead(&mut self, line: &[u8]) -> bool {
+        let Some(session) = update_session(line) else {
+            return false;
+        };
+        if self.held.client_has(&session) {
+            return false;
+        }
+        self.held.keep_update(&session, line);
+        true
     }
 
     /// A client request whose id is still at the agent for a client that left goes to the
@@ -142,6 +182,9 @@ impl Router {
         line: Bytes,
         out: &mut Outbox,
     ) -> Option<Bytes> {
+        if &*req.method == crate::methods::INITIALIZE {
+            self.initialize_answered(id, &line, out);
+        }
         if let Some((method, session)) = self.held.orphan_answered(id) {
             tracing::info!(%id, method = %method, "the result for a client that left goes to nobody");
             if &*method == crate::methods::SESSION_PROMPT {
@@ -187,9 +230,33 @@ impl Router {
         let Some(line) = open.original.clone() else {
             return self.hold(open, out);
         };
+        let id = open.agent_id.clone();
+        let tracked = self.requests.from(Side::Agent).contains_key(&id);
+        let marks = (
+            out.to_client.len(),
+            out.to_agent.len(),
+            out.events.len(),
+            out.effects.len(),
+        );
         self.again = Some(open);
         self.on_kind(Side::Agent, line, now, out);
         if let Some(open) = self.again.take() {
+            // The handler did not ask it again (the agent's tool call changed since, say):
+            // whatever it did instead is undone, so the question keeps its one ending, and
+            // it waits on the other surfaces as before.
+            out.to_client.truncate(marks.0);
+            out.to_agent.truncate(marks.1);
+            out.events.truncate(marks.2);
+            out.effects.truncate(marks.3);
+            out.made_for_client = out.made_for_client.min(out.to_client.len());
+            out.made_for_agent = out.made_for_agent.min(out.to_agent.len());
+            if !tracked && self.requests.from(Side::Agent).contains_key(&id) {
+                let _ = self.requests.answered(Side::Client, &id);
+                self.held.agent_answered(&id);
+            }
+            tracing::warn!(%id, "a question read again did not ask the same; it waits on the other surfaces");
+            let mut open = open;
+            open.delivery = crate::questions::open::Delivery::new(open.agent_id.clone());
             self.hold(open, out);
         }
     }
@@ -224,6 +291,62 @@ impl Router {
         self.away_note(&p.question.session_id.clone(), &said);
     }
 
+    /// The first `initialize` has its result: the later clients' waiting for it get it (or
+    /// an error, and theirs goes to the agent next time), then what waits outside any session.
+    fn initialize_answered(&mut self, id: &RequestId, line: &[u8], out: &mut Outbox) {
+        let result = self.held.init_result().map(str::to_owned);
+        if result.is_none() {
+            self.held.init_failed(id);
+        }
+        for waiter in self.held.take_init_waiters() {
+            out.client(match &result {
+                Some(r) => jsonrpc::result_text(&waiter, r),
+                None => jsonrpc::error(
+                    Some(&waiter),
+                    crate::jsonrpc::code::INTERNAL_ERROR,
+                    "the agent's initialize failed; send initialize again",
+                    None,
+                ),
+            });
+        }
+        let _ = line;
+        if result.is_some() && self.held.attached {
+            for waiting in self.held.unsent(None) {
+                self.forward(Side::Agent, waiting, out);
+            }
+        }
+    }
+
+    /// The client's `$/cancel_request` as the agent is to see it: the bridge id its request
+    /// went under, or `None` for one naming a request of a client that left.
+    pub(in crate::router) fn cancel_for_this_client(
+        &mut self,
+        params: Option<&str>,
+        line: &Bytes,
+    ) -> Option<Bytes> {
+        if !self.cfg.linger {
+            return Some(line.clone());
+        }
+        let named = params
+            .and_then(|p| serde_json::from_str::<Value>(p).ok())
+            .and_then(|p| p.get("requestId").cloned())
+            .map(|v| RequestId::from_json(&v.to_string()));
+        let Some(named) = named else {
+            return Some(line.clone());
+        };
+        if let Some(bridge) = self.held.remapped_to(&named) {
+            let value = serde_json::from_str::<Value>(bridge.as_json()).ok()?;
+            let text = std::str::from_utf8(line).ok()?;
+            return rawjson::merge(text, &["params"], "requestId", &value, Existing::Replace)
+                .map(Bytes::from);
+        }
+        if self.held.is_orphan(&named) {
+            tracing::info!(%named, "a cancel of a request of the client that left; dropped");
+            return None;
+        }
+        Some(line.clone())
+    }
+
     /// A chat line kept in `session`'s updates (replayed to the next client that loads it).
     pub(in crate::router) fn away_note(&mut self, session: &str, text: &str) {
         let line =
@@ -238,6 +361,11 @@ impl Router {
             return false;
         }
         let Some(result) = self.held.init_result().map(str::to_owned) else {
+            if self.held.init_in_flight() {
+                // The first client left before the agent answered: this one waits for it.
+                self.held.wait_for_init(req.id.clone());
+                return true;
+            }
             self.held.initializing(&req.id);
             return false;
         };
@@ -348,7 +476,9 @@ impl Router {
             Some(r.to_string())
         });
         self.held.session_began(session, result);
-        self.held.client_takes(session);
+        if !self.held.for_orphan {
+            self.held.client_takes(session);
+        }
     }
 
     /// `session/load` or `session/resume` of a session the bridge holds: answered by the
@@ -387,6 +517,7 @@ impl Router {
                 out.to_client.push_back(Out::Line(line));
             }
         }
+        self.held.replayed(session);
         let result = self.held.session_result(session).unwrap_or("{}").to_owned();
         out.client(jsonrpc::result_text(&req.id, &result));
         self.held.client_takes(session);

@@ -104,6 +104,12 @@ pub(super) static TABLE: &[Entry] = &[
         from: Side::Client,
         on: On::Notification(cancel::session_cancel),
     },
+    // `--linger`: a later client's cancel of a request sent under a bridge id.
+    Entry {
+        names: &[crate::methods::CANCEL_REQUEST],
+        from: Side::Client,
+        on: On::Notification(cancel::client_cancel_request),
+    },
     Entry {
         names: &[crate::methods::CANCEL_REQUEST],
         from: Side::Agent,

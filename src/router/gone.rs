@@ -8,6 +8,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::{dispatch, Out, Outbox, Router, Side};
+use crate::envelope::RequestId;
 use crate::jsonrpc::{self, code};
 
 /// How the agent ended, as the shell observed it.
@@ -82,7 +83,17 @@ impl Router {
             return;
         }
         self.agent_gone = true;
-        let waiting = self.requests.drain(Side::Client);
+        let mut waiting = self.requests.drain(Side::Client);
+        if self.cfg.linger {
+            // A client that left gets nothing; a later client's request sent under a bridge
+            // id gets its error under its own.
+            waiting.retain(|(id, _)| self.held.orphan_answered(id).is_none());
+            for (id, _) in &mut waiting {
+                if let Some(client) = self.held.unmap(id) {
+                    *id = client;
+                }
+            }
+        }
         // The first error carries the whole stderr tail, the others its last KiB, so the
         // burst stays small however many requests were waiting.
         let short_tail = last_chars(&exit.stderr_tail, SHORT_TAIL);
@@ -109,7 +120,13 @@ impl Router {
         // what it still shows.
         let shown = self.requests.drain(Side::Agent);
         if self.client.sends_cancel_requests() {
-            for (id, _) in shown {
+            // (With `--linger`, only what the attached client was sent.)
+            let shown: Vec<RequestId> = shown
+                .into_iter()
+                .map(|(id, _)| id)
+                .filter(|id| self.held.sent(id))
+                .collect();
+            for id in shown {
                 self.notify_client(jsonrpc::cancel_request(&id), out);
             }
         }

@@ -309,8 +309,8 @@ impl Router {
         out: &mut Outbox,
     ) {
         let Some((start, end, n)) = run else { return };
-        if from == Side::Agent && self.cfg.linger {
-            self.keep_updates(&data[start..end]);
+        if from == Side::Agent && self.cfg.linger && self.held.keeping() {
+            return self.forward_agent_run(data, start, end, out);
         }
         let run = Out::Run(data.slice(start..end));
         match from {
@@ -511,9 +511,13 @@ impl Router {
                 // The request came from the other peer: its entry may rewrite the result.
                 let rewrite_result = dispatch::request(from.peer(), req.method.as_bytes())
                     .and_then(|rule| rule.result);
+                // (With `--linger`, a result for a client that left begins nothing of the
+                // attached client's.)
+                self.held.for_orphan = from == Side::Agent && self.held.is_orphan(&id);
                 if let (true, Some(rewrite_result)) = (result_ok, rewrite_result) {
                     line = rewrite_result(self, &id, line);
                 }
+                self.held.for_orphan = false;
                 if self.cfg.linger {
                     match from {
                         Side::Client => self.held.agent_answered(&id),
@@ -565,8 +569,8 @@ impl Router {
                 out.to_agent.push_back(Out::Line(line));
             }
             Side::Agent => {
-                if self.cfg.linger {
-                    self.keep_updates(&line);
+                if self.cfg.linger && self.held.keeping() && self.kept_instead(&line) {
+                    return;
                 }
                 self.counters.forwarded_to_client += 1;
                 out.to_client.push_back(Out::Line(line));

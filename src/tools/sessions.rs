@@ -89,7 +89,15 @@ fn fail(code: u8, msg: &str) -> ExitCode {
 async fn read_all() -> Vec<Held> {
     let bridges = roster::live(&roster::dir());
     let mut all = Vec::new();
-    for info in linger::scan(&linger::dir()) {
+    let folder = linger::dir();
+    if let Err(e) = roster::ensure_dir(&folder) {
+        acp_question_bridge::logging::say(
+            "acp-question-bridge sessions",
+            &format!("not reading {}: {e}", folder.display()),
+        );
+        return all;
+    }
+    for info in linger::scan(&folder) {
         let entry = bridges.iter().find(|b| b.pid == info.pid);
         let status = match entry {
             Some(e) => status_of(&e.url, &e.token).await,

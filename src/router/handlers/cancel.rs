@@ -15,6 +15,14 @@ pub(in crate::router) fn session_cancel(r: &mut Router, note: Note<'_>, out: &mu
     }
 }
 
+/// The client's `$/cancel_request`: with `--linger`, of a request sent under a bridge id, the
+/// agent is sent that id; one naming a request of a client that left is dropped.
+pub(in crate::router) fn client_cancel_request(r: &mut Router, note: Note<'_>, out: &mut Outbox) {
+    if let Some(line) = r.cancel_for_this_client(note.params, note.line) {
+        r.forward(Side::Client, line, out);
+    }
+}
+
 pub(in crate::router) fn cancel_request(r: &mut Router, note: Note<'_>, out: &mut Outbox) {
     if !r.on_agent_cancel_request(note.params, note.line, out) {
         r.forward(Side::Agent, note.line.clone(), out);

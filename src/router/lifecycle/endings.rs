@@ -34,6 +34,10 @@ impl Router {
         withdraw: bool,
         out: &mut Outbox,
     ) {
+        if !self.client_sees(&p.question.session_id) {
+            // `--linger`: no client has its session now; the next one is told by the replay.
+            return;
+        }
         let shown = withdraw && !p.delivery.held;
         let cancel_request = shown && self.client.sends_cancel_requests();
         if cancel_request {

@@ -66,14 +66,47 @@ pub(in crate::router) struct Held {
     remapped: IdMap<RequestId, RequestId>,
     /// The agent cannot list its sessions: the bridge answers `session/list`.
     pub answer_list: bool,
+    /// A result for a client that left is being read: what it begins is not the attached
+    /// client's.
+    pub for_orphan: bool,
+    /// Later clients' `initialize`s waiting for the first one's result (its client left
+    /// before it came).
+    init_waiters: Vec<RequestId>,
+    /// A client is attached and has every session kept: nothing is kept now, and the
+    /// agent's lines are not looked at (the relay's cost is the same as without `--linger`).
+    all_taken: bool,
 }
 
 impl Held {
     /// `attached`: a client is there from the start (always, without `--linger`).
     pub fn new(attached: bool) -> Self {
-        Self {
+        let mut held = Self {
             attached,
             ..Self::default()
+        };
+        held.refresh();
+        held
+    }
+
+    /// Whether updates need a look: some session has no client to see them.
+    pub fn keeping(&self) -> bool {
+        !self.all_taken
+    }
+
+    fn refresh(&mut self) {
+        self.all_taken = self.attached
+            && self
+                .sessions
+                .keys()
+                .all(|s| self.client_sessions.contains_key(s));
+    }
+
+    /// The updates kept for `session` were given to a client: they go.
+    pub fn replayed(&mut self, session: &str) {
+        if let Some(kept) = self.sessions.get_mut(session) {
+            kept.updates.clear();
+            kept.bytes = 0;
+            kept.dropped = 0;
         }
     }
 
@@ -92,6 +125,28 @@ impl Held {
         }
     }
 
+    /// Whether the first `initialize` is at the agent still.
+    pub fn init_in_flight(&self) -> bool {
+        self.init_result.is_none() && self.init_id.is_some()
+    }
+
+    /// A later client's `initialize` waits for the first one's result.
+    pub fn wait_for_init(&mut self, id: RequestId) {
+        self.init_waiters.push(id);
+    }
+
+    /// The `initialize`s waiting for a result, once it came (or failed).
+    pub fn take_init_waiters(&mut self) -> Vec<RequestId> {
+        std::mem::take(&mut self.init_waiters)
+    }
+
+    /// The first `initialize` failed: the next client's goes to the agent.
+    pub fn init_failed(&mut self, id: &RequestId) {
+        if self.init_id.as_ref() == Some(id) {
+            self.init_id = None;
+        }
+    }
+
     /// What a later client's `initialize` is answered with.
     pub fn init_result(&self) -> Option<&str> {
         self.init_result.as_deref()
@@ -105,6 +160,7 @@ impl Held {
         for w in self.waiting.values_mut() {
             w.sent = false;
         }
+        self.refresh();
     }
 
     /// The client left: its requests still at the agent are orphans from now on.
@@ -117,6 +173,7 @@ impl Held {
         for (id, method, session) in in_flight {
             self.orphans.insert(id, (method, session));
         }
+        self.refresh();
     }
 
     /// Whether the attached client has `session` (began, loaded or resumed it).
@@ -129,6 +186,7 @@ impl Held {
         if self.attached {
             self.client_sessions.insert(session.into(), ());
         }
+        self.refresh();
     }
 
     /// Whether the bridge keeps `session` (it saw it begin, or be loaded).
@@ -147,6 +205,7 @@ impl Held {
         }
         kept.touched = touched;
         self.evict();
+        self.refresh();
     }
 
     /// The sessions kept, in no order.
@@ -170,6 +229,7 @@ impl Held {
             };
             self.sessions.insert(session.into(), kept);
             self.evict();
+            self.refresh();
         }
         let Some(kept) = self.sessions.get_mut(session) else {
             return;
@@ -206,11 +266,18 @@ impl Held {
     }
 
     /// The session updated longest ago goes, past [`SESSIONS`].
+    /// (A session the agent's requests wait in stays: they are re-sent when it is taken.)
     fn evict(&mut self) {
         while self.sessions.len() > SESSIONS {
+            let waits = |s: &str| {
+                self.waiting
+                    .values()
+                    .any(|w| w.session.as_deref() == Some(s))
+            };
             let Some(oldest) = self
                 .sessions
                 .iter()
+                .filter(|(s, _)| !waits(s))
                 .min_by_key(|(_, k)| k.touched)
                 .map(|(s, _)| s.clone())
             else {
@@ -231,6 +298,12 @@ impl Held {
                 sent,
             },
         );
+    }
+
+    /// Whether the agent's request `id` was sent to the attached client (true for one not
+    /// kept: without `--linger`, every request goes to the client).
+    pub fn sent(&self, id: &RequestId) -> bool {
+        self.attached && self.waiting.get(id).is_none_or(|w| w.sent)
     }
 
     /// The agent's request `id` was answered (or ended).
@@ -273,6 +346,14 @@ impl Held {
     /// A later client's request `client` goes to the agent as `bridge`.
     pub fn remap(&mut self, bridge: RequestId, client: RequestId) {
         self.remapped.insert(bridge, client);
+    }
+
+    /// The bridge id a client's request `client` went under, if it was remapped.
+    pub fn remapped_to(&self, client: &RequestId) -> Option<RequestId> {
+        self.remapped
+            .iter()
+            .find(|(_, c)| *c == client)
+            .map(|(b, _)| b.clone())
     }
 
     /// The client's own id for the agent's response to `bridge`, if it was remapped.

@@ -46,7 +46,8 @@ Script words (the first word of the prompt text picks the behaviour):
                          a new file, a file replaced (old and new 10 MiB), or a new file
                          after a 10 MiB message chunk and a 10 MiB tool output
   flood <N> [<BYTES>]    N agent_message_chunks of about BYTES bytes (default 100), end_turn
-  pid                    stream `pid: <the mock agent's process id>`, end_turn
+  pid [<MS>]             stream `pid: <the mock agent's process id>` (after MS
+                         milliseconds, said first in a chunk `pid: in <MS> ms`), end_turn
   fs-read <PATH> [<MS>]  fs/read_text_file of PATH (after MS milliseconds, said first in a
                          chunk `fs-read: asking in <MS> ms`); streams `fs-read: <result
                          json>` (or `fs-read: error <error json>`), end_turn
@@ -313,6 +314,10 @@ pub(super) async fn turn(
             "end_turn"
         }
         "pid" => {
+            if let Some(ms) = words.next().and_then(|w| w.parse::<u64>().ok()) {
+                ctx.chunk(sid, &format!("pid: in {ms} ms")).await;
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
             ctx.chunk(sid, &format!("pid: {}", std::process::id()))
                 .await;
             "end_turn"

@@ -1,0 +1,77 @@
+//! The holder's side of the loop (`--linger`): a client that leaves is detached (its
+//! questions and the agent's requests kept for the next), a front that comes is attached,
+//! and the linger's end is the client's EOF.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::event_loop::Shell;
+use crate::router::Side;
+
+impl Shell {
+    /// Whether a client that leaves is waited for (`--linger`, the linger not over, the
+    /// agent running).
+    pub(super) fn lingers(&self) -> bool {
+        self.client_open
+            && self.status.is_none()
+            && !self.ladder.is_started()
+            && self.holding.as_ref().is_some_and(|h| h.open())
+    }
+
+    /// The attached client left: the router keeps its questions and the agent's requests
+    /// for the next one, and the linger starts.
+    pub(super) fn detach(&mut self, now: Instant) {
+        if !self.attached {
+            return;
+        }
+        self.attached = false;
+        // What the client wrote and the reader read before it left is the client's last
+        // word: handled before it goes (a `session/cancel` sent just before the editor quit).
+        while let Ok(batch) = self.ends.client_frames.try_recv() {
+            self.router
+                .on_batch(Side::Client, batch, now, &mut self.outbox);
+        }
+        self.ends.detach();
+        if let Some(h) = &mut self.holding {
+            h.detach(now, 0);
+        }
+        self.router.on_client_detached(now, &mut self.outbox);
+    }
+
+    /// A front attaches its client, unless one is attached or the bridge is ending.
+    pub(super) fn attach(&mut self, a: crate::linger::holder::Attachment, now: Instant) {
+        if self.holding.is_none() {
+            return;
+        }
+        if self.attached || !self.lingers() {
+            return super::hold::Holding::busy(a);
+        }
+        let h = self.holding.as_mut().expect("checked");
+        let Some((input, output)) = h.attach(a) else {
+            return;
+        };
+        let max = h.max_line_bytes;
+        // What was queued for no client is not the new one's.
+        drop(self.outbox.take_client());
+        self.ends.attach(max, super::client_of(input, output));
+        self.attached = true;
+        self.router.on_client_attached(now, &mut self.outbox);
+    }
+
+    /// No client came back within the linger: what is pending ends as at the client's EOF,
+    /// and the agent gets the shutdown ladder.
+    pub(super) fn linger_over(&mut self, now: Instant) {
+        let Some(h) = &mut self.holding else { return };
+        if self.attached || h.deadline().is_none_or(|d| d > now) {
+            return;
+        }
+        tracing::info!("no client came back within the linger; ending");
+        h.close();
+        if self.client_open && !self.ladder.is_started() {
+            self.client_open = false;
+            self.router.on_client_eof(now, &mut self.outbox);
+            self.ladder
+                .client_eof(now, self.ends.agent_taken.load(Ordering::Relaxed));
+        }
+    }
+}
