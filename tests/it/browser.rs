@@ -645,7 +645,8 @@ async fn always_allow_from_the_page_answers_another_bridges_next_approval() {
 #[tokio::test]
 async fn a_held_sessions_approval_is_answered_on_the_inbox_page_with_no_editor() {
     use crate::linger::{
-        folders, front, is_permission, kill_editor, sessions_stop_all, start_session,
+        folders, front, holder_control, is_permission, kill_editor, sessions_stop_all,
+        start_session,
     };
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
     std::fs::create_dir_all(&out).unwrap();
@@ -657,9 +658,23 @@ async fn a_held_sessions_approval_is_answered_on_the_inbox_page_with_no_editor()
     kill_editor(&mut first).await;
 
     let inbox = common::inbox::Inbox::start(&["--registry", roster.to_str().unwrap()]).await;
-    let steps = run_page_script("held_session.mjs", &inbox.url(), &out, &[], "").await;
+    let (base, token) = holder_control(&roster);
+    let holder_page = format!("{base}#token={token}");
+    let steps = run_page_script("held_session.mjs", &inbox.url(), &out, &[&holder_page], "").await;
     let names: Vec<&str> = steps.iter().filter_map(|s| s["step"].as_str()).collect();
-    assert_eq!(names, ["shown", "approved", "done"], "{steps:?}");
+    assert_eq!(names, ["held", "shown", "approved", "done"], "{steps:?}");
+    let state = steps[0]["state"].as_str().unwrap_or_default();
+    assert!(
+        state.starts_with("no editor attached, the agent is kept "),
+        "{state}"
+    );
+    assert_eq!(
+        steps[0]["sessions"],
+        serde_json::json!([format!(
+            "session {sid}: 1 pending · waiting for an editor (0 updates kept)"
+        )]),
+        "{steps:?}"
+    );
     drop(inbox);
 
     let mut back = front(&roster, &cwd, "5m");

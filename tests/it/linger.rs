@@ -512,7 +512,7 @@ async fn kept_at_least(roster: &Path, session: &str, n: u64) {
 }
 
 /// The holder's control server (from its roster entry): (`http://ADDR/`, token).
-fn holder_control(roster: &Path) -> (String, String) {
+pub(crate) fn holder_control(roster: &Path) -> (String, String) {
     let entry = std::fs::read_dir(roster)
         .expect("roster")
         .flatten()
