@@ -627,3 +627,71 @@ async fn a_session_not_loaded_is_not_shown_and_its_load_replays_what_happened_on
     second.wait().await;
     sessions_stop_all(&roster).await;
 }
+
+/// Two editors come back at once for the same session: one front attaches to the holder
+/// and gets the session with its approval; the other finds it busy and gets an agent of its
+/// own. The approval is shown to one of them only, and answered once.
+#[tokio::test]
+async fn two_fronts_racing_for_one_held_session_show_its_approval_once() {
+    let (roster, cwd) = folders("linger-race");
+    let mut first = front(&roster, &cwd, "5m");
+    let (_, sid) = start_session(&mut first).await;
+    let pid = agent_pid(&mut first, 2, &sid).await;
+    first.prompt(3, &sid, "permission").await;
+    first.recv_until(is_permission).await;
+    kill_editor(&mut first).await;
+
+    let mut racers = [front(&roster, &cwd, "5m"), front(&roster, &cwd, "5m")];
+    let load = json!({"jsonrpc":"2.0","id":1,"method":"session/load",
+        "params":{"sessionId":sid,"cwd":cwd,"mcpServers":[]}});
+    for b in racers.iter_mut() {
+        b.initialize(json!({})).await;
+        b.send(&load).await;
+    }
+    let mut seen = Vec::new();
+    for b in racers.iter_mut() {
+        let (_, mut msgs) = b.response(json!(1)).await;
+        b.prompt(2, &sid, "pid").await;
+        let (_, more) = b.response(json!(2)).await;
+        msgs.extend(more);
+        seen.push(msgs);
+    }
+    let pid_of = |msgs: &[Value]| -> u32 {
+        msgs.iter()
+            .filter_map(chunk_text)
+            .find_map(|t| t.strip_prefix("pid: ").and_then(|p| p.parse().ok()))
+            .expect("a pid")
+    };
+    let asked: Vec<usize> = (0..2)
+        .filter(|&i| seen[i].iter().any(is_permission))
+        .collect();
+    assert_eq!(asked.len(), 1, "shown to one of them: {seen:?}");
+    let (winner, other) = (asked[0], 1 - asked[0]);
+    assert_eq!(
+        pid_of(&seen[winner]),
+        pid,
+        "the one with the approval has the agent"
+    );
+    assert_ne!(
+        pid_of(&seen[other]),
+        pid,
+        "the other has an agent of its own"
+    );
+    assert_eq!(holders(&roster).len(), 2);
+    let ask = seen[winner]
+        .iter()
+        .find(|m| is_permission(m))
+        .expect("asked")
+        .clone();
+    let b = &mut racers[winner];
+    b.send(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}))
+        .await;
+    b.recv_until(|m| chunk_text(m).is_some_and(|t| t == "permission: allow"))
+        .await;
+    for b in racers.iter_mut() {
+        b.close_stdin();
+        b.wait().await;
+    }
+    sessions_stop_all(&roster).await;
+    gone(pid, WAIT).await;
+}
