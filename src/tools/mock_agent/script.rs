@@ -45,7 +45,9 @@ Script words (the first word of the prompt text picks the behaviour):
   story-big new|replace|line   the story, then a 10 MiB write asked as Claude Code asks:
                          a new file, a file replaced (old and new 10 MiB), or a new file
                          after a 10 MiB message chunk and a 10 MiB tool output
-  flood <N> [<BYTES>]    N agent_message_chunks of about BYTES bytes (default 100), end_turn
+  flood <N> [<BYTES> [<MS>]]   N agent_message_chunks of about BYTES bytes (default 100)
+                         (after MS milliseconds, said first in a chunk `flood: in <MS> ms`),
+                         end_turn
   pid [<MS>]             stream `pid: <the mock agent's process id>` (after MS
                          milliseconds, said first in a chunk `pid: in <MS> ms`), end_turn
   fs-read <PATH> [<MS>]  fs/read_text_file of PATH (after MS milliseconds, said first in a
@@ -291,6 +293,10 @@ pub(super) async fn turn(
             let n = arg(words.next(), 10);
             let bytes = arg(words.next(), 100) as usize;
             let text = "x".repeat(bytes.saturating_sub(120).max(1));
+            if let Some(ms) = words.next().and_then(|w| w.parse::<u64>().ok()) {
+                ctx.chunk(sid, &format!("flood: in {ms} ms")).await;
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
             for _ in 0..n {
                 if cancel.is_cancelled() {
                     return "cancelled";
