@@ -94,6 +94,15 @@ impl Router {
                 }
             }
         }
+        // A later client's `initialize` waiting for the first one's result never gets it.
+        for waiter in self.held.take_init_waiters() {
+            out.client(jsonrpc::error(
+                Some(&waiter),
+                code::INTERNAL_ERROR,
+                &format!("{} before it answered initialize", exit.describe()),
+                None,
+            ));
+        }
         // The first error carries the whole stderr tail, the others its last KiB, so the
         // burst stays small however many requests were waiting.
         let short_tail = last_chars(&exit.stderr_tail, SHORT_TAIL);

@@ -32,6 +32,7 @@ mod interop_sdk;
 mod journal;
 mod layout;
 mod linger;
+mod linger_props;
 mod lossless;
 mod method_names;
 mod nats;

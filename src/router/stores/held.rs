@@ -171,8 +171,12 @@ impl Held {
         self.attached = false;
         self.client_sessions.clear();
         for (id, method, session) in in_flight {
+            // Its requests sent under bridge ids are orphans under those ids.
+            self.remapped.remove(&id);
             self.orphans.insert(id, (method, session));
         }
+        // Its `initialize` waiting for the first one's result is nobody's now.
+        self.init_waiters.clear();
         self.refresh();
     }
 

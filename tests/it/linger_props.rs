@@ -1,0 +1,402 @@
+//! Property test of the router with `--linger`: random interleavings of the agent's requests
+//! and updates, clients that leave and attach (with small ids, so a later client's ids clash
+//! with those the one that left still has at the agent), their answers, answers from the
+//! control server, and the agent's results; then the linger's end. Checked after every step:
+//! - the agent gets at most one response per request it sent, and never one for an id it
+//!   did not send; at the end, exactly one for each;
+//! - an attached client is sent responses only under ids it sent and has in flight, each at
+//!   most once; nothing it is sent names a session it has not begun, loaded or resumed.
+//!
+//! What is queued for the client while none is attached is dropped, as the shell drops it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use acp_question_bridge::router::fixture::Fixture;
+use acp_question_bridge::router::RouterConfig;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// The agent asks the client: 0 a tool approval, 1 a file read, in session `s`.
+    AgentAsks {
+        kind: u8,
+        s: u8,
+    },
+    /// The agent streams an update of session `s`.
+    AgentUpdate {
+        s: u8,
+    },
+    /// The agent answers one of the client requests it has.
+    AgentResponds {
+        pick: u8,
+    },
+    /// The client: `initialize`, `session/new`, `session/load` or `session/resume` of a
+    /// session, `session/prompt` in one (ids 0..4, to clash), answering what it was shown.
+    ClientInit,
+    ClientNew {
+        id: u8,
+    },
+    ClientLoad {
+        s: u8,
+        resume: bool,
+        id: u8,
+    },
+    ClientPrompt {
+        s: u8,
+        id: u8,
+    },
+    ClientAnswers,
+    /// A pending question answered on the control server.
+    ControlAnswer {
+        pick: u8,
+    },
+    Detach,
+    Attach,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let b = any::<u8>;
+    prop_oneof![
+        4 => (0u8..2, 0u8..3).prop_map(|(kind, s)| Op::AgentAsks { kind, s }),
+        3 => (0u8..3).prop_map(|s| Op::AgentUpdate { s }),
+        4 => b().prop_map(|pick| Op::AgentResponds { pick }),
+        2 => Just(Op::ClientInit),
+        2 => (0u8..4).prop_map(|id| Op::ClientNew { id }),
+        3 => (0u8..3, any::<bool>(), 0u8..4).prop_map(|(s, resume, id)| Op::ClientLoad { s, resume, id }),
+        3 => (0u8..3, 0u8..4).prop_map(|(s, id)| Op::ClientPrompt { s, id }),
+        4 => Just(Op::ClientAnswers),
+        2 => b().prop_map(|pick| Op::ControlAnswer { pick }),
+        2 => Just(Op::Detach),
+        2 => Just(Op::Attach),
+    ]
+}
+
+/// The agent, the client attached now, and what each was sent.
+struct World {
+    f: Fixture,
+    attached: bool,
+    /// The agent's requests to the client: id -> responses the agent got.
+    agent_asked: BTreeMap<i64, u32>,
+    next_agent_id: i64,
+    /// Client requests the agent has (its id for them, method), in order.
+    at_agent: Vec<(Value, String)>,
+    /// The sessions the agent has made.
+    made: u32,
+    /// The attached client: requests in flight (its ids), sessions it has, what it was
+    /// shown and not answered yet.
+    /// (With the session a load or resume asks for.)
+    in_flight: BTreeMap<String, Option<String>>,
+    sessions: BTreeSet<String>,
+    shown: Vec<Value>,
+    initialized: bool,
+}
+
+impl World {
+    fn new() -> Self {
+        let f = Fixture::new(RouterConfig {
+            linger: true,
+            hold_unsupported: true,
+            ..RouterConfig::default()
+        });
+        let mut w = World {
+            f,
+            attached: false,
+            agent_asked: BTreeMap::new(),
+            next_agent_id: 1000,
+            at_agent: Vec::new(),
+            made: 0,
+            in_flight: BTreeMap::new(),
+            sessions: BTreeSet::new(),
+            shown: Vec::new(),
+            initialized: false,
+        };
+        w.attach();
+        w
+    }
+
+    fn attach(&mut self) {
+        drop(self.f.take_client());
+        self.f.r.on_client_attached(self.f.now, &mut self.f.out);
+        self.attached = true;
+        self.in_flight.clear();
+        self.sessions.clear();
+        self.shown.clear();
+        self.initialized = false;
+    }
+
+    fn detach(&mut self) -> Result<(), String> {
+        self.settle()?;
+        self.f.r.on_client_detached(self.f.now, &mut self.f.out);
+        self.attached = false;
+        Ok(())
+    }
+
+    fn session(&self, s: u8) -> String {
+        format!("s{}", s as u32 % self.made.max(1))
+    }
+
+    fn client_sends(&mut self, id: u8, method: &str, params: Value) {
+        let key = json!(id).to_string();
+        if self.in_flight.contains_key(&key) {
+            return; // a client does not reuse an id it has in flight
+        }
+        let taking = matches!(method, "session/load" | "session/resume")
+            .then(|| params["sessionId"].as_str().unwrap_or_default().to_owned());
+        self.in_flight.insert(key, taking);
+        self.f
+            .client(&json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}).to_string());
+    }
+
+    fn apply(&mut self, op: &Op) -> Result<(), String> {
+        match *op {
+            Op::AgentAsks { kind, s } => {
+                if self.made == 0 {
+                    return Ok(());
+                }
+                let id = self.next_agent_id;
+                self.next_agent_id += 1;
+                let session = self.session(s);
+                let line = if kind == 0 {
+                    json!({"jsonrpc":"2.0","id":id,"method":"session/request_permission","params":{
+                        "sessionId":session,"toolCall":{"toolCallId":format!("t{id}"),"title":"Run it","kind":"execute"},
+                        "options":[{"optionId":"allow","name":"Allow","kind":"allow_once"},
+                                   {"optionId":"reject","name":"Reject","kind":"reject_once"}]}})
+                } else {
+                    json!({"jsonrpc":"2.0","id":id,"method":"fs/read_text_file","params":{"sessionId":session,"path":"/x"}})
+                };
+                self.agent_asked.insert(id, 0);
+                self.f.agent(&line.to_string());
+            }
+            Op::AgentUpdate { s } => {
+                if self.made > 0 {
+                    let session = self.session(s);
+                    self.f.agent(
+                        &json!({"jsonrpc":"2.0","method":"session/update","params":{
+                        "sessionId":session,"update":{"sessionUpdate":"agent_message_chunk",
+                        "content":{"type":"text","text":"hi"}}}})
+                        .to_string(),
+                    );
+                }
+            }
+            Op::AgentResponds { pick } => {
+                if self.at_agent.is_empty() {
+                    return Ok(());
+                }
+                let (id, method) = self.at_agent.remove(pick as usize % self.at_agent.len());
+                let result = match method.as_str() {
+                    "initialize" => json!({"protocolVersion":1,"agentCapabilities":{}}),
+                    "session/new" => {
+                        let s = format!("s{}", self.made);
+                        self.made += 1;
+                        json!({"sessionId": s})
+                    }
+                    "session/prompt" => json!({"stopReason":"end_turn"}),
+                    _ => json!({}),
+                };
+                self.f
+                    .agent(&json!({"jsonrpc":"2.0","id":id,"result":result}).to_string());
+            }
+            Op::ClientInit => {
+                if self.attached && !self.initialized {
+                    self.initialized = true;
+                    self.client_sends(
+                        9,
+                        "initialize",
+                        json!({"protocolVersion":1,"clientCapabilities":{}}),
+                    );
+                }
+            }
+            Op::ClientNew { id } => {
+                if self.attached && self.initialized {
+                    self.client_sends(id, "session/new", json!({"cwd":"/p","mcpServers":[]}));
+                }
+            }
+            Op::ClientLoad { s, resume, id } => {
+                if self.attached && self.initialized && self.made > 0 {
+                    let session = self.session(s);
+                    let method = if resume {
+                        "session/resume"
+                    } else {
+                        "session/load"
+                    };
+                    self.client_sends(
+                        id,
+                        method,
+                        json!({"sessionId":session,"cwd":"/p","mcpServers":[]}),
+                    );
+                }
+            }
+            Op::ClientPrompt { s, id } => {
+                if self.attached && self.initialized && self.made > 0 {
+                    let session = self.session(s);
+                    if self.sessions.contains(&session) {
+                        self.client_sends(
+                            id,
+                            "session/prompt",
+                            json!({"sessionId":session,"prompt":[{"type":"text","text":"go"}]}),
+                        );
+                    }
+                }
+            }
+            Op::ClientAnswers => {
+                if self.attached {
+                    for req in std::mem::take(&mut self.shown) {
+                        let result = match req["method"].as_str() {
+                            Some("session/request_permission") => {
+                                let first = req["params"]["options"][0]["optionId"].clone();
+                                json!({"outcome":{"outcome":"selected","optionId":first}})
+                            }
+                            Some("fs/read_text_file") => json!({"content":"x"}),
+                            Some("elicitation/create") => json!({"action":"decline"}),
+                            _ => json!({}),
+                        };
+                        self.f.client(
+                            &json!({"jsonrpc":"2.0","id":req["id"],"result":result}).to_string(),
+                        );
+                    }
+                }
+            }
+            Op::ControlAnswer { pick } => {
+                let views = self.f.r.question_views();
+                if !views.is_empty() {
+                    let v = serde_json::to_value(&views[pick as usize % views.len()])
+                        .unwrap_or_default();
+                    let (s, q) = (
+                        v["sessionId"].as_str().unwrap_or_default().to_owned(),
+                        v["questionId"].as_str().unwrap_or_default().to_owned(),
+                    );
+                    let _ =
+                        self.f
+                            .r
+                            .control_answer(&s, &q, &json!([["allow"]]), None, &mut self.f.out);
+                }
+            }
+            Op::Detach => {
+                if self.attached {
+                    self.detach()?;
+                }
+            }
+            Op::Attach => {
+                if !self.attached {
+                    self.attach();
+                }
+            }
+        }
+        self.settle()
+    }
+
+    /// Reads what the router queued for each side, and checks it.
+    fn settle(&mut self) -> Result<(), String> {
+        for line in self.f.take_agent() {
+            if line == "<close>" {
+                continue;
+            }
+            let m: Value = serde_json::from_str(&line).map_err(|e| format!("{e}: {line}"))?;
+            if m.get("method").is_some() {
+                if m.get("id").is_some() {
+                    self.at_agent.push((
+                        m["id"].clone(),
+                        m["method"].as_str().unwrap_or_default().to_owned(),
+                    ));
+                }
+                continue;
+            }
+            let Some(id) = m["id"].as_i64() else {
+                return Err(format!(
+                    "the agent got a response to an id it did not send: {line}"
+                ));
+            };
+            let n = self.agent_asked.get_mut(&id).ok_or_else(|| {
+                format!("the agent got a response to an id it did not send: {line}")
+            })?;
+            *n += 1;
+            if *n > 1 {
+                return Err(format!("the agent got a second response to {id}: {line}"));
+            }
+        }
+        let for_client = self.f.take_client();
+        if !self.attached {
+            return Ok(()); // for nobody, as the shell drops it
+        }
+        for line in for_client {
+            let m: Value = serde_json::from_str(&line).map_err(|e| format!("{e}: {line}"))?;
+            // (A load's replay comes before its result.)
+            let lacks = |s: &str| {
+                !self.sessions.contains(s)
+                    && !self.in_flight.values().any(|t| t.as_deref() == Some(s))
+            };
+            if let Some(s) = m["params"]["sessionId"].as_str() {
+                if lacks(s) {
+                    return Err(format!(
+                        "the client was sent something of a session it lacks: {line}"
+                    ));
+                }
+            }
+            if m["method"] == "session/update" {
+                continue;
+            }
+            if m.get("method").is_some() {
+                if m.get("id").is_some() {
+                    self.shown.push(m);
+                }
+                continue;
+            }
+            let key = m["id"].to_string();
+            let Some(taking) = self.in_flight.remove(&key) else {
+                return Err(format!(
+                    "the client got a response under an id it has not in flight: {line}"
+                ));
+            };
+            // What the response began or took is the client's now.
+            if m.get("result").is_some() {
+                if let Some(s) = m["result"]["sessionId"].as_str() {
+                    self.sessions.insert(s.to_owned());
+                }
+                if let Some(s) = taking {
+                    self.sessions.insert(s);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #[test]
+    fn with_linger_every_request_has_one_response_and_each_client_only_its_own(
+        ops in proptest::collection::vec(op(), 0..60),
+        agent_dies in any::<bool>(),
+    ) {
+        let mut w = World::new();
+        for (n, op) in ops.iter().enumerate() {
+            if let Err(e) = w.apply(op) {
+                prop_assert!(false, "step {n} {op:?}: {e}");
+            }
+        }
+        if agent_dies && w.attached {
+            // The agent exits with a client attached: each of its requests still waiting
+            // gets one error, under its own id.
+            w.f.agent_gone(&acp_question_bridge::router::AgentExit {
+                code: Some(1),
+                signal: None,
+                stderr_tail: String::new(),
+            });
+            let r = w.settle();
+            prop_assert!(r.is_ok(), "{r:?}");
+            prop_assert!(w.in_flight.is_empty(), "requests left without a response: {:?}", w.in_flight);
+            return Ok(());
+        }
+        // The client leaves, and the linger ends: the client's EOF.
+        if w.attached {
+            let r = w.detach();
+            prop_assert!(r.is_ok(), "{r:?}");
+        }
+        w.f.client_eof();
+        let r = w.settle();
+        prop_assert!(r.is_ok(), "{r:?}");
+        let unanswered: Vec<_> = w.agent_asked.iter().filter(|(_, n)| **n != 1).collect();
+        prop_assert!(unanswered.is_empty(), "agent requests without their one response: {unanswered:?}");
+    }
+}
