@@ -183,7 +183,7 @@ impl Router {
         out: &mut Outbox,
     ) -> Option<Bytes> {
         if &*req.method == crate::methods::INITIALIZE {
-            self.initialize_answered(id, &line, out);
+            self.initialize_answered(id, out);
         }
         if let Some((method, session)) = self.held.orphan_answered(id) {
             tracing::info!(%id, method = %method, "the result for a client that left goes to nobody");
@@ -198,20 +198,20 @@ impl Router {
                             "While no editor was attached, the turn ended with an error.".into()
                         }
                     };
-                    self.away_note(s, &said);
                     if self.held.client_has(s) {
-                        // The client that took the session is told now, too.
+                        // The client that took the session is told now.
                         let note = chat::note(s, &said);
                         self.notify_client(
                             jsonrpc::notification(crate::methods::SESSION_UPDATE, &note),
                             out,
                         );
+                    } else {
+                        self.away_note(s, &said);
                     }
                 }
             }
             return None;
         }
-        let _ = req;
         match self.held.unmap(id) {
             None => Some(line),
             Some(client) => {
@@ -292,8 +292,9 @@ impl Router {
     }
 
     /// The first `initialize` has its result: the later clients' waiting for it get it (or
-    /// an error, and theirs goes to the agent next time), then what waits outside any session.
-    fn initialize_answered(&mut self, id: &RequestId, line: &[u8], out: &mut Outbox) {
+    /// an error, and theirs goes to the agent next time); what waits outside any session is
+    /// sent after the result ([`Router::after_response`]).
+    fn initialize_answered(&mut self, id: &RequestId, out: &mut Outbox) {
         let result = self.held.init_result().map(str::to_owned);
         if result.is_none() {
             self.held.init_failed(id);
@@ -309,8 +310,13 @@ impl Router {
                 ),
             });
         }
-        let _ = line;
-        if result.is_some() && self.held.attached {
+        self.held.sessionless_due = result.is_some();
+    }
+
+    /// After a response went to the client: what waits outside any session goes next, once
+    /// the client has its `initialize` result.
+    pub(super) fn after_response(&mut self, out: &mut Outbox) {
+        if std::mem::take(&mut self.held.sessionless_due) && self.held.attached {
             for waiting in self.held.unsent(None) {
                 self.forward(Side::Agent, waiting, out);
             }

@@ -523,7 +523,7 @@ impl Router {
                         Side::Client => self.held.agent_answered(&id),
                         Side::Agent => match self.for_which_client(&id, &req, line, out) {
                             Some(l) => line = l,
-                            None => return,
+                            None => return self.after_response(out),
                         },
                     }
                 }
@@ -547,6 +547,9 @@ impl Router {
             Matched::Unknown => tracing::debug!("response to an unknown request id; forwarded"),
         }
         self.forward(from, line, out);
+        if self.cfg.linger {
+            self.after_response(out);
+        }
     }
 
     /// A notification of the bridge's own for the client.

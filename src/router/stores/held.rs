@@ -69,6 +69,9 @@ pub(in crate::router) struct Held {
     /// A result for a client that left is being read: what it begins is not the attached
     /// client's.
     pub for_orphan: bool,
+    /// The first `initialize` result just came: the agent's requests outside any session go
+    /// to the client after it.
+    pub sessionless_due: bool,
     /// Later clients' `initialize`s waiting for the first one's result (its client left
     /// before it came).
     init_waiters: Vec<RequestId>,
