@@ -64,7 +64,7 @@ impl Router {
     /// The client left (its front died, or its input ended) and the agent is kept: its
     /// questions wait on the other surfaces, the agent's requests wait for the next client,
     /// and its requests still at the agent are answered to nobody.
-    pub fn on_client_detached(&mut self, _now: Instant, _out: &mut Outbox) {
+    pub fn on_client_detached(&mut self, _now: Instant, out: &mut Outbox) {
         let in_flight: Vec<(RequestId, Box<str>, Option<Box<str>>)> = self
             .requests
             .from(Side::Client)
@@ -77,6 +77,19 @@ impl Router {
             "the client left; its questions wait for another client or another surface"
         );
         self.held.detach(in_flight.into_iter());
+        // A request the client showed as the agent sent it, which the agent then cancelled,
+        // waits only for the client's -32800: it is given on the client's behalf (no later
+        // client is shown a request already cancelled).
+        let cancelled: Vec<RequestId> = self
+            .requests
+            .from(Side::Agent)
+            .keys()
+            .filter(|id| !self.held.waits(id))
+            .cloned()
+            .collect();
+        for id in cancelled {
+            self.cancelled_for_client(&id, out);
+        }
         // Its questions are now shown nowhere but on the other surfaces.
         for delivery in self.questions.deliveries_mut() {
             delivery.held = true;
@@ -90,6 +103,11 @@ impl Router {
         self.held.attach();
         self.client = super::client::ClientView::new(&self.cfg);
         tracing::info!(generation = self.held.generation, "a client attached");
+    }
+
+    /// The id the client sent for what went to the agent as `id`.
+    pub(in crate::router) fn original_id(&self, id: &RequestId) -> RequestId {
+        self.held.original(id).clone()
     }
 
     /// Whether the attached client may be shown what concerns `session`.
@@ -124,7 +142,8 @@ impl Router {
         let Some(session) = update_session(line) else {
             return false;
         };
-        if self.held.client_has(&session) {
+        if self.held.client_has(&session) || self.held.is_loading(&session) {
+            // (The agent's replay of a session the client is loading is the client's.)
             return false;
         }
         self.held.keep_update(&session, line);
@@ -323,6 +342,41 @@ impl Router {
         }
     }
 
+    /// The agent's `$/cancel_request` of a request of its that waits for a client and was
+    /// not sent to the one attached (`--linger`): answered on the client's behalf with
+    /// -32800, and forgotten. False for anything else.
+    pub(in crate::router) fn cancel_unsent(
+        &mut self,
+        params: Option<&str>,
+        out: &mut Outbox,
+    ) -> bool {
+        if !self.cfg.linger {
+            return false;
+        }
+        let named = params
+            .and_then(|p| serde_json::from_str::<Value>(p).ok())
+            .and_then(|p| p.get("requestId").cloned())
+            .map(|v| RequestId::from_json(&v.to_string()));
+        let Some(id) = named else { return false };
+        if !self.held.waits_unsent(&id) {
+            return false;
+        }
+        self.cancelled_for_client(&id, out);
+        true
+    }
+
+    /// The agent's request `id`, cancelled, answered -32800 on the client's behalf.
+    fn cancelled_for_client(&mut self, id: &RequestId, out: &mut Outbox) {
+        self.held.agent_answered(id);
+        let _ = self.requests.answered(Side::Client, id);
+        out.agent(jsonrpc::error(
+            Some(id),
+            crate::jsonrpc::code::REQUEST_CANCELLED,
+            "Request cancelled",
+            None,
+        ));
+    }
+
     /// The client's `$/cancel_request` as the agent is to see it: the bridge id its request
     /// went under, or `None` for one naming a request of a client that left.
     pub(in crate::router) fn cancel_for_this_client(
@@ -353,6 +407,20 @@ impl Router {
         Some(line.clone())
     }
 
+    /// A chat note in `session`: to the client when it has the session, else kept for the
+    /// next that takes it (`--linger`).
+    pub(in crate::router) fn session_note(&mut self, session: &str, text: &str, out: &mut Outbox) {
+        if self.client_sees(session) {
+            let note = chat::note(session, text);
+            self.notify_client(
+                jsonrpc::notification(crate::methods::SESSION_UPDATE, &note),
+                out,
+            );
+        } else {
+            self.away_note(session, text);
+        }
+    }
+
     /// A chat line kept in `session`'s updates (replayed to the next client that loads it).
     pub(in crate::router) fn away_note(&mut self, session: &str, text: &str) {
         let line =
@@ -372,7 +440,7 @@ impl Router {
                 self.held.wait_for_init(req.id.clone());
                 return true;
             }
-            self.held.initializing(&req.id);
+            // It goes to the agent ([`Router::track_request`] notes the id it goes under).
             return false;
         };
         tracing::info!(

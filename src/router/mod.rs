@@ -469,12 +469,33 @@ impl Router {
         let session_id: Option<Box<str>> = session_id.map(Into::into);
         let wait = from == Side::Agent && self.cfg.linger;
         let kept = wait.then(|| (id.clone(), session_id.clone()));
+        let loads = self.cfg.linger
+            && from == Side::Client
+            && matches!(
+                &*method,
+                crate::methods::SESSION_LOAD | crate::methods::SESSION_RESUME
+            );
+        if let (true, Some(s)) = (loads, &session_id) {
+            self.held.loading(id.clone(), s);
+        }
+        if self.cfg.linger && from == Side::Client && &*method == crate::methods::INITIALIZE {
+            self.held.initializing(&id);
+        }
         if let Err(limit) = self
             .requests
             .track(from, id.clone(), method, session_id, now)
         {
-            // Untracked it could never be answered on the sender's behalf: refuse.
+            // Untracked it could never be answered on the sender's behalf: refuse (under
+            // the id the sender gave).
             tracing::warn!(limit, "too many requests in flight; refused");
+            let id = match self.cfg.linger {
+                true => {
+                    self.held.loaded(&id);
+                    self.held.init_failed(&id);
+                    self.held.unmap(&id).unwrap_or(id)
+                }
+                false => id,
+            };
             let msg = format!("too many requests in flight through the bridge (limit {limit})");
             out.reply(
                 from,
@@ -519,6 +540,7 @@ impl Router {
                 }
                 self.held.for_orphan = false;
                 if self.cfg.linger {
+                    self.held.loaded(&id);
                     match from {
                         Side::Client => self.held.agent_answered(&id),
                         Side::Agent => match self.for_which_client(&id, &req, line, out) {

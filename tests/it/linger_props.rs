@@ -1,11 +1,16 @@
 //! Property test of the router with `--linger`: random interleavings of the agent's requests
 //! and updates, clients that leave and attach (with small ids, so a later client's ids clash
 //! with those the one that left still has at the agent), their answers, answers from the
-//! control server, and the agent's results; then the linger's end. Checked after every step:
+//! control server, and the agent's results; cancels both ways (`$/cancel_request`,
+//! `session/cancel`), forms, extension questions, control rejections, timeouts, an approval
+//! policy that denies `rm`, three kinds of client; then the linger's end, the agent's exit,
+//! or a sweep (a last client loads every session and answers everything, after which every
+//! agent request has had its one response). Checked after every step:
 //! - the agent gets at most one response per request it sent, and never one for an id it
 //!   did not send; at the end, exactly one for each;
 //! - an attached client is sent responses only under ids it sent and has in flight, each at
-//!   most once; nothing it is sent names a session it has not begun, loaded or resumed.
+//!   most once; nothing it is sent names a session it has not begun, loaded or resumed (a
+//!   load's replay excepted); a `$/cancel_request` names only a request it was sent.
 //!
 //! What is queued for the client while none is attached is dropped, as the shell drops it.
 
@@ -53,12 +58,32 @@ enum Op {
     },
     Detach,
     Attach,
+    AgentCancel {
+        pick: u8,
+    },
+    ClientSessionCancel {
+        s: u8,
+    },
+    ClientCancelRequest {
+        id: u8,
+    },
+    ControlReject {
+        pick: u8,
+    },
+    Tick,
+    RunEffects,
 }
 
 fn op() -> impl Strategy<Value = Op> {
     let b = any::<u8>;
     prop_oneof![
-        4 => (0u8..2, 0u8..3).prop_map(|(kind, s)| Op::AgentAsks { kind, s }),
+        4 => (0u8..5, 0u8..3).prop_map(|(kind, s)| Op::AgentAsks { kind, s }),
+        2 => b().prop_map(|pick| Op::AgentCancel { pick }),
+        1 => (0u8..3).prop_map(|s| Op::ClientSessionCancel { s }),
+        1 => (0u8..4).prop_map(|id| Op::ClientCancelRequest { id }),
+        1 => b().prop_map(|pick| Op::ControlReject { pick }),
+        1 => Just(Op::Tick),
+        2 => Just(Op::RunEffects),
         3 => (0u8..3).prop_map(|s| Op::AgentUpdate { s }),
         4 => b().prop_map(|pick| Op::AgentResponds { pick }),
         2 => Just(Op::ClientInit),
@@ -90,15 +115,28 @@ struct World {
     sessions: BTreeSet<String>,
     shown: Vec<Value>,
     initialized: bool,
+    /// Request ids the attached client was sent (for `$/cancel_request`).
+    sent_ids: BTreeSet<String>,
+    caps: u8,
 }
 
 impl World {
-    fn new() -> Self {
-        let f = Fixture::new(RouterConfig {
+    fn new(policy: bool, caps: u8) -> Self {
+        let cfg = RouterConfig {
             linger: true,
             hold_unsupported: true,
+            question_timeout: Some(std::time::Duration::from_secs(5)),
             ..RouterConfig::default()
-        });
+        };
+        let f = if policy {
+            Fixture::with_policy(
+                cfg,
+                "[[rule]]\nid = \"no-rm\"\ndecision = \"deny\"\ncommand = [\"rm\"]\n",
+            )
+            .deferred()
+        } else {
+            Fixture::new(cfg)
+        };
         let mut w = World {
             f,
             attached: false,
@@ -110,6 +148,8 @@ impl World {
             sessions: BTreeSet::new(),
             shown: Vec::new(),
             initialized: false,
+            sent_ids: BTreeSet::new(),
+            caps,
         };
         w.attach();
         w
@@ -123,6 +163,7 @@ impl World {
         self.sessions.clear();
         self.shown.clear();
         self.initialized = false;
+        self.sent_ids.clear();
     }
 
     fn detach(&mut self) -> Result<(), String> {
@@ -148,6 +189,16 @@ impl World {
             .client(&json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}).to_string());
     }
 
+    /// A pending question (its session and question id), picked by `pick`.
+    fn pending(&self, pick: u8) -> Option<(String, String)> {
+        let views = self.f.r.question_views();
+        let v = serde_json::to_value(views.get(pick as usize % views.len().max(1))?).ok()?;
+        Some((
+            v["sessionId"].as_str()?.to_owned(),
+            v["questionId"].as_str()?.to_owned(),
+        ))
+    }
+
     fn apply(&mut self, op: &Op) -> Result<(), String> {
         match *op {
             Op::AgentAsks { kind, s } => {
@@ -157,13 +208,25 @@ impl World {
                 let id = self.next_agent_id;
                 self.next_agent_id += 1;
                 let session = self.session(s);
-                let line = if kind == 0 {
-                    json!({"jsonrpc":"2.0","id":id,"method":"session/request_permission","params":{
-                        "sessionId":session,"toolCall":{"toolCallId":format!("t{id}"),"title":"Run it","kind":"execute"},
+                let line = match kind {
+                    0 | 4 => {
+                        json!({"jsonrpc":"2.0","id":id,"method":"session/request_permission","params":{
+                        "sessionId":session,"toolCall":{"toolCallId":format!("t{id}"),"title":"Run it","kind":"execute",
+                            "rawInput":{"command": if kind == 4 {"rm -rf x"} else {"ls"}}},
                         "options":[{"optionId":"allow","name":"Allow","kind":"allow_once"},
                                    {"optionId":"reject","name":"Reject","kind":"reject_once"}]}})
-                } else {
-                    json!({"jsonrpc":"2.0","id":id,"method":"fs/read_text_file","params":{"sessionId":session,"path":"/x"}})
+                    }
+                    1 => {
+                        json!({"jsonrpc":"2.0","id":id,"method":"fs/read_text_file","params":{"sessionId":session,"path":"/x"}})
+                    }
+                    2 => {
+                        json!({"jsonrpc":"2.0","id":id,"method":"elicitation/create","params":{"sessionId":session,"mode":"form","message":"Which?",
+                        "requestedSchema":{"type":"object","properties":{"q":{"type":"string","title":"Q","oneOf":[{"const":"allow","title":"A"},{"const":"b","title":"B"}]}}}}})
+                    }
+                    _ => {
+                        json!({"jsonrpc":"2.0","id":id,"method":"_sandboxagent/session/request_question","params":{"sessionId":session,"questionId":format!("q{id}"),"prompt":"ok?",
+                        "options":[{"id":"allow","label":"Allow"},{"id":"no","label":"No"}]}})
+                    }
                 };
                 self.agent_asked.insert(id, 0);
                 self.f.agent(&line.to_string());
@@ -203,7 +266,11 @@ impl World {
                     self.client_sends(
                         9,
                         "initialize",
-                        json!({"protocolVersion":1,"clientCapabilities":{}}),
+                        match self.caps % 3 {
+                            0 => json!({"protocolVersion":1,"clientCapabilities":{}}),
+                            1 => json!({"protocolVersion":1,"clientCapabilities":{"elicitation":{"form":{}}}}),
+                            _ => json!({"protocolVersion":1,"clientCapabilities":{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}}),
+                        },
                     );
                 }
             }
@@ -258,20 +325,45 @@ impl World {
                 }
             }
             Op::ControlAnswer { pick } => {
-                let views = self.f.r.question_views();
-                if !views.is_empty() {
-                    let v = serde_json::to_value(&views[pick as usize % views.len()])
-                        .unwrap_or_default();
-                    let (s, q) = (
-                        v["sessionId"].as_str().unwrap_or_default().to_owned(),
-                        v["questionId"].as_str().unwrap_or_default().to_owned(),
-                    );
+                if let Some((s, q)) = self.pending(pick) {
                     let _ =
                         self.f
                             .r
                             .control_answer(&s, &q, &json!([["allow"]]), None, &mut self.f.out);
                 }
             }
+            Op::AgentCancel { pick } => {
+                let open: Vec<i64> = self
+                    .agent_asked
+                    .iter()
+                    .filter(|(_, n)| **n == 0)
+                    .map(|(i, _)| *i)
+                    .collect();
+                if !open.is_empty() {
+                    let id = open[pick as usize % open.len()];
+                    self.f.agent(&json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":id}}).to_string());
+                }
+            }
+            Op::ClientSessionCancel { s } => {
+                if self.attached && self.made > 0 {
+                    let session = self.session(s);
+                    if self.sessions.contains(&session) {
+                        self.f.client(&json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":session}}).to_string());
+                    }
+                }
+            }
+            Op::ClientCancelRequest { id } => {
+                if self.attached && self.in_flight.contains_key(&json!(id).to_string()) {
+                    self.f.client(&json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":id}}).to_string());
+                }
+            }
+            Op::ControlReject { pick } => {
+                if let Some((s, q)) = self.pending(pick) {
+                    let _ = self.f.r.control_reject(&s, &q, None, None, &mut self.f.out);
+                }
+            }
+            Op::Tick => self.f.tick(std::time::Duration::from_secs(3)),
+            Op::RunEffects => self.f.run_effects(),
             Op::Detach => {
                 if self.attached {
                     self.detach()?;
@@ -336,8 +428,18 @@ impl World {
             if m["method"] == "session/update" {
                 continue;
             }
+            if m["method"] == "$/cancel_request" {
+                let named = m["params"]["requestId"].to_string();
+                if !self.sent_ids.contains(&named) {
+                    return Err(format!(
+                        "the client was sent a cancel of a request it was never sent: {line}"
+                    ));
+                }
+                continue;
+            }
             if m.get("method").is_some() {
                 if m.get("id").is_some() {
+                    self.sent_ids.insert(m["id"].to_string());
                     self.shown.push(m);
                 }
                 continue;
@@ -363,19 +465,22 @@ impl World {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 400, max_shrink_iters: 100000, ..ProptestConfig::default() })]
     #[test]
     fn with_linger_every_request_has_one_response_and_each_client_only_its_own(
         ops in proptest::collection::vec(op(), 0..60),
         agent_dies in any::<bool>(),
+        policy in any::<bool>(),
+        caps in 0u8..3,
+        sweep in any::<bool>(),
     ) {
-        let mut w = World::new();
+        let mut w = World::new(policy, caps);
         for (n, op) in ops.iter().enumerate() {
             if let Err(e) = w.apply(op) {
                 prop_assert!(false, "step {n} {op:?}: {e}");
             }
         }
-        if agent_dies && w.attached {
+        if agent_dies && !sweep && w.attached {
             // The agent exits with a client attached: each of its requests still waiting
             // gets one error, under its own id.
             w.f.agent_gone(&acp_question_bridge::router::AgentExit {
@@ -387,6 +492,31 @@ proptest! {
             prop_assert!(r.is_ok(), "{r:?}");
             prop_assert!(w.in_flight.is_empty(), "requests left without a response: {:?}", w.in_flight);
             return Ok(());
+        }
+        // Liveness: a fresh client takes every session and answers everything, the
+        // control server rejects what is left: every agent request has its one response
+        // before the linger's end.
+        if sweep {
+            for _ in 0..6 {
+                let mut ops = vec![Op::RunEffects];
+                for _ in 0..8 { ops.push(Op::AgentResponds { pick: 0 }); }
+                ops.push(Op::Attach);
+                ops.push(Op::ClientInit);
+                for _ in 0..8 { ops.push(Op::AgentResponds { pick: 0 }); }
+                for s in 0..w.made.min(200) as u8 {
+                    for id in 0..4 { ops.push(Op::ClientLoad { s, resume: false, id }); }
+                    for _ in 0..8 { ops.push(Op::AgentResponds { pick: 0 }); }
+                }
+                ops.push(Op::ClientAnswers);
+                for _ in 0..10 { ops.push(Op::ControlReject { pick: 0 }); }
+                ops.push(Op::ClientAnswers);
+                for op in &ops {
+                    let r = w.apply(op);
+                    prop_assert!(r.is_ok(), "sweep {op:?}: {r:?}");
+                }
+            }
+            let unanswered: Vec<_> = w.agent_asked.iter().filter(|(_, n)| **n != 1).collect();
+            prop_assert!(unanswered.is_empty(), "after the sweep, agent requests without their one response: {unanswered:?}");
         }
         // The client leaves, and the linger ends: the client's EOF.
         if w.attached {

@@ -33,6 +33,7 @@ mod journal;
 mod layout;
 mod linger;
 mod linger_props;
+mod linger_review;
 mod lossless;
 mod method_names;
 mod nats;

@@ -24,7 +24,11 @@ pub(in crate::router) fn client_cancel_request(r: &mut Router, note: Note<'_>, o
 }
 
 pub(in crate::router) fn cancel_request(r: &mut Router, note: Note<'_>, out: &mut Outbox) {
-    if !r.on_agent_cancel_request(note.params, note.line, out) {
-        r.forward(Side::Agent, note.line.clone(), out);
+    if r.on_agent_cancel_request(note.params, note.line, out) {
+        return;
     }
+    if r.cancel_unsent(note.params, out) {
+        return;
+    }
+    r.forward(Side::Agent, note.line.clone(), out);
 }

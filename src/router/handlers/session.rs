@@ -53,7 +53,9 @@ pub(in crate::router) fn list(r: &mut Router, req: Req<'_>, out: &mut Outbox) {
 
 /// The agent's successful result: the session it names gets the folder.
 pub(in crate::router) fn result(r: &mut Router, id: &RequestId, line: Bytes) -> Bytes {
-    let waited = r.sessions().answered(id);
+    // (Held under the id the client sent: `--linger` may have sent it under another.)
+    let id = r.original_id(id);
+    let waited = r.sessions().answered(&id);
     let session = serde_json::from_slice::<Value>(&line)
         .ok()
         .and_then(|v| v["result"]["sessionId"].as_str().map(str::to_owned))

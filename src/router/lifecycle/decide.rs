@@ -35,7 +35,6 @@ use crate::policy::remember::{self, ForAgent, Place, Remember};
 use crate::policy::{Call, Decision, Verdict};
 use crate::questions::answer::ControlError;
 use crate::questions::answer::{Outcome, Reason};
-use crate::questions::chat;
 use crate::questions::open::Pending;
 use crate::questions::sources::Reply;
 use crate::router::Effect;
@@ -295,10 +294,7 @@ impl Router {
         let verdict = ruling.verdict;
         let chosen = self.option_for(p, &verdict);
         for n in &notes {
-            self.notify_client(
-                jsonrpc::notification(crate::methods::SESSION_UPDATE, &chat::note(&session, n)),
-                out,
-            );
+            self.session_note(&session, n, out);
         }
         let (Some(option), Some(rule)) = (chosen, verdict.rule.as_ref()) else {
             return false;
@@ -359,10 +355,7 @@ impl Router {
                 .map(|j| format!(" ({})", crate::policy::shell::escape(j)))
                 .unwrap_or_default()
         );
-        self.notify_client(
-            jsonrpc::notification(crate::methods::SESSION_UPDATE, &chat::note(&session, &said)),
-            out,
-        );
+        self.session_note(&session, &said, out);
         let result = outcome.to_event();
         if let Some(state) = self.policy.as_mut() {
             if state.recent.len() >= RECENT {

@@ -195,7 +195,10 @@ impl Router {
             return self.cancel_deciding(&rid, out);
         };
         tracing::info!(question_id = ?p.question.question_id, "agent cancelled its question");
-        if p.delivery.dialect == Dialect::Native {
+        // (`--linger`: a question the client that has its session is not showing, because
+        // the one that showed it left, is ended here, as one held for the control server.)
+        let at_client = !p.delivery.held && self.client_sees(&p.question.session_id);
+        if at_client && p.delivery.dialect == Dialect::Native {
             // The agent's own request, which the client shows as it was sent: the
             // cancellation is between the two (the client still answers the request, with
             // -32800 or a result), and the bridge steps back to tracking it as a request.
@@ -211,7 +214,7 @@ impl Router {
             self.track_shown(&p);
             return true;
         }
-        if p.delivery.client_id == p.agent_id {
+        if at_client && p.delivery.client_id == p.agent_id {
             self.counters.forwarded_to_client += 1;
             out.to_client
                 .push_back(crate::router::Out::Line(line.clone()));

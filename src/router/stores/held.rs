@@ -64,6 +64,9 @@ pub(in crate::router) struct Held {
     orphans: IdMap<RequestId, (Box<str>, Option<Box<str>>)>,
     /// A later client's request ids, given to the agent as bridge ids: bridge -> client's.
     remapped: IdMap<RequestId, RequestId>,
+    /// The attached client's `session/load`s and `session/resume`s at the agent (the id
+    /// sent to it -> the session): the agent's replay of the session is the client's.
+    loading: IdMap<RequestId, Box<str>>,
     /// The agent cannot list its sessions: the bridge answers `session/list`.
     pub answer_list: bool,
     /// A result for a client that left is being read: what it begins is not the attached
@@ -113,14 +116,14 @@ impl Held {
         }
     }
 
-    /// The client's `initialize` is on its way to the agent (the first one is).
+    /// The client's `initialize` is on its way to the agent under `id` (the first one is).
     pub fn initializing(&mut self, id: &RequestId) {
         if self.init_result.is_none() {
             self.init_id = Some(id.clone());
         }
     }
 
-    /// The agent's `initialize` result, as the client got it.
+    /// The agent's `initialize` result, as the client got it (`id`: the one the agent saw).
     pub fn initialized(&mut self, id: &RequestId, result: &str) {
         if self.init_id.as_ref() == Some(id) {
             self.init_id = None;
@@ -178,8 +181,13 @@ impl Held {
             self.remapped.remove(&id);
             self.orphans.insert(id, (method, session));
         }
-        // Its `initialize` waiting for the first one's result is nobody's now.
+        // Its `initialize` waiting for the first one's result is nobody's now, and what it
+        // was sent is sent to no client.
         self.init_waiters.clear();
+        for w in self.waiting.values_mut() {
+            w.sent = false;
+        }
+        self.loading.clear();
         self.refresh();
     }
 
@@ -313,6 +321,17 @@ impl Held {
         self.attached && self.waiting.get(id).is_none_or(|w| w.sent)
     }
 
+    /// Whether the agent's request `id` is kept for a client.
+    pub fn waits(&self, id: &RequestId) -> bool {
+        self.waiting.contains_key(id)
+    }
+
+    /// Whether the agent's request `id` waits for a client and the attached one (if any)
+    /// was not sent it.
+    pub fn waits_unsent(&self, id: &RequestId) -> bool {
+        self.waiting.get(id).is_some_and(|w| !w.sent)
+    }
+
     /// The agent's request `id` was answered (or ended).
     pub fn agent_answered(&mut self, id: &RequestId) {
         self.waiting.remove(id);
@@ -361,6 +380,26 @@ impl Held {
             .iter()
             .find(|(_, c)| *c == client)
             .map(|(b, _)| b.clone())
+    }
+
+    /// The attached client asked the agent to load or resume `session` under `id`.
+    pub fn loading(&mut self, id: RequestId, session: &str) {
+        self.loading.insert(id, session.into());
+    }
+
+    /// The agent answered request `id` (a load's end, if it was one).
+    pub fn loaded(&mut self, id: &RequestId) {
+        self.loading.remove(id);
+    }
+
+    /// Whether the attached client is loading `session` from the agent.
+    pub fn is_loading(&self, session: &str) -> bool {
+        self.loading.values().any(|s| &**s == session)
+    }
+
+    /// The id the client sent for what went to the agent as `id` (the same, unless remapped).
+    pub fn original<'a>(&'a self, id: &'a RequestId) -> &'a RequestId {
+        self.remapped.get(id).unwrap_or(id)
     }
 
     /// The client's own id for the agent's response to `bridge`, if it was remapped.

@@ -1,0 +1,241 @@
+//! `--linger`: the findings of the second review of the router's part, each a failing case
+//! before its fix (`r1`..`r7` as reported; the property test in `linger_props.rs` found more
+//! of the same kind).
+
+use acp_question_bridge::router::fixture::Fixture;
+use acp_question_bridge::router::RouterConfig;
+use serde_json::{json, Value};
+
+fn cfg() -> RouterConfig {
+    RouterConfig {
+        linger: true,
+        hold_unsupported: true,
+        ..RouterConfig::default()
+    }
+}
+
+fn parse(l: &str) -> Value {
+    serde_json::from_str(l).unwrap()
+}
+
+fn attach(f: &mut Fixture) {
+    drop(f.take_client());
+    f.r.on_client_attached(f.now, &mut f.out);
+}
+fn detach(f: &mut Fixture) {
+    f.r.on_client_detached(f.now, &mut f.out);
+    drop(f.take_client());
+}
+
+/// First client: initialize (id 9), session/new (id 0) -> s0.
+fn first(f: &mut Fixture) {
+    attach(f);
+    f.client(&json!({"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}).to_string());
+    let a = f.take_agent();
+    let id = parse(&a[0])["id"].clone();
+    f.agent(
+        &json!({"jsonrpc":"2.0","id":id,"result":{"protocolVersion":1,"agentCapabilities":{}}})
+            .to_string(),
+    );
+    f.client(&json!({"jsonrpc":"2.0","id":0,"method":"session/new","params":{"cwd":"/p","mcpServers":[]}}).to_string());
+    let a = f.take_agent();
+    let id = parse(&a[0])["id"].clone();
+    f.agent(&json!({"jsonrpc":"2.0","id":id,"result":{"sessionId":"s0"}}).to_string());
+    f.take_client();
+}
+
+fn later_init(f: &mut Fixture) {
+    attach(f);
+    f.client(&json!({"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}).to_string());
+    f.take_client();
+}
+
+fn permission(id: i64, s: &str) -> String {
+    json!({"jsonrpc":"2.0","id":id,"method":"session/request_permission","params":{
+        "sessionId":s,"toolCall":{"toolCallId":format!("t{id}"),"title":"Run it","kind":"execute","rawInput":{"command":"rm -rf x"}},
+        "options":[{"optionId":"allow","name":"Allow","kind":"allow_once"},
+                   {"optionId":"reject","name":"Reject","kind":"reject_once"}]}}).to_string()
+}
+
+fn update(s: &str, text: &str) -> String {
+    json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":s,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":text}}}}).to_string()
+}
+
+/// A tool approval shown natively, the client leaves, the agent cancels it: the agent must
+/// still get its one response (-32800), and a later client must not be left without it.
+#[test]
+fn r1_native_question_cancelled_by_agent_while_held() {
+    let mut f = Fixture::new(cfg());
+    first(&mut f);
+    f.agent(&permission(1000, "s0"));
+    assert_eq!(f.take_client().len(), 1, "shown natively");
+    detach(&mut f);
+    f.agent(
+        &json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1000}})
+            .to_string(),
+    );
+    let to_agent = f.take_agent();
+    f.take_client();
+    later_init(&mut f);
+    f.client(&json!({"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"s0","cwd":"/p","mcpServers":[]}}).to_string());
+    let to_b = f.take_client();
+    let answered = to_agent
+        .iter()
+        .chain(f.take_agent().iter())
+        .any(|l| parse(l)["id"] == 1000);
+    let shown = to_b.iter().any(|l| parse(l)["id"] == 1000);
+    assert!(
+        answered || shown,
+        "agent request 1000: never answered, never shown again"
+    );
+}
+
+/// A later client's session/load of a session the bridge does not hold, while another held
+/// session is not this client's: the agent's replay must reach the client (before the result).
+#[test]
+fn r2_load_replay_of_unheld_session_is_swallowed() {
+    let mut f = Fixture::new(cfg());
+    first(&mut f);
+    detach(&mut f);
+    later_init(&mut f);
+    f.client(&json!({"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"old","cwd":"/p","mcpServers":[]}}).to_string());
+    let a = f.take_agent();
+    assert_eq!(parse(&a[0])["method"], "session/load");
+    let id = parse(&a[0])["id"].clone();
+    f.agent(&update("old", "history"));
+    f.agent(&json!({"jsonrpc":"2.0","id":id,"result":{}}).to_string());
+    let got = f.take_client();
+    assert!(
+        got.iter().any(|l| l.contains("history")),
+        "the load's replay was kept, not sent"
+    );
+}
+
+/// A later client's session/load (of a session the bridge does not hold) under an id that
+/// clashes with the old client's: the bridge-id remap loses the session, the client never
+/// 'has' it.
+#[test]
+fn r3_remapped_load_never_takes_session() {
+    let mut f = Fixture::new(cfg());
+    first(&mut f);
+    f.client(&json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s0","prompt":[]}}).to_string());
+    f.take_agent();
+    detach(&mut f);
+    later_init(&mut f);
+    f.client(&json!({"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"old","cwd":"/q","mcpServers":[]}}).to_string());
+    let a = f.take_agent();
+    let id = parse(&a[0])["id"].clone();
+    assert_ne!(id, json!(1), "remapped");
+    f.agent(&json!({"jsonrpc":"2.0","id":id,"result":{}}).to_string());
+    let got = f.take_client();
+    assert!(got.iter().any(|l| parse(l)["id"] == 1));
+    f.agent(&update("old", "after"));
+    let got = f.take_client();
+    assert!(
+        got.iter().any(|l| l.contains("after")),
+        "update of the loaded session not sent"
+    );
+}
+
+/// A remapped request refused at --max-in-flight: the error goes out under the bridge id.
+#[test]
+fn r4_refused_remapped_request_answered_under_bridge_id() {
+    let mut f = Fixture::new(RouterConfig {
+        max_in_flight: 1,
+        ..cfg()
+    });
+    first(&mut f);
+    f.client(&json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s0","prompt":[]}}).to_string());
+    f.take_agent();
+    detach(&mut f);
+    later_init(&mut f);
+    f.client(&json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/p","mcpServers":[]}}).to_string());
+    let got = f.take_client();
+    assert!(
+        got.iter().all(|l| parse(l)["id"] == json!(1)),
+        "answered under an id B never sent: {got:?}"
+    );
+}
+
+/// With a policy, an approval in a session the attached client lacks: its chat note is sent
+/// to that client.
+#[test]
+fn r5_policy_note_to_a_client_without_the_session() {
+    let mut f = Fixture::with_policy(
+        cfg(),
+        "[[rule]]\nid = \"no-rm\"\ndecision = \"deny\"\ncommand = [\"rm\"]\n",
+    );
+    first(&mut f);
+    detach(&mut f);
+    later_init(&mut f);
+    f.agent(&permission(1000, "s0"));
+    let to_agent = f.take_agent();
+    assert_eq!(to_agent.len(), 1, "{to_agent:?}");
+    let got = f.take_client();
+    assert!(
+        !got.iter().any(|l| l.contains("\"s0\"")),
+        "B was sent something of s0: {got:?}"
+    );
+    // And what is kept for the next client that loads s0:
+    f.client(&json!({"jsonrpc":"2.0","id":4,"method":"session/load","params":{"sessionId":"s0","cwd":"/p","mcpServers":[]}}).to_string());
+    f.take_client();
+}
+
+/// The agent's $/cancel_request of a request waiting for a client (never sent to the
+/// attached one): the attached client is sent a cancel of an id it never saw, and the
+/// request stays waiting.
+#[test]
+fn r6_agent_cancel_of_an_unsent_waiting_request() {
+    let mut f = Fixture::new(cfg());
+    first(&mut f);
+    detach(&mut f);
+    later_init(&mut f);
+    f.agent(&json!({"jsonrpc":"2.0","id":1000,"method":"fs/read_text_file","params":{"sessionId":"s0","path":"/x"}}).to_string());
+    assert!(f.take_client().is_empty());
+    f.agent(
+        &json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1000}})
+            .to_string(),
+    );
+    let got = f.take_client();
+    f.take_agent();
+    assert!(
+        got.is_empty(),
+        "B was sent a cancel of a request it never saw: {got:?}"
+    );
+}
+
+/// A later initialize sent to the agent (the first failed) under an id that clashes with an
+/// orphan: its result is never recorded, and the next client's initialize waits forever.
+#[test]
+fn r7_remapped_initialize_never_recorded() {
+    let mut f = Fixture::new(cfg());
+    attach(&mut f);
+    f.client(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}).to_string());
+    let a = f.take_agent();
+    let id = parse(&a[0])["id"].clone();
+    f.agent(&json!({"jsonrpc":"2.0","id":id,"error":{"code":-32000,"message":"auth"}}).to_string());
+    f.client(
+        &json!({"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"methodId":"x"}})
+            .to_string(),
+    );
+    f.take_agent();
+    detach(&mut f);
+    attach(&mut f);
+    f.client(&json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}).to_string());
+    let a = f.take_agent();
+    let id = parse(&a[0])["id"].clone();
+    f.agent(
+        &json!({"jsonrpc":"2.0","id":id,"result":{"protocolVersion":1,"agentCapabilities":{}}})
+            .to_string(),
+    );
+    f.take_client();
+    detach(&mut f);
+    attach(&mut f);
+    f.client(&json!({"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}).to_string());
+    let to_c = f.take_client();
+    let to_agent = f.take_agent();
+    assert!(
+        !to_c.is_empty() || !to_agent.is_empty(),
+        "C's initialize waits for nothing"
+    );
+}
