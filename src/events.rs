@@ -28,7 +28,8 @@ pub struct QuestionView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
     /// How the IDE client is showing it: `extension`, `elicitation`, `permission`, or
-    /// `control` when only the control server shows it (the client cannot).
+    /// `control` when only the control server shows it (the client cannot), `away` when no
+    /// client has its session now (`--linger`).
     pub dialect: &'static str,
     /// How the agent asked: `question` (the extension request), `form` (its form
     /// elicitation), `permission` (a tool approval), `qwen` (a permission with questions).

@@ -663,6 +663,10 @@ async fn a_held_sessions_approval_is_answered_on_the_inbox_page_with_no_editor()
     let steps = run_page_script("held_session.mjs", &inbox.url(), &out, &[&holder_page], "").await;
     let names: Vec<&str> = steps.iter().filter_map(|s| s["step"].as_str()).collect();
     assert_eq!(names, ["held", "shown", "approved", "done"], "{steps:?}");
+    assert_eq!(
+        steps[0]["shown"], "waiting for an editor (none has this session open)",
+        "{steps:?}"
+    );
     let state = steps[0]["state"].as_str().unwrap_or_default();
     assert!(
         state.starts_with("no editor attached, the agent is kept "),

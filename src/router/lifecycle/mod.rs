@@ -179,7 +179,10 @@ impl Router {
         let d = &p.delivery;
         self.view_as(
             p,
-            if d.held {
+            if !self.client_sees(&p.question.session_id) {
+                // `--linger`: no client has its session now.
+                "away"
+            } else if d.held {
                 "control"
             } else {
                 d.dialect.as_str()

@@ -17,6 +17,7 @@ await withPage({ width: 860, height: 1100 }, async (page, errors) => {
   step("held", {
     state: await page.locator("#held-state").textContent(),
     sessions: await page.locator("#held li").allTextContents(),
+    shown: await page.locator("section.card .shown").first().textContent(),
   });
   await page.screenshot({ path: join(outDir, "held-session-holder.png"), fullPage: true });
 
