@@ -74,6 +74,15 @@ pub struct Info {
 /// The live holders in `folder` (files of processes that are gone are removed), newest
 /// first.
 pub fn scan(folder: &Path) -> Vec<Info> {
+    read(folder, true)
+}
+
+/// The live holders in `folder`, changing nothing (for `doctor`).
+pub fn live(folder: &Path) -> Vec<Info> {
+    read(folder, false)
+}
+
+fn read(folder: &Path, tidy: bool) -> Vec<Info> {
     let Ok(entries) = std::fs::read_dir(folder) else {
         return Vec::new();
     };
@@ -91,7 +100,7 @@ pub fn scan(folder: &Path) -> Vec<Info> {
         };
         if crate::inbox::roster::alive(info.pid) {
             found.push(info);
-        } else {
+        } else if tidy {
             let _ = std::fs::remove_file(&path);
             // Only a socket of this folder (the file says where; it is not trusted further).
             if info.socket.parent() == Some(folder) {

@@ -61,6 +61,7 @@ pub fn main(args: DoctorArgs) -> ExitCode {
     ))];
     checks.push(agent_programs());
     checks.push(roster_folder());
+    checks.push(held_agents());
     let state = inbox::state_dir(args.state_dir);
     checks.extend(inbox_checks(&state));
     checks.push(match &args.nats {
@@ -138,14 +139,30 @@ fn roster_folder() -> Check {
         if bridges.len() == 1 { "" } else { "s" }
     );
     for b in bridges.iter().take(10) {
-        let argv: Vec<&str> = b.agent.iter().map(String::as_str).collect();
-        let _ = write!(
-            line,
-            "\n     - pid {}: {} in {}",
-            b.pid,
-            acp_question_bridge::child::agent_name(&argv),
-            b.cwd
-        );
+        list_agent(&mut line, "pid", b.pid, &b.agent, &b.cwd);
+    }
+    Check::Ok(line)
+}
+
+/// One more line under a check: `<label> <pid>: <agent> in <folder>`.
+fn list_agent(line: &mut String, label: &str, pid: u32, agent: &[String], cwd: &str) {
+    let argv: Vec<&str> = agent.iter().map(String::as_str).collect();
+    let name = acp_question_bridge::child::agent_name(&argv);
+    let _ = write!(line, "\n     - {label} {pid}: {name} in {cwd}");
+}
+
+/// The agents `--linger` holders keep for an editor (`sessions` says more).
+fn held_agents() -> Check {
+    let holders = acp_question_bridge::linger::live(&acp_question_bridge::linger::dir());
+    if holders.is_empty() {
+        return Check::Note("agents kept by --linger: none".into());
+    }
+    let mut line = format!(
+        "agents kept by --linger: {} (`acp-question-bridge sessions` lists their sessions)",
+        holders.len()
+    );
+    for h in holders.iter().take(10) {
+        list_agent(&mut line, "holder pid", h.pid, &h.agent, &h.cwd);
     }
     Check::Ok(line)
 }

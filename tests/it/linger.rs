@@ -229,6 +229,18 @@ async fn a_front_killed_with_its_group_leaves_the_approval_pending_and_the_next_
     // answers this client's id 3.
     assert_eq!(agent_pid(&mut second, 3, &sid).await, pid);
 
+    let doctor = tokio::time::timeout(
+        WAIT * 2,
+        Command::new(BRIDGE)
+            .arg("doctor")
+            .env("ACP_QUESTION_BRIDGE_REGISTRY", &roster)
+            .output(),
+    )
+    .await
+    .expect("in time")
+    .expect("doctor");
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(said.contains("agents kept by --linger: 1"), "{said}");
     let table = sessions(&roster, &[]).await;
     assert!(
         table
