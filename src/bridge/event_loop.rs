@@ -100,6 +100,9 @@ impl Shell {
             }
             let event = self.next_event().await;
             self.handle(event, Instant::now());
+            if let Some(h) = &mut self.holding {
+                h.publish(&self.router);
+            }
             self.effects.start(&mut self.outbox);
         }
     }

@@ -31,6 +31,14 @@ pub(super) enum HoldEvent {
     FrontGone(u64),
 }
 
+/// A client just attached: its pipes, and what its front read of it first.
+pub(super) struct Attached {
+    pub input: std::os::fd::OwnedFd,
+    pub output: std::os::fd::OwnedFd,
+    pub prefix: Vec<u8>,
+    pub initialized: bool,
+}
+
 /// The attached front.
 struct Front {
     /// Our end of its connection, for its exit code (non-blocking: a few bytes).
@@ -61,6 +69,8 @@ pub(super) struct Holding {
     generation: u64,
     /// When the linger ends, while no client is attached.
     until: Option<Instant>,
+    /// The version of the router's state the holder's file says.
+    published: u64,
 }
 
 impl Holding {
@@ -89,6 +99,7 @@ impl Holding {
             front: None,
             generation: 0,
             until: None,
+            published: 0,
         })
     }
 
@@ -116,6 +127,18 @@ impl Holding {
         })
     }
 
+    /// Tells fronts (the holder's file) what changed of what they choose by.
+    pub(super) fn publish(&mut self, router: &crate::router::Router) {
+        if router.held_version() == self.published {
+            return;
+        }
+        let (version, init, sessions) = router.held_for_fronts();
+        self.published = version;
+        if let Some(l) = &self.listening {
+            l.publish(version, init, sessions);
+        }
+    }
+
     /// Whether fronts may still attach.
     pub(super) fn open(&self) -> bool {
         self.listening.is_some()
@@ -139,16 +162,15 @@ impl Holding {
 
     /// Takes `a`'s client: the front is told, the bridge's stderr becomes its, and its end
     /// is watched. Returns the client's input and output.
-    pub(super) fn attach(
-        &mut self,
-        a: Attachment,
-    ) -> Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    pub(super) fn attach(&mut self, a: Attachment) -> Option<Attached> {
         let Attachment {
             conn,
             input,
             output,
             stderr,
             front_pid,
+            prefix,
+            initialized,
         } = a;
         let reply = Reply::Attached {
             holder: std::process::id(),
@@ -191,7 +213,12 @@ impl Holding {
             watch: watching,
         });
         self.until = None;
-        Some((input, output))
+        Some(Attached {
+            input,
+            output,
+            prefix,
+            initialized,
+        })
     }
 
     /// The attached client left (or its front did): its front exits with `code`, the

@@ -47,15 +47,24 @@ impl Shell {
             return super::hold::Holding::busy(a);
         }
         let h = self.holding.as_mut().expect("checked");
-        let Some((input, output)) = h.attach(a) else {
+        let Some(got) = h.attach(a) else {
             return;
         };
         let max = h.max_line_bytes;
         // What was queued for no client is not the new one's.
         drop(self.outbox.take_client());
-        self.ends.attach(max, super::client_of(input, output));
+        let mut client = super::client_of(got.input, got.output);
+        if !got.prefix.is_empty() {
+            // What the front read first comes first.
+            use tokio::io::AsyncReadExt;
+            client.input = Box::new(std::io::Cursor::new(got.prefix).chain(client.input));
+        }
+        self.ends.attach(max, client);
         self.attached = true;
         self.router.on_client_attached(now, &mut self.outbox);
+        if got.initialized {
+            self.router.front_answered_initialize();
+        }
     }
 
     /// No client came back within the linger: what is pending ends as at the client's EOF,

@@ -30,10 +30,24 @@ pub fn run(args: &[String]) -> i32 {
             folder.display()
         ));
     }
-    // A holder of this command line with no client: the agent the editor left.
-    for info in super::scan(&folder).into_iter().filter(|i| i.key == key) {
-        match attach(&info) {
-            Ok(Some(stream)) => return wait(stream, &info),
+    // The holders of this command line: the agents the editor left.
+    let mut holders: Vec<Info> = super::scan(&folder)
+        .into_iter()
+        .filter(|i| i.key == key)
+        .collect();
+    // Which one has the session the client takes: the client says after its `initialize`,
+    // which the front answers with a holder's result (it is the same for all of them).
+    let mut first = First::default();
+    if let Some(init) = holders.iter().find_map(|h| h.init.clone()) {
+        first = read_first(&init);
+        if let Some(session) = &first.session {
+            // The one that keeps the session first, then the newest.
+            holders.sort_by_key(|h| !h.sessions.contains(session));
+        }
+    }
+    for info in &holders {
+        match attach(info, &first) {
+            Ok(Some(stream)) => return wait(stream, info),
             Ok(None) => tracing::debug!(holder = info.pid, "holder busy; trying the next"),
             Err(e) => tracing::warn!(holder = info.pid, error = %e, "cannot attach to a holder"),
         }
@@ -44,13 +58,85 @@ pub fn run(args: &[String]) -> i32 {
             Ok(info) => info,
             Err(code) => return code,
         };
-        match attach(&info) {
+        match attach(&info, &first) {
             Ok(Some(stream)) => return wait(stream, &info),
             Ok(None) => continue,
             Err(e) => return fail(&format!("cannot attach to the holder it started: {e}")),
         }
     }
     fail("every holder started was taken by another client")
+}
+
+/// What the front read of its client before it chose a holder.
+#[derive(Default)]
+struct First {
+    /// Every byte read, in order: the holder reads them before the client's pipe.
+    bytes: Vec<u8>,
+    /// The first line was the client's `initialize`, and the front answered it.
+    initialized: bool,
+    /// The session the client's next request loads or resumes.
+    session: Option<String>,
+}
+
+/// Reads the client's `initialize`, answers it with `init` (a holder's result), and reads
+/// the request after it, to learn the session it loads or resumes. Stops at anything else
+/// (what was read goes to the holder as it is).
+fn read_first(init: &str) -> First {
+    use std::io::Write;
+    let mut first = First::default();
+    let Some(line) = read_line(&mut first.bytes, 0) else {
+        return first;
+    };
+    let Ok(msg) = serde_json::from_slice::<serde_json::Value>(&line) else {
+        return first;
+    };
+    if msg["method"] != crate::methods::INITIALIZE || msg.get("id").is_none() {
+        return first;
+    }
+    let answer = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{init}}}"#, msg["id"]);
+    let mut out = std::io::stdout().lock();
+    if out
+        .write_all(answer.as_bytes())
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+        .is_err()
+    {
+        return first;
+    }
+    first.initialized = true;
+    let Some(line) = read_line(&mut first.bytes, line.len() + 1) else {
+        return first;
+    };
+    if let Ok(next) = serde_json::from_slice::<serde_json::Value>(&line) {
+        let takes = next["method"] == crate::methods::SESSION_LOAD
+            || next["method"] == crate::methods::SESSION_RESUME;
+        if takes {
+            first.session = next["params"]["sessionId"].as_str().map(str::to_owned);
+        }
+    }
+    first
+}
+
+/// Reads our stdin into `bytes` until a whole line starts at `from`; that line. `None` at
+/// EOF, an error, or past [`super::MAX_PREFIX`] (what was read stays in `bytes`).
+fn read_line(bytes: &mut Vec<u8>, from: usize) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::fd::AsFd;
+    // Our stdin unbuffered (std's `Stdin` would keep what it read ahead).
+    let mut input = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned().ok()?);
+    let mut chunk = [0u8; 8192];
+    loop {
+        if let Some(end) = memchr::memchr(b'\n', bytes.get(from..)?) {
+            return Some(bytes[from..from + end].to_vec());
+        }
+        if bytes.len() >= super::MAX_PREFIX {
+            return None;
+        }
+        match input.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+        }
+    }
 }
 
 fn fail(msg: &str) -> i32 {
@@ -61,18 +147,21 @@ fn fail(msg: &str) -> i32 {
 /// Hands our stdio to the holder of `info`: `Some` with the connection once attached,
 /// `None` when it has a client. (One reader for the connection's whole life: the holder
 /// may send the exit code right after `attached`, in the same read.)
-fn attach(info: &Info) -> std::io::Result<Option<BufReader<UnixStream>>> {
+fn attach(info: &Info, first: &First) -> std::io::Result<Option<BufReader<UnixStream>>> {
     let stream = UnixStream::connect(&info.socket)?;
     stream.set_read_timeout(Some(READY_WITHIN))?;
     let hello = Hello {
         token: info.token.clone(),
         pid: std::process::id(),
+        prefix_len: first.bytes.len(),
+        initialized: first.initialized,
     };
     let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
     super::send_hello(
         &stream,
         &hello,
         [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()],
+        &first.bytes,
     )?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut line = String::new();
@@ -176,6 +265,8 @@ fn start_holder(folder: &Path, key: &str, args: &[String], cwd: &Path) -> Result
         agent: Vec::new(),
         cwd: cwd.to_string_lossy().into_owned(),
         started_ms: 0,
+        init: None,
+        sessions: Vec::new(),
     })
 }
 

@@ -39,6 +39,10 @@ pub struct Attachment {
     pub output: OwnedFd,
     pub stderr: OwnedFd,
     pub front_pid: u32,
+    /// What the front read of the client's input before it chose this holder.
+    pub prefix: Vec<u8>,
+    /// The front answered the client's `initialize` (the first line of `prefix`).
+    pub initialized: bool,
 }
 
 /// The listening socket and the holder's file; both are removed when this is dropped.
@@ -47,6 +51,37 @@ pub struct Listening {
     socket: PathBuf,
     info: PathBuf,
     task: tokio::task::JoinHandle<()>,
+    /// What the file says, and the version of the router's state it was last written at.
+    published: std::sync::Arc<std::sync::Mutex<(Info, u64)>>,
+}
+
+impl Listening {
+    /// Says in the holder's file what fronts choose by: the `initialize` result a later
+    /// client gets, and the sessions kept. Written off the loop (a sync and a rename); a
+    /// write of an older `version` than the file's is skipped.
+    pub fn publish(&self, version: u64, init: Option<&str>, sessions: Vec<String>) {
+        let (published, path) = (self.published.clone(), self.info.clone());
+        let init = init.map(str::to_owned);
+        tokio::task::spawn_blocking(move || {
+            let Ok(mut guard) = published.lock() else {
+                return;
+            };
+            let (info, at) = &mut *guard;
+            if version <= *at {
+                return;
+            }
+            info.init = init;
+            info.sessions = sessions;
+            *at = version;
+            let Ok(mut bytes) = serde_json::to_vec(&*info) else {
+                return;
+            };
+            bytes.push(b'\n');
+            if let Err(e) = crate::private_file::replace(&path, &bytes) {
+                tracing::warn!(error = %e, "cannot update the holder's file");
+            }
+        });
+    }
 }
 
 impl Drop for Listening {
@@ -85,6 +120,8 @@ pub fn listen(
         started_ms: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64),
+        init: None,
+        sessions: Vec::new(),
     };
     let mut bytes = serde_json::to_vec(&info)?;
     bytes.push(b'\n');
@@ -104,6 +141,7 @@ pub fn listen(
         socket: cfg.socket.clone(),
         info: info_path,
         task,
+        published: std::sync::Arc::new(std::sync::Mutex::new((info, 0))),
     })
 }
 
@@ -131,11 +169,11 @@ async fn accept(listener: tokio::net::UnixListener, token: String, tx: mpsc::Sen
             let read = tokio::task::spawn_blocking(move || {
                 std.set_nonblocking(false)?;
                 std.set_read_timeout(Some(HELLO_WITHIN))?;
-                let (hello, fds) = super::recv_hello(&std)?;
-                Ok::<_, std::io::Error>((std, hello, fds))
+                let (hello, fds, prefix) = super::recv_hello(&std)?;
+                Ok::<_, std::io::Error>((std, hello, fds, prefix))
             })
             .await;
-            let Ok(Ok((conn, hello, fds))) = read else {
+            let Ok(Ok((conn, hello, fds, prefix))) = read else {
                 tracing::warn!("a connection to the holder sent no readable hello; closed");
                 return;
             };
@@ -158,6 +196,8 @@ async fn accept(listener: tokio::net::UnixListener, token: String, tx: mpsc::Sen
                     output,
                     stderr,
                     front_pid: hello.pid,
+                    prefix,
+                    initialized: hello.initialized,
                 })
                 .await;
         });

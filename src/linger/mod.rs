@@ -38,6 +38,10 @@ pub const KEY_ENV: &str = "ACP_QUESTION_BRIDGE_HOLD_KEY";
 /// The longest message on a holder's socket.
 pub const MAX_LINE: usize = 4096;
 
+/// The most a front reads of its client before it hands it over (its `initialize` and the
+/// request after it).
+pub const MAX_PREFIX: usize = 1 << 20;
+
 /// The folder of the holders: `held/` in the roster's folder (so
 /// `ACP_QUESTION_BRIDGE_REGISTRY` moves it too).
 pub fn dir() -> PathBuf {
@@ -69,6 +73,13 @@ pub struct Info {
     pub cwd: String,
     /// Milliseconds since the epoch.
     pub started_ms: u64,
+    /// The `initialize` result a later client gets (JSON text), once the agent gave one: a
+    /// front answers its client's `initialize` with it, to learn which session it loads.
+    #[serde(default)]
+    pub init: Option<String>,
+    /// The sessions it keeps, so a front finds the one that has the session its client loads.
+    #[serde(default)]
+    pub sessions: Vec<String>,
 }
 
 /// The live holders in `folder` (files of processes that are gone are removed), newest
@@ -118,6 +129,14 @@ pub struct Hello {
     pub token: String,
     /// The front's pid (for the log and `sessions`).
     pub pid: u32,
+    /// How many bytes of the client's input the front read before it chose this holder: they
+    /// follow the hello on the socket, and the holder reads them before the client's pipe.
+    #[serde(default)]
+    pub prefix_len: usize,
+    /// The first line of those bytes is the client's `initialize`, which the front answered
+    /// with this holder's result.
+    #[serde(default)]
+    pub initialized: bool,
 }
 
 /// What a holder says to a front.
@@ -143,11 +162,13 @@ impl Reply {
     }
 }
 
-/// Sends `hello` with three descriptors (stdin, stdout, stderr) in one message.
+/// Sends `hello` with three descriptors (stdin, stdout, stderr) in one message, then the
+/// `prefix` bytes it announces.
 pub fn send_hello(
     stream: &UnixStream,
     hello: &Hello,
     fds: [BorrowedFd<'_>; 3],
+    prefix: &[u8],
 ) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(hello)?;
     line.push(b'\n');
@@ -159,12 +180,12 @@ pub fn send_hello(
     if sent != line.len() {
         return Err(std::io::Error::other("the hello was cut short"));
     }
-    Ok(())
+    std::io::Write::write_all(&mut &*stream, prefix)
 }
 
 /// Receives a front's hello and its descriptors (blocking; the caller bounds the wait with
 /// a read timeout on `stream`).
-pub fn recv_hello(stream: &UnixStream) -> std::io::Result<(Hello, Vec<OwnedFd>)> {
+pub fn recv_hello(stream: &UnixStream) -> std::io::Result<(Hello, Vec<OwnedFd>, Vec<u8>)> {
     let mut buf = vec![0u8; MAX_LINE];
     let mut space = nix::cmsg_space!([RawFd; 3]);
     let (n, fds) = {
@@ -189,19 +210,36 @@ pub fn recv_hello(stream: &UnixStream) -> std::io::Result<(Hello, Vec<OwnedFd>)>
         }
         (msg.bytes, fds)
     };
-    let line = &buf[..n];
-    let line = line.strip_suffix(b"\n").ok_or_else(|| {
+    let got = &buf[..n];
+    let end = memchr::memchr(b'\n', got).ok_or_else(|| {
         std::io::Error::new(std::io::ErrorKind::InvalidData, "the hello is not one line")
     })?;
-    let hello: Hello = serde_json::from_slice(line)
+    let hello: Hello = serde_json::from_slice(&got[..end])
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    if hello.prefix_len > MAX_PREFIX {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "the hello announces too much of the client's input",
+        ));
+    }
+    // The client's first bytes: what came with the hello, then the rest.
+    let mut prefix = got[end + 1..].to_vec();
+    if prefix.len() > hello.prefix_len {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "more after the hello than it announces",
+        ));
+    }
+    let had = prefix.len();
+    prefix.resize(hello.prefix_len, 0);
+    std::io::Read::read_exact(&mut &*stream, &mut prefix[had..])?;
     if fds.len() != 3 {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("the hello carries {} descriptors, not 3", fds.len()),
         ));
     }
-    Ok((hello, fds))
+    Ok((hello, fds, prefix))
 }
 
 /// Whether two tokens are equal, in time that does not depend on where they differ.
@@ -218,13 +256,28 @@ mod tests {
     fn a_hello_carries_three_descriptors_and_its_token() {
         let (a, b) = UnixStream::pair().expect("a pair");
         let (r, w) = std::io::pipe().expect("a pipe");
+        let prefix = vec![b'p'; 300_000];
         let hello = Hello {
             token: "t0k".into(),
             pid: 7,
+            prefix_len: prefix.len(),
+            initialized: true,
         };
-        send_hello(&a, &hello, [r.as_fd(), w.as_fd(), w.as_fd()]).expect("sent");
-        let (got, fds) = recv_hello(&b).expect("received");
-        assert_eq!((got.token.as_str(), got.pid), ("t0k", 7));
+        let sender = std::thread::spawn(move || {
+            send_hello(&a, &hello, [r.as_fd(), w.as_fd(), w.as_fd()], &prefix).expect("sent");
+            r
+        });
+        let (got, fds, first) = recv_hello(&b).expect("received");
+        let r = sender.join().expect("joined");
+        assert_eq!(
+            (got.token.as_str(), got.pid, got.initialized),
+            ("t0k", 7, true)
+        );
+        assert_eq!(
+            first,
+            vec![b'p'; 300_000],
+            "the client's first bytes, whole"
+        );
         assert_eq!(fds.len(), 3);
         // The received write end writes into the same pipe.
         let mut out = std::fs::File::from(fds[1].try_clone().expect("dup"));

@@ -110,6 +110,26 @@ impl Router {
         self.held.original(id).clone()
     }
 
+    /// What fronts are told of this holder (`--linger`) changes with this number: the
+    /// `initialize` result a later client gets, the sessions kept.
+    pub fn held_version(&self) -> u64 {
+        self.held.version
+    }
+
+    /// What fronts are told, with its version ([`Router::held_version`]).
+    pub fn held_for_fronts(&self) -> (u64, Option<&str>, Vec<String>) {
+        let mut sessions: Vec<String> = self.held.session_ids().map(str::to_owned).collect();
+        sessions.sort();
+        (self.held.version, self.held.init_result(), sessions)
+    }
+
+    /// The attached client's `initialize` was answered by its front with this holder's
+    /// result (as the holder would have): the holder sets the client view from it when it
+    /// reads it, and does not answer it again.
+    pub fn front_answered_initialize(&mut self) {
+        self.held.front_answered = true;
+    }
+
     /// Whether the attached client may be shown what concerns `session`.
     pub(in crate::router) fn client_sees(&self, session: &str) -> bool {
         !self.cfg.linger || self.held.client_has(session)
@@ -433,6 +453,19 @@ impl Router {
     pub(in crate::router) fn initialize_again(&mut self, req: &Req<'_>, out: &mut Outbox) -> bool {
         if !self.cfg.linger {
             return false;
+        }
+        if std::mem::take(&mut self.held.front_answered) {
+            if self.held.init_result().is_none() {
+                // A holder just started (the one the front read it for was taken): the agent
+                // is initialized with it, and its result goes to nobody.
+                self.held.init_unanswered = true;
+                return false;
+            }
+            tracing::info!("the front answered this client's initialize with this holder's result");
+            for line in self.held.unsent(None) {
+                self.forward(Side::Agent, line, out);
+            }
+            return true;
         }
         let Some(result) = self.held.init_result().map(str::to_owned) else {
             if self.held.init_in_flight() {

@@ -480,6 +480,9 @@ impl Router {
         }
         if self.cfg.linger && from == Side::Client && &*method == crate::methods::INITIALIZE {
             self.held.initializing(&id);
+            if std::mem::take(&mut self.held.init_unanswered) {
+                self.held.orphan(id.clone(), &method);
+            }
         }
         if let Err(limit) = self
             .requests

@@ -707,3 +707,82 @@ async fn two_fronts_racing_for_one_held_session_show_its_approval_once() {
     sessions_stop_all(&roster).await;
     gone(pid, WAIT).await;
 }
+
+/// Two editors left two holders of the same command line, each with a session. An editor
+/// that comes back for the older one's session is given that holder (its front answers the
+/// client's `initialize` with the holders' result, reads the `session/load`, and picks the
+/// holder that keeps the session): its agent, its pending approval.
+#[tokio::test]
+async fn a_front_finds_the_holder_that_keeps_the_session_its_client_loads() {
+    let (roster, cwd) = folders("linger-which");
+    // (The mock agent numbers its sessions: the first holder's second session is its own,
+    // the second's first is the newest holder's.)
+    let mut a = front(&roster, &cwd, "5m");
+    start_session(&mut a).await;
+    let sa = a.new_session(5).await;
+    let pa = agent_pid(&mut a, 2, &sa).await;
+    a.prompt(3, &sa, "permission").await;
+    a.recv_until(is_permission).await;
+    // While the first is attached, the second editor gets a holder of its own.
+    let mut b = front(&roster, &cwd, "5m");
+    let (_, sb) = start_session(&mut b).await;
+    let pb = agent_pid(&mut b, 2, &sb).await;
+    assert_ne!(pa, pb);
+    kill_editor(&mut a).await;
+    kill_editor(&mut b).await;
+    // Both holders say which sessions they keep.
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let said: Vec<Value> = holders(&roster);
+            let listed = |s: &str| {
+                said.iter().any(|h| {
+                    h["sessions"]
+                        .as_array()
+                        .is_some_and(|l| l.iter().any(|x| x == s))
+                })
+            };
+            if said.len() == 2
+                && listed(&sa)
+                && listed(&sb)
+                && said.iter().all(|h| h["init"].is_string())
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the holders' files list their sessions");
+
+    // Back for the older holder's session (the newest is tried first otherwise).
+    let mut c = front(&roster, &cwd, "5m");
+    c.initialize(json!({})).await;
+    c.send(&json!({"jsonrpc":"2.0","id":1,"method":"session/load",
+        "params":{"sessionId":sa,"cwd":cwd,"mcpServers":[]}}))
+        .await;
+    let (loaded, _) = c.response(json!(1)).await;
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    let (ask, _) = c.recv_until(is_permission).await;
+    c.send(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}))
+        .await;
+    c.recv_until(|m| chunk_text(m).is_some_and(|t| t == "permission: allow"))
+        .await;
+    assert_eq!(
+        agent_pid(&mut c, 4, &sa).await,
+        pa,
+        "the agent that keeps it"
+    );
+    // And the other session, from the other holder.
+    let mut d = front(&roster, &cwd, "5m");
+    d.initialize(json!({})).await;
+    d.send(&json!({"jsonrpc":"2.0","id":1,"method":"session/load",
+        "params":{"sessionId":sb,"cwd":cwd,"mcpServers":[]}}))
+        .await;
+    d.response(json!(1)).await;
+    assert_eq!(agent_pid(&mut d, 2, &sb).await, pb);
+    for x in [&mut c, &mut d] {
+        x.close_stdin();
+        x.wait().await;
+    }
+    sessions_stop_all(&roster).await;
+}

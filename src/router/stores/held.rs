@@ -69,6 +69,13 @@ pub(in crate::router) struct Held {
     loading: IdMap<RequestId, Box<str>>,
     /// The agent cannot list its sessions: the bridge answers `session/list`.
     pub answer_list: bool,
+    /// The attached client's front answered its `initialize` (with this holder's result).
+    pub front_answered: bool,
+    /// The `initialize` on its way to the agent was answered by the client's front already:
+    /// its result goes to nobody.
+    pub init_unanswered: bool,
+    /// Counts changes of what fronts are told (the sessions kept, the `initialize` result).
+    pub version: u64,
     /// A result for a client that left is being read: what it begins is not the attached
     /// client's.
     pub for_orphan: bool,
@@ -128,6 +135,7 @@ impl Held {
         if self.init_id.as_ref() == Some(id) {
             self.init_id = None;
             self.init_result = Some(result.into());
+            self.version += 1;
         }
     }
 
@@ -162,6 +170,7 @@ impl Held {
     pub fn attach(&mut self) {
         self.attached = true;
         self.generation += 1;
+        self.front_answered = false;
         self.client_sessions.clear();
         for w in self.waiting.values_mut() {
             w.sent = false;
@@ -214,6 +223,9 @@ impl Held {
         let result = result.map(Into::into);
         self.clock += 1;
         let touched = self.clock;
+        if !self.sessions.contains_key(session) {
+            self.version += 1;
+        }
         let kept = self.sessions.entry(session.into()).or_default();
         if result.is_some() {
             kept.result = result;
@@ -243,6 +255,7 @@ impl Held {
                 ..Kept::default()
             };
             self.sessions.insert(session.into(), kept);
+            self.version += 1;
             self.evict();
             self.refresh();
         }
@@ -299,6 +312,7 @@ impl Held {
                 break;
             };
             self.sessions.remove(&oldest);
+            self.version += 1;
         }
     }
 
@@ -357,6 +371,11 @@ impl Held {
         // In the order the agent asked (its ids, as text, are as good an order as any).
         lines.sort_by(|a, b| a.0.as_json().cmp(b.0.as_json()));
         lines.into_iter().map(|(_, l)| l).collect()
+    }
+
+    /// The request `id` at the agent is answered to nobody (its client has its answer).
+    pub fn orphan(&mut self, id: RequestId, method: &str) {
+        self.orphans.insert(id, (method.into(), None));
     }
 
     /// Whether `id` is a request of a client that left, still at the agent.
