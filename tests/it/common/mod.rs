@@ -570,25 +570,6 @@ pub fn output_within(cmd: &mut std::process::Command) -> std::process::Output {
     }
 }
 
-/// Writes an executable script (mode 0755) from a child process, so that the file is never
-/// open for writing in this process: another test's child forked meanwhile would hold that
-/// descriptor until its exec, and running the script then fails with "Text file busy".
-pub fn write_executable(path: &std::path::Path, content: &str) {
-    use std::io::Write;
-    let mut sh = std::process::Command::new("sh")
-        .args(["-c", "cat > \"$1\" && chmod 755 \"$1\"", "sh"])
-        .arg(path)
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("sh writes the script");
-    sh.stdin
-        .take()
-        .expect("piped")
-        .write_all(content.as_bytes())
-        .expect("the script is written");
-    assert!(
-        sh.wait().expect("sh ends").success(),
-        "{} written",
-        path.display()
-    );
-}
+/// (In `policy_shell::runner`, which the `policy_shell` fuzz target includes by path, so it
+/// has no test helper of the crate to call.)
+pub use crate::policy_shell::write_executable;

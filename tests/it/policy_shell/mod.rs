@@ -16,6 +16,8 @@
 
 mod runner;
 
+pub use runner::write_executable;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;

@@ -210,7 +210,7 @@ impl Sandbox {
                 name = name.replace('\'', "")
             );
             let path = bin.join(name);
-            crate::common::write_executable(&path, &script);
+            write_executable(&path, &script);
         }
         let mut sandbox = Sandbox {
             out: dir.join("stdout"),
@@ -571,4 +571,27 @@ fn remove(dir: &Path) {
     }
     open_up(dir);
     let _ = fs::remove_dir_all(dir);
+}
+
+/// Writes an executable script (mode 0755) from a child process, so that the file is never
+/// open for writing in this process: another test's child forked meanwhile would hold that
+/// descriptor until its exec, and running the script then fails with "Text file busy".
+pub fn write_executable(path: &std::path::Path, content: &str) {
+    use std::io::Write;
+    let mut sh = std::process::Command::new("sh")
+        .args(["-c", "cat > \"$1\" && chmod 755 \"$1\"", "sh"])
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("sh writes the script");
+    sh.stdin
+        .take()
+        .expect("piped")
+        .write_all(content.as_bytes())
+        .expect("the script is written");
+    assert!(
+        sh.wait().expect("sh ends").success(),
+        "{} written",
+        path.display()
+    );
 }
