@@ -27,39 +27,6 @@ use crate::questions::chat;
 use crate::rawjson::{self, Existing};
 use crate::router::stores::requests::InFlight;
 
-/// The session of a `session/update` line, if it is one: found without parsing the line in
-/// the usual layout (`"params":{"sessionId":"..."` with no escapes), else parsed.
-fn update_session(line: &[u8]) -> Option<String> {
-    use memchr::memmem;
-    memmem::find(line, crate::methods::SESSION_UPDATE.as_bytes())?;
-    const USUAL: &[u8] = br#""method":"session/update","params":{"sessionId":""#;
-    if let Some(at) = memmem::find(line, USUAL) {
-        let rest = &line[at + USUAL.len()..];
-        if let Some(end) = memchr::memchr(b'"', rest) {
-            let id = &rest[..end];
-            if !id.contains(&b'\\') {
-                return std::str::from_utf8(id).ok().map(str::to_owned);
-            }
-        }
-    }
-    #[derive(serde::Deserialize)]
-    struct Update<'a> {
-        #[serde(borrow)]
-        method: Option<std::borrow::Cow<'a, str>>,
-        params: Option<Params<'a>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Params<'a> {
-        #[serde(rename = "sessionId", borrow)]
-        session_id: Option<std::borrow::Cow<'a, str>>,
-    }
-    let u = serde_json::from_slice::<Update>(line).ok()?;
-    if u.method.as_deref() != Some(crate::methods::SESSION_UPDATE) {
-        return None;
-    }
-    u.params?.session_id.map(std::borrow::Cow::into_owned)
-}
-
 impl Router {
     /// The client left (its front died, or its input ended) and the agent is kept: its
     /// questions wait on the other surfaces, the agent's requests wait for the next client,
@@ -110,6 +77,18 @@ impl Router {
         self.held.original(id).clone()
     }
 
+    /// For `bridge.status` (`--linger`): the sessions kept, each with its pending questions
+    /// and whether the attached client has it.
+    pub(super) fn held_status(&self) -> Value {
+        let mut held = self.held.status();
+        for s in held["sessions"].as_array_mut().into_iter().flatten() {
+            let id = s["sessionId"].as_str().unwrap_or_default().to_owned();
+            s["pendingQuestions"] = self.questions.session_len(&id).into();
+            s["clientHasIt"] = self.held.client_has(&id).into();
+        }
+        held
+    }
+
     /// What fronts are told of this holder (`--linger`) changes with this number: the
     /// `initialize` result a later client gets, the sessions kept.
     pub fn held_version(&self) -> u64 {
@@ -135,41 +114,6 @@ impl Router {
         !self.cfg.linger || self.held.client_has(session)
     }
 
-    /// A run of the agent's lines while some session has no client (`--linger`): an update
-    /// of such a session is kept, not sent; every other line goes to the client as it came.
-    pub(super) fn forward_agent_run(
-        &mut self,
-        data: &Bytes,
-        start: usize,
-        end: usize,
-        out: &mut Outbox,
-    ) {
-        let mut at = start;
-        while at < end {
-            let stop = memchr::memchr(b'\n', &data[at..end]).map_or(end, |i| at + i);
-            let line = &data[at..stop];
-            if !self.kept_instead(line) {
-                self.counters.forwarded_to_client += 1;
-                out.to_client.push_back(Out::Line(data.slice(at..stop)));
-            }
-            at = stop + 1;
-        }
-    }
-
-    /// Whether `line` (one of the agent's, with no newline) is an update of a session no
-    /// client has now: then it is kept for the next client that takes the session.
-    pub(super) fn kept_instead(&mut self, line: &[u8]) -> bool {
-        let Some(session) = update_session(line) else {
-            return false;
-        };
-        if self.held.client_has(&session) || self.held.is_loading(&session) {
-            // (The agent's replay of a session the client is loading is the client's.)
-            return false;
-        }
-        self.held.keep_update(&session, line);
-        true
-    }
-
     /// A client request whose id is still at the agent for a client that left goes to the
     /// agent under a bridge id (its response is given back the client's).
     pub(super) fn unclash(&mut self, id: RequestId, line: Bytes) -> (RequestId, Bytes) {
@@ -189,6 +133,38 @@ impl Router {
         tracing::debug!(client = %id, bridge = %bridge, "a client id still at the agent for the client that left; sent under a bridge id");
         self.held.remap(bridge.clone(), id);
         (bridge, Bytes::from(new))
+    }
+
+    /// A client request on its way to the agent under `id` (`--linger`): a load or resume
+    /// (the agent's replay of that session is the client's), or the `initialize` later
+    /// clients are answered with (one its front answered already goes to nobody).
+    pub(super) fn client_request_at_agent(
+        &mut self,
+        id: &RequestId,
+        method: &str,
+        session: Option<&str>,
+    ) {
+        let loads = matches!(
+            method,
+            crate::methods::SESSION_LOAD | crate::methods::SESSION_RESUME
+        );
+        if let (true, Some(s)) = (loads, session) {
+            self.held.loading(id.clone(), s);
+        }
+        if method == crate::methods::INITIALIZE {
+            self.held.initializing(id);
+            if std::mem::take(&mut self.held.init_unanswered) {
+                self.held.orphan(id.clone(), method);
+            }
+        }
+    }
+
+    /// A client request refused at `--max-in-flight` after [`Router::client_request_at_agent`]:
+    /// forgotten there; the id to refuse it under (the client's own).
+    pub(super) fn client_request_refused(&mut self, id: RequestId) -> RequestId {
+        self.held.loaded(&id);
+        self.held.init_failed(&id);
+        self.held.unmap(&id).unwrap_or(id)
     }
 
     /// An agent's request to the client, tracked: sent to the attached client when it has
@@ -300,36 +276,6 @@ impl Router {
         }
     }
 
-    /// How a question ended while no client had its session, as a chat note for the next.
-    pub(in crate::router) fn away_outcome(
-        &mut self,
-        p: &crate::questions::open::Open,
-        outcome: &crate::questions::answer::Outcome,
-        by: crate::questions::answer::By,
-    ) {
-        use crate::questions::answer::{By, Outcome};
-        let what = p
-            .question
-            .items
-            .first()
-            .map(|i| i.prompt.chars().take(120).collect::<String>())
-            .unwrap_or_default();
-        let where_ = match (&p.device, by) {
-            (Some(device), _) => format!("on {device}"),
-            (None, By::Control) => "on the Questions page or the command line".to_owned(),
-            (None, By::Bridge) => "by the approval policy".to_owned(),
-            (None, other) => format!("({})", other.as_str()),
-        };
-        let said = match outcome {
-            Outcome::Rejected(reason) => format!(
-                "While no editor was attached, \"{what}\" ended {where_}: {}.",
-                reason.as_str()
-            ),
-            _ => format!("While no editor was attached, \"{what}\" was answered {where_}."),
-        };
-        self.away_note(&p.question.session_id.clone(), &said);
-    }
-
     /// The first `initialize` has its result: the later clients' waiting for it get it (or
     /// an error, and theirs goes to the agent next time); what waits outside any session is
     /// sent after the result ([`Router::after_response`]).
@@ -425,27 +371,6 @@ impl Router {
             return None;
         }
         Some(line.clone())
-    }
-
-    /// A chat note in `session`: to the client when it has the session, else kept for the
-    /// next that takes it (`--linger`).
-    pub(in crate::router) fn session_note(&mut self, session: &str, text: &str, out: &mut Outbox) {
-        if self.client_sees(session) {
-            let note = chat::note(session, text);
-            self.notify_client(
-                jsonrpc::notification(crate::methods::SESSION_UPDATE, &note),
-                out,
-            );
-        } else {
-            self.away_note(session, text);
-        }
-    }
-
-    /// A chat line kept in `session`'s updates (replayed to the next client that loads it).
-    pub(in crate::router) fn away_note(&mut self, session: &str, text: &str) {
-        let line =
-            jsonrpc::notification(crate::methods::SESSION_UPDATE, &chat::note(session, text));
-        self.held.keep_update(session, line.trim_ascii_end());
     }
 
     /// A later client's `initialize`: answered by the bridge with what the first client

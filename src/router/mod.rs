@@ -24,6 +24,7 @@
 //! - Every client request still in flight when the agent is gone gets exactly one error.
 
 mod attach;
+mod away;
 mod client;
 mod config;
 mod control_calls;
@@ -160,13 +161,7 @@ impl Router {
             "counters": self.counters,
         });
         if self.cfg.linger {
-            let mut held = self.held.status();
-            for s in held["sessions"].as_array_mut().into_iter().flatten() {
-                let id = s["sessionId"].as_str().unwrap_or_default().to_owned();
-                s["pendingQuestions"] = self.questions.session_len(&id).into();
-                s["clientHasIt"] = self.held.client_has(&id).into();
-            }
-            v["held"] = held;
+            v["held"] = self.held_status();
         }
         v
     }
@@ -469,20 +464,8 @@ impl Router {
         let session_id: Option<Box<str>> = session_id.map(Into::into);
         let wait = from == Side::Agent && self.cfg.linger;
         let kept = wait.then(|| (id.clone(), session_id.clone()));
-        let loads = self.cfg.linger
-            && from == Side::Client
-            && matches!(
-                &*method,
-                crate::methods::SESSION_LOAD | crate::methods::SESSION_RESUME
-            );
-        if let (true, Some(s)) = (loads, &session_id) {
-            self.held.loading(id.clone(), s);
-        }
-        if self.cfg.linger && from == Side::Client && &*method == crate::methods::INITIALIZE {
-            self.held.initializing(&id);
-            if std::mem::take(&mut self.held.init_unanswered) {
-                self.held.orphan(id.clone(), &method);
-            }
+        if self.cfg.linger && from == Side::Client {
+            self.client_request_at_agent(&id, &method, session_id.as_deref());
         }
         if let Err(limit) = self
             .requests
@@ -492,11 +475,7 @@ impl Router {
             // the id the sender gave).
             tracing::warn!(limit, "too many requests in flight; refused");
             let id = match self.cfg.linger {
-                true => {
-                    self.held.loaded(&id);
-                    self.held.init_failed(&id);
-                    self.held.unmap(&id).unwrap_or(id)
-                }
+                true => self.client_request_refused(id),
                 false => id,
             };
             let msg = format!("too many requests in flight through the bridge (limit {limit})");
