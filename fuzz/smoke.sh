@@ -8,8 +8,9 @@
 # Works on a stable toolchain: cargo-fuzz passes -Z flags to rustc, which RUSTC_BOOTSTRAP=1
 # allows. New inputs go to fuzz/work/<target> (ignored by git); the committed seed corpus
 # in fuzz/corpus/<target> is only read. Exit codes: 0 every target ran clean; 1 a target
-# found a crash (the input is in fuzz/artifacts/<target>/); 2 cargo-fuzz is missing; 3 the
-# targets cannot be built on this toolchain. A target with a fuzz/<target>.dict gets it as
+# found a crash (the input is in fuzz/artifacts/<target>/), or the targets do not compile
+# (a Rust error in this project's code); 2 cargo-fuzz is missing; 3 the targets cannot be
+# built on this toolchain. A target with a fuzz/<target>.dict gets it as
 # its libFuzzer dictionary (policy_shell: shell syntax).
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -32,6 +33,13 @@ if ! cargo fuzz build "${sanitizer[@]}" >build.log 2>&1; then
     sanitizer=(--sanitizer none)
     if ! cargo fuzz build "${sanitizer[@]}" >build.log 2>&1; then
         tail -n 30 build.log >&2
+        # Our own code not compiling (a Rust error code, in this project's crates) is a
+        # defect, not a toolchain that cannot fuzz: it fails the run.
+        if grep -qE '^error\[E[0-9]+\]' build.log \
+            && grep -qE 'could not compile `acp-question-bridge(-fuzz)?`' build.log; then
+            echo "fuzz/smoke.sh: the fuzz targets do not compile (see above)" >&2
+            exit 1
+        fi
         echo "fuzz/smoke.sh: cargo-fuzz cannot build the targets with this toolchain" \
             "($(rustc --version)); it needs -Z flags (nightly, or RUSTC_BOOTSTRAP=1)" >&2
         exit 3
