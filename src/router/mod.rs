@@ -516,7 +516,8 @@ impl Router {
                     .and_then(|rule| rule.result);
                 // (With `--linger`, a result for a client that left begins nothing of the
                 // attached client's.)
-                self.held.for_orphan = from == Side::Agent && self.held.is_orphan(&id);
+                self.held.for_orphan =
+                    self.cfg.linger && from == Side::Agent && self.held.is_orphan(&id);
                 if let (true, Some(rewrite_result)) = (result_ok, rewrite_result) {
                     line = rewrite_result(self, &id, line);
                 }
