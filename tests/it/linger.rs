@@ -66,18 +66,6 @@ pub(crate) async fn gone(pid: u32, within: Duration) {
     .unwrap_or_else(|_| panic!("process {pid} is still running"));
 }
 
-/// Ends the holder of `roster` (SIGTERM) and waits for it.
-async fn stop_holders(roster: &Path) {
-    for h in holders(roster) {
-        let pid = h["pid"].as_u64().expect("pid") as u32;
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        gone(pid, WAIT).await;
-    }
-}
-
 /// The editor goes, and takes its front's process group with it (SIGKILL).
 pub(crate) async fn kill_editor(front: &mut Bridge) {
     nix::sys::signal::killpg(
@@ -86,6 +74,20 @@ pub(crate) async fn kill_editor(front: &mut Bridge) {
     )
     .expect("killpg");
     front.wait().await;
+}
+
+/// The editor leaves `session` with an approval pending (prompt 3) and a turn (prompt 4)
+/// that says the agent's pid once the editor is gone: it is SIGKILLed with its group, and
+/// the holder keeps the pid and the note that the turn ended.
+async fn leave_while_waiting(first: &mut Bridge, roster: &Path, session: &str) {
+    first.prompt(3, session, "permission").await;
+    first.recv_until(is_permission).await;
+    first.prompt(4, session, "pid 300").await;
+    first
+        .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("pid: in ")))
+        .await;
+    kill_editor(first).await;
+    kept_at_least(roster, session, 2).await;
 }
 
 /// `initialize` (the result) and a new session (its id).
@@ -121,18 +123,7 @@ async fn a_front_killed_with_its_group_leaves_the_approval_pending_and_the_next_
         "{init}"
     );
     let pid = agent_pid(&mut first, 2, &sid).await;
-    first.prompt(3, &sid, "permission").await;
-    first.recv_until(is_permission).await;
-    // A second turn, that says its pid once the editor is gone.
-    first.prompt(4, &sid, "pid 300").await;
-    first
-        .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("pid: in ")))
-        .await;
-
-    // The editor goes, and takes its process group with it.
-    kill_editor(&mut first).await;
-    // The pid, and the note that the turn ended.
-    kept_at_least(&roster, &sid, 2).await;
+    leave_while_waiting(&mut first, &roster, &sid).await;
     assert!(alive(pid), "the agent outlives the editor");
 
     // The approval is listed on the control server, as any question.
@@ -327,7 +318,7 @@ async fn a_file_read_asked_with_no_client_attached_is_answered_by_the_next() {
         .await;
     second.close_stdin();
     assert_eq!(second.wait().await, 0);
-    stop_holders(&roster).await;
+    sessions_stop_all(&roster).await;
 }
 
 #[tokio::test]
@@ -342,7 +333,7 @@ async fn a_session_the_holder_does_not_hold_goes_to_the_agent() {
     agent_pid(&mut b, 2, "from-elsewhere").await;
     b.close_stdin();
     b.wait().await;
-    stop_holders(&roster).await;
+    sessions_stop_all(&roster).await;
 }
 
 #[tokio::test]
@@ -380,7 +371,7 @@ async fn a_second_front_while_one_is_attached_gets_an_agent_of_its_own() {
     second.close_stdin();
     first.wait().await;
     second.wait().await;
-    stop_holders(&roster).await;
+    sessions_stop_all(&roster).await;
 }
 
 /// The ACP Python SDK's client (`agent-client-protocol` on PyPI), as a client author would
@@ -446,14 +437,7 @@ async fn the_python_sdk_client_loads_a_held_session_and_answers_its_approval() {
     let mut first = front(&roster, &cwd, "5m");
     let (_, sid) = start_session(&mut first).await;
     let pid = agent_pid(&mut first, 2, &sid).await;
-    first.prompt(3, &sid, "permission").await;
-    first.recv_until(is_permission).await;
-    first.prompt(4, &sid, "pid 300").await;
-    first
-        .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("pid: in ")))
-        .await;
-    kill_editor(&mut first).await;
-    kept_at_least(&roster, &sid, 2).await;
+    leave_while_waiting(&mut first, &roster, &sid).await;
 
     let script = cwd.join("client.py");
     std::fs::write(&script, PYTHON_CLIENT).expect("the client's script");
