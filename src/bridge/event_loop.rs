@@ -57,6 +57,8 @@ pub(super) enum Event {
     ClientInput(Option<Batch>),
     /// `--linger`: a front attached, or one is gone.
     Hold(super::hold::HoldEvent),
+    /// `--linger`: a joined client's lines, or its end.
+    Joined(super::joined::JoinedEvent),
 }
 
 /// The loop's state: the router, what it queued, the channels to the tasks, the agent.
@@ -76,6 +78,8 @@ pub(super) struct Shell {
     pub attached: bool,
     /// `--linger`: the holder's socket, its front, the linger.
     pub holding: Option<super::hold::Holding>,
+    /// `--linger`: the clients that joined a session beside the attached one.
+    pub guests: super::joined::Guests,
     pub agent_open: bool,
     /// How the direct child ended.
     pub status: Option<ExitStatus>,
@@ -99,7 +103,9 @@ impl Shell {
                 return;
             }
             let event = self.next_event().await;
-            self.handle(event, Instant::now());
+            let now = Instant::now();
+            self.handle(event, now);
+            self.flush_joined(now);
             if let Some(h) = &mut self.holding {
                 h.publish(&self.router);
             }
@@ -181,6 +187,8 @@ impl Shell {
             // Cancel-safe: `Holding::next` polls two `mpsc::Receiver::recv`s.
             ev = async { self.holding.as_mut().expect("guarded").next().await },
                 if self.holding.is_some() => Event::Hold(ev),
+            // Cancel-safe: `Guests::next` polls one `mpsc::Receiver::recv`.
+            ev = self.guests.next(), if self.guests.any() => Event::Joined(ev),
         }
     }
 
@@ -285,6 +293,7 @@ impl Shell {
                 self.detach(now);
             }
             Event::Hold(super::hold::HoldEvent::Attach(a)) => self.attach(a, now),
+            Event::Joined(ev) => self.on_joined(ev, now),
             Event::Hold(super::hold::HoldEvent::FrontGone(generation)) => {
                 let current = self
                     .holding
@@ -404,6 +413,7 @@ impl Shell {
                 v["version"] = env!("CARGO_PKG_VERSION").into();
                 if let Some(h) = &self.holding {
                     v["linger"] = h.status(Instant::now());
+                    v["linger"]["joinedFrontPids"] = self.guests.pids().into();
                 }
                 let decided = router.policy_decisions();
                 let Some(policy) = self.effects.policy().cloned() else {

@@ -2,7 +2,8 @@
 //! front that is attached, and the linger that runs while none is.
 //!
 //! Invariants:
-//! - At most one client is attached; a front that comes while one is gets `busy`.
+//! - At most one client is attached; a front that comes while one is gets `busy`, unless
+//!   its client joins a session the holder keeps ([`super::joined`]).
 //! - The bridge's stderr is the attached front's (the editor's log); with none attached it
 //!   is `/dev/null`, so no editor's pipe is held open by a holder it left.
 //! - The linger runs only while no client is attached; once it is over, no front attaches
@@ -171,6 +172,7 @@ impl Holding {
             front_pid,
             prefix,
             initialized,
+            join: _,
         } = a;
         let reply = Reply::Attached {
             holder: std::process::id(),
@@ -242,6 +244,11 @@ impl Holding {
     /// [`FIRST_ATTACH_WITHIN`], to attach.
     pub(super) fn waiting_for_first(&mut self, now: Instant) {
         self.until = Some(now + self.linger.max(FIRST_ATTACH_WITHIN));
+    }
+
+    /// The linger waits: a client that joined a session is still there.
+    pub(super) fn pause(&mut self) {
+        self.until = None;
     }
 
     /// The linger runs from `now`.

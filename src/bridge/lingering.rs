@@ -34,6 +34,10 @@ impl Shell {
         self.ends.detach();
         if let Some(h) = &mut self.holding {
             h.detach(now, 0);
+            if self.guests.any() {
+                // Clients that joined are still there: no linger yet.
+                h.pause();
+            }
         }
         self.router.on_client_detached(now, &mut self.outbox);
     }
@@ -42,6 +46,9 @@ impl Shell {
     pub(super) fn attach(&mut self, a: crate::linger::holder::Attachment, now: Instant) {
         if self.holding.is_none() {
             return;
+        }
+        if self.attached && self.lingers() && self.may_join(&a) {
+            return self.join(a, now);
         }
         if self.attached || !self.lingers() {
             return super::hold::Holding::busy(a);
@@ -67,11 +74,83 @@ impl Shell {
         }
     }
 
+    /// Whether `a`'s client may join a session beside the attached client: it loads or
+    /// resumes a session this holder keeps.
+    fn may_join(&self, a: &crate::linger::holder::Attachment) -> bool {
+        a.join
+            .as_deref()
+            .is_some_and(|s| self.router.holds_session(s))
+    }
+
+    /// `a`'s client joins a held session beside the attached one.
+    fn join(&mut self, a: crate::linger::holder::Attachment, now: Instant) {
+        let id = self.guests.next_id();
+        if !self.router.on_client_joined(id, a.initialized) {
+            return super::hold::Holding::busy(a);
+        }
+        let max = self.holding.as_ref().map_or(0, |h| h.max_line_bytes);
+        // The bridge's log goes to the attached client's editor; a joined one's stderr is
+        // not held open.
+        drop(a.stderr);
+        let client = super::client_of(a.input, a.output);
+        let front = super::joined::Front {
+            conn: a.conn,
+            pid: a.front_pid,
+            prefix: a.prefix,
+        };
+        if !self.guests.join(front, client.input, client.output, max) {
+            self.router.on_joined_left(id);
+            self.alone(now);
+        }
+    }
+
+    /// What a joined client's tasks report: its lines, or its end.
+    pub(super) fn on_joined(&mut self, (id, batch): super::joined::JoinedEvent, now: Instant) {
+        match batch {
+            Some(batch) => self
+                .router
+                .on_joined_batch(id, batch, now, &mut self.outbox),
+            None => {
+                if self.guests.leave(id, 0) {
+                    self.router.on_joined_left(id);
+                    self.alone(now);
+                }
+            }
+        }
+    }
+
+    /// Hands the joined clients what the router queued for them.
+    pub(super) fn flush_joined(&mut self, now: Instant) {
+        if self.outbox.to_joined.is_empty() {
+            return;
+        }
+        let queued = std::mem::take(&mut self.outbox.to_joined);
+        let gone = self.guests.send(queued);
+        for id in &gone {
+            self.router.on_joined_left(*id);
+        }
+        if !gone.is_empty() {
+            self.alone(now);
+        }
+    }
+
+    /// A joined client left: with no client left at all, the linger runs from `now`.
+    fn alone(&mut self, now: Instant) {
+        if self.attached || self.guests.any() {
+            return;
+        }
+        if let Some(h) = &mut self.holding {
+            if h.open() {
+                h.detached_at(now);
+            }
+        }
+    }
+
     /// No client came back within the linger: what is pending ends as at the client's EOF,
     /// and the agent gets the shutdown ladder.
     pub(super) fn linger_over(&mut self, now: Instant) {
         let Some(h) = &mut self.holding else { return };
-        if self.attached || h.deadline().is_none_or(|d| d > now) {
+        if self.attached || self.guests.any() || h.deadline().is_none_or(|d| d > now) {
             return;
         }
         tracing::info!("no client came back within the linger; ending");

@@ -16,6 +16,7 @@ mod effects;
 mod event_loop;
 mod hangup;
 mod hold;
+mod joined;
 mod lingering;
 mod observers;
 mod reader;
@@ -254,6 +255,7 @@ where
         client_open: true,
         attached,
         holding,
+        guests: Default::default(),
         agent_open: true,
         status: None,
         leftovers: None,
@@ -281,15 +283,19 @@ async fn stop(shell: Shell, grace: Duration) -> i32 {
         ends,
         status,
         holding,
+        mut guests,
         ..
     } = shell;
     let exit = exit_of(status.unwrap_or_default(), agent.stderr_tail().await);
     router.on_agent_gone(&exit, &mut outbox);
+    guests.send(std::mem::take(&mut outbox.to_joined));
     surfaces.observers.publish(&mut outbox.events);
     ends.finish(outbox.take_client(), grace).await;
     agent.reap().await;
     let code = exit_code(&ladder.outcome(), &exit);
     tracing::info!(code, "bridge exiting");
+    // Joined clients get what is queued for them, then their fronts our code.
+    guests.finish(code, grace).await;
     if let Some(h) = holding {
         // The attached front exits with our code; no front attaches any more.
         h.end(code);

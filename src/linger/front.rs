@@ -155,6 +155,10 @@ fn attach(info: &Info, first: &First) -> std::io::Result<Option<BufReader<UnixSt
         pid: std::process::id(),
         prefix_len: first.bytes.len(),
         initialized: first.initialized,
+        join: first
+            .session
+            .clone()
+            .filter(|s| info.sessions.iter().any(|h| h == s)),
     };
     let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
     super::send_hello(

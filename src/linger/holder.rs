@@ -43,6 +43,8 @@ pub struct Attachment {
     pub prefix: Vec<u8>,
     /// The front answered the client's `initialize` (the first line of `prefix`).
     pub initialized: bool,
+    /// The held session the client loads or resumes (it may join it beside another client).
+    pub join: Option<String>,
 }
 
 /// The listening socket and the holder's file; both are removed when this is dropped.
@@ -198,6 +200,7 @@ async fn accept(listener: tokio::net::UnixListener, token: String, tx: mpsc::Sen
                     front_pid: hello.pid,
                     prefix,
                     initialized: hello.initialized,
+                    join: hello.join,
                 })
                 .await;
         });

@@ -137,6 +137,10 @@ pub struct Hello {
     /// with this holder's result.
     #[serde(default)]
     pub initialized: bool,
+    /// The held session the client's next request loads or resumes: while another client
+    /// is attached, the front joins that session beside it (several clients on one session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub join: Option<String>,
 }
 
 /// What a holder says to a front.
@@ -262,6 +266,7 @@ mod tests {
             pid: 7,
             prefix_len: prefix.len(),
             initialized: true,
+            join: Some("s-1".into()),
         };
         let sender = std::thread::spawn(move || {
             send_hello(&a, &hello, [r.as_fd(), w.as_fd(), w.as_fd()], &prefix).expect("sent");
@@ -273,6 +278,7 @@ mod tests {
             (got.token.as_str(), got.pid, got.initialized),
             ("t0k", 7, true)
         );
+        assert_eq!(got.join.as_deref(), Some("s-1"));
         assert_eq!(
             first,
             vec![b'p'; 300_000],

@@ -24,11 +24,30 @@ use super::sources::Origin;
 use super::Dialect;
 use crate::envelope::{IdMap, RequestId};
 
+/// How the dialect a client is shown a question in is chosen, by its source's rule: each
+/// client that is shown it (with `--linger`, several may be) is shown it in its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choose {
+    /// The extension's own question: the client's dialect, from the agent's request.
+    Question,
+    /// A permission request: the agent's own request, unless it asks questions and the
+    /// client takes the extension or forms.
+    Permission { asks_questions: bool },
+    /// A vendor's method: the agent's own request to a client that knows it, else the
+    /// client's dialect.
+    Vendor { method: Box<str> },
+    /// The agent's form: as it was sent, unless the client cannot render forms and the
+    /// bridge offered them (then the extension or permission prompts).
+    Form,
+}
+
 /// What an agent asked, waiting for its one answer: the same whoever is shown it.
 #[derive(Debug, Clone)]
 pub struct Pending {
     pub question: Question,
     pub origin: Origin,
+    /// How a client's dialect for it is chosen.
+    pub choose: Choose,
     /// The id of the agent's request (the response to the agent carries it).
     pub agent_id: RequestId,
     /// What to show beside it, display only (the tool call being approved).
@@ -280,6 +299,7 @@ mod tests {
     fn pending(session: &str, qid: &str, id: &str, deadline: Option<Instant>) -> Open {
         Open::new(Pending {
             origin: std::sync::Arc::new(crate::questions::sources::extension::Extension),
+            choose: super::Choose::Question,
             context: None,
             agent_tool_call: None,
             question: parse_request(Some(

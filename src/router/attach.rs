@@ -85,6 +85,8 @@ impl Router {
             let id = s["sessionId"].as_str().unwrap_or_default().to_owned();
             s["pendingQuestions"] = self.questions.session_len(&id).into();
             s["clientHasIt"] = self.held.client_has(&id).into();
+            s["clients"] =
+                (usize::from(self.held.client_has(&id)) + self.joined.having(&id).len()).into();
         }
         held
     }
@@ -252,6 +254,7 @@ impl Router {
             out.to_agent.len(),
             out.events.len(),
             out.effects.len(),
+            out.to_joined.len(),
         );
         self.again = Some(open);
         self.on_kind(Side::Agent, line, now, out);
@@ -263,6 +266,7 @@ impl Router {
             out.to_agent.truncate(marks.1);
             out.events.truncate(marks.2);
             out.effects.truncate(marks.3);
+            out.to_joined.truncate(marks.4);
             out.made_for_client = out.made_for_client.min(out.to_client.len());
             out.made_for_agent = out.made_for_agent.min(out.to_agent.len());
             if !tracked && self.requests.from(Side::Agent).contains_key(&id) {

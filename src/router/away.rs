@@ -11,7 +11,7 @@ use crate::questions::chat;
 
 /// The session of a `session/update` line, if it is one: found without parsing the line in
 /// the usual layout (`"params":{"sessionId":"..."` with no escapes), else parsed.
-fn update_session(line: &[u8]) -> Option<String> {
+pub(super) fn update_session(line: &[u8]) -> Option<String> {
     use memchr::memmem;
     memmem::find(line, crate::methods::SESSION_UPDATE.as_bytes())?;
     const USUAL: &[u8] = br#""method":"session/update","params":{"sessionId":""#;

@@ -4,6 +4,7 @@
 //! the client cannot show is asked. It owns this state; the router asks it questions.
 
 use crate::capabilities::ClientSupport;
+use crate::questions::open::Choose;
 use crate::questions::prompts::Style;
 use crate::questions::sources::Origin;
 use crate::questions::sources::{self, OptIn};
@@ -122,6 +123,24 @@ impl ClientView {
 
     /// Whether the agent's form elicitations are shown as questions (the client cannot
     /// render them, and the bridge told the agent it may send them).
+    /// The dialect a question is shown in on this connection, by its source's rule, and
+    /// whether the client gets the agent's request as it was sent (rather than one the
+    /// bridge builds for the dialect).
+    pub(super) fn pick(&self, choose: &Choose) -> (Dialect, bool) {
+        match choose {
+            Choose::Question => (self.dialect(), true),
+            Choose::Permission { asks_questions } => match self.dialect() {
+                d @ (Dialect::Extension | Dialect::Elicitation) if *asks_questions => (d, false),
+                _ => (Dialect::Native, true),
+            },
+            Choose::Vendor { method } if self.understands(method) => (Dialect::Native, true),
+            Choose::Vendor { .. } => (self.dialect(), false),
+            Choose::Form if !self.translates_agent_elicitations() => (Dialect::Native, true),
+            Choose::Form if self.dialect() == Dialect::Extension => (Dialect::Extension, true),
+            Choose::Form => (Dialect::Permission, true),
+        }
+    }
+
     pub(super) fn translates_agent_elicitations(&self) -> bool {
         self.advertise_elicitation
             && !self.renders_forms()

@@ -188,6 +188,25 @@ impl Fixture {
         self.r.on_timer(self.now, &mut self.out);
     }
 
+    /// One line from joined client `client` (`--linger`).
+    pub fn joined(&mut self, client: u32, line: &str) {
+        self.r
+            .on_joined_frame(client, frame(line), self.now, &mut self.out);
+        self.settle();
+    }
+
+    /// Everything queued for joined client `client`, as lines (what is queued for others
+    /// stays).
+    pub fn take_joined(&mut self, client: u32) -> Vec<String> {
+        let (mine, rest) = std::mem::take(&mut self.out.to_joined)
+            .into_iter()
+            .partition(|(c, _)| *c == client);
+        self.out.to_joined = rest;
+        mine.into_iter()
+            .map(|(_, l): (u32, bytes::Bytes)| String::from_utf8_lossy(&l).into_owned())
+            .collect()
+    }
+
     /// The client's stdin ends.
     pub fn client_eof(&mut self) {
         self.r.on_client_eof(self.now, &mut self.out);

@@ -83,6 +83,7 @@ impl Router {
             return;
         }
         self.agent_gone = true;
+        self.joined_agent_gone(&exit.describe(), out);
         let mut waiting = self.requests.drain(Side::Client);
         if self.cfg.linger {
             // A client that left gets nothing; a later client's request sent under a bridge

@@ -33,9 +33,11 @@ mod dispatch;
 pub mod fixture;
 mod gone;
 mod handlers;
+mod joined;
 mod lifecycle;
 mod message;
 mod outbox;
+mod relay;
 #[cfg(test)]
 mod sources_tests;
 mod stores;
@@ -93,6 +95,8 @@ pub struct Router {
     policy: Option<lifecycle::PolicyState>,
     /// `--linger`: what is kept for the next client.
     held: stores::held::Held,
+    /// `--linger`: the clients that joined a session another has.
+    joined: stores::joined::Joined,
     /// A question being shown again to a client that attached ([`Router::ask`] takes it).
     again: Option<crate::questions::open::Open>,
     pub counters: Counters,
@@ -121,6 +125,7 @@ impl Router {
             agent_info_name: None,
             policy,
             held: stores::held::Held::new(!linger),
+            joined: stores::joined::Joined::default(),
             again: None,
             counters: Counters::default(),
         }
@@ -294,30 +299,6 @@ impl Router {
             tracing::trace!(payload = %String::from_utf8_lossy(line), "notification");
         }
         true
-    }
-
-    fn forward_run(
-        &mut self,
-        from: Side,
-        data: &Bytes,
-        run: Option<(usize, usize, u64)>,
-        out: &mut Outbox,
-    ) {
-        let Some((start, end, n)) = run else { return };
-        if from == Side::Agent && self.cfg.linger && self.held.keeping() {
-            return self.forward_agent_run(data, start, end, out);
-        }
-        let run = Out::Run(data.slice(start..end));
-        match from {
-            Side::Client => {
-                self.counters.forwarded_to_agent += n;
-                out.to_agent.push_back(run);
-            }
-            Side::Agent => {
-                self.counters.forwarded_to_client += n;
-                out.to_client.push_back(run);
-            }
-        }
     }
 
     /// A frame already scanned where it was read (the bridge scans on its reader tasks, so
@@ -504,6 +485,12 @@ impl Router {
         out: &mut Outbox,
     ) {
         let mut line = line;
+        if from == Side::Agent
+            && self.joined.requests_at_agent() > 0
+            && self.joined_result(&id, result_ok, &line, out)
+        {
+            return;
+        }
         match self.requests.answered(from, &id) {
             Matched::Request(req) => {
                 tracing::debug!(
@@ -554,35 +541,6 @@ impl Router {
         self.forward(from, line, out);
         if self.cfg.linger {
             self.after_response(out);
-        }
-    }
-
-    /// A notification of the bridge's own for the client.
-    fn notify_client(&mut self, line: Bytes, out: &mut Outbox) {
-        self.requests.sent_own_notification();
-        out.client(line);
-    }
-
-    fn count_dropped(&mut self, from: Side) {
-        match from {
-            Side::Client => self.counters.rejected_from_client += 1,
-            Side::Agent => self.counters.dropped_from_agent += 1,
-        }
-    }
-
-    fn forward(&mut self, from: Side, line: Bytes, out: &mut Outbox) {
-        match from {
-            Side::Client => {
-                self.counters.forwarded_to_agent += 1;
-                out.to_agent.push_back(Out::Line(line));
-            }
-            Side::Agent => {
-                if self.cfg.linger && self.held.keeping() && self.kept_instead(&line) {
-                    return;
-                }
-                self.counters.forwarded_to_client += 1;
-                out.to_client.push_back(Out::Line(line));
-            }
         }
     }
 }

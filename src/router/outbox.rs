@@ -85,6 +85,9 @@ pub struct Outbox {
     pub events: Vec<Event>,
     /// What the shell is to do with the disk, in order.
     pub effects: Vec<Effect>,
+    /// Lines for the clients that joined a session (`--linger`), each to its client, in
+    /// order.
+    pub to_joined: Vec<(u32, Bytes)>,
 }
 
 impl Outbox {
@@ -97,6 +100,10 @@ impl Outbox {
     pub(super) fn client(&mut self, line: Bytes) {
         self.made_for_client += 1;
         self.to_client.push_back(Out::Line(line));
+    }
+    /// A line for joined client `client`.
+    pub(super) fn joined(&mut self, client: u32, line: Bytes) {
+        self.to_joined.push((client, line));
     }
     pub(super) fn reply(&mut self, to: Side, line: Bytes) {
         match to {

@@ -129,7 +129,7 @@ fn list(held: &[Held], as_json: bool) {
     let _ = writeln!(
         out,
         "{:<28} {:<20} {:<7} {:<7} {:<11} FOLDER",
-        "SESSION", "AGENT", "CLIENT", "PENDING", "LINGER LEFT"
+        "SESSION", "AGENT", "CLIENTS", "PENDING", "LINGER LEFT"
     );
     for h in held {
         let agent = acp_question_bridge::child::agent_name(
@@ -150,13 +150,13 @@ fn list(held: &[Held], as_json: bool) {
             (Some(_), s) => s
                 .iter()
                 .map(|s| {
-                    let client = match (attached, s["clientHasIt"].as_bool()) {
-                        (_, Some(true)) => "yes",
-                        _ => "no",
-                    };
+                    // The clients that have it: the attached one and those that joined.
+                    let clients = s["clients"].as_u64().unwrap_or_else(|| {
+                        u64::from(attached == Some(true) && s["clientHasIt"] == true)
+                    });
                     (
                         s["sessionId"].as_str().unwrap_or("?").to_owned(),
-                        client.to_owned(),
+                        clients.to_string(),
                         s["pendingQuestions"].to_string(),
                     )
                 })

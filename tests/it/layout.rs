@@ -33,7 +33,8 @@ const KNOWN_CYCLES: &[&str] = &[
      <-> router::handlers::initialize <-> router::handlers::permission \
      <-> router::handlers::prompt <-> router::handlers::question <-> router::handlers::session \
      <-> router::handlers::tool_call <-> router::handlers::vendor <-> router::lifecycle \
-     <-> router::lifecycle::ask <-> router::lifecycle::decide <-> router::stores::requests",
+     <-> router::lifecycle::answers <-> router::lifecycle::ask <-> router::lifecycle::decide \
+     <-> router::lifecycle::endings <-> router::stores::joined <-> router::stores::requests",
     "scan <-> scan::json <-> scan::memo",
 ];
 

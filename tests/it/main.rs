@@ -32,6 +32,7 @@ mod interop_sdk;
 mod journal;
 mod layout;
 mod linger;
+mod linger_joined;
 mod linger_props;
 mod linger_review;
 mod lossless;

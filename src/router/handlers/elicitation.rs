@@ -12,9 +12,9 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::jsonrpc;
+use crate::questions::open::Choose;
 use crate::questions::sources::form::{self, FormSource};
 use crate::questions::sources::Origin;
-use crate::questions::Dialect;
 use crate::router::lifecycle::{Asked, NotAdmitted};
 use crate::router::message::Req;
 use crate::router::{Outbox, Router, Side};
@@ -40,13 +40,6 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
             return r.pass(Side::Agent, req, line, out);
         }
     };
-    let dialect = if !translate {
-        Dialect::Native
-    } else if r.dialect() == Dialect::Extension {
-        Dialect::Extension
-    } else {
-        Dialect::Permission
-    };
     let asked = Asked {
         question,
         origin: Arc::new(FormSource { form }) as Origin,
@@ -55,8 +48,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
             .get("toolCallId")
             .and_then(Value::as_str)
             .map(str::to_owned),
-        dialect,
-        as_sent: true,
+        choose: Choose::Form,
         approval: None,
         // The agent's own request, which the client can show, is not the bridge's to
         // refuse; one it cannot show gets the error.

@@ -9,9 +9,9 @@
 
 use std::sync::Arc;
 
+use crate::questions::open::Choose;
 use crate::questions::sources::permission;
 use crate::questions::sources::Origin;
-use crate::questions::Dialect;
 use crate::router::lifecycle::{Asked, NotAdmitted};
 use crate::router::message::Req;
 use crate::router::stores::{fit, tool_calls};
@@ -38,11 +38,8 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         let line = req.line.clone();
         return r.pass(Side::Agent, req, line, out);
     };
-    let (dialect, as_sent) = match r.dialect() {
-        dialect @ (Dialect::Extension | Dialect::Elicitation) if source.asks_questions() => {
-            (dialect, false)
-        }
-        _ => (Dialect::Native, true),
+    let choose = Choose::Permission {
+        asks_questions: source.asks_questions(),
     };
     // The policy reads the request's own tool call, whole; every surface is shown it, with
     // what was announced, within its bound, and told what was left out of it.
@@ -69,8 +66,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
             .map(str::to_owned),
         approval,
         context: Some(context),
-        dialect,
-        as_sent,
+        choose,
         not_admitted: NotAdmitted::Pass,
     };
     r.ask(req, asked, out);

@@ -3,6 +3,7 @@
 //! reaches the client. It does not know how the question is shown.
 
 use crate::questions::model;
+use crate::questions::open::Choose;
 use crate::questions::sources::extension::Extension;
 use crate::router::lifecycle::{Asked, NotAdmitted};
 use crate::router::message::Req;
@@ -19,8 +20,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         origin: std::sync::Arc::new(Extension),
         context: None,
         agent_tool_call: None,
-        dialect: r.dialect(),
-        as_sent: true,
+        choose: Choose::Question,
         not_admitted: NotAdmitted::Refuse,
         approval: None,
     };

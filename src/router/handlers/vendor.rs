@@ -10,8 +10,8 @@
 
 use serde_json::Value;
 
+use crate::questions::open::Choose;
 use crate::questions::sources;
-use crate::questions::Dialect;
 use crate::router::lifecycle::{Asked, NotAdmitted};
 use crate::router::message::Req;
 use crate::router::{Outbox, Router, Side};
@@ -34,7 +34,6 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         let line = req.line.clone();
         return r.pass(Side::Agent, req, line, out);
     };
-    let native = r.client_view().understands(req.method);
     let asked = Asked {
         question,
         origin,
@@ -43,8 +42,9 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
             .get("toolCallId")
             .and_then(Value::as_str)
             .map(str::to_owned),
-        dialect: if native { Dialect::Native } else { r.dialect() },
-        as_sent: native,
+        choose: Choose::Vendor {
+            method: req.method.into(),
+        },
         not_admitted: NotAdmitted::Pass,
         approval: None,
     };

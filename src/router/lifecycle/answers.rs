@@ -70,34 +70,21 @@ impl Router {
             Err(error) => return self.client_error(p, error, line, out),
         };
         let mut p = p;
-        let normalized = match p.delivery.dialect {
-            Dialect::Native => return self.native_answer(p, result, line, out),
-            Dialect::Extension | Dialect::Control => answer::normalize(&p.question, result),
-            Dialect::Elicitation => dialect::from_elicitation(&p.question, result),
-            Dialect::Permission => {
-                let style = self.client.prompt_style();
-                let (asked, d) = (&p.asked, &mut p.delivery);
-                let next = prompts::from_permission(&asked.question, d.at, result).and_then(
-                    |(reply, extras)| {
-                        prompts::advance(&asked.question, style, d.at, reply, &mut d.collected)
-                            .map(|next| (next, extras))
-                    },
-                );
-                match next {
-                    Ok((Next::Ask(at), _)) => {
-                        // The next prompt, on the same tool call.
-                        p.delivery.at = at;
-                        if self.ask_permission_step(&mut p, out) {
-                            self.register(p);
-                        } else {
-                            self.unsupported(&p, out);
-                        }
-                        return;
-                    }
-                    Ok((Next::Done(outcome), extras)) => Ok((outcome, extras)),
-                    Err(e) => Err(e),
+        let style = self.client.prompt_style();
+        let normalized = match read_answer(style, &p.asked, &mut p.delivery, result) {
+            Read::Native => return self.native_answer(p, result, line, out),
+            Read::Ask(at) => {
+                // The next prompt, on the same tool call.
+                p.delivery.at = at;
+                if self.ask_permission_step(&mut p, out) {
+                    self.register(p);
+                } else {
+                    self.unsupported(&p, out);
                 }
+                return;
             }
+            Read::Done(outcome, extras) => Ok((outcome, extras)),
+            Read::Invalid(e) => Err(e),
         };
         match normalized {
             Ok((o, extras)) => {
@@ -135,7 +122,7 @@ impl Router {
 
     /// The client's result for the agent's own request, shown as it was sent: the agent
     /// gets it unchanged (the two agree on their shape); observers get what it stands for.
-    pub(super) fn native_answer(
+    pub(in crate::router) fn native_answer(
         &mut self,
         p: Open,
         result: &RawValue,
@@ -143,6 +130,10 @@ impl Router {
         out: &mut Outbox,
     ) {
         let outcome = p.origin.read(&p.question, result);
+        let ended = outcome
+            .clone()
+            .unwrap_or(Outcome::Rejected(Reason::Cancelled));
+        self.joined_over(&p, &ended, By::Client, out);
         self.count_outcome(&p, outcome.as_ref().ok(), By::Client);
         if self.cfg.events {
             let event = match &outcome {
@@ -253,10 +244,53 @@ impl Router {
     }
 }
 
+/// What a client's result to a question's prompt says.
+pub(in crate::router) enum Read {
+    /// The agent's own request, shown as it was sent: its result goes to the agent as it is.
+    Native,
+    /// A permission prompt's answer, and the next prompt to ask.
+    Ask(prompts::At),
+    /// The answer.
+    Done(Outcome, answer::Extras),
+    /// Not a valid answer (why).
+    Invalid(String),
+}
+
+/// Reads a client's `result` for `p` shown in `d` (a permission prompt's answers so far are
+/// collected in `d`): every dialect's answer is checked by the same rules.
+pub(in crate::router) fn read_answer(
+    style: prompts::Style,
+    p: &crate::questions::open::Pending,
+    d: &mut crate::questions::open::Delivery,
+    result: &RawValue,
+) -> Read {
+    let normalized = match d.dialect {
+        Dialect::Native => return Read::Native,
+        Dialect::Extension | Dialect::Control => answer::normalize(&p.question, result),
+        Dialect::Elicitation => dialect::from_elicitation(&p.question, result),
+        Dialect::Permission => {
+            let next =
+                prompts::from_permission(&p.question, d.at, result).and_then(|(reply, extras)| {
+                    prompts::advance(&p.question, style, d.at, reply, &mut d.collected)
+                        .map(|next| (next, extras))
+                });
+            match next {
+                Ok((Next::Ask(at), _)) => return Read::Ask(at),
+                Ok((Next::Done(outcome), extras)) => Ok((outcome, extras)),
+                Err(e) => Err(e),
+            }
+        }
+    };
+    match normalized {
+        Ok((o, extras)) => Read::Done(o, extras),
+        Err(e) => Read::Invalid(e),
+    }
+}
+
 /// Whether a client's result says only that it cancelled (a permission prompt's
 /// `{"outcome":{"outcome":"cancelled"}}`, a form's `{"action":"cancel"}`, the extension's
 /// `cancelled`).
-fn is_cancelled(result: &RawValue) -> bool {
+pub(in crate::router) fn is_cancelled(result: &RawValue) -> bool {
     let v: Value = serde_json::from_str(result.get()).unwrap_or(Value::Null);
     v["outcome"]["outcome"] == "cancelled"
         || v["outcome"] == "cancelled"

@@ -15,7 +15,7 @@ use serde_json::Value;
 use bytes::Bytes;
 
 use crate::envelope;
-use crate::questions::open::{Open, Pending};
+use crate::questions::open::{Choose, Open, Pending};
 use crate::questions::sources::Origin;
 use crate::questions::{model, Dialect};
 use crate::router::message::Req;
@@ -29,11 +29,8 @@ pub(in crate::router) struct Asked {
     pub context: Option<Value>,
     /// The agent's own tool call that the question belongs to, if it named one.
     pub agent_tool_call: Option<String>,
-    /// The dialect the client is shown it in.
-    pub dialect: Dialect,
-    /// Whether the client gets the agent's request as it was sent, rather than one the
-    /// bridge builds for the dialect.
-    pub as_sent: bool,
+    /// How a client's dialect for it is chosen ([`super::super::client::ClientView::pick`]).
+    pub choose: Choose,
     /// What becomes of a question the registry does not take (a cap, an id in use).
     pub not_admitted: NotAdmitted,
     /// A plain tool approval's tool call: the approval policy may answer it
@@ -70,21 +67,23 @@ pub(in crate::router) struct Rest {
 impl Router {
     /// Asks `asked`, read from `req`.
     pub(in crate::router) fn ask(&mut self, req: Req<'_>, asked: Asked, out: &mut Outbox) {
+        let (dialect, as_sent) = self.client.pick(&asked.choose);
         if let Some(mut open) = self.again.take_if(|o| o.agent_id == req.id) {
             // Shown again to a client that attached: the same question, in its dialect.
             open.delivery = crate::questions::open::Delivery::new(open.agent_id.clone());
-            let original = asked.as_sent.then_some(req.line);
-            return self.show(open, asked.dialect, original, out);
+            let original = as_sent.then_some(req.line);
+            return self.show(open, dialect, original, out);
         }
         let mut p = self.new_pending(req.id.clone(), asked.question, asked.origin, req.now);
+        p.choose = asked.choose;
         if self.cfg.linger {
             p.original = Some(Bytes::copy_from_slice(req.line));
         }
         p.context = asked.context;
         p.agent_tool_call = asked.agent_tool_call;
         let rest = Rest {
-            dialect: asked.dialect,
-            as_sent: asked.as_sent,
+            dialect,
+            as_sent,
             not_admitted: asked.not_admitted,
             approval: asked.approval,
             line: req.line.clone(),

@@ -34,73 +34,19 @@ impl Router {
         withdraw: bool,
         out: &mut Outbox,
     ) {
+        self.joined_over(p, outcome, by, out);
         if !self.client_sees(&p.question.session_id) {
             // `--linger`: no client has its session now; the next one is told by the replay.
             return;
         }
-        let shown = withdraw && !p.delivery.held;
-        let cancel_request = shown && self.client.sends_cancel_requests();
-        if cancel_request {
-            self.notify_client(jsonrpc::cancel_request(&p.delivery.client_id), out);
-        }
-        if shown {
+        let closing = closing(&self.client, p, &p.delivery, outcome, by, withdraw);
+        if let Some(note) = closing.stale {
             // Kept for a while (the last 4,096): a few hundred bytes each.
-            let note = chat::stale(&p.question, outcome, by);
             self.ledger
                 .withdrawn(&p.delivery.client_id, &p.question.session_id, note);
         }
-        let tool_call = match (&p.delivery.tool_call_id, &p.agent_tool_call) {
-            (Some(tc), _) => Some(tc),
-            (None, Some(tc)) if shown => Some(tc),
-            _ => None,
-        };
-        let over = || {
-            chat::note(
-                &p.question.session_id,
-                &chat::over(&p.question, outcome, by),
-            )
-        };
-        let Some(tc) = tool_call else {
-            if shown && !cancel_request {
-                self.notify_client(
-                    jsonrpc::notification(crate::methods::SESSION_UPDATE, &over()),
-                    out,
-                );
-            }
-            return;
-        };
-        // While the client still shows a prompt of the bridge's below the tool call, its
-        // content keeps its line count; a tool call whose content is the agent's is left as
-        // it is, and the chat gets the sentence.
-        let prompt = match (shown, p.delivery.dialect) {
-            (true, Dialect::Permission) => {
-                prompts::to_permission(&p.question, p.delivery.at, tc, false)
-                    .map(|(update, _)| update)
-            }
-            _ => None,
-        };
-        let prompt_text = prompt
-            .as_ref()
-            .and_then(|u| u["update"]["content"][0]["content"]["text"].as_str());
-        let content = match (shown, prompt_text) {
-            (false, _) => chat::Content::Replace,
-            (true, Some(text)) => chat::Content::KeepLines(text),
-            (true, None) => chat::Content::Unchanged,
-        };
-        // A tool approval's tool call is the tool's own: the tool has not run yet, and the
-        // agent reports its status; the chat alone is told.
-        if !(matches!(content, chat::Content::Unchanged) && p.origin.approves_a_tool()) {
-            let update = chat::done(&p.question, tc, outcome, by, content);
-            self.notify_client(
-                jsonrpc::notification(crate::methods::SESSION_UPDATE, &update),
-                out,
-            );
-        }
-        if let chat::Content::Unchanged = content {
-            self.notify_client(
-                jsonrpc::notification(crate::methods::SESSION_UPDATE, &over()),
-                out,
-            );
+        for line in closing.lines {
+            self.notify_client(line, out);
         }
     }
 
@@ -113,6 +59,7 @@ impl Router {
         by: By,
         out: &mut Outbox,
     ) {
+        self.joined_over(p, &outcome, by, out);
         if self.cfg.events {
             self.resolved(p, by, outcome.to_event(), out);
         }
@@ -286,4 +233,77 @@ fn cancelled_request_id(params: Option<&str>) -> Option<RequestId> {
         .and_then(|p| serde_json::from_str::<P<'_>>(p).ok())
         .and_then(|p| p.request_id)
         .map(RequestId::from_raw)
+}
+
+/// What a client is sent when a question it was shown in `d` is over, and what a later
+/// press on its prompt is told (when it was `withdraw`n while shown).
+pub(in crate::router) struct Closing {
+    pub lines: Vec<Bytes>,
+    pub stale: Option<String>,
+}
+
+/// How a client (`view`) is told that `p`, shown in `d`, is over: the tool call that shows it
+/// (a permission prompt's, the pointer of a question waiting elsewhere, or, when it is
+/// withdrawn, the agent's own) is marked done with what was answered and where; the
+/// client gets `$/cancel_request` only when it is known to handle it, and a question shown
+/// without a tool call gets a note in the chat instead.
+pub(in crate::router) fn closing(
+    view: &crate::router::client::ClientView,
+    p: &Pending,
+    d: &crate::questions::open::Delivery,
+    outcome: &Outcome,
+    by: By,
+    withdraw: bool,
+) -> Closing {
+    let mut lines = Vec::new();
+    let update = |v: &serde_json::Value| jsonrpc::notification(crate::methods::SESSION_UPDATE, v);
+    let shown = withdraw && !d.held;
+    let cancel_request = shown && view.sends_cancel_requests();
+    if cancel_request {
+        lines.push(jsonrpc::cancel_request(&d.client_id));
+    }
+    let stale = shown.then(|| chat::stale(&p.question, outcome, by));
+    let tool_call = match (&d.tool_call_id, &p.agent_tool_call) {
+        (Some(tc), _) => Some(tc),
+        (None, Some(tc)) if shown => Some(tc),
+        _ => None,
+    };
+    let over = || {
+        chat::note(
+            &p.question.session_id,
+            &chat::over(&p.question, outcome, by),
+        )
+    };
+    let Some(tc) = tool_call else {
+        if shown && !cancel_request {
+            lines.push(update(&over()));
+        }
+        return Closing { lines, stale };
+    };
+    // While the client still shows a prompt of the bridge's below the tool call, its
+    // content keeps its line count; a tool call whose content is the agent's is left as
+    // it is, and the chat gets the sentence.
+    let prompt = match (shown, d.dialect) {
+        (true, Dialect::Permission) => {
+            prompts::to_permission(&p.question, d.at, tc, false).map(|(update, _)| update)
+        }
+        _ => None,
+    };
+    let prompt_text = prompt
+        .as_ref()
+        .and_then(|u| u["update"]["content"][0]["content"]["text"].as_str());
+    let content = match (shown, prompt_text) {
+        (false, _) => chat::Content::Replace,
+        (true, Some(text)) => chat::Content::KeepLines(text),
+        (true, None) => chat::Content::Unchanged,
+    };
+    // A tool approval's tool call is the tool's own: the tool has not run yet, and the
+    // agent reports its status; the chat alone is told.
+    if !(matches!(content, chat::Content::Unchanged) && p.origin.approves_a_tool()) {
+        lines.push(update(&chat::done(&p.question, tc, outcome, by, content)));
+    }
+    if let chat::Content::Unchanged = content {
+        lines.push(update(&over()));
+    }
+    Closing { lines, stale }
 }

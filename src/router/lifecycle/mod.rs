@@ -17,10 +17,13 @@ mod answers;
 mod ask;
 mod decide;
 mod endings;
+pub(in crate::router) mod render;
 mod show;
 
+pub(in crate::router) use answers::{is_cancelled, read_answer, Read};
 pub(in crate::router) use ask::{Asked, NotAdmitted};
 pub(in crate::router) use decide::PolicyState;
+pub(in crate::router) use endings::closing;
 
 use std::time::{Duration, Instant};
 
@@ -144,6 +147,7 @@ impl Router {
         Pending {
             question: q,
             origin,
+            choose: crate::questions::open::Choose::Question,
             agent_id: id,
             context: None,
             agent_tool_call: None,
@@ -206,6 +210,8 @@ impl Router {
                 question: self.view(p),
             });
         }
+        // Clients that joined its session are shown it too, each in its dialect.
+        self.show_to_joined(p, out);
     }
 
     /// Records how `p` ended, for observers and for reporting a later answer.

@@ -2,16 +2,14 @@
 //! held for the control server when the client cannot show it.
 
 use bytes::Bytes;
-use serde_json::json;
 
+use super::render;
 use crate::events::{By, Event};
 use crate::jsonrpc::{self};
 use crate::questions::answer::{Outcome, Reason};
 use crate::questions::open::Open;
-use crate::questions::prompts::{self};
-use crate::questions::{chat, dialect, Dialect};
-use crate::rawjson::{self, Existing};
-use crate::router::{rewrite, Outbox, Router};
+use crate::questions::{chat, Dialect};
+use crate::router::{Outbox, Router};
 
 impl Router {
     /// Shows `p` to the client in `dialect` and registers it; when the dialect cannot
@@ -34,92 +32,41 @@ impl Router {
             // and is shown to the client that takes the session.
             return self.hold(p, out);
         }
-        let expires = p
-            .expires_wall
-            .map(|w| humantime::format_rfc3339_millis(w).to_string());
-        p.delivery.dialect = dialect;
-        match dialect {
+        if dialect == Dialect::Control {
             // Only ever chosen by the flag, handled above.
-            Dialect::Control => return self.hold(p, out),
-            Dialect::Native => {
-                let Some(line) = original else {
-                    // A native request is only ever shown from its own line.
-                    return self.unsupported(&p, out);
-                };
-                p.delivery.client_id = p.agent_id.clone();
-                // The agent's own request: forwarded traffic.
-                self.counters.forwarded_to_client += 1;
-                out.to_client
-                    .push_back(crate::router::Out::Line(line.clone()));
-            }
-            Dialect::Extension => match (original, p.origin.name()) {
-                (Some(line), "question") => {
-                    p.delivery.client_id = p.agent_id.clone();
-                    let line = match &expires {
-                        Some(at) => rewrite(line.clone(), |l| {
-                            rawjson::merge(
-                                l,
-                                &["params"],
-                                "expiresAt",
-                                &json!(at),
-                                Existing::Replace,
-                            )
-                        }),
-                        None => line.clone(),
-                    };
-                    // The agent's own request (with `expiresAt`): forwarded traffic.
-                    self.counters.forwarded_to_client += 1;
-                    out.to_client.push_back(crate::router::Out::Line(line));
+            return self.hold(p, out);
+        }
+        let style = self.client.prompt_style();
+        let rendered = render::render(
+            &p.asked,
+            &mut p.delivery,
+            dialect,
+            original,
+            style,
+            &mut || self.bridge_id(),
+        );
+        match rendered {
+            render::Rendered::Lines(lines) => self.send_lines(lines, out),
+            render::Rendered::Unsupported => return self.unsupported(&p, out),
+            render::Rendered::Obstacle(why) => {
+                if !self.client.holds_unsupported() {
+                    self.announce(&mut p, out);
                 }
-                _ => {
-                    p.delivery.client_id = self.bridge_id();
-                    let params = dialect::to_extension(&p.question, expires.as_deref());
-                    out.client(jsonrpc::request(
-                        &p.delivery.client_id,
-                        crate::questions::METHOD,
-                        &params,
-                    ));
-                }
-            },
-            Dialect::Elicitation => {
-                p.delivery.client_id = self.bridge_id();
-                let mut params = dialect::to_elicitation(&p.question, expires.as_deref());
-                if let Some(tc) = &p.agent_tool_call {
-                    params["toolCallId"] = json!(tc);
-                }
-                out.client(jsonrpc::request(
-                    &p.delivery.client_id,
-                    crate::methods::ELICITATION_CREATE,
-                    &params,
-                ));
-            }
-            Dialect::Permission => {
-                if let Some(why) = prompts::obstacle(&p.question) {
-                    if !self.client.holds_unsupported() {
-                        self.announce(&mut p, out);
-                    }
-                    if self.client.holds_unsupported() {
-                        tracing::info!(
-                            session_id = ?p.question.session_id,
-                            question_id = ?p.question.question_id,
-                            "the client can only show a permission prompt, which cannot express {why}; it waits on the control server"
-                        );
-                        return self.hold(p, out);
-                    }
-                    tracing::warn!(
+                if self.client.holds_unsupported() {
+                    tracing::info!(
                         session_id = ?p.question.session_id,
                         question_id = ?p.question.question_id,
-                        "the client can only show a permission prompt, which cannot express {why}; rejected as unsupported"
+                        "the client can only show a permission prompt, which cannot express {why}; it waits on the control server"
                     );
-                    self.unsupported(&p, out);
-                    return;
+                    return self.hold(p, out);
                 }
-                p.delivery.at = prompts::At::first(&p.question, self.client.prompt_style(), 0);
-                p.delivery.collected.clear();
-                if !self.ask_permission_step(&mut p, out) {
-                    // Never dropped without its one response.
-                    return self.unsupported(&p, out);
-                }
+                tracing::warn!(
+                    session_id = ?p.question.session_id,
+                    question_id = ?p.question.question_id,
+                    "the client can only show a permission prompt, which cannot express {why}; rejected as unsupported"
+                );
+                self.unsupported(&p, out);
+                return;
             }
         }
         tracing::info!(
@@ -142,38 +89,31 @@ impl Router {
         self.register(p);
     }
 
-    /// Asks prompt `p.delivery.at` of `p` as a permission prompt under a new bridge id (the first
-    /// prompt announces the tool call, unless it is the agent's own, which the client has);
+    /// Asks prompt `p.delivery.at` of `p` as a permission prompt under a new bridge id;
     /// false when it cannot be asked so.
     pub(super) fn ask_permission_step(&mut self, p: &mut Open, out: &mut Outbox) -> bool {
         let id = self.bridge_id();
-        let first = p.delivery.tool_call_id.is_none();
-        let tool_call_id =
-            p.delivery
-                .tool_call_id
-                .clone()
-                .unwrap_or_else(|| match &p.agent_tool_call {
-                    Some(tc) => tc.clone(),
-                    None => format!("question-{}", id.as_json().trim_matches('"')),
-                });
-        let announce = first && p.agent_tool_call.is_none();
-        let Some((tool_call, request)) =
-            prompts::to_permission(&p.question, p.delivery.at, &tool_call_id, announce)
-        else {
-            return false;
-        };
-        p.delivery.client_id = id;
-        p.delivery.tool_call_id = Some(tool_call_id);
-        self.notify_client(
-            jsonrpc::notification(crate::methods::SESSION_UPDATE, &tool_call),
-            out,
-        );
-        out.client(jsonrpc::request(
-            &p.delivery.client_id,
-            crate::methods::SESSION_REQUEST_PERMISSION,
-            &request,
-        ));
-        true
+        match render::permission_step(&p.asked, &mut p.delivery, id) {
+            Some(lines) => {
+                self.send_lines(lines, out);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Sends the attached client a prompt's lines.
+    fn send_lines(&mut self, lines: Vec<render::Line>, out: &mut Outbox) {
+        for line in lines {
+            match line {
+                render::Line::Forwarded(l) => {
+                    self.counters.forwarded_to_client += 1;
+                    out.to_client.push_back(crate::router::Out::Line(l));
+                }
+                render::Line::Request(l) => out.client(l),
+                render::Line::Notification(l) => self.notify_client(l, out),
+            }
+        }
     }
 
     /// The client has no way to show `p`: the agent gets `rejected` / `unsupported`, the

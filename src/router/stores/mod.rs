@@ -8,13 +8,15 @@
 //! - [`sessions`]: the sessions' folders;
 //! - [`digest`]: what each session's agent was doing, for its questions;
 //! - [`held`]: with `--linger`, what is kept for the next client (updates, results, the
-//!   agent's requests waiting for a client, the requests of a client that left).
+//!   agent's requests waiting for a client, the requests of a client that left);
+//! - [`joined`]: with `--linger`, the clients that joined a session another client has.
 //!
 //! The open questions themselves are [`crate::questions::open::OpenQuestions`].
 
 pub(super) mod digest;
 pub(super) mod fit;
 pub(super) mod held;
+pub(super) mod joined;
 pub(super) mod ledger;
 pub(super) mod requests;
 pub(super) mod sessions;

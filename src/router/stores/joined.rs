@@ -1,0 +1,208 @@
+//! `--linger`: the clients that joined a session another client has (RFD #533's shared
+//! sessions), beside the attached one: what each can show, the sessions it has, the
+//! requests it sent to the agent (under bridge ids), and the questions shown to it.
+//!
+//! Bounds: at most [`MAX_JOINED`] clients; the ended prompts remembered for a late press
+//! are the last [`RECENT`].
+//!
+//! Invariants: a question is shown to a joined client at most once at a time (one entry in
+//! `shown` per client and question); a request a joined client sent is in `requests` until
+//! the agent answers it, and is answered to that client only, under its own id.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::envelope::{IdMap, IdSet, RequestId};
+use crate::questions::open::Delivery;
+use crate::router::client::ClientView;
+
+/// How many clients may join sessions of one holder at once, beside the attached one.
+pub const MAX_JOINED: usize = 8;
+/// How many ended prompts of joined clients are remembered, for a press that comes late.
+const RECENT: usize = 256;
+
+/// A joined client.
+#[derive(Debug)]
+pub struct Client {
+    pub view: ClientView,
+    pub sessions: IdSet<Box<str>>,
+    /// Its front answered its `initialize` with this holder's result.
+    pub front_answered: bool,
+}
+
+/// A request of a joined client at the agent.
+#[derive(Debug)]
+pub struct Sent {
+    pub client: u32,
+    /// The id the client gave it.
+    pub id: RequestId,
+    pub method: Box<str>,
+}
+
+/// A question shown to a joined client.
+#[derive(Debug)]
+pub struct Shown {
+    pub agent_id: RequestId,
+    pub delivery: Delivery,
+}
+
+#[derive(Debug, Default)]
+pub struct Joined {
+    clients: BTreeMap<u32, Client>,
+    requests: IdMap<RequestId, Sent>,
+    shown: BTreeMap<(u32, RequestId), Shown>,
+    /// The prompts shown for each question: (client, id shown under).
+    by_agent: IdMap<RequestId, Vec<(u32, RequestId)>>,
+    /// Prompts that ended before their client answered: (client, id) and what a late press
+    /// is told, with its session.
+    recent: VecDeque<((u32, RequestId), Box<str>, String)>,
+}
+
+impl Joined {
+    /// Whether any client joined (the relay's one check).
+    #[inline]
+    pub fn any(&self) -> bool {
+        !self.clients.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// Room for one more.
+    pub fn room(&self) -> bool {
+        self.clients.len() < MAX_JOINED
+    }
+
+    pub fn join(&mut self, id: u32, client: Client) {
+        self.clients.insert(id, client);
+    }
+
+    pub fn client(&self, id: u32) -> Option<&Client> {
+        self.clients.get(&id)
+    }
+
+    pub fn client_mut(&mut self, id: u32) -> Option<&mut Client> {
+        self.clients.get_mut(&id)
+    }
+
+    /// The joined clients that have `session`.
+    pub fn having(&self, session: &str) -> Vec<u32> {
+        self.clients
+            .iter()
+            .filter(|(_, c)| c.sessions.contains(session))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Whether a joined client has `session`.
+    pub fn has(&self, session: &str) -> bool {
+        self.clients.values().any(|c| c.sessions.contains(session))
+    }
+
+    /// Client `id` left: it is forgotten, with its prompts; its requests at the agent are
+    /// answered to nobody.
+    pub fn leave(&mut self, id: u32) {
+        self.clients.remove(&id);
+        let gone: Vec<(u32, RequestId)> = self
+            .shown
+            .keys()
+            .filter(|(c, _)| *c == id)
+            .cloned()
+            .collect();
+        for key in gone {
+            self.unshow(&key);
+        }
+        self.recent.retain(|((c, _), _, _)| *c != id);
+    }
+
+    /// A request of client `client` goes to the agent under `bridge`.
+    pub fn sent(&mut self, bridge: RequestId, sent: Sent) {
+        self.requests.insert(bridge, sent);
+    }
+
+    /// The agent answered `bridge`: whose request it was (`None`: not a joined client's).
+    /// A request of a client that left is taken too, and answered to nobody.
+    pub fn answered(&mut self, bridge: &RequestId) -> Option<Sent> {
+        self.requests.remove(bridge)
+    }
+
+    /// How many requests of joined clients are at the agent.
+    #[inline]
+    pub fn requests_at_agent(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// The bridge id client `client`'s request `id` went under.
+    pub fn bridge_id_of(&self, client: u32, id: &RequestId) -> Option<RequestId> {
+        self.requests
+            .iter()
+            .find(|(_, s)| s.client == client && &s.id == id)
+            .map(|(b, _)| b.clone())
+    }
+
+    /// Every request of joined clients at the agent (the agent is gone).
+    pub fn take_requests(&mut self) -> Vec<Sent> {
+        self.requests.drain().map(|(_, s)| s).collect()
+    }
+
+    /// Whether client `client` is shown the question of `agent_id`.
+    pub fn is_shown(&self, client: u32, agent_id: &RequestId) -> bool {
+        self.by_agent
+            .get(agent_id)
+            .is_some_and(|v| v.iter().any(|(c, _)| *c == client))
+    }
+
+    /// Client `client` is shown the question of `agent_id` under `id`.
+    pub fn show(&mut self, client: u32, id: RequestId, agent_id: RequestId, delivery: Delivery) {
+        self.by_agent
+            .entry(agent_id.clone())
+            .or_default()
+            .push((client, id.clone()));
+        self.shown
+            .insert((client, id), Shown { agent_id, delivery });
+    }
+
+    /// The prompt client `client` answered under `id`, taken.
+    pub fn take_shown(&mut self, client: u32, id: &RequestId) -> Option<Shown> {
+        self.unshow(&(client, id.clone()))
+    }
+
+    fn unshow(&mut self, key: &(u32, RequestId)) -> Option<Shown> {
+        let shown = self.shown.remove(key)?;
+        if let Some(v) = self.by_agent.get_mut(&shown.agent_id) {
+            v.retain(|k| k != key);
+            if v.is_empty() {
+                self.by_agent.remove(&shown.agent_id);
+            }
+        }
+        Some(shown)
+    }
+
+    /// Every prompt of the question of `agent_id`, taken: it is over.
+    pub fn take_question(&mut self, agent_id: &RequestId) -> Vec<(u32, RequestId, Shown)> {
+        let keys = self.by_agent.remove(agent_id).unwrap_or_default();
+        keys.into_iter()
+            .filter_map(|k| {
+                let shown = self.shown.remove(&k)?;
+                Some((k.0, k.1, shown))
+            })
+            .collect()
+    }
+
+    /// A prompt that ended unanswered: a late press on it is told `note`.
+    pub fn ended(&mut self, client: u32, id: RequestId, session: &str, note: String) {
+        if self.recent.len() >= RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(((client, id), session.into(), note));
+    }
+
+    /// What a late press on client `client`'s prompt `id` is told, with its session.
+    pub fn stale(&mut self, client: u32, id: &RequestId) -> Option<(Box<str>, String)> {
+        let at = self
+            .recent
+            .iter()
+            .position(|((c, i), _, _)| *c == client && i == id)?;
+        self.recent.remove(at).map(|(_, s, n)| (s, n))
+    }
+}
