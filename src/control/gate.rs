@@ -28,6 +28,8 @@ pub struct Policy {
     pub token: Arc<str>,
     /// Accept any `Host` (`--control-allow-remote`); otherwise only loopback names.
     pub allow_remote: bool,
+    /// Where sandbox-agent's v1 question routes send their calls ([`super::v1`]).
+    pub calls: Option<tokio::sync::mpsc::Sender<super::Call>>,
 }
 
 /// A `tower` layer applying [`Policy`].
@@ -238,6 +240,29 @@ pub(crate) fn html_page(html: &str) -> HttpResponse {
     r
 }
 
+/// The body of `req`, read whole up to `max` bytes; `Err` is the `413` to answer.
+pub(crate) async fn body_within<B>(
+    req: HttpRequest<B>,
+    max: usize,
+) -> Result<bytes::Bytes, HttpResponse>
+where
+    B: http_body::Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    use http_body_util::BodyExt;
+    match http_body_util::Limited::new(req.into_body(), max)
+        .collect()
+        .await
+    {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(_) => Err(json(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &serde_json::json!({ "error": format!("the body is over {max} bytes") }),
+        )),
+    }
+}
+
 fn not_found() -> HttpResponse {
     let mut r = Response::new(HttpBody::from("not found\n".to_owned()));
     *r.status_mut() = StatusCode::NOT_FOUND;
@@ -249,7 +274,9 @@ where
     S: Service<HttpRequest<B>, Response = HttpResponse>,
     S::Error: Into<BoxError> + 'static,
     S::Future: Send + 'static,
-    B: Send + 'static,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
 {
     type Response = HttpResponse;
     type Error = BoxError;
@@ -276,6 +303,10 @@ where
             tracing::warn!(?refusal, "control request refused");
             return std::future::ready(Ok(refusal.response())).boxed();
         }
+        if let Some(route) = super::v1::route_of(req.method(), req.uri().path()) {
+            let calls = self.policy.calls.clone();
+            return async move { Ok(super::v1::serve(calls, route, req).await) }.boxed();
+        }
         self.inner.call(req).map(|r| r.map_err(Into::into)).boxed()
     }
 }
@@ -296,6 +327,7 @@ mod tests {
         Policy {
             token: "secret".into(),
             allow_remote: remote,
+            calls: None,
         }
     }
 

@@ -14,6 +14,7 @@ pub mod assets;
 pub mod client;
 pub mod gate;
 pub mod history;
+pub mod v1;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -345,6 +346,7 @@ pub async fn start(cfg: &ControlConfig) -> Result<Control, ControlSetupError> {
     let policy = gate::Policy {
         token: cfg.token.as_str().into(),
         allow_remote: cfg.allow_remote,
+        calls: Some(calls_tx.clone()),
     };
     let server = Server::builder()
         .set_config(

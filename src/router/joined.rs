@@ -292,7 +292,9 @@ impl Router {
             .cloned()
             .collect();
         for open in pending {
-            self.show_joined(client, &open, out);
+            if !self.joined.is_shown(client, &open.agent_id) {
+                self.show_joined(client, &open, out);
+            }
         }
     }
 

@@ -22,7 +22,7 @@ const MAX_LINES: usize = 600;
 const KNOWN_CYCLES: &[&str] = &[
     "agents <-> agents::fetch <-> agents::install",
     "bridge <-> bridge::event_loop <-> bridge::services",
-    "control <-> control::gate",
+    "control <-> control::gate <-> control::v1",
     "inbox::nats <-> inbox::nats::follower <-> inbox::nats::publisher",
     "policy <-> policy::file <-> policy::file::rules <-> policy::guard <-> policy::path \
      <-> policy::remember",

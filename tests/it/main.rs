@@ -54,4 +54,5 @@ mod schemas;
 mod security;
 mod setup;
 mod stderr;
+mod v1_routes;
 mod wrappers;

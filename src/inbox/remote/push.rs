@@ -29,7 +29,7 @@ use base64::Engine as _;
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, HOST};
 use http::{HeaderValue, Method, StatusCode, Uri};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use jsonrpsee::core::BoxError;
 use jsonrpsee::server::{HttpRequest, HttpResponse};
 use p256::ecdsa::signature::Signer as _;
@@ -492,17 +492,9 @@ where
             )
         }
         (Method::POST, "/push/subscribe") => {
-            let body = match http_body_util::Limited::new(req.into_body(), 4096)
-                .collect()
-                .await
-            {
-                Ok(b) => b.to_bytes(),
-                Err(_) => {
-                    return reply(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        &json!({"error": "too large"}),
-                    )
-                }
+            let body = match crate::control::gate::body_within(req, 4096).await {
+                Ok(b) => b,
+                Err(too_large) => return too_large,
             };
             let sub = match subscription(&body, &pusher.cfg.services) {
                 Ok((endpoint, p256dh, auth)) => Subscription {
