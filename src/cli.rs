@@ -132,6 +132,8 @@ pub struct BridgeArgs {
     /// but run without one (write `sh -c '...'` for one). Killed after 10 s.
     #[arg(long, value_name = "COMMAND")]
     pub on_question: Option<String>,
+    #[command(flatten)]
+    pub ring: RingArgs,
     /// Working directory of the agent.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
@@ -206,6 +208,45 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 /// Parses `500ms`, `3s`, `2m`, `1h` (and combinations such as `1m30s`).
+/// When a question rings (docs/GUIDE.md, "When each surface rings"): the bridge's and the
+/// inbox's.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RingArgs {
+    /// Ring for a question (the --on-question command, the page's notifications, Web Push)
+    /// only once it has waited this long: one answered, rejected or withdrawn before never
+    /// rings. `0` rings at once. The listing, the journal and the events show it at once.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    pub notify_after: Duration,
+    /// Ring again every DURATION while the question is still pending, at most 10 times
+    /// (off by default).
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
+    pub remind_every: Option<Duration>,
+    /// Ring nothing while the user is at the desk: for DURATION after they answered a
+    /// question or sent a prompt in the editor, and while the Questions page is open and
+    /// visible on this machine. A question still pending then rings when they leave. `0`:
+    /// only the page counts.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub quiet_at_desk: Duration,
+}
+
+impl RingArgs {
+    pub fn config(&self) -> crate::ring::RingConfig {
+        crate::ring::RingConfig {
+            after: self.notify_after,
+            remind_every: self.remind_every,
+            quiet_at_desk: self.quiet_at_desk,
+        }
+    }
+}
+
+/// A duration over zero.
+fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!("`{s}`: must be more than 0")),
+        d => Ok(d),
+    }
+}
+
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s.trim()).map_err(|e| format!("invalid duration `{s}`: {e}"))
 }

@@ -44,6 +44,7 @@ pub mod policy;
 pub mod private_file;
 pub mod questions;
 pub mod rawjson;
+pub mod ring;
 pub mod router;
 pub mod scan;
 

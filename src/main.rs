@@ -265,6 +265,7 @@ fn main() -> ExitCode {
         control,
         journal: args.journal,
         on_question,
+        ring: args.ring.config(),
         register: !args.no_register,
         nats: args
             .nats

@@ -87,6 +87,8 @@ pub const QUESTIONS_UNSUBSCRIBE: &str = "questions.unsubscribe";
 pub const BRIDGES_LIST: &str = "bridges.list";
 /// The status of a bridge (its counters, agent, policy), or of the inbox.
 pub const BRIDGE_STATUS: &str = "bridge.status";
+/// The Questions page says whether it is visible (the user is at the desk: nothing rings).
+pub const PAGE_VISIBLE: &str = "page.visible";
 
 /// [`SESSION_UPDATE`] as it stands in a line, quotes included, for a byte search.
 pub const SESSION_UPDATE_QUOTED: &[u8] = &quoted::<{ SESSION_UPDATE.len() + 2 }>(SESSION_UPDATE);

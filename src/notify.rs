@@ -51,9 +51,10 @@ impl Notifier {
         }
     }
 
-    /// Runs the command once for `question` (a `requested` event's question), in the
-    /// background.
-    pub fn question(&self, question: &Value) {
+    /// Runs the command once for `question` (a `requested` event's question) when it rings,
+    /// in the background; `reminder` is 0 for its first ring, then 1, 2, ...
+    /// (`ACP_QUESTION_RING`).
+    pub fn question(&self, question: &Value, reminder: u32) {
         let this = self.clone();
         let mut input = question.to_string();
         input.push('\n');
@@ -66,17 +67,18 @@ impl Notifier {
             let Ok(_permit) = this.running.acquire().await else {
                 return;
             };
-            this.run(input, &label).await;
+            this.run(input, &label, reminder).await;
         });
     }
 
-    async fn run(&self, input: String, label: &str) {
+    async fn run(&self, input: String, label: &str, reminder: u32) {
         let mut cmd = tokio::process::Command::new(&self.argv[0]);
         cmd.args(&self.argv[1..])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .process_group(0)
+            .env("ACP_QUESTION_RING", reminder.to_string())
             .kill_on_drop(true);
         match &self.url {
             Some(url) => cmd.env("ACP_QUESTION_URL", url),

@@ -106,6 +106,9 @@ impl Shell {
             let now = Instant::now();
             self.handle(event, now);
             self.flush_joined(now);
+            if std::mem::take(&mut self.outbox.at_desk) {
+                self.surfaces.observers.at_desk(now);
+            }
             if let Some(h) = &mut self.holding {
                 h.publish(&self.router);
             }
@@ -130,10 +133,12 @@ impl Shell {
     /// Waits for the next thing that needs the loop.
     async fn next_event(&mut self) -> Event {
         let linger = self.holding.as_ref().and_then(|h| h.deadline());
+        let ring = self.surfaces.observers.ringer.next_deadline(Instant::now());
         let deadline = [
             self.router.next_deadline(),
             self.ladder.next_deadline(),
             linger,
+            ring,
         ]
         .into_iter()
         .flatten()
@@ -224,6 +229,7 @@ impl Shell {
             // `flush_ready` hands the queue over (or drops it, for a writer that is gone).
             Event::Room => {}
             Event::Timer => {
+                self.surfaces.observers.ring(now);
                 self.router.on_timer(now, &mut self.outbox);
                 self.linger_over(now);
                 self.step_ladder(now);
@@ -389,6 +395,17 @@ impl Shell {
                 };
                 let _ = reply.send(result);
             }
+            Call::Page {
+                visible,
+                device,
+                reply,
+            } => {
+                // A paired device's page says nothing of the desk.
+                if device.is_none() {
+                    self.surfaces.observers.ringer.page(visible, Instant::now());
+                }
+                let _ = reply.send(serde_json::Value::Bool(true));
+            }
             Call::Bridges(reply) => {
                 let me: Vec<serde_json::Value> = self
                     .surfaces
@@ -411,6 +428,7 @@ impl Shell {
                 v["agentPid"] = self.agent.pgid.into();
                 v["uptimeMs"] = (self.agent.started.elapsed().as_millis() as u64).into();
                 v["version"] = env!("CARGO_PKG_VERSION").into();
+                v["ringing"] = self.surfaces.observers.ringer.status(Instant::now());
                 if let Some(h) = &self.holding {
                     v["linger"] = h.status(Instant::now());
                     v["linger"]["joinedFrontPids"] = self.guests.pids().into();

@@ -62,6 +62,8 @@ pub struct Config {
     pub journal: Option<std::path::PathBuf>,
     /// `--on-question`: the notification command's argv.
     pub on_question: Option<Vec<String>>,
+    /// `--notify-after`, `--remind-every`, `--quiet-at-desk`: when a question rings.
+    pub ring: crate::ring::RingConfig,
     /// List the bridge in the per-user roster the inbox reads, while its control server
     /// runs (off with `--no-register`).
     pub register: bool,
@@ -279,7 +281,7 @@ async fn stop(shell: Shell, grace: Duration) -> i32 {
         mut outbox,
         ladder,
         mut agent,
-        surfaces,
+        mut surfaces,
         ends,
         status,
         holding,

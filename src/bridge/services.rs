@@ -85,6 +85,8 @@ impl Surfaces {
             events: control.as_ref().map(|c| c.events.clone()),
             journal,
             notifier,
+            ringer: crate::ring::Ringer::new(cfg.ring),
+            desk_said: None,
         };
         Ok(Self {
             control,

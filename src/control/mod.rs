@@ -126,6 +126,13 @@ pub enum Call {
     Status(oneshot::Sender<Value>),
     /// `bridges.list`: a JSON array.
     Bridges(oneshot::Sender<Value>),
+    /// `page.visible`: the Questions page is visible (or hidden) on this machine; from a
+    /// paired device (`Some`) it says nothing of the desk.
+    Page {
+        visible: bool,
+        device: Option<String>,
+        reply: oneshot::Sender<Value>,
+    },
 }
 
 /// The running control server.
@@ -296,6 +303,24 @@ fn module(ctx: Ctx) -> RpcModule<Ctx> {
     m.register_async_method(methods::BRIDGES_LIST, |_p, ctx, _| async move {
         ask(&ctx, Call::Bridges).await
     })
+    .expect("unique method name");
+    m.register_async_method(
+        methods::PAGE_VISIBLE,
+        |p: Params<'static>, ctx, ext| async move {
+            #[derive(Deserialize)]
+            struct P {
+                visible: bool,
+            }
+            let P { visible } = p.parse().map_err(|e| invalid_params(e.message()))?;
+            let device = device_of(&ext);
+            ask(&ctx, |reply| Call::Page {
+                visible,
+                device,
+                reply,
+            })
+            .await
+        },
+    )
     .expect("unique method name");
     m.register_async_method(methods::BRIDGE_STATUS, |_p, ctx, _| async move {
         ask(&ctx, Call::Status).await

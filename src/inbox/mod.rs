@@ -18,6 +18,7 @@
 //! Invariant: the inbox never decides a question itself: every answer is the bridge's call.
 
 mod bridges;
+mod calls;
 mod follow;
 pub mod nats;
 pub mod remote;
@@ -32,14 +33,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use jsonrpsee::core::client::{ClientT, Error as RpcError};
-use jsonrpsee::core::params::ObjectParams;
-use jsonrpsee::types::ErrorObjectOwned;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use crate::control::{self, Call, ControlConfig};
-use crate::methods;
+use crate::control::{self, ControlConfig};
 use crate::notify::Notifier;
 
 /// How often the roster is read for bridges that started or exited.
@@ -52,8 +49,10 @@ pub struct InboxConfig {
     pub control: ControlConfig,
     /// The roster's folder to read (`--registry`).
     pub roster: PathBuf,
-    /// `--on-question`: run for every new question of any bridge.
+    /// `--on-question`: run for every new question of any bridge (when it rings).
     pub on_question: Option<Vec<String>>,
+    /// `--notify-after`, `--remind-every`, `--quiet-at-desk`.
+    pub ring: crate::ring::RingConfig,
     /// `--nats`: follow the bridges over NATS instead of the roster.
     pub nats: Option<nats::NatsConfig>,
     /// `--remote`: the TLS listener for paired devices.
@@ -66,6 +65,9 @@ struct Inbox {
     bridges: HashMap<String, Bridge>,
     events: tokio::sync::broadcast::Sender<Arc<Value>>,
     notifier: Option<Notifier>,
+    /// When each pending question rings (`--notify-after`, ...): the notifier, the page's
+    /// notifications and Web Push ring then.
+    ringer: std::cell::RefCell<crate::ring::Ringer>,
     tx: mpsc::Sender<FromBridge>,
     started: Instant,
     started_wall: String,
@@ -115,6 +117,7 @@ pub async fn run(cfg: InboxConfig) -> Result<i32, control::ControlSetupError> {
         None => None,
     };
     let mut inbox = Inbox {
+        ringer: std::cell::RefCell::new(crate::ring::Ringer::new(cfg.ring)),
         nats,
         unconfirmed: None,
         cfg,
@@ -130,7 +133,14 @@ pub async fn run(cfg: InboxConfig) -> Result<i32, control::ControlSetupError> {
     let mut tick = tokio::time::interval(RESCAN);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        let ring = inbox.ringer.borrow().next_deadline(Instant::now());
         tokio::select! {
+            _ = async {
+                match ring {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            } => inbox.ring(Instant::now()),
             _ = tick.tick() => {
                 if inbox.nats.is_some() { inbox.expire() } else { inbox.rescan() }
             }
@@ -172,7 +182,25 @@ fn rfc3339(t: SystemTime) -> String {
 
 impl Inbox {
     fn publish(&self, event: Value) {
+        if event["event"] == "resolved" {
+            let bridge = event["bridge"].as_str().unwrap_or_default().to_owned();
+            let (s, q) = key_of(&event);
+            self.ringer.borrow_mut().ended(&(bridge, s, q));
+        }
         let _ = self.events.send(Arc::new(event));
+    }
+
+    /// Rings what is due at `now`: the notifier runs, and subscribers (the page, Web Push)
+    /// get `ring`.
+    fn ring(&self, now: Instant) {
+        let due = self.ringer.borrow_mut().due(now);
+        for ring in due {
+            if let Some(n) = &self.notifier {
+                n.question(&ring.question, ring.reminder);
+            }
+            self.publish(json!({"event": "ring", "bridge": ring.key.0,
+                "question": ring.question, "reminder": ring.reminder}));
+        }
     }
 
     /// Reads the roster: connects to new bridges, drops those gone, retries those due.
@@ -304,16 +332,17 @@ impl Inbox {
         }
     }
 
-    /// A new question of bridge `id`: announced to subscribers (and the hook).
+    /// A new question of bridge `id`: announced to subscribers, and rung when its time comes.
     fn requested(&self, id: &str, _public: &Value, q: Value) {
-        if let Some(n) = &self.notifier {
-            // Only questions asked since the inbox started: a restart does not ring again.
-            if q["createdAt"]
-                .as_str()
-                .is_some_and(|c| c >= self.started_wall.as_str())
-            {
-                n.question(&q);
-            }
+        // Only questions asked since the inbox started: a restart does not ring again.
+        if q["createdAt"]
+            .as_str()
+            .is_some_and(|c| c >= self.started_wall.as_str())
+        {
+            let (s, qid) = key_of(&q);
+            self.ringer
+                .borrow_mut()
+                .asked((id.to_owned(), s, qid), q.clone(), Instant::now());
         }
         self.publish(json!({"event": "requested", "bridge": id, "question": q}));
     }
@@ -324,6 +353,13 @@ impl Inbox {
             return;
         };
         match event["event"].as_str() {
+            // The inbox rings by its own schedule; a bridge's user at the desk is this
+            // user at the desk.
+            Some("ring") => return,
+            Some("desk") => {
+                self.ringer.borrow_mut().at_desk(Instant::now());
+                return;
+            }
             Some("requested") => {
                 let mut q = event["question"].take();
                 q["bridge"] = b.public.clone();
@@ -481,100 +517,6 @@ impl Inbox {
                 tokio::spawn(async move { nats::sweep(&client, &cfg, &id).await });
             }
         }
-    }
-
-    fn on_call(&mut self, call: Call) {
-        match call {
-            Call::List(reply) => {
-                let _ = reply.send(bridges::questions(&self.bridges));
-            }
-            Call::Answer(a, reply) => {
-                let mut params = json!({"sessionId": a.session_id, "questionId": a.question_id, "answers": a.answers});
-                if let Some(d) = a.device {
-                    params["device"] = d.into();
-                }
-                if let Some(r) = a.remember {
-                    params["remember"] = json!(r);
-                }
-                self.relay(a.bridge, methods::QUESTIONS_ANSWER, params, reply);
-            }
-            Call::Reject(r, reply) => {
-                let mut params = json!({"sessionId": r.session_id, "questionId": r.question_id});
-                if let Some(reason) = r.reason {
-                    params["reason"] = reason.into();
-                }
-                if let Some(d) = r.device {
-                    params["device"] = d.into();
-                }
-                self.relay(r.bridge, methods::QUESTIONS_REJECT, params, reply);
-            }
-            Call::Status(reply) => {
-                let pending: usize = self.bridges.values().map(|b| b.pending.len()).sum();
-                let _ = reply.send(json!({
-                    "inbox": true,
-                    "bridges": self.bridges.len(),
-                    "pendingQuestions": pending,
-                    "registry": self.cfg.roster.display().to_string(),
-                    "uptimeMs": self.started.elapsed().as_millis() as u64,
-                    "version": env!("CARGO_PKG_VERSION"),
-                }));
-            }
-            Call::Bridges(reply) => {
-                let _ = reply.send(bridges::listing(&self.bridges));
-            }
-        }
-    }
-
-    /// Sends an answer or rejection to the bridge that has the question; its reply
-    /// (result or error) goes back as it is.
-    fn relay(
-        &self,
-        bridge: Option<String>,
-        method: &'static str,
-        params: Value,
-        reply: control::Reply,
-    ) {
-        let b = match bridges::holder(&self.bridges, bridge, &key_of(&params)) {
-            Ok(b) => b,
-            Err(e) => {
-                let _ = reply.send(Err(e));
-                return;
-            }
-        };
-        let id = b.id.clone();
-        if b.entry.is_none() {
-            let Some((client, cfg)) = self.nats.clone() else {
-                return;
-            };
-            tokio::spawn(async move {
-                let _ = reply.send(nats::relay(&client, &cfg, &id, method, params).await);
-            });
-            return;
-        }
-        let Some(client) = b.client.clone() else {
-            let _ = reply.send(Err(ErrorObjectOwned::owned(
-                control::NO_BRIDGE,
-                format!("bridge {id:?} cannot be reached now"),
-                None::<()>,
-            )));
-            return;
-        };
-        tokio::spawn(async move {
-            let mut p = ObjectParams::new();
-            for (k, v) in params.as_object().into_iter().flatten() {
-                let _ = p.insert(k, v.clone());
-            }
-            let r: Result<Value, RpcError> = client.request(method, p).await;
-            let r = r.map_err(|e| match e {
-                RpcError::Call(obj) => obj,
-                other => ErrorObjectOwned::owned(
-                    control::NO_BRIDGE,
-                    format!("bridge {id:?} cannot be reached: {other}"),
-                    None::<()>,
-                ),
-            });
-            let _ = reply.send(r);
-        });
     }
 }
 

@@ -200,6 +200,9 @@ impl Router {
         );
         self.counters.forwarded_to_agent += 1;
         out.to_agent.push_back(Out::Line(sent));
+        if method == methods::SESSION_PROMPT {
+            out.at_desk = true;
+        }
     }
 
     /// A joined client's notification: a `session/cancel` also ends the session's questions
@@ -324,6 +327,7 @@ impl Router {
         let Some(open) = self.questions.get(&shown.agent_id).cloned() else {
             return;
         };
+        out.at_desk = true;
         let result = match outcome {
             Ok(result) => result,
             Err(_) => {

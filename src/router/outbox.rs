@@ -88,6 +88,9 @@ pub struct Outbox {
     /// Lines for the clients that joined a session (`--linger`), each to its client, in
     /// order.
     pub to_joined: Vec<(u32, Bytes)>,
+    /// The user is at the desk: a client answered a question or sent a prompt (the shell
+    /// keeps the phone quiet for a while: `crate::ring`).
+    pub at_desk: bool,
 }
 
 impl Outbox {

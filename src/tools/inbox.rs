@@ -32,6 +32,8 @@ pub struct InboxArgs {
     /// --on-question: the question as JSON on stdin, with its `bridge`).
     #[arg(long, value_name = "COMMAND")]
     pub on_question: Option<String>,
+    #[command(flatten)]
+    pub ring: cli::RingArgs,
     /// The folder of running bridges to read, not the ACP Registry of agents (default:
     /// $ACP_QUESTION_BRIDGE_REGISTRY, else $XDG_RUNTIME_DIR/acp-question-bridge, else
     /// ~/.local/state/acp-question-bridge/bridges).
@@ -177,6 +179,7 @@ pub fn main(a: InboxArgs) -> ExitCode {
         },
         roster: a.registry.unwrap_or_else(roster::dir),
         on_question,
+        ring: a.ring.config(),
         nats: a.nats.map(|url| nats::NatsConfig {
             url,
             creds: a.nats_creds,

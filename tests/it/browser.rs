@@ -241,6 +241,11 @@ async fn phone_page_over_tls_in_mobile_chromium() {
         &registry,
         &state,
         &[
+            // (Ring at once, whoever is at the desk: what is tested here is the push.)
+            "--notify-after",
+            "0",
+            "--quiet-at-desk",
+            "0",
             "--push-service",
             &authority,
             "--push-ca",

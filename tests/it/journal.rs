@@ -186,7 +186,16 @@ async fn on_question_gets_the_question_and_the_page_url() {
         r#"sh -c 'printf %s "$ACP_QUESTION_URL" > "$0.url"; cat > "$0.tmp" && mv "$0.tmp" "$0"' {}"#,
         out.display()
     );
-    let mut b = Bridge::mock(&["--control", "127.0.0.1:0", "--on-question", &cmd]);
+    let mut b = Bridge::mock(&[
+        "--control",
+        "127.0.0.1:0",
+        "--notify-after",
+        "0",
+        "--quiet-at-desk",
+        "0",
+        "--on-question",
+        &cmd,
+    ]);
     let (base, token) = control_of(&b).await;
     b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
     let sid = b.new_session(1).await;
@@ -217,7 +226,14 @@ async fn a_failing_or_hanging_notifier_never_affects_the_question() {
         r#"sh -c 'echo $$ > "$0"; exec sleep 600' {}"#,
         pidfile.display()
     );
-    let mut b = Bridge::mock(&["--on-question", &cmd]);
+    let mut b = Bridge::mock(&[
+        "--notify-after",
+        "0",
+        "--quiet-at-desk",
+        "0",
+        "--on-question",
+        &cmd,
+    ]);
     b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
     let sid = b.new_session(1).await;
     b.prompt(2, &sid, "question").await;
@@ -249,7 +265,14 @@ async fn a_failing_or_hanging_notifier_never_affects_the_question() {
     assert_eq!(b.wait().await, 0);
 
     // A command that cannot start is logged; the bridge goes on.
-    let mut b = Bridge::mock(&["--on-question", "/nonexistent/notifier --flag"]);
+    let mut b = Bridge::mock(&[
+        "--notify-after",
+        "0",
+        "--quiet-at-desk",
+        "0",
+        "--on-question",
+        "/nonexistent/notifier --flag",
+    ]);
     b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
     let sid = b.new_session(1).await;
     b.prompt(2, &sid, "question").await;

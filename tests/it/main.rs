@@ -49,6 +49,7 @@ mod registry_agents;
 mod regressions;
 mod release;
 mod remote;
+mod ringing;
 mod router_props;
 mod schemas;
 mod security;

@@ -319,7 +319,8 @@ impl Pusher {
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             };
-            if event["event"] != "requested" {
+            // A question rings (`crate::ring`): at its delay, then at each reminder.
+            if event["event"] != "ring" {
                 continue;
             }
             let q = &event["question"];
@@ -328,7 +329,11 @@ impl Pusher {
             }
             let bridge = event["bridge"].as_str().unwrap_or("");
             let body = payload(bridge, q);
-            let tag = body["tag"].as_str().unwrap_or("").to_owned();
+            let tag = format!(
+                "{}#{}",
+                body["tag"].as_str().unwrap_or(""),
+                event["reminder"]
+            );
             if !seen.0.insert(tag.clone()) {
                 continue;
             }

@@ -14,6 +14,10 @@ pub(in crate::router) fn client_request(r: &mut Router, req: Req<'_>, out: &mut 
         } else {
             r.digests().turn_starts(&session);
         }
+        if req.method == crate::methods::SESSION_PROMPT {
+            // The user typed it: they are at the desk.
+            out.at_desk = true;
+        }
     }
     let line = req.line.clone();
     r.pass(Side::Client, req, line, out);

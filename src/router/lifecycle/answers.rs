@@ -26,6 +26,8 @@ impl Router {
         out: &mut Outbox,
     ) -> bool {
         if let Some(p) = self.questions.take_by_client_id(id) {
+            // The user answered in the editor: they are at the desk.
+            out.at_desk = true;
             self.answer_from_client(p, outcome, line, out);
             return true;
         }

@@ -1,0 +1,322 @@
+//! When a pending question rings (`--notify-after`, `--remind-every`, quiet at the desk):
+//! the `--on-question` command, the page's notifications and Web Push ring for a question
+//! only once it has waited `--notify-after`, never while the user is visibly at the desk,
+//! and again every `--remind-every` while it is still pending, at most [`MAX_REMINDERS`]
+//! times. The listing, the journal and the events are not delayed: only the ringing is.
+//!
+//! Sans-IO: the loop that owns it (the bridge's, the inbox's) feeds it questions asked and
+//! ended, signs of the user at the desk and the clock, and rings what [`Ringer::due`] says.
+//!
+//! Invariants: a question rings at most `1 + MAX_REMINDERS` times, never before
+//! `--notify-after` has passed since it was asked, never after it ended, and never while
+//! the user is at the desk (it rings when they leave, if it is still pending).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// How many times a question rings again after its first ring, at most.
+pub const MAX_REMINDERS: u32 = 10;
+/// How long the page counts as open and visible after it last said so (it says so every
+/// 20 s while it is).
+pub const PAGE_SEEN_FOR: Duration = Duration::from_secs(60);
+
+/// `--notify-after`, `--remind-every`, `--quiet-at-desk`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RingConfig {
+    /// How long a question waits before it rings (0: at once).
+    pub after: Duration,
+    /// How often a question still pending rings again (`None`: once only).
+    pub remind_every: Option<Duration>,
+    /// How long the user counts as at the desk after they answered a question or sent a
+    /// prompt in the editor (0: never).
+    pub quiet_at_desk: Duration,
+}
+
+impl Default for RingConfig {
+    /// The defaults: 20 s, no reminders, 60 s.
+    fn default() -> Self {
+        RingConfig {
+            after: Duration::from_secs(20),
+            remind_every: None,
+            quiet_at_desk: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A question, by (bridge, session, question).
+pub type Key = (String, String, String);
+
+/// A question that rings now: what to ring with, and how many times it rang before.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ring {
+    pub key: Key,
+    pub question: Value,
+    /// 0 for the first ring, then 1, 2, ... for the reminders.
+    pub reminder: u32,
+}
+
+#[derive(Debug)]
+struct Waiting {
+    question: Value,
+    /// When it rings next (`None`: it rang for the last time).
+    next: Option<Instant>,
+    rang: u32,
+}
+
+/// Why a pending question has not rung (yet), for `bridge.status` and the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quiet {
+    /// It waits for `--notify-after`.
+    Delay,
+    /// The user answered a question or sent a prompt a moment ago.
+    AtDesk,
+    /// The Questions page is open and visible on this machine.
+    PageOpen,
+}
+
+impl Quiet {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Quiet::Delay => "waiting for --notify-after",
+            Quiet::AtDesk => "quiet: you answered or prompted in the editor a moment ago",
+            Quiet::PageOpen => "quiet: the Questions page is open on this machine",
+        }
+    }
+}
+
+/// The questions waiting to ring, and what says the user is at the desk.
+#[derive(Debug)]
+pub struct Ringer {
+    cfg: RingConfig,
+    waiting: BTreeMap<Key, Waiting>,
+    /// The user is at the desk until then (they answered or prompted in the editor).
+    desk_until: Option<Instant>,
+    /// The page said it is visible; it counts as such until then.
+    page_until: Option<Instant>,
+}
+
+impl Ringer {
+    pub fn new(cfg: RingConfig) -> Self {
+        Ringer {
+            cfg,
+            waiting: BTreeMap::new(),
+            desk_until: None,
+            page_until: None,
+        }
+    }
+
+    pub fn config(&self) -> RingConfig {
+        self.cfg
+    }
+
+    /// `question` was asked at `now`.
+    pub fn asked(&mut self, key: Key, question: Value, now: Instant) {
+        let next = now.checked_add(self.cfg.after).unwrap_or(now);
+        self.waiting.insert(
+            key,
+            Waiting {
+                question,
+                next: Some(next),
+                rang: 0,
+            },
+        );
+    }
+
+    /// The question ended (answered, rejected, withdrawn): it never rings again.
+    pub fn ended(&mut self, key: &Key) {
+        self.waiting.remove(key);
+    }
+
+    /// Every question of `bridge` ended (it is gone).
+    pub fn ended_bridge(&mut self, bridge: &str) {
+        self.waiting.retain(|k, _| k.0 != bridge);
+    }
+
+    /// The user answered a question or sent a prompt in the editor at `now`.
+    pub fn at_desk(&mut self, now: Instant) {
+        if self.cfg.quiet_at_desk.is_zero() {
+            return;
+        }
+        let until = now.checked_add(self.cfg.quiet_at_desk).unwrap_or(now);
+        self.desk_until = Some(self.desk_until.map_or(until, |u| u.max(until)));
+    }
+
+    /// The Questions page on this machine said it is visible (`true`) or hidden.
+    pub fn page(&mut self, visible: bool, now: Instant) {
+        self.page_until = visible.then(|| now.checked_add(PAGE_SEEN_FOR).unwrap_or(now));
+    }
+
+    /// Why nothing rings now, if the user is at the desk.
+    fn quiet(&self, now: Instant) -> Option<(Quiet, Instant)> {
+        let desk = self
+            .desk_until
+            .filter(|u| *u > now)
+            .map(|u| (Quiet::AtDesk, u));
+        let page = self
+            .page_until
+            .filter(|u| *u > now)
+            .map(|u| (Quiet::PageOpen, u));
+        match (desk, page) {
+            (Some(d), Some(p)) => Some(if d.1 >= p.1 { d } else { p }),
+            (d, p) => d.or(p),
+        }
+    }
+
+    /// What rings at `now`: each question whose time has come, unless the user is at the
+    /// desk (then it rings when they leave). Each is then scheduled again per
+    /// `--remind-every`.
+    pub fn due(&mut self, now: Instant) -> Vec<Ring> {
+        if self.quiet(now).is_some() {
+            return Vec::new();
+        }
+        let mut rings = Vec::new();
+        for (key, w) in &mut self.waiting {
+            if w.next.is_none_or(|n| n > now) {
+                continue;
+            }
+            rings.push(Ring {
+                key: key.clone(),
+                question: w.question.clone(),
+                reminder: w.rang,
+            });
+            w.rang += 1;
+            w.next = match self.cfg.remind_every {
+                Some(every) if w.rang <= MAX_REMINDERS => now.checked_add(every),
+                _ => None,
+            };
+        }
+        rings
+    }
+
+    /// When [`Ringer::due`] may have something next, seen at `now`.
+    pub fn next_deadline(&self, now: Instant) -> Option<Instant> {
+        let first = self.waiting.values().filter_map(|w| w.next).min()?;
+        // While quiet, nothing rings before the quiet ends.
+        Some(match self.quiet(now) {
+            Some((_, until)) => first.max(until),
+            None => first,
+        })
+    }
+
+    /// For `bridge.status`: the settings, whether the user counts as at the desk, and for
+    /// each question not rung yet, why.
+    pub fn status(&self, now: Instant) -> Value {
+        let ms = |d: Duration| d.as_millis() as u64;
+        let quiet = self.quiet(now);
+        let questions: Vec<Value> = self
+            .waiting
+            .iter()
+            .map(|((bridge, session, question), w)| {
+                let why = match (w.next, quiet) {
+                    (None, _) => None,
+                    (Some(n), _) if n > now && w.rang == 0 => Some(Quiet::Delay),
+                    (Some(n), _) if n > now => None,
+                    (Some(_), Some((q, _))) => Some(q),
+                    (Some(_), None) => None,
+                };
+                let mut v = json!({
+                    "sessionId": session,
+                    "questionId": question,
+                    "rang": w.rang,
+                    "nextRingInMs": w.next.map(|n| ms(n.saturating_duration_since(now))),
+                    "notRungBecause": why.map(Quiet::as_str),
+                });
+                if !bridge.is_empty() {
+                    v["bridge"] = bridge.as_str().into();
+                }
+                v
+            })
+            .collect();
+        json!({
+            "notifyAfterMs": ms(self.cfg.after),
+            "remindEveryMs": self.cfg.remind_every.map(ms),
+            "quietAtDeskMs": ms(self.cfg.quiet_at_desk),
+            "quiet": quiet.map(|(q, _)| q.as_str()),
+            "quietForMs": quiet.map(|(_, u)| ms(u.saturating_duration_since(now))),
+            "questions": questions,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(q: &str) -> Key {
+        (String::new(), "s".into(), q.into())
+    }
+
+    fn cfg(after: u64, remind: Option<u64>, desk: u64) -> RingConfig {
+        RingConfig {
+            after: Duration::from_secs(after),
+            remind_every: remind.map(Duration::from_secs),
+            quiet_at_desk: Duration::from_secs(desk),
+        }
+    }
+
+    fn rung(r: &mut Ringer, at: Instant) -> Vec<(String, u32)> {
+        r.due(at)
+            .into_iter()
+            .map(|g| (g.key.2, g.reminder))
+            .collect()
+    }
+
+    #[test]
+    fn a_question_answered_before_the_delay_never_rings() {
+        let t = Instant::now();
+        let mut r = Ringer::new(cfg(2, None, 0));
+        r.asked(key("a"), json!({}), t);
+        assert!(rung(&mut r, t + Duration::from_millis(500)).is_empty());
+        r.ended(&key("a"));
+        assert!(rung(&mut r, t + Duration::from_secs(5)).is_empty());
+        assert_eq!(r.next_deadline(t), None);
+    }
+
+    #[test]
+    fn a_pending_question_rings_after_the_delay_then_per_reminder_up_to_the_bound() {
+        let t = Instant::now();
+        let mut r = Ringer::new(cfg(2, Some(3), 0));
+        r.asked(key("a"), json!({}), t);
+        assert!(rung(&mut r, t + Duration::from_secs(1)).is_empty());
+        assert_eq!(rung(&mut r, t + Duration::from_secs(2)), [("a".into(), 0)]);
+        assert!(rung(&mut r, t + Duration::from_secs(4)).is_empty());
+        assert_eq!(rung(&mut r, t + Duration::from_secs(5)), [("a".into(), 1)]);
+        let mut at = t + Duration::from_secs(5);
+        let mut total = 2;
+        for _ in 0..50 {
+            at += Duration::from_secs(3);
+            total += rung(&mut r, at).len();
+        }
+        assert_eq!(total as u32, 1 + MAX_REMINDERS, "bounded");
+        let zero = Ringer::new(cfg(0, None, 0));
+        assert_eq!(zero.config().after, Duration::ZERO);
+    }
+
+    #[test]
+    fn at_the_desk_nothing_rings_until_the_user_leaves() {
+        let t = Instant::now();
+        let mut r = Ringer::new(cfg(0, None, 60));
+        r.at_desk(t);
+        r.asked(key("a"), json!({}), t + Duration::from_secs(1));
+        assert!(rung(&mut r, t + Duration::from_secs(2)).is_empty());
+        assert_eq!(
+            r.status(t + Duration::from_secs(2))["questions"][0]["notRungBecause"],
+            Quiet::AtDesk.as_str()
+        );
+        assert_eq!(rung(&mut r, t + Duration::from_secs(60)), [("a".into(), 0)]);
+        // The page open and visible is the desk too, while it keeps saying so.
+        r.asked(key("b"), json!({}), t + Duration::from_secs(61));
+        r.page(true, t + Duration::from_secs(61));
+        assert!(rung(&mut r, t + Duration::from_secs(62)).is_empty());
+        r.page(false, t + Duration::from_secs(63));
+        assert_eq!(rung(&mut r, t + Duration::from_secs(63)), [("b".into(), 0)]);
+        r.asked(key("c"), json!({}), t + Duration::from_secs(64));
+        r.page(true, t + Duration::from_secs(64));
+        assert!(rung(&mut r, t + Duration::from_secs(65)).is_empty());
+        // A page that stopped saying so (closed without a word) counts no more.
+        let later = t + Duration::from_secs(64) + PAGE_SEEN_FOR;
+        assert_eq!(rung(&mut r, later), [("c".into(), 0)]);
+    }
+}
