@@ -69,6 +69,7 @@ impl Listening {
                 return;
             };
             let (info, at) = &mut *guard;
+            // (`u64::MAX`: the holder is gone, and its file with it.)
             if version <= *at {
                 return;
             }
@@ -90,6 +91,9 @@ impl Drop for Listening {
     fn drop(&mut self) {
         self.task.abort();
         let _ = std::fs::remove_file(&self.socket);
+        // A write under way finishes first, and none comes after: the file stays gone.
+        let mut guard = self.published.lock().unwrap_or_else(|e| e.into_inner());
+        guard.1 = u64::MAX;
         let _ = std::fs::remove_file(&self.info);
     }
 }

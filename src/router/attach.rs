@@ -209,20 +209,20 @@ impl Router {
                     let reason = serde_json::from_slice::<Value>(&line)
                         .ok()
                         .and_then(|v| v["result"]["stopReason"].as_str().map(str::to_owned));
-                    let said = match reason {
-                        Some(r) => format!("While no editor was attached, the turn ended: {r}."),
-                        None => {
-                            "While no editor was attached, the turn ended with an error.".into()
-                        }
+                    let ended = match reason {
+                        Some(r) => format!("ended: {r}."),
+                        None => "ended with an error.".into(),
                     };
                     if self.held.client_has(s) {
                         // The client that took the session is told now.
+                        let said = format!("The turn begun before this editor attached {ended}");
                         let note = chat::note(s, &said);
                         self.notify_client(
                             jsonrpc::notification(crate::methods::SESSION_UPDATE, &note),
                             out,
                         );
                     } else {
+                        let said = format!("While no editor was attached, the turn {ended}");
                         self.away_note(s, &said);
                     }
                 }
@@ -552,6 +552,11 @@ impl Router {
                 self.counters.forwarded_to_client += 1;
                 out.to_client.push_back(Out::Line(line));
             }
+        }
+        if let (true, Some(note)) = (replay, self.waiting_note(session)) {
+            // In the replay, which every client that loads shows (codecompanion.nvim shows
+            // nothing else outside its own prompt: docs/CLIENTS.md).
+            self.notify_client(note, out);
         }
         self.held.replayed(session);
         let result = self.held.session_result(session).unwrap_or("{}").to_owned();

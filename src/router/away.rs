@@ -122,6 +122,46 @@ impl Router {
         }
     }
 
+    /// A chat note for a client that loads `session`: the questions that wait in it, and
+    /// where else to answer them (a client may not show a request that comes outside its
+    /// own turn). `None` when none waits.
+    pub(in crate::router) fn waiting_note(&self, session: &str) -> Option<Bytes> {
+        let asked: Vec<String> = self
+            .questions
+            .iter()
+            .filter(|o| o.question.session_id == session)
+            .map(|o| {
+                let what: String = crate::questions::dialect::message(&o.question)
+                    .chars()
+                    .take(120)
+                    .collect();
+                format!("\"{what}\"")
+            })
+            .collect();
+        if asked.is_empty() {
+            return None;
+        }
+        let many = asked.len() > 1;
+        let place = match &self.cfg.page_url {
+            Some(url) => format!("on the Questions page ({url}) or"),
+            None => "".to_owned(),
+        };
+        let said = format!(
+            "{} {} for you in this session: {}. {} asked again below; if your editor does not show {}, answer {} {place} with `acp-question-bridge questions`.",
+            asked.len(),
+            if many { "questions wait" } else { "question waits" },
+            asked.join(", "),
+            if many { "They are" } else { "It is" },
+            if many { "them" } else { "it" },
+            if many { "them" } else { "it" },
+        )
+        .replace("  ", " ");
+        Some(jsonrpc::notification(
+            crate::methods::SESSION_UPDATE,
+            &chat::note(session, &said),
+        ))
+    }
+
     /// A chat line kept in `session`'s updates (replayed to the next client that loads it).
     pub(in crate::router) fn away_note(&mut self, session: &str, text: &str) {
         let line =

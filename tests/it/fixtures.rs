@@ -119,14 +119,18 @@ fn normalize(v: &mut Value) {
     }
 }
 
-/// The steps of a fixture, and a bridge started with its `args`.
-fn load(path: &Path) -> (Vec<Value>, Bridge) {
+/// The steps of a fixture.
+pub(crate) fn steps(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap();
-    let steps: Vec<Value> = text
-        .lines()
+    text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: {e}: {l}", path.display())))
-        .collect();
+        .collect()
+}
+
+/// The steps of a fixture, and a bridge started with its `args`.
+fn load(path: &Path) -> (Vec<Value>, Bridge) {
+    let steps = steps(path);
     let args: Vec<&str> = steps
         .first()
         .and_then(|s| s.get("args"))
@@ -140,6 +144,11 @@ fn load(path: &Path) -> (Vec<Value>, Bridge) {
 async fn replay(path: &Path) {
     let (steps, mut b) = load(path);
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    replay_on(&name, &steps, &mut b).await;
+}
+
+/// Plays the client's side of `steps` on `b` and checks each of the bridge's lines.
+pub(crate) async fn replay_on(name: &str, steps: &[Value], b: &mut Bridge) {
     let mut prefix = None;
     for (n, step) in steps.iter().enumerate() {
         if let Some(msg) = step.get("client") {

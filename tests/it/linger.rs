@@ -203,12 +203,22 @@ async fn a_front_killed_with_its_group_leaves_the_approval_pending_and_the_next_
         !said.iter().any(|t| t.starts_with("pid: in ")),
         "kept only while away: {said:?}"
     );
+    // And, last, what waits: a client that shows no request outside its own prompt
+    // (codecompanion.nvim) still learns of it, and where to answer it.
+    assert!(
+        said.last()
+            .is_some_and(|t| t.contains("1 question waits for you in this session")
+                && t.contains("Questions page")),
+        "{said:?}"
+    );
     let (ask, _) = second.recv_until(is_permission).await;
     second
         .send(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}))
         .await;
     let (_, seen) = second
-        .recv_until(|m| chunk_text(m).is_some_and(|t| t.contains("the turn ended: end_turn")))
+        .recv_until(|m| {
+            chunk_text(m).is_some_and(|t| t.contains("before this editor attached ended: end_turn"))
+        })
         .await;
     assert!(
         seen.iter()
@@ -767,5 +777,71 @@ async fn a_front_finds_the_holder_that_keeps_the_session_its_client_loads() {
         x.close_stdin();
         x.wait().await;
     }
+    sessions_stop_all(&roster).await;
+}
+
+/// codecompanion.nvim, a real Neovim client, takes back a held session: its recorded wire
+/// (`fixtures/linger/codecompanion-load.jsonl`: `/resume` in a new chat, which lists the
+/// held sessions and loads the one left with an approval pending) replayed by a second
+/// front against the holder a first front left exactly as the recording's did. codecompanion
+/// does not show an approval asked outside its own prompt: the load's replay says it waits,
+/// and where to answer it, which the test then does on the CLI.
+#[tokio::test]
+async fn codecompanion_resumes_a_held_session_as_recorded() {
+    let (roster, cwd) = folders("linger-codecompanion");
+    let mut first = front(&roster, &cwd, "5m");
+    first.initialize(json!({})).await;
+    // The recording's project folder, as codecompanion sends it (its `session/list` asks
+    // for the sessions of that folder).
+    let session = first
+        .call(
+            1,
+            "session/new",
+            json!({"cwd": "/work/nvim-lab/project", "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(session["result"]["sessionId"], "mock-session-1");
+    first.prompt(2, "mock-session-1", "permission").await;
+    first.recv_until(is_permission).await;
+    kill_editor(&mut first).await;
+
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/linger/codecompanion-load.jsonl");
+    let steps = crate::fixtures::steps(&path);
+    let mut second = front(&roster, &cwd, "5m");
+    // Up to the end of the prompt after the load (the last bridge line), then the check of
+    // the note, then the rest (close, exit).
+    let last = steps
+        .iter()
+        .rposition(|s| s.get("bridge").is_some())
+        .expect("lines");
+    crate::fixtures::replay_on("codecompanion-load.jsonl", &steps[..=last], &mut second).await;
+    // The approval still waits: codecompanion never answered it. The CLI does.
+    let (base, token) = holder_control(&roster);
+    let page = format!("{base}#token={token}");
+    let out = Command::new(BRIDGE)
+        .args(["questions", "answer", "--control", &page, "mock-session-1"])
+        .arg("permission:0")
+        .arg("Allow")
+        .output();
+    let out = tokio::time::timeout(WAIT, out)
+        .await
+        .expect("in time")
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The agent takes it, and its turn (the first editor's) ends: the client is told.
+    second
+        .recv_until(|m| chunk_text(m).is_some_and(|t| t == "permission: allow"))
+        .await;
+    second
+        .recv_until(|m| {
+            chunk_text(m).is_some_and(|t| t.contains("before this editor attached ended: end_turn"))
+        })
+        .await;
+    crate::fixtures::replay_on("codecompanion-load.jsonl", &steps[last + 1..], &mut second).await;
     sessions_stop_all(&roster).await;
 }
