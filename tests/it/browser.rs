@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crate::common::push_service::{Browser, PushService};
 use crate::common::*;
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::process::Command;
 
 const PLAYWRIGHT: &str = "playwright-core";
@@ -234,26 +234,9 @@ async fn phone_page_over_tls_in_mobile_chromium() {
             .await;
     }
     // Web Push: a push service of the test's own, which the phone's subscription names.
-    let mut service = PushService::start("127.0.0.3", &dir, false).await;
-    let authority = service.authority();
     let state = dir.join("state");
-    let (inbox, (base, code, _)) = common::inbox::Inbox::start_remote_with(
-        &registry,
-        &state,
-        &[
-            // (Ring at once, whoever is at the desk: what is tested here is the push.)
-            "--notify-after",
-            "0",
-            "--quiet-at-desk",
-            "0",
-            "--push-service",
-            &authority,
-            "--push-ca",
-            service.ca.to_str().unwrap(),
-        ],
-    )
-    .await;
-    let link = format!("{base}pair#code={code}");
+    let (mut service, inbox, link) = inbox_with_push(&dir, &registry, &state).await;
+    let authority = service.authority();
     let keys = Browser::new(3);
     let endpoint = format!("https://{authority}/push/phone");
     let subscription = keys.subscription(&endpoint);
@@ -715,4 +698,116 @@ async fn a_held_sessions_approval_is_answered_on_the_inbox_page_with_no_editor()
     back.close_stdin();
     back.wait().await;
     sessions_stop_all(&roster).await;
+}
+
+/// An inbox with its remote listener, pushing through a push service of the test's own
+/// (which the phone's subscription names): the service, the inbox, its pairing link. It
+/// rings at once, whoever is at the desk: what is tested with it is the push.
+async fn inbox_with_push(
+    dir: &std::path::Path,
+    registry: &std::path::Path,
+    state: &std::path::Path,
+) -> (PushService, common::inbox::Inbox, String) {
+    let service = PushService::start("127.0.0.3", dir, false).await;
+    let authority = service.authority();
+    let (inbox, (base, code, _)) = common::inbox::Inbox::start_remote_with(
+        registry,
+        state,
+        &[
+            "--notify-after",
+            "0",
+            "--quiet-at-desk",
+            "0",
+            "--push-service",
+            &authority,
+            "--push-ca",
+            service.ca.to_str().unwrap(),
+        ],
+    )
+    .await;
+    (service, inbox, format!("{base}pair#code={code}"))
+}
+
+/// Web Push with actions: the inbox's push of a tool approval carries "Allow once" and
+/// "Deny" (never "Always allow"); a tap on "Allow once" is answered by the service worker,
+/// as the paired device, with no page open; the agent gets the answer once, and a second tap
+/// is refused politely in a second notification.
+#[tokio::test]
+async fn a_push_with_actions_is_answered_by_the_service_worker_with_no_page_open() {
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&out).unwrap();
+    let dir = temp_dir("browser-push-actions");
+    let registry = dir.join("registry");
+    let mut tool = common::inbox::registered_bridge(&registry, &[]).await;
+    let state = dir.join("state");
+    let (mut service, inbox, link) = inbox_with_push(&dir, &registry, &state).await;
+    let authority = service.authority();
+    let keys = Browser::new(5);
+    let endpoint = format!("https://{authority}/push/actions");
+    let subscription = keys.subscription(&endpoint);
+    let payload_file = dir.join("payload.json");
+    // Once the page has subscribed, the agent asks; the push is handed to the page script.
+    let pushed = async {
+        tokio::time::timeout(BROWSER_RUN, async {
+            while !std::fs::read_to_string(state.join("push.json"))
+                .unwrap_or_default()
+                .contains(&endpoint)
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await
+        .expect("the page subscribes");
+        tool.prompt(10, "mock-session-1", "approve").await;
+        let payload = keys.read(&service.next().await);
+        std::fs::write(&payload_file, payload.to_string()).unwrap();
+        payload
+    };
+    let more = [subscription.as_str(), payload_file.to_str().unwrap()];
+    let (steps, payload) = tokio::join!(
+        run_page_script("push_actions.mjs", &link, &out, &more, ""),
+        pushed
+    );
+    let names: Vec<&str> = steps.iter().filter_map(|s| s["step"].as_str()).collect();
+    assert_eq!(
+        names,
+        ["subscribed", "notified", "tapped", "refused", "done"],
+        "{steps:?}"
+    );
+    assert_eq!(
+        payload["actions"],
+        json!([{"action": "a0", "title": "Allow once", "answers": [["allow"]]},
+               {"action": "a1", "title": "Deny", "reject": true}]),
+        "{payload}"
+    );
+    assert_eq!(
+        steps[1]["actions"],
+        json!(["Allow once", "Deny"]),
+        "{steps:?}"
+    );
+    assert!(
+        steps[1]["url"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("/?focus=")),
+        "a tap opens the question: {steps:?}"
+    );
+    assert_eq!(steps[2]["said"], Value::Null, "answered: {steps:?}");
+    assert!(
+        steps[3]["body"]
+            .as_str()
+            .is_some_and(|b| b.contains("already answered")),
+        "{steps:?}"
+    );
+    // The agent got the answer once, from the device.
+    let (m, _) = tool
+        .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("approve: ")))
+        .await;
+    assert!(chunk_text(&m).unwrap().contains("allow"), "{m}");
+    tool.close_stdin();
+    let rest = tool.drain().await;
+    assert!(
+        !rest.iter().any(|l| l.contains("approve: ")),
+        "answered once: {rest:?}"
+    );
+    drop(inbox);
 }

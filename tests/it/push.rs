@@ -197,7 +197,10 @@ async fn questions_reach_a_subscribed_phone_as_encrypted_pushes() {
         "{payload}"
     );
     assert_eq!(payload["tag"], tag.as_str());
-    assert_eq!(payload["url"], "/");
+    // A tap opens the page on this question.
+    let focus: String =
+        percent_encoding::utf8_percent_encode(&tag, percent_encoding::NON_ALPHANUMERIC).collect();
+    assert_eq!(payload["url"], format!("/?focus={focus}"));
     // Delivery does not wait for pushes: the phone answers, the agent gets it.
     let (r, v) = phone
         .rpc(

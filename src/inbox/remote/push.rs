@@ -230,7 +230,7 @@ pub fn payload(bridge_id: &str, q: &Value) -> Value {
             n => format!("{} (+{} more)", cut(first, MAX_TEXT), n - 1),
         }
     };
-    let mut tag = serde_json::to_string(&[
+    let tag = serde_json::to_string(&[
         bridge_id,
         q["sessionId"].as_str().unwrap_or(""),
         q["questionId"].as_str().unwrap_or(""),
@@ -238,10 +238,61 @@ pub fn payload(bridge_id: &str, q: &Value) -> Value {
     .unwrap_or_default();
     // A push service takes at most 4 KiB: very long ids are sent as their hash (the page's
     // own notification then has another tag).
+    let mut p = json!({"title": title, "body": body, "tag": tag, "url": "/", "approval": approval});
     if tag.len() > MAX_TAG {
-        tag = super::devices::sha256_hex(&tag);
+        // (No actions either: the question's ids would not fit.)
+        p["tag"] = super::devices::sha256_hex(&tag).into();
+        return p;
     }
-    json!({"title": title, "body": body, "tag": tag, "url": "/", "approval": approval})
+    // A tap on the notification opens the page on this question.
+    let focus: String =
+        percent_encoding::utf8_percent_encode(&tag, percent_encoding::NON_ALPHANUMERIC).collect();
+    p["url"] = format!("/?focus={focus}").into();
+    let actions = actions(q);
+    if !actions.is_empty() {
+        p["question"] = json!({"bridge": bridge_id, "sessionId": q["sessionId"], "questionId": q["questionId"]});
+        p["actions"] = actions.into();
+    }
+    p
+}
+
+/// The answers a notification may carry as its actions, answered by the service worker
+/// with no page opened: for a tool approval "Allow once" (its `allow_once` option) and
+/// "Deny" (a rejection: the agent gets its `reject_once` option), never "Always allow"; for
+/// one single choice of at most two options and nothing to type, each option. Anything
+/// else: none (the notification opens the question).
+fn actions(q: &Value) -> Vec<Value> {
+    let items = q["items"].as_array().map_or(&[][..], Vec::as_slice);
+    let [item] = items else {
+        return Vec::new();
+    };
+    let options = item["options"].as_array().map_or(&[][..], Vec::as_slice);
+    let single = item["multiSelect"] != true && item["allowFreeText"] != true;
+    if q["source"] == "permission" {
+        let allow = options
+            .iter()
+            .find(|o| o["kind"] == "allow_once")
+            .and_then(|o| o["value"].as_str());
+        return match allow {
+            Some(v) if single => vec![
+                json!({"action": "a0", "title": "Allow once", "answers": [[v]]}),
+                json!({"action": "a1", "title": "Deny", "reject": true}),
+            ],
+            _ => Vec::new(),
+        };
+    }
+    if !single || options.is_empty() || options.len() > 2 {
+        return Vec::new();
+    }
+    options
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| {
+            let value = o["value"].as_str()?;
+            let label = o["label"].as_str().unwrap_or(value);
+            Some(json!({"action": format!("a{i}"), "title": cut(label, 40), "answers": [[value]]}))
+        })
+        .collect()
 }
 
 /// Sends the pushes.
@@ -658,6 +709,40 @@ mod tests {
         assert_eq!(p["body"], "Approve a tool call (execute)");
         assert!(!p.to_string().contains("rm -rf"), "{p}");
         assert_eq!(p["approval"], true);
+        assert!(p.get("actions").is_none(), "no options: no actions: {p}");
+        // Actions: "Allow once" and "Deny" for a tool approval, never "Always allow"; the
+        // two choices of a single choice; none for more, or anything to type.
+        let opt =
+            |v: &str, kind: &str| json!({"value": v, "label": v.to_uppercase(), "kind": kind});
+        let mut approval = approval;
+        approval["items"][0]["options"] = json!([
+            opt("always", "allow_always"),
+            opt("once", "allow_once"),
+            opt("no", "reject_once")
+        ]);
+        let p = payload("b1", &approval);
+        assert_eq!(
+            p["actions"],
+            json!([{"action": "a0", "title": "Allow once", "answers": [["once"]]},
+                   {"action": "a1", "title": "Deny", "reject": true}])
+        );
+        assert_eq!(
+            p["question"],
+            json!({"bridge": "b1", "sessionId": "s", "questionId": "t"})
+        );
+        assert_eq!(p["url"], "/?focus=%5B%22b1%22%2C%22s%22%2C%22t%22%5D");
+        let two = json!({"bridge": bridge, "sessionId": "s", "questionId": "u", "source": "question",
+            "items": [{"prompt": "Which?", "options": [opt("a", ""), opt("b", "")]}]});
+        assert_eq!(
+            payload("b1", &two)["actions"][1],
+            json!({"action": "a1", "title": "B", "answers": [["b"]]})
+        );
+        let mut three = two.clone();
+        three["items"][0]["options"] = json!([opt("a", ""), opt("b", ""), opt("c", "")]);
+        assert!(payload("b1", &three).get("actions").is_none());
+        let mut typed = two.clone();
+        typed["items"][0]["allowFreeText"] = true.into();
+        assert!(payload("b1", &typed).get("actions").is_none());
         let long = json!({"items": [{"prompt": "é".repeat(500)}]});
         let body = payload("b", &long)["body"].as_str().unwrap().to_owned();
         assert_eq!(body.chars().count(), MAX_TEXT + 1);

@@ -38,3 +38,14 @@ export async function withPage(viewport, body, options = {}) {
     rmSync(profile, { recursive: true, force: true });
   }
 }
+
+// The registration id of the service worker of `origin` (for CDP's deliverPushMessage).
+export async function pushTarget(page, origin) {
+  const cdp = await page.context().newCDPSession(page);
+  const registered = new Promise((resolve) => cdp.on("ServiceWorker.workerRegistrationUpdated", ({ registrations }) => {
+    const r = registrations.find((r) => !r.isDeleted && r.scopeURL.startsWith(origin));
+    if (r) resolve(r.registrationId);
+  }));
+  await cdp.send("ServiceWorker.enable");
+  return { cdp, registrationId: await registered };
+}

@@ -8,7 +8,7 @@
 // Env: PLAYWRIGHT_CORE (the package directory), CHROMIUM (the browser binary).
 // Prints one JSON line per step; exits non-zero on the first failure.
 import { join } from "node:path";
-import { step, withPage } from "./launch.mjs";
+import { pushTarget, step, withPage } from "./launch.mjs";
 
 const [link, outDir, subscription] = process.argv.slice(2);
 const origin = new URL(link).origin;
@@ -84,13 +84,7 @@ await withPage({ width: 390, height: 844 }, async (page, errors) => {
   step("push", { state: await push.textContent(), why: await push.getAttribute("title"), ...(await page.evaluate(() => window.__push)) });
 
   // A push delivered to the service worker (as the push service would) is shown.
-  const cdp = await page.context().newCDPSession(page);
-  const registered = new Promise((resolve) => cdp.on("ServiceWorker.workerRegistrationUpdated", ({ registrations }) => {
-    const r = registrations.find((r) => !r.isDeleted && r.scopeURL.startsWith(origin));
-    if (r) resolve(r.registrationId);
-  }));
-  await cdp.send("ServiceWorker.enable");
-  const registrationId = await registered;
+  const { cdp, registrationId } = await pushTarget(page, origin);
   const tag = JSON.stringify(["b", "s", "q"]);
   // Only an active worker takes a push: wait for it. A push delivered while it was still
   // starting (a loaded machine) is lost, so it is delivered again every 5 s until shown;
