@@ -217,3 +217,45 @@ async fn the_inbox_rings_by_its_own_delay_and_reminders() {
     b.close_stdin();
     b.drain().await;
 }
+
+#[tokio::test]
+async fn the_page_open_on_this_machine_keeps_it_quiet_until_it_is_hidden() {
+    let log = log_in("ring-page");
+    let cmd = ring_logger(&log);
+    let mut b = Bridge::mock(&[
+        "--control",
+        "127.0.0.1:0",
+        "--notify-after",
+        "0",
+        "--quiet-at-desk",
+        "0",
+        "--on-question",
+        &cmd,
+    ]);
+    let (base, token) = control_of(&b).await;
+    let c = http(&base, &token);
+    b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
+    let sid = b.new_session(1).await;
+    // The page says it is visible (as it does every 20 s while it is).
+    assert_eq!(
+        call(&c, "page.visible", json!({"visible": true})).await,
+        Ok(json!(true))
+    );
+    b.prompt(2, &sid, "question p-1").await;
+    b.recv_until(|m| m["method"] == ASK).await;
+    let status = call(&c, "bridge.status", json!({})).await.unwrap();
+    assert_eq!(
+        status["ringing"]["quiet"], "quiet: the Questions page is open on this machine",
+        "{status}"
+    );
+    assert!(rings(&log).is_empty());
+    // Hidden (the user left it): it rings.
+    call(&c, "page.visible", json!({"visible": false}))
+        .await
+        .unwrap();
+    let (rung, _) = until_rings(&log, 1).await;
+    assert_eq!(rung, [(0, "p-1".to_owned())]);
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
+}
