@@ -111,6 +111,12 @@ impl Ringer {
         self.cfg
     }
 
+    /// Nothing waits to ring (the relay's steady state: nothing to look at).
+    #[inline]
+    pub fn idle(&self) -> bool {
+        self.waiting.is_empty()
+    }
+
     /// `question` was asked at `now`.
     pub fn asked(&mut self, key: Key, question: Value, now: Instant) {
         let next = now.checked_add(self.cfg.after).unwrap_or(now);

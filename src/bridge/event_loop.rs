@@ -133,7 +133,11 @@ impl Shell {
     /// Waits for the next thing that needs the loop.
     async fn next_event(&mut self) -> Event {
         let linger = self.holding.as_ref().and_then(|h| h.deadline());
-        let ring = self.surfaces.observers.ringer.next_deadline(Instant::now());
+        let ringer = &self.surfaces.observers.ringer;
+        let ring = match ringer.idle() {
+            true => None,
+            false => ringer.next_deadline(Instant::now()),
+        };
         let deadline = [
             self.router.next_deadline(),
             self.ladder.next_deadline(),

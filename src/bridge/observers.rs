@@ -28,6 +28,9 @@ impl Observers {
 
     /// Hands out (and clears) the router's events, in order. Never waits.
     pub(super) fn publish(&mut self, events: &mut Vec<Event>) {
+        if events.is_empty() {
+            return;
+        }
         let now = std::time::Instant::now();
         for e in events.drain(..) {
             if let Some(j) = &self.journal {

@@ -75,6 +75,7 @@ const NOT_IN_THE_SCHEMA: &[(&str, &str)] = &[
     ),
     (methods::BRIDGES_LIST, "the control server's, not ACP"),
     (methods::BRIDGE_STATUS, "the control server's, not ACP"),
+    (methods::PAGE_VISIBLE, "the control server's, not ACP"),
 ];
 
 /// Every method name the schema crate's name tables hold.

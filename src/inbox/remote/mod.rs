@@ -14,6 +14,7 @@ pub mod devices;
 pub mod gate;
 mod killable;
 pub mod pairing;
+mod payload;
 pub mod push;
 pub mod tls;
 
