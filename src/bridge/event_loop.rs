@@ -158,6 +158,7 @@ impl Shell {
             && self.status.is_none()
             && outbox.to_agent.is_empty()
             && outbox.made_for_client < REPLY_BACKLOG;
+        let read_joined = outbox.to_agent.is_empty();
         tokio::select! {
             biased;
             // Cancel-safe: `Signals::recv` only polls tokio signal streams.
@@ -197,7 +198,10 @@ impl Shell {
             ev = async { self.holding.as_mut().expect("guarded").next().await },
                 if self.holding.is_some() => Event::Hold(ev),
             // Cancel-safe: `Guests::next` polls one `mpsc::Receiver::recv`.
-            ev = self.guests.next(), if self.guests.any() => Event::Joined(ev),
+            // (Read, as the attached client is, only while what they fed the agent has
+            // drained: a request of theirs is copied under a bridge id, so the reader's
+            // byte budget does not hold it back.)
+            ev = self.guests.next(), if self.guests.any() && read_joined => Event::Joined(ev),
         }
     }
 

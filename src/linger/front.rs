@@ -155,10 +155,9 @@ fn attach(info: &Info, first: &First) -> std::io::Result<Option<BufReader<UnixSt
         pid: std::process::id(),
         prefix_len: first.bytes.len(),
         initialized: first.initialized,
-        join: first
-            .session
-            .clone()
-            .filter(|s| info.sessions.iter().any(|h| h == s)),
+        // The holder decides whether it keeps the session (its file, written off its loop,
+        // may not say so yet).
+        join: first.session.clone(),
     };
     let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
     super::send_hello(

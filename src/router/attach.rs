@@ -182,11 +182,14 @@ impl Router {
             Some(s) => self.held.client_has(s),
             None => self.held.attached && self.held.init_result().is_some(),
         };
-        self.held.agent_asks(id, session, &line, show);
+        self.held.agent_asks(id.clone(), session, &line, show);
         if show {
             self.forward(Side::Agent, line, out);
         } else {
             tracing::info!(session = ?session, "the agent's request waits for a client");
+            if let Some(s) = session {
+                self.agent_request_for_joined(&id, s, &line, out);
+            }
         }
     }
 

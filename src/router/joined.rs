@@ -6,13 +6,14 @@
 //! - the agent's updates of a session go to every client that has it;
 //! - each pending question of the session is shown to it in its own dialect; the first
 //!   answer, from any client or surface, goes to the agent, and every other client is told
-//!   as it is told of an answer from the page;
-//! - its requests (a prompt, a cancel) go to the agent under bridge ids, and their results
-//!   come back to it under its own ids.
+//!   as it is told of an answer from the page ([`super::joined_asks`]);
+//! - its requests (a prompt, a cancel) of a session it has go to the agent under bridge ids,
+//!   and their results come back to it under its own ids.
 //!
-//! The agent's own requests to a client (`fs/*`, `terminal/*`) go to the attached client
-//! only. Invariant: a joined client is sent nothing of a session it has not loaded, and no
-//! response under an id it did not send.
+//! The agent's own requests to a client (`fs/*`, `terminal/*`) go to the attached client,
+//! or, when it does not have their session, to a joined client that has it. Invariant: a
+//! joined client is sent nothing of a session it has not loaded, and no response under an
+//! id it did not send.
 
 use std::time::Instant;
 
@@ -21,20 +22,16 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::client::ClientView;
-use super::lifecycle::render::{self, Line, Rendered};
-use super::lifecycle::{closing, read_answer, Read};
+use super::lifecycle::render::Line;
 use super::stores::joined::{Client, Sent};
 use super::{Out, Outbox, Router};
 use crate::capabilities::ClientSupport;
 use crate::codec::Frame;
 use crate::envelope::{self, Kind, RequestId};
-use crate::events::By;
 use crate::jsonrpc::{self, code};
 use crate::methods;
-use crate::questions::answer::{Outcome, Reason};
 use crate::questions::chat;
-use crate::questions::open::{Delivery, Open};
-use crate::questions::Dialect;
+use crate::questions::open::Open;
 use crate::rawjson::{self, Existing};
 use crate::scan::Batch;
 
@@ -63,6 +60,13 @@ impl Router {
     pub fn on_joined_left(&mut self, client: u32) {
         self.joined.leave(client);
         tracing::info!(client, "a joined client left");
+    }
+
+    /// Whether joined client `client` has `session`.
+    fn joined_has(&self, client: u32, session: &str) -> bool {
+        self.joined
+            .client(client)
+            .is_some_and(|c| c.sessions.contains(session))
     }
 
     /// How many clients joined.
@@ -109,7 +113,7 @@ impl Router {
                 self.joined_notification(client, &method, params, line, out)
             }
             Kind::Response { id, outcome } => {
-                self.joined_response(client, &id, outcome, &line, out)
+                self.joined_response(client, &id, outcome, &line, now, out)
             }
             Kind::Batch => out.joined(
                 client,
@@ -175,6 +179,16 @@ impl Router {
             }
             _ => {}
         }
+        let begins = matches!(method, methods::SESSION_NEW | methods::SESSION_LIST);
+        if let (false, Some(s)) = (begins, session.as_deref()) {
+            if !self.joined_has(client, s) {
+                // Nothing of a session it has not loaded: not its prompts, not its turns.
+                let msg =
+                    format!("this client has not loaded session {s:?} (session/load it first)");
+                let error = jsonrpc::error(Some(&id), code::INVALID_PARAMS, &msg, None);
+                return out.joined(client, error);
+            }
+        }
         if self.joined.requests_at_agent() >= self.cfg.max_in_flight {
             let msg = format!(
                 "too many requests in flight through the bridge (limit {})",
@@ -189,6 +203,17 @@ impl Router {
         let Some(sent) = with_id(&line, &[], "id", &bridge) else {
             return;
         };
+        if matches!(method, methods::SESSION_NEW | methods::SESSION_FORK) {
+            // The session's folder, for the approval policy (as `handlers::session` holds
+            // the attached client's).
+            let cwd = params
+                .and_then(|p| serde_json::from_str::<Value>(p).ok())
+                .and_then(|p| p["cwd"].as_str().map(std::path::PathBuf::from))
+                .filter(|c| c.is_absolute());
+            if let Some(cwd) = cwd {
+                self.sessions.wait(bridge.clone(), cwd, None);
+            }
+        }
         tracing::debug!(client, %id, %bridge, method, "a joined client's request goes to the agent under a bridge id");
         self.joined.sent(
             bridge,
@@ -216,6 +241,16 @@ impl Router {
         line: Bytes,
         out: &mut Outbox,
     ) {
+        let session = params.and_then(envelope::session_id_in);
+        if let Some(s) = session.as_deref().filter(|s| !self.joined_has(client, s)) {
+            tracing::warn!(
+                client,
+                method,
+                session = s,
+                "a joined client's notification of a session it has not loaded; dropped"
+            );
+            return;
+        }
         let line = match method {
             methods::CANCEL_REQUEST => {
                 let named = params
@@ -292,96 +327,35 @@ impl Router {
             .questions
             .iter()
             .filter(|o| o.question.session_id == session)
+            .filter(|o| !self.joined.is_shown(client, &o.agent_id))
             .cloned()
             .collect();
         for open in pending {
-            if !self.joined.is_shown(client, &open.agent_id) {
-                self.show_joined(client, &open, out);
+            self.show_joined(client, &open, out);
+        }
+        // The agent's requests of the session that no client was sent (the attached one does
+        // not have it): this one's too.
+        for (id, line) in self.held.unsent_of(session) {
+            if !self.joined.was_asked(&id) {
+                out.joined(client, line);
+                self.joined.asked(id, client);
             }
         }
     }
 
-    /// A joined client's response: its answer to a question it was shown (the first answer
-    /// wins), or a late press (told it had no effect).
-    fn joined_response(
+    /// The agent's request `id` in `session`, which the attached client does not have: sent
+    /// to a joined client that has it, if any (its response goes to the agent). It stays
+    /// kept for the next attached client too: the first response is the agent's.
+    pub(super) fn agent_request_for_joined(
         &mut self,
-        client: u32,
         id: &RequestId,
-        outcome: Result<&RawValue, &RawValue>,
+        session: &str,
         line: &Bytes,
         out: &mut Outbox,
     ) {
-        let Some(mut shown) = self.joined.take_shown(client, id) else {
-            let pressed = outcome.is_ok_and(|r| !super::lifecycle::is_cancelled(r));
-            match self.joined.stale(client, id) {
-                Some((session, note)) if pressed => {
-                    out.joined(client, session_note(&session, &note))
-                }
-                Some(_) => {}
-                None => {
-                    tracing::warn!(client, %id, "a joined client's response to nothing it was asked; dropped")
-                }
-            }
-            return;
-        };
-        let Some(open) = self.questions.get(&shown.agent_id).cloned() else {
-            return;
-        };
-        out.at_desk = true;
-        let result = match outcome {
-            Ok(result) => result,
-            Err(_) => {
-                tracing::info!(client, %id, "a joined client did not show a question; it waits for the others");
-                return;
-            }
-        };
-        let Some(style) = self.joined.client(client).map(|c| c.view.prompt_style()) else {
-            return;
-        };
-        match read_answer(style, &open.asked, &mut shown.delivery, result) {
-            Read::Native => {
-                let Some(p) = self.questions.take(&open.agent_id) else {
-                    return;
-                };
-                let read = p.origin.read(&p.question, result);
-                let ended = read.unwrap_or(Outcome::Rejected(Reason::Cancelled));
-                self.close_at_client(&p, &ended, By::Client, true, out);
-                // The client's result, under the agent's own id, goes to the agent as it is.
-                self.native_answer(p, result, line, out);
-            }
-            Read::Ask(at) => {
-                shown.delivery.at = at;
-                let id = self.bridge_id();
-                if let Some(lines) =
-                    render::permission_step(&open.asked, &mut shown.delivery, id.clone())
-                {
-                    send(out, client, lines);
-                    self.joined
-                        .show(client, id, open.agent_id.clone(), shown.delivery);
-                }
-            }
-            Read::Done(outcome, extras) => {
-                let Some(p) = self.questions.take(&open.agent_id) else {
-                    return;
-                };
-                if let Some(c) = self.joined.client(client) {
-                    let own = closing(&c.view, &p, &shown.delivery, &outcome, By::Client, false);
-                    send(
-                        out,
-                        client,
-                        own.lines.into_iter().map(Line::Notification).collect(),
-                    );
-                }
-                self.close_at_client(&p, &outcome, By::Client, true, out);
-                self.finish(&p, outcome, &extras, By::Client, out);
-            }
-            Read::Invalid(why) => {
-                tracing::warn!(client, %id, "a joined client's answer is not valid; shown to it again");
-                let text =
-                    format!("Your answer could not be used ({why}); the question is asked again.");
-                out.joined(client, session_note(&open.question.session_id, &text));
-                self.show_joined(client, &open, out);
-            }
+        if let Some(&client) = self.joined.having(session).first() {
+            out.joined(client, line.clone());
+            self.joined.asked(id.clone(), client);
         }
     }
 
@@ -397,11 +371,9 @@ impl Router {
         let Some(sent) = self.joined.answered(id) else {
             return false;
         };
-        if self.joined.client(sent.client).is_none() {
-            tracing::info!(%id, method = %sent.method, "the result for a joined client that left goes to nobody");
-            return true;
-        }
-        if ok && &*sent.method == methods::SESSION_NEW {
+        let gone = self.joined.client(sent.client).is_none();
+        let folder = self.sessions.answered(id).map(|(cwd, _)| cwd);
+        if ok && matches!(&*sent.method, methods::SESSION_NEW | methods::SESSION_FORK) {
             // A session it began: held, and its.
             let v: Option<Value> = serde_json::from_slice(line).ok();
             if let Some(s) = v.as_ref().and_then(|v| v["result"]["sessionId"].as_str()) {
@@ -409,11 +381,20 @@ impl Router {
                 if let Some(o) = result.as_object_mut() {
                     o.remove("sessionId");
                 }
+                // (Held even when its client left: it is nobody's, and no other client
+                // is sent its updates.)
                 self.held.session_began(s, Some(result.to_string()));
+                if let Some(cwd) = folder {
+                    self.sessions.insert(s.to_owned(), cwd);
+                }
                 if let Some(c) = self.joined.client_mut(sent.client) {
                     c.sessions.insert(s.into());
                 }
             }
+        }
+        if gone {
+            tracing::info!(%id, method = %sent.method, "the result for a joined client that left goes to nobody");
+            return true;
         }
         if let Some(line) = with_id(line, &[], "id", &sent.id) {
             out.joined(sent.client, line);
@@ -438,6 +419,10 @@ impl Router {
         let Some(session) = super::away::update_session(line) else {
             return;
         };
+        if self.held.is_loading(&session) {
+            // The agent's replay for the attached client's load: that client's, not news.
+            return;
+        }
         for client in self.joined.having(&session) {
             out.joined(client, line.clone());
         }
@@ -452,81 +437,10 @@ impl Router {
             at = stop + 1;
         }
     }
-
-    /// A question is shown (or held): each joined client that has its session and is not
-    /// shown it yet is shown it in its dialect.
-    pub(in crate::router) fn show_to_joined(&mut self, p: &Open, out: &mut Outbox) {
-        if !self.joined.any() {
-            return;
-        }
-        for client in self.joined.having(&p.question.session_id) {
-            if !self.joined.is_shown(client, &p.agent_id) {
-                self.show_joined(client, p, out);
-            }
-        }
-    }
-
-    /// Shows `p` to joined client `client` in its dialect; one it cannot show is pointed at
-    /// the other surfaces in its chat.
-    fn show_joined(&mut self, client: u32, p: &Open, out: &mut Outbox) {
-        let Some(c) = self.joined.client(client) else {
-            return;
-        };
-        if c.view.support().is_none() {
-            return;
-        }
-        let (dialect, as_sent) = c.view.pick(&p.choose);
-        let style = c.view.prompt_style();
-        let original = p.original.as_ref().filter(|_| as_sent);
-        let mut d = Delivery::new(p.agent_id.clone());
-        let rendered = match dialect {
-            Dialect::Control => Rendered::Unsupported,
-            _ => render::render(&p.asked, &mut d, dialect, original, style, &mut || {
-                self.bridge_id()
-            }),
-        };
-        match rendered {
-            Rendered::Lines(lines) => {
-                send(out, client, lines);
-                self.joined
-                    .show(client, d.client_id.clone(), p.agent_id.clone(), d);
-            }
-            Rendered::Obstacle(_) | Rendered::Unsupported => {
-                let page = self.cfg.page_url.as_deref();
-                let said = chat::waiting_text(&p.question, page).replace('\n', " ");
-                out.joined(client, session_note(&p.question.session_id, &said));
-            }
-        }
-    }
-
-    /// `p` is over: each joined client shown it is told, as of an answer from the page, and
-    /// a later press there is told it had no effect.
-    pub(in crate::router) fn joined_over(
-        &mut self,
-        p: &Open,
-        outcome: &Outcome,
-        by: By,
-        out: &mut Outbox,
-    ) {
-        for (client, id, shown) in self.joined.take_question(&p.agent_id) {
-            let Some(c) = self.joined.client(client) else {
-                continue;
-            };
-            let told = closing(&c.view, p, &shown.delivery, outcome, by, true);
-            send(
-                out,
-                client,
-                told.lines.into_iter().map(Line::Notification).collect(),
-            );
-            if let Some(note) = told.stale {
-                self.joined.ended(client, id, &p.question.session_id, note);
-            }
-        }
-    }
 }
 
 /// Sends joined client `client` a prompt's lines.
-fn send(out: &mut Outbox, client: u32, lines: Vec<Line>) {
+pub(super) fn send(out: &mut Outbox, client: u32, lines: Vec<Line>) {
     for line in lines {
         let (Line::Forwarded(l) | Line::Request(l) | Line::Notification(l)) = line;
         out.joined(client, l);
@@ -534,7 +448,7 @@ fn send(out: &mut Outbox, client: u32, lines: Vec<Line>) {
 }
 
 /// A chat note in `session`, as a `session/update`.
-fn session_note(session: &str, text: &str) -> Bytes {
+pub(super) fn session_note(session: &str, text: &str) -> Bytes {
     jsonrpc::notification(methods::SESSION_UPDATE, &chat::note(session, text))
 }
 

@@ -34,6 +34,7 @@ pub mod fixture;
 mod gone;
 mod handlers;
 mod joined;
+mod joined_asks;
 mod lifecycle;
 mod message;
 mod outbox;

@@ -301,3 +301,85 @@ fn a_joined_client_may_load_only_a_held_session_and_sees_nothing_of_others() {
         "the agent was not asked anything"
     );
 }
+
+#[test]
+fn the_agents_requests_of_a_session_only_a_joined_client_has_go_to_that_client() {
+    let mut f = attached();
+    // The first editor leaves; another attaches and has not loaded s0.
+    f.r.on_client_detached(f.now, &mut f.out);
+    f.take_client();
+    f.r.on_client_attached(f.now, &mut f.out);
+    f.client(&msg::initialize(json!({})));
+    f.take_client();
+    // A request that waits for a client, then one asked after the joined client has s0.
+    let read = |id: i64| {
+        msg::request(
+            json!(id),
+            "fs/read_text_file",
+            json!({"sessionId":"s0","path":"/p/a"}),
+        )
+    };
+    f.agent(&read(77));
+    assert!(f.take_client().is_empty(), "the attached client lacks s0");
+    let to_b = join(&mut f);
+    assert!(
+        to_b.iter()
+            .any(|m| m["id"] == 77 && m["method"] == "fs/read_text_file"),
+        "{to_b:?}"
+    );
+    f.agent(&read(78));
+    assert!(f.take_client().is_empty());
+    let more: Vec<Value> = f.take_joined(7).iter().map(|l| parse(l)).collect();
+    assert_eq!(more.len(), 1, "{more:?}");
+    assert_eq!(more[0]["id"], 78);
+    // Its answers are the agent's, under the agent's ids.
+    for id in [77, 78] {
+        f.joined(7, &msg::result(json!(id), json!({"content": "hi"})));
+    }
+    let got: Vec<Value> = f.take_agent().iter().map(|l| parse(l)).collect();
+    assert_eq!(
+        got.iter().map(|m| m["id"].clone()).collect::<Vec<_>>(),
+        [json!(77), json!(78)]
+    );
+    // A second answer (the attached client, once it loads s0) is not the agent's.
+    f.client(&msg::request(
+        json!(5),
+        "session/load",
+        json!({"sessionId":"s0","cwd":"/p","mcpServers":[]}),
+    ));
+    let to_a: Vec<Value> = f.take_client().iter().map(|l| parse(l)).collect();
+    assert!(
+        !to_a.iter().any(|m| m["method"] == "fs/read_text_file"),
+        "answered already: {to_a:?}"
+    );
+}
+
+#[test]
+fn a_joined_client_may_not_prompt_or_cancel_a_session_it_has_not_loaded() {
+    let mut f = attached();
+    assert!(f.r.on_client_joined(7, false));
+    f.joined(7, &msg::initialize(json!({})));
+    f.take_joined(7);
+    f.agent(&question(90));
+    f.take_client();
+    f.joined(
+        7,
+        &msg::request(
+            json!(3),
+            "session/prompt",
+            json!({"sessionId":"s0","prompt":[{"type":"text","text":"hi"}]}),
+        ),
+    );
+    let said = parse(&f.take_joined(7)[0]);
+    assert_eq!(
+        (said["id"].clone(), said["error"]["code"].clone()),
+        (json!(3), json!(-32602))
+    );
+    f.joined(7, &msg::session_cancel("s0"));
+    assert!(f.take_agent().is_empty(), "nothing reaches the agent");
+    assert_eq!(
+        f.r.questions().len(),
+        1,
+        "the attached client's question stays"
+    );
+}

@@ -72,6 +72,77 @@ enum Op {
     },
     Tick,
     RunEffects,
+    /// (Joined clients, RFD #533.) A client joins beside the attached one (`caps` as the
+    /// attached client's), loads or resumes a session, begins one, prompts, answers what it
+    /// was shown (`how`: 0 the first option, 1 the last one, 2 an error, 3 an answer that is not valid), leaves, cancels.
+    Join {
+        caps: u8,
+    },
+    GuestLoad {
+        g: u8,
+        s: u8,
+        resume: bool,
+        id: u8,
+    },
+    GuestNew {
+        g: u8,
+        id: u8,
+    },
+    GuestPrompt {
+        g: u8,
+        s: u8,
+        id: u8,
+    },
+    GuestAnswers {
+        g: u8,
+        how: u8,
+    },
+    GuestLeave {
+        g: u8,
+    },
+    GuestSessionCancel {
+        g: u8,
+        s: u8,
+    },
+    GuestCancelRequest {
+        g: u8,
+        id: u8,
+    },
+    /// The joined client presses the prompts it was told are over.
+    GuestLate {
+        g: u8,
+    },
+}
+
+/// [`op`], with joined clients.
+fn op_joined() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        10 => op(),
+        1 => (0u8..3).prop_map(|s| Op::AgentAsks { kind: 5, s }),
+        2 => (0u8..3).prop_map(|caps| Op::Join { caps }),
+        4 => (0u8..4, 0u8..3, any::<bool>(), 0u8..4).prop_map(|(g, s, resume, id)| Op::GuestLoad { g, s, resume, id }),
+        1 => (0u8..4, 0u8..4).prop_map(|(g, id)| Op::GuestNew { g, id }),
+        2 => (0u8..4, 0u8..3, 0u8..4).prop_map(|(g, s, id)| Op::GuestPrompt { g, s, id }),
+        4 => (0u8..4, 0u8..4).prop_map(|(g, how)| Op::GuestAnswers { g, how }),
+        1 => (0u8..4).prop_map(|g| Op::GuestLeave { g }),
+        1 => (0u8..4, 0u8..3).prop_map(|(g, s)| Op::GuestSessionCancel { g, s }),
+        1 => (0u8..4, 0u8..4).prop_map(|(g, id)| Op::GuestCancelRequest { g, id }),
+        1 => (0u8..4).prop_map(|g| Op::GuestLate { g }),
+    ]
+}
+
+/// A joined client: what it has in flight (its ids, with the session a load or resume
+/// takes), its sessions, the prompts it was shown and not answered (and those of them not
+/// over yet: each must end once, by its answer or a `$/cancel_request`).
+#[derive(Default)]
+struct Guest {
+    in_flight: BTreeMap<String, Option<String>>,
+    sessions: BTreeSet<String>,
+    shown: Vec<Value>,
+    open: BTreeSet<String>,
+    sent_ids: BTreeSet<String>,
+    /// Prompts it was told are over (a press on one is refused, with a note).
+    over: Vec<Value>,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -118,14 +189,26 @@ struct World {
     /// Request ids the attached client was sent (for `$/cancel_request`).
     sent_ids: BTreeSet<String>,
     caps: u8,
+    /// Joined clients by number, and the numbers of those that left.
+    guests: BTreeMap<u32, Guest>,
+    left: BTreeSet<u32>,
+    next_guest: u32,
+    /// (With joined clients.) The attached client's prompts not answered nor told over.
+    track_open: bool,
+    open: BTreeSet<String>,
 }
 
 impl World {
     fn new(policy: bool, caps: u8) -> Self {
+        Self::with(policy, caps, false)
+    }
+
+    fn with(policy: bool, caps: u8, cancel_requests: bool) -> Self {
         let cfg = RouterConfig {
             linger: true,
             hold_unsupported: true,
             question_timeout: Some(std::time::Duration::from_secs(5)),
+            client_cancel_requests: cancel_requests,
             ..RouterConfig::default()
         };
         let f = if policy {
@@ -150,6 +233,11 @@ impl World {
             initialized: false,
             sent_ids: BTreeSet::new(),
             caps,
+            guests: BTreeMap::new(),
+            left: BTreeSet::new(),
+            next_guest: 0,
+            track_open: cancel_requests,
+            open: BTreeSet::new(),
         };
         w.attach();
         w
@@ -164,6 +252,7 @@ impl World {
         self.shown.clear();
         self.initialized = false;
         self.sent_ids.clear();
+        self.open.clear();
     }
 
     fn detach(&mut self) -> Result<(), String> {
@@ -171,6 +260,39 @@ impl World {
         self.f.r.on_client_detached(self.f.now, &mut self.f.out);
         self.attached = false;
         Ok(())
+    }
+
+    fn caps_json(caps: u8) -> Value {
+        match caps % 3 {
+            0 => json!({"protocolVersion":1,"clientCapabilities":{}}),
+            1 => json!({"protocolVersion":1,"clientCapabilities":{"elicitation":{"form":{}}}}),
+            _ => {
+                json!({"protocolVersion":1,"clientCapabilities":{"_meta":{"sandboxagent.dev":{"extensions":{"sessionRequestQuestion":true}}}}})
+            }
+        }
+    }
+
+    /// The joined client `g` picks (`None`: none joined).
+    fn guest(&self, g: u8) -> Option<u32> {
+        let ids: Vec<u32> = self.guests.keys().copied().collect();
+        ids.get(g as usize % ids.len().max(1)).copied()
+    }
+
+    fn guest_sends(&mut self, c: u32, id: u8, method: &str, params: Value) {
+        let key = json!(id).to_string();
+        let Some(guest) = self.guests.get_mut(&c) else {
+            return;
+        };
+        if guest.in_flight.contains_key(&key) {
+            return;
+        }
+        let taking = matches!(method, "session/load" | "session/resume")
+            .then(|| params["sessionId"].as_str().unwrap_or_default().to_owned());
+        guest.in_flight.insert(key, taking);
+        self.f.joined(
+            c,
+            &json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}).to_string(),
+        );
     }
 
     fn session(&self, s: u8) -> String {
@@ -223,6 +345,9 @@ impl World {
                         json!({"jsonrpc":"2.0","id":id,"method":"elicitation/create","params":{"sessionId":session,"mode":"form","message":"Which?",
                         "requestedSchema":{"type":"object","properties":{"q":{"type":"string","title":"Q","oneOf":[{"const":"allow","title":"A"},{"const":"b","title":"B"}]}}}}})
                     }
+                    5 => {
+                        json!({"jsonrpc":"2.0","id":id,"method":"_sandboxagent/session/request_question","params":{"sessionId":session,"questionId":format!("q{id}"),"prompt":"Name it"}})
+                    }
                     _ => {
                         json!({"jsonrpc":"2.0","id":id,"method":"_sandboxagent/session/request_question","params":{"sessionId":session,"questionId":format!("q{id}"),"prompt":"ok?",
                         "options":[{"id":"allow","label":"Allow"},{"id":"no","label":"No"}]}})
@@ -249,7 +374,7 @@ impl World {
                 let (id, method) = self.at_agent.remove(pick as usize % self.at_agent.len());
                 let result = match method.as_str() {
                     "initialize" => json!({"protocolVersion":1,"agentCapabilities":{}}),
-                    "session/new" => {
+                    "session/new" | "session/fork" => {
                         let s = format!("s{}", self.made);
                         self.made += 1;
                         json!({"sessionId": s})
@@ -309,6 +434,7 @@ impl World {
             Op::ClientAnswers => {
                 if self.attached {
                     for req in std::mem::take(&mut self.shown) {
+                        self.open.remove(&req["id"].to_string());
                         let result = match req["method"].as_str() {
                             Some("session/request_permission") => {
                                 let first = req["params"]["options"][0]["optionId"].clone();
@@ -374,12 +500,280 @@ impl World {
                     self.attach();
                 }
             }
+            Op::Join { caps } => {
+                // (The shell lets a client join only beside an attached one.)
+                if self.attached && self.guests.len() < 8 {
+                    let c = self.next_guest;
+                    self.next_guest += 1;
+                    if !self.f.r.on_client_joined(c, false) {
+                        return Err("a client could not join".into());
+                    }
+                    self.guests.insert(c, Guest::default());
+                    self.guest_sends(c, 0, "initialize", Self::caps_json(caps));
+                }
+            }
+            Op::GuestLoad { g, s, resume, id } => {
+                if let (Some(c), true) = (self.guest(g), self.made > 0) {
+                    let session = self.session(s);
+                    let method = if resume {
+                        "session/resume"
+                    } else {
+                        "session/load"
+                    };
+                    self.guest_sends(
+                        c,
+                        id + 1,
+                        method,
+                        json!({"sessionId":session,"cwd":"/p","mcpServers":[]}),
+                    );
+                }
+            }
+            Op::GuestNew { g, id } => {
+                if let Some(c) = self.guest(g) {
+                    // (Ids 3 and 4: a fork of a session it has.)
+                    let fork = self.guests[&c]
+                        .sessions
+                        .iter()
+                        .next()
+                        .cloned()
+                        .filter(|_| id >= 2);
+                    match fork {
+                        Some(s) => self.guest_sends(
+                            c,
+                            id + 1,
+                            "session/fork",
+                            json!({"sessionId":s,"cwd":"/p","mcpServers":[]}),
+                        ),
+                        None => self.guest_sends(
+                            c,
+                            id + 1,
+                            "session/new",
+                            json!({"cwd":"/p","mcpServers":[]}),
+                        ),
+                    }
+                }
+            }
+            Op::GuestPrompt { g, s, id } => {
+                if let (Some(c), true) = (self.guest(g), self.made > 0) {
+                    let session = self.session(s);
+                    if self.guests[&c].sessions.contains(&session) {
+                        self.guest_sends(
+                            c,
+                            id + 1,
+                            "session/prompt",
+                            json!({"sessionId":session,"prompt":[{"type":"text","text":"go"}]}),
+                        );
+                    }
+                }
+            }
+            Op::GuestAnswers { g, how } => {
+                if let Some(c) = self.guest(g) {
+                    let guest = self.guests.get_mut(&c).expect("picked");
+                    let shown = std::mem::take(&mut guest.shown);
+                    for req in shown {
+                        guest.open.remove(&req["id"].to_string());
+                        let line = if how == 2 {
+                            json!({"jsonrpc":"2.0","id":req["id"],"error":{"code":-32603,"message":"no"}})
+                        } else if how == 3 {
+                            // Not a valid answer in any dialect.
+                            json!({"jsonrpc":"2.0","id":req["id"],"result":{"outcome":{"outcome":"selected","optionId":"no-such-option"},"action":"accept","content":{"zz":1}}})
+                        } else {
+                            let result = match req["method"].as_str() {
+                                Some("session/request_permission") => {
+                                    let options = req["params"]["options"]
+                                        .as_array()
+                                        .cloned()
+                                        .unwrap_or_default();
+                                    let pick = if how == 0 {
+                                        options.first()
+                                    } else {
+                                        options.last()
+                                    };
+                                    json!({"outcome":{"outcome":"selected","optionId":pick.map(|o| o["optionId"].clone())}})
+                                }
+                                Some("elicitation/create") => json!({"action":"decline"}),
+                                _ => json!({"outcome":"cancelled"}),
+                            };
+                            json!({"jsonrpc":"2.0","id":req["id"],"result":result})
+                        };
+                        self.f.joined(c, &line.to_string());
+                    }
+                }
+            }
+            Op::GuestLeave { g } => {
+                if let Some(c) = self.guest(g) {
+                    self.settle()?;
+                    self.f.r.on_joined_left(c);
+                    self.guests.remove(&c);
+                    self.left.insert(c);
+                }
+            }
+            Op::GuestSessionCancel { g, s } => {
+                if let (Some(c), true) = (self.guest(g), self.made > 0) {
+                    let session = self.session(s);
+                    if self.guests[&c].sessions.contains(&session) {
+                        self.f.joined(c, &json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":session}}).to_string());
+                    }
+                }
+            }
+            Op::GuestLate { g } => {
+                if let Some(c) = self.guest(g) {
+                    let over = std::mem::take(&mut self.guests.get_mut(&c).expect("picked").over);
+                    for req in over {
+                        let result = match req["method"].as_str() {
+                            Some("session/request_permission") => {
+                                json!({"outcome":{"outcome":"selected","optionId":req["params"]["options"][0]["optionId"]}})
+                            }
+                            Some("elicitation/create") => {
+                                json!({"action":"accept","content":{"q":"allow"}})
+                            }
+                            _ => json!({"outcome":"answered","answers":[["allow"]]}),
+                        };
+                        self.f.joined(
+                            c,
+                            &json!({"jsonrpc":"2.0","id":req["id"],"result":result}).to_string(),
+                        );
+                        let told = self.f.take_joined(c);
+                        if !told.iter().any(|l| l.contains("session/update")) {
+                            return Err(format!("joined client {c}: a late press on {} was not told it had no effect: {told:?}", req["id"]));
+                        }
+                        for l in told {
+                            self.f.out.to_joined.push((c, bytes::Bytes::from(l)));
+                        }
+                    }
+                }
+            }
+            Op::GuestCancelRequest { g, id } => {
+                if let Some(c) = self.guest(g) {
+                    if self.guests[&c]
+                        .in_flight
+                        .contains_key(&json!(id + 1).to_string())
+                    {
+                        self.f.joined(c, &json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":id + 1}}).to_string());
+                    }
+                }
+            }
         }
         self.settle()
     }
 
+    /// What was queued for the joined clients: checked as the attached client's is; none
+    /// is queued for one that left; a `$/cancel_request` ends a prompt still open, once.
+    fn settle_guests(&mut self) -> Result<(), String> {
+        let queued = std::mem::take(&mut self.f.out.to_joined);
+        for (c, line) in queued {
+            let line = String::from_utf8_lossy(&line).into_owned();
+            if self.left.contains(&c) {
+                return Err(format!("joined client {c} that left was sent: {line}"));
+            }
+            let Some(guest) = self.guests.get_mut(&c) else {
+                return Err(format!("a client that never joined ({c}) was sent: {line}"));
+            };
+            let m: Value = serde_json::from_str(&line).map_err(|e| format!("{e}: {line}"))?;
+            let lacks = |s: &str| {
+                !guest.sessions.contains(s)
+                    && !guest.in_flight.values().any(|t| t.as_deref() == Some(s))
+            };
+            if let Some(s) = m["params"]["sessionId"].as_str() {
+                if lacks(s) {
+                    return Err(format!(
+                        "joined client {c} was sent something of a session it lacks: {line}"
+                    ));
+                }
+            }
+            if m["method"] == "session/update" {
+                continue;
+            }
+            if m["method"] == "$/cancel_request" {
+                let named = m["params"]["requestId"].to_string();
+                if !guest.sent_ids.contains(&named) {
+                    return Err(format!(
+                        "joined client {c} was sent a cancel of a request it was never sent: {line}"
+                    ));
+                }
+                if !guest.open.remove(&named) {
+                    return Err(format!(
+                        "joined client {c} was sent a cancel of a prompt it answered or was told of already: {line}"
+                    ));
+                }
+                if let Some(at) = guest
+                    .shown
+                    .iter()
+                    .position(|r| r["id"] == m["params"]["requestId"])
+                {
+                    let r = guest.shown.remove(at);
+                    guest.over.push(r);
+                }
+                continue;
+            }
+            if m.get("method").is_some() {
+                if m.get("id").is_some() {
+                    let id = m["id"].to_string();
+                    guest.sent_ids.insert(id.clone());
+                    // The agent's own requests (`fs/*`, `terminal/*`) of a session only a
+                    // joined client has go to it: they are the client's to answer, not
+                    // prompts the bridge must close.
+                    let method = m["method"].as_str().unwrap_or_default();
+                    if method.starts_with("fs/") || method.starts_with("terminal/") {
+                        guest.shown.push(m);
+                        continue;
+                    }
+                    if !guest.open.insert(id.clone()) {
+                        return Err(format!("joined client {c} was sent a second request under {id}, which it still shows: {line}"));
+                    }
+                    guest.shown.push(m);
+                }
+                continue;
+            }
+            let key = m["id"].to_string();
+            let Some(taking) = guest.in_flight.remove(&key) else {
+                return Err(format!(
+                    "joined client {c} got a response under an id it has not in flight: {line}"
+                ));
+            };
+            if m.get("result").is_some() {
+                if let Some(s) = m["result"]["sessionId"].as_str() {
+                    guest.sessions.insert(s.to_owned());
+                }
+                if let Some(s) = taking {
+                    guest.sessions.insert(s);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// No question is pending: every prompt a joined client was shown has ended, by its
+    /// answer or by a `$/cancel_request`; and when every request of the agent has its
+    /// response, every prompt any client was shown has.
+    fn guests_told(&self) -> Result<(), String> {
+        if self.track_open
+            && self.attached
+            && self.agent_asked.values().all(|n| *n == 1)
+            && !self.open.is_empty()
+        {
+            return Err(format!(
+                "every agent request has its response, yet the attached client was never told these prompts are over: {:?}",
+                self.shown.iter().filter(|r| self.open.contains(&r["id"].to_string())).collect::<Vec<_>>()
+            ));
+        }
+        if !self.f.r.question_views().is_empty() && !self.agent_asked.values().all(|n| *n == 1) {
+            return Ok(());
+        }
+        for (c, g) in &self.guests {
+            if !g.open.is_empty() {
+                return Err(format!(
+                    "no question is pending, yet joined client {c} was never told these prompts are over: {:?}",
+                    g.shown.iter().filter(|r| g.open.contains(&r["id"].to_string())).collect::<Vec<_>>()
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Reads what the router queued for each side, and checks it.
     fn settle(&mut self) -> Result<(), String> {
+        self.settle_guests()?;
         for line in self.f.take_agent() {
             if line == "<close>" {
                 continue;
@@ -435,11 +829,17 @@ impl World {
                         "the client was sent a cancel of a request it was never sent: {line}"
                     ));
                 }
+                // (A request of the agent's, not a question, may be cancelled twice: by the
+                // agent, then as the agent is gone.)
+                self.open.remove(&named);
                 continue;
             }
             if m.get("method").is_some() {
                 if m.get("id").is_some() {
                     self.sent_ids.insert(m["id"].to_string());
+                    if self.track_open {
+                        self.open.insert(m["id"].to_string());
+                    }
                     self.shown.push(m);
                 }
                 continue;
@@ -528,5 +928,92 @@ proptest! {
         prop_assert!(r.is_ok(), "{r:?}");
         let unanswered: Vec<_> = w.agent_asked.iter().filter(|(_, n)| **n != 1).collect();
         prop_assert!(unanswered.is_empty(), "agent requests without their one response: {unanswered:?}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, max_shrink_iters: 100000, ..ProptestConfig::default() })]
+    /// The same, with clients that join a session beside the attached one (RFD #533): each
+    /// joined client is checked as the attached one is, nothing is sent to one that left,
+    /// and each prompt it was shown ends once (its answer, or a `$/cancel_request`).
+    #[test]
+    fn with_joined_clients_every_request_has_one_response_and_each_client_only_its_own(
+        ops in proptest::collection::vec(op_joined(), 0..120),
+        agent_dies in any::<bool>(),
+        policy in any::<bool>(),
+        caps in 0u8..3,
+        sweep in any::<bool>(),
+        guests_leave_first in any::<bool>(),
+    ) {
+        let mut w = World::with(policy, caps, true);
+        for (n, op) in ops.iter().enumerate() {
+            if let Err(e) = w.apply(op).and_then(|()| w.guests_told()) {
+                prop_assert!(false, "step {n} {op:?}: {e}");
+            }
+        }
+        let r = w.guests_told();
+        prop_assert!(r.is_ok(), "after the steps: {r:?}");
+        if agent_dies && !sweep && w.attached {
+            w.f.agent_gone(&acp_question_bridge::router::AgentExit {
+                code: Some(1),
+                signal: None,
+                stderr_tail: String::new(),
+            });
+            let r = w.settle();
+            prop_assert!(r.is_ok(), "{r:?}");
+            prop_assert!(w.in_flight.is_empty(), "requests left without a response: {:?}", w.in_flight);
+            for (c, g) in &w.guests {
+                prop_assert!(g.in_flight.is_empty(), "joined client {c}: requests left without a response: {:?}", g.in_flight);
+            }
+            let r = w.guests_told();
+            prop_assert!(r.is_ok(), "{r:?}");
+            return Ok(());
+        }
+        if sweep {
+            for _ in 0..6 {
+                let mut ops = vec![Op::RunEffects];
+                for _ in 0..8 { ops.push(Op::AgentResponds { pick: 0 }); }
+                ops.push(Op::Attach);
+                ops.push(Op::ClientInit);
+                for _ in 0..8 { ops.push(Op::AgentResponds { pick: 0 }); }
+                for s in 0..w.made.min(200) as u8 {
+                    for id in 0..4 { ops.push(Op::ClientLoad { s, resume: false, id }); }
+                    for _ in 0..8 { ops.push(Op::AgentResponds { pick: 0 }); }
+                }
+                ops.push(Op::ClientAnswers);
+                for g in 0..8 { ops.push(Op::GuestAnswers { g, how: 0 }); }
+                for _ in 0..10 { ops.push(Op::ControlReject { pick: 0 }); }
+                ops.push(Op::ClientAnswers);
+                for g in 0..8 { ops.push(Op::GuestAnswers { g, how: 0 }); }
+                for op in &ops {
+                    let r = w.apply(op);
+                    prop_assert!(r.is_ok(), "sweep {op:?}: {r:?}");
+                }
+            }
+            let unanswered: Vec<_> = w.agent_asked.iter().filter(|(_, n)| **n != 1).collect();
+            prop_assert!(unanswered.is_empty(), "after the sweep, agent requests without their one response: {unanswered:?}");
+            let r = w.guests_told();
+            prop_assert!(r.is_ok(), "after the sweep: {r:?}");
+        }
+        if guests_leave_first {
+            // (The shell's linger starts only when the joined clients left too.)
+            for g in 0..8u8 {
+                if !w.guests.is_empty() {
+                    let r = w.apply(&Op::GuestLeave { g });
+                    prop_assert!(r.is_ok(), "{r:?}");
+                }
+            }
+        }
+        if w.attached {
+            let r = w.detach();
+            prop_assert!(r.is_ok(), "{r:?}");
+        }
+        w.f.client_eof();
+        let r = w.settle();
+        prop_assert!(r.is_ok(), "{r:?}");
+        let unanswered: Vec<_> = w.agent_asked.iter().filter(|(_, n)| **n != 1).collect();
+        prop_assert!(unanswered.is_empty(), "agent requests without their one response: {unanswered:?}");
+        let r = w.guests_told();
+        prop_assert!(r.is_ok(), "at the end: {r:?}");
     }
 }

@@ -33,6 +33,7 @@ mod journal;
 mod layout;
 mod linger;
 mod linger_joined;
+mod linger_joined_review;
 mod linger_props;
 mod linger_review;
 mod lossless;

@@ -152,6 +152,8 @@ impl Router {
             self.counters.forwarded_to_client += 1;
             out.to_client
                 .push_back(crate::router::Out::Line(line.clone()));
+            // The clients that joined its session are told, as of any other ending.
+            self.joined_over(&p, &Outcome::Rejected(Reason::Cancelled), By::Cancel, out);
             self.resolved(
                 &p,
                 By::Cancel,

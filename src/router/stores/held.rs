@@ -373,6 +373,19 @@ impl Held {
         lines.into_iter().map(|(_, l)| l).collect()
     }
 
+    /// The waiting requests of `session` the attached client was not sent, as they are (a
+    /// client that joined the session is sent them too; they stay the next attached one's).
+    pub fn unsent_of(&self, session: &str) -> Vec<(RequestId, Bytes)> {
+        let mut lines: Vec<(RequestId, Bytes)> = self
+            .waiting
+            .iter()
+            .filter(|(_, w)| !w.sent && w.session.as_deref() == Some(session))
+            .map(|(id, w)| (id.clone(), w.line.clone()))
+            .collect();
+        lines.sort_by(|a, b| a.0.as_json().cmp(b.0.as_json()));
+        lines
+    }
+
     /// The request `id` at the agent is answered to nobody (its client has its answer).
     pub fn orphan(&mut self, id: RequestId, method: &str) {
         self.orphans.insert(id, (method.into(), None));

@@ -52,6 +52,9 @@ pub struct Joined {
     shown: BTreeMap<(u32, RequestId), Shown>,
     /// The prompts shown for each question: (client, id shown under).
     by_agent: IdMap<RequestId, Vec<(u32, RequestId)>>,
+    /// The agent's requests (`fs/*`, `terminal/*`, ...) sent to a joined client, because the
+    /// attached client does not have their session: by the agent's id.
+    asked: IdMap<RequestId, u32>,
     /// Prompts that ended before their client answered: (client, id) and what a late press
     /// is told, with its session.
     recent: VecDeque<((u32, RequestId), Box<str>, String)>,
@@ -113,6 +116,27 @@ impl Joined {
             self.unshow(&key);
         }
         self.recent.retain(|((c, _), _, _)| *c != id);
+        self.asked.retain(|_, c| *c != id);
+    }
+
+    /// The agent's request `id` was sent to joined client `client`.
+    pub fn asked(&mut self, id: RequestId, client: u32) {
+        self.asked.insert(id, client);
+    }
+
+    /// Whether the agent's request `id` was sent to a joined client.
+    pub fn was_asked(&self, id: &RequestId) -> bool {
+        self.asked.contains_key(id)
+    }
+
+    /// Joined client `client` answers the agent's request `id` sent to it: forgotten, and
+    /// true; false when it was not sent it.
+    pub fn take_asked(&mut self, client: u32, id: &RequestId) -> bool {
+        if self.asked.get(id) == Some(&client) {
+            self.asked.remove(id);
+            return true;
+        }
+        false
     }
 
     /// A request of client `client` goes to the agent under `bridge`.
