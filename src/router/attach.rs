@@ -486,7 +486,8 @@ impl Router {
         }
         let sessions: Vec<Value> = self
             .held
-            .session_ids()
+            .session_ids_recent()
+            .into_iter()
             .filter_map(|s| {
                 let dir = self.sessions.cwd(s).or(self.cfg.cwd.as_deref())?;
                 let dir = dir.to_string_lossy();

@@ -383,3 +383,27 @@ fn a_joined_client_may_not_prompt_or_cancel_a_session_it_has_not_loaded() {
         "the attached client's question stays"
     );
 }
+
+#[test]
+fn held_sessions_are_listed_the_latest_first_in_a_stable_order() {
+    let mut f = attached();
+    f.client(&msg::request(
+        json!(2),
+        "session/new",
+        json!({"cwd":"/p","mcpServers":[]}),
+    ));
+    let id = parse(&f.take_agent()[0])["id"].clone();
+    f.agent(&msg::result(id, json!({"sessionId":"s1"})));
+    f.take_client();
+    for n in 3..6 {
+        f.client(&msg::request(json!(n), "session/list", json!({})));
+        let listed = parse(&f.take_client()[0]);
+        let ids: Vec<&str> = listed["result"]["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["sessionId"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["s1", "s0"], "{listed}");
+    }
+}

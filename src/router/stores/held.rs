@@ -240,6 +240,18 @@ impl Held {
         self.sessions.keys().map(|s| &**s)
     }
 
+    /// The ids of the sessions kept, the one begun or kept an update of last first (a
+    /// listing's order, stable from one call to the next).
+    pub fn session_ids_recent(&self) -> Vec<&str> {
+        let mut ids: Vec<(&str, u64)> = self
+            .sessions
+            .iter()
+            .map(|(s, k)| (&**s, k.touched))
+            .collect();
+        ids.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        ids.into_iter().map(|(s, _)| s).collect()
+    }
+
     /// What `session/load` or `session/resume` of `session` is answered with.
     pub fn session_result(&self, session: &str) -> Option<&str> {
         self.sessions.get(session).and_then(|k| k.result.as_deref())
