@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+/// The longest delay or quiet taken: longer ones mean "never", and are kept within what
+/// the clock can add.
+const FAR: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 /// How many times a question rings again after its first ring, at most.
 pub const MAX_REMINDERS: u32 = 10;
 /// How long the page counts as open and visible after it last said so (it says so every
@@ -99,6 +102,13 @@ pub struct Ringer {
 
 impl Ringer {
     pub fn new(cfg: RingConfig) -> Self {
+        // A duration the clock cannot reach means "never": kept within it.
+        let far = |d: Duration| d.min(FAR);
+        let cfg = RingConfig {
+            after: far(cfg.after),
+            remind_every: cfg.remind_every.map(far),
+            quiet_at_desk: far(cfg.quiet_at_desk),
+        };
         Ringer {
             cfg,
             waiting: BTreeMap::new(),
@@ -117,17 +127,26 @@ impl Ringer {
         self.waiting.is_empty()
     }
 
-    /// `question` was asked at `now`.
+    /// `question` was asked at `now`. One it already has (announced again: an inbox that
+    /// reached its bridge again) keeps its schedule and its count.
     pub fn asked(&mut self, key: Key, question: Value, now: Instant) {
-        let next = now.checked_add(self.cfg.after).unwrap_or(now);
-        self.waiting.insert(
-            key,
-            Waiting {
-                question,
-                next: Some(next),
-                rang: 0,
-            },
-        );
+        let next = now.checked_add(self.cfg.after);
+        self.waiting.entry(key).or_insert(Waiting {
+            question,
+            next,
+            rang: 0,
+        });
+    }
+
+    /// Of `bridge`'s questions, only those in `pending` are still pending (its list, once
+    /// reached again): the others ended meanwhile.
+    pub fn keep_only(
+        &mut self,
+        bridge: &str,
+        pending: &std::collections::HashSet<(String, String)>,
+    ) {
+        self.waiting
+            .retain(|k, _| k.0 != bridge || pending.contains(&(k.1.clone(), k.2.clone())));
     }
 
     /// The question ended (answered, rejected, withdrawn): it never rings again.
@@ -145,13 +164,15 @@ impl Ringer {
         if self.cfg.quiet_at_desk.is_zero() {
             return;
         }
-        let until = now.checked_add(self.cfg.quiet_at_desk).unwrap_or(now);
+        let Some(until) = now.checked_add(self.cfg.quiet_at_desk) else {
+            return;
+        };
         self.desk_until = Some(self.desk_until.map_or(until, |u| u.max(until)));
     }
 
     /// The Questions page on this machine said it is visible (`true`) or hidden.
     pub fn page(&mut self, visible: bool, now: Instant) {
-        self.page_until = visible.then(|| now.checked_add(PAGE_SEEN_FOR).unwrap_or(now));
+        self.page_until = visible.then(|| now + PAGE_SEEN_FOR);
     }
 
     /// Why nothing rings now, if the user is at the desk.
@@ -324,5 +345,75 @@ mod tests {
         // A page that stopped saying so (closed without a word) counts no more.
         let later = t + Duration::from_secs(64) + PAGE_SEEN_FOR;
         assert_eq!(rung(&mut r, later), [("c".into(), 0)]);
+    }
+}
+
+#[cfg(test)]
+mod review_tests {
+    use super::*;
+
+    fn key(q: &str) -> Key {
+        (String::new(), "s".into(), q.into())
+    }
+
+    /// `--notify-after 400000000000y` (as "never") or any delay past what an `Instant` holds:
+    /// `checked_add` fails and the question is due at once, before its delay.
+    #[test]
+    fn review_a_delay_too_long_for_the_clock_never_rings_at_once() {
+        let t = Instant::now();
+        let mut r = Ringer::new(RingConfig {
+            after: Duration::MAX,
+            remind_every: None,
+            quiet_at_desk: Duration::ZERO,
+        });
+        r.asked(key("a"), json!({}), t);
+        assert!(
+            r.due(t + Duration::from_secs(1)).is_empty(),
+            "rang 1 s after it was asked, with --notify-after of {:?}",
+            Duration::MAX
+        );
+    }
+
+    /// `--quiet-at-desk` too long for the clock: the user counts as never at the desk.
+    #[test]
+    fn review_a_quiet_too_long_for_the_clock_is_still_quiet() {
+        let t = Instant::now();
+        let mut r = Ringer::new(RingConfig {
+            after: Duration::ZERO,
+            remind_every: None,
+            quiet_at_desk: Duration::MAX,
+        });
+        r.at_desk(t);
+        r.asked(key("a"), json!({}), t);
+        assert!(r.due(t).is_empty(), "rang while at the desk");
+    }
+
+    /// The same question announced twice (the inbox re-lists a bridge's questions after a
+    /// reconnection, and calls `asked` for each): its count starts again from 0, so it rings
+    /// 1 + MAX_REMINDERS times per announcement.
+    #[test]
+    fn review_a_question_announced_again_keeps_its_count() {
+        let t = Instant::now();
+        let mut r = Ringer::new(RingConfig {
+            after: Duration::ZERO,
+            remind_every: Some(Duration::from_secs(1)),
+            quiet_at_desk: Duration::ZERO,
+        });
+        r.asked(key("a"), json!({}), t);
+        let mut total = 0;
+        let mut at = t;
+        for i in 0..40 {
+            at = t + Duration::from_secs(i);
+            total += r.due(at).len();
+        }
+        assert_eq!(total as u32, 1 + MAX_REMINDERS);
+        r.asked(key("a"), json!({}), at);
+        for i in 40..80 {
+            total += r.due(t + Duration::from_secs(i)).len();
+        }
+        assert!(
+            total as u32 <= 1 + MAX_REMINDERS,
+            "one question rang {total} times"
+        );
     }
 }

@@ -64,6 +64,9 @@ pub fn route_of(method: &Method, path: &str) -> Option<Result<Route, StatusCode>
 #[serde(deny_unknown_fields)]
 struct ReplyBody {
     answers: Value,
+    /// Ours, beside sandbox-agent's: the bridge, for an inbox where two have the same ids.
+    #[serde(default)]
+    bridge: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -71,6 +74,8 @@ struct ReplyBody {
 struct RejectBody {
     #[serde(default)]
     reason: Option<String>,
+    #[serde(default)]
+    bridge: Option<String>,
 }
 
 /// Answers a v1 route: the call goes to the loop that owns the questions, as the JSON-RPC
@@ -115,7 +120,7 @@ where
             };
             Call::Answer(
                 AnswerParams {
-                    bridge: None,
+                    bridge: body.bridge,
                     session_id: session,
                     question_id: question,
                     answers: body.answers,
@@ -136,7 +141,7 @@ where
             };
             Call::Reject(
                 RejectParams {
-                    bridge: None,
+                    bridge: body.bridge,
                     session_id: session,
                     question_id: question,
                     reason: body.reason,

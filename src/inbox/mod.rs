@@ -249,6 +249,7 @@ impl Inbox {
         for (sid, qid) in b.pending.into_keys() {
             self.publish(withdrawn(id, &sid, &qid));
         }
+        self.ringer.borrow_mut().ended_bridge(id);
     }
 
     fn on_bridge(&mut self, msg: FromBridge) {
@@ -278,6 +279,11 @@ impl Inbox {
                 }
                 let old = std::mem::take(&mut b.pending);
                 let public = b.public.clone();
+                // What rings keeps its count across the reconnection; what ended meanwhile
+                // rings no more.
+                let pending: std::collections::HashSet<(String, String)> =
+                    fresh.keys().cloned().collect();
+                self.ringer.borrow_mut().keep_only(&id, &pending);
                 b.pending = fresh
                     .iter()
                     .map(|(k, q)| (k.clone(), Held::of(q)))
@@ -323,10 +329,11 @@ impl Inbox {
                 tracing::info!(%id, why = %why, retry_in = ?delay, "inbox: lost a bridge");
                 b.last_error = Some(why);
                 // What cannot be answered from here leaves the inbox until the bridge is
-                // reached again (its list then says what is pending).
+                // reached again (its list then says what is pending). Its ring schedule
+                // stays: a question still pending then keeps its count.
                 let gone = std::mem::take(&mut b.pending);
                 for (sid, qid) in gone.into_keys() {
-                    self.publish(withdrawn(&id, &sid, &qid));
+                    let _ = self.events.send(Arc::new(withdrawn(&id, &sid, &qid)));
                 }
             }
         }

@@ -61,7 +61,6 @@ impl Router {
         let Some(open) = self.questions.get(&shown.agent_id).cloned() else {
             return;
         };
-        out.at_desk = true;
         let result = match outcome {
             Ok(result) => result,
             Err(_) => {
@@ -69,6 +68,8 @@ impl Router {
                 return;
             }
         };
+        // The user answered in that editor: at the desk (its own cancel is not the user).
+        out.at_desk |= !super::lifecycle::is_cancelled(result);
         let Some(style) = self.joined.client(client).map(|c| c.view.prompt_style()) else {
             return;
         };

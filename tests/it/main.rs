@@ -50,6 +50,7 @@ mod registry_agents;
 mod regressions;
 mod release;
 mod remote;
+mod ring_review;
 mod ringing;
 mod router_props;
 mod schemas;

@@ -8,6 +8,9 @@ use crate::child::agent_name;
 
 /// The longest question text in a payload, in characters.
 pub(super) const MAX_TEXT: usize = 160;
+/// The longest payload, in bytes: what a push service takes (4,096) less the encryption's
+/// header (86), tag (16) and padding delimiter (1).
+const MAX_PAYLOAD: usize = 4096 - 86 - 16 - 1;
 /// The longest notification tag, in bytes (else its SHA-256 is sent).
 const MAX_TAG: usize = 256;
 
@@ -81,6 +84,12 @@ pub fn payload(bridge_id: &str, q: &Value) -> Value {
     if !actions.is_empty() {
         p["question"] = json!({"bridge": bridge_id, "sessionId": q["sessionId"], "questionId": q["questionId"]});
         p["actions"] = actions.into();
+        if p.to_string().len() > MAX_PAYLOAD {
+            // An answer cannot be cut: without its actions, a tap opens the question.
+            let o = p.as_object_mut().expect("an object");
+            o.remove("actions");
+            o.remove("question");
+        }
     }
     p
 }
@@ -122,4 +131,38 @@ fn actions(q: &Value) -> Vec<Value> {
             Some(json!({"action": format!("a{i}"), "title": cut(label, 40), "answers": [[value]]}))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod review_tests {
+    use super::*;
+
+    /// A push service takes at most 4 KiB (RFC 8030/8291: 4096 bytes of the encrypted
+    /// record, of which 86 are aes128gcm's header, 16 the AEAD tag and 1 the padding
+    /// delimiter). The text fields are cut, but an option's value (the answer an action
+    /// sends) is copied whole: a choice of two long values makes a payload no push service
+    /// takes, and the question is never pushed at all.
+    #[test]
+    fn review_a_payload_is_never_over_what_a_push_service_takes() {
+        let long = "v".repeat(2500);
+        let q = json!({"bridge": {"agent": ["agent"], "cwd": "/p"}, "sessionId": "s",
+            "questionId": "q", "source": "question",
+            "items": [{"prompt": "Which?", "options": [
+                {"value": format!("a{long}"), "label": "A"},
+                {"value": format!("b{long}"), "label": "B"}]}]});
+        let p = payload("b1", &q);
+        let len = p.to_string().len();
+        assert!(
+            len <= MAX_PAYLOAD,
+            "a payload of {len} bytes: {}",
+            &p.to_string()[..200]
+        );
+        // Same for a tool approval whose allow_once option id is long.
+        let a = json!({"bridge": {"agent": ["agent"], "cwd": "/p"}, "sessionId": "s",
+            "questionId": "t", "source": "permission",
+            "items": [{"prompt": "x", "header": "execute", "options": [
+                {"value": "o".repeat(5000), "label": "Allow", "kind": "allow_once"}]}]});
+        let len = payload("b1", &a).to_string().len();
+        assert!(len <= MAX_PAYLOAD, "a payload of {len} bytes");
+    }
 }

@@ -26,8 +26,9 @@ impl Router {
         out: &mut Outbox,
     ) -> bool {
         if let Some(p) = self.questions.take_by_client_id(id) {
-            // The user answered in the editor: they are at the desk.
-            out.at_desk = true;
+            // The user answered in the editor: they are at the desk (an error, or a client's
+            // own cancel, is not the user).
+            out.at_desk |= outcome.is_ok_and(|r| !is_cancelled(r));
             self.answer_from_client(p, outcome, line, out);
             return true;
         }

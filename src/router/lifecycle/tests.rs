@@ -957,3 +957,25 @@ fn a_permission_prompt_the_client_does_not_know_hands_over_to_the_control_server
         json!([["a"]])
     );
 }
+
+/// Review: an editor that cannot show a question answers `-32601` by itself, at once; the
+/// question then waits on the control server (the Questions page, the inbox, the phone),
+/// where ringing is the only way the user learns of it. The editor's automatic error is
+/// not the user at the desk, yet it sets `at_desk`: nothing rings for `--quiet-at-desk`
+/// (60 s by default, longer than `--notify-after`).
+#[test]
+fn review_an_editor_error_is_not_the_user_at_the_desk() {
+    let mut t = Fixture::native(RouterConfig {
+        hold_unsupported: true,
+        ..RouterConfig::default()
+    });
+    t.agent(ASK);
+    t.take_client();
+    t.out.at_desk = false;
+    t.client(r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32601,"message":"Method not found"}}"#);
+    assert_eq!(t.r.questions().len(), 1, "it waits on the control server");
+    assert!(
+        !t.out.at_desk,
+        "an editor's automatic -32601 counts as the user answering at the desk"
+    );
+}
