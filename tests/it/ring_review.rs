@@ -1,6 +1,5 @@
 //! Hostile review of ringing (today's commits): scenarios through the real binaries.
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -9,25 +8,7 @@ use crate::common::inbox::{registered_bridge, Inbox};
 use crate::common::*;
 use serde_json::Value;
 
-/// An `--on-question` command that appends one line per ring to `log`.
-fn ring_logger(log: &Path) -> String {
-    format!(
-        r#"sh -c '{{ printf "%s " "$ACP_QUESTION_RING"; tr -d "\n"; printf "\n"; }} >> "$0"' {}"#,
-        log.display()
-    )
-}
-
-fn rings(log: &Path) -> Vec<(u32, String)> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let (n, q) = l.split_once(' ')?;
-            let q: Value = serde_json::from_str(q).ok()?;
-            Some((n.parse().ok()?, q["questionId"].as_str()?.to_owned()))
-        })
-        .collect()
-}
+use crate::ringing::{ring_logger, rings};
 
 /// A TCP proxy to `to` whose connections can all be cut at once.
 struct Proxy {

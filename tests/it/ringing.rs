@@ -18,7 +18,7 @@ const ASK: &str = "_sandboxagent/session/request_question";
 
 /// An `--on-question` command that appends one line per ring to `log`: the ring's number
 /// (`ACP_QUESTION_RING`) and the question's JSON.
-fn ring_logger(log: &Path) -> String {
+pub(crate) fn ring_logger(log: &Path) -> String {
     format!(
         r#"sh -c '{{ printf "%s " "$ACP_QUESTION_RING"; tr -d "\n"; printf "\n"; }} >> "$0"' {}"#,
         log.display()
@@ -26,7 +26,7 @@ fn ring_logger(log: &Path) -> String {
 }
 
 /// The rings logged so far: (ring number, question id), with when each was first seen.
-fn rings(log: &Path) -> Vec<(u32, String)> {
+pub(crate) fn rings(log: &Path) -> Vec<(u32, String)> {
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
