@@ -341,6 +341,7 @@ impl Router {
     /// The agent's request `id`, cancelled, answered -32800 on the client's behalf.
     fn cancelled_for_client(&mut self, id: &RequestId, out: &mut Outbox) {
         self.held.agent_answered(id);
+        self.joined_agent_request_over(id, out);
         let _ = self.requests.answered(Side::Client, id);
         out.agent(jsonrpc::error(
             Some(id),

@@ -343,6 +343,21 @@ impl Router {
         }
     }
 
+    /// The attached client answered the agent's request `id`: a joined client that was sent
+    /// it too closes it.
+    pub(super) fn joined_agent_request_over(&mut self, id: &RequestId, out: &mut Outbox) {
+        let Some(client) = self.joined.untake_asked(id) else {
+            return;
+        };
+        if self
+            .joined
+            .client(client)
+            .is_some_and(|c| c.view.sends_cancel_requests())
+        {
+            out.joined(client, jsonrpc::cancel_request(id));
+        }
+    }
+
     /// The agent's request `id` in `session`, which the attached client does not have: sent
     /// to a joined client that has it, if any (its response goes to the agent). It stays
     /// kept for the next attached client too: the first response is the agent's.

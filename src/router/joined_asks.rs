@@ -35,7 +35,11 @@ impl Router {
     ) {
         if self.joined.take_asked(client, id) {
             // Its response to the agent's request sent to it: the agent's, as the attached
-            // client's would be.
+            // client's would be; an attached client that was sent it too closes it.
+            let attached_has_it = self.held.waits(id) && self.held.sent(id);
+            if attached_has_it && self.client.sends_cancel_requests() {
+                self.notify_client(jsonrpc::cancel_request(id), out);
+            }
             return self.on_response(
                 Side::Client,
                 id.clone(),

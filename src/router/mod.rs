@@ -513,7 +513,10 @@ impl Router {
                 if self.cfg.linger {
                     self.held.loaded(&id);
                     match from {
-                        Side::Client => self.held.agent_answered(&id),
+                        Side::Client => {
+                            self.held.agent_answered(&id);
+                            self.joined_agent_request_over(&id, out);
+                        }
                         Side::Agent => match self.for_which_client(&id, &req, line, out) {
                             Some(l) => line = l,
                             None => return self.after_response(out),

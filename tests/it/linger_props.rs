@@ -141,6 +141,9 @@ struct Guest {
     shown: Vec<Value>,
     open: BTreeSet<String>,
     sent_ids: BTreeSet<String>,
+    /// The agent's own requests (`fs/*`, `terminal/*`) it was sent and has not answered: one
+    /// another client answered is closed with a `$/cancel_request`.
+    agents: BTreeSet<String>,
     /// Prompts it was told are over (a press on one is refused, with a note).
     over: Vec<Value>,
 }
@@ -572,6 +575,7 @@ impl World {
                     let shown = std::mem::take(&mut guest.shown);
                     for req in shown {
                         guest.open.remove(&req["id"].to_string());
+                        guest.agents.remove(&req["id"].to_string());
                         let line = if how == 2 {
                             json!({"jsonrpc":"2.0","id":req["id"],"error":{"code":-32603,"message":"no"}})
                         } else if how == 3 {
@@ -691,6 +695,10 @@ impl World {
                         "joined client {c} was sent a cancel of a request it was never sent: {line}"
                     ));
                 }
+                if guest.agents.remove(&named) {
+                    guest.shown.retain(|r| r["id"] != m["params"]["requestId"]);
+                    continue;
+                }
                 if !guest.open.remove(&named) {
                     return Err(format!(
                         "joined client {c} was sent a cancel of a prompt it answered or was told of already: {line}"
@@ -715,6 +723,7 @@ impl World {
                     // prompts the bridge must close.
                     let method = m["method"].as_str().unwrap_or_default();
                     if method.starts_with("fs/") || method.starts_with("terminal/") {
+                        guest.agents.insert(id);
                         guest.shown.push(m);
                         continue;
                     }

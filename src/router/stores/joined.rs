@@ -129,6 +129,12 @@ impl Joined {
         self.asked.contains_key(id)
     }
 
+    /// The agent's request `id` was answered by another client: the joined client it was
+    /// sent to, if any.
+    pub fn untake_asked(&mut self, id: &RequestId) -> Option<u32> {
+        self.asked.remove(id)
+    }
+
     /// Joined client `client` answers the agent's request `id` sent to it: forgotten, and
     /// true; false when it was not sent it.
     pub fn take_asked(&mut self, client: u32, id: &RequestId) -> bool {
