@@ -201,6 +201,8 @@ async fn the_inbox_rings_by_its_own_delay_and_reminders() {
     .unwrap();
     b.recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("approve: ")))
         .await;
+    // (The inbox has seen it end.)
+    list_until(&c, 0).await;
     // Left pending: rung after the delay, then per reminder.
     b.prompt(11, "mock-session-1", "approve").await;
     let pending = list_until(&c, 1).await;
