@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::common::control::{call, http, list_until};
 use crate::common::inbox::{registered_bridge, Inbox};
 use crate::common::*;
+use jsonrpsee_http_client::HttpClient;
 use serde_json::{json, Value};
 
 const NATIVE: &str =
@@ -57,6 +58,21 @@ fn log_in(name: &str) -> PathBuf {
     temp_dir(name).join("rings.log")
 }
 
+/// A bridge with its control server around the mock agent, ringing `ring_logger(log)` with
+/// `ring` flags, its client (the extension's) past `session/new`: the bridge, a control
+/// client, the session.
+async fn ring_bridge(log: &Path, ring: &[&str]) -> (Bridge, HttpClient, String) {
+    let cmd = ring_logger(log);
+    let mut args = vec!["--control", "127.0.0.1:0", "--on-question", &cmd];
+    args.extend_from_slice(ring);
+    let mut b = Bridge::mock(&args);
+    let (base, token) = control_of(&b).await;
+    let c = http(&base, &token);
+    b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
+    let sid = b.new_session(1).await;
+    (b, c, sid)
+}
+
 async fn answer(b: &mut Bridge, asked: &Value, value: &str) {
     b.send(&json!({"jsonrpc":"2.0","id":asked["id"],"result":{"status":"answered","answers":[[value]]}}))
         .await;
@@ -68,23 +84,18 @@ async fn answer(b: &mut Bridge, asked: &Value, value: &str) {
 async fn a_question_answered_in_time_never_rings_and_one_left_pending_rings_after_the_delay_and_per_reminder(
 ) {
     let log = log_in("ring-delay");
-    let cmd = ring_logger(&log);
-    let mut b = Bridge::mock(&[
-        "--control",
-        "127.0.0.1:0",
-        "--notify-after",
-        "2s",
-        "--remind-every",
-        "2s",
-        "--quiet-at-desk",
-        "0",
-        "--on-question",
-        &cmd,
-    ]);
-    let (base, token) = control_of(&b).await;
-    let c = http(&base, &token);
-    b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
-    let sid = b.new_session(1).await;
+    let (mut b, c, sid) = ring_bridge(
+        &log,
+        &[
+            "--notify-after",
+            "2s",
+            "--remind-every",
+            "2s",
+            "--quiet-at-desk",
+            "0",
+        ],
+    )
+    .await;
     // Answered half a second after it was asked: it never rings.
     b.prompt(2, &sid, "question n-1").await;
     let (asked, _) = b.recv_until(|m| m["method"] == ASK).await;
@@ -125,21 +136,8 @@ async fn a_question_answered_in_time_never_rings_and_one_left_pending_rings_afte
 #[tokio::test]
 async fn a_user_at_the_desk_is_not_rung_until_they_have_left() {
     let log = log_in("ring-desk");
-    let cmd = ring_logger(&log);
-    let mut b = Bridge::mock(&[
-        "--control",
-        "127.0.0.1:0",
-        "--notify-after",
-        "0",
-        "--quiet-at-desk",
-        "3s",
-        "--on-question",
-        &cmd,
-    ]);
-    let (base, token) = control_of(&b).await;
-    let c = http(&base, &token);
-    b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
-    let sid = b.new_session(1).await;
+    let (mut b, c, sid) =
+        ring_bridge(&log, &["--notify-after", "0", "--quiet-at-desk", "3s"]).await;
     b.prompt(2, &sid, "question d-1").await;
     let (asked, _) = b.recv_until(|m| m["method"] == ASK).await;
     answer(&mut b, &asked, "option-a").await;
@@ -223,21 +221,7 @@ async fn the_inbox_rings_by_its_own_delay_and_reminders() {
 #[tokio::test]
 async fn the_page_open_on_this_machine_keeps_it_quiet_until_it_is_hidden() {
     let log = log_in("ring-page");
-    let cmd = ring_logger(&log);
-    let mut b = Bridge::mock(&[
-        "--control",
-        "127.0.0.1:0",
-        "--notify-after",
-        "0",
-        "--quiet-at-desk",
-        "0",
-        "--on-question",
-        &cmd,
-    ]);
-    let (base, token) = control_of(&b).await;
-    let c = http(&base, &token);
-    b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
-    let sid = b.new_session(1).await;
+    let (mut b, c, sid) = ring_bridge(&log, &["--notify-after", "0", "--quiet-at-desk", "0"]).await;
     // The page says it is visible (as it does every 20 s while it is).
     assert_eq!(
         call(&c, "page.visible", json!({"visible": true})).await,
