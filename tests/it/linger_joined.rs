@@ -23,8 +23,15 @@ fn parse(l: &str) -> Value {
 /// The attached client (no capabilities: permission prompts) with session `s0`.
 fn attached() -> Fixture {
     let mut f = Fixture::new(cfg());
+    attach_with_session(&mut f, json!({}));
+    f
+}
+
+/// A client with capabilities `caps` attaches to `f`, and the agent gives it session `s0`
+/// (in `/p`); what it was sent is taken.
+pub(crate) fn attach_with_session(f: &mut Fixture, caps: Value) {
     f.r.on_client_attached(f.now, &mut f.out);
-    f.client(&msg::initialize(json!({})));
+    f.client(&msg::initialize(caps));
     let id = parse(&f.take_agent()[0])["id"].clone();
     f.agent(&msg::result(
         id,
@@ -38,7 +45,6 @@ fn attached() -> Fixture {
     let id = parse(&f.take_agent()[0])["id"].clone();
     f.agent(&msg::result(id, json!({"sessionId":"s0"})));
     f.take_client();
-    f
 }
 
 /// Client 7 joins and loads `s0`: it renders forms.

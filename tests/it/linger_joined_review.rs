@@ -5,6 +5,8 @@ use acp_question_bridge::router::fixture::{msg, Fixture};
 use acp_question_bridge::router::RouterConfig;
 use serde_json::{json, Value};
 
+use crate::linger_joined::attach_with_session;
+
 fn cfg() -> RouterConfig {
     RouterConfig {
         linger: true,
@@ -25,21 +27,7 @@ fn texts(lines: &[String]) -> String {
 /// The attached client (capabilities `caps`) with session `s0`.
 fn attached_with(caps: Value) -> Fixture {
     let mut f = Fixture::new(cfg());
-    f.r.on_client_attached(f.now, &mut f.out);
-    f.client(&msg::initialize(caps));
-    let id = parse(&f.take_agent()[0])["id"].clone();
-    f.agent(&msg::result(
-        id,
-        json!({"protocolVersion":1,"agentCapabilities":{}}),
-    ));
-    f.client(&msg::request(
-        json!(1),
-        "session/new",
-        json!({"cwd":"/p","mcpServers":[]}),
-    ));
-    let id = parse(&f.take_agent()[0])["id"].clone();
-    f.agent(&msg::result(id, json!({"sessionId":"s0"})));
-    f.take_client();
+    attach_with_session(&mut f, caps);
     f
 }
 
@@ -560,21 +548,7 @@ fn j7_the_policy_decides_a_joined_clients_new_session_in_that_sessions_folder() 
         "[[rule]]\nid = \"no-rm\"\ndecision = \"deny\"\ncommand = [\"rm\"]\n",
     )
     .deferred();
-    f.r.on_client_attached(f.now, &mut f.out);
-    f.client(&msg::initialize(json!({})));
-    let id = parse(&f.take_agent()[0])["id"].clone();
-    f.agent(&msg::result(
-        id,
-        json!({"protocolVersion":1,"agentCapabilities":{}}),
-    ));
-    f.client(&msg::request(
-        json!(1),
-        "session/new",
-        json!({"cwd":"/p","mcpServers":[]}),
-    ));
-    let id = parse(&f.take_agent()[0])["id"].clone();
-    f.agent(&msg::result(id, json!({"sessionId":"s0"})));
-    f.take_client();
+    attach_with_session(&mut f, json!({}));
     join_with(&mut f, 7, json!({}));
     f.joined(
         7,
