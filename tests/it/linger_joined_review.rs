@@ -255,7 +255,7 @@ fn j4_the_agents_replay_of_the_attached_clients_load_is_not_copied_to_a_joined_c
 mod binaries {
     use std::time::Duration;
 
-    use serde_json::{json, Value};
+    use serde_json::json;
 
     use crate::common::{chunk_text, rss_kib, Bridge};
     use crate::linger::{folders, front, holders, sessions_stop_all, start_session};
@@ -281,15 +281,11 @@ mod binaries {
         assert!(result.get("result").is_some(), "{result}");
     }
 
-    /// j5: a joined client's input is read whatever the agent's input queue holds: the
-    /// attached client is read only once what it fed the agent has drained (`read_client`
-    /// needs `outbox.to_agent` empty), a joined one always (`guests.next()` has no such
-    /// guard). With the agent not reading, a joined editor that writes makes the holder's
-    /// memory grow without bound (here: 96 MiB of prompts, each copied under its bridge id, so the reader's 3 MiB
-    /// budget does not hold them).
-    #[tokio::test]
-    async fn j5_a_joined_client_is_not_read_faster_than_the_agent_reads() {
-        let (roster, cwd) = folders("joined-backpressure");
+    /// With the agent stopped, the joined client (`from_joined`) or the attached one writes
+    /// 96 MiB of prompts: the holder must stop reading it long before (less than 32 MiB
+    /// more memory).
+    async fn flood_with_the_agent_stopped(from_joined: bool, name: &str) {
+        let (roster, cwd) = folders(name);
         let mut first = front(&roster, &cwd, "5m");
         let (_, sid) = start_session(&mut first).await;
         let pid = agent_pid(&mut first, 2, &sid).await;
@@ -318,8 +314,9 @@ mod binaries {
                 );
                 chunk.push('\n');
             }
+            let writer = if from_joined { &mut second } else { &mut first };
             let sent =
-                tokio::time::timeout(Duration::from_secs(5), second.send_raw(chunk.as_bytes()))
+                tokio::time::timeout(Duration::from_secs(5), writer.send_raw(chunk.as_bytes()))
                     .await;
             if sent.is_err() {
                 break; // the holder stopped reading it: backpressure
@@ -330,72 +327,38 @@ mod binaries {
         let after = rss_kib(holder);
         nix::sys::signal::kill(agent, nix::sys::signal::Signal::SIGCONT).expect("SIGCONT");
         let grew_mib = after.saturating_sub(before) / 1024;
-        drop(second);
-        first.close_stdin();
-        let _ = first.wait().await;
+        let (mut stays, leaves) = if from_joined {
+            (first, second)
+        } else {
+            (second, first)
+        };
+        drop(leaves);
+        stays.close_stdin();
+        let _ = stays.wait().await;
         sessions_stop_all(&roster).await;
         assert!(
             grew_mib < 32,
-            "with the agent not reading, the holder took {} MiB from a joined client and grew {grew_mib} MiB",
-            written >> 20
+            "with the agent not reading, the holder took {} MiB from {} client and grew {grew_mib} MiB",
+            written >> 20,
+            if from_joined { "a joined" } else { "the attached" }
         );
-        let _: Option<Value> = None;
+    }
+
+    /// j5: a joined client's input was read whatever the agent's input queue held: the
+    /// attached client is read only once what it fed the agent has drained (`read_client`
+    /// needs `outbox.to_agent` empty), a joined one was always. With the agent not reading,
+    /// a joined editor that wrote made the holder's memory grow without bound (96 MiB of
+    /// prompts, each copied under its bridge id, so the reader's 3 MiB budget did not hold
+    /// them).
+    #[tokio::test]
+    async fn j5_a_joined_client_is_not_read_faster_than_the_agent_reads() {
+        flood_with_the_agent_stopped(true, "joined-backpressure").await;
     }
 
     /// (Passes: the same from the attached client stops at the reader's budget.)
     #[tokio::test]
     async fn j5_control_the_attached_client_is_read_only_as_fast_as_the_agent_reads() {
-        let (roster, cwd) = folders("joined-backpressure-ctrl");
-        let mut first = front(&roster, &cwd, "5m");
-        let (_, sid) = start_session(&mut first).await;
-        let pid = agent_pid(&mut first, 2, &sid).await;
-        let mut second = front(&roster, &cwd, "5m");
-        join(&mut second, &sid, &cwd).await;
-        assert_eq!(holders(&roster).len(), 1, "joined, not an agent of its own");
-        let holder = holders(&roster)[0]["pid"].as_u64().expect("pid") as u32;
-        // The agent stops reading (a long tool call, a stuck process).
-        let agent = nix::unistd::Pid::from_raw(pid as i32);
-        nix::sys::signal::kill(agent, nix::sys::signal::Signal::SIGSTOP).expect("SIGSTOP");
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let before = rss_kib(holder);
-        // Prompts of 8 KiB (a pasted file), under ids of its own: 96 MiB in all, well under
-        // `--max-in-flight` (16,384 requests).
-        let text = "x".repeat(8 << 10);
-        let mut written = 0usize;
-        let mut id = 100u64;
-        for _ in 0..96 {
-            let mut chunk = String::new();
-            for _ in 0..128 {
-                id += 1;
-                chunk.push_str(
-                    &json!({"jsonrpc":"2.0","id":id,"method":"session/prompt",
-                    "params":{"sessionId":sid,"prompt":[{"type":"text","text":text}]}})
-                    .to_string(),
-                );
-                chunk.push('\n');
-            }
-            let sent =
-                tokio::time::timeout(Duration::from_secs(5), first.send_raw(chunk.as_bytes()))
-                    .await;
-            if sent.is_err() {
-                break; // the holder stopped reading it: backpressure
-            }
-            written += chunk.len();
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let after = rss_kib(holder);
-        nix::sys::signal::kill(agent, nix::sys::signal::Signal::SIGCONT).expect("SIGCONT");
-        let grew_mib = after.saturating_sub(before) / 1024;
-        drop(first);
-        second.close_stdin();
-        let _ = second.wait().await;
-        sessions_stop_all(&roster).await;
-        assert!(
-            grew_mib < 32,
-            "with the agent not reading, the holder took {} MiB from the attached client and grew {grew_mib} MiB",
-            written >> 20
-        );
-        let _: Option<Value> = None;
+        flood_with_the_agent_stopped(false, "joined-backpressure-ctrl").await;
     }
 
     /// CPU time (ticks) `pid` used so far.
