@@ -7,7 +7,8 @@
 //! - nothing a deny rule covers is allowed: an allowed command is plain, each part
 //!   starting with an allowed prefix, none with a denied one;
 //! - nothing a shell could expand is allowed: an allowed command has no `$(`, backtick,
-//!   redirection or lone `&` outside single quotes (an independent scan of the raw text);
+//!   redirection or lone `&` outside single quotes, and no `~` but the home folder's (an
+//!   independent scan of the raw text; a quoted commit here-document is literal text);
 //! - a command in which any command seen (wrappers seen through) starts with a denied
 //!   prefix is denied, never allowed or asked.
 #![no_main]
@@ -74,21 +75,40 @@ fn starts(part: &[String], prefix: &[&str]) -> bool {
 }
 
 /// An independent scan for what a shell reads as more than literal text outside single
-/// quotes: `$`, a backtick, a backslash, `#`, `~`, a glob or brace, a lone `&`, or a
-/// redirection other than to `/dev/null` or between file descriptors (`2>&1`).
+/// quotes: `$`, a backtick, a backslash, `#`, a glob or brace, a lone `&`, a redirection
+/// other than to `/dev/null` or between file descriptors (`2>&1`), or a `~` the shells
+/// expand other than to the home folder (`~user`, `a=~`, `a:~`). Two forms the policy
+/// reads as the shells do are not expansions here: `~` or `~/…` beginning a word (the
+/// home folder), and a commit message written `"$(cat <<'EOF'` … `EOF` `)"` ([`commit`]).
 fn expands(line: &str) -> bool {
     let b = line.as_bytes();
     let (mut single, mut double) = (false, false);
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
+        if !single && !double && c == b'"' {
+            if let Some(end) = commit(&b[i..]) {
+                i += end;
+                continue;
+            }
+        }
         match c {
             b'\'' if !double => single = !single,
             b'"' if !single => double = !double,
             _ if single => {}
             b'$' | b'`' | b'\\' => return true,
             _ if double => {}
-            b'#' | b'~' | b'*' | b'?' | b'[' | b'{' | b'}' => return true,
+            b'~' => {
+                let before = i.checked_sub(1).map(|k| b[k]);
+                let starts_word = before.is_none_or(|p| b" \t\n;&|(".contains(&p));
+                let after = b.get(i + 1).copied();
+                let home = starts_word
+                    && after.is_none_or(|a| a == b'/' || b" \t\n;&|)".contains(&a));
+                if !home && (starts_word || matches!(before, Some(b'=' | b':'))) {
+                    return true;
+                }
+            }
+            b'#' | b'*' | b'?' | b'[' | b'{' | b'}' => return true,
             b'<' | b'>' => {
                 let skip = |r: &[u8]| -> usize {
                     r.iter().take_while(|c| **c == b' ' || **c == b'\t').count()
@@ -122,6 +142,43 @@ fn expands(line: &str) -> bool {
         i += 1;
     }
     false
+}
+
+/// The length of a commit message written `"$(cat <<'D'` (or `<<"D"`, `<<-'D'`), its lines,
+/// a line `D`, then `)"`, at the start of `b`; `None` if `b` does not start with one.
+fn commit(b: &[u8]) -> Option<usize> {
+    let rest = b.strip_prefix(b"\"$(cat <<".as_slice())?;
+    let dash = rest.starts_with(b"-");
+    let rest = if dash { &rest[1..] } else { rest };
+    let q = *rest.first().filter(|q| **q == b'\'' || **q == b'"')?;
+    let rest = &rest[1..];
+    let end = rest.iter().position(|c| *c == q)?;
+    let delim = &rest[..end];
+    if delim.is_empty() || !delim.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_') {
+        return None;
+    }
+    let mut body = rest[end + 1..].strip_prefix(b"\n".as_slice())?;
+    loop {
+        let nl = body.iter().position(|c| *c == b'\n')?;
+        let line = &body[..nl];
+        body = &body[nl + 1..];
+        let trimmed: &[u8] = {
+            let k = if dash {
+                line.iter().take_while(|c| **c == b'\t').count()
+            } else {
+                0
+            };
+            &line[k..]
+        };
+        if trimmed == delim {
+            let tail = body.strip_prefix(b")\"".as_slice())?;
+            return Some(b.len() - tail.len());
+        }
+        // A line that only begins with the delimiter ends the here-document for bash.
+        if trimmed.starts_with(delim) {
+            return None;
+        }
+    }
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -62,15 +62,21 @@ impl Command {
         }
     }
 
-    /// The command as read, on one line: a plain command as its words (quoted where a shell
-    /// would need it) and its operators as written (a newline as `\n`); any other as
-    /// written. Control characters and newlines escaped.
+    /// The command as read, on one line: a plain command as its assignments and words
+    /// (quoted where a shell would need it; a `~` as the home folder, a commit message's
+    /// here-document as its text) and its operators as written (a newline as `\n`); any
+    /// other as written. Control characters and newlines escaped.
     pub fn text(&self) -> String {
         match &self.plain {
             Ok(parts) => {
                 let mut out = String::new();
                 for p in parts {
-                    let words: Vec<String> = p.words.iter().map(|w| quote(w)).collect();
+                    let words: Vec<String> = p
+                        .env
+                        .iter()
+                        .map(|(name, value)| format!("{name}={}", quote(value)))
+                        .chain(p.words.iter().map(|w| quote(w)))
+                        .collect();
                     out.push_str(&words.join(" "));
                     match p.op {
                         Some(";") => out.push_str("; "),
@@ -90,8 +96,18 @@ impl Command {
     }
 }
 
-/// A word as a shell would need it written, escaped for showing.
+/// A word as a shell would need it written, escaped for showing: as it is when bash and
+/// dash read it as itself unquoted (`HEAD^2`, `HEAD~1`), else quoted.
 fn quote(word: &str) -> String {
+    let b = word.as_bytes();
+    let itself = !b.is_empty()
+        && b.iter().enumerate().all(|(i, c)| match c {
+            b'~' => i > 0 && !matches!(b[i - 1], b'=' | b':'),
+            c => c.is_ascii_alphanumeric() || b"_-+=.,/:@%^".contains(c),
+        });
+    if itself {
+        return word.to_owned();
+    }
     match shlex::try_quote(word) {
         Ok(q) => escape(&q),
         Err(_) => escape(word),
@@ -165,7 +181,9 @@ pub fn from_argv(words: Vec<String>) -> Command {
     wrappers::see(&words, 0, script, &mut seen);
     let plain = shell::check_program(&words[0]).map(|()| {
         vec![Part {
+            env: Vec::new(),
             words: words.clone(),
+            runs: Vec::new(),
             op: None,
         }]
     });
@@ -221,10 +239,15 @@ pub fn read(line: &str, depth: usize) -> Command {
         if parts.len() > MAX_COMMANDS {
             seen.unclear = Some(format!("more than {MAX_COMMANDS} commands"));
         }
-        // Plain: each part is one command, read exactly; what its wrappers run beside it.
+        // Plain: each part is one command, read exactly; what its wrappers run beside it,
+        // and what the shell runs to make its words (the `cat` of a commit message), for
+        // deny and ask rules.
         for p in parts.iter().take(MAX_COMMANDS) {
             let from = seen.commands.len();
             wrappers::see(&p.words, depth, script, &mut seen);
+            for run in &p.runs {
+                wrappers::see(run, depth, script, &mut seen);
+            }
             by_part.push(from..seen.commands.len());
         }
     } else {
@@ -412,6 +435,73 @@ mod tests {
         assert!(t.contains("\\nrm -rf x"), "{t}");
         // A quoted control character in a plain command is escaped too.
         assert!(!parse("echo 'a\x1b[2Kb'").text().contains('\x1b'));
+    }
+
+    #[test]
+    fn the_forms_read_as_the_shells_expand_them_are_plain() {
+        let c = parse(
+            "RUST_BACKTRACE=1 NO_COLOR= cargo test && git commit -m \"$(cat <<'EOF'\nfix: it's done\n\nbody\nEOF\n)\"",
+        );
+        assert_eq!(c.not_allowable(), None, "{c:?}");
+        let read = c.parts().unwrap();
+        assert_eq!(
+            read[0].env,
+            [
+                ("RUST_BACKTRACE".to_owned(), "1".to_owned()),
+                ("NO_COLOR".to_owned(), String::new())
+            ]
+        );
+        assert_eq!(read[0].words, ["cargo", "test"]);
+        assert_eq!(
+            read[1].words,
+            ["git", "commit", "-m", "fix: it's done\n\nbody"]
+        );
+        // Deny and ask rules see the program without its assignments, and the `cat` the
+        // shell runs for the message beside the part.
+        assert_eq!(c.seen[c.by_part[0].clone()], [["cargo", "test"]]);
+        assert!(
+            c.seen[c.by_part[1].clone()].contains(&vec!["cat".to_owned()]),
+            "{:?}",
+            c.seen
+        );
+        // Shown with its assignments, on one line.
+        let t = c.text();
+        assert!(
+            t.starts_with("RUST_BACKTRACE=1 NO_COLOR='' cargo test && git commit -m "),
+            "{t}"
+        );
+        assert!(!t.contains('\n') && t.contains("\\n\\nbody"), "{t}");
+        assert_eq!(
+            parse("git diff HEAD~1 && git log HEAD^..HEAD \"a=\"~ '~x'").text(),
+            "git diff HEAD~1 && git log HEAD^..HEAD 'a=~' '~x'"
+        );
+        assert_eq!(
+            parts("git diff HEAD~1 && git log HEAD^..HEAD && git show HEAD^2"),
+            vec![
+                vec!["git", "diff", "HEAD~1"],
+                vec!["git", "log", "HEAD^..HEAD"],
+                vec!["git", "show", "HEAD^2"],
+            ]
+        );
+        // A `~` beginning a word is the bridge's home folder.
+        match shell::home() {
+            Some(home) => assert_eq!(
+                parts("ls ~ ~/src"),
+                [["ls".to_owned(), home.clone(), format!("{home}/src")]]
+            ),
+            None => assert!(unparseable("ls ~")),
+        }
+        for line in [
+            "LD_PRELOAD=x.so cargo test",
+            "PATH=. cargo test",
+            "GIT_DIR=x git status",
+            "ls ~root",
+            "echo a=~/x",
+            "git commit -m \"$(cat <<EOF\n$(id)\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF'\nx\nEOF\nid\n)\"",
+        ] {
+            assert!(unparseable(line), "{line:?}");
+        }
     }
 
     #[test]

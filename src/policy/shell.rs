@@ -2,6 +2,10 @@
 //! - [`plain`]: the parts of a *plain* command, the only kind an allow can be given to:
 //!   commands of literal words and quotes without expansion, joined by `&&`, `||`, `;`, `|`
 //!   and newlines, with no redirection but to `/dev/null` or between file descriptors;
+//!   three forms that expand are read as the shells expand them, to the same literal
+//!   text: `~` and `~/...` at the start of a word (the home folder, [`home`]), Claude
+//!   Code's commit message `"$(cat <<'EOF' ... EOF\n)"` (its text, `cat_heredoc`), and
+//!   assignments of harmless variables before a program ([`HARMLESS_ENV`]);
 //! - [`commands`]: every command that stands anywhere in it (inside substitutions, subshells,
 //!   groups, functions, conditionals), as closely as can be told, for deny and ask rules to
 //!   look at. It reads broken input too: tree-sitter recovers from errors.
@@ -14,6 +18,11 @@
 //!   spaces and tabs (and newlines where a command ends). Wherever tree-sitter and a shell
 //!   could disagree (a line continuation, a carriage return, a Unicode space, a comment),
 //!   the command is not plain.
+//! - A word's value is what bash and dash pass to the program, byte for byte: a `~` is read
+//!   as the home folder only where both expand it the same way, as a literal character only
+//!   where neither expands it, and anything in between is not plain. The differential test
+//!   (tests/it/policy_shell) runs every allowed generated command under both and compares
+//!   the programs' argv and environment with this reading.
 //! - No recursion on the input's shape: trees are walked with explicit stacks, so a deeply
 //!   nested line cannot overflow the stack; the caller bounds the line's length.
 
@@ -22,10 +31,85 @@ use tree_sitter::{Node, Parser, Tree};
 /// One command of a plain command line, and the operator written after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Part {
+    /// The variables assigned before the program (`RUST_LOG=debug cargo run`), in order,
+    /// each a name of [`HARMLESS_ENV`] and its value as the program gets it. Not in
+    /// `words`: rules match the program and its arguments.
+    pub env: Vec<(String, String)>,
+    /// The program and its arguments, as the program gets them: quotes taken off, a `~` at
+    /// the start of a word replaced by the home folder, a commit message's here-document by
+    /// its text.
     pub words: Vec<String>,
+    /// What the shell runs to make the words, besides the program: `["cat"]` for each
+    /// `"$(cat <<'EOF' ... EOF\n)"` (its stdin the here-document).
+    pub runs: Vec<Vec<String>>,
     /// `&&`, `||`, `;`, `|`, or a newline (`"\n"`); `None` after the last part.
     pub op: Option<&'static str>,
 }
+
+/// The variables a plain command may assign before its program (`RUST_BACKTRACE=1 cargo
+/// test`): a list of harmless ones, never of dangerous ones. None of them makes a program
+/// load, run or read code or options from elsewhere (`LD_PRELOAD`, `PATH`, `BASH_ENV`,
+/// `GIT_*`, `*_OPTIONS`, `*FLAGS`, `PYTHONPATH`, `RUSTC_WRAPPER`, `EDITOR`, `HOME`, `IFS`
+/// are not), and none is read by bash or dash in a way that changes what they parse or
+/// run. Their values are checked too (`harmless_value`).
+pub const HARMLESS_ENV: &[&str] = &[
+    "CARGO_INCREMENTAL",
+    "CARGO_TERM_COLOR",
+    "CARGO_TERM_QUIET",
+    "CARGO_TERM_VERBOSE",
+    "CGO_ENABLED",
+    "CI",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "COLUMNS",
+    "DEBUG",
+    "FORCE_COLOR",
+    "GOARCH",
+    "GOOS",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_COLLATE",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "LINES",
+    "NODE_ENV",
+    "NO_COLOR",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONUNBUFFERED",
+    "RUST_BACKTRACE",
+    "RUST_LIB_BACKTRACE",
+    "RUST_LOG",
+    "RUST_LOG_STYLE",
+    "RUST_TEST_THREADS",
+    "TZ",
+    "VERBOSE",
+];
+
+/// Whether `value` may be given to the harmless variable `name`: letters, digits and
+/// `_.,:=@+-*` (`RUST_LOG=my_crate::db=trace`, `DEBUG='app:*'`, `LANG=C.UTF-8`), and no `/`
+/// but in `TZ`, where it names a zone under the zone folder (`TZ=Europe/Paris`): never
+/// from `/`, never with `..`. So a locale or zone cannot be loaded from a file the agent
+/// wrote, and no value is a `~` to expand.
+fn harmless_value(name: &str, value: &str) -> bool {
+    let tz = name == "TZ";
+    value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_.,:=@+-*".contains(c) || (tz && c == '/'))
+        && !(tz && (value.starts_with('/') || value.contains("..")))
+}
+
+/// Programs before which no variable may be assigned: the builtins of bash and dash that
+/// [`NEVER_ALLOWED`] leaves. The shell reads such an assignment itself (`LC_ALL=x echo`
+/// sets bash's own locale, and it warns when there is none), and dash keeps one before a
+/// special builtin for the rest of the line (`LANG=C :; cargo test` runs `cargo test` with
+/// `LANG=C` where `LANG` was exported).
+const BUILTINS: &[&str] = &[
+    ":", "cd", "chdir", "dirs", "echo", "false", "help", "popd", "pushd", "pwd", "times", "true",
+    "type",
+];
 
 /// Programs and shell words that are never allowed, whatever a rule says: reserved words,
 /// and builtins that evaluate or define what runs (`eval`, `source`, `exec`, `command`,
@@ -126,9 +210,19 @@ pub fn parse(line: &str) -> Option<Tree> {
 }
 
 /// The characters an unquoted word may be made of: bash and dash read each as itself
-/// wherever it stands (no `~`, glob, brace, `#`, `!`, `^`, `$`, quote or backslash).
+/// wherever it stands (no glob, brace, `#`, `!`, `$`, quote or backslash). `^` is a pipe
+/// only in the Bourne shell, and history expansion is off in `bash -c`. A `~` is read by
+/// [`Reader::unquoted`], by where it stands.
 fn plain_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "_-+=.,/:@%".contains(c)
+    c.is_ascii_alphanumeric() || "_-+=.,/:@%^".contains(c)
+}
+
+/// The home folder a `~` stands for: `$HOME` of the bridge's environment, if it is UTF-8
+/// and absolute (bash and dash put it in place of the `~` as it is, a trailing `/` kept).
+/// The agent's shell is the bridge's child and has the same `$HOME`, as the path checks
+/// also assume (`super::path`).
+pub fn home() -> Option<String> {
+    std::env::var("HOME").ok().filter(|h| h.starts_with('/'))
 }
 
 /// What a token of the plain reading is.
@@ -140,9 +234,20 @@ enum Tok {
     Op,
 }
 
-/// The parts of `line` if it is a plain command, else why not.
+/// The parts of `line` if it is a plain command, else why not; a `~` is the [`home`]
+/// folder.
 pub fn plain(line: &str, tree: &Tree) -> Result<Vec<Part>, String> {
+    plain_in(line, tree, home().as_deref())
+}
+
+/// [`plain`] with `home` for the home folder (`None`: a `~` is not plain).
+pub fn plain_in(line: &str, tree: &Tree, home: Option<&str>) -> Result<Vec<Part>, String> {
     let src = line.as_bytes();
+    let mut reader = Reader {
+        src,
+        home,
+        runs: Vec::new(),
+    };
     let root = tree.root_node();
     if root.has_error() {
         return Err("the shell grammar does not accept it".into());
@@ -160,8 +265,13 @@ pub fn plain(line: &str, tree: &Tree) -> Result<Vec<Part>, String> {
             }
             "command" | "redirected_statement" => {
                 let n = parts.len();
-                let words = statement(node, src, n, &mut toks)?;
-                parts.push(Part { words, op: None });
+                let (env, words) = statement(node, &mut reader, n, &mut toks)?;
+                parts.push(Part {
+                    env,
+                    words,
+                    runs: std::mem::take(&mut reader.runs),
+                    op: None,
+                });
             }
             "comment" => return Err("a comment".into()),
             kind if !node.is_named() => {
@@ -214,14 +324,18 @@ fn describe(kind: &str) -> String {
     }
 }
 
-/// The words of a `command` (or a `redirected_statement` around one), each token of it
-/// recorded as inside statement `n`.
+/// Assignments before a program: each name and value.
+type Env = Vec<(String, String)>;
+
+/// The assignments and words of a `command` (or a `redirected_statement` around one), each
+/// token of it recorded as inside statement `n`.
 fn statement(
     node: Node,
-    src: &[u8],
+    r: &mut Reader,
     n: usize,
     toks: &mut Vec<(usize, usize, Tok)>,
-) -> Result<Vec<String>, String> {
+) -> Result<(Env, Vec<String>), String> {
+    let src = r.src;
     let command = if node.kind() == "redirected_statement" {
         let mut c = node.walk();
         let mut command = None;
@@ -237,33 +351,47 @@ fn statement(
     } else {
         node
     };
+    let mut env: Env = Vec::new();
     let mut words = Vec::new();
     let mut c = command.walk();
     for child in command.children(&mut c) {
         match child.kind() {
+            "variable_assignment" if words.is_empty() => {
+                let (name, value) = r.assignment(child)?;
+                if env.iter().any(|(n, _)| *n == name) {
+                    return Err(format!("the variable {name} assigned twice"));
+                }
+                env.push((name, value));
+                toks.push((child.start_byte(), child.end_byte(), Tok::In(n)));
+            }
             "command_name" => {
                 let mut cc = child.walk();
                 let inner: Vec<Node> = child.children(&mut cc).collect();
                 let [name] = inner.as_slice() else {
                     return Err("a command name that is not one word".into());
                 };
-                let name_text = word(*name, src)?;
+                let name_text = r.word(*name, true)?;
                 check_program(&name_text)?;
+                if !env.is_empty() && BUILTINS.contains(&name_text.as_str()) {
+                    return Err(format!(
+                        "a variable assignment before `{name_text}`, a builtin: the shell reads it itself"
+                    ));
+                }
                 toks.push((name.start_byte(), name.end_byte(), Tok::In(n)));
                 words.push(name_text);
             }
             "file_redirect" => redirect(child, src, n, toks)?,
             _ if words.is_empty() => return Err(describe(child.kind())),
             _ => {
-                words.push(word(child, src)?);
+                words.push(r.word(child, true)?);
                 toks.push((child.start_byte(), child.end_byte(), Tok::In(n)));
             }
         }
     }
     if words.is_empty() {
-        return Err("a redirection with no command".into());
+        return Err("a redirection or assignment with no command".into());
     }
-    Ok(words)
+    Ok((env, words))
 }
 
 /// Whether a program may be allowed at all.
@@ -300,6 +428,11 @@ fn redirect(
     let [op, dest] = rest else {
         return Err(describe("file_redirect"));
     };
+    // Right after a digit, the grammar may leave the digit a word (`0</dev/null` is read as
+    // the word `0` and `</dev/null`) where the shells take it for the file descriptor.
+    if node.start_byte() > 0 && src[node.start_byte() - 1].is_ascii_digit() {
+        return Err(describe("file_redirect"));
+    }
     // One digit: dash reads `22>` as the word `22` and a redirection of stdout.
     let digit = |n: &Node| {
         let t = text(*n, src);
@@ -339,61 +472,222 @@ fn text<'a>(node: Node, src: &'a [u8]) -> &'a str {
     std::str::from_utf8(&src[node.start_byte()..node.end_byte()]).unwrap_or("")
 }
 
-/// One plain word, decoded by this module's own rules.
-fn word(node: Node, src: &[u8]) -> Result<String, String> {
-    let t = text(node, src);
-    match node.kind() {
-        "word" | "number" => {
-            if t.is_empty() || !t.chars().all(plain_char) {
+/// The reading of one line's words: its bytes, the home folder a `~` stands for, and what
+/// the shell runs to make the words of the statement being read.
+struct Reader<'a> {
+    src: &'a [u8],
+    home: Option<&'a str>,
+    runs: Vec<Vec<String>>,
+}
+
+impl Reader<'_> {
+    /// One plain word, decoded by this module's own rules; `start`: it begins a shell word
+    /// (where a `~` may be the home folder).
+    fn word(&mut self, node: Node, start: bool) -> Result<String, String> {
+        let t = text(node, self.src);
+        match node.kind() {
+            "word" | "number" => self.unquoted(node, start, true),
+            "raw_string" => {
+                let inner = t
+                    .strip_prefix('\'')
+                    .and_then(|s| s.strip_suffix('\''))
+                    .filter(|s| !s.contains(['\'', '\0']))
+                    .ok_or_else(|| format!("the quoted word {}", escape(t)))?;
+                Ok(inner.to_owned())
+            }
+            "string" => {
+                let inner = t
+                    .strip_prefix('"')
+                    .and_then(|s| s.strip_suffix('"'))
+                    .filter(|s| !s.contains(['"', '$', '`', '\\', '\0']));
+                if let Some(inner) = inner {
+                    return Ok(inner.to_owned());
+                }
+                if let Some(text) = cat_heredoc(t) {
+                    self.runs.push(vec!["cat".to_owned()]);
+                    return Ok(text);
+                }
+                Err(format!(
+                    "the double-quoted word {} ($, backquotes and backslashes are read by the shell inside double quotes)",
+                    escape(t)
+                ))
+            }
+            "concatenation" => {
+                let mut c = node.walk();
+                let children: Vec<Node> = node.children(&mut c).collect();
+                let mut out = String::new();
+                let mut at = node.start_byte();
+                for (i, child) in children.iter().enumerate() {
+                    if child.start_byte() != at || child.kind() == "concatenation" {
+                        return Err(format!("the word {}", escape(t)));
+                    }
+                    at = child.end_byte();
+                    let first = start && i == 0;
+                    let last = i + 1 == children.len();
+                    out.push_str(&match child.kind() {
+                        "word" | "number" => self.unquoted(*child, first, last)?,
+                        _ => self.word(*child, first)?,
+                    });
+                }
+                if at != node.end_byte() {
+                    return Err(format!("the word {}", escape(t)));
+                }
+                Ok(out)
+            }
+            other => Err(describe(other)),
+        }
+    }
+
+    /// Unquoted text of a word: `start` if it begins the shell word, `end` if it ends it.
+    /// A `~` beginning the word, alone (`~`) or before a `/` (`~/src`), is the home folder,
+    /// as bash and dash expand it; `~user`, `~+`, `~-`, `~''` are not plain. Anywhere else a
+    /// `~` is itself (`HEAD~1`) unless it follows a `=` or a `:` (`a=~/x`, `a=b:~/x`), after
+    /// which bash expands it in any word that looks like an assignment and dash does not.
+    fn unquoted(&self, node: Node, start: bool, end: bool) -> Result<String, String> {
+        let t = text(node, self.src);
+        if t.is_empty() || !t.chars().all(|c| plain_char(c) || c == '~') {
+            return Err(format!(
+                "the word {} (only letters, digits and _-+=.,/:@%^ are read as themselves unquoted)",
+                escape(t)
+            ));
+        }
+        let b = t.as_bytes();
+        let mut out = String::with_capacity(t.len());
+        let mut from = 0;
+        if start && b[0] == b'~' {
+            if !((t == "~" && end) || t.starts_with("~/")) {
                 return Err(format!(
-                    "the word {} (only letters, digits and _-+=.,/:@% are read as themselves unquoted)",
+                    "the word {} (a `~` is read only alone or before a `/`, as the home folder)",
                     escape(t)
                 ));
             }
-            Ok(t.to_owned())
+            let home = self
+                .home
+                .ok_or("a `~` with no home folder ($HOME) to read it as")?;
+            out.push_str(home);
+            from = 1;
         }
-        "raw_string" => {
-            let inner = t
-                .strip_prefix('\'')
-                .and_then(|s| s.strip_suffix('\''))
-                .filter(|s| !s.contains(['\'', '\0']))
-                .ok_or_else(|| format!("the quoted word {}", escape(t)))?;
-            Ok(inner.to_owned())
-        }
-        "string" => {
-            let inner = t
-                .strip_prefix('"')
-                .and_then(|s| s.strip_suffix('"'))
-                .filter(|s| !s.contains(['"', '$', '`', '\\', '\0']))
-                .ok_or_else(|| {
-                    format!(
-                        "the double-quoted word {} ($, backquotes and backslashes are read by the shell inside double quotes)",
-                        escape(t)
-                    )
-                })?;
-            Ok(inner.to_owned())
-        }
-        "concatenation" => {
-            let mut c = node.walk();
-            let mut out = String::new();
-            let mut at = node.start_byte();
-            for child in node.children(&mut c) {
-                if child.start_byte() != at {
-                    return Err(format!("the word {}", escape(t)));
-                }
-                at = child.end_byte();
-                if child.kind() == "concatenation" {
-                    return Err(format!("the word {}", escape(t)));
-                }
-                out.push_str(&word(child, src)?);
+        for i in from..b.len() {
+            if b[i] != b'~' {
+                continue;
             }
-            if at != node.end_byte() {
-                return Err(format!("the word {}", escape(t)));
+            let before = if i == 0 {
+                // Not the word's start: a quote ends right before it.
+                node.start_byte()
+                    .checked_sub(1)
+                    .map_or(b' ', |j| self.src[j])
+            } else {
+                b[i - 1]
+            };
+            if matches!(before, b'=' | b':') {
+                return Err(format!(
+                    "the word {} (bash expands a `~` after `=` or `:` in a word that looks like an assignment)",
+                    escape(t)
+                ));
             }
-            Ok(out)
         }
-        other => Err(describe(other)),
+        out.push_str(&t[from..]);
+        Ok(out)
     }
+
+    /// A variable assignment before the program: `NAME=VALUE` of a [`HARMLESS_ENV`] name,
+    /// its value a plain word of [`harmless_value`] (no `~`, no here-document), or nothing.
+    fn assignment(&mut self, node: Node) -> Result<(String, String), String> {
+        let t = text(node, self.src);
+        let mut c = node.walk();
+        let children: Vec<Node> = node.children(&mut c).collect();
+        let (name, eq, value) = match children.as_slice() {
+            [name, eq] => (*name, *eq, None),
+            [name, eq, value] => (*name, *eq, Some(*value)),
+            _ => return Err(format!("the assignment {}", escape(t))),
+        };
+        let end = value.map_or(eq.end_byte(), |v| v.end_byte());
+        if name.kind() != "variable_name"
+            || eq.kind() != "="
+            || name.start_byte() != node.start_byte()
+            || eq.start_byte() != name.end_byte()
+            || value.is_some_and(|v| v.start_byte() != eq.end_byte())
+            || end != node.end_byte()
+        {
+            return Err(format!("the assignment {}", escape(t)));
+        }
+        let name = text(name, self.src);
+        if !HARMLESS_ENV.contains(&name) {
+            return Err(format!(
+                "an assignment of {}, which is not a variable known to be harmless",
+                escape(name)
+            ));
+        }
+        let runs = self.runs.len();
+        let value = match value {
+            Some(v) => self.word(v, false)?,
+            None => String::new(),
+        };
+        if self.runs.len() != runs || !harmless_value(name, &value) {
+            return Err(format!(
+                "the assignment {} (a value of letters, digits and _.,:=@+-* only)",
+                escape(t)
+            ));
+        }
+        Ok((name.to_owned(), value))
+    }
+}
+
+/// The text of a double-quoted word that is exactly Claude Code's commit message form,
+/// `"$(cat <<'EOF'` (or `<<"EOF"`, `<<-'EOF'`), a newline, the lines of the here-document,
+/// the line `EOF`, and `)"`: the here-document's lines (with `<<-`, their leading tabs taken
+/// off), its last newlines taken off as a command substitution takes them off. The
+/// delimiter is quoted, so bash and dash expand nothing in the lines; `cat` is given no
+/// option; nothing else runs. No line but the last may begin with the delimiter, after
+/// any blanks: bash (not dash) ends a here-document inside `$(` at `EOF)`, and older shells
+/// read the end more loosely still. Anything else is not this form.
+fn cat_heredoc(t: &str) -> Option<String> {
+    fn skip(s: &str) -> &str {
+        s.trim_start_matches([' ', '\t'])
+    }
+    let inner = t.strip_prefix("\"$(")?.strip_suffix(")\"")?;
+    let rest = skip(inner).strip_prefix("cat")?;
+    let rest = skip(rest).strip_prefix("<<")?;
+    let (tabs, rest) = match rest.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, rest),
+    };
+    let rest = skip(rest);
+    let quote = rest.chars().next().filter(|q| matches!(q, '\'' | '"'))?;
+    let rest = &rest[1..];
+    let close = rest.find(quote)?;
+    let delim = &rest[..close];
+    if delim.is_empty()
+        || !delim
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return None;
+    }
+    let mut rest = skip(&rest[close + 1..]).strip_prefix('\n')?;
+    let mut body = String::new();
+    loop {
+        let nl = rest.find('\n')?;
+        let line = &rest[..nl];
+        rest = &rest[nl + 1..];
+        let line = if tabs {
+            line.trim_start_matches('\t')
+        } else {
+            line
+        };
+        if line == delim {
+            break;
+        }
+        if line.contains('\0') || line.trim_start().starts_with(delim) {
+            return None;
+        }
+        body.push_str(line);
+        body.push('\n');
+    }
+    if !skip(rest).is_empty() {
+        return None;
+    }
+    Some(body.trim_end_matches('\n').to_owned())
 }
 
 /// Checks what lies between the tokens: spaces and tabs within a command and before an
@@ -615,6 +909,10 @@ mod tests {
             "cargo test >> out",
             "cargo test < in",
             "cargo test &> /dev/null",
+            "cargo test 0</dev/null",
+            "cargo test 0>/dev/null",
+            "cargo test x2>/dev/null",
+            "cargo test 22>/dev/null",
             "cargo test >& out",
             "cargo test <<EOF\nx\nEOF",
             "cargo test <<< x",
@@ -623,8 +921,11 @@ mod tests {
             "cargo test\\\n rm",
             "cargo test\rrm",
             "cargo test\u{a0}rm",
-            "cargo test ~",
-            "cargo test ~/x",
+            "cargo test ~root",
+            "cargo test ~+",
+            "cargo test a=~/x",
+            "RUSTFLAGS=x cargo test",
+            "cargo test \"$(cat <<EOF\nx\nEOF\n)\"",
             "cargo test *",
             "cargo test {a,b}",
             "cargo test a[b]",
@@ -632,6 +933,7 @@ mod tests {
             "cargo test \\;",
             "cargo test $'x'",
             "X=1 cargo test",
+            "LD_PRELOAD=x cargo test",
             "(cargo test)",
             "{ cargo test; }",
             "f() { rm -rf x; }; f",
@@ -651,6 +953,227 @@ mod tests {
             "echo 'unbalanced",
         ] {
             assert!(words(line).is_err(), "{line:?} read as {:?}", words(line));
+        }
+    }
+
+    /// `words` of `line` read with the home folder `/home/u`.
+    fn at_home(line: &str) -> Result<Vec<Part>, String> {
+        plain_in(line, &parse(line).unwrap(), Some("/home/u"))
+    }
+
+    fn words_at_home(line: &str) -> Vec<Vec<String>> {
+        at_home(line)
+            .unwrap_or_else(|e| panic!("{line:?}: {e}"))
+            .into_iter()
+            .map(|p| p.words)
+            .collect()
+    }
+
+    #[test]
+    fn a_tilde_inside_a_word_and_a_caret_are_themselves() {
+        for (line, want) in [
+            ("git diff HEAD~1", vec!["git", "diff", "HEAD~1"]),
+            ("git log HEAD^..HEAD", vec!["git", "log", "HEAD^..HEAD"]),
+            (
+                "git show HEAD^2 HEAD~ x~~y ^x",
+                vec!["git", "show", "HEAD^2", "HEAD~", "x~~y", "^x"],
+            ),
+            // After a quote, a `~` does not begin the word: `"a="~` is `a=~` to both shells.
+            (
+                "echo 'a'~b \"a=\"~ 'x:'~",
+                vec!["echo", "a~b", "a=~", "x:~"],
+            ),
+            ("ls ~/a~b", vec!["ls", "/home/u/a~b"]),
+        ] {
+            assert_eq!(words_at_home(line), [want], "{line:?}");
+        }
+        // After `=` or `:`, bash expands a `~` in a word that looks like an assignment
+        // (`echo a=~/x`, `echo a=b:~/x`) and dash does not.
+        for line in [
+            "echo a=~/x",
+            "echo a=~",
+            "echo --x=~/x",
+            "echo a:~/x",
+            "echo a=b:~/x",
+            "echo ~/a=~",
+            "echo ~/a:~/b",
+            "echo x'y'=~",
+        ] {
+            assert!(at_home(line).is_err(), "{line:?}: {:?}", at_home(line));
+        }
+    }
+
+    #[test]
+    fn a_tilde_beginning_a_word_is_the_home_folder() {
+        assert_eq!(
+            words_at_home("ls ~ ~/src && cat ~/.gitconfig ~/'a b' ~/\"c\""),
+            vec![
+                vec!["ls", "/home/u", "/home/u/src"],
+                vec!["cat", "/home/u/.gitconfig", "/home/u/a b", "/home/u/c"],
+            ]
+        );
+        assert_eq!(words_at_home("~/bin/tool x"), [["/home/u/bin/tool", "x"]]);
+        // Another user's home, `$PWD`, `$OLDPWD`, and a tilde-prefix with a quote in it.
+        for line in [
+            "ls ~root",
+            "ls ~root/x",
+            "ls ~+",
+            "ls ~-",
+            "ls ~''",
+            "ls ~'x'",
+            "ls ~\"/x\"",
+            "ls ~~",
+            "ls ~:",
+            "ls ~=",
+            "ls ~.",
+        ] {
+            assert!(at_home(line).is_err(), "{line:?}: {:?}", at_home(line));
+        }
+        // With no home folder, no `~` is plain.
+        let tree = parse("ls ~/src").unwrap();
+        assert!(plain_in("ls ~/src", &tree, None).is_err());
+        // `plain` reads the bridge's own `$HOME`.
+        match home() {
+            Some(h) => assert_eq!(words("ls ~").unwrap(), [["ls", h.as_str()]]),
+            None => assert!(words("ls ~").is_err()),
+        }
+    }
+
+    #[test]
+    fn a_commit_message_from_a_quoted_here_document_is_its_text() {
+        let line = "git commit -m \"$(cat <<'EOF'\nmessage line 1\n\nmore: it's (x) \"q\" $(id) `id` \\\n\nEOF\n)\"";
+        let parts = at_home(line).unwrap();
+        assert_eq!(
+            parts[0].words,
+            [
+                "git",
+                "commit",
+                "-m",
+                "message line 1\n\nmore: it's (x) \"q\" $(id) `id` \\"
+            ]
+        );
+        assert_eq!(parts[0].runs, [["cat"]]);
+        for (word, want) in [
+            ("\"$(cat <<\"EOF\"\nx\nEOF\n)\"", "x"),
+            ("\"$(cat <<-'EOF'\n\t\tx\n\ty\n\tEOF\n)\"", "x\ny"),
+            ("\"$( cat<< 'END_1' \nx\n\n\nEND_1\n )\"", "x"),
+            ("\"$(cat <<'EOF'\nEOF\n)\"", ""),
+            ("\"$(cat <<'EOF'\n\n\nEOF\n)\"", ""),
+            ("\"$(cat <<'EOF'\n  x\r\n\nEOF\n)\"", "  x\r"),
+            ("\"$(cat <<'EOF'\nxEOF\nEOF\n)\"", "xEOF"),
+        ] {
+            assert_eq!(cat_heredoc(word).as_deref(), Some(want), "{word:?}");
+        }
+        // Quoted around it, and two of them: each runs a `cat`.
+        let parts =
+            at_home("git commit -m\"$(cat <<'A'\nx\nA\n)\" -m \"$(cat <<'B'\ny\nB\n)\"").unwrap();
+        assert_eq!(parts[0].words, ["git", "commit", "-mx", "-m", "y"]);
+        assert_eq!(parts[0].runs, [["cat"], ["cat"]]);
+        for line in [
+            // The delimiter unquoted or partly quoted: the lines are expanded.
+            "git commit -m \"$(cat <<EOF\nx\nEOF\n)\"",
+            "git commit -m \"$(cat <<E'OF'\nx\nEOF\n)\"",
+            "git commit -m \"$(cat <<\\EOF\nx\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF\"\nx\nEOF\n)\"",
+            "git commit -m \"$(cat <<'E-F'\nx\nE-F\n)\"",
+            // Another program, an option, another command, another redirection.
+            "git commit -m \"$(head <<'EOF'\nx\nEOF\n)\"",
+            "git commit -m \"$(cat -n <<'EOF'\nx\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF' ; rm -rf x\nx\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF' >x\nx\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF'\nx\nEOF\nrm -rf x\n)\"",
+            "git commit -m \"$(rm -rf x; cat <<'EOF'\nx\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF' <<'E2'\nx\nEOF\ny\nE2\n)\"",
+            // A line the shells may read as the end, or not.
+            "git commit -m \"$(cat <<'EOF'\nx\nEOF)\"",
+            "git commit -m \"$(cat <<'EOF'\nEOF)\nx\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF'\n EOF\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF'\nEOF \nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF'\n\tEOF\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF'\nEOF\r\nEOF\n)\"",
+            // Text around it inside the quotes, not quoted, not closed.
+            "git commit -m \"a$(cat <<'EOF'\nx\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF'\nx\nEOF\n)a\"",
+            "git commit -m $(cat <<'EOF'\nx\nEOF\n)",
+            "git commit -m \"$(cat <<'EOF'\nx\nEOF\n)",
+            "git commit -m \"$(cat <<'EOF'\nx\n)\"",
+        ] {
+            assert!(at_home(line).is_err(), "{line:?}: {:?}", at_home(line));
+        }
+    }
+
+    #[test]
+    fn harmless_variables_may_be_assigned_before_a_program() {
+        let parts = at_home("RUST_BACKTRACE=1 cargo test && CI=true NO_COLOR= npm test").unwrap();
+        assert_eq!(
+            parts[0].env,
+            [("RUST_BACKTRACE".to_owned(), "1".to_owned())]
+        );
+        assert_eq!(parts[0].words, ["cargo", "test"]);
+        assert_eq!(
+            parts[1].env,
+            [
+                ("CI".to_owned(), "true".to_owned()),
+                ("NO_COLOR".to_owned(), String::new())
+            ]
+        );
+        assert_eq!(parts[1].words, ["npm", "test"]);
+        for (line, value) in [
+            (
+                "RUST_LOG=my_crate::db=trace cargo run",
+                "my_crate::db=trace",
+            ),
+            ("DEBUG='app:*' npm test", "app:*"),
+            ("TZ=Europe/Paris date", "Europe/Paris"),
+            ("LC_ALL=C.UTF-8 2>/dev/null sort", "C.UTF-8"),
+            ("FORCE_COLOR=\"1\" x", "1"),
+        ] {
+            assert_eq!(at_home(line).unwrap()[0].env[0].1, value, "{line:?}");
+        }
+        for line in [
+            "LD_PRELOAD=./x.so cargo test",
+            "PATH=. cargo test",
+            "GIT_DIR=x git status",
+            "BASH_ENV=x cargo test",
+            "ENV=x cargo test",
+            "IFS=t cargo test",
+            "HOME=/tmp cargo test",
+            "RUSTFLAGS=-Cx cargo test",
+            "RUSTC_WRAPPER=./x cargo test",
+            "CARGO_HOME=x cargo test",
+            "NODE_OPTIONS=--require=x npm test",
+            "PYTHONPATH=. pytest",
+            "PYTEST_ADDOPTS=-x pytest",
+            "rust_backtrace=1 cargo test",
+            "X=1 cargo test",
+            "CI=$(id) cargo test",
+            "CI=\"$X\" cargo test",
+            "CI=`id` cargo test",
+            "CI=~ cargo test",
+            "CI=~/x cargo test",
+            "CI=a:~ cargo test",
+            "CI='a b' cargo test",
+            "CI=a/b cargo test",
+            "LANG=../../tmp/x cargo test",
+            "TZ=/tmp/zone date",
+            "TZ=../../tmp/zone date",
+            "CI=\"$(cat <<'EOF'\n1\nEOF\n)\" cargo test",
+            "CI=1 CI=2 cargo test",
+            "CI=1",
+            "CI=1 NO_COLOR=1",
+            "CI=1 :",
+            "CI=1 times",
+            "LC_ALL=x echo",
+            "CI=1 true",
+            "CI=1 cd x",
+            "CI=1 pwd",
+            "CI=1 eval x",
+            "CI+=1 cargo test",
+            "CI[0]=1 cargo test",
+            "CI=(a) cargo test",
+            "CI=1\\\n cargo test",
+        ] {
+            assert!(at_home(line).is_err(), "{line:?}: {:?}", at_home(line));
         }
     }
 

@@ -271,7 +271,7 @@ fn bad_files_say_where_and_why() {
         e.starts_with("f.toml:3:") && e.contains("not covered"),
         "{e}"
     );
-    let e = err("[[rule]]\nid = \"t\"\ndecision = \"allow\"\ncommand = [\"cargo\"]\nnot_match = [\"cargo x\"]\n");
+    let e = err("[[rule]]\nid = \"t\"\ndecision = \"allow\"\ncommand = [\"cargo\"]\nnot_match = [\"cargo build\"]\n");
     assert!(e.contains("is covered"), "{e}");
     assert!(err("[[rule]]\nid = \"\"\ndecision = \"allow\"\n").contains("needs an id"));
     assert!(err("[[rule]]\nid = \"t\"\ndecision = \"allow\"\ntitle = \"(\"\n").contains("title"));
@@ -441,7 +441,7 @@ fn finding_2_no_expansion_of_any_kind_is_allowed() {
         "cargo test ${PATH:-$(touch p)}",
         "cargo test $((a[$(touch p)]))",
         "cargo test $PATH",
-        "cargo test ~/x",
+        "cargo test ~user/x",
         "cargo test *",
         "cargo test {a,b}",
         "cargo test $'\\x41'",
@@ -504,7 +504,7 @@ fn finding_3_always_allow_remembers_runners_exactly() {
         ),
         ("git status --short", "git status", "git status"),
         ("npm run test -- --watch", "npm run test", "npm run test"),
-        ("gh pr view 12", "gh pr view", "gh pr view 13 --comments"),
+        ("git diff --stat", "git diff", "git diff HEAD -- src"),
     ] {
         let draft = remember::drafts(&exec(approved)).unwrap();
         assert_eq!(draft["subject"], subject, "{approved}");

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use acp_question_bridge::policy::{Decision, Policy};
+use acp_question_bridge::policy::{shell, Decision, Policy};
 use runner::{decide, Sandbox, Violation};
 use serde_json::json;
 
@@ -52,6 +52,39 @@ const REQUIRED: &[(&str, &[&[&str]])] = &[
         &[&["cargo", "test", "-p", "my crate", "--features=a b"]],
     ),
     ("echo hello", &[]),
+    // A `~` inside a word, and `^`, are themselves.
+    ("git diff HEAD~1", &[&["git", "diff", "HEAD~1"]]),
+    ("git log HEAD^..HEAD", &[&["git", "log", "HEAD^..HEAD"]]),
+    ("git show HEAD^2", &[&["git", "show", "HEAD^2"]]),
+    // A `~` beginning a word is the home folder (`{HOME}`: the run's `HOME`).
+    (
+        "ls ~ ~/src ~/.gitconfig",
+        &[&["ls", "{HOME}", "{HOME}/src", "{HOME}/.gitconfig"]],
+    ),
+    // Claude Code's commit message: the shell runs `cat` for it.
+    (
+        "git commit -m \"$(cat <<'EOF'\nmessage line 1\n\nmore: it's (x) \"q\" $(id) `id` \\\nEOF\n)\"",
+        &[
+            &["cat"],
+            &[
+                "git",
+                "commit",
+                "-m",
+                "message line 1\n\nmore: it's (x) \"q\" $(id) `id` \\",
+            ],
+        ],
+    ),
+    (
+        "git commit -m \"$(cat <<-\"EOF\"\n\tx\n\n\tEOF\n)\" && git status",
+        &[&["cat"], &["git", "commit", "-m", "x"], &["git", "status"]],
+    ),
+    // Harmless variables assigned before the program: `check` sees them in its environment.
+    ("RUST_BACKTRACE=1 cargo test", &[&["cargo", "test"]]),
+    ("CI=true npm run test", &[&["npm", "run", "test"]]),
+    (
+        "NO_COLOR=1 RUST_LOG=my_crate::db=trace cargo test && git status",
+        &[&["cargo", "test"], &["git", "status"]],
+    ),
 ];
 
 /// Escapes found by a hostile review: always checked, word for word.
@@ -77,6 +110,87 @@ const PAYLOADS: &[&str] = &[
 /// Files a redirection may write: `{F}`.
 const FILES: &[&str] = &["pwned", "victim", "victimdir/pwned", "victimdir"];
 
+/// Variables no rule may let be assigned, beside the table of harmless ones
+/// ([`shell::HARMLESS_ENV`]): `{N}` is one of either.
+const HOSTILE_ENV: &[&str] = &[
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "PATH",
+    "BASH_ENV",
+    "ENV",
+    "IFS",
+    "HOME",
+    "CDPATH",
+    "PS4",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "POSIXLY_CORRECT",
+    "GIT_DIR",
+    "GIT_SSH_COMMAND",
+    "RUSTFLAGS",
+    "RUSTC_WRAPPER",
+    "CARGO_HOME",
+    "NODE_OPTIONS",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTEST_ADDOPTS",
+    "GOFLAGS",
+    "EDITOR",
+    "PAGER",
+    "npm_config_prefix",
+    "DYLD_INSERT_LIBRARIES",
+    "MALLOC_CHECK_",
+    "TMPDIR",
+    "LOCPATH",
+    "GCONV_PATH",
+    "TZDIR",
+    "X",
+    "ci",
+    "_",
+    "CI[0]",
+    "BASH_FUNC_cargo%%",
+];
+
+/// Values for an assignment: `{V}`.
+const VALUES: &[&str] = &[
+    "1",
+    "",
+    "''",
+    "\"\"",
+    "true",
+    "debug",
+    "my_crate::db=trace",
+    "'app:*'",
+    "C.UTF-8",
+    "Europe/Paris",
+    "'a b'",
+    "$({P})",
+    "`{P}`",
+    "\"$({P})\"",
+    "$HOME",
+    "~",
+    "~/x",
+    "a:~",
+    "./pwned",
+    "/tmp/x",
+    "../../x",
+    "x;{P}",
+    "x\n{P}",
+    "x\\\n{P}",
+    "'\n{P}\n'",
+    "1{U}",
+    "\"$(cat <<'EOF'\n1\nEOF\n)\"",
+    "-Cpanic=abort",
+    "--require=./pwned",
+    "a'b'\"c\"",
+    "$'x'",
+    "x#y",
+    "x #{P}",
+    "(a)",
+    "*",
+    "a=b=c",
+];
+
 /// What a shell may or may not take for a blank: `{U}`.
 const SPACES: &[&str] = &[
     "\t", "\u{a0}", "\u{2000}", "\u{2001}", "\u{2002}", "\u{2003}", "\u{2004}", "\u{2005}",
@@ -94,10 +208,12 @@ const CHAOS: &[&str] = &[
 
 /// The generator's fragments, by class. In a template, `{C}` is the allowed command it is
 /// built around (`{CU}`: the same with its spaces made `{U}`), `{P}` a payload, `{F}` a file,
-/// `{U}` an odd blank; a template without `{C}` goes after it, mostly after a space, and one
-/// starting with `^` is a whole command of its own (the rest of it). The hostile review's
-/// two escapes are in reach: `# '\n{P}\n#'` (comment) and `${PATH:'a[$({P})]'}`
-/// (expansion), with `rm -rf victim` for `{P}`.
+/// `{U}` an odd blank, `{N}` a variable's name (harmless or not), `{V}` a value, `{L}` a
+/// long line; a template without `{C}` goes after it, mostly after a space, one starting
+/// with `^` is a whole command of its own (the rest of it), and one starting with `{I}` is
+/// inserted anywhere in the command. The hostile review's two escapes are in reach:
+/// `# '\n{P}\n#'` (comment) and `${PATH:'a[$({P})]'}` (expansion), with `rm -rf victim`
+/// for `{P}`.
 const CLASSES: &[(&str, &[&str])] = &[
     (
         "plain",
@@ -342,6 +458,188 @@ const CLASSES: &[(&str, &[&str])] = &[
             "~-",
             "a=~/x",
             "[[:alpha:]]*",
+        ],
+    ),
+    (
+        "tilde",
+        &[
+            "HEAD~1",
+            "HEAD~",
+            "HEAD^",
+            "HEAD^2",
+            "HEAD^^",
+            "HEAD~1^2",
+            "HEAD^..HEAD",
+            "^x",
+            "^",
+            "a^b",
+            "x~y",
+            "~",
+            "~/x",
+            "~/victim",
+            "~/'a b'",
+            "~/\"a b\"",
+            "~/victimdir/keep",
+            "~/a~b",
+            "~root",
+            "~root/x",
+            "~+",
+            "~-",
+            "~+/x",
+            "~''",
+            "~'x'",
+            "~\"/x\"",
+            "~~",
+            "~:",
+            "~=",
+            "~.",
+            "a=~",
+            "a=~/x",
+            "--x=~/x",
+            "-m=~",
+            "a:~/x",
+            "a=b:~/x",
+            "x=a:~",
+            "'a='~",
+            "\"a:\"~",
+            "'a'~",
+            "'a'~/x",
+            "~/a=~",
+            "~/a:~",
+            "@~",
+            "%~",
+            "=~",
+            ":~",
+            "x'='~/y",
+            "HEAD~{P}",
+            "~{P}",
+            "~/x ; {P}",
+            "~ ; {P}",
+            "~;{P}",
+            "~&&{P}",
+            "^ {P}",
+            "^{P}",
+            "x ^ {P}",
+            "HEAD^ | {P}",
+            "HEAD@{1}",
+            "HEAD^{tree}",
+            "~{a,b}",
+            "~/*",
+            "~/[v]ictim",
+            "~/$({P})",
+            "~/\\\n{P}",
+            "~#{P}",
+            "x~#{P}",
+            "~\n{P}",
+            "{I}~",
+            "{I}~/",
+            "{I} ~",
+            "{I} ~/",
+            "{I}^",
+            "{I}=~",
+            "{I}:~",
+            "{I}~root",
+            "{I}~+",
+        ],
+    ),
+    (
+        "commit",
+        &[
+            "\"$(cat <<'EOF'\nmessage\nEOF\n)\"",
+            "\"$(cat <<'EOF'\nline 1\n\nit's (x) \"q\" $({P}) `{P}` \\ ${X:-$({P})} # x\n\n\nEOF\n)\"",
+            "\"$(cat <<\"EOF\"\n$({P})\nEOF\n)\"",
+            "\"$(cat <<-'EOF'\n\t$({P})\n\tEOF\n)\"",
+            "\"$(cat <<-'EOF'\n\tx\n\t\tEOF\n)\"",
+            "\"$( cat<< 'EOF' \nx\nEOF\n )\"",
+            "\"$(cat\t<<'EOF'\nx\nEOF\n\t)\"",
+            "\"$(cat <<'EOF'\nEOF\n)\"",
+            "\"$(cat <<'EOF'\n{L}\n{L}\nEOF\n)\"",
+            "\"$(cat <<EOF\n$({P})\nEOF\n)\"",
+            "\"$(cat <<E'OF'\n$({P})\nEOF\n)\"",
+            "\"$(cat <<\\EOF\n$({P})\nEOF\n)\"",
+            "\"$(cat <<'EOF\"\n$({P})\nEOF\n)\"",
+            "\"$(cat <<'EOF'\nx\nEOF\n{P}\n)\"",
+            "\"$(cat <<'EOF'\nx\nEOF\n{P})\"",
+            "\"$(cat <<'EOF' ; {P}\nx\nEOF\n)\"",
+            "\"$(cat <<'EOF' && {P}\nx\nEOF\n)\"",
+            "\"$(cat <<'EOF' | {P}\nx\nEOF\n)\"",
+            "\"$(cat <<'EOF' >{F}\nx\nEOF\n)\"",
+            "\"$({P}; cat <<'EOF'\nx\nEOF\n)\"",
+            "\"$(cat -n <<'EOF'\nx\nEOF\n)\"",
+            "\"$(cat victim <<'EOF'\nx\nEOF\n)\"",
+            "\"$(head <<'EOF'\nx\nEOF\n)\"",
+            "\"$(sh <<'EOF'\n{P}\nEOF\n)\"",
+            "\"$(cat <<'EOF' <<'E2'\nx\nEOF\n{P}\nE2\n)\"",
+            "\"$(cat <<'EOF'\nx\nEOF)\"",
+            "\"$(cat <<'EOF'\nEOF)\n$({P})\nEOF\n)\"",
+            "\"$(cat <<'EOF'\nEOF)\"\n{P}\nEOF\n)\"",
+            "\"$(cat <<'EOF'\n EOF\n$({P})\nEOF\n)\"",
+            "\"$(cat <<'EOF'\nEOF \n$({P})\nEOF\n)\"",
+            "\"$(cat <<'EOF'\n\tEOF\n$({P})\nEOF\n)\"",
+            "\"$(cat <<'EOF'\nEOF\r\n$({P})\nEOF\n)\"",
+            "\"$(cat <<'EOF'\nEOF{U}\n$({P})\nEOF\n)\"",
+            "\"$(cat <<'EOF'\r\nx\nEOF\n)\"",
+            "\"$(cat <<'EOF'\nx\nEOF\r\n)\"",
+            "\"$(cat <<'EOF'\nx\\\nEOF\n$({P})\nEOF\n)\"",
+            "\"$(cat <<'EOF'\nx\n\\\nEOF\n)\"",
+            "\"x$(cat <<'EOF'\nx\nEOF\n)\"",
+            "\"$(cat <<'EOF'\nx\nEOF\n)x\"",
+            "x\"$(cat <<'EOF'\nx\nEOF\n)\"",
+            "\"$(cat <<'EOF'\nx\nEOF\n)\"x",
+            "\"$(cat <<'EOF'\nx\nEOF\n)\"'y'",
+            "$(cat <<'EOF'\nx\nEOF\n)",
+            "'$(cat <<'EOF'\nx\nEOF\n)'",
+            "\"$(cat <<'EOF'\nx\nEOF\n)\" \"$(cat <<'E2'\ny\nE2\n)\"",
+            "\"$(cat <<'EOF'\nx\nEOF\n)\" ; {P}",
+            "\"$(cat <<'EOF'\nx\nEOF\n)\" # {P}",
+            "\"$(cat <<'EOF'\nEOF\n)\" <<'EOF'\n{P}\nEOF",
+            "\"$(cat <<'EOF'\n)\"\n{P}\nEOF\n)\"",
+            "\"$(cat <<'EOF'\n\"\n{P}\n\"\nEOF\n)\"",
+            "\"$(cat <<'EOF'\n'\nEOF\n)\"",
+            "\"$(cat <<'EOF'\n{U}\nEOF{U}\n)\"",
+            "\"$(cat <<'{U}EOF'\nx\n{U}EOF\n)\"",
+            "\"$(cat <<'EOF'\n#\nEOF\n)\"",
+            "\"$(cat <<'EOF'\nx\n\nEOF\n\n)\"",
+            "\"$(cat <<'EOF'\nx\nEOF\n)\n{P}\"",
+            "\"$(cat <<'' \n\n)\"",
+            "\"$(cat <<'EOF'\n{P}\nEOF\n)\"",
+            "\"$(cat <<'EOF'\n$(\nEOF\n{P}\n)\nEOF\n)\"",
+            "\"$(cat <<'EOF'\n`\nEOF\n{P}\n`\nEOF\n)\"",
+            "\"$(cat <<'EOF'\nx\nEOF\n)\"{I}EOF",
+            "{I}\"$(cat <<'EOF'\n",
+            "{I}\nEOF\n)\"",
+        ],
+    ),
+    (
+        "env",
+        &[
+            "{N}={V} {C}",
+            "{N}={V} {N}={V} {C}",
+            "{N}={V} {C} && {N}={V} {C}",
+            "{N}={V}",
+            "{N}={V} ; {C}",
+            "{N}={V} 2>/dev/null {C}",
+            "2>/dev/null {N}={V} {C}",
+            "{N}+={V} {C}",
+            "{N}={V} :",
+            "{N}={V} : ; {C}",
+            "{N}={V} times ; {C}",
+            "{N}={V} eval {C}",
+            "{N}={V} echo x ; {C}",
+            "{N}={V} ls | {C}",
+            "{N}={V} {N}={V}",
+            "{C} {N}={V}",
+            "{N}={V}{U}{C}",
+            "{N}={V}\\\n {C}",
+            "{N}={V}\n{C}",
+            "'{N}'={V} {C}",
+            "\"{N}\"={V} {C}",
+            "{N}=({V}) {C}",
+            "{N}[0]={V} {C}",
+            "{N}={V} {P}",
+            "{N}={V} exec {C}",
+            "{N}={V} command {C}",
+            "{N}={V} env {C}",
         ],
     ),
     (
@@ -638,6 +936,41 @@ struct Case {
 /// Fills `template` in around `cmd`, placeholders left to right (what was filled in is not
 /// looked at again).
 fn apply(rng: &mut Rng, template: &str, cmd: &str) -> String {
+    // Names, values and long lines first: a value may hold a payload.
+    let mut filled = String::new();
+    let mut rest = template;
+    while let Some(at) = rest.find(['{']) {
+        filled.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        let (with, len) = if tail.starts_with("{N}") {
+            let name = if rng.chance(60) {
+                *rng.pick(shell::HARMLESS_ENV)
+            } else {
+                *rng.pick(HOSTILE_ENV)
+            };
+            (name.to_owned(), 3)
+        } else if tail.starts_with("{V}") {
+            ((*rng.pick(VALUES)).to_owned(), 3)
+        } else if tail.starts_with("{L}") {
+            ("it's (a) \"long\" line; ".repeat(200), 3)
+        } else {
+            ("{".to_owned(), 1)
+        };
+        filled.push_str(&with);
+        rest = &tail[len..];
+    }
+    filled.push_str(rest);
+    let template = filled.as_str();
+    if let Some(insert) = template.strip_prefix("{I}") {
+        let at = rng.below(cmd.len() + 1);
+        let at = (0..=at)
+            .rev()
+            .find(|i| cmd.is_char_boundary(*i))
+            .unwrap_or(0);
+        let mut out = cmd.to_owned();
+        out.insert_str(at, &apply(rng, &format!("^{insert}"), ""));
+        return out;
+    }
     let template = if let Some(whole) = template.strip_prefix('^') {
         whole.to_owned()
     } else if template.contains("{C}") || template.contains("{CU}") {
@@ -783,6 +1116,17 @@ fn required_commands_stay_allowed_and_run_as_written() {
     let mut sb = sandbox("required");
     let mut wrong = Vec::new();
     for (cmd, want) in REQUIRED {
+        // With no home folder in the test's environment, a `~` is not plain.
+        let needs_home = want
+            .iter()
+            .flat_map(|a| a.iter())
+            .any(|w| w.contains("{HOME}"));
+        if needs_home && shell::home().is_none() {
+            if allowed(&policy, cmd) {
+                wrong.push(format!("{cmd:?} is allowed with no $HOME"));
+            }
+            continue;
+        }
         if !allowed(&policy, cmd) {
             wrong.push(format!(
                 "{cmd:?} is not allowed: {:?}",
@@ -790,13 +1134,13 @@ fn required_commands_stay_allowed_and_run_as_written() {
             ));
             continue;
         }
-        let mut want: Vec<Vec<String>> = want
-            .iter()
-            .map(|a| a.iter().map(|w| w.to_string()).collect())
-            .collect();
-        want.sort();
         for shell in runner::SHELLS {
             let run = sb.run(shell, cmd);
+            let mut want: Vec<Vec<String>> = want
+                .iter()
+                .map(|a| a.iter().map(|w| w.replace("{HOME}", &run.home)).collect())
+                .collect();
+            want.sort();
             let mut got: Vec<Vec<String>> = run.execs.iter().map(|e| e.argv.clone()).collect();
             got.sort();
             if got != want {
@@ -848,14 +1192,20 @@ fn generated_commands_run_only_what_their_rule_allows() {
         }
     }
 
-    // Plain arguments around an allowed prefix are allowed: a policy that asks everything
-    // does not pass.
-    assert!(
-        per_class
-            .get("plain")
-            .is_some_and(|(_, allowed)| *allowed > 0),
-        "no plain command was allowed: {per_class:?}"
-    );
+    // Plain arguments around an allowed prefix are allowed, and so are the forms read as
+    // the shells expand them: a policy that asks everything does not pass.
+    let mut must = vec!["plain", "commit", "env"];
+    if shell::home().is_some() {
+        must.push("tilde");
+    }
+    for class in must {
+        assert!(
+            per_class
+                .get(class)
+                .is_some_and(|(_, allowed)| *allowed > 0),
+            "no {class} command was allowed: {per_class:?}"
+        );
+    }
 
     let next = AtomicUsize::new(0);
     let failures: Mutex<Vec<(usize, Vec<Violation>)>> = Mutex::new(Vec::new());

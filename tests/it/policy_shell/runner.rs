@@ -12,13 +12,21 @@
 //! from /proc) and what its stdin, stdout and stderr are, and does nothing else. stdin is
 //! /dev/null, and a run is killed (its whole process group) after a timeout.
 //!
+//! The `cat` stand-in, started with no argument, then copies its stdin as `cat` does: the
+//! shell makes a commit message's word with it (`"$(cat <<'EOF' ... EOF\n)"`).
+//!
 //! A run breaks the rule when:
 //! - a program was started whose argv the policy does not allow on its own (decided as an
 //!   argv `rawInput.command`);
-//! - a program was started with an environment or a folder other than a plain `cargo test`
-//!   gets (`X=1 cargo test`, `cd / && ...`), or with a stream that is a file or closed
-//!   (`cargo test >x`, `<victim`, `>&-`; the run's own streams, /dev/null and pipes are fine:
-//!   `cargo test 2>&1 | ls`);
+//! - a program was started that is not one the policy read the command as starting: each
+//!   program started must be one part of the plain command as the policy read it, its
+//!   argv exactly the part's words (a `~` the policy read as its own `$HOME` is the run's
+//!   `HOME` to the shell), or a `cat` the policy read a word as made by;
+//! - a program was started with an environment other than a plain `cargo test` gets plus
+//!   exactly the assignments the policy read before it (`X=1 cargo test`, `RUST_LOG=x
+//!   cargo test`), or in another folder (`cd / && ...`), or with a stream that is a file or
+//!   closed (`cargo test >x`, `<victim`, `>&-`; the run's own streams, /dev/null and pipes
+//!   are fine: `cargo test 2>&1 | ls`; and a here-document for a `cat` the policy read);
 //! - the shell tried to run or open something that is not there (`... command not found`);
 //! - anything in the folder was created, removed or changed;
 //! - it did not end within the timeout.
@@ -32,7 +40,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use acp_question_bridge::policy::{file, Call, Decision, Policy};
+use acp_question_bridge::policy::shell::home as policy_home;
+use acp_question_bridge::policy::{command, file, Call, Decision, Policy};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
@@ -48,6 +57,11 @@ command = ["cargo", "test"]
 id = "git-status"
 decision = "allow"
 command = ["git", "status"]
+
+[[rule]]
+id = "git-read"
+decision = "allow"
+command = ["git", ["diff", "log", "show", "commit"]]
 
 [[rule]]
 id = "npm-test"
@@ -71,6 +85,7 @@ command = [["echo", "ls"]]
 pub const PREFIXES: &[&str] = &[
     "cargo test",
     "git status",
+    "git commit -m",
     "npm run test",
     "make check",
     "echo",
@@ -134,6 +149,39 @@ pub struct Run {
     pub hung: bool,
     /// The run's folder (canonical; removed since).
     pub folder: String,
+    /// The shell's `HOME`: the run's folder as given (not canonical).
+    pub home: String,
+}
+
+/// A program the policy read a command as starting.
+#[derive(Debug, Clone)]
+struct Expected {
+    argv: Vec<String>,
+    /// The assignments before it.
+    env: Vec<(String, String)>,
+    /// A `cat` making a word from a here-document.
+    cat: bool,
+}
+
+/// The programs the policy read `cmd` as starting, if it is plain.
+fn expected(cmd: &str) -> Vec<Expected> {
+    let c = command::parse(cmd);
+    let mut out = Vec::new();
+    for p in c.parts().unwrap_or_default() {
+        out.push(Expected {
+            argv: p.words.clone(),
+            env: p.env.clone(),
+            cat: false,
+        });
+        for run in &p.runs {
+            out.push(Expected {
+                argv: run.clone(),
+                env: Vec::new(),
+                cat: true,
+            });
+        }
+    }
+    out
 }
 
 /// One way a run did more than its rule allows.
@@ -141,7 +189,8 @@ pub struct Run {
 pub struct Violation {
     /// `bash` or `dash`.
     pub shell: &'static str,
-    /// `ran`, `environment`, `folder`, `streams`, `not there`, `files` or `hung`.
+    /// `ran`, `misread`, `environment`, `folder`, `streams`, `not there`, `files` or
+    /// `hung`.
     pub kind: &'static str,
     pub what: String,
 }
@@ -206,8 +255,13 @@ impl Sandbox {
                  pwd -P >|\"$f.cwd\"\n\
                  /bin/cat /proc/$$/environ >|\"$f.env\"\n\
                  /usr/bin/find /proc/$$/fd -mindepth 1 -maxdepth 1 -fprintf \"$f.fd\" '%f\\t%l\\n'\n\
-                 exit 0\n",
-                name = name.replace('\'', "")
+                 {then}\n",
+                name = name.replace('\'', ""),
+                then = if *name == "cat" {
+                    "[ $# -eq 0 ] && exec /bin/cat\nexit 0"
+                } else {
+                    "exit 0"
+                }
             );
             let path = bin.join(name);
             write_executable(&path, &script);
@@ -282,6 +336,7 @@ impl Sandbox {
             status,
             hung,
             folder: canonical(&folder),
+            home: given.clone(),
         };
         remove(&folder);
         run
@@ -346,11 +401,12 @@ impl Sandbox {
     /// Runs `cmd` under every shell of [`SHELLS`]; what any of them did beyond what
     /// `policy` allows.
     pub fn check(&mut self, policy: &Policy, cmd: &str) -> Vec<Violation> {
+        let expected = expected(cmd);
         let mut found = Vec::new();
         for (i, shell) in SHELLS.iter().enumerate() {
             let run = self.run(shell, cmd);
             let name = shell.rsplit('/').next().unwrap_or(shell);
-            found.extend(self.judge(policy, &run, i, name));
+            found.extend(self.judge(policy, &run, i, name, &expected));
         }
         found
     }
@@ -361,6 +417,7 @@ impl Sandbox {
         run: &Run,
         shell: usize,
         name: &'static str,
+        expected: &[Expected],
     ) -> Vec<Violation> {
         let mut v = Vec::new();
         let mut say = |kind: &'static str, what: String| {
@@ -378,31 +435,67 @@ impl Sandbox {
         }
         let out = canonical(&self.out);
         let err = canonical(&self.err);
+        // A `~` the policy read as its own home folder is the run's folder to the shell.
+        let home = policy_home();
+        let localize = |w: &String| match (&home, w.strip_prefix(&run.home)) {
+            (Some(h), Some(rest)) if rest.is_empty() || rest.starts_with('/') => {
+                format!("{h}{rest}")
+            }
+            _ => w.clone(),
+        };
+        let env_of = |x: &Expected| {
+            let mut env = self.baseline[shell].clone();
+            env.extend(x.env.iter().map(|(n, v)| format!("{n}={v}")));
+            env.sort();
+            env
+        };
+        let mut used = vec![false; expected.len()];
         for e in &run.execs {
             let argv = &e.argv;
-            let d = decide(policy, json!(argv));
-            if d != Decision::Allow {
-                say(
-                    "ran",
-                    format!(
-                        "ran {argv:?}, which the policy does not allow on its own ({})",
-                        d.as_str()
-                    ),
-                );
+            // The stand-in records its name for the program, however the shell found it.
+            let read: Vec<String> = argv.iter().map(localize).collect();
+            let same = |x: &Expected| {
+                x.argv.len() == read.len()
+                    && x.argv[0].rsplit('/').next() == Some(read[0].as_str())
+                    && x.argv[1..] == read[1..]
+            };
+            let matched = (0..expected.len())
+                .find(|&i| !used[i] && same(&expected[i]) && env_of(&expected[i]) == e.env)
+                .or_else(|| (0..expected.len()).find(|&i| !used[i] && same(&expected[i])));
+            if let Some(i) = matched {
+                used[i] = true;
             }
-            if e.env != self.baseline[shell] {
-                let added: Vec<_> = e
-                    .env
-                    .iter()
-                    .filter(|x| !self.baseline[shell].contains(x))
-                    .collect();
-                let gone: Vec<_> = self.baseline[shell]
-                    .iter()
-                    .filter(|x| !e.env.contains(x))
-                    .collect();
+            let x = matched.map(|i| &expected[i]);
+            let cat = x.is_some_and(|x| x.cat);
+            if !cat {
+                let d = decide(policy, json!(argv));
+                if d != Decision::Allow {
+                    say(
+                        "ran",
+                        format!(
+                            "ran {argv:?}, which the policy does not allow on its own ({})",
+                            d.as_str()
+                        ),
+                    );
+                } else if x.is_none() {
+                    say(
+                        "misread",
+                        format!(
+                            "ran {argv:?} (read as {read:?}), which is not a part of the command as the policy read it: {:?}",
+                            expected.iter().map(|x| &x.argv).collect::<Vec<_>>()
+                        ),
+                    );
+                }
+            }
+            let want = x.map_or_else(|| self.baseline[shell].clone(), env_of);
+            if e.env != want {
+                let added: Vec<_> = e.env.iter().filter(|v| !want.contains(v)).collect();
+                let gone: Vec<_> = want.iter().filter(|v| !e.env.contains(v)).collect();
                 say(
                     "environment",
-                    format!("ran {argv:?} with a changed environment: added {added:?}, without {gone:?}"),
+                    format!(
+                        "ran {argv:?} with an environment other than the policy read: added {added:?}, without {gone:?}"
+                    ),
                 );
             }
             if e.cwd != run.folder {
@@ -414,7 +507,17 @@ impl Sandbox {
             let plain = |fd: &String| {
                 *fd == out || *fd == err || fd == "/dev/null" || fd.starts_with("pipe:[")
             };
-            if !e.fds.iter().all(plain) {
+            // A here-document is a pipe, a file removed once open (bash, when large), or
+            // /dev/null (bash, when empty).
+            let heredoc = |fd: &String| {
+                fd.starts_with("pipe:[") || fd.ends_with(" (deleted)") || fd == "/dev/null"
+            };
+            let streams_ok = if cat {
+                heredoc(&e.fds[0]) && e.fds[1].starts_with("pipe:[") && plain(&e.fds[2])
+            } else {
+                e.fds.iter().all(plain)
+            };
+            if !streams_ok {
                 say(
                     "streams",
                     format!("ran {argv:?} with stdin, stdout, stderr {:?}", e.fds),
@@ -422,6 +525,12 @@ impl Sandbox {
             }
         }
         for line in run.stderr.lines() {
+            // bash sets the locale of `LC_NUMERIC=x cargo test` in its child before the exec
+            // (with a redirection, or for a builtin), and warns when there is none: it
+            // opened no file of the command's.
+            if line.contains(": warning: setlocale: ") {
+                continue;
+            }
             if line.ends_with(": not found")
                 || line.ends_with(": command not found")
                 || line.ends_with(": No such file or directory")
