@@ -1,7 +1,9 @@
 //! What no rule allows (docs/POLICY.md, "Paths"): once a rule would allow a call, it is
 //! asked instead when
 //! - one of its paths (or the session's folder) could not be resolved as the OS opens it
-//!   ([`path::resolve`]: longer than [`path::MAX_PATH_BYTES`], a link loop, `~user`);
+//!   ([`path::resolve`]: longer than [`path::MAX_PATH_BYTES`], a link loop, `~user`,
+//!   `/proc/self`), or it has more than [`MAX_PATHS`] paths, or resolving them took more
+//!   than a decision's work ([`path::Decision`]);
 //! - it reads or searches a folder beneath which a deny or ask rule, of the allowing rule's
 //!   tier or a higher one, could match ([`super::PathGlobs::reaches_beneath`]);
 //! - it may change one of the policy's own files ([`Policy::protected`], every
@@ -10,13 +12,21 @@
 //!   the session's folder and those above it, or any folder above a file of the user's
 //!   tier (`/` too); each resolved against every folder the command may move to (`cd`,
 //!   `pushd`, `-C`); a move that cannot be told (`cd -`, `popd`) before a later word; a
-//!   symbolic link made with anything else in the same command.
+//!   word that may name a path and cannot be resolved (it is never skipped); a symbolic
+//!   link made with anything else in the same command.
 //!
 //! Invariant: these only ever turn an allow into an ask; a deny or an ask stands.
 
 use std::path::{Path, PathBuf};
 
 use super::{path, Call, Decision, Policy, Verdict};
+
+/// The most paths of one call resolved. A tool call names a path or a few (an edit one, a
+/// read or a multi-edit a handful), as many as [`MAX_RESOLVED`] words of a command at most;
+/// each may take thousands of system calls ([`path::MAX_WALK`] steps). A call with more is
+/// asked at once, none of the others resolved: the decision runs on the bridge's loop and
+/// must end well within its bound (1,000 paths through a long link took 15 s).
+pub const MAX_PATHS: usize = 64;
 
 /// A call's session folder and paths as the OS names them.
 pub(super) struct Seen {
@@ -29,17 +39,34 @@ pub(super) struct Seen {
     pub searched: Vec<PathBuf>,
     /// Why a path (or the session's folder) could not be resolved.
     pub unresolved: Option<String>,
+    /// The decision's work, shared by every path resolved while it lives (its command's
+    /// words, the paths other modules resolve for it).
+    _decision: path::Decision,
 }
 
 impl Seen {
     pub fn of(call: &Call) -> Seen {
+        let decision = path::Decision::start();
         let (cwd, mut unresolved) = match path::resolve(&call.cwd, Path::new("/")) {
             Some(c) => (c.path, None),
             None => (call.cwd.clone(), Some(not_resolved(&call.cwd))),
         };
         let mut paths = Vec::new();
         let mut folders = Vec::new();
-        for p in &call.paths {
+        if call.paths.len() > MAX_PATHS {
+            unresolved.get_or_insert_with(|| {
+                format!(
+                    "it has {} paths, more than the {MAX_PATHS} resolved for one call, so it is never allowed",
+                    call.paths.len()
+                )
+            });
+        }
+        // The first ones still resolved, for a deny of one of them.
+        for p in call.paths.iter().take(MAX_PATHS) {
+            if path::decision_spent() {
+                unresolved.get_or_insert_with(too_much_work);
+                break;
+            }
             match path::readings(p, &cwd) {
                 Some(readings) => {
                     for r in readings {
@@ -48,6 +75,9 @@ impl Seen {
                         }
                         paths.push(r.path);
                     }
+                }
+                None if path::decision_spent() => {
+                    unresolved.get_or_insert_with(too_much_work);
                 }
                 None => {
                     unresolved.get_or_insert_with(|| not_resolved(p));
@@ -66,8 +96,17 @@ impl Seen {
             paths,
             searched,
             unresolved,
+            _decision: decision,
         }
     }
+}
+
+/// Why a path is not resolved when the decision's work ran out.
+fn too_much_work() -> String {
+    format!(
+        "its paths take more than the {} steps resolved for one decision (links walked again and again), so it is never allowed",
+        path::MAX_DECISION_STEPS
+    )
 }
 
 impl Policy {
@@ -158,7 +197,10 @@ impl Policy {
     ///   each is resolved against the session's folder and every folder the command may move
     ///   to ([`Moves`]);
     /// - it moves to a folder that cannot be told (`cd -`, `popd`), and a later command
-    ///   has a word other than its program.
+    ///   has a word other than its program;
+    /// - a word of it that may name a path cannot be resolved (a link loop, `~user`,
+    ///   `/proc/self`, the decision's work spent: [`path::Decision`]): what it names is not
+    ///   known, so it is never skipped.
     fn command_changes_own_file(
         &self,
         cmd: &super::command::Command,
@@ -203,8 +245,8 @@ impl Policy {
         let changing = cmd.seen.iter().filter(|c| !is_move(c));
         for word in changing.flatten() {
             for w in candidates(word) {
-                // Each word once.
-                if !looked.insert(w) {
+                // Each word once; an empty one names no path (the OS says ENOENT).
+                if w.is_empty() || !looked.insert(w) {
                     continue;
                 }
                 for (base, folder) in &folders {
@@ -219,9 +261,21 @@ impl Policy {
                             "the command names more than {MAX_RESOLVED} words that may be paths, which are not all checked"
                         ));
                     }
-                    // A word the OS could not open as a path names none of them.
+                    // A word that may be a path and is not resolved may name one of them:
+                    // asked, never skipped (a bound of the walk is no proof it names
+                    // nothing).
                     let Some(readings) = path::readings(Path::new(w), base) else {
-                        continue;
+                        let shown: String = w.chars().take(200).collect();
+                        return Some(if path::decision_spent() {
+                            format!(
+                                "a word ({shown:?}) may name one of them, and {}",
+                                too_much_work()
+                            )
+                        } else {
+                            format!(
+                                "a word ({shown:?}) may name one of them and cannot be resolved as the OS would (a link loop, `~user`, /proc/self, a folder it may not search)"
+                            )
+                        });
                     };
                     for r in &readings {
                         if let Some(why) = own_file(&r.path, &self.protected, cwd, false)
@@ -237,8 +291,8 @@ impl Policy {
     }
 }
 
-/// The most words of one command resolved as paths (each at most [`path::MAX_STEPS`]
-/// steps); a command that names more is asked.
+/// The most words of one command resolved as paths (all within one [`path::Decision`]); a
+/// command that names more is asked.
 pub const MAX_RESOLVED: usize = 64;
 
 /// A word with more flag letters than this ([`flag_letters`]) is asked, not read: each is

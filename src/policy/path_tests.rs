@@ -60,6 +60,26 @@ fn decision(p: &Policy, c: &Call) -> Decision {
     p.decide(c).decision
 }
 
+/// `cmd`, run in `cwd`, decided by `p` with an exact allow rule for each of its parts: what
+/// these tests prove is the guard's (`guard.rs`), which asks whatever rule allows; a prefix
+/// rule's model of a program (`tar -C..`, `sed -i`) may ask on its own first.
+fn decide_exactly(p: &Policy, cmd: &str, cwd: &Path) -> Verdict {
+    let c = command::parse(cmd);
+    let mut rules = String::new();
+    for (i, part) in c.parts().unwrap_or_default().iter().enumerate() {
+        let words: Vec<String> = part.words.iter().map(|w| format!("{w:?}")).collect();
+        rules.push_str(&format!(
+            "[[rule]]\nid = \"exactly-{i}\"\ndecision = \"allow\"\ncommand = [{}]\nexact = true\n",
+            words.join(", ")
+        ));
+    }
+    let mut p = p.clone();
+    // First, so they are the rules that allow it.
+    let first = parse_rules(&rules, Path::new("/u/exactly.toml")).unwrap();
+    p.tiers[0].rules.splice(0..0, first);
+    p.decide(&exec(cmd, cwd))
+}
+
 const READS: &str = r#"
 [[rule]]
 id = "read-all"
@@ -328,14 +348,10 @@ fn finding_5_the_policys_own_files_are_never_edited_on_an_allow() {
         Decision::Deny
     );
     // A command naming one of them, or a folder holding one (other than the session's).
-    assert_eq!(
-        decision(&p, &exec("sed -i s/a/b/ src/a.rs", &cwd)),
-        Decision::Allow
-    );
-    assert_eq!(
-        decision(&p, &exec("sed -i s/a/b/ .", &cwd)),
-        Decision::Allow
-    );
+    for cmd in ["sed -i s/a/b/ src/a.rs", "sed -i s/a/b/ ."] {
+        let v = decide_exactly(&p, cmd, &cwd);
+        assert_eq!(v.decision, Decision::Allow, "{cmd}: {}", v.why);
+    }
     for cmd in [
         "sed -i s/a/b/ .acp-question-bridge/policy.toml",
         "sed -i s/a/b/ src/innocent.toml",
@@ -344,8 +360,9 @@ fn finding_5_the_policys_own_files_are_never_edited_on_an_allow() {
         &format!("sed --in-place=x s/a/b/ {}", d.join("config").display()),
         &format!("sed --file={}", user.display()),
     ] {
-        let v = p.decide(&exec(cmd, &cwd));
+        let v = decide_exactly(&p, cmd, &cwd);
         assert_eq!(v.decision, Decision::Ask, "{cmd}: {}", v.why);
+        assert!(v.why.contains("own files"), "{cmd}: {}", v.why);
     }
 }
 
@@ -447,7 +464,7 @@ fn review(name: &str) -> (Policy, PathBuf, PathBuf) {
 }
 
 fn asked_as_own(p: &Policy, cmd: &str, cwd: &Path) {
-    let v = p.decide(&exec(cmd, cwd));
+    let v = decide_exactly(p, cmd, cwd);
     assert_eq!(v.decision, Decision::Ask, "{cmd}: {}", v.why);
     assert!(v.why.contains("own files"), "{cmd}: {}", v.why);
 }
@@ -469,7 +486,7 @@ fn review_a4bc3b6_plain_commands_in_the_project_stay_allowed() {
         "env ln -s x src/x",
         "mkdir -p sub && cp x sub/",
     ] {
-        let v = p.decide(&exec(cmd, &cwd));
+        let v = decide_exactly(&p, cmd, &cwd);
         assert_eq!(v.decision, Decision::Allow, "{cmd}: {}", v.why);
     }
 }
@@ -527,7 +544,7 @@ fn review_a4bc3b6_a_short_flags_joined_value_is_resolved() {
     asked_as_own(&p, "tar -xvC.. -f evil.tar", &cwd);
     // More flag letters than are read: asked, not read.
     asked_as_own(&p, &format!("sort -{}x x", "s".repeat(64)), &cwd);
-    let v = p.decide(&exec(&format!("sort -{}x x", "s".repeat(63)), &cwd));
+    let v = decide_exactly(&p, &format!("sort -{}x x", "s".repeat(63)), &cwd);
     assert_eq!(v.decision, Decision::Allow, "{}", v.why);
 }
 
@@ -570,10 +587,153 @@ fn a_command_naming_too_many_paths_is_asked_not_resolved() {
     for n in &names {
         std::fs::write(cwd.join(n), "").unwrap();
     }
-    let v = p.decide(&exec(&format!("cp {} src", names.join(" ")), &cwd));
+    let v = decide_exactly(&p, &format!("cp {} src", names.join(" ")), &cwd);
     assert_eq!(v.decision, Decision::Ask, "{}", v.why);
     assert!(v.why.contains("not all checked"), "{}", v.why);
     let few = names[..8].join(" ");
-    let v = p.decide(&exec(&format!("cp {few} src"), &cwd));
+    let v = decide_exactly(&p, &format!("cp {few} src"), &cwd);
     assert_eq!(v.decision, Decision::Allow, "{}", v.why);
+}
+
+/// The hostile tester's `cp evil.toml /proc/self/cwd/../../.config/acp-question-bridge/
+/// policy.toml`: resolved in the bridge's process, `/proc/self/cwd` was the bridge's folder,
+/// not the command's. A path through `/proc/self`, `/proc/thread-self`, `/proc/<pid>` or
+/// `/dev/fd` is not resolved: the call is asked, by its paths or by its command's words.
+#[test]
+fn a_path_through_proc_self_is_asked_never_allowed() {
+    let (mut p, home, cwd) = review("proc-self");
+    p.tiers[0].rules.extend(
+        parse_rules(
+            "[[rule]]\nid = \"edit-all\"\ndecision = \"allow\"\nkind = [\"edit\", \"read\"]\npaths = [\"/**\"]\n",
+            Path::new("/u/x.toml"),
+        )
+        .unwrap(),
+    );
+    std::fs::write(cwd.join("evil.toml"), "").unwrap();
+    std::os::unix::fs::symlink("/proc/self", cwd.join("me")).unwrap();
+    let me = std::process::id();
+    let up = home.components().count();
+    let to_home = "../".repeat(up + 4);
+    for target in [
+        format!(
+            "/proc/self/cwd/{to_home}{}",
+            home.join(".config/acp-question-bridge/policy.toml")
+                .display()
+        ),
+        "/proc/self/cwd/../../.config/acp-question-bridge/policy.toml".to_owned(),
+        "/proc/thread-self/cwd/x".to_owned(),
+        format!("/proc/{me}/cwd/x"),
+        "/dev/fd/3".to_owned(),
+        "/dev/stdout".to_owned(),
+        "me/cwd/x".to_owned(),
+    ] {
+        let v = decide_exactly(&p, &format!("cp evil.toml {target}"), &cwd);
+        assert_eq!(v.decision, Decision::Ask, "cp to {target}: {}", v.why);
+        assert!(v.why.contains("cannot be resolved"), "{}", v.why);
+        let v = p.decide(&call("edit", &[&target], &cwd));
+        assert_eq!(v.decision, Decision::Ask, "edit {target}: {}", v.why);
+    }
+    // Beside them, the same command and edit stay allowed.
+    let v = decide_exactly(&p, "cp evil.toml src/x.toml", &cwd);
+    assert_eq!(v.decision, Decision::Allow, "{}", v.why);
+    let v = p.decide(&call("edit", &["src/x.toml"], &cwd));
+    assert_eq!(v.decision, Decision::Allow, "{}", v.why);
+}
+
+/// The hostile tester's `L -> ./././…` (2,000 components) and `P ->` the user's policy
+/// folder: `cp evil.toml L/L/L/P/policy.toml` walks 6,000 components through 4 links. The
+/// OS opens it; a walk bound of 4,096 steps left it unresolved, and the guard skipped the
+/// word, so it was allowed. Now it is resolved (the kernel's bound: 40 links), and a word
+/// that cannot be resolved (41 links) is asked, never skipped.
+#[test]
+fn a_word_through_a_long_link_is_resolved_or_asked_never_skipped() {
+    let (p, home, cwd) = review("long-link");
+    std::fs::write(cwd.join("evil.toml"), "").unwrap();
+    std::os::unix::fs::symlink("./".repeat(2000), cwd.join("L")).unwrap();
+    std::os::unix::fs::symlink(home.join(".config/acp-question-bridge"), cwd.join("P")).unwrap();
+    for n in [3, 39] {
+        let word = format!("{}P/policy.toml", "L/".repeat(n));
+        // What the OS opens: the user's file.
+        assert_eq!(
+            std::fs::canonicalize(cwd.join(&word)).unwrap(),
+            home.join(".config/acp-question-bridge/policy.toml")
+        );
+        asked_as_own(&p, &format!("cp evil.toml {word}"), &cwd);
+    }
+    // 41 links: the OS says ELOOP; not resolved, asked.
+    let word = format!("{}P/policy.toml", "L/".repeat(40));
+    let v = decide_exactly(&p, &format!("cp evil.toml {word}"), &cwd);
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+    assert!(v.why.contains("cannot be resolved"), "{}", v.why);
+    // A word the OS could open but that is past the decision's work: asked too.
+    let words: Vec<String> = (0..4).map(|i| format!("{}x{i}", "L/".repeat(39))).collect();
+    let v = decide_exactly(&p, &format!("cp evil.toml {}", words.join(" ")), &cwd);
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+    assert!(
+        v.why.contains("steps resolved for one decision"),
+        "{}",
+        v.why
+    );
+    // Through the link to a file that is not the policy's: allowed.
+    let v = decide_exactly(&p, "cp evil.toml L/L/L/src/y", &cwd);
+    assert_eq!(v.decision, Decision::Allow, "{}", v.why);
+}
+
+/// One Read call of thousands of paths took 15 s to decide, past the bridge's bound. Past
+/// `MAX_PATHS` paths, the call is asked at once: only the first ones are resolved.
+#[test]
+fn a_call_of_thousands_of_paths_is_asked_with_bounded_work() {
+    let d = scratch("many-paths");
+    std::fs::create_dir_all(d.join("src")).unwrap();
+    std::os::unix::fs::symlink("./".repeat(2000), d.join("L")).unwrap();
+    let p = policy(READS, "");
+    let steps = || super::path::STEPS.with(|s| s.get());
+    let many: Vec<String> = (0..5000)
+        .map(|i| format!("{}src/f{i}", "L/".repeat(39)))
+        .collect();
+    let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+    let before = steps();
+    let v = p.decide(&call("read", &refs, &d));
+    let walked = steps() - before;
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+    assert!(v.why.contains("5000 paths, more than the 64"), "{}", v.why);
+    assert!(
+        walked <= super::path::MAX_DECISION_STEPS + d.components().count(),
+        "{walked} steps"
+    );
+    // Short paths: the 64 first only.
+    let many: Vec<String> = (0..5000).map(|i| format!("src/f{i}")).collect();
+    let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+    let before = steps();
+    let v = p.decide(&call("read", &refs, &d));
+    let walked = steps() - before;
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+    let per_path = d.components().count() + 2;
+    assert!(
+        walked <= (guard::MAX_PATHS + 1) * per_path,
+        "{walked} steps"
+    );
+    // Within the count, paths through the long link: the decision's budget, then asked.
+    let some: Vec<String> = (0..guard::MAX_PATHS)
+        .map(|i| format!("{}src/f{i}", "L/".repeat(39)))
+        .collect();
+    let refs: Vec<&str> = some.iter().map(String::as_str).collect();
+    let before = steps();
+    let v = p.decide(&call("read", &refs, &d));
+    let walked = steps() - before;
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+    assert!(
+        v.why.contains("steps resolved for one decision"),
+        "{}",
+        v.why
+    );
+    assert!(
+        walked <= super::path::MAX_DECISION_STEPS + 1,
+        "{walked} steps"
+    );
+    // And a few of them are decided as before.
+    let v = p.decide(&call("read", &refs[..2], &d));
+    assert_eq!(v.decision, Decision::Allow, "{}", v.why);
+    let v = p.decide(&call("read", &["L/L/secrets/key"], &d));
+    assert_eq!(v.decision, Decision::Deny, "{}", v.why);
 }
