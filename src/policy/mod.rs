@@ -22,12 +22,14 @@
 //!   them, is asked (a command naming the session's folder itself may still remove that
 //!   project's policy folder: docs/POLICY.md says why that is left).
 
+pub mod args;
 pub mod claude;
 pub mod command;
 pub mod desk;
 pub mod file;
 mod guard;
 pub mod live;
+mod named;
 pub mod path;
 pub mod remember;
 pub mod shell;
@@ -182,6 +184,12 @@ impl Rule {
 
     /// Whether what the rule says of everything but the command and the paths fits `call`.
     fn fits_but_paths(&self, call: &Call) -> bool {
+        self.fits_as(call, call.kind.as_deref())
+    }
+
+    /// [`Rule::fits_but_paths`], for `call` taken as a call of `kind`: a command's read or
+    /// write of a path is decided as a read or an edit ([`named`]).
+    fn fits_as(&self, call: &Call, kind: Option<&str>) -> bool {
         if let Some(agents) = &self.agent {
             let program = call.agent.rsplit('/').next().unwrap_or(&call.agent);
             let by_command = call.program.as_ref().is_some_and(|p| agents.is_match(p));
@@ -213,7 +221,7 @@ impl Rule {
                 return false;
             }
         }
-        if !self.kind.is_empty() && !call.kind.as_ref().is_some_and(|k| self.kind.contains(k)) {
+        if !self.kind.is_empty() && !kind.is_some_and(|k| self.kind.iter().any(|s| s == k)) {
             return false;
         }
         if let Some(re) = &self.title {
@@ -244,19 +252,52 @@ impl Rule {
 
     /// Whether the rule's command prefix covers `words`.
     pub fn covers(&self, words: &[String]) -> bool {
+        self.prefix_fits(words) && self.admits(words).is_ok()
+    }
+
+    /// Whether the rule's command pattern fits `words` word by word (and, for an exact rule,
+    /// has as many), whatever the words after it.
+    fn prefix_fits(&self, words: &[String]) -> bool {
         let Some(pattern) = &self.command else {
             return true;
         };
         let deny = self.decision != Decision::Allow;
-        let fits = pattern.len() <= words.len()
+        pattern.len() <= words.len()
             && (!self.exact || pattern.len() == words.len())
             && pattern.iter().zip(words).enumerate().all(|(i, (alts, w))| {
                 alts.iter()
                     .any(|a| a == w || (i == 0 && program_is(a, w, deny)))
-            });
-        // An allow that is a prefix never covers an argument that names a program to run
-        // or a file to write (`cargo test --config …`): docs/POLICY.md, "Always allow".
-        fits && (deny || self.exact || !remember::names_more(words, pattern.len()))
+            })
+    }
+
+    /// Whether this rule, when it is an allow that is a prefix, admits the words after its
+    /// pattern: a modelled program only with the words its model knows as harmless
+    /// ([`args`]); another only without an argument that names a program to run or a file
+    /// to write (`cargo test --config …`: docs/POLICY.md, "Always allow"). `Ok(true)`
+    /// when the program has no model and the words go past the pattern.
+    fn admits(&self, words: &[String]) -> Result<bool, String> {
+        let Some(pattern) = &self.command else {
+            return Ok(false);
+        };
+        if self.decision != Decision::Allow || self.exact {
+            return Ok(false);
+        }
+        match args::under_prefix(words, pattern.len()) {
+            args::Reading::Understood(_) => Ok(false),
+            args::Reading::Unknown { at, why } => Err(format!(
+                "its model of `{}` does not know {} as harmless: {why}",
+                args::base(&words[0]),
+                words
+                    .get(at)
+                    .map(|w| format!("`{}`", escape_words(std::slice::from_ref(w))))
+                    .unwrap_or_else(|| "the end".into())
+            )),
+            args::Reading::NoModel if remember::names_more(words, pattern.len()) => Err(format!(
+                "`{}` takes an argument that names a program, a file or another place",
+                args::base(&words[0])
+            )),
+            args::Reading::NoModel => Ok(words.len() > pattern.len()),
+        }
     }
 }
 
@@ -383,14 +424,14 @@ impl Policy {
             cwd: seen.cwd.clone(),
             ..call.clone()
         };
-        let verdict = match &call.command {
-            None => self.decide_plain(call, &seen.paths),
+        let (verdict, refused) = match &call.command {
+            None => (self.decide_plain(call, &seen.paths), None),
             Some(cmd) => self.decide_command(call, &seen.paths, cmd),
         };
         if verdict.decision != Decision::Allow {
             return verdict;
         }
-        match self.never_allowed(call, &seen, &verdict) {
+        match self.never_allowed(call, &seen, &verdict).or(refused) {
             Some(why) => Verdict {
                 decision: Decision::Ask,
                 rule: None,
@@ -430,15 +471,32 @@ impl Policy {
 
     /// What the policy says of one command of a line: the highest tier with a rule that
     /// covers it decides (deny, then ask, then allow). Deny and ask rules look at every
-    /// command seen in it (`seen`: wrappers seen through); an allow needs a command pattern
+    /// command seen in it (`seen`: wrappers seen through), and those on paths at the paths
+    /// each names (`named`, beside `seen`: [`named`]); an allow needs a command pattern
     /// that covers the plain part itself (`plain`), never a command seen inside it.
     fn decide_part<'a>(
         &'a self,
         call: &Call,
         paths: &[PathBuf],
         seen: &[&[String]],
+        named: &[named::Named],
         plain: Option<&[String]>,
     ) -> Option<(Decision, &'a Rule, &'static str, Vec<String>)> {
+        // The commands whose words no model places: any of their words may start a command
+        // they run (`setarch x86_64 rm …`, a runner no table knows).
+        let unplaced: Vec<bool> = seen
+            .iter()
+            .map(|w| !matches!(args::read(w), args::Reading::Understood(_)))
+            .collect();
+        // Their words but the first, by name too (`/bin/rm`: `rm`), to pass over at once the
+        // rules whose program none of them names.
+        let inner_words: std::collections::HashSet<&str> = seen
+            .iter()
+            .zip(&unplaced)
+            .filter(|(_, u)| **u)
+            .flat_map(|(w, _)| w.iter().skip(1))
+            .flat_map(|w| [w.as_str(), args::base(w)])
+            .collect();
         for tier in &self.tiers {
             // One pass a tier: the first rule of the strongest decision that covers it.
             let mut best: Option<(Decision, &Rule, &[String])> = None;
@@ -447,7 +505,19 @@ impl Policy {
                     continue;
                 }
                 let covered = if r.decision == Decision::Allow {
-                    plain.filter(|p| r.command.is_some() && r.covers(p))
+                    plain.filter(|_| r.command.is_some()).and_then(|p| {
+                        if r.covers(p) {
+                            return Some(p);
+                        }
+                        // `git --no-pager log` is `git log` to a rule, `cargo +nightly fmt`
+                        // `cargo fmt`, when the model reads the options taken off as harmless.
+                        seen.iter().copied().find(|w| {
+                            w.len() < p.len()
+                                && w.first() == p.first()
+                                && r.covers(w)
+                                && matches!(args::read(p), args::Reading::Understood(_))
+                        })
+                    })
                 } else {
                     seen.iter().copied().find(|w| r.covers(w))
                 };
@@ -455,6 +525,35 @@ impl Policy {
                     if r.fits(call, paths) {
                         best = Some((r.decision, r, words));
                         if r.decision == Decision::Deny {
+                            break;
+                        }
+                        continue;
+                    }
+                }
+                // A deny or ask of a program named inside a command no model reads: asked.
+                let names_inside = r.command.as_ref().is_some_and(|c| {
+                    c.first()
+                        .is_some_and(|alts| alts.iter().any(|a| inner_words.contains(a.as_str())))
+                });
+                if r.decision != Decision::Allow && names_inside {
+                    let inside = seen.iter().zip(&unplaced).find_map(|(w, u)| {
+                        (*u && (1..w.len()).any(|i| r.prefix_fits(&w[i..]))).then_some(*w)
+                    });
+                    if let Some(words) = inside {
+                        if r.fits(call, paths) && best.is_none_or(|(b, ..)| b < Decision::Ask) {
+                            best = Some((Decision::Ask, r, words));
+                        }
+                    }
+                }
+                // A rule on paths, and the paths the commands name.
+                let by_paths = named
+                    .iter()
+                    .zip(seen)
+                    .find_map(|(n, w)| r.covers_named(call, n).map(|d| (d, *w)));
+                if let Some((d, words)) = by_paths {
+                    if best.is_none_or(|(b, ..)| d > b) {
+                        best = Some((d, r, words));
+                        if d == Decision::Deny {
                             break;
                         }
                     }
@@ -468,8 +567,27 @@ impl Policy {
     }
 
     /// A call with a command: denied if any command seen in it is, asked if any is or no
-    /// rule covers a part, allowed only when the command is plain and every part is.
-    fn decide_command(&self, call: &Call, paths: &[PathBuf], cmd: &Command) -> Verdict {
+    /// rule covers a part, allowed only when the command is plain and every part is. With
+    /// an allow, why it must be asked all the same, if it must: a path it names could not be
+    /// resolved, or a prefix rule's program writes where no prefix may ([`named`]).
+    fn decide_command(
+        &self,
+        call: &Call,
+        paths: &[PathBuf],
+        cmd: &Command,
+    ) -> (Verdict, Option<String>) {
+        let mut refused = None;
+        let verdict = self.decide_command_parts(call, paths, cmd, &mut refused);
+        (verdict, refused)
+    }
+
+    fn decide_command_parts(
+        &self,
+        call: &Call,
+        paths: &[PathBuf],
+        cmd: &Command,
+        refused: &mut Option<String>,
+    ) -> Verdict {
         let shown = escape_words;
         let verdict = |d: Decision, r: &Rule, tier: &str, words: &[String]| Verdict {
             decision: d,
@@ -480,13 +598,20 @@ impl Policy {
                 shown(words)
             ),
         };
+        // The paths each command names, when a rule on paths may speak of them.
+        let with_paths = named::any_path_rule(self.rules().map(|(_, r)| r));
         let parts = match (cmd.parts(), cmd.not_allowable()) {
             (Some(parts), None) => parts,
             (_, not_plain) => {
                 // Deny and ask rules: every command seen anywhere in the line.
                 let mut asked = None;
                 for words in &cmd.seen {
-                    match self.decide_part(call, paths, &[words], None) {
+                    let named: Vec<named::Named> = if with_paths {
+                        vec![named::Named::of(words, &call.cwd)]
+                    } else {
+                        Vec::new()
+                    };
+                    match self.decide_part(call, paths, &[words], &named, None) {
                         Some((Decision::Deny, r, tier, w)) => {
                             return verdict(Decision::Deny, r, tier, &w)
                         }
@@ -508,52 +633,139 @@ impl Policy {
             }
         };
         // Each part is decided by the highest tier with a rule for it or for what its
-        // wrappers run; only a rule for the part itself allows it.
+        // wrappers run; only a rule for the part itself allows it. A `cd` into a folder of
+        // the session's needs no rule: the parts after it are decided in every folder they
+        // may run in.
+        let mut folders = vec![call.cwd.clone()];
         let mut decided = Vec::new();
+        let mut named_parts = Vec::new();
         for (i, part) in parts.iter().enumerate() {
             let range = cmd.by_part.get(i).cloned().unwrap_or(0..0);
             let inner: Vec<&[String]> = cmd.seen[range].iter().map(Vec::as_slice).collect();
-            decided.push((
-                part,
-                self.decide_part(call, paths, &inner, Some(&part.words)),
-            ));
+            let named: Vec<named::Named> = if with_paths {
+                inner
+                    .iter()
+                    .map(|w| named::Named::in_folders(w, &folders))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let outcome = self.decide_part(call, paths, &inner, &named, Some(&part.words));
+            let moved = match &outcome {
+                None => named::cd_inside(&part.words, &folders, &call.cwd),
+                Some(_) => None,
+            };
+            let is_move = moved.is_some();
+            for dir in moved.into_iter().flatten() {
+                if !folders.contains(&dir) {
+                    folders.push(dir);
+                }
+            }
+            named_parts.push((folders.clone(), named.into_iter().next()));
+            decided.push((part, outcome, is_move));
         }
         for want in [Decision::Deny, Decision::Ask] {
-            if let Some((_, Some((d, r, tier, words)))) = decided
+            if let Some((_, Some((d, r, tier, words)), _)) = decided
                 .iter()
-                .find(|(_, v)| v.as_ref().is_some_and(|v| v.0 == want))
+                .find(|(_, v, _)| v.as_ref().is_some_and(|v| v.0 == want))
             {
                 return verdict(*d, r, tier, words);
             }
         }
-        if let Some((part, _)) = decided.iter().find(|(_, v)| v.is_none()) {
-            if decided.iter().all(|(_, v)| v.is_none()) {
-                return no_rule();
+        if let Some((part, ..)) = decided.iter().find(|(_, v, moved)| v.is_none() && !moved) {
+            if decided.iter().all(|(_, v, _)| v.is_none()) && parts.len() == 1 {
+                return match self.prefix_refused(call, paths, &part.words) {
+                    Some(why) => Verdict {
+                        decision: Decision::Ask,
+                        rule: None,
+                        why,
+                    },
+                    None => no_rule(),
+                };
             }
             return Verdict {
                 decision: Decision::Ask,
                 rule: None,
-                why: format!(
-                    "no rule allows `{}`, a part of the command",
-                    shown(&part.words)
-                ),
+                why: match self.prefix_refused(call, paths, &part.words) {
+                    Some(why) => format!("`{}`, a part of the command: {why}", shown(&part.words)),
+                    None => format!(
+                        "no rule allows `{}`, a part of the command",
+                        shown(&part.words)
+                    ),
+                },
             };
         }
-        match decided.first() {
-            Some((_, Some((_, r, tier, _)))) => Verdict {
-                decision: Decision::Allow,
-                rule: Some((*r).into()),
-                why: if decided.len() == 1 {
+        // Every part allowed: what the prefix rules' writes and paths say.
+        let mut notes = Vec::new();
+        for ((part, outcome, _), (folders, named)) in decided.iter().zip(&named_parts) {
+            let Some((_, r, ..)) = outcome else { continue };
+            if refused.is_some() {
+                break;
+            }
+            if let Some(why) = named.as_ref().and_then(|n| n.unresolved.clone()) {
+                *refused = Some(why);
+                break;
+            }
+            match r.admits(&part.words) {
+                Ok(true) => notes.push(format!(
+                    "no model of `{}`: the rule allows any arguments",
+                    args::base(&part.words[0])
+                )),
+                Ok(false) if r.command.is_some() && !r.exact => {
+                    let own = named::Named::in_folders(&part.words, folders);
+                    *refused = own.unresolved.clone().or_else(|| {
+                        own.paths
+                            .iter()
+                            .filter(|(a, _)| {
+                                matches!(a, args::Access::Write | args::Access::Remove)
+                            })
+                            .find_map(|(_, p)| named::prefix_write_refused(p, &call.cwd))
+                    });
+                }
+                _ => {}
+            }
+        }
+        let first = decided.iter().find_map(|(_, v, _)| v.as_ref());
+        match first {
+            Some((_, r, tier, _)) => {
+                let mut why = if decided.len() == 1 {
                     format!("rule {:?} in the {tier} tier covers it", r.id)
                 } else {
                     format!(
                         "every part is allowed (first by rule {:?} in the {tier} tier)",
                         r.id
                     )
-                },
-            },
-            _ => no_rule(),
+                };
+                if !notes.is_empty() {
+                    why.push_str(&format!(" ({})", notes.join("; ")));
+                }
+                Verdict {
+                    decision: Decision::Allow,
+                    rule: Some((*r).into()),
+                    why,
+                }
+            }
+            None => no_rule(),
         }
+    }
+
+    /// Why the allow rules whose pattern fits `words` do not allow them: the first one's
+    /// model refuses a word ([`Rule::admits`]).
+    fn prefix_refused(&self, call: &Call, paths: &[PathBuf], words: &[String]) -> Option<String> {
+        self.rules().find_map(|(tier, r)| {
+            if r.decision != Decision::Allow || r.command.is_none() || !r.prefix_fits(words) {
+                return None;
+            }
+            if !r.fits(call, paths) {
+                return None;
+            }
+            r.admits(words).err().map(|why| {
+                format!(
+                    "rule {:?} in the {tier} tier would allow it by its prefix, but {why}",
+                    r.id
+                )
+            })
+        })
     }
 
     /// Every rule, highest tier first.
@@ -583,6 +795,8 @@ fn no_rule() -> Verdict {
     }
 }
 
+#[cfg(test)]
+mod argument_tests;
 #[cfg(test)]
 mod path_tests;
 #[cfg(test)]

@@ -159,13 +159,14 @@ pub fn drafts(call: &Call) -> Option<Value> {
     }))
 }
 
-/// The subcommands that "Always allow" remembers as a prefix (with any further arguments):
-/// those whose arguments can neither name another program to run nor a file to write
-/// anywhere. `NAME` stands for one more plain word (a script's name: `npm run test`).
-/// Every other command is remembered exactly as it was approved, arguments and all: the
-/// runners (`npm exec`, `npx`, `uv run`, `poetry run`, `bundle exec`, `docker run`, `go run`,
-/// `cargo run`, `gh api`, `kubectl exec`), `make` and `just` (`--eval`, any recipe), `git log`
-/// and `git diff` (`--output=FILE`, `--ext-diff`), and the rest.
+/// The subcommands that "Always allow" remembers as a prefix (with any further arguments),
+/// each of a program with a model ([`super::args`]): the model, not the prefix, decides which
+/// further words a later command may have (never one that names another program to run, or
+/// a file to write outside the project). `NAME` stands for one more plain word (a script's
+/// name: `npm run test`). Every other command is remembered exactly as it was approved,
+/// arguments and all: the runners (`npm exec`, `npx`, `uv run`, `poetry run`, `bundle
+/// exec`, `docker run`, `go run`, `cargo run`, `gh api`, `kubectl exec`), `make` and `just`
+/// (any recipe), programs without a model (`docker ps`, `gh pr list`), and the rest.
 ///
 /// What a prefix allows still runs the project's own code where that is the subcommand's
 /// job (`cargo test` builds and runs the tests; `npm run test` runs the script the project
@@ -177,36 +178,12 @@ pub const PREFIXES: &[(&str, &[&str])] = &[
             "build", "check", "test", "clippy", "fmt", "doc", "bench", "tree", "metadata",
         ],
     ),
-    ("git", &["status"]),
+    ("git", &["status", "diff", "log", "show"]),
     ("npm", &["test", "run NAME", "run-script NAME"]),
     ("pnpm", &["test", "run NAME"]),
     ("yarn", &["test", "run NAME"]),
-    ("bun", &["test", "run NAME"]),
     ("go", &["build", "test", "vet"]),
-    ("dotnet", &["build", "test"]),
-    ("swift", &["build", "test"]),
-    ("mix", &["test", "compile"]),
-    ("docker", &["ps", "images"]),
-    ("podman", &["ps", "images"]),
-    ("kubectl", &["get", "describe", "logs"]),
-    (
-        "gh",
-        &[
-            "pr list",
-            "pr view",
-            "pr status",
-            "pr checks",
-            "issue list",
-            "issue view",
-            "run list",
-            "run view",
-        ],
-    ),
     ("uv", &["sync", "lock", "tree"]),
-    ("poetry", &["check", "show"]),
-    ("jj", &["status"]),
-    ("hg", &["status"]),
-    ("svn", &["status"]),
 ];
 
 /// Arguments that, under a prefix, would name a program to run, a file to write, or
@@ -457,7 +434,15 @@ fn prefix(words: &[String]) -> Option<(Vec<String>, bool)> {
         return None;
     }
     let exact = Some((words.to_vec(), true));
-    if program.contains('/') || names_more(words, 1) {
+    // Only a program whose model reads every word of what was approved is widened: the
+    // model, not the prefix, then decides what a later command may add.
+    if program.contains('/')
+        || names_more(words, 1)
+        || !matches!(
+            super::args::read(words),
+            super::args::Reading::Understood(_)
+        )
+    {
         return exact;
     }
     let Some((_, subcommands)) = PREFIXES.iter().find(|(p, _)| *p == name) else {

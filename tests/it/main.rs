@@ -9,6 +9,7 @@
 //! inherit it. A child gets its environment from its `Command`.
 
 mod common;
+mod policy_args;
 mod policy_shell;
 mod router_check;
 
@@ -43,6 +44,7 @@ mod npm;
 mod options;
 mod policy_bridge;
 mod policy_cli;
+mod policy_corpus;
 mod proxy;
 mod push;
 mod questions;

@@ -563,3 +563,47 @@ fn finding_5_explain_asks_for_an_edit_of_a_trusted_projects_own_policy() {
         );
     }
 }
+
+/// `policy explain` says why a prefix rule does not allow what a modelled program's arguments
+/// would do, and says so when a program has no model (docs/POLICY.md, "Programs read by
+/// their arguments").
+#[test]
+fn explain_says_what_a_programs_model_refuses_and_when_there_is_none() {
+    let dir = temp_dir("policy-cli-models");
+    let config = dir.join("config");
+    std::fs::create_dir_all(config.join("acp-question-bridge")).unwrap();
+    std::fs::write(
+        config.join("acp-question-bridge/policy.toml"),
+        "[[rule]]\nid = \"sed-print\"\ndecision = \"allow\"\nclaude = \"Bash(sed -n:*)\"\n\n\
+         [[rule]]\nid = \"mytool\"\ndecision = \"allow\"\nclaude = \"Bash(mytool:*)\"\n\n\
+         [[rule]]\nid = \"no-env\"\ndecision = \"deny\"\nclaude = \"Read(.env)\"\n",
+    )
+    .unwrap();
+    let (code, out) = policy(
+        &config,
+        &dir,
+        &["explain", "--command", "sed -n 'w ~/.bashrc' notes.txt"],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("ask: "), "{out}");
+    assert!(
+        out.contains("sed-print")
+            && out.contains("model of `sed`")
+            && out.contains("writes a file"),
+        "{out}"
+    );
+    let (_, out) = policy(
+        &config,
+        &dir,
+        &["explain", "--command", "sed -n 1,5p notes.txt"],
+    );
+    assert!(out.starts_with("allow: "), "{out}");
+    let (_, out) = policy(&config, &dir, &["explain", "--command", "mytool --fast x"]);
+    assert!(out.starts_with("allow: "), "{out}");
+    assert!(
+        out.contains("no model of `mytool`: the rule allows any arguments"),
+        "{out}"
+    );
+    let (_, out) = policy(&config, &dir, &["explain", "--command", "sed -n 1p .env"]);
+    assert!(out.starts_with("deny: "), "{out}");
+}

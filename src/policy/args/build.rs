@@ -1,0 +1,814 @@
+//! Models of the build and test tools: `cargo`, `npm` and its kin, `npx`, `pytest`, `python
+//! -m`, `make`, `go` and `uv`. Each runs the project's own code where that is its
+//! subcommand's job (`cargo test` builds and runs the tests, `npm test` the script the
+//! project names): approving the subcommand approves that. What the models refuse is what
+//! would run something else, read or write somewhere else, or take another configuration:
+//! `cargo --config`/`-Z`/`--target-dir`/`--manifest-path`, `npm --prefix`/`--script-shell`/
+//! `--node-options`, `pytest -p`/`--basetemp`/`-o`/`--rootdir`/`-c`, `make --eval`/`-f`/`-C`
+//! and `NAME=VALUE`, `go -exec`/`-toolexec`/`-ldflags`/`-args`, `uv --index-url`/
+//! `--extra-index-url`/`--python`, and every option a model does not list.
+
+use super::{options, stop, Access, Effects, Stop};
+
+/// The options every building subcommand of cargo takes.
+const CARGO_BUILD: &[&str] = &[
+    "-p|--package=",
+    "--workspace|--all",
+    "--exclude=",
+    "--lib",
+    "--bins",
+    "--bin=",
+    "--examples",
+    "--example=",
+    "--tests",
+    "--test=",
+    "--benches",
+    "--bench=",
+    "--all-targets",
+    "-F|--features=",
+    "--all-features",
+    "--no-default-features",
+    "-r|--release",
+    "--profile=",
+    "-j|--jobs=",
+    "--target=",
+    "-v|--verbose",
+    "-q|--quiet",
+    "--color=",
+    "--frozen",
+    "--locked",
+    "--offline",
+    "--message-format=",
+    "--keep-going",
+    "--timings?",
+    "--ignore-rust-version",
+    "--future-incompat-report",
+    "-h|--help",
+    // test and bench
+    "--no-run",
+    "--no-fail-fast",
+    "--doc",
+    // clippy
+    "--fix",
+    "--allow-dirty",
+    "--allow-staged",
+    "--allow-no-vcs",
+    "--no-deps",
+    "--broken-code",
+    // doc
+    "--document-private-items",
+    // fmt
+    "--check",
+];
+
+const CARGO_TREE: &[&str] = &[
+    "-p|--package=",
+    "--workspace",
+    "--exclude=",
+    "-i|--invert=",
+    "-e|--edges=",
+    "--depth=",
+    "--prefix=",
+    "--no-dedupe",
+    "-d|--duplicates",
+    "--charset=",
+    "-f|--format=",
+    "--target=",
+    "-F|--features=",
+    "--all-features",
+    "--no-default-features",
+    "--all-targets",
+    "--frozen",
+    "--locked",
+    "--offline",
+    "-q|--quiet",
+    "-v|--verbose",
+    "--color=",
+    "--format-version=",
+    "--no-deps",
+    "--filter-platform=",
+];
+
+/// After `cargo test --` and `cargo bench --`: the harness's own flags, and test names.
+const CARGO_HARNESS: &[&str] = &[
+    "--nocapture|--no-capture",
+    "--test-threads=",
+    "--exact",
+    "--ignored",
+    "--include-ignored",
+    "--skip=",
+    "-q|--quiet",
+    "--show-output",
+    "--color=",
+    "--format=",
+    "--list",
+    "--bench",
+    "--test",
+];
+
+/// After `cargo clippy --`: lint levels.
+const CARGO_LINTS: &[&str] = &[
+    "-D|--deny=",
+    "-W|--warn=",
+    "-A|--allow=",
+    "-F|--forbid=",
+    "--cap-lints=",
+    "--no-deps",
+];
+
+/// After `cargo fmt --`: rustfmt's flags that write nowhere else.
+const CARGO_RUSTFMT: &[&str] = &[
+    "--check",
+    "--emit=",
+    "--edition=",
+    "--color=",
+    "-v|--verbose",
+    "-q|--quiet",
+    "-l|--files-with-diff",
+];
+
+/// `cargo`: `+toolchain`, its quiet global flags, then one subcommand of build, check, test,
+/// bench, clippy, fmt, doc, run, tree and metadata with the options each takes.
+pub(super) fn cargo(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let mut i = 1;
+    if let Some(t) = w.get(i).and_then(|a| a.strip_prefix('+')) {
+        // A toolchain by its name; a path is a toolchain of anyone's making.
+        if !plain_name(t) {
+            return Err(stop(i, "a toolchain that is not a plain name"));
+        }
+        i += 1;
+    }
+    while let Some(a) = w.get(i) {
+        match a.as_str() {
+            "-v" | "-vv" | "--verbose" | "-q" | "--quiet" | "--frozen" | "--locked"
+            | "--offline" => i += 1,
+            _ => break,
+        }
+    }
+    let Some(sub) = w.get(i) else {
+        return Ok(());
+    };
+    let sub_at = i;
+    let (main, after): (&[String], Option<usize>) = match w.iter().skip(i).position(|a| a == "--") {
+        Some(p) => (&w[..i + p], Some(i + p + 1)),
+        None => (w, None),
+    };
+    let (table, operands_ok, after_table): (&[&str], bool, Option<&[&str]>) = match sub.as_str() {
+        "build" | "b" | "check" | "c" | "doc" | "d" => (CARGO_BUILD, false, None),
+        "test" | "t" | "bench" => (CARGO_BUILD, true, Some(CARGO_HARNESS)),
+        "clippy" => (CARGO_BUILD, false, Some(CARGO_LINTS)),
+        "fmt" => (CARGO_BUILD, false, Some(CARGO_RUSTFMT)),
+        "run" | "r" => (CARGO_BUILD, false, None),
+        "tree" | "metadata" => (CARGO_TREE, false, None),
+        other => return Err(stop(sub_at, format!("`cargo {other}` has no model"))),
+    };
+    let (met, ops) = options(main, sub_at + 1, table, true, e)?;
+    // A target is a triple; a path names a target file, whose `linker` runs.
+    if let Some(m) = met.iter().find(|m| {
+        m.name == "--target"
+            && !m
+                .value
+                .as_deref()
+                .is_some_and(|t| plain_name(t) && !t.ends_with(".json"))
+    }) {
+        return Err(stop(m.at, "a target that is a file, not a triple"));
+    }
+    if !operands_ok {
+        if let Some(&o) = ops.first() {
+            return Err(stop(
+                o,
+                format!("`cargo {sub}` takes no operand `{}`", w[o]),
+            ));
+        }
+    }
+    if let Some(from) = after {
+        if matches!(sub.as_str(), "run" | "r") {
+            // The project's program's own arguments: it is the subcommand's job to run it.
+            e.unplaced.extend(w[from..].iter().cloned());
+            return Ok(());
+        }
+        let Some(t) = after_table else {
+            return Err(stop(
+                from - 1,
+                format!("`cargo {sub}` passes nothing after `--`"),
+            ));
+        };
+        // Test names are not paths; clippy and rustfmt take no operand there (a file to
+        // lint or to format may be anywhere).
+        let (_, names) = options(w, from, t, true, e)?;
+        if let (Some(&o), false) = (
+            names.first(),
+            matches!(sub.as_str(), "test" | "t" | "bench"),
+        ) {
+            return Err(stop(o, format!("`cargo {sub} -- {}`: a file", w[o])));
+        }
+    }
+    Ok(())
+}
+
+/// npm's (and pnpm's, yarn's) settings that name no program, file or place.
+const NPM_FLAGS: &[&str] = &[
+    "-s|--silent",
+    "-q|--quiet",
+    "-d|--verbose",
+    "--loglevel=",
+    "--color=",
+    "--no-color",
+    "--if-present",
+    "--ignore-scripts",
+    "--workspaces|--ws",
+    "--include-workspace-root",
+    "--json",
+    "--parseable",
+    "-l|--long",
+    "-a|--all",
+    "--depth=",
+    "--omit=",
+    "--include=",
+    "--production|--prod",
+    "--legacy-peer-deps",
+    "--strict-peer-deps",
+    "--prefer-offline",
+    "--prefer-online",
+    "--offline",
+    "--no-audit",
+    "--no-fund",
+    "--no-save",
+    "-D|--save-dev",
+    "-E|--save-exact",
+    "-P|--save-prod",
+    "-O|--save-optional",
+    "--dry-run",
+    "--foreground-scripts",
+    "--frozen-lockfile",
+    "--immutable",
+    "--watch",
+    "--coverage",
+];
+
+/// `npm`, `pnpm`, `yarn`: `test`, `run NAME` (its own arguments after `--`), `ci`,
+/// `install` of named packages from the registry, `ls`, `outdated`.
+pub(super) fn npm(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let end = w.iter().position(|a| a == "--").unwrap_or(w.len());
+    let (_, ops) = options(&w[..end], 1, NPM_FLAGS, true, e)?;
+    let Some((&sub, rest)) = ops.split_first() else {
+        return Ok(());
+    };
+    let operands_ok = match w[sub].as_str() {
+        "test" | "t" | "tst" => {
+            if let Some(&o) = rest.first() {
+                return Err(stop(o, "`test` takes no operand"));
+            }
+            true
+        }
+        "run" | "run-script" | "rum" | "urn" => {
+            match rest {
+                [name] if plain_name(&w[*name]) => {}
+                [] => {}
+                [_, extra, ..] | [extra] => {
+                    return Err(stop(*extra, "a script's arguments go after `--`"))
+                }
+            }
+            true
+        }
+        "ci" | "clean-install" | "ls" | "list" | "outdated" => rest.is_empty(),
+        "install" | "i" | "add" => {
+            for &p in rest {
+                if !registry_package(&w[p]) {
+                    return Err(stop(p, "a package that is not a name from the registry"));
+                }
+            }
+            true
+        }
+        other => {
+            return Err(stop(
+                sub,
+                format!("`{} {other}` has no model", super::base(&w[0])),
+            ))
+        }
+    };
+    if !operands_ok {
+        return Err(stop(rest[0], "an operand this subcommand does not take"));
+    }
+    if end < w.len() {
+        if !matches!(
+            w[sub].as_str(),
+            "test" | "t" | "tst" | "run" | "run-script" | "rum" | "urn"
+        ) {
+            return Err(stop(
+                end,
+                "arguments after `--` for a subcommand that runs no script",
+            ));
+        }
+        // The script's own arguments: the project's script decides what they mean.
+        e.unplaced.extend(w[end + 1..].iter().cloned());
+    }
+    Ok(())
+}
+
+/// A script's or package's name: letters, digits and `-_:.@`, not starting with `-` or `.`.
+fn plain_name(w: &str) -> bool {
+    !w.is_empty()
+        && !w.starts_with(['-', '.'])
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_:.@".contains(c))
+}
+
+/// A package from the registry: `name`, `name@range`, `@scope/name@range`; never a path, a
+/// URL, a git or file spec, or an alias (`x@npm:y`).
+fn registry_package(w: &str) -> bool {
+    let body = w.strip_prefix('@').unwrap_or(w);
+    let (name, version) = match body.split_once('@') {
+        Some((n, v)) => (n, Some(v)),
+        None => (body, None),
+    };
+    let scoped_ok = if w.starts_with('@') {
+        name.split_once('/')
+            .is_some_and(|(s, n)| plain_name(s) && plain_name(n))
+    } else {
+        plain_name(name) && !name.contains(':')
+    };
+    scoped_ok
+        && version.is_none_or(|v| {
+            v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.^~<>=*| ".contains(c))
+        })
+}
+
+/// `npx PKG ARGS`: a package from the registry, then its own arguments, read by its model if
+/// it has one (unplaced otherwise). `-c`, `--call` and any other option are asked.
+pub(super) fn npx(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let mut i = 1;
+    while let Some(a) = w.get(i) {
+        match a.as_str() {
+            "-y" | "--yes" | "--no" | "-q" | "--quiet" => i += 1,
+            "-p" | "--package" => {
+                let p = w
+                    .get(i + 1)
+                    .ok_or_else(|| stop(i, "`-p` without its package"))?;
+                if !registry_package(p) {
+                    return Err(stop(
+                        i + 1,
+                        "a package that is not a name from the registry",
+                    ));
+                }
+                i += 2;
+            }
+            o if o.starts_with('-') => {
+                return Err(stop(
+                    i,
+                    format!("`{o}` is not an option of npx known as harmless"),
+                ))
+            }
+            _ => break,
+        }
+    }
+    let Some(pkg) = w.get(i) else {
+        return Err(stop(w.len() - 1, "npx without a package"));
+    };
+    if !registry_package(pkg) {
+        return Err(stop(i, "a package that is not a name from the registry"));
+    }
+    delegate(w, i, e)
+}
+
+/// The words from `at` on are a program's of its own (`npx jest …`, `python -m pytest …`):
+/// read by its model, or passed on unplaced.
+fn delegate(w: &[String], at: usize, e: &mut Effects) -> Result<(), Stop> {
+    let mut inner = w[at..].to_vec();
+    // `@scope/name@1` runs `name`.
+    let name = inner[0].rsplit('/').next().unwrap_or(&inner[0]);
+    inner[0] = name.split('@').next().unwrap_or(name).to_owned();
+    match super::read(&inner) {
+        super::Reading::NoModel => {
+            e.unplaced.extend(w[at + 1..].iter().cloned());
+            Ok(())
+        }
+        super::Reading::Understood(inner) => {
+            e.paths.extend(inner.paths);
+            e.unplaced.extend(inner.unplaced);
+            Ok(())
+        }
+        super::Reading::Unknown { at: k, why } => Err(stop(at + k, why)),
+    }
+}
+
+const PYTEST: &[&str] = &[
+    "-x|--exitfirst",
+    "-q|--quiet",
+    "-v|--verbose",
+    "-s",
+    "--capture=",
+    "-k=",
+    "-m=",
+    "--lf|--last-failed",
+    "--ff|--failed-first",
+    "--nf|--new-first",
+    "--sw|--stepwise",
+    "--sw-skip|--stepwise-skip",
+    "-l|--showlocals",
+    "--no-showlocals",
+    "--tb=",
+    "-r=",
+    "--maxfail=",
+    "--durations=",
+    "--durations-min=",
+    "-n|--numprocesses=",
+    "--dist=",
+    "--co|--collect-only",
+    "--no-header",
+    "--no-summary",
+    "--disable-warnings|--disable-pytest-warnings",
+    "--strict-markers",
+    "--strict-config",
+    "--strict",
+    "--import-mode=",
+    "--color=",
+    "--code-highlight=",
+    "--runxfail",
+    "--full-trace",
+    "--setup-show",
+    "--setup-only",
+    "--setup-plan",
+    "--fixtures|--funcargs",
+    "--fixtures-per-test",
+    "--markers",
+    "-V|--version",
+    "-h|--help",
+    "--cache-clear",
+    "--deselect=",
+    "--ignore=R",
+    "--ignore-glob=",
+    "--junitxml|--junit-xml=W",
+    "--doctest-modules",
+    "--doctest-glob=",
+    "--timeout=",
+    "--no-cov",
+    "--cov?",
+    "--cov-report=",
+    "--cov-branch",
+    "--cov-fail-under=",
+    "-p=",
+    "--last-failed-no-failures|--lfnf=",
+    "--log-level=",
+    "--log-cli-level=",
+    "-W|--pythonwarnings=",
+];
+
+/// `pytest`: its plain options, `--junitxml` written, test paths (`tests/x.py::test_y`)
+/// read. `-W` takes only the built-in warning classes (a dotted one imports a module).
+pub(super) fn pytest(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let (met, ops) = options(w, 1, PYTEST, true, e)?;
+    for m in &met {
+        let v = m.value.as_deref().unwrap_or("");
+        match m.name.as_str() {
+            // `-p no:NAME` turns a plugin off; any other `-p` loads one.
+            "-p" if !v.strip_prefix("no:").is_some_and(plain_name) => {
+                return Err(stop(m.at, "`-p` that loads a plugin"))
+            }
+            // `--cov-report=html:DIR` writes DIR.
+            "--cov-report" => {
+                if let Some((_, dest)) = v.split_once(':') {
+                    e.paths.push((Access::Write, dest.to_owned()));
+                }
+            }
+            _ => {}
+        }
+    }
+    for m in met
+        .iter()
+        .filter(|m| m.name == "-W" || m.name == "--pythonwarnings")
+    {
+        let v = m.value.as_deref().unwrap_or("");
+        if v.split(':').any(|part| part.contains('.')) {
+            return Err(stop(m.at, "a warning filter that names a module to import"));
+        }
+    }
+    for &o in &ops {
+        let path = w[o].split("::").next().unwrap_or(&w[o]);
+        // A test outside the project runs code that is not the project's.
+        if path.starts_with(['/', '~']) || path.split('/').any(|c| c == "..") {
+            return Err(stop(o, "a test outside the project"));
+        }
+        e.paths.push((Access::Read, path.to_owned()));
+    }
+    Ok(())
+}
+
+/// `python -m pytest …` (read as pytest), `python -m unittest …`, `python -m pip
+/// list|show|freeze|check`, with `-B`, `-u`, `-q`, `-E`, `-s`, `-I` before `-m`. Any other
+/// use of the interpreter (a script, `-c`) is asked.
+pub(super) fn python(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let mut i = 1;
+    while let Some(a) = w.get(i) {
+        if a == "-m" {
+            break;
+        }
+        if a.starts_with('-')
+            && a.len() > 1
+            && !a.starts_with("--")
+            && a[1..].chars().all(|c| "BuqEsIb".contains(c))
+        {
+            i += 1;
+            continue;
+        }
+        return Err(stop(
+            i,
+            "a python script, or an option known to run or load more",
+        ));
+    }
+    let module = w
+        .get(i + 1)
+        .ok_or_else(|| stop(i.min(w.len() - 1), "python without `-m MODULE`"))?;
+    match module.as_str() {
+        "pytest" => delegate(w, i + 1, e),
+        "unittest" => {
+            const UNITTEST: &[&str] = &[
+                "-v|--verbose",
+                "-q|--quiet",
+                "-f|--failfast",
+                "-c|--catch",
+                "-b|--buffer",
+                "-k=",
+                "--locals",
+                "--durations=",
+                "-s|--start-directory=T",
+                "-p|--pattern=",
+                "-t|--top-level-directory=T",
+            ];
+            let (_, ops) = options(w, i + 2, UNITTEST, true, e)?;
+            for &o in &ops {
+                if w[o] != "discover" {
+                    e.unplaced.push(w[o].clone());
+                }
+            }
+            Ok(())
+        }
+        "pip" => {
+            const PIP: &[&str] = &[
+                "--format=",
+                "-l|--local",
+                "-o|--outdated",
+                "-u|--uptodate",
+                "--not-required",
+                "-v|--verbose",
+                "-q|--quiet",
+                "-f|--files",
+                "--all",
+                "--no-color",
+                "--disable-pip-version-check",
+            ];
+            match w.get(i + 2).map(String::as_str) {
+                Some("list" | "show" | "freeze" | "check") => {
+                    let (_, _ops) = options(w, i + 3, PIP, true, e)?;
+                    Ok(())
+                }
+                _ => Err(stop(
+                    i + 2,
+                    "a pip subcommand other than list, show, freeze, check",
+                )),
+            }
+        }
+        other => Err(stop(i + 1, format!("`python -m {other}` has no model"))),
+    }
+}
+
+const MAKE: &[&str] = &[
+    "-j|--jobs??",
+    "-k|--keep-going",
+    "-S|--no-keep-going|--stop",
+    "-s|--silent|--quiet",
+    "--no-silent",
+    "-B|--always-make",
+    "-n|--just-print|--dry-run|--recon",
+    "-q|--question",
+    "-w|--print-directory",
+    "--no-print-directory",
+    "-O|--output-sync??",
+    "-l|--load-average??",
+    "-r|--no-builtin-rules",
+    "-R|--no-builtin-variables",
+    "-t|--touch",
+    "--trace",
+    "-i|--ignore-errors",
+    "-e|--environment-overrides",
+    "-p|--print-data-base",
+    "-v|--version",
+    "-h|--help",
+    "-L|--check-symlink-times",
+];
+
+/// `make`: targets (never `NAME=VALUE`, which sets a variable: `SHELL=sh`), with options
+/// that name no other makefile, folder or code (`-f`, `-C`, `-I`, `--eval` are asked).
+pub(super) fn make(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let (_, ops) = options(w, 1, MAKE, true, e)?;
+    for &o in &ops {
+        let t = &w[o];
+        // A target is looked up as a path, through any link on the way: names only.
+        if t.contains('/') {
+            return Err(stop(o, format!("`{t}`: a target that is a path")));
+        }
+        if t.contains('=')
+            || !t
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./:+@%".contains(c))
+        {
+            return Err(stop(o, format!("`{t}` is not a plain target (a variable set on the command line changes what make runs)")));
+        }
+    }
+    Ok(())
+}
+
+/// Go's flags: single or double dash, a value after `=` or in the next word (bool flags
+/// take `=true`/`=false` only).
+const GO_BOOL: &[&str] = &[
+    "v",
+    "x",
+    "n",
+    "a",
+    "race",
+    "msan",
+    "asan",
+    "cover",
+    "trimpath",
+    "linkshared",
+    "work",
+    "json",
+    "modcacherw",
+    "benchmem",
+    "failfast",
+    "fullpath",
+    "short",
+    "c",
+    "i",
+    "m",
+    "u",
+    "t",
+    "e",
+    "l",
+    "d",
+    "fix",
+    "buildvcs",
+];
+
+const GO_VALUE: &[&str] = &[
+    "covermode",
+    "coverpkg",
+    "p",
+    "tags",
+    "mod",
+    "buildmode",
+    "compiler",
+    "run",
+    "bench",
+    "benchtime",
+    "count",
+    "cpu",
+    "list",
+    "parallel",
+    "shuffle",
+    "skip",
+    "timeout",
+    "vet",
+    "buildvcs",
+    "f",
+];
+
+const GO_WRITE: &[&str] = &[
+    "o",
+    "coverprofile",
+    "cpuprofile",
+    "memprofile",
+    "blockprofile",
+    "mutexprofile",
+    "trace",
+];
+
+/// `go build|test|vet|list|version|env|mod tidy|mod download|mod verify|mod why|mod graph`:
+/// packages, and flags that run no other program and load no other file (`-o` and the
+/// profiles written). `-args` (what follows goes to the test binary) is asked.
+pub(super) fn go(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let Some(sub) = w.get(1) else {
+        return Ok(());
+    };
+    let mut from = 2;
+    match sub.as_str() {
+        "build" | "test" | "vet" | "list" | "version" => {}
+        "env" => {
+            if w[2..].iter().any(|a| a.starts_with('-')) {
+                return Err(stop(
+                    2,
+                    "`go env` with options (`-w` writes the configuration)",
+                ));
+            }
+            return Ok(());
+        }
+        "mod" => match w.get(2).map(String::as_str) {
+            Some("tidy" | "download" | "verify" | "why" | "graph") => from = 3,
+            _ => {
+                return Err(stop(
+                    2,
+                    "a `go mod` subcommand other than tidy, download, verify, why, graph",
+                ))
+            }
+        },
+        other => return Err(stop(1, format!("`go {other}` has no model"))),
+    }
+    let mut i = from;
+    while i < w.len() {
+        let a = w[i].as_str();
+        if a == "--" {
+            return Err(stop(i, "`--` in a go command"));
+        }
+        if !a.starts_with('-') || a == "-" {
+            e.paths.push((Access::Read, a.to_owned()));
+            i += 1;
+            continue;
+        }
+        let body = a.trim_start_matches('-');
+        let body = body.strip_prefix("test.").unwrap_or(body);
+        let (name, value) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (body, None),
+        };
+        if GO_BOOL.contains(&name) && value.is_none_or(|v| v == "true" || v == "false") {
+            i += 1;
+        } else if GO_VALUE.contains(&name) || GO_WRITE.contains(&name) {
+            let v = match value {
+                Some(v) => v.to_owned(),
+                None => {
+                    i += 1;
+                    w.get(i)
+                        .ok_or_else(|| stop(i - 1, format!("`-{name}` without its value")))?
+                        .clone()
+                }
+            };
+            if GO_WRITE.contains(&name) {
+                e.paths.push((Access::Write, v));
+            }
+            i += 1;
+        } else {
+            return Err(stop(i, format!("`{a}` is not a go flag known as harmless")));
+        }
+    }
+    Ok(())
+}
+
+const UV: &[&str] = &[
+    "--frozen",
+    "--locked",
+    "--all-extras",
+    "--extra=",
+    "--no-extra=",
+    "--group=",
+    "--no-group=",
+    "--only-group=",
+    "--all-groups",
+    "--no-default-groups",
+    "--no-dev",
+    "--dev",
+    "--only-dev",
+    "--no-install-project",
+    "--no-install-workspace",
+    "--no-install-package=",
+    "--inexact",
+    "--exact",
+    "--all-packages",
+    "--package=",
+    "-q|--quiet",
+    "-v|--verbose",
+    "--offline",
+    "--no-cache|-n",
+    "--color=",
+    "--no-progress",
+    "--refresh",
+    "--refresh-package=",
+    "-U|--upgrade",
+    "-P|--upgrade-package=",
+    "--reinstall",
+    "--reinstall-package=",
+    "--compile-bytecode",
+    "--no-sources",
+    "--check",
+    "--dry-run",
+    "--depth|-d=",
+    "--invert",
+    "--no-dedupe",
+    "--universal",
+    "--outdated",
+    "--prune=",
+];
+
+/// `uv sync|lock|tree`: options that name no other index, interpreter, project or file.
+pub(super) fn uv(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    match w.get(1).map(String::as_str) {
+        Some("sync" | "lock" | "tree") => {}
+        Some(other) => return Err(stop(1, format!("`uv {other}` has no model"))),
+        None => return Ok(()),
+    }
+    let (_, ops) = options(w, 2, UV, true, e)?;
+    if let Some(&o) = ops.first() {
+        return Err(stop(o, "an operand of uv"));
+    }
+    Ok(())
+}

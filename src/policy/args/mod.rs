@@ -1,0 +1,361 @@
+//! What a program does with its arguments, for the programs the policy knows
+//! (docs/POLICY.md, "Programs read by their arguments"): a *model* of each, listing the
+//! options it knows as harmless, which take a value, and which value is a path read, a
+//! folder searched or a path written.
+//!
+//! A prefix rule (`Bash(sed -n:*)`, `command = ["git", "diff"]`) does not admit "any further
+//! words" of a modelled program: every word after the prefix must be one its model knows
+//! ([`read`] gives [`Reading::Understood`]), else the command is asked. A list of the
+//! dangerous (`--pre`, `-u`, sed's `w`) is never complete; a list of the harmless can be.
+//!
+//! Invariants:
+//! - Parse to allow: an option not in the model, a long option abbreviated, a value the
+//!   model cannot read (sed's script, awk's program, jq's filter, tar's old-style letters)
+//!   stops the reading at that word ([`Reading::Unknown`]). Nothing is guessed.
+//! - Every path a model knows as read or written is returned ([`Effects`]), so deny rules on
+//!   paths apply to commands and writes are checked against the session's folder.
+//! - No model: [`Reading::NoModel`], and a prefix keeps its old meaning (the user's choice).
+//! - Bounded: linear in the words; no I/O.
+
+mod build;
+mod files;
+mod git;
+mod script;
+mod search;
+
+/// How a path named in a command is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Its content is read (`cat F`), or its name listed (`ls D`).
+    Read,
+    /// A folder whose whole tree is read, links beneath it not followed (`grep -r x D`, `cp -r
+    /// D x`, `tar -c D`).
+    Tree,
+    /// The same, its hidden files and folders left out (`rg x D`, as ripgrep does unless
+    /// `--hidden`).
+    TreeShown,
+    /// The same, following the links beneath it (`grep -R`, `rg -L`).
+    TreeFollowed,
+    /// Written, created or replaced (`sort -o F`, `cp x F`, `tee F`, `sed -i … F`).
+    Write,
+    /// Removed or moved away (`rm F`, `mv F x`).
+    Remove,
+}
+
+/// What a command does, as its model reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Effects {
+    /// Each path word, with how it is used.
+    pub paths: Vec<(Access, String)>,
+    /// Words the model passes on to a program it does not know (`npx prettier --write x`:
+    /// prettier's words): any of them may name a path.
+    pub unplaced: Vec<String>,
+}
+
+/// A command read by its program's model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reading {
+    /// No model of the program: a prefix rule admits any further words.
+    NoModel,
+    /// Every word is one the model knows as harmless.
+    Understood(Effects),
+    /// Word `at` is not one the model knows as harmless (`why`).
+    Unknown { at: usize, why: String },
+}
+
+/// Why a model stopped, and at which word.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stop {
+    pub at: usize,
+    pub why: String,
+}
+
+pub(crate) type Model = fn(&[String], &mut Effects) -> Result<(), Stop>;
+
+/// The programs that have a model, and the function reading each (`words[0]` is the
+/// program).
+const MODELS: &[(&str, Model)] = &[
+    ("cat", files::cat),
+    ("head", files::head_tail),
+    ("tail", files::head_tail),
+    ("wc", files::wc),
+    ("ls", files::ls),
+    ("du", files::du),
+    ("cp", files::cp),
+    ("mv", files::mv),
+    ("ln", files::ln),
+    ("install", files::install),
+    ("tee", files::tee),
+    ("rm", files::rm),
+    ("sort", files::sort),
+    ("tar", files::tar),
+    ("grep", search::grep),
+    ("egrep", search::grep),
+    ("fgrep", search::grep),
+    ("rg", search::rg),
+    ("find", search::find),
+    ("jq", search::jq),
+    ("sed", script::sed),
+    ("awk", script::awk),
+    ("gawk", script::awk),
+    ("mawk", script::awk),
+    ("git", git::git),
+    ("cargo", build::cargo),
+    ("npm", build::npm),
+    ("pnpm", build::npm),
+    ("yarn", build::npm),
+    ("npx", build::npx),
+    ("pytest", build::pytest),
+    ("python", build::python),
+    ("python3", build::python),
+    ("make", build::make),
+    ("go", build::go),
+    ("uv", build::uv),
+];
+
+/// The names of the programs that have a model, for docs and `policy explain`.
+pub fn modelled() -> impl Iterator<Item = &'static str> {
+    MODELS.iter().map(|(n, _)| *n)
+}
+
+/// The program's name without its folder.
+pub fn base(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+/// Whether `program` (a name, or a path to one) has a model.
+pub fn has_model(program: &str) -> bool {
+    let name = base(program);
+    MODELS.iter().any(|(n, _)| *n == name)
+}
+
+/// `words` (a command: `words[0]` the program) as its program's model reads it.
+pub fn read(words: &[String]) -> Reading {
+    let Some(first) = words.first() else {
+        return Reading::NoModel;
+    };
+    let name = base(first);
+    let Some((_, model)) = MODELS.iter().find(|(n, _)| *n == name) else {
+        return Reading::NoModel;
+    };
+    let mut effects = Effects::default();
+    match model(words, &mut effects) {
+        Ok(()) => Reading::Understood(effects),
+        Err(Stop { at, why }) => Reading::Unknown { at, why },
+    }
+}
+
+/// Whether a prefix rule whose pattern has `prefix` words may allow `words`: the model
+/// reads every word after the prefix as harmless. A word the model does not know inside
+/// the prefix itself is the user's own choice: the prefix then keeps its old meaning
+/// ([`Reading::NoModel`]).
+pub fn under_prefix(words: &[String], prefix: usize) -> Reading {
+    match read(words) {
+        Reading::Unknown { at, .. } if at < prefix => Reading::NoModel,
+        other => other,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The option reader shared by the models: getopt_long's rules, without abbreviations.
+
+/// What an option takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Takes {
+    /// Nothing (`-n`, `--quiet`); `--quiet=x` is not known.
+    Nothing,
+    /// A value that names no file (`-n 5`, `--color=auto`).
+    Value,
+    /// A value joined to it only, or none (`--color`, `--color=auto`, `-uno`).
+    Optional,
+    /// A path, used as said (`-o FILE`: [`Access::Write`]).
+    Path(Access),
+}
+
+/// One option of a model's table, written `-n|--lines=` : short and long names split by
+/// `|`, then what it takes: nothing, `=` a value, `?` an optional joined value for its long
+/// names (`--color[=WHEN]`; its short names take nothing), `??` for its short names too
+/// (`-uno`), `=R` a path read, `=T` a folder searched, `=W` a path written.
+fn entry(spec: &str) -> (Vec<&str>, Takes, bool) {
+    let mut short_optional = false;
+    let (names, takes) = if let Some(n) = spec.strip_suffix("=R") {
+        (n, Takes::Path(Access::Read))
+    } else if let Some(n) = spec.strip_suffix("=T") {
+        (n, Takes::Path(Access::Tree))
+    } else if let Some(n) = spec.strip_suffix("=W") {
+        (n, Takes::Path(Access::Write))
+    } else if let Some(n) = spec.strip_suffix('=') {
+        (n, Takes::Value)
+    } else if let Some(n) = spec.strip_suffix("??") {
+        short_optional = true;
+        (n, Takes::Optional)
+    } else if let Some(n) = spec.strip_suffix('?') {
+        (n, Takes::Optional)
+    } else {
+        (spec, Takes::Nothing)
+    };
+    (names.split('|').collect(), takes, short_optional)
+}
+
+/// What option `name` (`-n`, `--lines`) takes in `table`, if it is there.
+pub(crate) fn lookup(table: &[&str], name: &str) -> Option<Takes> {
+    table.iter().find_map(|spec| {
+        let (names, takes, short_optional) = entry(spec);
+        if !names.contains(&name) {
+            return None;
+        }
+        let short = !name.starts_with("--");
+        Some(if takes == Takes::Optional && short && !short_optional {
+            Takes::Nothing
+        } else {
+            takes
+        })
+    })
+}
+
+/// An option met, with its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Met {
+    /// Its name as in the table (`-n` or `--lines`, as written).
+    pub name: String,
+    pub value: Option<String>,
+    /// The word it stands in.
+    pub at: usize,
+}
+
+/// The options and operands of `words[from..]`, read by `table` as GNU getopt_long reads
+/// them: options anywhere (`permute`) or up to the first operand, `--` ending them, `-`
+/// an operand, short options clustered (`-rn`), a short option's value joined or in the
+/// next word, a long one's after `=` or in the next word. A long option must be written
+/// whole (getopt_long takes any unambiguous prefix, and a prefix we do not know of could
+/// be another option: `--pre` is not `--pretty`). Path values go into `effects`.
+pub(crate) fn options(
+    words: &[String],
+    from: usize,
+    table: &[&str],
+    permute: bool,
+    effects: &mut Effects,
+) -> Result<(Vec<Met>, Vec<usize>), Stop> {
+    let mut met = Vec::new();
+    let mut operands = Vec::new();
+    let mut i = from;
+    let mut only_operands = false;
+    while i < words.len() {
+        let w = words[i].as_str();
+        if only_operands || w == "-" || !w.starts_with('-') {
+            operands.push(i);
+            if !permute {
+                only_operands = true;
+            }
+            i += 1;
+            continue;
+        }
+        if w == "--" {
+            only_operands = true;
+            i += 1;
+            continue;
+        }
+        if let Some(long) = w.strip_prefix("--") {
+            let (name, joined) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_owned())),
+                None => (long, None),
+            };
+            let flag = format!("--{name}");
+            let Some(takes) = lookup(table, &flag) else {
+                return Err(stop(
+                    i,
+                    format!("`{flag}` is not an option known as harmless"),
+                ));
+            };
+            let value = match (takes, joined) {
+                (Takes::Nothing, Some(_)) => {
+                    return Err(stop(i, format!("`{flag}` takes no value")))
+                }
+                (Takes::Nothing | Takes::Optional, v) => v,
+                (_, Some(v)) => Some(v),
+                (_, None) => {
+                    i += 1;
+                    Some(
+                        words
+                            .get(i)
+                            .ok_or_else(|| stop(i - 1, format!("`{flag}` without its value")))?
+                            .clone(),
+                    )
+                }
+            };
+            if let (Takes::Path(a), Some(v)) = (takes, &value) {
+                effects.paths.push((a, v.clone()));
+            }
+            met.push(Met {
+                name: flag,
+                value,
+                at: i,
+            });
+            i += 1;
+            continue;
+        }
+        // A cluster of short options.
+        let at = i;
+        let chars: Vec<(usize, char)> = w.char_indices().skip(1).collect();
+        for (k, &(pos, c)) in chars.iter().enumerate() {
+            let flag = format!("-{c}");
+            let Some(takes) = lookup(table, &flag) else {
+                return Err(stop(
+                    at,
+                    format!("`{flag}` is not an option known as harmless"),
+                ));
+            };
+            let rest = &w[pos + c.len_utf8()..];
+            let value = match takes {
+                Takes::Nothing => None,
+                Takes::Optional => Some(rest.to_owned()).filter(|r| !r.is_empty()),
+                _ if !rest.is_empty() => Some(rest.to_owned()),
+                _ => {
+                    i += 1;
+                    Some(
+                        words
+                            .get(i)
+                            .ok_or_else(|| stop(at, format!("`{flag}` without its value")))?
+                            .clone(),
+                    )
+                }
+            };
+            if let (Takes::Path(a), Some(v)) = (takes, &value) {
+                effects.paths.push((a, v.clone()));
+            }
+            let takes_rest = value.is_some() || takes != Takes::Nothing;
+            met.push(Met {
+                name: flag,
+                value,
+                at,
+            });
+            if takes_rest || k + 1 == chars.len() {
+                break;
+            }
+        }
+        i += 1;
+    }
+    Ok((met, operands))
+}
+
+pub(crate) fn stop(at: usize, why: impl Into<String>) -> Stop {
+    Stop {
+        at,
+        why: why.into(),
+    }
+}
+
+/// Whether `met` has option `name` (any of its names in `table` spelling).
+pub(crate) fn has(met: &[Met], names: &[&str]) -> bool {
+    met.iter().any(|m| names.contains(&m.name.as_str()))
+}
+
+/// Adds `words[i]` for each `i` of `at` as paths used as `access`.
+pub(crate) fn paths(words: &[String], at: &[usize], access: Access, effects: &mut Effects) {
+    for &i in at {
+        effects.paths.push((access, words[i].clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,469 @@
+//! Models of the programs that search: `grep`, `rg`, `find`, and `jq`'s reading of JSON.
+//!
+//! Left out on purpose (asked under a prefix): `rg --pre`, `--pre-glob` and `-z`/
+//! `--search-zip` (they run programs), `find -exec`, `-execdir`, `-ok`, `-okdir`, `-delete`,
+//! `-fprint*` and `-fls`, `jq -f`/`-L` and a filter that imports or includes a module.
+
+use super::{has, options, paths, stop, Access, Effects, Stop};
+
+const GREP: &[&str] = &[
+    "-A|--after-context=",
+    "-B|--before-context=",
+    "-C|--context=",
+    "-a|--text",
+    "-b|--byte-offset",
+    "-c|--count",
+    "--color?",
+    "--colour?",
+    "-D|--devices=",
+    "-d|--directories=",
+    "-E|--extended-regexp",
+    "-e|--regexp=",
+    "-F|--fixed-strings",
+    "-f|--file=R",
+    "-G|--basic-regexp",
+    "-H|--with-filename",
+    "-h|--no-filename",
+    "-i|-y|--ignore-case",
+    "--no-ignore-case",
+    "-I",
+    "--binary-files=",
+    "-L|--files-without-match",
+    "-l|--files-with-matches",
+    "-m|--max-count=",
+    "-n|--line-number",
+    "-o|--only-matching",
+    "-P|--perl-regexp",
+    "-q|--quiet|--silent",
+    "-r|--recursive",
+    "-R|--dereference-recursive",
+    "-s|--no-messages",
+    "-T|--initial-tab",
+    "-U|--binary",
+    "-v|--invert-match",
+    "-w|--word-regexp",
+    "-x|--line-regexp",
+    "-Z|--null",
+    "-z|--null-data",
+    "--include=",
+    "--exclude=",
+    "--exclude-from=R",
+    "--exclude-dir=",
+    "--line-buffered",
+    "--label=",
+    "-0|-1|-2|-3|-4|-5|-6|-7|-8|-9",
+];
+
+/// `grep`: a pattern (unless `-e`/`-f` gave it), then files read, or whole folders with
+/// `-r`/`-R` (the current one when none is named).
+pub(super) fn grep(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let (met, ops) = options(w, 1, GREP, true, e)?;
+    let follows = has(&met, &["-R", "--dereference-recursive"]);
+    let recursive = follows
+        || has(&met, &["-r", "--recursive"])
+        || met.iter().any(|m| {
+            (m.name == "-d" || m.name == "--directories") && m.value.as_deref() == Some("recurse")
+        });
+    let files = if has(&met, &["-e", "--regexp", "-f", "--file"]) {
+        &ops[..]
+    } else {
+        ops.get(1..).unwrap_or_default()
+    };
+    let access = match (recursive, follows) {
+        (_, true) => Access::TreeFollowed,
+        (true, false) => Access::Tree,
+        _ => Access::Read,
+    };
+    paths(w, files, access, e);
+    if recursive && files.is_empty() {
+        e.paths.push((access, ".".into()));
+    }
+    Ok(())
+}
+
+const RG: &[&str] = &[
+    "-A|--after-context=",
+    "-B|--before-context=",
+    "-C|--context=",
+    "-a|--text",
+    "--no-text",
+    "--auto-hybrid-regex",
+    "--no-auto-hybrid-regex",
+    "-b|--byte-offset",
+    "--no-byte-offset",
+    "--binary",
+    "--no-binary",
+    "--block-buffered",
+    "--no-block-buffered",
+    "-c|--count",
+    "--count-matches",
+    "--color=",
+    "--colors=",
+    "--column",
+    "--no-column",
+    "--context-separator=",
+    "--no-context-separator",
+    "--crlf",
+    "--no-crlf",
+    "--debug",
+    "--trace",
+    "--dfa-size-limit=",
+    "-E|--encoding=",
+    "--no-encoding",
+    "--engine=",
+    "-e|--regexp=",
+    "-F|--fixed-strings",
+    "--no-fixed-strings",
+    "-f|--file=R",
+    "--field-context-separator=",
+    "--field-match-separator=",
+    "--files",
+    "-l|--files-with-matches",
+    "--files-without-match",
+    "-L|--follow",
+    "--no-follow",
+    "-g|--glob=",
+    "--glob-case-insensitive",
+    "--no-glob-case-insensitive",
+    "--heading",
+    "--no-heading",
+    "-H|--with-filename",
+    "-I|--no-filename",
+    "--hidden",
+    "--no-hidden",
+    "-.",
+    "--iglob=",
+    "-i|--ignore-case",
+    "--ignore-file=R",
+    "--ignore-file-case-insensitive",
+    "--no-ignore-file-case-insensitive",
+    "--include-zero",
+    "--no-include-zero",
+    "-v|--invert-match",
+    "--no-invert-match",
+    "--json",
+    "--no-json",
+    "--line-buffered",
+    "--no-line-buffered",
+    "-n|--line-number",
+    "-N|--no-line-number",
+    "-x|--line-regexp",
+    "-M|--max-columns=",
+    "--max-columns-preview",
+    "--no-max-columns-preview",
+    "-m|--max-count=",
+    "-d|--max-depth|--maxdepth=",
+    "--max-filesize=",
+    "--mmap",
+    "--no-mmap",
+    "-U|--multiline",
+    "--no-multiline",
+    "--multiline-dotall",
+    "--no-multiline-dotall",
+    "--no-config",
+    "--no-ignore",
+    "--ignore",
+    "--no-ignore-dot",
+    "--no-ignore-exclude",
+    "--no-ignore-files",
+    "--no-ignore-global",
+    "--no-ignore-messages",
+    "--no-ignore-parent",
+    "--no-ignore-vcs",
+    "--no-messages",
+    "--no-pcre2-unicode",
+    "--no-unicode",
+    "--no-require-git",
+    "-0|--null",
+    "--null-data",
+    "--one-file-system",
+    "--no-one-file-system",
+    "-o|--only-matching",
+    "--passthru|--passthrough",
+    "--path-separator=",
+    "-P|--pcre2",
+    "--no-pcre2",
+    "-p|--pretty",
+    "-q|--quiet",
+    "--regex-size-limit=",
+    "-r|--replace=",
+    "-s|--case-sensitive",
+    "-S|--smart-case",
+    "--sort=",
+    "--sortr=",
+    "--sort-files",
+    "--stats",
+    "--no-stats",
+    "--stop-on-nonmatch",
+    "-j|--threads=",
+    "--trim",
+    "--no-trim",
+    "-t|--type=",
+    "-T|--type-not=",
+    "--type-add=",
+    "--type-clear=",
+    "--type-list",
+    "-u|--unrestricted",
+    "--vimgrep",
+    "-w|--word-regexp",
+    "-h|--help",
+    "-V|--version",
+];
+
+/// `rg`: a pattern (unless `-e`/`-f` gave it, or `--files`/`--type-list` take none), then
+/// folders searched whole (the current one when none is named).
+pub(super) fn rg(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let (met, ops) = options(w, 1, RG, true, e)?;
+    if has(&met, &["--type-list", "-h", "--help", "-V", "--version"]) {
+        return Ok(());
+    }
+    let files = if has(&met, &["-e", "--regexp", "-f", "--file", "--files"]) {
+        &ops[..]
+    } else {
+        ops.get(1..).unwrap_or_default()
+    };
+    // ripgrep leaves hidden files out unless told (`--hidden`, `-.`, `-uu`), and follows
+    // links only with `-L`.
+    let u = met
+        .iter()
+        .filter(|m| m.name == "-u" || m.name == "--unrestricted")
+        .count();
+    let hidden = u >= 2 || has(&met, &["--hidden", "-."]);
+    let access = if has(&met, &["-L", "--follow"]) {
+        Access::TreeFollowed
+    } else if hidden {
+        Access::Tree
+    } else {
+        Access::TreeShown
+    };
+    paths(w, files, access, e);
+    if files.is_empty() {
+        e.paths.push((access, ".".into()));
+    }
+    Ok(())
+}
+
+/// `find`'s tests and actions that take no value.
+const FIND_BARE: &[&str] = &[
+    "-print",
+    "-print0",
+    "-ls",
+    "-prune",
+    "-quit",
+    "-true",
+    "-false",
+    "-depth",
+    "-d",
+    "-xdev",
+    "-mount",
+    "-noleaf",
+    "-daystart",
+    "-ignore_readdir_race",
+    "-noignore_readdir_race",
+    "-not",
+    "!",
+    "-a",
+    "-and",
+    "-o",
+    "-or",
+    ",",
+    "(",
+    ")",
+    "-empty",
+    "-readable",
+    "-writable",
+    "-executable",
+    "-nouser",
+    "-nogroup",
+    "-help",
+    "--help",
+    "-version",
+    "--version",
+];
+
+/// `find`'s tests that take one value that names no file.
+const FIND_VALUE: &[&str] = &[
+    "-name",
+    "-iname",
+    "-path",
+    "-ipath",
+    "-wholename",
+    "-iwholename",
+    "-regex",
+    "-iregex",
+    "-regextype",
+    "-type",
+    "-xtype",
+    "-maxdepth",
+    "-mindepth",
+    "-mtime",
+    "-mmin",
+    "-atime",
+    "-amin",
+    "-ctime",
+    "-cmin",
+    "-used",
+    "-size",
+    "-perm",
+    "-user",
+    "-group",
+    "-uid",
+    "-gid",
+    "-links",
+    "-inum",
+    "-lname",
+    "-ilname",
+    "-fstype",
+    "-printf",
+    "-context",
+    "-newermt",
+    "-newerat",
+    "-newerct",
+    "-newermm",
+    "-newerBt",
+];
+
+/// `find`'s tests whose value is a file it reads the times or identity of.
+const FIND_FILE: &[&str] = &["-newer", "-anewer", "-cnewer", "-samefile"];
+
+/// `find`: its starting points listed (names, sizes and times beneath them, never a file's
+/// content), and an expression of tests and the actions that only print.
+pub(super) fn find(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let mut i = 1;
+    // Leading options: -H, -L, -P, -D debugopts, -Olevel.
+    while let Some(a) = w.get(i) {
+        match a.as_str() {
+            "-H" | "-P" => i += 1,
+            "-D" => i += 2,
+            o if o.starts_with("-O") && o.len() > 2 => i += 1,
+            _ => break,
+        }
+    }
+    let start = i;
+    while w
+        .get(i)
+        .is_some_and(|a| !a.starts_with('-') && !matches!(a.as_str(), "(" | "!" | ")" | ","))
+    {
+        i += 1;
+    }
+    let starts: Vec<usize> = (start..i).collect();
+    paths(w, &starts, Access::Read, e);
+    if starts.is_empty() {
+        e.paths.push((Access::Read, ".".into()));
+    }
+    while i < w.len() {
+        let a = w[i].as_str();
+        if FIND_BARE.contains(&a) {
+            i += 1;
+        } else if FIND_VALUE.contains(&a) {
+            if i + 1 >= w.len() {
+                return Err(stop(i, format!("`{a}` without its value")));
+            }
+            i += 2;
+        } else if FIND_FILE.contains(&a) {
+            let v = w
+                .get(i + 1)
+                .ok_or_else(|| stop(i, format!("`{a}` without its file")))?;
+            e.paths.push((Access::Read, v.clone()));
+            i += 2;
+        } else {
+            return Err(stop(
+                i,
+                format!("`{a}` is not a test or action of find known as harmless"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `jq`'s options that take nothing, short ones clustered as jq reads them.
+const JQ_BARE: &[&str] = &[
+    "-n|--null-input",
+    "-R|--raw-input",
+    "-s|--slurp",
+    "-r|--raw-output",
+    "--raw-output0",
+    "-j|--join-output",
+    "-a|--ascii-output",
+    "-c|--compact-output",
+    "-C|--color-output",
+    "-M|--monochrome-output",
+    "-S|--sort-keys",
+    "-e|--exit-status",
+    "--tab",
+    "--unbuffered",
+    "--stream",
+    "--stream-errors",
+    "--seq",
+    "-h|--help",
+    "-V|--version",
+];
+
+/// `jq`: a filter (with no `import` or `include`), then JSON files read; `--rawfile` and
+/// `--slurpfile` read theirs.
+pub(super) fn jq(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let mut i = 1;
+    let mut filter = None;
+    let mut args_only = false;
+    let mut files = Vec::new();
+    while i < w.len() {
+        let a = w[i].as_str();
+        if !a.starts_with('-') || a == "-" {
+            if filter.is_none() {
+                filter = Some(i);
+            } else if !args_only {
+                files.push(i);
+            }
+            i += 1;
+            continue;
+        }
+        match a {
+            "--arg" | "--argjson" => i += 3,
+            "--slurpfile" | "--rawfile" => {
+                let f = w
+                    .get(i + 2)
+                    .ok_or_else(|| stop(i, format!("`{a}` without its file")))?;
+                e.paths.push((Access::Read, f.clone()));
+                i += 3;
+            }
+            "--indent" => i += 2,
+            "--args" | "--jsonargs" => {
+                args_only = true;
+                i += 1;
+            }
+            _ if super::lookup(JQ_BARE, a).is_some() => i += 1,
+            _ if !a.starts_with("--")
+                && a[1..]
+                    .chars()
+                    .all(|c| super::lookup(JQ_BARE, &format!("-{c}")).is_some()) =>
+            {
+                i += 1
+            }
+            _ => {
+                return Err(stop(
+                    i,
+                    format!("`{a}` is not an option of jq known as harmless"),
+                ))
+            }
+        }
+    }
+    if i > w.len() {
+        return Err(stop(w.len() - 1, "an option of jq without its values"));
+    }
+    if let Some(f) = filter {
+        if [
+            "import",
+            "include",
+            "modulemeta",
+            "get_search_list",
+            "$__loc__",
+        ]
+        .iter()
+        .any(|k| w[f].contains(k))
+        {
+            return Err(stop(f, "a jq filter that loads a module"));
+        }
+    }
+    paths(w, &files, Access::Read, e);
+    Ok(())
+}

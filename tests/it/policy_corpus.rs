@@ -1,0 +1,101 @@
+//! The approval policy on a corpus of ordinary agent commands under rules users really write
+//! (`fixtures/policy-corpus/`): at most 3% of the harmless ones are asked, and none of the
+//! risky ones (each runs, reads or writes more than its rule says) is allowed
+//! (docs/POLICY.md, "Programs read by their arguments").
+
+use std::path::{Path, PathBuf};
+
+use acp_question_bridge::policy::{command, file, Call, Decision, Policy, Tier};
+
+/// A project folder as agents find one: sources, tests, a repository, a secret.
+fn project() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("acp-qb-corpus-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    for sub in ["src", "tests", ".git/hooks", "templates"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+    }
+    for f in [
+        ".env",
+        "src/main.rs",
+        "src/lib.rs",
+        "Cargo.toml",
+        "build.log",
+    ] {
+        std::fs::write(d.join(f), "x\n").unwrap();
+    }
+    d
+}
+
+fn corpus() -> Vec<(String, String)> {
+    let text = include_str!("../../fixtures/policy-corpus/commands.txt");
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (label, cmd) = l.split_once('\t').expect("a label and a tab");
+            (label.to_owned(), cmd.replace("\\n", "\n"))
+        })
+        .collect()
+}
+
+fn policy() -> Policy {
+    let text = include_str!("../../fixtures/policy-corpus/rules.toml");
+    Policy {
+        tiers: vec![Tier {
+            name: "user",
+            rules: file::parse_rules(text, Path::new("rules.toml")).unwrap(),
+        }],
+        broken: None,
+        protected: Vec::new(),
+    }
+}
+
+#[test]
+fn ordinary_commands_are_allowed_and_risky_ones_never_are() {
+    let cwd = project();
+    let p = policy();
+    let mut asked = Vec::new();
+    let mut allowed_risky = Vec::new();
+    let all = corpus();
+    let harmless = all.iter().filter(|(l, _)| l == "harmless").count();
+    assert!(
+        harmless >= 200,
+        "the corpus has {harmless} harmless commands"
+    );
+    for (label, cmd) in &all {
+        let call = Call {
+            agent: "claude-agent-acp".into(),
+            program: None,
+            tool: Some("Bash".into()),
+            url: None,
+            kind: Some("execute".into()),
+            title: cmd.clone(),
+            command: Some(command::parse(cmd)),
+            paths: vec![],
+            cwd: cwd.clone(),
+        };
+        let v = p.decide(&call);
+        match label.as_str() {
+            "harmless" if v.decision != Decision::Allow => {
+                asked.push(format!("{cmd:?}: {}", v.why))
+            }
+            "risky" if v.decision == Decision::Allow => {
+                allowed_risky.push(format!("{cmd:?}: {}", v.why))
+            }
+            "harmless" | "risky" => {}
+            other => panic!("unknown label {other:?}"),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&cwd);
+    assert!(
+        allowed_risky.is_empty(),
+        "risky commands allowed:\n{}",
+        allowed_risky.join("\n")
+    );
+    let budget = harmless * 3 / 100;
+    assert!(
+        asked.len() <= budget,
+        "{} of {harmless} harmless commands asked (at most {budget}):\n{}",
+        asked.len(),
+        asked.join("\n")
+    );
+}
