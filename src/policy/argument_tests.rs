@@ -295,3 +295,69 @@ fn a_denied_program_inside_a_command_no_model_reads_is_asked() {
     // A model places the word: grep's pattern runs nothing.
     allowed(&p, &d, &["grep -n rm src/a.rs", "mystery-runner --list"]);
 }
+
+#[test]
+fn a_second_name_of_a_file_is_never_written_under_a_prefix() {
+    let d = scratch("hardlinks");
+    std::fs::write(d.join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(d.join("notes.txt"), "x").unwrap();
+    let p = rules(&["Bash(ln:*)", "Bash(cp:*)", "Bash(tee:*)"]);
+    // Making the link: its target is written through it later.
+    not_allowed(
+        &p,
+        &d,
+        &["ln .git/config gitcfg", "cp -l .git/config gitcfg"],
+    );
+    allowed(
+        &p,
+        &d,
+        &["ln -s notes.txt link.txt", "ln notes.txt other.txt"],
+    );
+    // A link made another way: a write in place through it is asked.
+    std::fs::hard_link(d.join(".git/config"), d.join("gitcfg")).unwrap();
+    let v = decide(&p, "tee -a gitcfg", &d);
+    assert_ne!(v.decision, Decision::Allow, "{}", v.why);
+    assert!(v.why.contains("hard link"), "{}", v.why);
+}
+
+#[test]
+fn a_folder_git_takes_for_a_repository_is_never_written_under_a_prefix() {
+    let d = scratch("bare");
+    let evil = d.join("evil");
+    std::fs::create_dir_all(evil.join("objects")).unwrap();
+    std::fs::write(evil.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    let p = rules(&["Bash(tee:*)"]);
+    let v = decide(&p, "tee -a evil/config", &d);
+    assert_ne!(v.decision, Decision::Allow, "{}", v.why);
+    assert!(v.why.contains("repository"), "{}", v.why);
+    allowed(&p, &d, &["tee -a src/notes.txt"]);
+}
+
+#[test]
+fn globs_and_ignore_files_that_bring_hidden_files_in_are_searched_whole() {
+    let d = scratch("globs");
+    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
+    let p = rules(&[
+        "Bash(rg:*)",
+        "Bash(git add:*)",
+        "Bash(git show:*)",
+        "Bash(git grep:*)",
+        "!Read(.env)",
+    ]);
+    for cmd in [
+        "rg -g .env SECRET",
+        "rg --iglob .ENV SECRET",
+        "git add -f '.en?'",
+        "git add -f ':(glob).e*'",
+        "git show :.env",
+        "git show HEAD:.env",
+        "git grep --no-index -e SECRET -- '*'",
+    ] {
+        let v = decide(&p, cmd, &d);
+        assert_ne!(v.decision, Decision::Allow, "{cmd}: {}", v.why);
+    }
+    allowed(&p, &d, &["rg SECRET", "git show HEAD:src/a.rs"]);
+    // An ignore file that lets a name back in: what ripgrep searches cannot be told.
+    std::fs::write(d.join(".ignore"), "!.env\n").unwrap();
+    assert_eq!(decide(&p, "rg SECRET", &d).decision, Decision::Ask);
+}

@@ -123,13 +123,17 @@ impl Named {
 }
 
 /// What is beneath folder `dir` as a program that searches it whole walks it: hidden
-/// names left out for [`Access::TreeShown`]; links not followed (they are left out), but
+/// names left out for [`Access::TreeShown`] (and `None` where an ignore file, or
+/// `.git/info/exclude`, lets a name back in: `!.env`); links not followed (they are left out), but
 /// for [`Access::TreeFollowed`], where a link makes it `None`. `None` too past [`MAX_WALK`]
 /// entries in all (`walked` counts them across one command's folders).
 fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(d) = stack.pop() {
+        if access == Access::TreeShown && lets_back_in(&d.join(".git/info/exclude")) {
+            return None;
+        }
         let Ok(entries) = std::fs::read_dir(&d) else {
             // A file, or a folder the program could not read either.
             continue;
@@ -142,6 +146,11 @@ fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> 
             }
             let name = entry.file_name();
             if access == Access::TreeShown && name.as_encoded_bytes().starts_with(b".") {
+                // An ignore file that lets a name back in (`!.env`) may bring hidden ones
+                // in: what ripgrep searches then cannot be told.
+                if IGNORE_FILES.iter().any(|f| name == *f) && lets_back_in(&entry.path()) {
+                    return None;
+                }
                 continue;
             }
             let kind = entry.file_type().ok()?;
@@ -159,6 +168,24 @@ fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> 
         }
     }
     Some(out)
+}
+
+/// The files ripgrep reads its ignore rules from, in each folder.
+const IGNORE_FILES: &[&str] = &[".ignore", ".rgignore", ".gitignore"];
+
+/// Whether ignore file `f` has a line that lets a name back in (`!…`); one that cannot be
+/// read whole (over 64 KiB) counts as having one.
+fn lets_back_in(f: &Path) -> bool {
+    match std::fs::metadata(f) {
+        Ok(m) if m.len() > 64 * 1024 => true,
+        Ok(_) => std::fs::read(f)
+            .map(|t| {
+                t.split(|b| *b == b'\n')
+                    .any(|l| l.trim_ascii_start().starts_with(b"!"))
+            })
+            .unwrap_or(true),
+        Err(_) => false,
+    }
 }
 
 /// The folders `cd DIR` moves to from each of `folders`, when it is a move into an existing
@@ -232,6 +259,28 @@ pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
             "it writes {}, a file a shell runs when it starts",
             p.display()
         ));
+    }
+    // A file of more names than one: a write in place writes them all (`ln .git/config x`
+    // then `tee -a x`), and no path tells where the others are.
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.nlink() > 1) {
+        return Some(format!(
+            "it writes {}, a file with other names (a hard link), which may be anywhere",
+            p.display()
+        ));
+    }
+    // A folder git takes for a repository by what it holds, whatever its name (`cp -r
+    // .git/. x`, then `tee -a x/config`, then `cd x && git status`).
+    let mut at = p.parent();
+    while let Some(d) = at.filter(|d| d.starts_with(cwd)) {
+        if d.join("HEAD").is_file() && d.join("objects").is_dir() {
+            return Some(format!(
+                "it writes {}, inside {}, which git takes for a repository's own folder",
+                p.display(),
+                d.display()
+            ));
+        }
+        at = d.parent();
     }
     None
 }

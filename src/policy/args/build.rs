@@ -495,8 +495,7 @@ pub(super) fn pytest(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     Ok(())
 }
 
-/// `python -m pytest …` (read as pytest), `python -m unittest …`, `python -m pip
-/// list|show|freeze|check`, with `-B`, `-u`, `-q`, `-E`, `-s`, `-I` before `-m`. Any other
+/// `python -m pytest …` (read as pytest) and `python -m unittest …`, with `-B`, `-u`, `-q`, `-E`, `-s`, `-I` before `-m`. Any other
 /// use of the interpreter (a script, `-c`) is asked.
 pub(super) fn python(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let mut i = 1;
@@ -544,31 +543,8 @@ pub(super) fn python(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             }
             Ok(())
         }
-        "pip" => {
-            const PIP: &[&str] = &[
-                "--format=",
-                "-l|--local",
-                "-o|--outdated",
-                "-u|--uptodate",
-                "--not-required",
-                "-v|--verbose",
-                "-q|--quiet",
-                "-f|--files",
-                "--all",
-                "--no-color",
-                "--disable-pip-version-check",
-            ];
-            match w.get(i + 2).map(String::as_str) {
-                Some("list" | "show" | "freeze" | "check") => {
-                    let (_, _ops) = options(w, i + 3, PIP, true, e)?;
-                    Ok(())
-                }
-                _ => Err(stop(
-                    i + 2,
-                    "a pip subcommand other than list, show, freeze, check",
-                )),
-            }
-        }
+        // `-m pip` imports `pip` from the current folder first (a project's `pip.py`
+        // runs), so it is not modelled: asked.
         other => Err(stop(i + 1, format!("`python -m {other}` has no model"))),
     }
 }

@@ -198,6 +198,14 @@ const CP: &[&str] = &[
 pub(super) fn cp(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let (met, ops) = options(w, 1, CP, true, e)?;
     let recursive = has(&met, &["-a", "--archive", "-R", "-r", "--recursive"]);
+    // `cp -l` makes hard links: the sources get second names, checked as written.
+    if has(&met, &["-l", "--link"]) {
+        let sources = match ops.split_last() {
+            Some((_, s)) if !has(&met, &["-t", "--target-directory"]) => s,
+            _ => &ops[..],
+        };
+        paths(w, sources, Access::Write, e);
+    }
     let source = match (recursive, has(&met, &["-L", "--dereference"])) {
         (true, true) => Access::TreeFollowed,
         (true, false) => Access::Tree,
@@ -305,6 +313,15 @@ const LN: &[&str] = &[
 /// written: the last operand, or with one operand a name in the current folder.
 pub(super) fn ln(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let (met, ops) = options(w, 1, LN, true, e)?;
+    // A hard link is a second name for its target: writing it writes the target, so the
+    // target is checked as written.
+    if !has(&met, &["-s", "--symbolic"]) {
+        let targets = match ops.split_last() {
+            Some((_, t)) if !t.is_empty() && !has(&met, &["-t", "--target-directory"]) => t,
+            _ => &ops[..],
+        };
+        paths(w, targets, Access::Write, e);
+    }
     if has(&met, &["-t", "--target-directory"]) {
         return sources_and_destination(w, &met, &ops, Access::Read, e);
     }

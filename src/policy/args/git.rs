@@ -10,7 +10,7 @@
 //! `--separate-git-dir`, `--reference` and `--recurse-submodules`, and a URL with a
 //! transport helper (`ext::…`); creating, renaming or deleting a branch.
 
-use super::{has, options, paths, stop, Access, Effects, Met, Stop};
+use super::{has, options, stop, Access, Effects, Met, Stop};
 
 const GLOBAL: &[&str] = &[
     "--no-pager",
@@ -518,7 +518,7 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     match name {
         "status" => {
             let (_, ops) = options(w, from, STATUS, true, e)?;
-            paths(w, &ops, Access::Read, e);
+            pathspecs(w, &ops, Access::Read, e);
         }
         "diff" | "log" | "show" | "whatchanged" => {
             let mut table: Vec<&str> = DIFF.to_vec();
@@ -534,7 +534,7 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             } else {
                 Access::Read
             };
-            paths(w, &ops, access, e);
+            pathspecs(w, &ops, access, e);
         }
         "branch" => {
             let (met, ops) = options(w, from, BRANCH, true, e)?;
@@ -567,11 +567,11 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         }
         "ls-files" => {
             let (_, ops) = options(w, from, LS_FILES, true, e)?;
-            paths(w, &ops, Access::Read, e);
+            pathspecs(w, &ops, Access::Read, e);
         }
         "blame" | "annotate" => {
             let (_, ops) = options(w, from, BLAME, true, e)?;
-            paths(w, &ops, Access::Read, e);
+            pathspecs(w, &ops, Access::Read, e);
         }
         "grep" => {
             let (met, ops) = options(w, from, GREP, true, e)?;
@@ -581,7 +581,7 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             } else {
                 ops.get(1..).unwrap_or_default()
             };
-            paths(w, rest, Access::Tree, e);
+            pathspecs(w, rest, Access::Tree, e);
             if rest.is_empty() {
                 e.paths.push((Access::Tree, ".".into()));
             }
@@ -604,7 +604,7 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         "add" => {
             // What it adds is read whole (`git add .` reads `.env` unless it is ignored).
             let (met, ops) = options(w, from, ADD, true, e)?;
-            paths(w, &ops, Access::Tree, e);
+            pathspecs(w, &ops, Access::Tree, e);
             if ops.is_empty()
                 && has(
                     &met,
@@ -634,7 +634,7 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                     "`git commit` without `-m`, `-F` or `--no-edit` starts an editor",
                 ));
             }
-            paths(w, &ops, Access::Tree, e);
+            pathspecs(w, &ops, Access::Tree, e);
             if has(&met, &["-a", "--all"]) {
                 e.paths.push((Access::Tree, ".".into()));
             }
@@ -646,6 +646,30 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         other => return Err(stop(sub, format!("`git {other}` has no model"))),
     }
     Ok(())
+}
+
+/// Operands that may be pathspecs or `REV:PATH`: a path used as `access`; one with a glob
+/// (`'*'`, `.en?`) or pathspec magic (`:(glob)…`, `:!x`) may match any file, so the whole
+/// folder is searched; `REV:PATH` and `:PATH` (the index) read PATH.
+fn pathspecs(w: &[String], ops: &[usize], access: Access, e: &mut Effects) {
+    for &o in ops {
+        let word = w[o].as_str();
+        let magic = word.starts_with(":(")
+            || word.starts_with(":!")
+            || word.starts_with(":^")
+            || word.starts_with(":/");
+        let path = match word.split_once(':') {
+            Some((_, p)) if !magic => p.rsplit(':').next().unwrap_or(p),
+            _ => word,
+        };
+        if magic || path.contains(['*', '?', '[']) {
+            e.paths.push((Access::Tree, ".".into()));
+        } else if path != word {
+            e.paths.push((Access::Read, path.to_owned()));
+        } else {
+            e.paths.push((access, word.to_owned()));
+        }
+    }
 }
 
 /// A format that shows a signature (`%G?`, `%(signature…)`) runs gpg.

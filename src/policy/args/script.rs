@@ -9,7 +9,8 @@
 //! this reader and sed could end a regular expression in different places (a delimiter or a
 //! backslash inside `[...]`), it asks.
 //!
-//! awk: the program may not contain `system`, `getline`, `|`, `>`, `@`, `ARGV` or `ARGC`
+//! awk: the program may not contain `system`, `getline`, `|`, `>`, `@`, `ARGV`, `ARGC`,
+//! gawk's `SYMTAB` or `FUNCTAB`
 //! anywhere, not even in a string: what runs a program, writes or reads a file it names, or
 //! changes the files awk reads. That asks for some harmless programs (`$3 > 100`); it never
 //! allows one that does more.
@@ -335,7 +336,9 @@ fn replacement(c: &[char], i: &mut usize, delim: char) -> Result<(), String> {
 const AWK: &[&str] = &["-F|--field-separator=", "-v|--assign=", "-f|--file="];
 
 /// What an awk program may not hold, anywhere.
-const AWK_NEVER: &[&str] = &["system", "getline", "|", ">", "@", "ARGV", "ARGC"];
+const AWK_NEVER: &[&str] = &[
+    "system", "getline", "|", ">", "@", "ARGV", "ARGC", "SYMTAB", "FUNCTAB",
+];
 
 /// `awk`: its program read ([`AWK_NEVER`]); its files read; `NAME=VALUE` operands are
 /// assignments.

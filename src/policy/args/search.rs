@@ -228,7 +228,8 @@ pub(super) fn rg(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         .iter()
         .filter(|m| m.name == "-u" || m.name == "--unrestricted")
         .count();
-    let hidden = u >= 2 || has(&met, &["--hidden", "-."]);
+    // A glob of `-g`/`--iglob` brings the names it matches in, hidden ones too.
+    let hidden = u >= 2 || has(&met, &["--hidden", "-.", "-g", "--glob", "--iglob"]);
     let access = if has(&met, &["-L", "--follow"]) {
         Access::TreeFollowed
     } else if hidden {

@@ -338,6 +338,7 @@ fn awk_prints_but_never_runs_or_redirects() {
         "awk 'BEGIN{ARGV[1]=\"/etc/shadow\"} {print}' a",
         "awk -f prog.awk a",
         "awk '@load \"x\"' a",
+        "gawk 'BEGIN{SYMTAB[\"AR\" \"GV\"][1]=\".env\"}{print}'",
     ] {
         unknown(bad);
     }
