@@ -1,5 +1,5 @@
-//! The wrapper models against the real programs (docs/POLICY.md, "Commands";
-//! ENGINEERING.md, "Security": test the models against the real programs). Each case runs a
+//! The wrapper models against the real programs (docs/POLICY.md, "Commands": each model is
+//! tested against the real program). Each case runs a
 //! real runner around a recording stand-in, and the argv the stand-in was started with must
 //! be among the commands [`see`] finds in the line; a case the program reads otherwise
 //! (`prlimit --nofile 10 REC`: `10` is the command) must not start the stand-in, nor may the

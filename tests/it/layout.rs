@@ -24,8 +24,13 @@ const KNOWN_CYCLES: &[&str] = &[
     "bridge <-> bridge::event_loop <-> bridge::services",
     "control <-> control::gate <-> control::v1",
     "inbox::nats <-> inbox::nats::follower <-> inbox::nats::publisher",
-    "policy <-> policy::file <-> policy::file::rules <-> policy::guard <-> policy::path \
-     <-> policy::remember",
+    "policy <-> policy::file <-> policy::file::rules <-> policy::guard <-> policy::named \
+     <-> policy::path <-> policy::remember",
+    "policy::args <-> policy::args::build <-> policy::args::files <-> policy::args::git \
+     <-> policy::args::script <-> policy::args::search <-> policy::args::tools",
+    "policy::shell <-> policy::shell::words",
+    "policy::wrappers <-> policy::wrappers::options <-> policy::wrappers::special \
+     <-> policy::wrappers::table",
     "questions::sources <-> questions::sources::cursor <-> questions::sources::gemini \
      <-> questions::sources::grok <-> questions::sources::opencode",
     "router <-> router::client <-> router::dispatch <-> router::gone \

@@ -20,8 +20,10 @@
 mod build;
 mod files;
 mod git;
+mod git_options;
 mod script;
 mod search;
+mod tools;
 
 /// How a path named in a command is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,12 +107,12 @@ const MODELS: &[(&str, Model)] = &[
     ("pnpm", build::npm),
     ("yarn", build::npm),
     ("npx", build::npx),
-    ("pytest", build::pytest),
-    ("python", build::python),
-    ("python3", build::python),
-    ("make", build::make),
-    ("go", build::go),
-    ("uv", build::uv),
+    ("pytest", tools::pytest),
+    ("python", tools::python),
+    ("python3", tools::python),
+    ("make", tools::make),
+    ("go", tools::go),
+    ("uv", tools::uv),
 ];
 
 /// The names of the programs that have a model, for docs and `policy explain`.

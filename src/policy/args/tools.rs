@@ -1,0 +1,401 @@
+//! Models of the test and build tools besides cargo and npm: `pytest` and `python -m`,
+//! `make`, `go` and `uv` (docs/POLICY.md, "Programs read by their arguments").
+
+use super::build::{delegate, plain_name};
+use super::{options, stop, Access, Effects, Stop};
+
+pub(super) const PYTEST: &[&str] = &[
+    "-x|--exitfirst",
+    "-q|--quiet",
+    "-v|--verbose",
+    "-s",
+    "--capture=",
+    "-k=",
+    "-m=",
+    "--lf|--last-failed",
+    "--ff|--failed-first",
+    "--nf|--new-first",
+    "--sw|--stepwise",
+    "--sw-skip|--stepwise-skip",
+    "-l|--showlocals",
+    "--no-showlocals",
+    "--tb=",
+    "-r=",
+    "--maxfail=",
+    "--durations=",
+    "--durations-min=",
+    "-n|--numprocesses=",
+    "--dist=",
+    "--co|--collect-only",
+    "--no-header",
+    "--no-summary",
+    "--disable-warnings|--disable-pytest-warnings",
+    "--strict-markers",
+    "--strict-config",
+    "--strict",
+    "--import-mode=",
+    "--color=",
+    "--code-highlight=",
+    "--runxfail",
+    "--full-trace",
+    "--setup-show",
+    "--setup-only",
+    "--setup-plan",
+    "--fixtures|--funcargs",
+    "--fixtures-per-test",
+    "--markers",
+    "-V|--version",
+    "-h|--help",
+    "--cache-clear",
+    "--deselect=",
+    "--ignore=R",
+    "--ignore-glob=",
+    "--junitxml|--junit-xml=W",
+    "--doctest-modules",
+    "--doctest-glob=",
+    "--timeout=",
+    "--no-cov",
+    "--cov?",
+    "--cov-report=",
+    "--cov-branch",
+    "--cov-fail-under=",
+    "-p=",
+    "--last-failed-no-failures|--lfnf=",
+    "--log-level=",
+    "--log-cli-level=",
+    "-W|--pythonwarnings=",
+];
+
+/// `pytest`: its plain options, `--junitxml` written, test paths (`tests/x.py::test_y`)
+/// read. `-W` takes only the built-in warning classes (a dotted one imports a module).
+pub(super) fn pytest(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let (met, ops) = options(w, 1, PYTEST, true, e)?;
+    for m in &met {
+        let v = m.value.as_deref().unwrap_or("");
+        match m.name.as_str() {
+            // `-p no:NAME` turns a plugin off; any other `-p` loads one.
+            "-p" if !v.strip_prefix("no:").is_some_and(plain_name) => {
+                return Err(stop(m.at, "`-p` that loads a plugin"))
+            }
+            // `--cov-report=html:DIR` writes DIR.
+            "--cov-report" => {
+                if let Some((_, dest)) = v.split_once(':') {
+                    e.paths.push((Access::Write, dest.to_owned()));
+                }
+            }
+            _ => {}
+        }
+    }
+    for m in met
+        .iter()
+        .filter(|m| m.name == "-W" || m.name == "--pythonwarnings")
+    {
+        let v = m.value.as_deref().unwrap_or("");
+        if v.split(':').any(|part| part.contains('.')) {
+            return Err(stop(m.at, "a warning filter that names a module to import"));
+        }
+    }
+    for &o in &ops {
+        let path = w[o].split("::").next().unwrap_or(&w[o]);
+        // A test outside the project runs code that is not the project's.
+        if path.starts_with(['/', '~']) || path.split('/').any(|c| c == "..") {
+            return Err(stop(o, "a test outside the project"));
+        }
+        e.paths.push((Access::Read, path.to_owned()));
+    }
+    Ok(())
+}
+
+/// `python -m pytest …` (read as pytest) and `python -m unittest …`, with `-B`, `-u`, `-q`, `-E`, `-s`, `-I` before `-m`. Any other
+/// use of the interpreter (a script, `-c`) is asked.
+pub(super) fn python(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let mut i = 1;
+    while let Some(a) = w.get(i) {
+        if a == "-m" {
+            break;
+        }
+        if a.starts_with('-')
+            && a.len() > 1
+            && !a.starts_with("--")
+            && a[1..].chars().all(|c| "BuqEsIb".contains(c))
+        {
+            i += 1;
+            continue;
+        }
+        return Err(stop(
+            i,
+            "a python script, or an option known to run or load more",
+        ));
+    }
+    let module = w
+        .get(i + 1)
+        .ok_or_else(|| stop(i.min(w.len() - 1), "python without `-m MODULE`"))?;
+    match module.as_str() {
+        "pytest" => delegate(w, i + 1, e),
+        "unittest" => {
+            const UNITTEST: &[&str] = &[
+                "-v|--verbose",
+                "-q|--quiet",
+                "-f|--failfast",
+                "-c|--catch",
+                "-b|--buffer",
+                "-k=",
+                "--locals",
+                "--durations=",
+                "-s|--start-directory=T",
+                "-p|--pattern=",
+                "-t|--top-level-directory=T",
+            ];
+            let (_, ops) = options(w, i + 2, UNITTEST, true, e)?;
+            for &o in &ops {
+                if w[o] != "discover" {
+                    e.unplaced.push(w[o].clone());
+                }
+            }
+            Ok(())
+        }
+        // `-m pip` imports `pip` from the current folder first (a project's `pip.py`
+        // runs), so it is not modelled: asked.
+        other => Err(stop(i + 1, format!("`python -m {other}` has no model"))),
+    }
+}
+
+pub(super) const MAKE: &[&str] = &[
+    "-j|--jobs??",
+    "-k|--keep-going",
+    "-S|--no-keep-going|--stop",
+    "-s|--silent|--quiet",
+    "--no-silent",
+    "-B|--always-make",
+    "-n|--just-print|--dry-run|--recon",
+    "-q|--question",
+    "-w|--print-directory",
+    "--no-print-directory",
+    "-O|--output-sync??",
+    "-l|--load-average??",
+    "-r|--no-builtin-rules",
+    "-R|--no-builtin-variables",
+    "-t|--touch",
+    "--trace",
+    "-i|--ignore-errors",
+    "-e|--environment-overrides",
+    "-p|--print-data-base",
+    "-v|--version",
+    "-h|--help",
+    "-L|--check-symlink-times",
+];
+
+/// `make`: targets (never `NAME=VALUE`, which sets a variable: `SHELL=sh`), with options
+/// that name no other makefile, folder or code (`-f`, `-C`, `-I`, `--eval` are asked).
+pub(super) fn make(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let (_, ops) = options(w, 1, MAKE, true, e)?;
+    for &o in &ops {
+        let t = &w[o];
+        // A target is looked up as a path, through any link on the way: names only.
+        if t.contains('/') {
+            return Err(stop(o, format!("`{t}`: a target that is a path")));
+        }
+        if t.contains('=')
+            || !t
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./:+@%".contains(c))
+        {
+            return Err(stop(o, format!("`{t}` is not a plain target (a variable set on the command line changes what make runs)")));
+        }
+    }
+    Ok(())
+}
+
+/// Go's flags: single or double dash, a value after `=` or in the next word (bool flags
+/// take `=true`/`=false` only).
+pub(super) const GO_BOOL: &[&str] = &[
+    "v",
+    "x",
+    "n",
+    "a",
+    "race",
+    "msan",
+    "asan",
+    "cover",
+    "trimpath",
+    "linkshared",
+    "work",
+    "json",
+    "modcacherw",
+    "benchmem",
+    "failfast",
+    "fullpath",
+    "short",
+    "c",
+    "i",
+    "m",
+    "u",
+    "t",
+    "e",
+    "l",
+    "d",
+    "fix",
+    "buildvcs",
+];
+
+pub(super) const GO_VALUE: &[&str] = &[
+    "covermode",
+    "coverpkg",
+    "p",
+    "tags",
+    "mod",
+    "buildmode",
+    "compiler",
+    "run",
+    "bench",
+    "benchtime",
+    "count",
+    "cpu",
+    "list",
+    "parallel",
+    "shuffle",
+    "skip",
+    "timeout",
+    "vet",
+    "buildvcs",
+    "f",
+];
+
+pub(super) const GO_WRITE: &[&str] = &[
+    "o",
+    "coverprofile",
+    "cpuprofile",
+    "memprofile",
+    "blockprofile",
+    "mutexprofile",
+    "trace",
+];
+
+/// `go build|test|vet|list|version|env|mod tidy|mod download|mod verify|mod why|mod graph`:
+/// packages, and flags that run no other program and load no other file (`-o` and the
+/// profiles written). `-args` (what follows goes to the test binary) is asked.
+pub(super) fn go(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let Some(sub) = w.get(1) else {
+        return Ok(());
+    };
+    let mut from = 2;
+    match sub.as_str() {
+        "build" | "test" | "vet" | "list" | "version" => {}
+        "env" => {
+            if w[2..].iter().any(|a| a.starts_with('-')) {
+                return Err(stop(
+                    2,
+                    "`go env` with options (`-w` writes the configuration)",
+                ));
+            }
+            return Ok(());
+        }
+        "mod" => match w.get(2).map(String::as_str) {
+            Some("tidy" | "download" | "verify" | "why" | "graph") => from = 3,
+            _ => {
+                return Err(stop(
+                    2,
+                    "a `go mod` subcommand other than tidy, download, verify, why, graph",
+                ))
+            }
+        },
+        other => return Err(stop(1, format!("`go {other}` has no model"))),
+    }
+    let mut i = from;
+    while i < w.len() {
+        let a = w[i].as_str();
+        if a == "--" {
+            return Err(stop(i, "`--` in a go command"));
+        }
+        if !a.starts_with('-') || a == "-" {
+            e.paths.push((Access::Read, a.to_owned()));
+            i += 1;
+            continue;
+        }
+        let body = a.trim_start_matches('-');
+        let body = body.strip_prefix("test.").unwrap_or(body);
+        let (name, value) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (body, None),
+        };
+        if GO_BOOL.contains(&name) && value.is_none_or(|v| v == "true" || v == "false") {
+            i += 1;
+        } else if GO_VALUE.contains(&name) || GO_WRITE.contains(&name) {
+            let v = match value {
+                Some(v) => v.to_owned(),
+                None => {
+                    i += 1;
+                    w.get(i)
+                        .ok_or_else(|| stop(i - 1, format!("`-{name}` without its value")))?
+                        .clone()
+                }
+            };
+            if GO_WRITE.contains(&name) {
+                e.paths.push((Access::Write, v));
+            }
+            i += 1;
+        } else {
+            return Err(stop(i, format!("`{a}` is not a go flag known as harmless")));
+        }
+    }
+    Ok(())
+}
+
+pub(super) const UV: &[&str] = &[
+    "--frozen",
+    "--locked",
+    "--all-extras",
+    "--extra=",
+    "--no-extra=",
+    "--group=",
+    "--no-group=",
+    "--only-group=",
+    "--all-groups",
+    "--no-default-groups",
+    "--no-dev",
+    "--dev",
+    "--only-dev",
+    "--no-install-project",
+    "--no-install-workspace",
+    "--no-install-package=",
+    "--inexact",
+    "--exact",
+    "--all-packages",
+    "--package=",
+    "-q|--quiet",
+    "-v|--verbose",
+    "--offline",
+    "--no-cache|-n",
+    "--color=",
+    "--no-progress",
+    "--refresh",
+    "--refresh-package=",
+    "-U|--upgrade",
+    "-P|--upgrade-package=",
+    "--reinstall",
+    "--reinstall-package=",
+    "--compile-bytecode",
+    "--no-sources",
+    "--check",
+    "--dry-run",
+    "--depth|-d=",
+    "--invert",
+    "--no-dedupe",
+    "--universal",
+    "--outdated",
+    "--prune=",
+];
+
+/// `uv sync|lock|tree`: options that name no other index, interpreter, project or file.
+pub(super) fn uv(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    match w.get(1).map(String::as_str) {
+        Some("sync" | "lock" | "tree") => {}
+        Some(other) => return Err(stop(1, format!("`uv {other}` has no model"))),
+        None => return Ok(()),
+    }
+    let (_, ops) = options(w, 2, UV, true, e)?;
+    if let Some(&o) = ops.first() {
+        return Err(stop(o, "an operand of uv"));
+    }
+    Ok(())
+}

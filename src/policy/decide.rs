@@ -1,0 +1,218 @@
+//! A call with a command decided part by part (docs/POLICY.md, "Commands" and "Programs
+//! read by their arguments"): each part by the highest tier with a rule for it or for what
+//! its wrappers run, its paths by the rules on paths ([`super::named`]), a `cd` inside the
+//! session followed, and a prefix rule's writes checked.
+
+use std::path::PathBuf;
+
+use super::command::Command;
+use super::*;
+
+impl Policy {
+    /// A call with a command: denied if any command seen in it is, asked if any is or no
+    /// rule covers a part, allowed only when the command is plain and every part is. With
+    /// an allow, why it must be asked all the same, if it must: a path it names could not be
+    /// resolved, or a prefix rule's program writes where no prefix may ([`named`]).
+    pub(super) fn decide_command(
+        &self,
+        call: &Call,
+        paths: &[PathBuf],
+        cmd: &Command,
+    ) -> (Verdict, Option<String>) {
+        let mut refused = None;
+        let verdict = self.decide_command_parts(call, paths, cmd, &mut refused);
+        (verdict, refused)
+    }
+
+    pub(super) fn decide_command_parts(
+        &self,
+        call: &Call,
+        paths: &[PathBuf],
+        cmd: &Command,
+        refused: &mut Option<String>,
+    ) -> Verdict {
+        let shown = escape_words;
+        let verdict = |d: Decision, r: &Rule, tier: &str, words: &[String]| Verdict {
+            decision: d,
+            rule: Some(r.into()),
+            why: format!(
+                "rule {:?} in the {tier} tier covers `{}`",
+                r.id,
+                shown(words)
+            ),
+        };
+        // The paths each command names, when a rule on paths may speak of them.
+        let with_paths = named::any_path_rule(self.rules().map(|(_, r)| r));
+        let parts = match (cmd.parts(), cmd.not_allowable()) {
+            (Some(parts), None) => parts,
+            (_, not_plain) => {
+                // Deny and ask rules: every command seen anywhere in the line.
+                let mut asked = None;
+                for words in &cmd.seen {
+                    let named: Vec<named::Named> = if with_paths {
+                        vec![named::Named::of(words, &call.cwd)]
+                    } else {
+                        Vec::new()
+                    };
+                    match self.decide_part(call, paths, &[words], &named, None) {
+                        Some((Decision::Deny, r, tier, w)) => {
+                            return verdict(Decision::Deny, r, tier, &w)
+                        }
+                        Some(v @ (Decision::Ask, ..)) if asked.is_none() => asked = Some(v),
+                        _ => {}
+                    }
+                }
+                if let Some((d, r, tier, w)) = asked {
+                    return verdict(d, r, tier, &w);
+                }
+                return Verdict {
+                    decision: Decision::Ask,
+                    rule: None,
+                    why: format!(
+                        "the command is not plain ({}), so no rule can allow it",
+                        not_plain.unwrap_or("it cannot be read")
+                    ),
+                };
+            }
+        };
+        // Each part is decided by the highest tier with a rule for it or for what its
+        // wrappers run; only a rule for the part itself allows it. A `cd` into a folder of
+        // the session's needs no rule: the parts after it are decided in every folder they
+        // may run in.
+        let mut folders = vec![call.cwd.clone()];
+        let mut decided = Vec::new();
+        let mut named_parts = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            let range = cmd.by_part.get(i).cloned().unwrap_or(0..0);
+            let inner: Vec<&[String]> = cmd.seen[range].iter().map(Vec::as_slice).collect();
+            let named: Vec<named::Named> = if with_paths {
+                inner
+                    .iter()
+                    .map(|w| named::Named::in_folders(w, &folders))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let outcome = self.decide_part(call, paths, &inner, &named, Some(&part.words));
+            let moved = match &outcome {
+                None => named::cd_inside(&part.words, &folders, &call.cwd),
+                Some(_) => None,
+            };
+            let is_move = moved.is_some();
+            for dir in moved.into_iter().flatten() {
+                if !folders.contains(&dir) {
+                    folders.push(dir);
+                }
+            }
+            named_parts.push((folders.clone(), named.into_iter().next()));
+            decided.push((part, outcome, is_move));
+        }
+        for want in [Decision::Deny, Decision::Ask] {
+            if let Some((_, Some((d, r, tier, words)), _)) = decided
+                .iter()
+                .find(|(_, v, _)| v.as_ref().is_some_and(|v| v.0 == want))
+            {
+                return verdict(*d, r, tier, words);
+            }
+        }
+        if let Some((part, ..)) = decided.iter().find(|(_, v, moved)| v.is_none() && !moved) {
+            if decided.iter().all(|(_, v, _)| v.is_none()) && parts.len() == 1 {
+                return match self.prefix_refused(call, paths, &part.words) {
+                    Some(why) => Verdict {
+                        decision: Decision::Ask,
+                        rule: None,
+                        why,
+                    },
+                    None => no_rule(),
+                };
+            }
+            return Verdict {
+                decision: Decision::Ask,
+                rule: None,
+                why: match self.prefix_refused(call, paths, &part.words) {
+                    Some(why) => format!("`{}`, a part of the command: {why}", shown(&part.words)),
+                    None => format!(
+                        "no rule allows `{}`, a part of the command",
+                        shown(&part.words)
+                    ),
+                },
+            };
+        }
+        // Every part allowed: what the prefix rules' writes and paths say.
+        let mut notes = Vec::new();
+        for ((part, outcome, _), (folders, named)) in decided.iter().zip(&named_parts) {
+            let Some((_, r, ..)) = outcome else { continue };
+            if refused.is_some() {
+                break;
+            }
+            if let Some(why) = named.as_ref().and_then(|n| n.unresolved.clone()) {
+                *refused = Some(why);
+                break;
+            }
+            match r.admits(&part.words) {
+                Ok(true) => notes.push(format!(
+                    "no model of `{}`: the rule allows any arguments",
+                    args::base(&part.words[0])
+                )),
+                Ok(false) if r.command.is_some() && !r.exact => {
+                    let own = named::Named::in_folders(&part.words, folders);
+                    *refused = own.unresolved.clone().or_else(|| {
+                        own.paths
+                            .iter()
+                            .filter(|(a, _)| {
+                                matches!(a, args::Access::Write | args::Access::Remove)
+                            })
+                            .find_map(|(_, p)| named::prefix_write_refused(p, &call.cwd))
+                    });
+                }
+                _ => {}
+            }
+        }
+        let first = decided.iter().find_map(|(_, v, _)| v.as_ref());
+        match first {
+            Some((_, r, tier, _)) => {
+                let mut why = if decided.len() == 1 {
+                    format!("rule {:?} in the {tier} tier covers it", r.id)
+                } else {
+                    format!(
+                        "every part is allowed (first by rule {:?} in the {tier} tier)",
+                        r.id
+                    )
+                };
+                if !notes.is_empty() {
+                    why.push_str(&format!(" ({})", notes.join("; ")));
+                }
+                Verdict {
+                    decision: Decision::Allow,
+                    rule: Some((*r).into()),
+                    why,
+                }
+            }
+            None => no_rule(),
+        }
+    }
+
+    /// Why the allow rules whose pattern fits `words` do not allow them: the first one's
+    /// model refuses a word ([`Rule::admits`]).
+    pub(super) fn prefix_refused(
+        &self,
+        call: &Call,
+        paths: &[PathBuf],
+        words: &[String],
+    ) -> Option<String> {
+        self.rules().find_map(|(tier, r)| {
+            if r.decision != Decision::Allow || r.command.is_none() || !r.prefix_fits(words) {
+                return None;
+            }
+            if !r.fits(call, paths) {
+                return None;
+            }
+            r.admits(words).err().map(|why| {
+                format!(
+                    "rule {:?} in the {tier} tier would allow it by its prefix, but {why}",
+                    r.id
+                )
+            })
+        })
+    }
+}
