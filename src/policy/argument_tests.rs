@@ -8,12 +8,28 @@ use std::path::{Path, PathBuf};
 use super::file::parse_rules;
 use super::*;
 
-fn scratch(name: &str) -> PathBuf {
+/// A project folder for one test, removed when the test ends.
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("acp-qb-args-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(d.join("src")).unwrap();
     std::fs::create_dir_all(d.join(".git/hooks")).unwrap();
-    d
+    Scratch(d)
 }
 
 fn rules(claude: &[&str]) -> Policy {
@@ -61,9 +77,14 @@ fn not_allowed(p: &Policy, cwd: &Path, cmds: &[&str]) {
 }
 
 fn allowed(p: &Policy, cwd: &Path, cmds: &[&str]) {
+    decided(p, cwd, Decision::Allow, cmds);
+}
+
+/// Each of `cmds`, run in `cwd`, is decided `want`.
+fn decided(p: &Policy, cwd: &Path, want: Decision, cmds: &[&str]) {
     for cmd in cmds {
         let v = decide(p, cmd, cwd);
-        assert_eq!(v.decision, Decision::Allow, "{cmd}: {}", v.why);
+        assert_eq!(v.decision, want, "{cmd}: {}", v.why);
     }
 }
 
@@ -179,17 +200,19 @@ fn path_denies_cover_the_paths_a_command_names() {
         "!Read(.env)",
         "!Read(~/.ssh/**)",
     ]);
-    for cmd in [
-        "cat .env",
-        "cat src/../.env",
-        "grep -r . ~/.ssh",
-        "git diff --no-index /dev/null ~/.ssh/id_rsa",
-        "jq --rawfile k ~/.ssh/id_rsa -n '$k'",
-        "ls ~/.ssh",
-    ] {
-        let v = decide(&p, cmd, &d);
-        assert_eq!(v.decision, Decision::Deny, "{cmd}: {}", v.why);
-    }
+    decided(
+        &p,
+        &d,
+        Decision::Deny,
+        &[
+            "cat .env",
+            "cat src/../.env",
+            "grep -r . ~/.ssh",
+            "git diff --no-index /dev/null ~/.ssh/id_rsa",
+            "jq --rawfile k ~/.ssh/id_rsa -n '$k'",
+            "ls ~/.ssh",
+        ],
+    );
     // A folder searched whole reads what is beneath it as the program walks it: grep
     // reads `.env`; ripgrep leaves hidden files out.
     let v = decide(&p, "grep -r SECRET .", &d);
@@ -202,10 +225,12 @@ fn path_denies_cover_the_paths_a_command_names() {
     // A link it would follow, or a word a model cannot place that names a denied path:
     // asked.
     std::os::unix::fs::symlink("..", d.join("src/up")).unwrap();
-    for cmd in ["grep -R SECRET src", "mytool --input .env"] {
-        let v = decide(&p, cmd, &d);
-        assert_eq!(v.decision, Decision::Ask, "{cmd}: {}", v.why);
-    }
+    decided(
+        &p,
+        &d,
+        Decision::Ask,
+        &["grep -R SECRET src", "mytool --input .env"],
+    );
     allowed(&p, &d, &["cat src/a.rs", "grep -n x src/a.rs", "ls"]);
     let v = decide(&p, "mytool --input src/a.rs", &d);
     assert_eq!(v.decision, Decision::Allow, "{}", v.why);
@@ -285,13 +310,15 @@ fn always_allow_widens_only_what_a_model_reads() {
 fn a_denied_program_inside_a_command_no_model_reads_is_asked() {
     let d = scratch("runners");
     let p = rules(&["Bash(grep:*)", "Bash(mystery-runner:*)", "!Bash(rm:*)"]);
-    for cmd in [
-        "mystery-runner x86_64 rm -f victim",
-        "mystery-runner --opt rm",
-    ] {
-        let v = decide(&p, cmd, &d);
-        assert_eq!(v.decision, Decision::Ask, "{cmd}: {}", v.why);
-    }
+    decided(
+        &p,
+        &d,
+        Decision::Ask,
+        &[
+            "mystery-runner x86_64 rm -f victim",
+            "mystery-runner --opt rm",
+        ],
+    );
     // A model places the word: grep's pattern runs nothing.
     allowed(&p, &d, &["grep -n rm src/a.rs", "mystery-runner --list"]);
 }
@@ -344,18 +371,19 @@ fn globs_and_ignore_files_that_bring_hidden_files_in_are_searched_whole() {
         "Bash(git grep:*)",
         "!Read(.env)",
     ]);
-    for cmd in [
-        "rg -g .env SECRET",
-        "rg --iglob .ENV SECRET",
-        "git add -f '.en?'",
-        "git add -f ':(glob).e*'",
-        "git show :.env",
-        "git show HEAD:.env",
-        "git grep --no-index -e SECRET -- '*'",
-    ] {
-        let v = decide(&p, cmd, &d);
-        assert_ne!(v.decision, Decision::Allow, "{cmd}: {}", v.why);
-    }
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "rg -g .env SECRET",
+            "rg --iglob .ENV SECRET",
+            "git add -f '.en?'",
+            "git add -f ':(glob).e*'",
+            "git show :.env",
+            "git show HEAD:.env",
+            "git grep --no-index -e SECRET -- '*'",
+        ],
+    );
     allowed(&p, &d, &["rg SECRET", "git show HEAD:src/a.rs"]);
     // An ignore file that lets a name back in: what ripgrep searches cannot be told.
     std::fs::write(d.join(".ignore"), "!.env\n").unwrap();
