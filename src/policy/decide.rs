@@ -11,20 +11,10 @@ use super::*;
 impl Policy {
     /// A call with a command: denied if any command seen in it is, asked if any is or no
     /// rule covers a part, allowed only when the command is plain and every part is. With
-    /// an allow, why it must be asked all the same, if it must: a path it names could not be
-    /// resolved, or a prefix rule's program writes where no prefix may ([`named`]).
+    /// an allow, `refused` says why it must be asked all the same, if it must: a path it
+    /// names could not be resolved, or a prefix rule's program writes where no prefix may
+    /// ([`named`]); the caller asks after the policy's own checks ([`Policy::decide`]).
     pub(super) fn decide_command(
-        &self,
-        call: &Call,
-        paths: &[PathBuf],
-        cmd: &Command,
-    ) -> (Verdict, Option<String>) {
-        let mut refused = None;
-        let verdict = self.decide_command_parts(call, paths, cmd, &mut refused);
-        (verdict, refused)
-    }
-
-    pub(super) fn decide_command_parts(
         &self,
         call: &Call,
         paths: &[PathBuf],

@@ -188,8 +188,7 @@ impl Rule {
         self.fits_as(call, call.kind.as_deref())
     }
 
-    /// [`Rule::fits_but_paths`], for `call` taken as a call of `kind`: a command's read or
-    /// write of a path is decided as a read or an edit ([`named`]).
+    /// [`Rule::fits_but_paths`], `call` taken as of `kind` (a command's read or write: [`named`]).
     fn fits_as(&self, call: &Call, kind: Option<&str>) -> bool {
         if let Some(agents) = &self.agent {
             let program = call.agent.rsplit('/').next().unwrap_or(&call.agent);
@@ -423,9 +422,10 @@ impl Policy {
             cwd: seen.cwd.clone(),
             ..call.clone()
         };
-        let (verdict, refused) = match &call.command {
-            None => (self.decide_plain(call, &seen.paths), None),
-            Some(cmd) => self.decide_command(call, &seen.paths, cmd),
+        let mut refused = None;
+        let verdict = match &call.command {
+            None => self.decide_plain(call, &seen.paths),
+            Some(cmd) => self.decide_command(call, &seen.paths, cmd, &mut refused),
         };
         if verdict.decision != Decision::Allow {
             return verdict;
