@@ -389,3 +389,23 @@ fn globs_and_ignore_files_that_bring_hidden_files_in_are_searched_whole() {
     std::fs::write(d.join(".ignore"), "!.env\n").unwrap();
     assert_eq!(decide(&p, "rg SECRET", &d).decision, Decision::Ask);
 }
+
+#[test]
+fn searches_in_many_parts_share_one_decisions_work() {
+    let d = scratch("many-searches");
+    for i in 0..4200 {
+        std::fs::write(d.join(format!("src/f{i}")), "").unwrap();
+    }
+    let p = rules(&["Bash(grep:*)", "!Read(.env)"]);
+    let line = vec!["grep -r x src"; 256].join(" && ");
+    let listed = || super::named::LISTED.with(|s| s.get());
+    let before = listed();
+    let v = decide(&p, &line, &d);
+    let walked = listed() - before;
+    // Each part would list 4,096 entries: 1M in all, past the decision's budget.
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+    assert!(
+        walked <= super::path::MAX_DECISION_STEPS + 10_000,
+        "{walked} steps"
+    );
+}

@@ -141,7 +141,10 @@ fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> 
         for entry in entries {
             let entry = entry.ok()?;
             *walked += 1;
-            if *walked > MAX_WALK {
+            #[cfg(test)]
+            LISTED.with(|l| l.set(l.get() + 1));
+            // Bounded per command, and across the whole decision with every path it walks.
+            if *walked > MAX_WALK || !path::take_step() {
                 return None;
             }
             let name = entry.file_name();
@@ -168,6 +171,12 @@ fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> 
         }
     }
     Some(out)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The entries listed beneath searches on this thread (tests count a decision's work).
+    pub static LISTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// The files ripgrep reads its ignore rules from, in each folder.

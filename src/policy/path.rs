@@ -140,6 +140,12 @@ pub fn decision_spent() -> bool {
     DECISION.with(|d| d.get().is_some_and(|b| b.spent()))
 }
 
+/// Takes one step of the decision's work for other work than a walk (an entry of a folder
+/// listed beneath a search: [`super::named`]); `false` once the budget is spent.
+pub fn take_step() -> bool {
+    with_budget(Budget::take)
+}
+
 /// `f` with the budget of the decision running on this thread, or one of its own.
 fn with_budget<T>(f: impl FnOnce(&mut Budget) -> T) -> T {
     match DECISION.with(Cell::get) {
