@@ -74,12 +74,24 @@ fn starts(part: &[String], prefix: &[&str]) -> bool {
         })
 }
 
+/// Whether the `*` or `?` at byte `i` of `line` stands in an unquoted word the policy reads
+/// as a pattern (`src/*.rs`: `shell::glob_word`), whose matched names it decides on.
+fn pattern_at(line: &str, i: usize) -> bool {
+    let b = line.as_bytes();
+    let edge = |c: u8| b" \t\n;&|()<>".contains(&c);
+    let start = b[..i].iter().rposition(|&c| edge(c)).map_or(0, |k| k + 1);
+    let end = b[i..].iter().position(|&c| edge(c)).map_or(b.len(), |k| i + k);
+    line.get(start..end)
+        .is_some_and(acp_question_bridge::policy::shell::glob_word)
+}
+
 /// An independent scan for what a shell reads as more than literal text outside single
 /// quotes: `$`, a backtick, a backslash, `#`, a glob or brace, a lone `&`, a redirection
 /// other than to `/dev/null` or between file descriptors (`2>&1`), or a `~` the shells
-/// expand other than to the home folder (`~user`, `a=~`, `a:~`). Two forms the policy
+/// expand other than to the home folder (`~user`, `a=~`, `a:~`). Three forms the policy
 /// reads as the shells do are not expansions here: `~` or `~/…` beginning a word (the
-/// home folder), and a commit message written `"$(cat <<'EOF'` … `EOF` `)"` ([`commit`]).
+/// home folder), a commit message written `"$(cat <<'EOF'` … `EOF` `)"` ([`commit`]), and
+/// a pattern the policy puts the matched names in place of ([`pattern_at`]).
 fn expands(line: &str) -> bool {
     let b = line.as_bytes();
     let (mut single, mut double) = (false, false);
@@ -108,6 +120,7 @@ fn expands(line: &str) -> bool {
                     return true;
                 }
             }
+            b'*' | b'?' if pattern_at(line, i) => {}
             b'#' | b'*' | b'?' | b'[' | b'{' | b'}' => return true,
             b'<' | b'>' => {
                 let skip = |r: &[u8]| -> usize {

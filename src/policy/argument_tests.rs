@@ -409,3 +409,73 @@ fn searches_in_many_parts_share_one_decisions_work() {
         "{walked} steps"
     );
 }
+
+#[test]
+fn a_pattern_is_allowed_only_as_paths_read_and_each_name_it_matches_is_decided() {
+    let d = scratch("patterns");
+    for f in ["src/a.rs", "src/b.rs", "src/.secret.rs", "src/Key.TXT"] {
+        std::fs::write(d.join(f), "x\n").unwrap();
+    }
+    let p = rules(&[
+        "Bash(wc:*)",
+        "Bash(cat:*)",
+        "Bash(head:*)",
+        "Bash(cp:*)",
+        "Bash(sort:*)",
+        "Bash(tee:*)",
+        "Bash(wc -l src/a.rs)",
+        "Bash(unmodelled:*)",
+        "!Read(src/.secret.rs)",
+        "!Read(src/Key.TXT)",
+    ]);
+    allowed(
+        &p,
+        &d,
+        &[
+            "wc -l src/?.rs",
+            "wc -l src/?.rs ./src/b*",
+            "cat src/a*",
+            "head -n 3 src/?.rs",
+        ],
+    );
+    // Whatever the shell's options: a hidden name (`dotglob`), another case (`nocaseglob`).
+    decided(&p, &d, Decision::Deny, &["wc -l src/*.rs", "cat src/*.txt"]);
+    // A name is never a value, a write, or words for another program.
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "head -n src/*.rs",
+            "cp src/?.rs src/c.rs",
+            "sort -o src/out src/?.rs",
+            "tee src/?.rs",
+            "unmodelled src/?.rs",
+        ],
+    );
+    // An exact rule never allows one, even one naming the only name it matches now.
+    not_allowed(&rules(&["Bash(wc -l src/a.rs)"]), &d, &["wc -l src/a*"]);
+    // Matched in a folder that cannot be told, or matching nothing: not plain.
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "cd src && wc -l ./?.rs",
+            "wc -l src/*.py",
+            "wc -l nowhere/*",
+        ],
+    );
+    // A link among the names is decided where it leads.
+    let secret = d.join("outside-secret");
+    std::fs::write(&secret, "k\n").unwrap();
+    std::os::unix::fs::symlink(&secret, d.join("src/c.rs")).unwrap();
+    let p = rules(&["Bash(wc:*)", &format!("!Read(/{})", secret.display())]);
+    decided(&p, &d, Decision::Deny, &["wc -l src/?.rs"]);
+    // Bounded: more names than are resolved for one command is asked.
+    for i in 0..=named::MAX_NAMED {
+        std::fs::write(d.join(format!("src/n{i}.txt")), "x\n").unwrap();
+    }
+    let p = rules(&["Bash(wc:*)"]);
+    let v = decide(&p, "wc -l src/*.txt", &d);
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+    assert!(v.why.contains("more than"), "{}", v.why);
+}

@@ -17,6 +17,7 @@
 
 use serde_json::Value;
 
+use super::glob;
 pub use super::shell::Part;
 use super::shell::{self, escape};
 use super::wrappers::{self, Seen};
@@ -53,6 +54,32 @@ impl Command {
         self.plain.as_deref().ok()
     }
 
+    /// The command with its patterns put in place by the names they match from `cwd`
+    /// ([`glob`]), or `None` when it has none. When they cannot be, it is not plain
+    /// (deny and ask rules still see its words as written).
+    pub fn expanded(&self, cwd: &std::path::Path, bound: &mut glob::Bound) -> Option<Command> {
+        let parts = self.parts()?;
+        if parts.iter().all(|p| p.globs.is_empty()) {
+            return None;
+        }
+        Some(match glob::expand(parts, cwd, bound) {
+            Ok(parts) => {
+                let (seen, by_part) = see_parts(&parts, 0);
+                Command {
+                    plain: Ok(parts),
+                    seen: seen.commands,
+                    by_part,
+                    unclear: self.unclear.clone().or(seen.unclear),
+                    source: self.source.clone(),
+                }
+            }
+            Err(why) => Command {
+                plain: Err(why),
+                ..self.clone()
+            },
+        })
+    }
+
     /// Why no rule can allow it, if none can.
     pub fn not_allowable(&self) -> Option<&str> {
         match (&self.plain, &self.unclear) {
@@ -75,7 +102,13 @@ impl Command {
                         .env
                         .iter()
                         .map(|(name, value)| format!("{name}={}", quote(value)))
-                        .chain(p.words.iter().map(|w| quote(w)))
+                        .chain(p.words.iter().enumerate().map(|(i, w)| {
+                            if p.globs.contains(&i) && shell::glob_word(w) {
+                                w.clone()
+                            } else {
+                                quote(w)
+                            }
+                        }))
                         .collect();
                     out.push_str(&words.join(" "));
                     match p.op {
@@ -184,6 +217,7 @@ pub fn from_argv(words: Vec<String>) -> Command {
             env: Vec::new(),
             words: words.clone(),
             runs: Vec::new(),
+            globs: Vec::new(),
             op: None,
         }]
     });
@@ -236,20 +270,7 @@ pub fn read(line: &str, depth: usize) -> Command {
     let mut seen = Seen::default();
     let mut by_part = Vec::new();
     if let Ok(parts) = &plain {
-        if parts.len() > MAX_COMMANDS {
-            seen.unclear = Some(format!("more than {MAX_COMMANDS} commands"));
-        }
-        // Plain: each part is one command, read exactly; what its wrappers run beside it,
-        // and what the shell runs to make its words (the `cat` of a commit message), for
-        // deny and ask rules.
-        for p in parts.iter().take(MAX_COMMANDS) {
-            let from = seen.commands.len();
-            wrappers::see(&p.words, depth, script, &mut seen);
-            for run in &p.runs {
-                wrappers::see(run, depth, script, &mut seen);
-            }
-            by_part.push(from..seen.commands.len());
-        }
+        (seen, by_part) = see_parts(parts, depth);
     } else {
         let mut found = match shell::commands(line, &tree, MAX_COMMANDS) {
             Some(found) => found,
@@ -280,6 +301,26 @@ pub fn read(line: &str, depth: usize) -> Command {
         unclear: seen.unclear,
         source,
     }
+}
+
+/// What deny and ask rules look at in plain `parts`, and which of it each part stands for:
+/// each part is one command, read exactly; what its wrappers run beside it, and what the
+/// shell runs to make its words (the `cat` of a commit message).
+fn see_parts(parts: &[Part], depth: usize) -> (Seen, Vec<std::ops::Range<usize>>) {
+    let mut seen = Seen::default();
+    let mut by_part = Vec::new();
+    if parts.len() > MAX_COMMANDS {
+        seen.unclear = Some(format!("more than {MAX_COMMANDS} commands"));
+    }
+    for p in parts.iter().take(MAX_COMMANDS) {
+        let from = seen.commands.len();
+        wrappers::see(&p.words, depth, script, &mut seen);
+        for run in &p.runs {
+            wrappers::see(run, depth, script, &mut seen);
+        }
+        by_part.push(from..seen.commands.len());
+    }
+    (seen, by_part)
 }
 
 /// A best-effort split of an unparseable line into parts: on every operator character,

@@ -21,6 +21,15 @@ impl Policy {
         cmd: &Command,
         refused: &mut Option<String>,
     ) -> Verdict {
+        // Patterns put in place by the names they match, as the shell will.
+        let expanded = cmd.expanded(
+            &call.cwd,
+            &mut super::glob::Bound {
+                names: named::MAX_NAMED,
+                step: &mut path::take_step,
+            },
+        );
+        let cmd = expanded.as_ref().unwrap_or(cmd);
         let shown = escape_words;
         let verdict = |d: Decision, r: &Rule, tier: &str, words: &[String]| Verdict {
             decision: d,
@@ -139,6 +148,10 @@ impl Policy {
                 *refused = Some(why);
                 break;
             }
+            if let Some(why) = glob_refused(r, part) {
+                *refused = Some(why);
+                break;
+            }
             match r.admits(&part.words) {
                 Ok(true) => notes.push(format!(
                     "no model of `{}`: the rule allows any arguments",
@@ -205,4 +218,47 @@ impl Policy {
             })
         })
     }
+}
+
+/// Why `rule` may not allow the names `part`'s patterns were put in place by, if it may
+/// not: only a prefix rule whose program's model reads each of them as a path read (or a
+/// folder searched), after the rule's own words, in a part that writes and removes
+/// nothing. So a name the folder gains before the shell expands the pattern is one more
+/// path read, never a value or a write.
+fn glob_refused(rule: &Rule, part: &command::Part) -> Option<String> {
+    if part.globs.is_empty() {
+        return None;
+    }
+    let refuse = |why: &str| {
+        Some(format!(
+            "`{}` matches names by a pattern, and {why}",
+            escape_words(&part.words[..1])
+        ))
+    };
+    let prefix = match &rule.command {
+        Some(pattern) if !rule.exact => pattern.len(),
+        _ => return refuse("only a prefix rule on a program read by its arguments allows that"),
+    };
+    if part.globs.iter().any(|&i| i < prefix) {
+        return refuse("the rule's own words name what the pattern matched");
+    }
+    let args::Reading::Understood(e) = args::under_prefix(&part.words, prefix) else {
+        return refuse("no model of the program reads every name it matched as a path read");
+    };
+    if e.paths
+        .iter()
+        .any(|(a, _)| matches!(a, args::Access::Write | args::Access::Remove))
+        || !e.unplaced.is_empty()
+    {
+        return refuse("the command writes, removes, or passes words on to another program");
+    }
+    let read = |w: &String| {
+        e.paths
+            .iter()
+            .any(|(a, p)| p == w && !matches!(a, args::Access::Write | args::Access::Remove))
+    };
+    if !part.globs.iter().all(|&i| read(&part.words[i])) {
+        return refuse("its model does not read every name it matched as a path read");
+    }
+    None
 }

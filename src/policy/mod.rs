@@ -1,6 +1,5 @@
-//! The approval policy (docs/POLICY.md): one set of rules for the tool approvals of every
-//! agent, read from TOML files in tiers ([`file`]), deciding each approval `allow`, `deny` or
-//! `ask`.
+//! The approval policy (docs/POLICY.md): one set of rules for every agent's tool approvals,
+//! read from TOML files in tiers ([`file`]), deciding each `allow`, `deny` or `ask`.
 //!
 //! Invariants:
 //! - Never fail open. A policy with a file that could not be read, parsed or checked
@@ -28,6 +27,7 @@ pub mod command;
 mod decide;
 pub mod desk;
 pub mod file;
+pub mod glob;
 mod guard;
 pub mod live;
 mod named;

@@ -29,8 +29,8 @@
 use tree_sitter::{Node, Parser, Tree};
 
 mod words;
-pub use words::HARMLESS_ENV;
 use words::*;
+pub use words::{glob_word, HARMLESS_ENV};
 
 /// One command of a plain command line, and the operator written after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +46,10 @@ pub struct Part {
     /// What the shell runs to make the words, besides the program: `["cat"]` for each
     /// `"$(cat <<'EOF' ... EOF\n)"` (its stdin the here-document).
     pub runs: Vec<Vec<String>>,
+    /// Which of `words` are patterns the shell expands to the names they match
+    /// ([`words::glob_word`], `src/*.rs`): kept as written here; a policy decides a part
+    /// with one only once they are put in place of it (`super::glob`).
+    pub globs: Vec<usize>,
     /// `&&`, `||`, `;`, `|`, or a newline (`"\n"`); `None` after the last part.
     pub op: Option<&'static str>,
 }
@@ -214,11 +218,12 @@ pub fn plain_in(line: &str, tree: &Tree, home: Option<&str>) -> Result<Vec<Part>
             }
             "command" | "redirected_statement" => {
                 let n = parts.len();
-                let (env, words) = statement(node, &mut reader, n, &mut toks)?;
+                let (env, words, globs) = statement(node, &mut reader, n, &mut toks)?;
                 parts.push(Part {
                     env,
                     words,
                     runs: std::mem::take(&mut reader.runs),
+                    globs,
                     op: None,
                 });
             }
@@ -276,14 +281,15 @@ fn describe(kind: &str) -> String {
 /// Assignments before a program: each name and value.
 type Env = Vec<(String, String)>;
 
-/// The assignments and words of a `command` (or a `redirected_statement` around one), each
-/// token of it recorded as inside statement `n`.
+/// The assignments, words and patterns (which of the words are: [`Part::globs`]) of a
+/// `command` (or a `redirected_statement` around one), each token of it recorded as inside
+/// statement `n`.
 fn statement(
     node: Node,
     r: &mut Reader,
     n: usize,
     toks: &mut Vec<(usize, usize, Tok)>,
-) -> Result<(Env, Vec<String>), String> {
+) -> Result<(Env, Vec<String>, Vec<usize>), String> {
     let src = r.src;
     let command = if node.kind() == "redirected_statement" {
         let mut c = node.walk();
@@ -302,6 +308,7 @@ fn statement(
     };
     let mut env: Env = Vec::new();
     let mut words = Vec::new();
+    let mut globs = Vec::new();
     let mut c = command.walk();
     for child in command.children(&mut c) {
         match child.kind() {
@@ -331,6 +338,11 @@ fn statement(
             }
             "file_redirect" => redirect(child, src, n, toks)?,
             _ if words.is_empty() => return Err(describe(child.kind())),
+            "word" if glob_word(text(child, src)) => {
+                globs.push(words.len());
+                words.push(text(child, src).to_owned());
+                toks.push((child.start_byte(), child.end_byte(), Tok::In(n)));
+            }
             _ => {
                 words.push(r.word(child, true)?);
                 toks.push((child.start_byte(), child.end_byte(), Tok::In(n)));
@@ -340,7 +352,7 @@ fn statement(
     if words.is_empty() {
         return Err("a redirection or assignment with no command".into());
     }
-    Ok((env, words))
+    Ok((env, words, globs))
 }
 
 /// Whether a program may be allowed at all.

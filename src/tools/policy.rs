@@ -89,7 +89,11 @@ pub fn main(args: PolicyArgs) -> ExitCode {
     let fail = |code: u8, msg: &str| {
         acp_question_bridge::logging::fail("acp-question-bridge policy", code, msg)
     };
-    let cwd = match args.cwd.clone().map_or_else(std::env::current_dir, Ok) {
+    let cwd = match args
+        .cwd
+        .clone()
+        .map_or_else(std::env::current_dir, std::path::absolute)
+    {
         Ok(c) => c,
         Err(e) => return fail(2, &format!("the current folder: {e}")),
     };

@@ -59,6 +59,23 @@ pub(super) fn harmless_value(name: &str, value: &str) -> bool {
         && !(tz && (value.starts_with('/') || value.contains("..")))
 }
 
+/// Whether the unquoted word `t` is a pattern this reading accepts, to be put in place by
+/// the names it matches (`super::super::glob`): plain characters, and `*` or `?` in its
+/// last component only, after a folder written out (`src/*.rs`, `./?.txt`, `/etc/*.conf`).
+/// Every name it expands to begins with that folder, so none is an option; it never
+/// begins with `-` or holds a `~`; no `**` (with bash's `globstar` it walks a tree), no
+/// `[`, no `\` (each shell reads classes and escapes its own way).
+pub fn glob_word(t: &str) -> bool {
+    let Some((folder, last)) = t.rsplit_once('/') else {
+        return false;
+    };
+    last.contains(['*', '?'])
+        && !folder.contains(['*', '?'])
+        && !t.contains("**")
+        && !t.starts_with('-')
+        && t.chars().all(|c| plain_char(c) || c == '*' || c == '?')
+}
+
 /// The reading of one line's words: its bytes, the home folder a `~` stands for, and what
 /// the shell runs to make the words of the statement being read.
 pub(super) struct Reader<'a> {

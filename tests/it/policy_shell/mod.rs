@@ -14,6 +14,7 @@
 //! A failure names each generator class that found something, with its shortest command,
 //! shrunk, and what the shells did.
 
+mod patterns;
 mod runner;
 
 pub use runner::write_executable;

@@ -114,12 +114,36 @@ pub fn policy() -> Policy {
 /// The policy's decision on an `execute` tool call whose `rawInput.command` is `command` (a
 /// shell string or an argv).
 pub fn decide(policy: &Policy, command: Value) -> Decision {
+    decide_in(policy, command, Path::new("/"))
+}
+
+/// [`decide`] in the folder `cwd`.
+pub fn decide_in(policy: &Policy, command: Value, cwd: &Path) -> Decision {
     let call = Call::from_tool_call(
         &json!({"kind": "execute", "title": "x", "rawInput": {"command": command}}),
         "agent",
-        Path::new("/"),
+        cwd,
     );
     policy.decide(&call).decision
+}
+
+/// A folder holding what each run's folder holds before it runs ([`Sandbox::run`]), for a
+/// policy to decide in; removed when dropped.
+pub struct Twin(pub PathBuf);
+
+impl Twin {
+    pub fn new(dir: &Path) -> Twin {
+        fs::create_dir_all(dir.join("victimdir")).expect("the twin folder");
+        fs::write(dir.join("victim"), "the victim's content\n").expect("victim");
+        fs::write(dir.join("victimdir/keep"), "keep\n").expect("victimdir/keep");
+        Twin(dir.to_path_buf())
+    }
+}
+
+impl Drop for Twin {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
 }
 
 /// One program a shell started (one stand-in's record).
