@@ -20,6 +20,9 @@ use tokio::process::{Child, ChildStderr, Command};
 
 pub mod group;
 
+/// The prefix of the bridge's own variables, which an agent inside the wall does not get.
+pub const OWN_ENV_PREFIX: &str = "ACP_QUESTION_BRIDGE_";
+
 /// How much of the agent's stderr is kept for error reports.
 pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
 
@@ -68,17 +71,41 @@ fn what_to_do(command: &str, e: &std::io::Error) -> String {
     }
 }
 
-/// Starts the agent with piped stdio in a new process group, `env` added to its environment.
+/// Starts the agent with piped stdio in a new process group, `env` added to its environment;
+/// with `launcher` (the argv that runs the wall's launcher before the agent's own:
+/// `crate::wall`), without the bridge's own variables ([`OWN_ENV_PREFIX`]).
 pub fn spawn(
     argv: &[String],
     env: &[(String, String)],
     cwd: Option<&PathBuf>,
+    launcher: Option<&[String]>,
 ) -> Result<Child, SpawnError> {
-    let (program, args) = argv.split_first().ok_or_else(|| SpawnError {
+    let (program, _) = argv.split_first().ok_or_else(|| SpawnError {
         command: String::new(),
         source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "no agent command"),
     })?;
-    let mut cmd = Command::new(program);
+    let launched;
+    let (exe, args) = match launcher {
+        Some(prefix) => {
+            // The launcher would only fail later, out of sight: what `exec` would say of a
+            // program not there, or not executable, is said now.
+            startable(program).map_err(|source| SpawnError {
+                command: program.clone(),
+                source,
+            })?;
+            launched = [prefix, argv].concat();
+            (&launched[0], &launched[1..])
+        }
+        None => (program, &argv[1..]),
+    };
+    let mut cmd = Command::new(exe);
+    if launcher.is_some() {
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with(OWN_ENV_PREFIX) {
+                cmd.env_remove(k);
+            }
+        }
+    }
     cmd.args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
@@ -101,6 +128,22 @@ pub fn spawn(
         widen_pipe(input, "stdin");
     }
     Ok(child)
+}
+
+/// Whether `program` could be executed as `execvp` finds it: an error of the kind it would
+/// give (not found, permission denied) if not.
+fn startable(program: &str) -> std::io::Result<()> {
+    use std::io::{Error, ErrorKind};
+    let path = if program.contains('/') {
+        PathBuf::from(program)
+    } else {
+        crate::agents::which(program).ok_or_else(|| Error::from(ErrorKind::NotFound))?
+    };
+    match std::fs::metadata(&path) {
+        Err(e) => Err(e),
+        Ok(_) if crate::agents::is_executable(&path) => Ok(()),
+        Ok(_) => Err(Error::from(ErrorKind::PermissionDenied)),
+    }
 }
 
 /// Has the agent, once started, receive SIGTERM when the bridge dies, SIGKILL included.
@@ -370,7 +413,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn the_agents_pipes_are_widened() {
-        let mut child = spawn(&["cat".to_string()], &[], None).expect("cat starts");
+        let mut child = spawn(&["cat".to_string()], &[], None, None).expect("cat starts");
         let size = |fd: &dyn std::os::fd::AsFd| {
             nix::fcntl::fcntl(fd.as_fd(), nix::fcntl::FcntlArg::F_GETPIPE_SZ).expect("a pipe")
         };
@@ -396,7 +439,7 @@ mod tests {
                 .unwrap();
             rt.block_on(async {
                 let child =
-                    spawn(&["sleep".into(), "1000".into()], &[], None).expect("sleep starts");
+                    spawn(&["sleep".into(), "1000".into()], &[], None, None).expect("sleep starts");
                 tx.send(child.id().expect("pid")).unwrap();
                 // Not killed on drop: only the parent's death may end it.
                 std::mem::forget(child);

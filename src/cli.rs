@@ -144,6 +144,12 @@ pub struct BridgeArgs {
     /// Apply no approval policy at all: every tool approval is asked.
     #[arg(long)]
     pub no_policy: bool,
+    /// The wall around the agent (docs/SECURITY.md, "The agent itself"): `own-files` (on
+    /// Linux, where the kernel can) runs the agent and all it starts where the bridge's
+    /// files cannot be changed or read and its process not reached; `off` runs it as the
+    /// user, able to do all the user can.
+    #[arg(long, value_enum, default_value_t = crate::wall::Mode::OwnFiles)]
+    pub sandbox: crate::wall::Mode,
     /// Run this agent of the ACP Registry, by its id (`acp-question-bridge agents` lists
     /// them), instead of a command after `--`; what follows `--` is added to its arguments
     /// (options only: a program there is a usage error).

@@ -47,5 +47,6 @@ pub mod rawjson;
 pub mod ring;
 pub mod router;
 pub mod scan;
+pub mod wall;
 
 pub use bridge::{run, Config};

@@ -82,6 +82,59 @@ fn registry_agent(
     Ok(launch)
 }
 
+/// The wall the agent runs inside (`--sandbox`), if it does: `Err` when it should and the
+/// bridge's files cannot be walled. Where the kernel cannot build it, the agent runs
+/// without, and the bridge says so once, with why and what to do.
+fn wall_for(
+    args: &acp_question_bridge::cli::BridgeArgs,
+) -> Result<Option<acp_question_bridge::wall::Launch>, String> {
+    use acp_question_bridge::{inbox, wall};
+    if args.sandbox == wall::Mode::Off {
+        return Ok(None);
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    if let Err(why) = wall::probe(&exe) {
+        tracing::warn!(
+            "the agent runs without the wall around it (--sandbox {}): {why}",
+            "own-files"
+        );
+        return Ok(None);
+    }
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    let home = var("HOME");
+    let state = var("XDG_STATE_HOME")
+        .or_else(|| home.as_ref().map(|h| h.join(".local/state")))
+        .map(|d| d.join("acp-question-bridge"));
+    let runtime = var("XDG_RUNTIME_DIR").map(|d| d.join("acp-question-bridge"));
+    let files = wall::Files {
+        config: acp_question_bridge::policy::file::config_dir(),
+        policies: args.policy.clone(),
+        cwd: args.cwd.clone().or_else(|| std::env::current_dir().ok()),
+        state: [Some(inbox::roster::dir()), state, runtime]
+            .into_iter()
+            .flatten()
+            .collect(),
+        secrets: [
+            &args.control_token_file,
+            &args.journal,
+            &args.log_file,
+            &args.nats_creds,
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect(),
+    };
+    let plan = files
+        .plan()
+        .map_err(|e| format!("cannot wall the agent in: {e} (`--sandbox off` runs it without)"))?;
+    Ok(Some(wall::Launch { exe, plan }))
+}
+
 /// A one-line, user-facing error on stderr (stdout is protocol only).
 fn fail(code: u8, msg: &str) -> ExitCode {
     acp_question_bridge::logging::fail("acp-question-bridge", code, msg)
@@ -114,6 +167,17 @@ fn tune_malloc() {
 }
 
 fn main() -> ExitCode {
+    // The launcher of the wall around the agent: before anything else, on this one thread.
+    #[cfg(target_os = "linux")]
+    {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+        if args
+            .first()
+            .is_some_and(|a| a == acp_question_bridge::wall::LAUNCHER_ARG)
+        {
+            return acp_question_bridge::wall::exec::main(&args[1..]);
+        }
+    }
     tune_malloc();
     let cli = Cli::parse();
     match cli.command {
@@ -260,7 +324,12 @@ fn main() -> ExitCode {
         _ => None,
     };
     let holding = hold.is_some();
+    let wall = match wall_for(&args) {
+        Ok(w) => w,
+        Err(e) => return fail(1, &e),
+    };
     let config = bridge::Config {
+        wall,
         hold,
         control,
         journal: args.journal,

@@ -71,6 +71,8 @@ pub struct Config {
     pub nats: Option<crate::inbox::nats::NatsConfig>,
     /// `--linger`, in the holder: where fronts attach, and how long the agent waits for one.
     pub hold: Option<crate::linger::holder::HoldConfig>,
+    /// `--sandbox`: the launcher that walls the agent in, if it runs inside the wall.
+    pub wall: Option<crate::wall::Launch>,
 }
 
 /// Failures before the bridge is running.

@@ -201,7 +201,13 @@ pub(super) struct AgentPipes {
 impl Agent {
     pub(super) fn spawn(cfg: &Config, host: &Host) -> Result<(Self, AgentPipes), RunError> {
         let started = Instant::now();
-        let mut child = child::spawn(&cfg.agent, &cfg.agent_env, cfg.cwd.as_ref())?;
+        let launcher = cfg.wall.as_ref().map(crate::wall::Launch::prefix);
+        let mut child = child::spawn(
+            &cfg.agent,
+            &cfg.agent_env,
+            cfg.cwd.as_ref(),
+            launcher.as_deref(),
+        )?;
         let pgid = child.id().unwrap_or(0);
         tracing::info!(agent = ?cfg.agent, pid = pgid, "agent started");
         let (Some(stdin), Some(stdout), Some(stderr)) =

@@ -60,4 +60,5 @@ mod security;
 mod setup;
 mod stderr;
 mod v1_routes;
+mod wall;
 mod wrappers;

@@ -1,0 +1,271 @@
+//! The launcher (`acp-question-bridge __wall PLAN -- AGENT...`): builds the wall of a
+//! [`Plan`] around itself, then becomes the agent. Runs before anything else of the binary,
+//! on its one thread (a user namespace cannot be entered by a process with more).
+//!
+//! The order matters:
+//! 1. a user and a mount namespace, the caller's ids mapped to themselves, no mount event
+//!    shared with the rest of the system;
+//! 2. every folder above a walled path (`/` aside) bound onto itself, shallowest first, so
+//!    that no rename moves one (a mount point cannot be renamed or removed), then each
+//!    path of the plan: read-only, or hidden behind an empty read-only folder or
+//!    `/dev/null`;
+//! 3. the plan's folder entered again (the one inherited lies under the new mounts);
+//! 4. every capability dropped, none to be gained again (securebits locked for root);
+//! 5. a Landlock domain (no tracing, no `/proc` files of, no signal to, any process
+//!    outside);
+//! 6. the parent-death signal set again, and `execvp` of the agent.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use nix::mount::{mount, MsFlags};
+use nix::sched::{unshare, CloneFlags};
+use nix::sys::statvfs::{statvfs, FsFlags};
+
+use super::Plan;
+
+/// What the launcher does at one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Op {
+    /// Bound onto itself, as it is: it cannot be renamed or removed.
+    Pin,
+    /// Bound onto itself, read-only.
+    ReadOnly,
+    /// An empty read-only folder, or `/dev/null`, in its place.
+    Hide,
+}
+
+/// Runs the launcher with its arguments (after [`super::LAUNCHER_ARG`]); returns only when
+/// the agent could not be started.
+pub fn main(args: &[OsString]) -> ExitCode {
+    let fail = |msg: &str| crate::logging::fail("acp-question-bridge", 126, msg);
+    let (plan, agent) = match args {
+        [plan, dashes, agent @ ..] if dashes == "--" && !agent.is_empty() => {
+            match serde_json::from_str::<Plan>(&plan.to_string_lossy()) {
+                Ok(p) => (p, agent),
+                Err(e) => return fail(&format!("the wall's plan: {e}")),
+            }
+        }
+        _ => return fail("usage: acp-question-bridge __wall PLAN -- AGENT [ARGS]..."),
+    };
+    let parent = nix::unistd::getppid();
+    if let Err(e) = build(&plan) {
+        return fail(&format!(
+            "cannot build the wall around the agent: {e} (`--sandbox off` runs it without)"
+        ));
+    }
+    if rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))
+        .is_err()
+        || nix::unistd::getppid() != parent
+    {
+        return fail("the bridge ended before its agent started");
+    }
+    let program = &agent[0];
+    let err = std::process::Command::new(program).args(&agent[1..]).exec();
+    let code = match err.kind() {
+        std::io::ErrorKind::NotFound => 127,
+        _ => 126,
+    };
+    crate::logging::fail(
+        "acp-question-bridge",
+        code,
+        &crate::child::SpawnError {
+            command: program.to_string_lossy().into_owned(),
+            source: err,
+        }
+        .to_string(),
+    )
+}
+
+/// Builds the wall of `plan` around this process.
+fn build(plan: &Plan) -> Result<(), String> {
+    let uid = rustix::process::getuid().as_raw();
+    let gid = rustix::process::getgid().as_raw();
+    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS).map_err(|e| {
+        format!(
+            "no user namespace ({e}): allow them (`sysctl kernel.unprivileged_userns_clone=1`, or on Ubuntu `sysctl kernel.apparmor_restrict_unprivileged_userns=0` or an AppArmor profile for this binary)"
+        )
+    })?;
+    let write =
+        |file: &str, text: String| std::fs::write(file, text).map_err(|e| format!("{file}: {e}"));
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))?;
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|e| format!("cannot make the mounts private: {e}"))?;
+    for (path, op) in ops(plan) {
+        apply(&path, op).map_err(|e| format!("{} ({op:?}): {e}", path.display()))?;
+    }
+    if let Some(cwd) = &plan.cwd {
+        std::env::set_current_dir(cwd).map_err(|e| format!("{}: {e}", cwd.display()))?;
+    } else if let Ok(cwd) = std::env::current_dir() {
+        // The folder inherited is the one beneath the new mounts: enter it again.
+        let _ = std::env::set_current_dir(cwd);
+    }
+    drop_capabilities()?;
+    landlock()
+}
+
+/// Every mount of `plan`, shallowest first: the folders above each path pinned, each path
+/// read-only or hidden; nothing beneath a hidden path.
+fn ops(plan: &Plan) -> Vec<(PathBuf, Op)> {
+    let mut ops: std::collections::BTreeMap<PathBuf, Op> = Default::default();
+    let planned = plan
+        .read_only
+        .iter()
+        .map(|p| (p, Op::ReadOnly))
+        .chain(plan.hidden.iter().map(|p| (p, Op::Hide)));
+    for (p, op) in planned {
+        for a in p.ancestors().skip(1) {
+            if a.parent().is_some() {
+                ops.entry(a.to_path_buf()).or_insert(Op::Pin);
+            }
+        }
+        let e = ops.entry(p.clone()).or_insert(op);
+        *e = (*e).max(op);
+    }
+    let hidden: Vec<PathBuf> = ops
+        .iter()
+        .filter(|(_, op)| **op == Op::Hide)
+        .map(|(p, _)| p.clone())
+        .collect();
+    let mut out: Vec<(PathBuf, Op)> = ops
+        .into_iter()
+        .filter(|(p, _)| !hidden.iter().any(|h| p != h && p.starts_with(h)))
+        .collect();
+    out.sort_by_key(|(p, _)| p.components().count());
+    out
+}
+
+/// One mount of the wall.
+fn apply(path: &Path, op: Op) -> Result<(), String> {
+    let bind = |from: &Path| {
+        mount(
+            Some(from),
+            path,
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .map_err(|e| format!("bind: {e}"))
+    };
+    match op {
+        Op::Pin => bind(path),
+        Op::ReadOnly => {
+            bind(path)?;
+            read_only(path)
+        }
+        Op::Hide if path.is_dir() => mount(
+            Some("tmpfs"),
+            path,
+            Some("tmpfs"),
+            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+            Some("mode=0500,size=4k"),
+        )
+        .map_err(|e| format!("tmpfs: {e}")),
+        Op::Hide => {
+            bind(Path::new("/dev/null"))?;
+            read_only(path)
+        }
+    }
+}
+
+/// Remounts the bind mount at `path` read-only, keeping the flags the mount beneath had
+/// (a user namespace may not clear them).
+fn read_only(path: &Path) -> Result<(), String> {
+    let st = statvfs(path).map_err(|e| format!("statvfs: {e}"))?;
+    let f = st.flags();
+    let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+    for (has, keep) in [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ] {
+        if f.contains(has) {
+            flags |= keep;
+        }
+    }
+    mount(None::<&str>, path, None::<&str>, flags, None::<&str>)
+        .map_err(|e| format!("read-only: {e}"))
+}
+
+/// No capability left, in any set, and none to gain by `execve`: root's special treatment
+/// off and locked, the bounding set empty, `no_new_privs`.
+fn drop_capabilities() -> Result<(), String> {
+    use rustix::thread::{self, CapabilitiesSecureBits as S, CapabilitySet, CapabilitySets};
+    thread::set_capabilities_secure_bits(
+        S::NO_ROOT
+            | S::NO_ROOT_LOCKED
+            | S::NO_SETUID_FIXUP
+            | S::NO_SETUID_FIXUP_LOCKED
+            | S::KEEP_CAPS_LOCKED,
+    )
+    .map_err(|e| format!("securebits: {e}"))?;
+    for bit in 0..64 {
+        let cap = CapabilitySet::from_bits_retain(1 << bit);
+        match thread::remove_capability_from_bounding_set(cap) {
+            Ok(()) | Err(rustix::io::Errno::INVAL) => {}
+            Err(e) => return Err(format!("bounding set: {e}")),
+        }
+    }
+    thread::clear_ambient_capability_set().map_err(|e| format!("ambient set: {e}"))?;
+    thread::set_capabilities(
+        None,
+        CapabilitySets {
+            effective: CapabilitySet::empty(),
+            permitted: CapabilitySet::empty(),
+            inheritable: CapabilitySet::empty(),
+        },
+    )
+    .map_err(|e| format!("capabilities: {e}"))?;
+    thread::set_no_new_privs(true).map_err(|e| format!("no_new_privs: {e}"))
+}
+
+/// A Landlock domain of this process and all it starts: no process outside can be traced
+/// or have its `/proc` files read, or be signalled (ABI 6 and later). It handles two file
+/// rights only for a domain to exist: making block devices (never granted; it needs a
+/// capability anyway), and moving a file to another folder, granted everywhere (a domain
+/// that does not handle it denies every such move: ABI 2 and later).
+fn landlock() -> Result<(), String> {
+    use landlock::Access as _;
+    use landlock::{
+        AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+        RulesetCreatedAttr, Scope, ABI,
+    };
+    let no = |e: landlock::RulesetError| {
+        format!("no Landlock of ABI 2 or later ({e}): a kernel of 5.19 or later with `landlock` in its `lsm=`")
+    };
+    let root = PathFd::new("/").map_err(|e| format!("/: {e}"))?;
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::MakeBlock | AccessFs::Refer)
+        .map_err(no)?
+        .set_compatibility(CompatLevel::BestEffort)
+        .scope(Scope::from_all(ABI::V6))
+        .map_err(no)?
+        .create()
+        .map_err(no)?
+        .set_compatibility(CompatLevel::HardRequirement)
+        .add_rule(PathBeneath::new(root, AccessFs::Refer))
+        .map_err(no)?
+        .restrict_self()
+        .map_err(no)?;
+    if status.ruleset == landlock::RulesetStatus::NotEnforced {
+        return Err(
+            "Landlock is not enforced: a kernel of 5.19 or later with `landlock` in its `lsm=`"
+                .into(),
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,217 @@
+//! The wall around the agent (docs/SECURITY.md, "The agent itself"): the agent and
+//! everything it starts run where the bridge's own files cannot be changed or read.
+//!
+//! The bridge does not start the agent itself: it starts its own binary as a launcher
+//! (`acp-question-bridge __wall PLAN -- AGENT...`, [`exec`]), which builds the wall around
+//! itself, one thread and nothing else running, then becomes the agent by `execve`:
+//! - a user and mount namespace of its own, where the bridge's files are read-only (the
+//!   user's config folder: policy, trust list; `--policy` files; the session folder's
+//!   `.acp-question-bridge`), its secrets hidden behind an empty folder or file (the
+//!   registry, `held/`, the inbox's state, the token file, the journal, the log, NATS
+//!   credentials), and every folder above them a mount point, which no rename can move;
+//! - no capability left, none to gain (bounding set cleared, `no_new_privs`, root's
+//!   securebits locked), so no mount can be undone, root or not;
+//! - a Landlock domain: nothing inside may trace, read the `/proc` files of, or signal a
+//!   process outside it (the bridge, the editor, another bridge).
+//!
+//! The bridge's own variables (`ACP_QUESTION_BRIDGE_*`) are not passed on (`child::spawn`).
+//!
+//! Invariants:
+//! - Fail closed: once the wall is on, an agent the launcher cannot wall in does not
+//!   start; the bridge says why and that `--sandbox off` runs it without.
+//! - Where the kernel cannot (no user namespaces, no Landlock, not Linux), [`probe`] says so
+//!   before the agent starts, with the reason and the fix; the bridge then runs the agent
+//!   without the wall and says so once.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(target_os = "linux")]
+pub mod exec;
+
+/// The first argument that makes the binary the launcher.
+pub const LAUNCHER_ARG: &str = "__wall";
+
+/// `--sandbox`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum Mode {
+    /// No wall: the agent can do all the user can, the bridge's files included.
+    Off,
+    /// The bridge's files cannot be changed, its secrets not read, its process not reached.
+    #[default]
+    OwnFiles,
+}
+
+/// What the wall keeps from the agent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Folders and files the agent may read, never change, replace, rename or remove.
+    pub read_only: Vec<PathBuf>,
+    /// Folders and files the agent may not read: an empty one stands in their place.
+    pub hidden: Vec<PathBuf>,
+    /// The folder the agent starts in (entered again once the wall stands).
+    pub cwd: Option<PathBuf>,
+}
+
+/// The bridge's files, as the bridge was started.
+#[derive(Debug, Clone, Default)]
+pub struct Files {
+    /// The user's config folder (`policy::file::config_dir`).
+    pub config: Option<PathBuf>,
+    /// `--policy` files.
+    pub policies: Vec<PathBuf>,
+    /// The session's folder.
+    pub cwd: Option<PathBuf>,
+    /// The bridge's folders of state: the registry, `$XDG_STATE_HOME/acp-question-bridge`,
+    /// `$XDG_RUNTIME_DIR/acp-question-bridge`, `--state-dir`.
+    pub state: Vec<PathBuf>,
+    /// The bridge's secret files: `--control-token-file`, `--journal`, `--log-file`,
+    /// `--nats-creds`.
+    pub secrets: Vec<PathBuf>,
+}
+
+impl Files {
+    /// The plan that keeps these from the agent. Folders of the bridge's that are not
+    /// there yet are made (0700), so that they can be walled: the user's config folder
+    /// (else the agent could write the first policy), the folders of state; a secret file
+    /// not there yet is made empty (0600).
+    pub fn plan(&self) -> Result<Plan, String> {
+        let mut plan = Plan {
+            cwd: self.cwd.clone(),
+            ..Plan::default()
+        };
+        if let Some(config) = &self.config {
+            plan.read_only.push(made_folder(config)?);
+        }
+        // A `--policy` file that is not there breaks the policy (every approval is asked):
+        // it cannot be walled (docs/SECURITY.md says so).
+        for p in self.policies.iter().filter(|p| p.exists()) {
+            plan.read_only.push(real(p)?);
+        }
+        if let Some(cwd) = &self.cwd {
+            let project = cwd.join(".acp-question-bridge");
+            if project.exists() {
+                plan.read_only.push(real(&project)?);
+            }
+        }
+        for d in &self.state {
+            plan.hidden.push(made_folder(d)?);
+        }
+        for f in &self.secrets {
+            if !f.exists() {
+                crate::private_file::write(f, b"")
+                    .map_err(|e| format!("cannot make {}: {e}", f.display()))?;
+            }
+            plan.hidden.push(real(f)?);
+        }
+        plan.read_only.sort();
+        plan.read_only.dedup();
+        plan.hidden.sort();
+        plan.hidden.dedup();
+        Ok(plan)
+    }
+}
+
+/// `p` made (0700, with its parents) if it is not there, canonical.
+fn made_folder(p: &Path) -> Result<PathBuf, String> {
+    if !p.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(p)
+            .map_err(|e| format!("cannot make {}: {e}", p.display()))?;
+    }
+    real(p)
+}
+
+/// `p` canonical.
+fn real(p: &Path) -> Result<PathBuf, String> {
+    p.canonicalize()
+        .map_err(|e| format!("cannot resolve {}: {e}", p.display()))
+}
+
+use std::os::unix::fs::DirBuilderExt as _;
+
+/// How the bridge starts its agent through the launcher.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// This binary.
+    pub exe: PathBuf,
+    pub plan: Plan,
+}
+
+impl Launch {
+    /// The launcher's argv, the agent's to follow.
+    pub fn prefix(&self) -> Vec<String> {
+        vec![
+            self.exe.to_string_lossy().into_owned(),
+            LAUNCHER_ARG.to_owned(),
+            serde_json::to_string(&self.plan).unwrap_or_default(),
+            "--".to_owned(),
+        ]
+    }
+}
+
+/// The wall's state, for `doctor` and `bridge.status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct State {
+    /// `off`, `own-files`.
+    pub mode: &'static str,
+    /// Whether the agent runs inside it.
+    pub on: bool,
+    /// Why not, with what to do, when asked for and not on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why_not: Option<String>,
+}
+
+impl State {
+    pub fn new(mode: Mode, why_not: Option<String>) -> State {
+        State {
+            mode: match mode {
+                Mode::Off => "off",
+                Mode::OwnFiles => "own-files",
+            },
+            on: mode != Mode::Off && why_not.is_none(),
+            why_not,
+        }
+    }
+}
+
+/// Whether the kernel can build the wall here: `exe` (this binary) run as the launcher
+/// with an empty plan, itself (`--version`) as its agent. `Err`: why not, and what to do.
+pub fn probe(exe: &Path) -> Result<(), String> {
+    if !cfg!(target_os = "linux") {
+        return Err(
+            "the wall is built for Linux only (on macOS: planned, with Seatbelt, docs/SECURITY.md)"
+                .into(),
+        );
+    }
+    let launch = Launch {
+        exe: exe.to_path_buf(),
+        plan: Plan::default(),
+    };
+    let argv = [
+        launch.prefix(),
+        vec![exe.to_string_lossy().into_owned(), "--version".to_owned()],
+    ]
+    .concat();
+    let out = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&out.stderr);
+    Err(said
+        .lines()
+        .last()
+        .unwrap_or("the launcher failed")
+        .trim_start_matches("acp-question-bridge: ")
+        .to_owned())
+}

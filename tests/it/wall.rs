@@ -1,0 +1,266 @@
+//! The wall around the agent (docs/SECURITY.md, "The agent itself"), tried by what an
+//! agent's own test code could do: the agent is the mock, started by a shell that also
+//! starts an attacker in the background (as `cargo test` would run the agent's code),
+//! inside the wall like everything the agent starts. Once the mock's tool approval is
+//! pending, the attacker tries to change the bridge's policy files, to read its secrets
+//! and its process, and to answer the approval itself with any token it found; then does
+//! an agent's ordinary work. Each attempt is judged by the real kernel.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::common::control::{call, http};
+use crate::common::{chunk_text, control_of, temp_dir, Bridge, BRIDGE, MOCK, REGISTRY_ENV};
+
+/// What the test made for one bridge.
+struct Setup {
+    dir: PathBuf,
+    config: PathBuf,
+    project: PathBuf,
+    registry: PathBuf,
+    state: PathBuf,
+    token_file: PathBuf,
+    journal: PathBuf,
+}
+
+const TOKEN: &str = "wall-test-token-0123456789abcdef";
+
+/// The attacker: waits for `go` (the session and question ids, and the control URL),
+/// tries each attack and each ordinary task, writes one line each to `report`
+/// (`NAME ok` or `NAME failed`), then `done`.
+const ATTACKER: &str = r#"
+D="$1"; BPID="$2"; PORT="$3"
+i=0; while [ ! -s "$D/go" ]; do i=$((i+1)); [ $i -gt 2400 ] && exit 1; sleep 0.05; done
+read SID QID URL < "$D/go"
+try() { name="$1"; shift; if ( "$@" ) >/dev/null 2>&1; then echo "$name ok" >> "$D/report"; else echo "$name failed" >> "$D/report"; fi; }
+try "work:project" sh -c "echo hi > '$PROJECT/work.txt'"
+try "work:tmp" sh -c 'f=$(mktemp) && echo hi > "$f" && rm "$f"'
+try "work:git" sh -c "cd '$PROJECT' && git init -q && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m x"
+try "work:tcp" bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT && echo ping >&3"
+CONF="$XDG_CONFIG_HOME_SEEN/acp-question-bridge"
+P="$PROJECT/.acp-question-bridge"
+echo '[[rule]]' > "$D/evil.toml"
+for F in "$CONF" "$P"; do
+  n=$(basename "$(dirname "$F")")
+  try "append:$n" sh -c "echo '# x' >> '$F/policy.toml'"
+  try "replace:$n" mv -f "$D/evil.toml" "$F/policy.toml"
+  cp "$D/evil.toml" "$D/evil2.toml" 2>/dev/null || echo '[[rule]]' > "$D/evil2.toml"
+  try "delete:$n" sh -c "rm -f '$F/policy.toml' && cp '$D/evil2.toml' '$F/policy.toml'"
+  try "link:$n" ln -f "$D/evil2.toml" "$F/policy.toml"
+  try "new-file:$n" sh -c "echo x > '$F/trusted-folders.new'"
+  try "move-folder:$n" mv "$F" "$F.moved"
+  try "move-above:$n" mv "$(dirname "$F")" "$(dirname "$F").moved"
+done
+try "trust-list" sh -c "echo x >> '$CONF/trusted-folders'"
+try "read:registry" sh -c "cat '$REGISTRY_SEEN'/*.json | grep -q token"
+try "read:token-file" grep -q . "$TOKEN_FILE_SEEN"
+try "read:inbox-state" cat "$STATE_SEEN/acp-question-bridge/inbox/devices.json"
+try "read:journal" grep -q . "$JOURNAL_SEEN"
+try "read:environ" grep -q ACP_QUESTION_BRIDGE /proc/$BPID/environ
+try "read:fds" ls /proc/$BPID/fd/0
+try "read:root" ls /proc/$BPID/root/
+try "signal:bridge" kill -0 $BPID
+try "env:token" test -n "$ACP_QUESTION_BRIDGE_TOKEN"
+TOKENS="$ACP_QUESTION_BRIDGE_TOKEN $(cat "$TOKEN_FILE_SEEN" 2>/dev/null) $(cat "$REGISTRY_SEEN"/*.json 2>/dev/null | grep -o '"token":"[^"]*"' | cut -d'"' -f4) $(tr '\0' '\n' < /proc/$BPID/environ 2>/dev/null | sed -n 's/^ACP_QUESTION_BRIDGE_TOKEN=//p')"
+answered=failed
+for T in $TOKENS; do
+  if "$BRIDGE_BIN" questions answer --control "$URL" --token "$T" "$SID" "$QID" allow >/dev/null 2>&1; then answered=ok; fi
+done
+echo "answer $answered" >> "$D/report"
+touch "$D/done"
+"#;
+
+fn setup(name: &str) -> Setup {
+    let dir = temp_dir(name);
+    let s = Setup {
+        config: dir.join("config"),
+        project: dir.join("project"),
+        registry: dir.join("registry"),
+        state: dir.join("state"),
+        token_file: dir.join("token"),
+        journal: dir.join("journal.jsonl"),
+        dir,
+    };
+    let conf = s.config.join("acp-question-bridge");
+    std::fs::create_dir_all(&conf).unwrap();
+    std::fs::write(conf.join("policy.toml"), "# the user's policy\n").unwrap();
+    std::fs::write(conf.join("trusted-folders"), "").unwrap();
+    let p = s.project.join(".acp-question-bridge");
+    std::fs::create_dir_all(&p).unwrap();
+    std::fs::write(p.join("policy.toml"), "# the project's policy\n").unwrap();
+    let inbox = s.state.join("acp-question-bridge/inbox");
+    std::fs::create_dir_all(&inbox).unwrap();
+    std::fs::write(inbox.join("devices.json"), "{\"secret\":1}\n").unwrap();
+    std::fs::create_dir_all(&s.registry).unwrap();
+    std::fs::set_permissions(
+        &s.registry,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    std::fs::write(s.dir.join("attacker.sh"), ATTACKER).unwrap();
+    s
+}
+
+/// Runs the attack with `--sandbox MODE`: the report's lines, by name; the approval's
+/// answer the agent streamed (if one was given); the lines the loopback server got.
+async fn attack(mode: &str) -> (Setup, Vec<(String, bool)>, Option<String>, String) {
+    let s = setup(&format!("wall-{mode}"));
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    let got = std::thread::spawn(move || {
+        server.set_nonblocking(false).ok();
+        let (mut c, _) = server.accept().ok()?;
+        c.set_read_timeout(Some(Duration::from_secs(60))).ok();
+        let mut text = String::new();
+        c.read_to_string(&mut text).ok()?;
+        Some(text)
+    });
+    let d = s.dir.display().to_string();
+    // The agent: the attacker in the background, then the mock in the shell's place.
+    let agent = format!("bash {d}/attacker.sh {d} \"$BRIDGE_PID\" {port} & exec {MOCK}",);
+    let mut cmd = tokio::process::Command::new(BRIDGE);
+    cmd.args([
+        "--sandbox",
+        mode,
+        "--control",
+        "127.0.0.1:0",
+        "--control-token-file",
+        &s.token_file.display().to_string(),
+        "--journal",
+        &s.journal.display().to_string(),
+        "--cwd",
+        &s.project.display().to_string(),
+        "--",
+        "bash",
+        "-c",
+        &format!("BRIDGE_PID=$PPID; {agent}"),
+    ])
+    .env(REGISTRY_ENV, &s.registry)
+    .env("XDG_CONFIG_HOME", &s.config)
+    .env("XDG_STATE_HOME", &s.state)
+    .env("ACP_QUESTION_BRIDGE_TOKEN", TOKEN)
+    // What the attacker is told of where things are (as an agent would find them).
+    .env("XDG_CONFIG_HOME_SEEN", &s.config)
+    .env("PROJECT", &s.project)
+    .env("REGISTRY_SEEN", &s.registry)
+    .env("TOKEN_FILE_SEEN", &s.token_file)
+    .env("STATE_SEEN", &s.state)
+    .env("JOURNAL_SEEN", &s.journal)
+    .env("BRIDGE_BIN", BRIDGE)
+    .env("RUST_LOG", "info");
+    let mut b = Bridge::from_command(cmd);
+    let (base, token) = control_of(&b).await;
+    assert_eq!(token, TOKEN);
+    b.initialize(json!({})).await;
+    let sid = b.new_session(1).await;
+    b.prompt(2, &sid, "permission").await;
+    b.recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+    let c = http(&base, &token);
+    let list = call(&c, "questions.list", json!({})).await.unwrap();
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 1, "{list:?}");
+    let qid = list[0]["questionId"].as_str().unwrap().to_owned();
+    std::fs::write(s.dir.join("go"), format!("{sid} {qid} {base}\n")).unwrap();
+    let done = s.dir.join("done");
+    tokio::time::timeout(Duration::from_secs(120), async {
+        while !done.exists() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the attacker did not finish:\n{}", b.stderr()));
+    let report: Vec<(String, bool)> = std::fs::read_to_string(s.dir.join("report"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.rsplit_once(' '))
+        .map(|(n, r)| (n.to_owned(), r == "ok"))
+        .collect();
+    // Answered by the attacker, or still pending: the test answers it then.
+    let list = call(&c, "questions.list", json!({})).await.unwrap();
+    if list.as_array().unwrap().len() == 1 {
+        call(
+            &c,
+            "questions.answer",
+            json!({"sessionId": sid, "questionId": qid, "answers": [["reject"]]}),
+        )
+        .await
+        .unwrap();
+    }
+    let (m, _) = b
+        .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("permission:")))
+        .await;
+    let answer = chunk_text(&m).map(str::to_owned);
+    b.close_stdin();
+    b.drain().await;
+    b.wait().await;
+    let tcp = got.join().ok().flatten().unwrap_or_default();
+    (s, report, answer, tcp)
+}
+
+fn policy_text(folder: &Path) -> String {
+    std::fs::read_to_string(folder.join("policy.toml")).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inside_the_wall_the_agent_cannot_change_read_or_answer_for_the_bridge() {
+    let (s, report, answer, tcp) = attack("own-files").await;
+    let succeeded: Vec<&String> = report
+        .iter()
+        .filter(|(n, ok)| *ok && !n.starts_with("work:"))
+        .map(|(n, _)| n)
+        .collect();
+    assert!(
+        succeeded.is_empty(),
+        "attacks that worked: {succeeded:?}\n{report:?}"
+    );
+    let failed_work: Vec<&String> = report
+        .iter()
+        .filter(|(n, ok)| !*ok && n.starts_with("work:"))
+        .map(|(n, _)| n)
+        .collect();
+    assert!(
+        failed_work.is_empty(),
+        "ordinary work that failed: {failed_work:?}"
+    );
+    assert!(report.len() >= 25, "{report:?}");
+    assert_eq!(
+        answer.as_deref(),
+        Some("permission: reject"),
+        "the approval stayed pending for the user"
+    );
+    assert_eq!(tcp, "ping\n");
+    assert_eq!(
+        policy_text(&s.config.join("acp-question-bridge")),
+        "# the user's policy\n"
+    );
+    assert_eq!(
+        policy_text(&s.project.join(".acp-question-bridge")),
+        "# the project's policy\n"
+    );
+    assert!(s.project.join("work.txt").exists());
+    let _ = std::fs::remove_dir_all(&s.dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_wall_the_same_attacks_succeed() {
+    let (s, report, answer, _) = attack("off").await;
+    let ok = |name: &str| report.iter().any(|(n, ok)| n == name && *ok);
+    for name in [
+        "append:config",
+        "read:registry",
+        "read:token-file",
+        "read:inbox-state",
+        "read:journal",
+        "read:environ",
+        "env:token",
+        "answer",
+    ] {
+        assert!(ok(name), "{name} should work without the wall: {report:?}");
+    }
+    assert_eq!(answer.as_deref(), Some("permission: allow"), "{report:?}");
+    let _ = std::fs::remove_dir_all(&s.dir);
+}
