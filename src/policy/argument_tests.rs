@@ -479,3 +479,107 @@ fn a_pattern_is_allowed_only_as_paths_read_and_each_name_it_matches_is_decided()
     assert_eq!(v.decision, Decision::Ask, "{}", v.why);
     assert!(v.why.contains("more than"), "{}", v.why);
 }
+
+#[test]
+fn git_runs_only_where_it_would_use_the_sessions_own_repository() {
+    let d = scratch("own-repository");
+    std::fs::create_dir_all(d.join(".git/objects")).unwrap();
+    std::fs::write(d.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    // A folder made, with allowed writes, to look like a repository (its config could
+    // name a `core.fsmonitor`), written before `objects` and `refs` were made.
+    std::fs::create_dir_all(d.join("gd/objects")).unwrap();
+    std::fs::create_dir_all(d.join("gd/refs")).unwrap();
+    std::fs::write(d.join("gd/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(d.join("gd/config"), "[core]\n").unwrap();
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    std::fs::write(d.join("sub/.git"), "gitdir: ../gd\n").unwrap();
+    for p in [rules(&["Bash(git status:*)"]), rules(&["Bash(git status)"])] {
+        allowed(&p, &d, &["git status", "cd src && git status"]);
+        not_allowed(&p, &d, &["cd gd && git status", "cd sub && git status"]);
+    }
+    let v = decide(&rules(&["Bash(git status:*)"]), "cd gd && git status", &d);
+    assert!(
+        v.why.contains("not the session's own repository"),
+        "{}",
+        v.why
+    );
+}
+
+#[test]
+fn files_from_which_a_tool_picks_its_program_are_never_written_under_a_prefix() {
+    let d = scratch("tool-config");
+    std::fs::write(d.join("a.toml"), "x\n").unwrap();
+    std::fs::create_dir_all(d.join("sub/.cargo")).unwrap();
+    let p = rules(&["Bash(cp:*)", "Bash(sed:*)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "cp a.toml rust-toolchain.toml",
+            "cp a.toml sub/rust-toolchain",
+            "cp a.toml sub/.cargo/config.toml",
+            "cp a.toml .npmrc",
+            "cp a.toml .tool-versions",
+            "sed -i s/a/b/ rust-toolchain.toml",
+        ],
+    );
+    allowed(&p, &d, &["cp a.toml b.toml", "cp a.toml sub/config.toml"]);
+}
+
+#[test]
+fn a_print_only_sed_rule_never_writes() {
+    let d = scratch("sed-print-only");
+    let p = rules(&["Bash(sed -n:*)"]);
+    not_allowed(
+        &p,
+        &d,
+        &["sed -n -i s/a/b/p src/a.rs", "sed -n -i.bak 1p src/a.rs"],
+    );
+    allowed(&p, &d, &["sed -n 1,5p src/a.rs"]);
+}
+
+#[test]
+fn denied_files_stay_unread_by_old_options_types_ignore_files_and_folder_words() {
+    let d = scratch("denied-reads");
+    std::fs::write(d.join(".env"), "SECRET=1\n").unwrap();
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    std::fs::write(d.join("sub/.env"), "SECRET=2\n").unwrap();
+    std::fs::write(d.join("myign"), "!.env\n").unwrap();
+    std::fs::create_dir_all(d.join("empty")).unwrap();
+    let p = rules(&[
+        "Bash(head:*)",
+        "Bash(tail:*)",
+        "Bash(rg:*)",
+        "Bash(git log:*)",
+        "Bash(diff:*)",
+        "Bash(awk:*)",
+        "!Read(**/.env)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            // GNU reads `-5c` as one option: `.env` is the file.
+            "head -5c .env",
+            "tail -100c .env",
+            // A type, or an ignore file named, brings hidden names in.
+            "rg -t e --type-add e:.env SECRET",
+            "rg -t sh SECRET",
+            "rg --ignore-file myign SECRET",
+            // `-L RANGE:FILE` reads FILE.
+            "git log -L1,1:.env",
+            // A program no model reads, given a folder holding a denied file.
+            "diff -r empty .",
+            // gawk opens it as a network connection.
+            "awk 1 /inet/tcp/0/127.0.0.1/9",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &["head -5 myign", "rg SECRET sub", "diff -r empty empty"],
+    );
+    // An ignore file above where ripgrep starts counts too.
+    std::fs::write(d.join(".ignore"), "!.env\n").unwrap();
+    not_allowed(&p, &d, &["rg SECRET sub"]);
+}

@@ -152,6 +152,24 @@ impl Policy {
                 *refused = Some(why);
                 break;
             }
+            if let Some(why) = print_only_refused(r, part) {
+                *refused = Some(why);
+                break;
+            }
+            if args::base(&part.words[0]) == "git" {
+                let own = super::gitdir::discover(&call.cwd);
+                if let Some(other) = folders
+                    .iter()
+                    .map(|f| super::gitdir::discover(f))
+                    .find(|g| *g != own)
+                {
+                    *refused = Some(format!(
+                        "git would use {}, not the session's own repository (its config may run programs)",
+                        other.map_or("no repository".into(), |g| g.display().to_string())
+                    ));
+                    break;
+                }
+            }
             match r.admits(&part.words) {
                 Ok(true) => notes.push(format!(
                     "no model of `{}`: the rule allows any arguments",
@@ -261,4 +279,31 @@ fn glob_refused(rule: &Rule, part: &command::Part) -> Option<String> {
         return refuse("its model does not read every name it matched as a path read");
     }
     None
+}
+
+/// Why `rule` may not allow `part` when the rule's own words make its program print only
+/// (`Bash(sed -n:*)`): `sed -n -i …` writes files, which is not what its rule says.
+fn print_only_refused(rule: &Rule, part: &command::Part) -> Option<String> {
+    let pattern = rule.command.as_ref().filter(|_| !rule.exact)?;
+    let print_only = args::base(&part.words[0]) == "sed"
+        && pattern
+            .iter()
+            .skip(1)
+            .any(|alts| alts.iter().any(|w| w == "-n"));
+    if !print_only {
+        return None;
+    }
+    match args::under_prefix(&part.words, pattern.len()) {
+        args::Reading::Understood(e)
+            if e.paths
+                .iter()
+                .all(|(a, _)| !matches!(a, args::Access::Write | args::Access::Remove)) =>
+        {
+            None
+        }
+        args::Reading::Understood(_) => {
+            Some("its rule is `sed -n` (print only), and this writes files (`-i`, `w`)".into())
+        }
+        _ => None,
+    }
 }

@@ -4,8 +4,7 @@
 //! Invariants:
 //! - Never fail open. A policy with a file that could not be read, parsed or checked
 //!   ([`Policy::broken`]) decides nothing: every approval is asked.
-//! - A higher tier always wins over a lower one; within a tier `deny` beats `ask` beats
-//!   `allow`. No rule: `ask`.
+//! - A higher tier always wins; within a tier `deny` beats `ask` beats `allow`; no rule: `ask`.
 //! - `allow` needs every part of a compound command allowed, and a command that cannot be
 //!   read safely is never allowed ([`command`]); a `deny` rule covers a call if it covers any
 //!   part, even of a command that cannot be read.
@@ -27,6 +26,7 @@ pub mod command;
 mod decide;
 pub mod desk;
 pub mod file;
+mod gitdir;
 pub mod glob;
 mod guard;
 pub mod live;

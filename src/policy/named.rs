@@ -39,6 +39,9 @@ pub struct Named {
     pub beneath: Vec<(PathBuf, Option<Vec<PathBuf>>)>,
     /// Words the model could not place, resolved as paths.
     pub unplaced: Vec<PathBuf>,
+    /// For each of them that is a folder, when no model read the command (`diff -r x .`):
+    /// what is beneath it, as for [`Access::Tree`], or `None` when that cannot be told.
+    pub unplaced_beneath: Vec<(PathBuf, Option<Vec<PathBuf>>)>,
     /// Why some path could not be resolved, or some were left unresolved.
     pub unresolved: Option<String>,
 }
@@ -48,7 +51,9 @@ impl Named {
     pub fn of(words: &[String], cwd: &Path) -> Named {
         let mut named = Named::default();
         let mut left = MAX_NAMED;
-        let (placed, unplaced): (Vec<(Access, String)>, Vec<String>) = match args::read(words) {
+        let reading = args::read(words);
+        let modelled = matches!(reading, Reading::Understood(_));
+        let (placed, unplaced): (Vec<(Access, String)>, Vec<String>) = match reading {
             Reading::Understood(e) => (e.paths, e.unplaced),
             // No model, or one that stopped: any word may be a path.
             _ => (
@@ -77,6 +82,12 @@ impl Named {
         }
         for word in unplaced {
             if let Some(rs) = named.resolve(&word, cwd, &mut left) {
+                for p in &rs {
+                    if !modelled && p.is_dir() {
+                        let under = walk(p, Access::Tree, &mut walked);
+                        named.unplaced_beneath.push((p.clone(), under));
+                    }
+                }
                 named.unplaced.extend(rs);
             }
         }
@@ -91,6 +102,7 @@ impl Named {
             all.paths.extend(n.paths);
             all.beneath.extend(n.beneath);
             all.unplaced.extend(n.unplaced);
+            all.unplaced_beneath.extend(n.unplaced_beneath);
             if all.unresolved.is_none() {
                 all.unresolved = n.unresolved;
             }
@@ -128,6 +140,16 @@ impl Named {
 /// for [`Access::TreeFollowed`], where a link makes it `None`. `None` too past [`MAX_WALK`]
 /// entries in all (`walked` counts them across one command's folders).
 fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> {
+    // ripgrep reads the ignore files of the folders above where it starts too (`rg x sub`
+    // with `!.env` in `./.ignore`).
+    if access == Access::TreeShown
+        && dir.ancestors().skip(1).any(|a| {
+            IGNORE_FILES.iter().any(|f| lets_back_in(&a.join(f)))
+                || lets_back_in(&a.join(".git/info/exclude"))
+        })
+    {
+        return None;
+    }
     let mut out = Vec::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(d) = stack.pop() {
@@ -244,6 +266,25 @@ const SHELL_START: &[&str] = &[
     ".envrc",
 ];
 
+/// Files from which a program that looks read-only picks the program it runs, in any folder
+/// of the session: rustup's toolchain file (`path = "/x"` makes `cargo tree` run
+/// `/x/bin/cargo`), npm's and yarn's settings (`script-shell`), the version managers'
+/// files. Never written under a prefix rule; `.cargo/config(.toml)` neither
+/// ([`prefix_write_refused`]).
+const TOOL_CONFIG: &[&str] = &[
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".tool-versions",
+    ".mise.toml",
+    "mise.toml",
+    ".python-version",
+    ".node-version",
+    ".nvmrc",
+];
+
 /// Why a prefix rule may not allow writing `p` (resolved) from a session in `cwd`: outside
 /// the session's folder, the folder itself, inside a `.git` folder, or a shell's start file.
 pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
@@ -266,6 +307,16 @@ pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
     if SHELL_START.contains(&name) || rel.starts_with(".config/fish") {
         return Some(format!(
             "it writes {}, a file a shell runs when it starts",
+            p.display()
+        ));
+    }
+    let in_cargo = p
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|d| d == ".cargo");
+    if TOOL_CONFIG.contains(&name) || (in_cargo && matches!(name, "config" | "config.toml")) {
+        return Some(format!(
+            "it writes {}, a file from which a tool picks the program it runs",
             p.display()
         ));
     }
@@ -346,6 +397,15 @@ impl Rule {
                 .any(|p| globs.covers(p, &call.cwd, true))
         {
             found = Some(Decision::Ask);
+        }
+        // A folder word of a program no model reads may be read whole (`diff -r x .`).
+        for (d, under) in &named.unplaced_beneath {
+            if (reads || removes) && globs.reaches_beneath(d, &call.cwd) {
+                match under {
+                    Some(es) if !es.iter().any(|e| globs.covers(e, &call.cwd, true)) => {}
+                    _ => found = Some(Decision::Ask),
+                }
+            }
         }
         found
     }

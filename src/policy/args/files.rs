@@ -41,8 +41,20 @@ const HEAD_TAIL: &[&str] = &[
     "-0|-1|-2|-3|-4|-5|-6|-7|-8|-9",
 ];
 
-/// `head` and `tail` (`-5`, the old form of `-n 5`, too).
+/// `head` and `tail` (`-5`, the old form of `-n 5`, too). A first word of digits and
+/// letters (`-5c`, `-10l`) is the old form of a count and a unit, which GNU reads as one
+/// option taking no value, where getopt would give `-c` the next word: not known.
 pub(super) fn head_tail(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    if let Some(first) = w.get(1).and_then(|f| f.strip_prefix('-')) {
+        let letters = first.trim_start_matches(|c: char| c.is_ascii_digit());
+        if letters.len() < first.len() && !letters.is_empty() && !letters.starts_with('-') {
+            return Err(Stop {
+                at: 1,
+                why: "the old form of a count with a unit (`-5c`), which GNU reads as one word"
+                    .into(),
+            });
+        }
+    }
     let (_, ops) = options(w, 1, HEAD_TAIL, true, e)?;
     paths(w, &ops, Access::Read, e);
     Ok(())

@@ -48,6 +48,12 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             }
             let (met, ops) = options(w, from, &table, true, e)?;
             no_signature(&met)?;
+            // `-L START,END:FILE`, `-L :FUNC:FILE`: FILE is read.
+            for m in met.iter().filter(|m| m.name == "-L") {
+                if let Some((_, file)) = m.value.as_deref().and_then(|v| v.rsplit_once(':')) {
+                    e.paths.push((Access::Read, file.to_owned()));
+                }
+            }
             // Revisions and paths: a diff compares folders whole (outside the repository
             // with --no-index); a log's paths limit what it shows.
             let access = if name == "diff" {

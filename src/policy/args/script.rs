@@ -382,6 +382,13 @@ pub(super) fn awk(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             }
             continue;
         }
+        // gawk opens `/inet/tcp/…`, `/inet4/…`, `/inet6/…` as network connections.
+        if word.starts_with("/inet") {
+            return Err(stop(
+                i,
+                "an awk input that gawk opens as a network connection",
+            ));
+        }
         e.paths.push((Access::Read, word.clone()));
     }
     Ok(())

@@ -228,8 +228,24 @@ pub(super) fn rg(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         .iter()
         .filter(|m| m.name == "-u" || m.name == "--unrestricted")
         .count();
-    // A glob of `-g`/`--iglob` brings the names it matches in, hidden ones too.
-    let hidden = u >= 2 || has(&met, &["--hidden", "-.", "-g", "--glob", "--iglob"]);
+    // A glob of `-g`/`--iglob`, a type (`-t sh` is `.bashrc`; `--type-add e:.env`), or an
+    // ignore file named on the command line (`!.env`) brings the names it matches in,
+    // hidden ones too.
+    let hidden = u >= 2
+        || has(
+            &met,
+            &[
+                "--hidden",
+                "-.",
+                "-g",
+                "--glob",
+                "--iglob",
+                "-t",
+                "--type",
+                "--type-add",
+                "--ignore-file",
+            ],
+        );
     let access = if has(&met, &["-L", "--follow"]) {
         Access::TreeFollowed
     } else if hidden {
