@@ -87,18 +87,21 @@ fn registry_agent(
 /// without, and the bridge says so once, with why and what to do.
 fn wall_for(
     args: &acp_question_bridge::cli::BridgeArgs,
-) -> Result<Option<acp_question_bridge::wall::Launch>, String> {
+) -> Result<
+    (
+        Option<acp_question_bridge::wall::Launch>,
+        acp_question_bridge::wall::State,
+    ),
+    String,
+> {
     use acp_question_bridge::{inbox, wall};
     if args.sandbox == wall::Mode::Off {
-        return Ok(None);
+        return Ok((None, wall::State::new(args.sandbox, None)));
     }
     let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
     if let Err(why) = wall::probe(&exe) {
-        tracing::warn!(
-            "the agent runs without the wall around it (--sandbox {}): {why}",
-            "own-files"
-        );
-        return Ok(None);
+        tracing::warn!("the agent runs without the wall around it (--sandbox own-files): {why}");
+        return Ok((None, wall::State::new(args.sandbox, Some(why))));
     }
     let var = |k: &str| {
         std::env::var_os(k)
@@ -132,7 +135,10 @@ fn wall_for(
     let plan = files
         .plan()
         .map_err(|e| format!("cannot wall the agent in: {e} (`--sandbox off` runs it without)"))?;
-    Ok(Some(wall::Launch { exe, plan }))
+    Ok((
+        Some(wall::Launch { exe, plan }),
+        wall::State::new(args.sandbox, None),
+    ))
 }
 
 /// A one-line, user-facing error on stderr (stdout is protocol only).
@@ -324,12 +330,13 @@ fn main() -> ExitCode {
         _ => None,
     };
     let holding = hold.is_some();
-    let wall = match wall_for(&args) {
+    let (wall, wall_state) = match wall_for(&args) {
         Ok(w) => w,
         Err(e) => return fail(1, &e),
     };
     let config = bridge::Config {
         wall,
+        wall_state,
         hold,
         control,
         journal: args.journal,

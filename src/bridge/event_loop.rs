@@ -434,6 +434,7 @@ impl Shell {
                     v["bridge"] = me.public();
                 }
                 v["agentPid"] = self.agent.pgid.into();
+                v["wall"] = serde_json::to_value(&self.agent.wall).unwrap_or_default();
                 v["uptimeMs"] = (self.agent.started.elapsed().as_millis() as u64).into();
                 v["version"] = env!("CARGO_PKG_VERSION").into();
                 v["ringing"] = self.surfaces.observers.ringer.status(Instant::now());

@@ -73,6 +73,8 @@ pub struct Config {
     pub hold: Option<crate::linger::holder::HoldConfig>,
     /// `--sandbox`: the launcher that walls the agent in, if it runs inside the wall.
     pub wall: Option<crate::wall::Launch>,
+    /// The wall's state, for `bridge.status`.
+    pub wall_state: crate::wall::State,
 }
 
 /// Failures before the bridge is running.

@@ -188,6 +188,8 @@ pub(super) struct Agent {
     /// The binary's guard, which ends the agent's group should the bridge be killed (see
     /// `child::guard`).
     guard: Option<child::guard::Guard>,
+    /// The wall around it (`--sandbox`), for `bridge.status`.
+    pub wall: crate::wall::State,
     tail: StderrTail,
     stderr: JoinHandle<()>,
 }
@@ -228,6 +230,7 @@ impl Agent {
             pgid,
             started,
             guard,
+            wall: cfg.wall_state.clone(),
             tail,
             stderr,
         };

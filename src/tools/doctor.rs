@@ -60,6 +60,7 @@ pub fn main(args: DoctorArgs) -> ExitCode {
         agents::platform()
     ))];
     checks.push(agent_programs());
+    checks.push(wall());
     checks.push(roster_folder());
     checks.push(held_agents());
     let state = inbox::state_dir(args.state_dir);
@@ -88,6 +89,23 @@ pub fn main(args: DoctorArgs) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Whether the kernel can build the wall around agents here (docs/SECURITY.md, "The agent
+/// itself"): the launcher run once, as a bridge does at start.
+fn wall() -> Check {
+    let Ok(exe) = std::env::current_exe() else {
+        return Check::Note("the wall around agents: not checked (this program's path)".into());
+    };
+    match acp_question_bridge::wall::probe(&exe) {
+        Ok(()) => Check::Ok(
+            "the wall around agents (--sandbox own-files): the kernel can build it (user namespaces, Landlock)".into(),
+        ),
+        Err(why) => Check::Fail(
+            format!("the wall around agents: the kernel cannot build it here, so agents run without it: {why}"),
+            "allow unprivileged user namespaces and Landlock (see the reason), or run with --sandbox off to say so".into(),
+        ),
     }
 }
 

@@ -111,6 +111,11 @@ async fn list_answer_subscribe_and_status() {
         .await
         .unwrap();
     assert!(status["agentPid"].as_u64().unwrap() > 0);
+    assert_eq!(
+        status["wall"],
+        serde_json::json!({"mode": "own-files", "on": true}),
+        "the agent runs inside the wall by default"
+    );
     assert_eq!(status["dialect"], "extension");
     assert_eq!(status["pendingQuestions"], 0);
     assert_eq!(status["sessions"], 1);

@@ -264,3 +264,44 @@ async fn without_the_wall_the_same_attacks_succeed() {
     assert_eq!(answer.as_deref(), Some("permission: allow"), "{report:?}");
     let _ = std::fs::remove_dir_all(&s.dir);
 }
+
+/// A bridge started inside another's wall (an agent's own test running a bridge) meets a
+/// kernel that refuses it a wall of its own when it is root (mapping root into a new user
+/// namespace needs a capability the wall took): it says so once, with why, shows it in
+/// `bridge.status`, and runs its agent all the same. As a user, the nested wall stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn where_the_kernel_refuses_the_wall_the_bridge_says_why_and_runs_without() {
+    let root = rustix::process::geteuid().is_root();
+    let mut cmd = tokio::process::Command::new(BRIDGE);
+    cmd.args([
+        "__wall",
+        r#"{"read_only":[],"hidden":[]}"#,
+        "--",
+        BRIDGE,
+        "--control",
+        "127.0.0.1:0",
+        "--",
+        MOCK,
+    ])
+    .env("RUST_LOG", "info");
+    let mut b = Bridge::from_command(cmd);
+    let (base, token) = control_of(&b).await;
+    b.initialize(json!({})).await;
+    let status = call(&http(&base, &token), "bridge.status", json!({}))
+        .await
+        .unwrap();
+    let warned = b.stderr().matches("runs without the wall").count();
+    if root {
+        assert_eq!(status["wall"]["mode"], "own-files");
+        assert_eq!(status["wall"]["on"], false);
+        let why = status["wall"]["whyNot"].as_str().unwrap_or_default();
+        assert!(why.contains("user namespace") || why.contains("uid_map"), "{why}");
+        assert_eq!(warned, 1, "{}", b.stderr());
+    } else {
+        assert_eq!(status["wall"]["on"], true, "{status}");
+        assert_eq!(warned, 0, "{}", b.stderr());
+    }
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
+}
