@@ -148,8 +148,14 @@ pub struct BridgeArgs {
     /// Linux, where the kernel can) runs the agent and all it starts where the bridge's
     /// files cannot be changed or read and its process not reached; `off` runs it as the
     /// user, able to do all the user can.
+    /// `workspace` walls the agent in further: it writes only in the session's folder, the
+    /// temp folders, its own state folders and `--sandbox-write` paths, and the policy's
+    /// `Read(…)` and `Edit(…)` denies of a file or a whole folder are kept by the kernel.
     #[arg(long, value_enum, default_value_t = crate::wall::Mode::OwnFiles)]
     pub sandbox: crate::wall::Mode,
+    /// With `--sandbox workspace`: one more folder or file the agent may write; repeatable.
+    #[arg(long, value_name = "PATH")]
+    pub sandbox_write: Vec<PathBuf>,
     /// Run this agent of the ACP Registry, by its id (`acp-question-bridge agents` lists
     /// them), instead of a command after `--`; what follows `--` is added to its arguments
     /// (options only: a program there is a usage error).

@@ -113,10 +113,24 @@ fn wall_for(
         .or_else(|| home.as_ref().map(|h| h.join(".local/state")))
         .map(|d| d.join("acp-question-bridge"));
     let runtime = var("XDG_RUNTIME_DIR").map(|d| d.join("acp-question-bridge"));
+    let cwd = args.cwd.clone().or_else(|| std::env::current_dir().ok());
+    let workspace = args.sandbox == wall::Mode::Workspace;
+    let (deny_read, deny_edit) = if workspace {
+        policy_denies(args, cwd.as_deref())
+    } else {
+        Default::default()
+    };
+    let agent_name = acp_question_bridge::child::agent_name(
+        &args.agent.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     let files = wall::Files {
+        writable: workspace
+            .then(|| wall::writable(cwd.as_deref(), &agent_name, &args.sandbox_write)),
+        deny_read,
+        deny_edit,
         config: acp_question_bridge::policy::file::config_dir(),
         policies: args.policy.clone(),
-        cwd: args.cwd.clone().or_else(|| std::env::current_dir().ok()),
+        cwd,
         state: [Some(inbox::roster::dir()), state, runtime]
             .into_iter()
             .flatten()
@@ -139,6 +153,44 @@ fn wall_for(
         Some(wall::Launch { exe, plan }),
         wall::State::new(args.sandbox, None),
     ))
+}
+
+/// The files and whole folders the policy denies reading, and editing (`Read(~/.ssh/**)`,
+/// `Edit(.env)`), as the session in `cwd` sees them: what the kernel can keep from the agent.
+fn policy_denies(
+    args: &acp_question_bridge::cli::BridgeArgs,
+    cwd: Option<&std::path::Path>,
+) -> (Vec<std::path::PathBuf>, Vec<std::path::PathBuf>) {
+    use acp_question_bridge::policy::{file, Decision};
+    let (mut read, mut edit) = (Vec::new(), Vec::new());
+    if args.no_policy {
+        return (read, edit);
+    }
+    let sources = file::Sources {
+        given: args.policy.clone(),
+        user: file::user_file(),
+        project: cwd.map(std::path::Path::to_path_buf),
+    };
+    let (policy, _) = file::load(&sources);
+    for (_, rule) in policy.rules() {
+        let Some(globs) = &rule.paths else { continue };
+        if rule.decision != Decision::Deny || rule.command.is_some() {
+            continue;
+        }
+        for start in globs.starts.iter().filter(|s| s.whole || !s.wild) {
+            let p = match (start.absolute, cwd) {
+                (true, _) => start.literal.clone(),
+                (false, Some(c)) => c.join(&start.literal),
+                (false, None) => continue,
+            };
+            if rule.kind.iter().any(|k| k == "read") {
+                read.push(p);
+            } else if rule.kind.iter().any(|k| k == "edit") {
+                edit.push(p);
+            }
+        }
+    }
+    (read, edit)
 }
 
 /// A one-line, user-facing error on stderr (stdout is protocol only).

@@ -480,6 +480,8 @@ pub struct GlobStart {
     pub literal: PathBuf,
     /// Whether the pattern goes on past `literal` with a glob character.
     pub wild: bool,
+    /// Whether the pattern is `literal/**`: the folder and everything beneath it.
+    pub whole: bool,
 }
 
 /// A glob with the policy's options: `*` stays within one component, `./` is the session's
@@ -541,10 +543,12 @@ impl PathGlobs {
                     },
                 );
             }
+            let whole = dir.is_some_and(|d| !d.contains(['*', '?', '[', '{', '\\']));
             starts.push(GlobStart {
                 absolute: is_abs,
                 literal,
                 wild,
+                whole,
             });
         }
         let built = |b: globset::GlobSetBuilder| b.build().map_err(|e| format!("paths: {e}"));

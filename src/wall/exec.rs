@@ -111,7 +111,7 @@ fn build(plan: &Plan) -> Result<(), String> {
         let _ = std::env::set_current_dir(cwd);
     }
     drop_capabilities()?;
-    landlock()
+    landlock(plan.writable.as_deref())
 }
 
 /// Every mount of `plan`, shallowest first: the folders above each path pinned, each path
@@ -233,11 +233,13 @@ fn drop_capabilities() -> Result<(), String> {
 }
 
 /// A Landlock domain of this process and all it starts: no process outside can be traced
-/// or have its `/proc` files read, or be signalled (ABI 6 and later). It handles two file
-/// rights only for a domain to exist: making block devices (never granted; it needs a
-/// capability anyway), and moving a file to another folder, granted everywhere (a domain
-/// that does not handle it denies every such move: ABI 2 and later).
-fn landlock() -> Result<(), String> {
+/// or have its `/proc` files read, or be signalled (ABI 6 and later). Without `writable` it
+/// handles two file rights only for a domain to exist: making block devices (never
+/// granted; it needs a capability anyway), and moving a file to another folder, granted
+/// everywhere (a domain that does not handle it denies every such move: ABI 2 and later).
+/// With `writable` (`workspace`), every right that changes a file is handled, and granted
+/// beneath those paths only.
+fn landlock(writable: Option<&[PathBuf]>) -> Result<(), String> {
     use landlock::Access as _;
     use landlock::{
         AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
@@ -247,20 +249,44 @@ fn landlock() -> Result<(), String> {
         format!("no Landlock of ABI 2 or later ({e}): a kernel of 5.19 or later with `landlock` in its `lsm=`")
     };
     let root = PathFd::new("/").map_err(|e| format!("/: {e}"))?;
-    let status = Ruleset::default()
+    // The rights of ABI 2 are required; truncating and device ioctls (ABI 3, 5) are handled
+    // where the kernel has them.
+    let write = AccessFs::from_write(ABI::V5);
+    let (required, more) = match writable {
+        Some(_) => (AccessFs::from_write(ABI::V2), write),
+        None => (
+            AccessFs::MakeBlock | AccessFs::Refer,
+            AccessFs::Refer.into(),
+        ),
+    };
+    let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(AccessFs::MakeBlock | AccessFs::Refer)
+        .handle_access(required)
         .map_err(no)?
         .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(more)
+        .map_err(no)?
         .scope(Scope::from_all(ABI::V6))
         .map_err(no)?
         .create()
         .map_err(no)?
         .set_compatibility(CompatLevel::HardRequirement)
         .add_rule(PathBeneath::new(root, AccessFs::Refer))
-        .map_err(no)?
-        .restrict_self()
         .map_err(no)?;
+    for p in writable.unwrap_or_default() {
+        let fd = PathFd::new(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        // A file takes the rights a file can have; a folder all of them.
+        let rights = if p.is_dir() {
+            write
+        } else {
+            write & AccessFs::from_file(ABI::V5)
+        };
+        ruleset = ruleset
+            .set_compatibility(CompatLevel::BestEffort)
+            .add_rule(PathBeneath::new(fd, rights))
+            .map_err(no)?;
+    }
+    let status = ruleset.restrict_self().map_err(no)?;
     if status.ruleset == landlock::RulesetStatus::NotEnforced {
         return Err(
             "Landlock is not enforced: a kernel of 5.19 or later with `landlock` in its `lsm=`"

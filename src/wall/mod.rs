@@ -41,6 +41,10 @@ pub enum Mode {
     /// The bridge's files cannot be changed, its secrets not read, its process not reached.
     #[default]
     OwnFiles,
+    /// `own-files`, and the agent writes only in the session's folder, the temp folders,
+    /// its own state folders and `--sandbox-write` paths; the policy's `Read(…)` and
+    /// `Edit(…)` denies of a file or a whole folder are kept by the kernel too.
+    Workspace,
 }
 
 /// What the wall keeps from the agent.
@@ -52,6 +56,9 @@ pub struct Plan {
     pub hidden: Vec<PathBuf>,
     /// The folder the agent starts in (entered again once the wall stands).
     pub cwd: Option<PathBuf>,
+    /// With `workspace`: the only folders and files the agent may write (Landlock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writable: Option<Vec<PathBuf>>,
 }
 
 /// The bridge's files, as the bridge was started.
@@ -69,6 +76,11 @@ pub struct Files {
     /// The bridge's secret files: `--control-token-file`, `--journal`, `--log-file`,
     /// `--nats-creds`.
     pub secrets: Vec<PathBuf>,
+    /// With `workspace`: where the agent may write ([`writable`]).
+    pub writable: Option<Vec<PathBuf>>,
+    /// With `workspace`: files and folders the policy denies reading, and editing, whole.
+    pub deny_read: Vec<PathBuf>,
+    pub deny_edit: Vec<PathBuf>,
 }
 
 impl Files {
@@ -105,12 +117,64 @@ impl Files {
             }
             plan.hidden.push(real(f)?);
         }
+        // The policy's denies, where the kernel can keep them: what is there now, never the
+        // session's folder or one above it (that would wall the project itself).
+        let keeps = |p: &&PathBuf| {
+            p.exists()
+                && !self.cwd.as_ref().is_some_and(|c| c.starts_with(p))
+                && p.parent().is_some()
+        };
+        for p in self.deny_read.iter().filter(keeps) {
+            plan.hidden.push(real(p)?);
+        }
+        for p in self.deny_edit.iter().filter(keeps) {
+            plan.read_only.push(real(p)?);
+        }
+        plan.writable = self.writable.as_ref().map(|w| {
+            w.iter()
+                .filter_map(|p| p.canonicalize().ok())
+                .collect::<Vec<_>>()
+        });
         plan.read_only.sort();
         plan.read_only.dedup();
         plan.hidden.sort();
         plan.hidden.dedup();
         Ok(plan)
     }
+}
+
+/// Where an agent inside a `workspace` wall may write: the session's folder, the temp
+/// folders, `/dev` (`/dev/null`, its terminal), its own state folders (by `agent`, its name
+/// as `child::agent_name` gives it), the caches every toolchain writes, and `extra`
+/// (`--sandbox-write`). Those not there are left out.
+pub fn writable(cwd: Option<&Path>, agent: &str, extra: &[PathBuf]) -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut out: Vec<PathBuf> = cwd.into_iter().map(Path::to_path_buf).collect();
+    out.push(std::env::temp_dir());
+    out.extend(["/tmp", "/var/tmp", "/dev", "/proc/self"].map(PathBuf::from));
+    if let Some(h) = &home {
+        let own: &[&str] = match agent {
+            a if a.contains("claude") => &[".claude", ".claude.json", ".config/claude"],
+            a if a.contains("codex") => &[".codex"],
+            a if a.contains("gemini") => &[".gemini"],
+            a if a.contains("qwen") => &[".qwen"],
+            a if a.contains("opencode") => &[".local/share/opencode", ".config/opencode"],
+            a if a.contains("goose") => &[".config/goose", ".local/share/goose"],
+            _ => &[],
+        };
+        let caches = [
+            ".cache",
+            ".npm",
+            ".cargo/registry",
+            ".cargo/git",
+            ".local/share/uv",
+            "go/pkg/mod",
+        ];
+        out.extend(own.iter().chain(caches.iter()).map(|d| h.join(d)));
+    }
+    out.extend(extra.iter().cloned());
+    out.retain(|p| p.exists());
+    out
 }
 
 /// `p` made (0700, with its parents) if it is not there, canonical.
@@ -157,7 +221,7 @@ impl Launch {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct State {
-    /// `off`, `own-files`.
+    /// `off`, `own-files`, `workspace`.
     pub mode: &'static str,
     /// Whether the agent runs inside it.
     pub on: bool,
@@ -172,6 +236,7 @@ impl State {
             mode: match mode {
                 Mode::Off => "off",
                 Mode::OwnFiles => "own-files",
+                Mode::Workspace => "workspace",
             },
             on: mode != Mode::Off && why_not.is_none(),
             why_not,

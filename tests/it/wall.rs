@@ -295,7 +295,10 @@ async fn where_the_kernel_refuses_the_wall_the_bridge_says_why_and_runs_without(
         assert_eq!(status["wall"]["mode"], "own-files");
         assert_eq!(status["wall"]["on"], false);
         let why = status["wall"]["whyNot"].as_str().unwrap_or_default();
-        assert!(why.contains("user namespace") || why.contains("uid_map"), "{why}");
+        assert!(
+            why.contains("user namespace") || why.contains("uid_map"),
+            "{why}"
+        );
         assert_eq!(warned, 1, "{}", b.stderr());
     } else {
         assert_eq!(status["wall"]["on"], true, "{status}");
@@ -304,4 +307,85 @@ async fn where_the_kernel_refuses_the_wall_the_bridge_says_why_and_runs_without(
     b.close_stdin();
     b.drain().await;
     assert_eq!(b.wait().await, 0);
+}
+
+/// `--sandbox workspace`: the agent's code writes only in the session's folder and the
+/// temp folders, and the policy's `Read(…)` denies of a whole folder or a file are kept by
+/// the kernel (`cat ~/.ssh/id_rsa`, `cat .env` fail), not only by the approvals. Its
+/// folder is not under the temp folder, which a workspace may write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_workspace_wall_writes_stay_in_the_session_and_read_denies_hold() {
+    // Not under the temp folder, which a workspace may write.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("wall-workspace-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (home, project, outside) = (dir.join("home"), dir.join("project"), dir.join("outside"));
+    for d in [home.join(".ssh"), project.clone(), outside.clone()] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(home.join(".ssh/id_rsa"), "PRIVATE KEY\n").unwrap();
+    std::fs::write(project.join(".env"), "SECRET=1\n").unwrap();
+    std::fs::write(project.join("readme"), "hello\n").unwrap();
+    let conf = home.join(".config/acp-question-bridge");
+    std::fs::create_dir_all(&conf).unwrap();
+    std::fs::write(
+        conf.join("policy.toml"),
+        "[[rule]]\nid = \"ssh\"\ndecision = \"deny\"\nclaude = \"Read(~/.ssh/**)\"\n\n\
+         [[rule]]\nid = \"env\"\ndecision = \"deny\"\nclaude = \"Read(./.env)\"\n",
+    )
+    .unwrap();
+    let script = format!(
+        r#"P={p}; D={p}; O={o}
+try() {{ name="$1"; shift; if ( "$@" ) >/dev/null 2>&1; then echo "$name ok" >> "$D/report"; else echo "$name failed" >> "$D/report"; fi; }}
+try write:outside sh -c "echo x > '$O/x'"
+try write:home sh -c "echo x > '$HOME/x'"
+try read:ssh grep -q KEY "$HOME/.ssh/id_rsa"
+try read:env grep -q SECRET "$P/.env"
+try work:project sh -c "echo x > '$P/x' && rm '$P/x'"
+try work:tmp sh -c 'f=$(mktemp) && echo x > "$f" && rm "$f"'
+try work:read grep -q hello "$P/readme"
+try work:devnull sh -c 'echo x > /dev/null'
+touch "$D/done""#,
+        p = project.display(),
+        o = outside.display()
+    );
+    std::fs::write(dir.join("script.sh"), script).unwrap();
+    let mut cmd = tokio::process::Command::new(BRIDGE);
+    cmd.args([
+        "--sandbox",
+        "workspace",
+        "--no-control",
+        "--cwd",
+        &project.display().to_string(),
+        "--",
+        "bash",
+        "-c",
+        &format!("bash {}/script.sh & exec {MOCK}", dir.display()),
+    ])
+    .env("HOME", &home)
+    .env("XDG_CONFIG_HOME", home.join(".config"))
+    .env("RUST_LOG", "info");
+    let mut b = Bridge::from_command(cmd);
+    b.initialize(json!({})).await;
+    // The script writes where it may: the session's folder.
+    let done = project.join("done");
+    tokio::time::timeout(Duration::from_secs(120), async {
+        while !done.exists() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the script did not finish:\n{}", b.stderr()));
+    let report = std::fs::read_to_string(project.join("report")).unwrap();
+    let wrong: Vec<&str> = report
+        .lines()
+        .filter(|l| l.starts_with("work:") != l.ends_with(" ok"))
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:?} in\n{report}");
+    assert_eq!(report.lines().count(), 8, "{report}");
+    assert!(!outside.join("x").exists() && !home.join("x").exists());
+    b.close_stdin();
+    b.drain().await;
+    assert_eq!(b.wait().await, 0);
+    let _ = std::fs::remove_dir_all(&dir);
 }
