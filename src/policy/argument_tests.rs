@@ -583,3 +583,103 @@ fn denied_files_stay_unread_by_old_options_types_ignore_files_and_folder_words()
     std::fs::write(d.join(".ignore"), "!.env\n").unwrap();
     not_allowed(&p, &d, &["rg SECRET sub"]);
 }
+
+/// A folder made, by allowed writes, into a repository with a config of the agent's.
+fn make_repository(d: &Path) {
+    std::fs::create_dir_all(d.join("objects")).unwrap();
+    std::fs::create_dir_all(d.join("refs")).unwrap();
+    std::fs::write(d.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(d.join("config"), "[core] sshCommand = touch pwned\n").unwrap();
+}
+
+#[test]
+fn git_never_uses_a_repository_made_inside_the_session_or_by_an_earlier_part() {
+    let p = rules(&[
+        "Bash(git fetch:*)",
+        "Bash(git status:*)",
+        "Bash(mkdir:*)",
+        "Bash(cp:*)",
+    ]);
+    // The session's folder itself made a repository (it was none).
+    let d = scratch("made-session");
+    std::fs::remove_dir_all(d.join(".git")).unwrap();
+    make_repository(&d);
+    let v = decide(&p, "git fetch", &d);
+    assert_ne!(v.decision, Decision::Allow, "{}", v.why);
+    assert!(v.why.contains("not its .git"), "{}", v.why);
+    // A package folder of a repository, made one of its own.
+    let d = scratch("made-package");
+    std::fs::create_dir_all(d.join(".git/objects")).unwrap();
+    std::fs::write(d.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::create_dir_all(d.join("pkg")).unwrap();
+    allowed(&p, &d.join("pkg"), &["git status"]);
+    make_repository(&d.join("pkg"));
+    not_allowed(&p, &d.join("pkg"), &["git fetch"]);
+    // Completed by an earlier part of the same command.
+    std::fs::create_dir_all(d.join("gd")).unwrap();
+    std::fs::write(d.join("gd/HEAD"), "ref: refs/heads/main\n").unwrap();
+    not_allowed(&p, &d, &["mkdir gd/objects gd/refs && cd gd && git fetch"]);
+    allowed(&p, &d, &["git status && git fetch"]);
+}
+
+#[test]
+fn paths_after_a_part_that_may_make_a_link_are_asked() {
+    let d = scratch("links-made");
+    std::fs::write(d.join("a.txt"), "x\n").unwrap();
+    let p = rules(&[
+        "Bash(cp:*)",
+        "Bash(sort:*)",
+        "Bash(cat:*)",
+        "Bash(mkdir:*)",
+        "Bash(ls:*)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "cp -P /usr/bin tc && sort -o tc/probe a.txt",
+            "cp -P a.txt k && cat k",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &["mkdir -p out && ls out", "cp a.txt b.txt && cat b.txt"],
+    );
+}
+
+#[test]
+fn a_cargo_folder_and_files_written_by_text_filters_stay_home() {
+    let d = scratch("cargo-folder");
+    std::fs::create_dir_all(d.join("cfg")).unwrap();
+    std::fs::write(d.join("a.txt"), "x\n").unwrap();
+    let outside = d.with_extension("outside");
+    let p = rules(&["Bash(mv:*)", "Bash(cp:*)", "Bash(uniq:*)", "Bash(xxd:*)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "mv cfg .cargo",
+            "cp -r cfg .cargo",
+            "cp a.txt sub/.CARGO/config.toml",
+            "cp a.txt .GIT/config",
+            &format!("uniq - {}", outside.display()),
+            "uniq a.txt rust-toolchain.toml",
+            &format!("xxd -r -p - {}", outside.display()),
+            "xxd -r -p a.txt .npmrc",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &["uniq a.txt b.txt", "xxd a.txt", "xxd -r -p a.txt b.bin"],
+    );
+}
+
+#[test]
+fn a_read_deny_covers_moving_the_file_away() {
+    let d = scratch("move-denied");
+    std::fs::write(d.join(".env"), "SECRET=1\n").unwrap();
+    let p = rules(&["Bash(mv:*)", "!Read(./.env)"]);
+    decided(&p, &d, Decision::Deny, &["mv .env notenv"]);
+}

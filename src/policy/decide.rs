@@ -157,16 +157,8 @@ impl Policy {
                 break;
             }
             if args::base(&part.words[0]) == "git" {
-                let own = super::gitdir::discover(&call.cwd);
-                if let Some(other) = folders
-                    .iter()
-                    .map(|f| super::gitdir::discover(f))
-                    .find(|g| *g != own)
-                {
-                    *refused = Some(format!(
-                        "git would use {}, not the session's own repository (its config may run programs)",
-                        other.map_or("no repository".into(), |g| g.display().to_string())
-                    ));
+                if let Some(why) = super::gitdir::not_own(&call.cwd, folders) {
+                    *refused = Some(why);
                     break;
                 }
             }
@@ -187,6 +179,33 @@ impl Policy {
                     });
                 }
                 _ => {}
+            }
+        }
+        // What an earlier part leaves behind: a repository it completed, a link it made
+        // (`cp -P LINK x && sort -o x/f`): what a later part names is then not what the
+        // policy resolved.
+        if refused.is_none() {
+            let (mut wrote, mut linked) = (false, false);
+            for (part, outcome, _) in &decided {
+                if outcome.is_some() {
+                    if wrote && args::base(&part.words[0]) == "git" {
+                        *refused = Some(format!(
+                            "`{}` runs after a part that writes, which may have made the repository git uses",
+                            shown(&part.words)
+                        ));
+                        break;
+                    }
+                    if linked && names_paths(&part.words) {
+                        *refused = Some(format!(
+                            "`{}` names paths after a part that may make a link they go through",
+                            shown(&part.words)
+                        ));
+                        break;
+                    }
+                }
+                let (w, l) = leaves(&part.words);
+                wrote |= w;
+                linked |= l;
             }
         }
         let first = decided.iter().find_map(|(_, v, _)| v.as_ref());
@@ -305,5 +324,44 @@ fn print_only_refused(rule: &Rule, part: &command::Part) -> Option<String> {
             Some("its rule is `sed -n` (print only), and this writes files (`-i`, `w`)".into())
         }
         _ => None,
+    }
+}
+
+/// What a part may leave behind for the parts after it: whether it writes or makes
+/// anything, and whether what it makes may be a link. A program no model reads may do
+/// both, but for the few that write nothing (`echo`) or make no link (`mkdir`).
+fn leaves(words: &[String]) -> (bool, bool) {
+    let base = args::base(&words[0]);
+    match args::read(words) {
+        args::Reading::Understood(e) => {
+            let writes = e
+                .paths
+                .iter()
+                .any(|(a, _)| matches!(a, args::Access::Write | args::Access::Remove));
+            // `cp` makes a link only with an option (`-P`, `-d`, `-a`, `-r`, `-s`); `mv`
+            // moves one as it is; `ln` and `tar -x` make them.
+            let links = writes
+                && match base {
+                    "cp" => words.iter().skip(1).any(|w| w.starts_with('-') && w != "-"),
+                    "mv" | "ln" | "tar" => true,
+                    _ => false,
+                };
+            (writes, links)
+        }
+        _ => match base {
+            "echo" | "printf" | "true" | "false" | "pwd" | "sleep" | "date" | "which"
+            | "whoami" | "cd" | "test" | "[" | ":" => (false, false),
+            "mkdir" | "touch" => (true, false),
+            _ => (true, true),
+        },
+    }
+}
+
+/// Whether a part names any path: one its model places or cannot place, or any word of a
+/// program no model reads.
+fn names_paths(words: &[String]) -> bool {
+    match args::read(words) {
+        args::Reading::Understood(e) => !e.paths.is_empty() || !e.unplaced.is_empty(),
+        _ => words.len() > 1,
     }
 }

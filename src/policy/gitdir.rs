@@ -37,6 +37,29 @@ pub fn discover(dir: &Path) -> Option<PathBuf> {
     None
 }
 
+/// Why git, run in any of `folders`, may not be allowed from a session in `session`: it
+/// would use another repository than the one it uses from the session's folder, or that
+/// one is a folder inside the session other than its `.git` (a bare repository the agent
+/// could have made there: `HEAD`, `config`, `objects` written by allowed commands).
+pub fn not_own(session: &Path, folders: &[PathBuf]) -> Option<String> {
+    let own = discover(session);
+    if let Some(other) = folders.iter().map(|f| discover(f)).find(|g| *g != own) {
+        return Some(format!(
+            "git would use {}, not the session's own repository (its config may run programs)",
+            other.map_or("no repository".into(), |g| g.display().to_string())
+        ));
+    }
+    match own {
+        Some(g) if g.starts_with(session) && !g.starts_with(session.join(".git")) => {
+            Some(format!(
+                "git would use {}, a repository inside the session's folder that is not its .git (allowed writes could have made it)",
+                g.display()
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// Whether git may take folder `d` itself for a repository.
 fn is_repository(d: &Path) -> bool {
     d.join("HEAD").is_file()

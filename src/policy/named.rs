@@ -283,6 +283,7 @@ const TOOL_CONFIG: &[&str] = &[
     ".python-version",
     ".node-version",
     ".nvmrc",
+    "uv.toml",
 ];
 
 /// Why a prefix rule may not allow writing `p` (resolved) from a session in `cwd`: outside
@@ -297,24 +298,37 @@ pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
     if rel.as_os_str().is_empty() {
         return Some("it writes the session's folder itself".into());
     }
-    if rel.components().any(|c| c.as_os_str() == ".git") {
+    // Names compared in either case: a file system that ignores case (macOS's) takes
+    // `.GIT/config` for `.git/config`.
+    let is =
+        |c: &std::ffi::OsStr, name: &str| c.to_str().is_some_and(|c| c.eq_ignore_ascii_case(name));
+    if rel.components().any(|c| is(c.as_os_str(), ".git")) {
         return Some(format!(
             "it writes {}, inside a .git folder (its config and hooks run programs)",
             p.display()
         ));
     }
-    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    // A `.cargo` folder, made whole (`mv cfg .cargo`) or written into: its config names
+    // the compiler cargo runs (`build.rustc`) for `cargo metadata` too.
+    if rel.components().any(|c| is(c.as_os_str(), ".cargo")) {
+        return Some(format!(
+            "it writes {}, a .cargo folder (its config names the programs cargo runs)",
+            p.display()
+        ));
+    }
+    let name = p
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let name = name.as_str();
     if SHELL_START.contains(&name) || rel.starts_with(".config/fish") {
         return Some(format!(
             "it writes {}, a file a shell runs when it starts",
             p.display()
         ));
     }
-    let in_cargo = p
-        .parent()
-        .and_then(Path::file_name)
-        .is_some_and(|d| d == ".cargo");
-    if TOOL_CONFIG.contains(&name) || (in_cargo && matches!(name, "config" | "config.toml")) {
+    if TOOL_CONFIG.contains(&name) {
         return Some(format!(
             "it writes {}, a file from which a tool picks the program it runs",
             p.display()
@@ -333,7 +347,11 @@ pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
     // .git/. x`, then `tee -a x/config`, then `cd x && git status`).
     let mut at = p.parent();
     while let Some(d) = at.filter(|d| d.starts_with(cwd)) {
-        if d.join("HEAD").is_file() && d.join("objects").is_dir() {
+        if d.join("HEAD").is_file()
+            && ["objects", "refs", "commondir"]
+                .iter()
+                .any(|n| d.join(n).exists())
+        {
             return Some(format!(
                 "it writes {}, inside {}, which git takes for a repository's own folder",
                 p.display(),
@@ -369,7 +387,9 @@ impl Rule {
                 Access::Read => reads && globs.covers(p, &call.cwd, true),
                 _ if tree => searches && globs.covers(p, &call.cwd, true),
                 Access::Write => edits && globs.covers(p, &call.cwd, true),
-                _ => removes && globs.covers(p, &call.cwd, true),
+                // A file moved away can be read under its new name (`mv .env x && cat x`):
+                // a read rule covers moving or removing it too.
+                _ => (removes || reads) && globs.covers(p, &call.cwd, true),
             };
             if hit {
                 return Some(self.decision);

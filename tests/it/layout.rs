@@ -27,7 +27,7 @@ const KNOWN_CYCLES: &[&str] = &[
     "policy <-> policy::file <-> policy::file::rules <-> policy::guard <-> policy::named \
      <-> policy::path <-> policy::remember",
     "policy::args <-> policy::args::build <-> policy::args::files <-> policy::args::git \
-     <-> policy::args::script <-> policy::args::search <-> policy::args::tools",
+     <-> policy::args::script <-> policy::args::search <-> policy::args::text <-> policy::args::tools",
     "policy::shell <-> policy::shell::words",
     "policy::wrappers <-> policy::wrappers::options <-> policy::wrappers::special \
      <-> policy::wrappers::table",

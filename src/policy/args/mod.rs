@@ -23,6 +23,7 @@ mod git;
 mod git_options;
 mod script;
 mod search;
+mod text;
 mod tools;
 
 /// How a path named in a command is used.
@@ -90,6 +91,8 @@ const MODELS: &[(&str, Model)] = &[
     ("tee", files::tee),
     ("rm", files::rm),
     ("sort", files::sort),
+    ("uniq", text::uniq),
+    ("xxd", text::xxd),
     ("tar", files::tar),
     ("grep", search::grep),
     ("egrep", search::grep),

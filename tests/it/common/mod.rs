@@ -376,6 +376,11 @@ pub fn collect_stderr(
 /// thread of the bridge (the one that spawns it is a runtime worker, not the main thread).
 #[allow(dead_code)]
 pub fn agent_pid_of(bridge: u32) -> Option<u32> {
+    // The wall's probe (the bridge's binary run once with `--version` as the agent, at
+    // start) is a child too, for a moment: not the agent.
+    let probe = |pid: &u32| {
+        std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.ends_with(b"--version\0"))
+    };
     std::fs::read_dir(format!("/proc/{bridge}/task"))
         .into_iter()
         .flatten()
@@ -383,8 +388,8 @@ pub fn agent_pid_of(bridge: u32) -> Option<u32> {
         .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
         .collect::<String>()
         .split_whitespace()
-        .next()
-        .and_then(|p| p.parse().ok())
+        .filter_map(|p| p.parse().ok())
+        .find(|p| !probe(p))
 }
 
 /// Waits until the bridge has started its agent; returns the agent's pid.
@@ -400,6 +405,22 @@ pub async fn wait_agent(bridge: u32) -> u32 {
     })
     .await
     .expect("the agent did not start")
+}
+
+/// Asserts that process `pid` runs inside the wall around the agent: the kernel shows it in
+/// another user and mount namespace than this test's.
+#[allow(dead_code)]
+pub fn assert_walled(pid: u32) {
+    for ns in ["user", "mnt"] {
+        let of =
+            |p: &str| std::fs::read_link(format!("/proc/{p}/ns/{ns}")).map_err(|e| e.to_string());
+        let (agent, ours) = (of(&pid.to_string()), of("self"));
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        assert!(
+            agent.is_ok() && agent != ours,
+            "the agent {pid} is not walled in: its {ns} namespace is {agent:?}, ours {ours:?}\n{status}"
+        );
+    }
 }
 
 pub fn rss_kib(pid: u32) -> u64 {

@@ -268,6 +268,14 @@ impl Rig {
     /// session id.
     pub async fn open(&mut self, client_caps: Value) -> String {
         self.bridge.initialize(client_caps).await;
+        // The agent answered: it runs inside the wall (docs/SECURITY.md, "The agent
+        // itself"), in user and mount namespaces of its own, as every agent does by default.
+        // Looked for again now that it answered (a child seen at start may have been the
+        // wall's probe).
+        self.agent = super::agent_pid_of(self.bridge.pid()).or(self.agent);
+        if let Some(pid) = self.agent {
+            super::assert_walled(pid);
+        }
         let params = json!({"cwd": self.cwd, "mcpServers": []});
         let r = self.bridge.call(1, "session/new", params).await;
         let session = r["result"]["sessionId"].as_str();

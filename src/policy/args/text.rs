@@ -1,0 +1,104 @@
+//! Models of text filters that write a file named by an operand (docs/POLICY.md,
+//! "Programs read by their arguments"): `uniq [INPUT [OUTPUT]]` and `xxd [INFILE
+//! [OUTFILE]]` write their second operand (`echo … | xxd -r -p - ~/.gitconfig` wrote a
+//! `core.fsmonitor`).
+
+use super::{options, paths, stop, Access, Effects, Stop};
+
+const UNIQ: &[&str] = &[
+    "-c|--count",
+    "-d|--repeated",
+    "-D",
+    "--all-repeated?",
+    "-f|--skip-fields=",
+    "--group?",
+    "-i|--ignore-case",
+    "-s|--skip-chars=",
+    "-u|--unique",
+    "-z|--zero-terminated",
+    "-w|--check-chars=",
+];
+
+/// `uniq`: its input read, its output (the second operand) written.
+pub(super) fn uniq(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let (_, ops) = options(w, 1, UNIQ, true, e)?;
+    in_out(w, &ops, e)
+}
+
+/// xxd's options (one dash, whole words), and whether each takes a value.
+const XXD: &[(&str, bool)] = &[
+    ("-a", false),
+    ("-autoskip", false),
+    ("-b", false),
+    ("-bits", false),
+    ("-C", false),
+    ("-capitalize", false),
+    ("-c", true),
+    ("-cols", true),
+    ("-E", false),
+    ("-EBCDIC", false),
+    ("-e", false),
+    ("-g", true),
+    ("-groupsize", true),
+    ("-i", false),
+    ("-include", false),
+    ("-l", true),
+    ("-len", true),
+    ("-n", true),
+    ("-name", true),
+    ("-o", true),
+    ("-offset", true),
+    ("-p", false),
+    ("-ps", false),
+    ("-postscript", false),
+    ("-plain", false),
+    ("-r", false),
+    ("-revert", false),
+    ("-d", false),
+    ("-s", true),
+    ("-seek", true),
+    ("-u", false),
+];
+
+/// `xxd`: its options as whole words (a value in the next word), then its input read and
+/// its output (the second operand) written.
+pub(super) fn xxd(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let mut ops = Vec::new();
+    let mut i = 1;
+    while i < w.len() {
+        let word = w[i].as_str();
+        if word == "-" || !word.starts_with('-') || !ops.is_empty() {
+            ops.push(i);
+            i += 1;
+            continue;
+        }
+        match XXD.iter().find(|(name, _)| *name == word) {
+            Some((_, true)) if i + 1 < w.len() => i += 2,
+            Some((_, false)) => i += 1,
+            _ => return Err(stop(i, "an xxd option that is not known")),
+        }
+    }
+    in_out(w, &ops, e)
+}
+
+/// At most two operands: the first read (`-`: standard input), the second written.
+fn in_out(w: &[String], ops: &[usize], e: &mut Effects) -> Result<(), Stop> {
+    match ops {
+        [] => {}
+        [input] => read(w, *input, e),
+        [input, output] => {
+            read(w, *input, e);
+            if w[*output] != "-" {
+                paths(w, &[*output], Access::Write, e);
+            }
+        }
+        [_, _, extra, ..] => return Err(stop(*extra, "a third operand")),
+    }
+    Ok(())
+}
+
+fn read(w: &[String], at: usize, e: &mut Effects) {
+    if w[at] != "-" {
+        paths(w, &[at], Access::Read, e);
+    }
+}
