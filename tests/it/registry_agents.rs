@@ -265,6 +265,9 @@ async fn tiny_agent_gets_its_answer(mut b: Bridge) {
         init["result"]["agentInfo"]["name"], "tiny-acp-agent",
         "{init}"
     );
+    // Started by npx or uvx, inside the wall like every agent.
+    let agent = crate::common::agent_pid_of(b.pid()).expect("the agent runs");
+    crate::common::assert_walled(agent);
     let sid = b.new_session(1).await;
     b.prompt(2, &sid, "go").await;
     let (ask, _) = b
