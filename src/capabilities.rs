@@ -167,9 +167,43 @@ pub fn advertise_elicitation(line: &str) -> Option<String> {
     )
 }
 
+/// The client's `initialize` request with its file and terminal capabilities taken off
+/// (`fs.readTextFile`, `fs.writeTextFile` and `terminal` false), for an agent inside the
+/// wall (docs/SECURITY.md, "The agent itself"): what a client reads, writes or runs for the
+/// agent, it does outside the wall.
+pub fn withhold_client_tools(line: &str) -> Option<String> {
+    let caps = capabilities_key_in(line, "params", V1_CLIENT);
+    let no = Value::Bool(false);
+    let line = merge(line, &["params", caps], "terminal", &no, Existing::Replace)?;
+    let line = merge(
+        &line,
+        &["params", caps, "fs"],
+        "readTextFile",
+        &no,
+        Existing::Replace,
+    )?;
+    merge(
+        &line,
+        &["params", caps, "fs"],
+        "writeTextFile",
+        &no,
+        Existing::Replace,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_agent_inside_the_wall_is_offered_no_client_files_or_terminals() {
+        let line = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},"terminal":true,"x":1}}}"#;
+        let v: Value = serde_json::from_str(&withhold_client_tools(line).unwrap()).unwrap();
+        assert_eq!(
+            v["params"]["clientCapabilities"],
+            json!({"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false,"x":1})
+        );
+    }
 
     #[test]
     fn merge_creates_the_path_and_keeps_everything_else() {

@@ -111,8 +111,12 @@ pub fn spawn(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
+    if launcher.is_some() {
+        own_session(&mut cmd);
+    } else {
+        cmd.process_group(0);
+    }
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
@@ -143,6 +147,22 @@ fn startable(program: &str) -> std::io::Result<()> {
         Err(e) => Err(e),
         Ok(_) if crate::agents::is_executable(&path) => Ok(()),
         Ok(_) => Err(Error::from(ErrorKind::PermissionDenied)),
+    }
+}
+
+/// Starts the agent in a session of its own (its group's id its pid, as with a group of its
+/// own), with no controlling terminal: inside the wall nothing it runs can open the
+/// bridge's terminal and type into the user's shell (`TIOCSTI` works on a controlling
+/// terminal only, without a capability).
+#[allow(unsafe_code)]
+fn own_session(cmd: &mut Command) {
+    // SAFETY: the closure runs in the forked child before exec: `setsid` is one system
+    // call, and nothing here allocates or takes a lock.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid()?;
+            Ok(())
+        });
     }
 }
 

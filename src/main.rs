@@ -100,6 +100,16 @@ fn wall_for(
     }
     let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
     if let Err(why) = wall::probe(&exe) {
+        // Out of namespaces or memory is not a kernel that cannot: something (the agent of
+        // another bridge?) used them up, and the agent must not run without its wall.
+        if ["ENOSPC", "EAGAIN", "ENOMEM", "EUSERS"]
+            .iter()
+            .any(|e| why.contains(e))
+        {
+            return Err(format!(
+                "cannot build the wall around the agent: {why} (the user's namespaces are used up; end what holds them, or run with --sandbox off)"
+            ));
+        }
         tracing::warn!("the agent runs without the wall around it (--sandbox own-files): {why}");
         return Ok((None, wall::State::new(args.sandbox, Some(why))));
     }
@@ -113,6 +123,16 @@ fn wall_for(
         .or_else(|| home.as_ref().map(|h| h.join(".local/state")))
         .map(|d| d.join("acp-question-bridge"));
     let runtime = var("XDG_RUNTIME_DIR").map(|d| d.join("acp-question-bridge"));
+    // Every place a bridge or an inbox of this user may keep its registry or state, whatever
+    // this bridge's own environment picks.
+    let uid = rustix::process::getuid().as_raw();
+    let defaults = [
+        home.as_ref()
+            .map(|h| h.join(".local/state/acp-question-bridge")),
+        Some(std::path::PathBuf::from(format!("/run/user/{uid}")))
+            .filter(|d| d.is_dir())
+            .map(|d| d.join("acp-question-bridge")),
+    ];
     let cwd = args.cwd.clone().or_else(|| std::env::current_dir().ok());
     let workspace = args.sandbox == wall::Mode::Workspace;
     let (deny_read, deny_edit) = if workspace {
@@ -133,6 +153,7 @@ fn wall_for(
         cwd,
         state: [Some(inbox::roster::dir()), state, runtime]
             .into_iter()
+            .chain(defaults)
             .flatten()
             .collect(),
         secrets: [
@@ -347,6 +368,16 @@ fn main() -> ExitCode {
     if let Err(e) = acp_question_bridge::inbox::nats::check_prefix(&args.nats_prefix) {
         return fail(2, &e);
     }
+    // Any process of the user's (the agent's too) reads a command line; NATS takes answers.
+    if let Some(url) = &args.nats {
+        let authority = url.split("://").nth(1).unwrap_or(url).split('/').next();
+        if authority.is_some_and(|a| a.contains('@')) {
+            return fail(
+                2,
+                "--nats: give the credentials with --nats-creds FILE, not in the URL (every process of yours, the agent's too, can read a command line)",
+            );
+        }
+    }
     let agent_name = acp_question_bridge::child::agent_name(
         &args.agent.iter().map(String::as_str).collect::<Vec<_>>(),
     );
@@ -386,6 +417,21 @@ fn main() -> ExitCode {
         Ok(w) => w,
         Err(e) => return fail(1, &e),
     };
+    let walled = wall.is_some();
+    if walled {
+        // The bridge reads its files by the paths the wall keeps, links resolved once: a
+        // link on the way (a dotfiles manager's) the agent replaced is never followed.
+        if let Some(real) =
+            acp_question_bridge::policy::file::config_dir().and_then(|c| c.canonicalize().ok())
+        {
+            acp_question_bridge::policy::file::fix_config_dir(real);
+        }
+        for p in &mut args.policy {
+            if let Ok(real) = p.canonicalize() {
+                *p = real;
+            }
+        }
+    }
     let config = bridge::Config {
         wall,
         wall_state,
@@ -427,6 +473,7 @@ fn main() -> ExitCode {
             }),
             agent: agent_name,
             cwd: args.cwd.clone().or_else(|| std::env::current_dir().ok()),
+            walled,
             ..RouterConfig::default()
         },
     };

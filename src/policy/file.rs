@@ -23,9 +23,22 @@ use super::{Decision, Policy, Rule, Tier};
 mod rules;
 pub use rules::{parse_rules, read_rules};
 
+/// The config folder this process reads, once fixed ([`fix_config_dir`]).
+static FIXED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Fixes the user's config folder this process reads to `dir` (the path the wall around the
+/// agent keeps read-only, its links resolved): a link on the way there, which the agent may
+/// replace, is then never followed again. Once per process; later calls change nothing.
+pub fn fix_config_dir(dir: PathBuf) {
+    let _ = FIXED.set(dir);
+}
+
 /// The user's config folder: `$XDG_CONFIG_HOME/acp-question-bridge`, else
-/// `~/.config/acp-question-bridge`.
+/// `~/.config/acp-question-bridge` (or the one fixed by [`fix_config_dir`]).
 pub fn config_dir() -> Option<PathBuf> {
+    if let Some(d) = FIXED.get() {
+        return Some(d.clone());
+    }
     let var = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())

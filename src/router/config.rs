@@ -58,6 +58,10 @@ pub struct RouterConfig {
     /// `--linger` (a holder): a client may leave and another attach; what the agent sends
     /// meanwhile is kept for it ([`super::stores::held`]).
     pub linger: bool,
+    /// The agent runs inside the wall (`--sandbox`): it is offered no client files or
+    /// terminals, and its `fs/*` and `terminal/*` requests are refused (what the client
+    /// does for it runs outside the wall).
+    pub walled: bool,
 }
 pub use crate::policy::desk::PolicyFiles;
 
@@ -81,6 +85,7 @@ impl Default for RouterConfig {
             cwd: None,
             id_prefix: crate::jsonrpc::bridge_id_prefix(),
             linger: false,
+            walled: false,
         }
     }
 }

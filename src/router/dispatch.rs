@@ -261,6 +261,11 @@ pub(super) fn notification(from: Side, method: &[u8], line: &[u8]) -> Option<Not
 }
 
 impl Router {
+    /// Whether the agent runs inside the wall ([`super::RouterConfig::walled`]).
+    pub(in crate::router) fn walled(&self) -> bool {
+        self.cfg.walled
+    }
+
     /// The one route of a valid message: a request or notification to its handler (or
     /// tracked and forwarded), a response to the question it answers (or matched with its
     /// request and forwarded).
@@ -285,6 +290,20 @@ impl Router {
                     line,
                     now,
                 };
+                if from == Side::Agent
+                    && self.walled()
+                    && (method.starts_with("fs/") || method.starts_with("terminal/"))
+                {
+                    // What the client would do for it, it does outside the wall.
+                    return super::lifecycle::refuse(
+                        &req.id,
+                        crate::jsonrpc::code::METHOD_NOT_FOUND,
+                        format!(
+                            "{method}: the agent runs inside the wall (--sandbox), and the client's files and terminals are outside it"
+                        ),
+                        out,
+                    );
+                }
                 match request(from, method.as_bytes()).and_then(|r| r.arrives) {
                     Some(arrives) => arrives(self, req, out),
                     None => self.pass(from, req, line.clone(), out),

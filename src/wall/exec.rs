@@ -4,7 +4,7 @@
 //!
 //! The order matters:
 //! 1. a user and a mount namespace, the caller's ids mapped to themselves, no mount event
-//!    shared with the rest of the system;
+//!    shared with the rest of the system, at most [`NESTED_NAMESPACES`] more made inside;
 //! 2. every folder above a walled path (`/` aside) bound onto itself, shallowest first, so
 //!    that no rename moves one (a mount point cannot be renamed or removed), then each
 //!    path of the plan: read-only, or hidden behind an empty read-only folder or
@@ -25,6 +25,9 @@ use nix::sched::{unshare, CloneFlags};
 use nix::sys::statvfs::{statvfs, FsFlags};
 
 use super::Plan;
+
+/// How many user (and mount) namespaces everything inside the wall may make.
+const NESTED_NAMESPACES: u32 = 64;
 
 /// What the launcher does at one path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -93,6 +96,14 @@ fn build(plan: &Plan) -> Result<(), String> {
     write("/proc/self/setgroups", "deny".into())?;
     write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
     write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))?;
+    // Namespaces are counted per user up to the top: everything inside may make a few (a
+    // sandbox of the agent's own), never so many that the next bridge cannot make its wall.
+    for limit in ["user/max_user_namespaces", "user/max_mnt_namespaces"] {
+        write(
+            &format!("/proc/sys/{limit}"),
+            format!("{NESTED_NAMESPACES}\n"),
+        )?;
+    }
     mount(
         None::<&str>,
         "/",

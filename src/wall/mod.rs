@@ -111,6 +111,17 @@ impl Files {
             plan.hidden.push(made_folder(d)?);
         }
         for f in &self.secrets {
+            // A file with another name, or a link, would leave the secret readable there
+            // (a hard link made before the wall; a link to where it would be made).
+            if let Ok(m) = std::fs::symlink_metadata(f) {
+                use std::os::unix::fs::MetadataExt as _;
+                if m.file_type().is_symlink() || m.nlink() > 1 {
+                    return Err(format!(
+                        "{} is a link, or has other names (hard links), where the agent could read it",
+                        f.display()
+                    ));
+                }
+            }
             if !f.exists() {
                 crate::private_file::write(f, b"")
                     .map_err(|e| format!("cannot make {}: {e}", f.display()))?;

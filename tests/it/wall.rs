@@ -73,6 +73,17 @@ echo "answer $answered" >> "$D/report"
 touch "$D/done"
 "#;
 
+/// Waits until the agent's script made `done` (its last step).
+async fn until_made(done: &Path, b: &Bridge) {
+    tokio::time::timeout(Duration::from_secs(120), async {
+        while !done.exists() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the agent's script did not finish:\n{}", b.stderr()));
+}
+
 fn setup(name: &str) -> Setup {
     let dir = temp_dir(name);
     let s = Setup {
@@ -165,14 +176,7 @@ async fn attack(mode: &str) -> (Setup, Vec<(String, bool)>, Option<String>, Stri
     assert_eq!(list.len(), 1, "{list:?}");
     let qid = list[0]["questionId"].as_str().unwrap().to_owned();
     std::fs::write(s.dir.join("go"), format!("{sid} {qid} {base}\n")).unwrap();
-    let done = s.dir.join("done");
-    tokio::time::timeout(Duration::from_secs(120), async {
-        while !done.exists() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("the attacker did not finish:\n{}", b.stderr()));
+    until_made(&s.dir.join("done"), &b).await;
     let report: Vec<(String, bool)> = std::fs::read_to_string(s.dir.join("report"))
         .unwrap()
         .lines()
@@ -368,14 +372,7 @@ touch "$D/done""#,
     let mut b = Bridge::from_command(cmd);
     b.initialize(json!({})).await;
     // The script writes where it may: the session's folder.
-    let done = project.join("done");
-    tokio::time::timeout(Duration::from_secs(120), async {
-        while !done.exists() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("the script did not finish:\n{}", b.stderr()));
+    until_made(&project.join("done"), &b).await;
     let report = std::fs::read_to_string(project.join("report")).unwrap();
     let wrong: Vec<&str> = report
         .lines()
@@ -387,5 +384,179 @@ touch "$D/done""#,
     b.close_stdin();
     b.drain().await;
     assert_eq!(b.wait().await, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a client reads, writes or runs for the agent, it does outside the wall: an agent
+/// inside is offered no client files or terminals, and its `fs/read_text_file` of the
+/// bridge's token file never reaches the client; it gets an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inside_the_wall_the_client_reads_and_runs_nothing_for_the_agent() {
+    let dir = temp_dir("wall-client-tools");
+    let token_file = dir.join("token");
+    let mut b = Bridge::mock(&[
+        "--control",
+        "127.0.0.1:0",
+        "--control-token-file",
+        &token_file.display().to_string(),
+    ]);
+    b.record();
+    b.initialize(json!({"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true}))
+        .await;
+    let sid = b.new_session(1).await;
+    b.prompt(2, &sid, &format!("fs-read {}", token_file.display()))
+        .await;
+    let (m, _) = b
+        .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("fs-read:")))
+        .await;
+    let said = chunk_text(&m).unwrap_or_default().to_owned();
+    assert!(
+        said.starts_with("fs-read: error") && said.contains("inside the wall"),
+        "{said}"
+    );
+    let (done, _) = b.response(json!(2)).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    b.close_stdin();
+    b.drain().await;
+    assert!(
+        !b.transcript()
+            .iter()
+            .any(|(_, l)| l.contains(r#""method":"fs/read_text_file""#)),
+        "the request reached the client"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs `script` as the agent of a bridge on a terminal of its own (`script`, as an editor
+/// in a terminal would start it), with `--sandbox MODE`, until it writes `DIR/done`;
+/// returns what it wrote to `DIR/report`.
+fn on_a_terminal(mode: &str, dir: &Path, script: &str) -> String {
+    std::fs::write(dir.join("agent.sh"), script).unwrap();
+    let bridge = format!(
+        "{BRIDGE} --no-control --sandbox {mode} -- bash {}/agent.sh {}",
+        dir.display(),
+        dir.display()
+    );
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &bridge, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("script runs");
+    let done = dir.join("done");
+    let started = std::time::Instant::now();
+    while !done.exists() && started.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    std::fs::read_to_string(dir.join("report")).unwrap_or_default()
+}
+
+/// The agent gets a session of its own: no controlling terminal to type into the user's
+/// shell with (`TIOCSTI`), and at most a few namespaces to make (so it cannot use up the
+/// user's and make the next bridge's wall fail). Without the wall it has the terminal.
+#[test]
+fn inside_the_wall_the_agent_has_no_terminal_and_few_namespaces_to_make() {
+    let script = r#"D="$1"
+if (exec 3</dev/tty) 2>/dev/null; then echo "tty yes" >> "$D/report"; else echo "tty no" >> "$D/report"; fi
+echo "namespaces $(cat /proc/sys/user/max_user_namespaces)" >> "$D/report"
+touch "$D/done"
+sleep 60
+"#;
+    let dir = temp_dir("wall-tty");
+    let walled = on_a_terminal("own-files", &dir, script);
+    assert!(walled.contains("tty no"), "{walled}");
+    assert!(walled.contains("namespaces 64"), "{walled}");
+    let dir = temp_dir("wall-tty-off");
+    let off = on_a_terminal("off", &dir, script);
+    assert!(
+        off.contains("tty yes"),
+        "the test's terminal is the agent's without the wall: {off}"
+    );
+}
+
+/// A secret file with another name (a hard link made before the wall) would stay readable
+/// there: the bridge refuses to start its agent rather than wall half of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_file_with_another_name_is_refused() {
+    let dir = temp_dir("wall-linked-secret");
+    let token = dir.join("token");
+    std::fs::write(&token, "").unwrap();
+    std::fs::hard_link(&token, dir.join("planted")).unwrap();
+    let (code, _, err) = crate::common::run_bridge(&[
+        "--control-token-file",
+        &token.display().to_string(),
+        "--",
+        MOCK,
+    ])
+    .await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("other names"), "{err}");
+    // NATS credentials in a command line any process of the user reads: refused.
+    let (code, _, err) =
+        crate::common::run_bridge(&["--nats", "nats://user:secret@127.0.0.1:4222", "--", MOCK])
+            .await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--nats-creds"), "{err}");
+}
+
+/// The config folder reached through a link (a dotfiles manager's): the agent replaces the
+/// link with a folder of its own, with a policy of its own; the bridge goes on reading the
+/// folder the wall keeps, as `bridge.status` shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_to_the_config_folder_replaced_by_the_agent_is_never_followed() {
+    let dir = temp_dir("wall-config-link");
+    let (home, real) = (dir.join("config"), dir.join("dotfiles/acpqb"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&real).unwrap();
+    std::fs::write(
+        real.join("policy.toml"),
+        "[[rule]]\nid = \"real\"\ndecision = \"deny\"\nclaude = \"Bash(rm:*)\"\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&real, home.join("acp-question-bridge")).unwrap();
+    let script = format!(
+        r#"C={c}/acp-question-bridge
+rm "$C" && mkdir "$C" && printf '[[rule]]\nid = "evil1"\ndecision = "allow"\nclaude = "Bash(sh:*)"\n\n[[rule]]\nid = "evil2"\ndecision = "allow"\nclaude = "Bash(rm:*)"\n' > "$C/policy.toml" && touch {d}/swapped
+touch {d}/done"#,
+        c = home.display(),
+        d = dir.display()
+    );
+    std::fs::write(dir.join("agent.sh"), script).unwrap();
+    let mut cmd = tokio::process::Command::new(BRIDGE);
+    cmd.args([
+        "--control",
+        "127.0.0.1:0",
+        "--",
+        "bash",
+        "-c",
+        &format!("bash {}/agent.sh & exec {MOCK}", dir.display()),
+    ])
+    .env("XDG_CONFIG_HOME", &home)
+    .env("RUST_LOG", "info");
+    let mut b = Bridge::from_command(cmd);
+    let (base, token) = control_of(&b).await;
+    b.initialize(json!({})).await;
+    until_made(&dir.join("done"), &b).await;
+    // The link is in a folder the agent may write: the swap itself works.
+    assert!(dir.join("swapped").exists());
+    let status = call(&http(&base, &token), "bridge.status", json!({}))
+        .await
+        .unwrap();
+    let files = status["policy"]["files"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let real_file = real.canonicalize().unwrap().join("policy.toml");
+    assert!(
+        files.len() == 1
+            && files[0]["file"] == real_file.display().to_string()
+            && files[0]["rules"] == 1,
+        "{status}"
+    );
+    b.close_stdin();
+    b.drain().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -31,6 +31,9 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
         return;
     }
     let mut line = rewrite(req.line.clone(), capabilities::merge_initialize_request);
+    if r.walled() {
+        line = rewrite(line, capabilities::withhold_client_tools);
+    }
     if r.client_view().translates_agent_elicitations() {
         line = rewrite(line, capabilities::advertise_elicitation);
     }
