@@ -683,3 +683,56 @@ fn a_read_deny_covers_moving_the_file_away() {
     let p = rules(&["Bash(mv:*)", "!Read(./.env)"]);
     decided(&p, &d, Decision::Deny, &["mv .env notenv"]);
 }
+
+#[test]
+fn a_cd_goes_where_bash_goes_and_the_agents_folder_is_the_sessions() {
+    let d = scratch("cd-logical");
+    std::fs::create_dir_all(d.join("usr/lib")).unwrap();
+    std::fs::create_dir_all(d.join("evil")).unwrap();
+    std::fs::write(d.join("a.txt"), "x\n").unwrap();
+    std::os::unix::fs::symlink("../usr/lib", d.join("evil/l")).unwrap();
+    std::os::unix::fs::symlink(std::env::temp_dir(), d.join("evil/k")).unwrap();
+    let p = rules(&["Bash(sort:*)", "Bash(ls:*)", "Bash(git status:*)"]);
+    // bash's `cd evil/l/..` lands in `evil` (it takes `..` off the written path), where
+    // `k` leads out of the session: not the folder the link's target would give.
+    not_allowed(&p, &d, &["cd evil/l/.. && sort -o k/pwn a.txt"]);
+    allowed(&p, &d, &["cd usr/.. && ls", "cd src && ls"]);
+    // Codex's `workdir`: a command the agent runs in another folder is not plain.
+    let call = |cwd: &str| {
+        Call::from_tool_call(
+            &serde_json::json!({"kind": "execute", "title": "git status",
+                "rawInput": {"command": ["git", "status"], "cwd": cwd}}),
+            "codex-acp",
+            &d,
+        )
+    };
+    assert_eq!(
+        p.decide(&call(&d.display().to_string())).decision,
+        Decision::Allow
+    );
+    let v = p.decide(&call(&d.join("evil").display().to_string()));
+    assert_ne!(v.decision, Decision::Allow, "{}", v.why);
+    assert!(v.why.contains("not the session's folder"), "{}", v.why);
+}
+
+#[test]
+fn folders_and_files_made_by_mkdir_touch_and_tree_stay_home() {
+    let d = scratch("made-files");
+    std::fs::create_dir_all(d.join("d")).unwrap();
+    let outside = d.with_extension("outside");
+    let p = rules(&["Bash(mkdir:*)", "Bash(touch:*)", "Bash(tree:*)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            &format!("mkdir -p {}/.cargo", outside.display()),
+            "mkdir .cargo",
+            "mkdir -p sub/.git/hooks",
+            &format!("touch {}/.hushlogin", outside.display()),
+            "touch rust-toolchain.toml",
+            &format!("tree -i -N -o {}/.profile d", outside.display()),
+            "tree --fromfile list",
+        ],
+    );
+    allowed(&p, &d, &["mkdir -p build/out", "touch notes.txt", "tree d"]);
+}

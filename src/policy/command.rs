@@ -46,6 +46,8 @@ pub struct Command {
     pub unclear: Option<String>,
     /// As the agent wrote it (an argv: its words quoted), for messages.
     source: String,
+    /// The folder the agent says it runs in (`rawInput.cwd`, `workdir`), when it says one.
+    pub runs_in: Option<std::path::PathBuf>,
 }
 
 impl Command {
@@ -71,6 +73,7 @@ impl Command {
                     by_part,
                     unclear: self.unclear.clone().or(seen.unclear),
                     source: self.source.clone(),
+                    runs_in: self.runs_in.clone(),
                 }
             }
             Err(why) => Command {
@@ -78,6 +81,14 @@ impl Command {
                 ..self.clone()
             },
         })
+    }
+
+    /// The same command, not plain because of `why` (deny and ask rules still see it).
+    pub fn not_plain(self, why: String) -> Command {
+        Command {
+            plain: Err(why),
+            ..self
+        }
     }
 
     /// Why no rule can allow it, if none can.
@@ -149,6 +160,16 @@ fn quote(word: &str) -> String {
 
 /// The command of a tool call's `rawInput`, if it has one.
 pub fn from_raw_input(raw: &Value) -> Option<Command> {
+    let mut read = command_of(raw)?;
+    read.runs_in = ["cwd", "workdir"]
+        .iter()
+        .find_map(|k| raw[k].as_str())
+        .map(std::path::PathBuf::from);
+    Some(read)
+}
+
+/// The command of a tool call's `rawInput`, read.
+fn command_of(raw: &Value) -> Option<Command> {
     let cmd = raw
         .get("command")
         .or_else(|| raw.get("cmd"))
@@ -182,6 +203,7 @@ fn unreadable(why: &str, source: String) -> Command {
         by_part: Vec::new(),
         unclear: Some(why.into()),
         source,
+        runs_in: None,
     }
 }
 
@@ -228,6 +250,7 @@ pub fn from_argv(words: Vec<String>) -> Command {
         seen: seen.commands,
         unclear: seen.unclear,
         source,
+        runs_in: None,
     }
 }
 
@@ -261,6 +284,7 @@ pub fn read(line: &str, depth: usize) -> Command {
             by_part: Vec::new(),
             unclear: Some(why),
             source,
+            runs_in: None,
         };
     }
     let Some(tree) = shell::parse(line) else {
@@ -300,6 +324,7 @@ pub fn read(line: &str, depth: usize) -> Command {
         by_part,
         unclear: seen.unclear,
         source,
+        runs_in: None,
     }
 }
 

@@ -30,6 +30,19 @@ impl Policy {
             },
         );
         let cmd = expanded.as_ref().unwrap_or(cmd);
+        // The folder the agent says it runs the command in (Codex's `workdir`): only the
+        // session's own is decided as such; elsewhere the command is not plain.
+        let elsewhere;
+        let cmd = match &cmd.runs_in {
+            Some(d) if path::resolve(d, &call.cwd).map(|r| r.path).as_ref() != Some(&call.cwd) => {
+                elsewhere = cmd.clone().not_plain(format!(
+                    "it runs in {}, not the session's folder",
+                    escape_words(&[d.display().to_string()])
+                ));
+                &elsewhere
+            }
+            _ => cmd,
+        };
         let shown = escape_words;
         let verdict = |d: Decision, r: &Rule, tier: &str, words: &[String]| Verdict {
             decision: d,

@@ -239,6 +239,21 @@ pub fn cd_inside(words: &[String], folders: &[PathBuf], session: &Path) -> Optio
         if !r.is_dir || !r.path.starts_with(session) {
             return None;
         }
+        // bash's `cd` takes `..` off the written path first (`cd l/..` with `l` a link
+        // stays here): a move that lands elsewhere so is not this one.
+        let mut logical = PathBuf::new();
+        for c in f.join(dir).components() {
+            match c {
+                std::path::Component::ParentDir => {
+                    logical.pop();
+                }
+                std::path::Component::CurDir => {}
+                other => logical.push(other),
+            }
+        }
+        if logical.canonicalize().ok()? != r.path {
+            return None;
+        }
         to.push(r.path);
     }
     Some(to)

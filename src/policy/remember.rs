@@ -260,6 +260,8 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
     ("yarn", NPM_FLAGS),
     ("bun", NPM_FLAGS),
     ("docker", &["-H", "--host", "--context", "--config"]),
+    // `tree -o FILE` writes FILE (`-o ~/.profile`), `--fromfile` reads a list of names.
+    ("tree", &["-o", "--fromfile"]),
     ("podman", &["-H", "--host", "--url", "--connection"]),
     (
         "kubectl",

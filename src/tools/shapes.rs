@@ -306,7 +306,8 @@ pub fn for_text(text: &str, sid: &str, n: u64) -> Option<Shape> {
             approval(
                 rest.to_owned(),
                 "execute",
-                json!({"command": argv, "cwd": "/tmp", "reason": "to check"}),
+                // Codex's `workdir`: where the agent runs (its own folder, here).
+                json!({"command": argv, "cwd": std::env::current_dir().unwrap_or_default(), "reason": "to check"}),
                 json!([]),
             )
         }

@@ -40,6 +40,8 @@ paths = ["src/**"]
 /// in `cwd`; returns it with the session id.
 async fn bridge_in(args: &[&str], config: &Path, cwd: &Path) -> (Bridge, String) {
     let mut argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    // The agent runs in the session's folder, as codex-acp does (its `workdir`).
+    argv.extend(["--cwd".into(), cwd.display().to_string()]);
     argv.extend(["--".into(), MOCK.into()]);
     let mut b = Bridge::spawn_env(&argv, &[("XDG_CONFIG_HOME", config.to_str().unwrap())]);
     b.initialize(json!({})).await;

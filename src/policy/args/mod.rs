@@ -93,6 +93,8 @@ const MODELS: &[(&str, Model)] = &[
     ("sort", files::sort),
     ("uniq", text::uniq),
     ("xxd", text::xxd),
+    ("mkdir", text::mkdir),
+    ("touch", text::touch),
     ("tar", files::tar),
     ("grep", search::grep),
     ("egrep", search::grep),

@@ -1,7 +1,7 @@
-//! Models of text filters that write a file named by an operand (docs/POLICY.md,
-//! "Programs read by their arguments"): `uniq [INPUT [OUTPUT]]` and `xxd [INFILE
-//! [OUTFILE]]` write their second operand (`echo … | xxd -r -p - ~/.gitconfig` wrote a
-//! `core.fsmonitor`).
+//! Models of programs that write what an operand names (docs/POLICY.md, "Programs read by
+//! their arguments"): `uniq [INPUT [OUTPUT]]` and `xxd [INFILE [OUTFILE]]` write their
+//! second operand (`echo … | xxd -r -p - ~/.gitconfig` wrote a `core.fsmonitor`), `mkdir`
+//! and `touch` every operand (`mkdir -p ~/.cargo`).
 
 use super::{options, paths, stop, Access, Effects, Stop};
 
@@ -101,4 +101,33 @@ fn read(w: &[String], at: usize, e: &mut Effects) {
     if w[at] != "-" {
         paths(w, &[at], Access::Read, e);
     }
+}
+
+const MKDIR: &[&str] = &["-p|--parents", "-m|--mode=", "-v|--verbose", "-Z"];
+
+/// `mkdir`: each folder made is written (so it stays inside the session's folder, and is
+/// never a `.git` or `.cargo`).
+pub(super) fn mkdir(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let (_, ops) = options(w, 1, MKDIR, true, e)?;
+    paths(w, &ops, Access::Write, e);
+    Ok(())
+}
+
+const TOUCH: &[&str] = &[
+    "-a",
+    "-c|--no-create",
+    "-d|--date=",
+    "-f",
+    "-h|--no-dereference",
+    "-m",
+    "-r|--reference=R",
+    "-t=",
+    "--time=",
+];
+
+/// `touch`: each file made or touched is written; `-r`'s file is read.
+pub(super) fn touch(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let (_, ops) = options(w, 1, TOUCH, true, e)?;
+    paths(w, &ops, Access::Write, e);
+    Ok(())
 }
