@@ -71,7 +71,8 @@ pub struct Files {
     /// The session's folder.
     pub cwd: Option<PathBuf>,
     /// The bridge's folders of state: the registry, `$XDG_STATE_HOME/acp-question-bridge`,
-    /// `$XDG_RUNTIME_DIR/acp-question-bridge`, `--state-dir`.
+    /// `$XDG_RUNTIME_DIR/acp-question-bridge`, and the default places of both (where a
+    /// bridge or an inbox of another environment keeps them).
     pub state: Vec<PathBuf>,
     /// The bridge's secret files: `--control-token-file`, `--journal`, `--log-file`,
     /// `--nats-creds`.

@@ -284,7 +284,17 @@ async fn look_alike_agent_ids_route_correctly() {
         r#"printf '%s\n' '{{"jsonrpc":"2.0","id":0,"method":"_sandboxagent/session/request_question","params":{{"sessionId":"s1","questionId":"q","prompt":"Which?","options":["a","b"]}}}}' '{{"jsonrpc":"2.0","id":"{look_alike}","method":"fs/read_text_file","params":{{"sessionId":"s1","path":"/x"}}}}'; cat > "{}""#,
         rec.display()
     );
-    let mut b = Bridge::with_args(&["--permission-prompts", "list", "--", "sh", "-c", &script]);
+    // The agent's `fs/*` requests are relayed only outside the wall, which refuses them.
+    let mut b = Bridge::with_args(&[
+        "--sandbox",
+        "off",
+        "--permission-prompts",
+        "list",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
     let mut permission = None;
     let mut read = None;
     while permission.is_none() || read.is_none() {
@@ -341,7 +351,14 @@ async fn forms_are_offered_to_the_agent_unless_opted_out() {
             [true, false, false],
         ),
     ] {
-        let args: Vec<&str> = extra.iter().chain(agent.iter()).copied().collect();
+        // The agent's `initialize` as the client sent it, but for the offers: outside the
+        // wall, which also takes the client's files and terminals off it.
+        let args: Vec<&str> = ["--sandbox", "off"]
+            .iter()
+            .chain(extra.iter())
+            .chain(agent.iter())
+            .copied()
+            .collect();
         let mut b = Bridge::with_args(&args);
         b.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize",
             "params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}}}}))

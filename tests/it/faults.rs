@@ -490,7 +490,14 @@ fn counting_agent(n: usize) -> String {
 #[tokio::test]
 async fn ten_thousand_requests_in_flight_each_way() {
     const N: usize = 10_000;
-    let mut b = Raw::spawn(&args(&["--", "awk", &counting_agent(N)]));
+    // The agent's `fs/*` requests are relayed only outside the wall, which refuses them.
+    let mut b = Raw::spawn(&args(&[
+        "--sandbox",
+        "off",
+        "--",
+        "awk",
+        &counting_agent(N),
+    ]));
     // One writer task owns stdin and writes what it is given, in order.
     let mut stdin = b.stdin.take().unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();

@@ -300,6 +300,24 @@ async fn the_linger_ends_and_so_does_the_agents_group() {
 #[tokio::test]
 async fn a_file_read_asked_with_no_client_attached_is_answered_by_the_next() {
     let (roster, cwd) = folders("linger-fs");
+    // The agent's `fs/*` requests are relayed only outside the wall, which refuses them.
+    let front = |roster: &Path, cwd: &Path, linger: &str| {
+        let mut cmd = Command::new(BRIDGE);
+        cmd.args([
+            "--linger",
+            linger,
+            "--no-policy",
+            "--sandbox",
+            "off",
+            "--",
+            MOCK,
+        ])
+        .current_dir(cwd)
+        .env("ACP_QUESTION_BRIDGE_REGISTRY", roster)
+        .env("RUST_LOG", "debug")
+        .process_group(0);
+        Bridge::from_command(cmd)
+    };
     let mut first = front(&roster, &cwd, "5m");
     let (_, sid) = start_session(&mut first).await;
     // Asked a second after the client is gone.

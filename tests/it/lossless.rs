@@ -152,7 +152,11 @@ async fn roundtrip_in_bursts(
     // The agent still has its lines to write when its stdin closes (the test reads only
     // after it has sent everything): a grace far above what that takes on a loaded machine
     // (the bridge exits as soon as the agent does).
+    // Every line crosses unchanged only outside the wall, which refuses `fs/*` and
+    // `terminal/*` and offers neither in `initialize`.
     let argv: Vec<String> = [
+        "--sandbox",
+        "off",
         "--shutdown-grace",
         "60s",
         "--",

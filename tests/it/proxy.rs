@@ -297,7 +297,8 @@ async fn client_answering_while_agent_floods_requests_does_not_deadlock() {
     let script = "exec 3<&0; cat <&3 > /dev/null & i=0; while [ $i -lt 3000 ]; do \
         printf '{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"fs/read_text_file\",\"params\":{\"sessionId\":\"s\",\"path\":\"/tmp/%d\"}}\\n' $i $i; \
         i=$((i+1)); done; wait";
-    let mut b = Bridge::with_args(&["--", "sh", "-c", script]);
+    // The agent's `fs/*` requests are relayed only outside the wall, which refuses them.
+    let mut b = Bridge::with_args(&["--sandbox", "off", "--", "sh", "-c", script]);
     let big = "x".repeat(4000);
     for n in 0..3000 {
         let req = b.recv().await;

@@ -452,7 +452,8 @@ async fn logs_of(agent_lines: &str, client: &[(u64, Value)], hold: Duration) -> 
     std::fs::write(&file, agent_lines).unwrap();
     let script = format!("read l; cat {}; cat >/dev/null", file.display());
     let mut child = tokio::process::Command::new(common::BRIDGE)
-        .args(["--", "sh", "-c", &script])
+        // The agent's `fs/*` requests are relayed only outside the wall, which refuses them.
+        .args(["--sandbox", "off", "--", "sh", "-c", &script])
         .env("RUST_LOG", "debug")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

@@ -316,12 +316,24 @@ async fn where_the_kernel_refuses_the_wall_the_bridge_says_why_and_runs_without(
 /// `--sandbox workspace`: the agent's code writes only in the session's folder and the
 /// temp folders, and the policy's `Read(…)` denies of a whole folder or a file are kept by
 /// the kernel (`cat ~/.ssh/id_rsa`, `cat .env` fail), not only by the approvals. Its
-/// folder is not under the temp folder, which a workspace may write.
+/// folder is not under a temp folder, which a workspace may write.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_a_workspace_wall_writes_stay_in_the_session_and_read_denies_hold() {
-    // Not under the temp folder, which a workspace may write.
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("wall-workspace-{}", std::process::id()));
+    // Not under a temp folder, which a workspace may write: the build's own (a checkout
+    // may be under /tmp), else the home folder.
+    let temp = |p: &Path| {
+        [std::env::temp_dir(), "/tmp".into(), "/var/tmp".into()]
+            .iter()
+            .any(|t| p.starts_with(t))
+    };
+    let base = [
+        std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+        std::env::var_os("HOME").map(Into::into).unwrap_or_default(),
+    ]
+    .into_iter()
+    .find(|b| b.is_absolute() && !temp(b))
+    .expect("a folder outside the temp folders");
+    let dir = base.join(format!("acp-qb-wall-workspace-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let (home, project, outside) = (dir.join("home"), dir.join("project"), dir.join("outside"));
     for d in [home.join(".ssh"), project.clone(), outside.clone()] {
