@@ -90,8 +90,9 @@ impl Files {
     /// (else the agent could write the first policy), the folders of state; a secret file
     /// not there yet is made empty (0600).
     pub fn plan(&self) -> Result<Plan, String> {
+        // The launcher enters it again from where it was started: by its whole path.
         let mut plan = Plan {
-            cwd: self.cwd.clone(),
+            cwd: self.cwd.as_ref().map(|c| real(c)).transpose()?,
             ..Plan::default()
         };
         if let Some(config) = &self.config {

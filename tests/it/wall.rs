@@ -572,3 +572,36 @@ touch {d}/done"#,
     b.drain().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A session folder given relative to where the bridge starts (`--cwd proj`) is where the
+/// agent runs inside the wall too: the launcher enters it again by its whole path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relative_session_folder_is_where_the_walled_agent_runs() {
+    let dir = temp_dir("wall-relative-cwd");
+    std::fs::create_dir_all(dir.join("proj")).unwrap();
+    let mut cmd = tokio::process::Command::new(BRIDGE);
+    cmd.args([
+        "--no-control",
+        "--cwd",
+        "proj",
+        "--",
+        "bash",
+        "-c",
+        &format!("pwd -P > where; exec {MOCK}"),
+    ])
+    .current_dir(&dir);
+    let mut b = Bridge::from_command(cmd);
+    b.initialize(json!({})).await;
+    let wrote = std::fs::read_to_string(dir.join("proj/where")).unwrap_or_default();
+    assert_eq!(
+        wrote.trim(),
+        dir.join("proj")
+            .canonicalize()
+            .unwrap()
+            .display()
+            .to_string()
+    );
+    b.close_stdin();
+    b.drain().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
