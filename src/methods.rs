@@ -42,6 +42,13 @@ pub const ELICITATION_CREATE: &str = "elicitation/create";
 pub const SESSION_ELICITATION: &str = "session/elicitation";
 /// The agent reads a file through the client (the mock agent's `fs-read`).
 pub const FS_READ_TEXT_FILE: &str = "fs/read_text_file";
+/// The agent's other requests for the client's files and terminals (ACP v1).
+pub const FS_WRITE_TEXT_FILE: &str = "fs/write_text_file";
+pub const TERMINAL_CREATE: &str = "terminal/create";
+pub const TERMINAL_OUTPUT: &str = "terminal/output";
+pub const TERMINAL_RELEASE: &str = "terminal/release";
+pub const TERMINAL_WAIT_FOR_EXIT: &str = "terminal/wait_for_exit";
+pub const TERMINAL_KILL: &str = "terminal/kill";
 
 // Either side.
 

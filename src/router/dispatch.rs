@@ -14,7 +14,8 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 
 use super::handlers::{
-    cancel, elicitation, initialize, permission, prompt, question, session, tool_call, vendor,
+    cancel, client_tools, elicitation, initialize, permission, prompt, question, session,
+    tool_call, vendor,
 };
 pub(super) use super::message::{Note, Req};
 use super::{Outbox, Router, Side};
@@ -51,6 +52,23 @@ pub(super) static TABLE: &[Entry] = &[
         on: On::Request(RequestRule {
             arrives: Some(permission::arrives),
             cancelled: Some(r#"{"outcome":{"outcome":"cancelled"}}"#),
+            ..RequestRule::TRACKED
+        }),
+    },
+    // The client's files and terminals: refused while the agent runs inside the wall.
+    Entry {
+        names: &[
+            crate::methods::FS_READ_TEXT_FILE,
+            crate::methods::FS_WRITE_TEXT_FILE,
+            crate::methods::TERMINAL_CREATE,
+            crate::methods::TERMINAL_OUTPUT,
+            crate::methods::TERMINAL_RELEASE,
+            crate::methods::TERMINAL_WAIT_FOR_EXIT,
+            crate::methods::TERMINAL_KILL,
+        ],
+        from: Side::Agent,
+        on: On::Request(RequestRule {
+            arrives: Some(client_tools::arrives),
             ..RequestRule::TRACKED
         }),
     },
@@ -290,20 +308,6 @@ impl Router {
                     line,
                     now,
                 };
-                if from == Side::Agent
-                    && self.walled()
-                    && (method.starts_with("fs/") || method.starts_with("terminal/"))
-                {
-                    // What the client would do for it, it does outside the wall.
-                    return super::lifecycle::refuse(
-                        &req.id,
-                        crate::jsonrpc::code::METHOD_NOT_FOUND,
-                        format!(
-                            "{method}: the agent runs inside the wall (--sandbox), and the client's files and terminals are outside it"
-                        ),
-                        out,
-                    );
-                }
                 match request(from, method.as_bytes()).and_then(|r| r.arrives) {
                     Some(arrives) => arrives(self, req, out),
                     None => self.pass(from, req, line.clone(), out),

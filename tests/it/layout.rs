@@ -34,7 +34,7 @@ const KNOWN_CYCLES: &[&str] = &[
     "questions::sources <-> questions::sources::cursor <-> questions::sources::gemini \
      <-> questions::sources::grok <-> questions::sources::opencode",
     "router <-> router::client <-> router::dispatch <-> router::gone \
-     <-> router::handlers::cancel <-> router::handlers::elicitation \
+     <-> router::handlers::cancel <-> router::handlers::client_tools <-> router::handlers::elicitation \
      <-> router::handlers::initialize <-> router::handlers::permission \
      <-> router::handlers::prompt <-> router::handlers::question <-> router::handlers::session \
      <-> router::handlers::tool_call <-> router::handlers::vendor <-> router::lifecycle \

@@ -39,6 +39,12 @@ fn in_the_schema() -> Vec<(&'static str, &'static str)> {
         ),
         (methods::ELICITATION_CREATE, c.elicitation_create),
         (methods::FS_READ_TEXT_FILE, c.fs_read_text_file),
+        (methods::FS_WRITE_TEXT_FILE, c.fs_write_text_file),
+        (methods::TERMINAL_CREATE, c.terminal_create),
+        (methods::TERMINAL_OUTPUT, c.terminal_output),
+        (methods::TERMINAL_RELEASE, c.terminal_release),
+        (methods::TERMINAL_WAIT_FOR_EXIT, c.terminal_wait_for_exit),
+        (methods::TERMINAL_KILL, c.terminal_kill),
         // Either side's.
         (methods::CANCEL_REQUEST, p.cancel_request),
     ]

@@ -122,8 +122,19 @@ async fn attack(mode: &str) -> (Setup, Vec<(String, bool)>, Option<String>, Stri
     let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = server.local_addr().unwrap().port();
     let got = std::thread::spawn(move || {
-        server.set_nonblocking(false).ok();
-        let (mut c, _) = server.accept().ok()?;
+        // The attacker's connection, or nothing within the test's own bound.
+        server.set_nonblocking(true).ok();
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        let mut c = loop {
+            match server.accept() {
+                Ok((c, _)) => break c,
+                Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(_) => return None,
+            }
+        };
+        c.set_nonblocking(false).ok();
         c.set_read_timeout(Some(Duration::from_secs(60))).ok();
         let mut text = String::new();
         c.read_to_string(&mut text).ok()?;

@@ -5,6 +5,7 @@
 //! how questions are shown and how they end.
 
 pub(super) mod cancel;
+pub(super) mod client_tools;
 pub(super) mod elicitation;
 pub(super) mod initialize;
 pub(super) mod permission;
