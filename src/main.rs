@@ -84,9 +84,11 @@ fn registry_agent(
 
 /// The wall the agent runs inside (`--sandbox`), if it does: `Err` when it should and the
 /// bridge's files cannot be walled. Where the kernel cannot build it, the agent runs
-/// without, and the bridge says so once, with why and what to do.
+/// without, and the bridge says so once, with why and what to do. `agent_name` picks a
+/// `workspace` agent's own state folders.
 fn wall_for(
     args: &acp_question_bridge::cli::BridgeArgs,
+    agent_name: &str,
 ) -> Result<
     (
         Option<acp_question_bridge::wall::Launch>,
@@ -140,12 +142,9 @@ fn wall_for(
     } else {
         Default::default()
     };
-    let agent_name = acp_question_bridge::child::agent_name(
-        &args.agent.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
     let files = wall::Files {
         writable: workspace
-            .then(|| wall::writable(cwd.as_deref(), &agent_name, &args.sandbox_write)),
+            .then(|| wall::writable(cwd.as_deref(), agent_name, &args.sandbox_write)),
         deny_read,
         deny_edit,
         config: acp_question_bridge::policy::file::config_dir(),
@@ -413,7 +412,7 @@ fn main() -> ExitCode {
         _ => None,
     };
     let holding = hold.is_some();
-    let (wall, wall_state) = match wall_for(&args) {
+    let (wall, wall_state) = match wall_for(&args, &agent_name) {
         Ok(w) => w,
         Err(e) => return fail(1, &e),
     };
