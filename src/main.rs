@@ -348,6 +348,7 @@ fn main() -> ExitCode {
                 allow_remote: args.control_allow_remote,
                 token,
                 token_file: args.control_token_file.clone(),
+                token_hint: acp_question_bridge::control::BRIDGE_TOKEN_HINT,
                 implicit,
             })
         }

@@ -378,6 +378,7 @@ mod tests {
             allow_remote: false,
             token: "t".repeat(32),
             token_file: None,
+            token_hint: crate::control::BRIDGE_TOKEN_HINT,
             implicit,
         };
         let default =

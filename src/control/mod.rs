@@ -49,6 +49,13 @@ pub const SHUTTING_DOWN: i32 = -32005;
 /// Error code (inbox): the bridge named is not known, or cannot be reached.
 pub const NO_BRIDGE: i32 = -32006;
 
+/// Where a bridge's token is, for a user whose bridge's stderr is not a terminal.
+pub const BRIDGE_TOKEN_HINT: &str = "`acp-question-bridge inbox` shows this bridge's questions, \
+     or --control-token-file FILE writes the token";
+/// Where the inbox's token is, likewise.
+pub const INBOX_TOKEN_HINT: &str =
+    "--token-file FILE writes it, or set it with $ACP_QUESTION_BRIDGE_TOKEN";
+
 /// `--control` and friends.
 #[derive(Debug, Clone)]
 pub struct ControlConfig {
@@ -56,6 +63,9 @@ pub struct ControlConfig {
     pub allow_remote: bool,
     pub token: String,
     pub token_file: Option<PathBuf>,
+    /// Where else the token can be had, said where stderr is not a terminal and the token is
+    /// not printed (a bridge: the inbox, `--control-token-file`; the inbox: `--token-file`).
+    pub token_hint: &'static str,
     /// Started by default, not asked for (no `--control`): when it cannot start, the bridge
     /// warns and runs without it instead of failing.
     pub implicit: bool,
@@ -406,7 +416,7 @@ pub async fn start(cfg: &ControlConfig) -> Result<Control, ControlSetupError> {
     let handle = server.start(methods.clone());
     let base = format!("http://{addr}/");
     let page_url = format!("{base}#token={}", cfg.token);
-    announce(&base, &page_url, &cfg.token);
+    announce(&base, &page_url, &cfg.token, cfg);
     tracing::info!(%addr, "control server listening");
     Ok(Control {
         calls,
@@ -421,15 +431,32 @@ pub async fn start(cfg: &ControlConfig) -> Result<Control, ControlSetupError> {
     })
 }
 
-/// The one place the token is shown: stderr, not the log (whose level may hide it).
-fn announce(base: &str, page_url: &str, token: &str) {
-    use std::io::Write;
+/// The one place the token is shown: stderr, not the log (whose level may hide it), and only
+/// when stderr is a terminal. An editor keeps its agent servers' stderr in a log file, and a
+/// service's goes to the journal: both are the user's, so the agent could read them there
+/// and answer its own questions (docs/SECURITY.md, "The agent itself"). Elsewhere the page's
+/// address is printed without its token, and where to find it.
+fn announce(base: &str, page_url: &str, token: &str, cfg: &ControlConfig) {
+    use std::io::{IsTerminal as _, Write};
     let mut err = std::io::stderr().lock();
+    if err.is_terminal() {
+        let _ = writeln!(
+            err,
+            "acp-question-bridge: control server on {base}\n\
+             acp-question-bridge: questions page: {page_url}\n\
+             acp-question-bridge: control token: {token}"
+        );
+        return;
+    }
+    let where_ = match &cfg.token_file {
+        Some(f) => format!("it is in {}", f.display()),
+        None => cfg.token_hint.to_owned(),
+    };
     let _ = writeln!(
         err,
         "acp-question-bridge: control server on {base}\n\
-         acp-question-bridge: questions page: {page_url}\n\
-         acp-question-bridge: control token: {token}"
+         acp-question-bridge: questions page: {base} (its token is printed only to a terminal, \
+         never to a log the agent could read: {where_})"
     );
 }
 

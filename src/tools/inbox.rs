@@ -175,6 +175,7 @@ pub fn main(a: InboxArgs) -> ExitCode {
             allow_remote: a.allow_remote,
             token,
             token_file: a.token_file,
+            token_hint: control::INBOX_TOKEN_HINT,
             implicit: false,
         },
         roster: a.registry.unwrap_or_else(roster::dir),

@@ -71,8 +71,9 @@ impl Acpx {
         };
         rustix::termios::tcsetwinsize(&slave, size).expect("window size");
         let agent = format!(
-            "sh -c 'exec \"$0\" --control 127.0.0.1:0 --no-register -- \"$1\" 2>>\"$2\"' \"{BRIDGE}\" \"{MOCK}\" \"{}\"",
-            dir.join("bridge.stderr").display()
+            "sh -c 'exec \"$0\" --control 127.0.0.1:0 --no-register --control-token-file \"$3\" -- \"$1\" 2>>\"$2\"' \"{BRIDGE}\" \"{MOCK}\" \"{}\" \"{}\"",
+            dir.join("bridge.stderr").display(),
+            dir.join("token").display()
         );
         let mut cmd = Command::new("node");
         cmd.arg(cli)
@@ -172,18 +173,19 @@ impl Acpx {
         }
     }
 
-    /// The bridge's control URL and token, from its stderr's whole lines.
+    /// The bridge's control URL, from its stderr's whole lines, and its token, from its
+    /// `--control-token-file` (a stderr that is not a terminal gets no token).
     fn control(&self) -> (String, String) {
         let deadline = Instant::now() + WAIT;
         loop {
             let err = std::fs::read_to_string(self.dir.join("bridge.stderr")).unwrap_or_default();
-            let find = |k: &str| {
-                common::whole_lines(&err)
-                    .find_map(|l| l.split_once(k).map(|(_, v)| v.trim().to_owned()))
-            };
-            if let (Some(url), Some(token)) = (find("control server on "), find("control token: "))
-            {
-                return (url, token);
+            let url = common::whole_lines(&err).find_map(|l| {
+                l.split_once("control server on ")
+                    .map(|(_, v)| v.trim().to_owned())
+            });
+            let token = std::fs::read_to_string(self.dir.join("token")).unwrap_or_default();
+            if let Some(url) = url.filter(|_| !token.trim().is_empty()) {
+                return (url, token.trim().to_owned());
             }
             assert!(
                 Instant::now() < deadline,

@@ -69,7 +69,7 @@ struct Client {
 
 impl Client {
     async fn start(model: Model, extra: &[&str]) -> Client {
-        let mut args = vec!["--control", "127.0.0.1:0", "--no-register"];
+        let mut args = vec!["--control", "127.0.0.1:0"];
         args.extend(extra);
         let mut b = Bridge::mock(&args);
         let (base, token) = control_of(&b).await;

@@ -369,6 +369,85 @@ async fn token_from_the_environment_and_the_token_file() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The token goes to stderr only when it is a terminal. An editor keeps its agent servers'
+/// stderr in a log, which the agent (running as the user) could read, and then answer its
+/// own questions: there the bridge names the page without its token, and where the token is.
+#[tokio::test]
+async fn the_token_is_printed_only_to_a_terminal() {
+    // Piped, as an editor starts it: no token, and what to do instead.
+    let mut b = Bridge::mock(&["--control", "127.0.0.1:0"]);
+    let (base, token) = control_of(&b).await;
+    b.stderr_contains("questions page: ").await;
+    let said = b.stderr();
+    assert!(!said.contains(&token), "{said}");
+    assert!(!said.contains("#token="), "{said}");
+    assert!(
+        said.contains(&format!("questions page: {base} ("))
+            && said.contains("acp-question-bridge inbox"),
+        "{said}"
+    );
+    b.close_stdin();
+    assert_eq!(b.wait().await, 0);
+    // With a token file, that is where it says the token is.
+    let dir = temp_dir("token-hint");
+    let file = dir.join("token");
+    let mut b = Bridge::mock(&["--control-token-file", file.to_str().unwrap()]);
+    let (_, token) = control_of(&b).await;
+    b.stderr_contains(&format!("it is in {}", file.display()))
+        .await;
+    assert!(!b.stderr().contains(&token));
+    b.close_stdin();
+    assert_eq!(b.wait().await, 0);
+    // On a terminal (util-linux's `script` gives it one), the page's URL with its token.
+    let registry = temp_dir("token-tty-registry");
+    std::fs::set_permissions(
+        &registry,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let mut child = tokio::process::Command::new("script")
+        .args(["-qec", &format!("{BRIDGE} -- {MOCK}"), "/dev/null"])
+        .env(REGISTRY_ENV, &registry)
+        .env("XDG_CONFIG_HOME", test_config_home())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("script runs");
+    let mut out = tokio::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    let token = within(async {
+        use tokio::io::AsyncBufReadExt as _;
+        loop {
+            let mut line = String::new();
+            if out.read_line(&mut line).await.unwrap_or(0) == 0 {
+                panic!("the terminal closed:\n{seen}");
+            }
+            seen.push_str(&line);
+            if let Some((_, t)) = line.split_once("control token: ") {
+                return t.trim().to_owned();
+            }
+        }
+    })
+    .await;
+    assert!(seen.contains(&format!("#token={token}")), "{seen}");
+    // The token printed is the bridge's own, as its entry in the registry says.
+    within(async {
+        while !std::fs::read_dir(&registry)
+            .unwrap()
+            .flatten()
+            .any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains(&token)))
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let _ = child.kill().await;
+    let _ = std::fs::remove_dir_all(dir);
+    let _ = std::fs::remove_dir_all(registry);
+}
+
 #[tokio::test]
 async fn a_random_token_is_256_bits_and_remote_addresses_need_consent() {
     let b = Bridge::mock(&["--control", "127.0.0.1:0"]);

@@ -18,11 +18,15 @@ pub struct Inbox {
 }
 
 impl Inbox {
-    /// `acp-question-bridge inbox ARGS...`, once it has printed its page URL.
+    /// `acp-question-bridge inbox ARGS...`, once it has printed its page URL. Its stderr is
+    /// not a terminal, so it prints no token: it writes it to a `--token-file`.
     pub async fn start(args: &[&str]) -> Inbox {
+        let token_file = super::temp_dir("inbox-token").join("token");
         let mut child = Command::new(BRIDGE)
             .arg("inbox")
             .args(args)
+            .arg("--token-file")
+            .arg(&token_file)
             .env("RUST_LOG", "debug")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -32,11 +36,12 @@ impl Inbox {
             .expect("spawn inbox");
         let (stderr, _) = super::collect_stderr(child.stderr.take().unwrap());
         // Wait for the whole line with the page URL.
-        let page = tokio::time::timeout(WAIT, async {
+        let base = tokio::time::timeout(WAIT, async {
             loop {
                 let text = stderr.lock().unwrap().clone();
                 let page = super::whole_lines(&text).find_map(|l| {
                     l.strip_prefix("acp-question-bridge: questions page: ")
+                        .and_then(|p| p.split(' ').next())
                         .map(str::to_owned)
                 });
                 if let Some(page) = page {
@@ -47,11 +52,12 @@ impl Inbox {
         })
         .await
         .expect("the inbox prints its page in time");
-        let (base, token) = page.split_once("#token=").unwrap();
+        assert!(!base.contains('#'), "no token on stderr: {base}");
+        let token = std::fs::read_to_string(&token_file).expect("the inbox's token file");
         Inbox {
             child,
-            base: base.to_owned(),
-            token: token.to_owned(),
+            base,
+            token: token.trim().to_owned(),
             stderr,
         }
     }
@@ -79,7 +85,7 @@ pub async fn registered_bridge(registry: &std::path::Path, extra: &[&str]) -> su
         &argv,
         &[("ACP_QUESTION_BRIDGE_REGISTRY", registry.to_str().unwrap())],
     );
-    super::control_of(&b).await;
+    b.stderr_contains("control server on ").await;
     b.initialize(serde_json::json!({})).await;
     b.new_session(1).await;
     b

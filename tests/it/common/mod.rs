@@ -9,7 +9,7 @@ pub mod phone;
 pub mod push_service;
 pub mod real_agent;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,6 +32,8 @@ pub struct Bridge {
     stderr_task: Option<tokio::task::JoinHandle<()>>,
     /// Every line sent and received so far, when recording (see [`Bridge::record`]).
     transcript: Option<Vec<(Dir, String)>>,
+    /// The registry it is listed in ([`control_of`] reads its token there).
+    pub registry: PathBuf,
 }
 
 /// Which way a recorded line went.
@@ -84,10 +86,15 @@ impl Bridge {
         let own_stderr = stderr.is_none();
         // The control server runs by default and registers the bridge for the inbox: in the
         // tests' own registry, never the user's.
-        let registry = cmd.as_std().get_envs().any(|(k, _)| k == REGISTRY_ENV);
-        if !registry {
+        let given = cmd
+            .as_std()
+            .get_envs()
+            .find(|(k, _)| *k == REGISTRY_ENV)
+            .and_then(|(_, v)| v.map(PathBuf::from));
+        let registry = given.unwrap_or_else(|| {
             cmd.env(REGISTRY_ENV, test_registry());
-        }
+            test_registry()
+        });
         // The approval policy reads the user's config folder: the tests' own, empty one,
         // unless the test gives one.
         if !cmd.as_std().get_envs().any(|(k, _)| k == "XDG_CONFIG_HOME") {
@@ -116,6 +123,7 @@ impl Bridge {
             stderr,
             stderr_task,
             transcript: None,
+            registry,
         }
     }
 
@@ -482,23 +490,39 @@ pub fn whole_lines(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// The control server a bridge started with `--control` announced on stderr, once its
-/// lines are whole: (`http://ADDR/`, token).
+/// lines are whole, and its token, from its entry in the registry (a bridge whose stderr is
+/// not a terminal never prints it): (`http://ADDR/`, token).
 pub async fn control_of(b: &Bridge) -> (String, String) {
-    let value = |err: &str, prefix: &str| {
-        whole_lines(err).find_map(|l| l.split_once(prefix).map(|(_, v)| v.trim().to_owned()))
-    };
     tokio::time::timeout(WAIT, async {
         loop {
             let err = b.stderr();
-            let base = value(&err, "control server on ");
-            if let (Some(base), Some(token)) = (base, value(&err, "control token: ")) {
-                return (base, token);
+            let base = whole_lines(&err).find_map(|l| {
+                l.split_once("control server on ")
+                    .map(|(_, v)| v.trim().to_owned())
+            });
+            if let Some(token) = base.as_deref().and_then(|u| token_in(&b.registry, u)) {
+                return (base.unwrap_or_default(), token);
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
     .await
-    .unwrap_or_else(|_| panic!("no control server on stderr:\n{}", b.stderr()))
+    .unwrap_or_else(|_| {
+        panic!(
+            "no control server on stderr, or not in the registry:\n{}",
+            b.stderr()
+        )
+    })
+}
+
+/// The token of the bridge whose control server is `base` (`http://ADDR/`), from its entry
+/// in `registry`, once it is there.
+pub fn token_in(registry: &Path, base: &str) -> Option<String> {
+    std::fs::read_dir(registry).ok()?.flatten().find_map(|e| {
+        let text = std::fs::read_to_string(e.path()).ok()?;
+        let entry: Value = serde_json::from_str(&text).ok()?;
+        (entry["url"] == base).then(|| entry["token"].as_str().map(str::to_owned))?
+    })
 }
 
 /// The directory of npm package `name`@`version` in the test cache, installed there first
