@@ -5,8 +5,8 @@
 //! (`acp-question-bridge __wall PLAN -- AGENT...`, [`exec`]), which builds the wall around
 //! itself, one thread and nothing else running, then becomes the agent by `execve`:
 //! - a user and mount namespace of its own, where the bridge's files are read-only (the
-//!   user's config folder: policy, trust list; `--policy` files; the session folder's
-//!   `.acp-question-bridge`), its secrets hidden behind an empty folder or file (the
+//!   user's config folder: policy, trust list; the folder of each `--policy` file; the
+//!   session folder's `.acp-question-bridge`), its secrets hidden behind an empty folder or file (the
 //!   registry, `held/`, the inbox's state, the token file, the journal, the log, NATS
 //!   credentials), and every folder above them a mount point, which no rename can move;
 //! - no capability left, none to gain (bounding set cleared, `no_new_privs`, root's
@@ -98,10 +98,21 @@ impl Files {
         if let Some(config) = &self.config {
             plan.read_only.push(made_folder(config)?);
         }
-        // A `--policy` file that is not there breaks the policy (every approval is asked):
-        // it cannot be walled (docs/SECURITY.md says so).
+        // A `--policy` file is walled by its folder: a mount over the file itself is lost
+        // when something outside replaces it by a rename (an editor's atomic save), and the
+        // agent could then write the new file. A file that is not there breaks the policy
+        // (every approval is asked): it cannot be walled (docs/SECURITY.md says so).
         for p in self.policies.iter().filter(|p| p.exists()) {
-            plan.read_only.push(real(p)?);
+            let file = real(p)?;
+            let folder = file.parent().unwrap_or(Path::new("/")).to_path_buf();
+            if let Some(why) = self.worked_in(&folder) {
+                return Err(format!(
+                    "--policy {}: its folder {} is {why}, which the wall cannot make read-only, and a wall over the file alone is lost when an editor saves it by a rename; keep policy files in a folder of their own (the config folder, or a project's .acp-question-bridge)",
+                    p.display(),
+                    folder.display()
+                ));
+            }
+            plan.read_only.push(folder);
         }
         if let Some(cwd) = &self.cwd {
             let project = cwd.join(".acp-question-bridge");
@@ -153,6 +164,35 @@ impl Files {
         plan.hidden.sort();
         plan.hidden.dedup();
         Ok(plan)
+    }
+}
+
+impl Files {
+    /// Why the agent's work needs `folder` writable, if it does: it is the session's folder
+    /// or one above it, the home folder or one above it, or a temp folder every program
+    /// writes in. Such a folder is never walled whole.
+    fn worked_in(&self, folder: &Path) -> Option<&'static str> {
+        let canonical = |p: &Path| p.canonicalize().ok();
+        if let Some(cwd) = self.cwd.as_deref().and_then(canonical) {
+            if cwd.starts_with(folder) {
+                return Some("the session's folder, or one above it");
+            }
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        if let Some(home) = home.as_deref().and_then(canonical) {
+            if home.starts_with(folder) {
+                return Some("the home folder, or one above it");
+            }
+        }
+        let temp = [std::env::temp_dir(), "/tmp".into(), "/var/tmp".into()];
+        if temp
+            .iter()
+            .filter_map(|t| canonical(t))
+            .any(|t| t.starts_with(folder))
+        {
+            return Some("a temp folder, or one above it");
+        }
+        None
     }
 }
 

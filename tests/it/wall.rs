@@ -525,6 +525,112 @@ async fn a_secret_file_with_another_name_is_refused() {
     assert!(err.contains("--nats-creds"), "{err}");
 }
 
+/// A `--policy` file is walled by its folder: the user saves it from outside as editors do
+/// (a new file renamed over the old), and inside the wall the new file is there to read and
+/// still cannot be changed, replaced or removed. (A mount over the file alone is lost with
+/// the rename: the agent could then write the new file.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_file_saved_by_a_rename_outside_stays_read_only_inside() {
+    let dir = temp_dir("wall-policy-saved");
+    let (folder, project) = (dir.join("policies"), dir.join("project"));
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    let file = folder.join("team.toml");
+    std::fs::write(&file, "# before the save\n").unwrap();
+    let script = format!(
+        r#"D={d}; F={f}
+touch "$D/ready"
+i=0; while [ ! -e "$D/saved" ]; do i=$((i+1)); [ $i -gt 2400 ] && exit 1; sleep 0.05; done
+try() {{ name="$1"; shift; if ( "$@" ) >/dev/null 2>&1; then echo "$name ok" >> "$D/report"; else echo "$name failed" >> "$D/report"; fi; }}
+try "read-new" grep -q "after the save" "$F"
+try "append" sh -c "echo '# x' >> '$F'"
+try "truncate" sh -c ": > '$F'"
+echo '# evil' > "$D/evil.toml"
+try "replace" mv -f "$D/evil.toml" "$F"
+try "delete" rm -f "$F"
+try "new-file" sh -c "echo x > '$(dirname "$F")/more.toml'"
+touch "$D/done""#,
+        d = dir.display(),
+        f = file.display()
+    );
+    std::fs::write(dir.join("agent.sh"), script).unwrap();
+    let mut cmd = tokio::process::Command::new(BRIDGE);
+    cmd.args([
+        "--no-control",
+        "--policy",
+        &file.display().to_string(),
+        "--cwd",
+        &project.display().to_string(),
+        "--",
+        "bash",
+        "-c",
+        &format!("bash {}/agent.sh & exec {MOCK}", dir.display()),
+    ]);
+    let mut b = Bridge::from_command(cmd);
+    b.initialize(json!({})).await;
+    until_made(&dir.join("ready"), &b).await;
+    // The user's editor saves the file: a new file, renamed over the old one.
+    let tmp = folder.join(".team.toml.swp");
+    std::fs::write(&tmp, "# after the save\n").unwrap();
+    std::fs::rename(&tmp, &file).unwrap();
+    std::fs::write(dir.join("saved"), "").unwrap();
+    until_made(&dir.join("done"), &b).await;
+    let report = std::fs::read_to_string(dir.join("report")).unwrap_or_default();
+    assert!(report.contains("read-new ok"), "{report}");
+    for attack in ["append", "truncate", "replace", "delete", "new-file"] {
+        assert!(
+            report.contains(&format!("{attack} failed")),
+            "{attack}: {report}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "# after the save\n"
+    );
+    b.close_stdin();
+    b.drain().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `--policy` file in a folder the agent works in (the session's folder) cannot be walled
+/// by its folder: the bridge says so and where to keep it, and starts no agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_file_in_the_session_folder_is_refused_inside_the_wall() {
+    let dir = temp_dir("wall-policy-in-session");
+    let file = dir.join("policy.toml");
+    std::fs::write(&file, "# a policy\n").unwrap();
+    let (code, _, err) = crate::common::run_bridge(&[
+        "--policy",
+        &file.display().to_string(),
+        "--cwd",
+        &dir.display().to_string(),
+        "--",
+        MOCK,
+    ])
+    .await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("the session's folder") && err.contains("a folder of their own"),
+        "{err}"
+    );
+    // Without the wall there is nothing to keep it from, and the bridge runs.
+    let mut b = Bridge::with_args(&[
+        "--sandbox",
+        "off",
+        "--no-control",
+        "--policy",
+        &file.display().to_string(),
+        "--cwd",
+        &dir.display().to_string(),
+        "--",
+        MOCK,
+    ]);
+    b.initialize(json!({})).await;
+    b.close_stdin();
+    assert_eq!(b.wait().await, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The config folder reached through a link (a dotfiles manager's): the agent replaces the
 /// link with a folder of its own, with a policy of its own; the bridge goes on reading the
 /// folder the wall keeps, as `bridge.status` shows.
