@@ -632,6 +632,7 @@ fn paths_after_a_part_that_may_make_a_link_are_asked() {
         "Bash(cat:*)",
         "Bash(mkdir:*)",
         "Bash(ls:*)",
+        "Bash(git clone:*)",
     ]);
     not_allowed(
         &p,
@@ -639,6 +640,10 @@ fn paths_after_a_part_that_may_make_a_link_are_asked() {
         &[
             "cp -P /usr/bin tc && sort -o tc/probe a.txt",
             "cp -P a.txt k && cat k",
+            // A clone checks out the links its repository holds (`up -> ../..`).
+            "git clone https://example.com/e.git s2 && cp a.txt s2/up/outside.txt",
+            "git clone https://example.com/e.git s2 ; cat s2/e",
+            "git clone https://example.com/e.git s2 || cp a.txt s2/g/hooks/pre-commit",
         ],
     );
     allowed(
@@ -674,6 +679,34 @@ fn a_cargo_folder_and_files_written_by_text_filters_stay_home() {
         &d,
         &["uniq a.txt b.txt", "xxd a.txt", "xxd -r -p a.txt b.bin"],
     );
+}
+
+/// git's pathspecs come only from the words: a list in a file (`--pathspec-from-file`) or
+/// matching in either case (`--icase-pathspecs`: `.ENV` is `.env`) would reach a denied file
+/// the words do not name.
+#[test]
+fn git_pathspecs_from_a_file_or_in_either_case_are_asked() {
+    let d = scratch("git-pathspecs");
+    std::fs::write(d.join(".env"), "SECRET=1\n").unwrap();
+    std::fs::write(d.join(".gitignore"), ".env\n").unwrap();
+    let p = rules(&[
+        "Bash(git add:*)",
+        "Bash(git commit:*)",
+        "Bash(git diff:*)",
+        "!Read(.env)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "git add -f --pathspec-from-file=.gitignore",
+            "git add -f --pathspec-from-file=.gitignore && git diff --cached",
+            "git commit -m x --pathspec-from-file=.gitignore",
+            "git --icase-pathspecs add -f .ENV",
+            "git --icase-pathspecs diff --no-index src/a.rs .ENV",
+        ],
+    );
+    allowed(&p, &d, &["git add src", "git --glob-pathspecs add src"]);
 }
 
 #[test]

@@ -351,13 +351,16 @@ fn leaves(words: &[String]) -> (bool, bool) {
                 .paths
                 .iter()
                 .any(|(a, _)| matches!(a, args::Access::Write | args::Access::Remove));
-            // `cp` makes a link only with an option (`-P`, `-d`, `-a`, `-r`, `-s`); `mv`
-            // moves one as it is; `ln` and `tar -x` make them.
+            // `cp` makes a link only with an option (`-P`, `-d`, `-a`, `-r`, `-s`). The text
+            // filters, `mkdir`, `touch`, `install` and `rm` never make one; every other
+            // writer may: `mv` moves one as it is, `ln` and `tar -x` make them, `git clone`
+            // checks out the links its repository holds, a build or an install makes its own.
             let links = writes
                 && match base {
                     "cp" => words.iter().skip(1).any(|w| w.starts_with('-') && w != "-"),
-                    "mv" | "ln" | "tar" => true,
-                    _ => false,
+                    "tee" | "sort" | "uniq" | "xxd" | "sed" | "awk" | "gawk" | "mawk" | "jq"
+                    | "mkdir" | "touch" | "install" | "rm" => false,
+                    _ => true,
                 };
             (writes, links)
         }

@@ -5,7 +5,8 @@
 //!
 //! Asked under a prefix: `-c`, `-C`, `--git-dir`, `--work-tree`, `--exec-path`,
 //! `--namespace`, `--config-env` and every other global option that names a place or a
-//! configuration; `--output`, `--ext-diff`, `--textconv`, `-O`/`--open-files-in-pager`,
+//! configuration; `--icase-pathspecs` (`.ENV` would match `.env`); `--pathspec-from-file`
+//! (its pathspecs are not in the words); `--output`, `--ext-diff`, `--textconv`, `-O`/`--open-files-in-pager`,
 //! `--show-signature`; `clone`'s `-u`/`--upload-pack`, `-c`/`--config`, `--template`,
 //! `--separate-git-dir`, `--reference` and `--recurse-submodules`, and a URL with a
 //! transport helper (`ext::…`); creating, renaming or deleting a branch.
@@ -21,7 +22,6 @@ const GLOBAL: &[&str] = &[
     "--literal-pathspecs",
     "--glob-pathspecs",
     "--noglob-pathspecs",
-    "--icase-pathspecs",
     "--no-replace-objects",
     "--no-lazy-fetch",
     "--no-advice",

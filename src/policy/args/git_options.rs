@@ -390,8 +390,6 @@ pub(super) const ADD: &[&str] = &[
     "--ignore-missing",
     "--renormalize",
     "--chmod=",
-    "--pathspec-from-file=R",
-    "--pathspec-file-nul",
     "--sparse",
 ];
 
@@ -426,8 +424,6 @@ pub(super) const COMMIT: &[&str] = &[
     "-C|--reuse-message=",
     "--reset-author",
     "--trailer=",
-    "--pathspec-from-file=R",
-    "--pathspec-file-nul",
 ];
 
 pub(super) const CLONE: &[&str] = &[
