@@ -8,7 +8,7 @@
 //! 2. every folder above a walled path (`/` aside) bound onto itself, shallowest first, so
 //!    that no rename moves one (a mount point cannot be renamed or removed), then each
 //!    path of the plan: read-only, or hidden behind an empty read-only folder or
-//!    `/dev/null`;
+//!    `/dev/null`, and each link on the way to one bound onto itself, unfollowed;
 //! 3. the plan's folder entered again (the one inherited lies under the new mounts);
 //! 4. every capability dropped, none to be gained again (securebits locked for root);
 //! 5. a Landlock domain (no tracing, no `/proc` files of, no signal to, any process
@@ -34,6 +34,8 @@ const NESTED_NAMESPACES: u32 = 64;
 enum Op {
     /// Bound onto itself, as it is: it cannot be renamed or removed.
     Pin,
+    /// A link bound onto itself, not followed: it cannot be removed, replaced or renamed.
+    PinLink,
     /// Bound onto itself, read-only.
     ReadOnly,
     /// An empty read-only folder, or `/dev/null`, in its place.
@@ -135,7 +137,8 @@ fn ops(plan: &Plan) -> Vec<(PathBuf, Op)> {
         .read_only
         .iter()
         .map(|p| (p, Op::ReadOnly))
-        .chain(plan.hidden.iter().map(|p| (p, Op::Hide)));
+        .chain(plan.hidden.iter().map(|p| (p, Op::Hide)))
+        .chain(plan.links.iter().map(|p| (p, Op::PinLink)));
     for (p, op) in planned {
         for a in p.ancestors().skip(1) {
             if a.parent().is_some() {
@@ -172,6 +175,7 @@ fn apply(path: &Path, op: Op) -> Result<(), String> {
     };
     match op {
         Op::Pin => bind(path),
+        Op::PinLink => pin_link(path),
         Op::ReadOnly => {
             bind(path)?;
             read_only(path)
@@ -189,6 +193,34 @@ fn apply(path: &Path, op: Op) -> Result<(), String> {
             read_only(path)
         }
     }
+}
+
+/// Binds the link at `path` onto itself, not following it (`open_tree` and `move_mount`:
+/// `mount(2)` follows links). A link that is a mount point cannot be removed, replaced or
+/// renamed (`EBUSY`). A link gone since the plan was made is nothing to pin.
+fn pin_link(path: &Path) -> Result<(), String> {
+    use rustix::mount::{move_mount, open_tree, MoveMountFlags, OpenTreeFlags};
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Ok(());
+    }
+    // The plan's paths are whole: the folder they are taken from is never looked at.
+    let root = std::fs::File::open("/").map_err(|e| format!("/: {e}"))?;
+    let tree = open_tree(
+        &root,
+        path,
+        OpenTreeFlags::OPEN_TREE_CLONE
+            | OpenTreeFlags::OPEN_TREE_CLOEXEC
+            | OpenTreeFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .map_err(|e| format!("open_tree: {e}"))?;
+    move_mount(
+        &tree,
+        "",
+        &root,
+        path,
+        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+    )
+    .map_err(|e| format!("move_mount: {e}"))
 }
 
 /// Remounts the bind mount at `path` read-only, keeping the flags the mount beneath had

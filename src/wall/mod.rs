@@ -54,6 +54,11 @@ pub struct Plan {
     pub read_only: Vec<PathBuf>,
     /// Folders and files the agent may not read: an empty one stands in their place.
     pub hidden: Vec<PathBuf>,
+    /// The links met on the way to those paths (a dotfiles manager's
+    /// `~/.config/acp-question-bridge -> ~/dotfiles/acpqb`), each pinned as it is: the agent
+    /// cannot point one elsewhere, for the next bridge to follow.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<PathBuf>,
     /// The folder the agent starts in (entered again once the wall stands).
     pub cwd: Option<PathBuf>,
     /// With `workspace`: the only folders and files the agent may write (Landlock).
@@ -159,10 +164,23 @@ impl Files {
                 .filter_map(|p| p.canonicalize().ok())
                 .collect::<Vec<_>>()
         });
-        plan.read_only.sort();
-        plan.read_only.dedup();
-        plan.hidden.sort();
-        plan.hidden.dedup();
+        // The links on the way to each of them, as the bridge and the next one name them.
+        let named = self
+            .config
+            .iter()
+            .chain(&self.policies)
+            .chain(self.cwd.iter())
+            .chain(&self.state)
+            .chain(&self.secrets)
+            .chain(&self.deny_read)
+            .chain(&self.deny_edit);
+        for p in named {
+            links_on_the_way(p, &mut plan.links);
+        }
+        for v in [&mut plan.read_only, &mut plan.hidden, &mut plan.links] {
+            v.sort();
+            v.dedup();
+        }
         Ok(plan)
     }
 }
@@ -228,6 +246,60 @@ pub fn writable(cwd: Option<&Path>, agent: &str, extra: &[PathBuf]) -> Vec<PathB
     out.extend(extra.iter().cloned());
     out.retain(|p| p.exists());
     out
+}
+
+/// Adds to `out` every link the kernel meets resolving `p` (relative: from the current
+/// folder), each by the path of the link itself: its folder resolved, its own name kept.
+/// At most 40 links, as the kernel follows.
+fn links_on_the_way(p: &Path, out: &mut Vec<PathBuf>) {
+    use std::path::Component;
+    let Ok(whole) = std::path::absolute(p) else {
+        return;
+    };
+    // The components still to walk, first to last (`None`: the root).
+    let mut todo: std::collections::VecDeque<Option<std::ffi::OsString>> = whole
+        .components()
+        .filter_map(|c| match c {
+            Component::RootDir => Some(None),
+            Component::Normal(n) => Some(Some(n.to_owned())),
+            Component::ParentDir => Some(Some("..".into())),
+            _ => None,
+        })
+        .collect();
+    let mut at = PathBuf::from("/");
+    let mut budget = 40;
+    while let Some(c) = todo.pop_front() {
+        let Some(name) = c else {
+            at = PathBuf::from("/");
+            continue;
+        };
+        if name == ".." {
+            at.pop();
+            continue;
+        }
+        let next = at.join(&name);
+        let is_link = std::fs::symlink_metadata(&next).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            at = next;
+            continue;
+        }
+        let Ok(target) = std::fs::read_link(&next) else {
+            return;
+        };
+        if budget == 0 {
+            return;
+        }
+        budget -= 1;
+        out.push(next);
+        for c in target.components().rev() {
+            match c {
+                Component::RootDir => todo.push_front(None),
+                Component::Normal(n) => todo.push_front(Some(n.to_owned())),
+                Component::ParentDir => todo.push_front(Some("..".into())),
+                _ => {}
+            }
+        }
+    }
 }
 
 /// `p` made (0700, with its parents) if it is not there, canonical.
@@ -332,4 +404,43 @@ pub fn probe(exe: &Path) -> Result<(), String> {
         .unwrap_or("the launcher failed")
         .trim_start_matches("acp-question-bridge: ")
         .to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every link the kernel follows on the way is named by its own path, its folder
+    /// resolved: a link to a folder with a link in it, a relative link with `..`.
+    #[test]
+    fn the_links_on_the_way_are_those_the_kernel_follows() {
+        let d = std::env::temp_dir().join(format!("acp-qb-wall-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("dotfiles/real/acpqb")).unwrap();
+        std::fs::create_dir_all(d.join("home")).unwrap();
+        let d = d.canonicalize().unwrap();
+        // home/.config -> ../dotfiles/cfg, dotfiles/cfg -> real, real/acp -> acpqb.
+        std::os::unix::fs::symlink("../dotfiles/cfg", d.join("home/.config")).unwrap();
+        std::os::unix::fs::symlink("real", d.join("dotfiles/cfg")).unwrap();
+        std::os::unix::fs::symlink("acpqb", d.join("dotfiles/real/acp")).unwrap();
+        let mut out = Vec::new();
+        links_on_the_way(&d.join("home/.config/acp/policy.toml"), &mut out);
+        assert_eq!(
+            out,
+            [
+                d.join("home/.config"),
+                d.join("dotfiles/cfg"),
+                d.join("dotfiles/real/acp")
+            ]
+        );
+        let mut none = Vec::new();
+        links_on_the_way(&d.join("dotfiles/real/acpqb"), &mut none);
+        assert!(none.is_empty(), "{none:?}");
+        // A loop ends at the kernel's bound.
+        std::os::unix::fs::symlink("loop", d.join("loop")).unwrap();
+        let mut looped = Vec::new();
+        links_on_the_way(&d.join("loop/x"), &mut looped);
+        assert_eq!(looped.len(), 40);
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

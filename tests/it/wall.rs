@@ -631,11 +631,12 @@ async fn a_policy_file_in_the_session_folder_is_refused_inside_the_wall() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The config folder reached through a link (a dotfiles manager's): the agent replaces the
-/// link with a folder of its own, with a policy of its own; the bridge goes on reading the
-/// folder the wall keeps, as `bridge.status` shows.
+/// The config folder reached through a link (a dotfiles manager's): the agent cannot point
+/// the link elsewhere, nor replace it with a folder and a policy of its own (the link is
+/// pinned: `EBUSY`), so the next bridge the user starts reads the user's policy, not the
+/// agent's. The bridge itself reads the folder the wall keeps, as `bridge.status` shows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_link_to_the_config_folder_replaced_by_the_agent_is_never_followed() {
+async fn a_link_to_the_config_folder_cannot_be_pointed_elsewhere_by_the_agent() {
     let dir = temp_dir("wall-config-link");
     let (home, real) = (dir.join("config"), dir.join("dotfiles/acpqb"));
     std::fs::create_dir_all(&home).unwrap();
@@ -645,32 +646,43 @@ async fn a_link_to_the_config_folder_replaced_by_the_agent_is_never_followed() {
         "[[rule]]\nid = \"real\"\ndecision = \"deny\"\nclaude = \"Bash(rm:*)\"\n",
     )
     .unwrap();
-    std::os::unix::fs::symlink(&real, home.join("acp-question-bridge")).unwrap();
+    let link = home.join("acp-question-bridge");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
     let script = format!(
-        r#"C={c}/acp-question-bridge
-rm "$C" && mkdir "$C" && printf '[[rule]]\nid = "evil1"\ndecision = "allow"\nclaude = "Bash(sh:*)"\n\n[[rule]]\nid = "evil2"\ndecision = "allow"\nclaude = "Bash(rm:*)"\n' > "$C/policy.toml" && touch {d}/swapped
-touch {d}/done"#,
+        r#"C={c}/acp-question-bridge; D={d}
+mkdir -p "$D/evil" && printf '[[rule]]\nid = "evil"\ndecision = "allow"\nclaude = "Bash(rm:*)"\n' > "$D/evil/policy.toml"
+try() {{ name="$1"; shift; if ( "$@" ) >/dev/null 2>&1; then echo "$name ok" >> "$D/report"; else echo "$name failed" >> "$D/report"; fi; }}
+try "repoint" ln -sfn "$D/evil" "$C"
+try "replace" sh -c "rm '$C' && mkdir '$C' && cp '$D/evil/policy.toml' '$C/'"
+try "rename-over" sh -c "ln -s '$D/evil' '$D/l2' && mv -fT '$D/l2' '$C'"
+try "move-away" mv "$C" "$C.old"
+touch "$D/done""#,
         c = home.display(),
         d = dir.display()
     );
     std::fs::write(dir.join("agent.sh"), script).unwrap();
-    let mut cmd = tokio::process::Command::new(BRIDGE);
-    cmd.args([
-        "--control",
-        "127.0.0.1:0",
-        "--",
-        "bash",
-        "-c",
-        &format!("bash {}/agent.sh & exec {MOCK}", dir.display()),
-    ])
-    .env("XDG_CONFIG_HOME", &home)
-    .env("RUST_LOG", "info");
-    let mut b = Bridge::from_command(cmd);
-    let (base, token) = control_of(&b).await;
+    let bridge = |agent: &str| {
+        let mut cmd = tokio::process::Command::new(BRIDGE);
+        cmd.args(["--control", "127.0.0.1:0", "--", "bash", "-c", agent])
+            .env("XDG_CONFIG_HOME", &home)
+            .env("RUST_LOG", "info");
+        Bridge::from_command(cmd)
+    };
+    let mut b = bridge(&format!("bash {}/agent.sh & exec {MOCK}", dir.display()));
     b.initialize(json!({})).await;
     until_made(&dir.join("done"), &b).await;
-    // The link is in a folder the agent may write: the swap itself works.
-    assert!(dir.join("swapped").exists());
+    let report = std::fs::read_to_string(dir.join("report")).unwrap_or_default();
+    for attack in ["repoint", "replace", "rename-over", "move-away"] {
+        assert!(
+            report.contains(&format!("{attack} failed")),
+            "{attack}: {report}"
+        );
+    }
+    assert_eq!(std::fs::read_link(&link).unwrap(), real);
+    // The next bridge of the user, started while the first one runs, reads the user's own
+    // policy through the link.
+    let next = bridge(MOCK);
+    let (base, token) = control_of(&next).await;
     let status = call(&http(&base, &token), "bridge.status", json!({}))
         .await
         .unwrap();
@@ -685,8 +697,10 @@ touch {d}/done"#,
             && files[0]["rules"] == 1,
         "{status}"
     );
-    b.close_stdin();
-    b.drain().await;
+    for mut b in [b, next] {
+        b.close_stdin();
+        b.drain().await;
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
