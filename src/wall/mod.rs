@@ -103,6 +103,13 @@ impl Files {
         if let Some(config) = &self.config {
             plan.read_only.push(made_folder(config)?);
         }
+        // The control groups, read-only: their files freeze (`cgroup.freeze`, v1's
+        // `freezer.state`) or kill (`cgroup.kill`) every process of a group, the bridge's
+        // and the editor's among them, where the user may write them (a delegated subtree,
+        // root); no Landlock scope covers that. Each mount beneath, as a read-only bind
+        // does not reach the mounts beneath it.
+        plan.read_only
+            .extend(mounts_beneath(Path::new("/sys/fs/cgroup")));
         // A `--policy` file is walled by its folder: a mount over the file itself is lost
         // when something outside replaces it by a rename (an editor's atomic save), and the
         // agent could then write the new file. A file that is not there breaks the policy
@@ -302,6 +309,37 @@ fn links_on_the_way(p: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The mount points at or beneath `top`, as this process sees them (`/proc/self/mountinfo`;
+/// its fifth field, octal escapes undone).
+fn mounts_beneath(top: &Path) -> Vec<PathBuf> {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    info.lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(|field| {
+            let (b, mut out, mut i) = (field.as_bytes(), Vec::new(), 0);
+            while i < b.len() {
+                let octal = b
+                    .get(i + 1..i + 4)
+                    .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+                match (b[i], octal) {
+                    (b'\\', Some(d)) => {
+                        out.push(d.iter().fold(0u8, |n, c| n.wrapping_mul(8) + (c - b'0')));
+                        i += 4;
+                    }
+                    (c, _) => {
+                        out.push(c);
+                        i += 1;
+                    }
+                }
+            }
+            PathBuf::from(std::ffi::OsString::from_vec(out))
+        })
+        .filter(|p| p.starts_with(top))
+        .collect()
+}
+
 /// `p` made (0700, with its parents) if it is not there, canonical.
 fn made_folder(p: &Path) -> Result<PathBuf, String> {
     if !p.exists() {
@@ -320,6 +358,7 @@ fn real(p: &Path) -> Result<PathBuf, String> {
         .map_err(|e| format!("cannot resolve {}: {e}", p.display()))
 }
 
+use std::os::unix::ffi::OsStringExt as _;
 use std::os::unix::fs::DirBuilderExt as _;
 
 /// How the bridge starts its agent through the launcher.

@@ -64,6 +64,9 @@ try "read:fds" ls /proc/$BPID/fd/0
 try "read:root" ls /proc/$BPID/root/
 try "signal:bridge" kill -0 $BPID
 try "env:token" test -n "$ACP_QUESTION_BRIDGE_TOKEN"
+# A control group made, as freezing or killing one (the bridge's, the editor's) would write.
+cg() { for m in $(awk '$5 ~ /^\/sys\/fs\/cgroup/ {print $5}' /proc/self/mountinfo); do if mkdir "$m/acpqb-wall-$$" 2>/dev/null; then rmdir "$m/acpqb-wall-$$"; return 0; fi; done; return 1; }
+try "cgroup:write" cg
 TOKENS="$ACP_QUESTION_BRIDGE_TOKEN $(cat "$TOKEN_FILE_SEEN" 2>/dev/null) $(cat "$REGISTRY_SEEN"/*.json 2>/dev/null | grep -o '"token":"[^"]*"' | cut -d'"' -f4) $(tr '\0' '\n' < /proc/$BPID/environ 2>/dev/null | sed -n 's/^ACP_QUESTION_BRIDGE_TOKEN=//p')"
 answered=failed
 for T in $TOKENS; do
@@ -275,6 +278,10 @@ async fn without_the_wall_the_same_attacks_succeed() {
         "answer",
     ] {
         assert!(ok(name), "{name} should work without the wall: {report:?}");
+    }
+    // Root may write the control groups; a user only a subtree delegated to it.
+    if rustix::process::geteuid().is_root() {
+        assert!(ok("cgroup:write"), "{report:?}");
     }
     assert_eq!(answer.as_deref(), Some("permission: allow"), "{report:?}");
     let _ = std::fs::remove_dir_all(&s.dir);
