@@ -104,7 +104,9 @@ pub struct BridgeArgs {
     #[arg(long, requires = "control")]
     pub control_allow_remote: bool,
     /// Write the control token to this file (mode 0600). The token is random unless
-    /// $ACP_QUESTION_BRIDGE_TOKEN is set.
+    /// $ACP_QUESTION_BRIDGE_TOKEN is set. Inside the wall (--sandbox), only beneath
+    /// $XDG_STATE_HOME/acp-question-bridge or $XDG_RUNTIME_DIR/acp-question-bridge, which
+    /// every bridge's wall hides from its agent.
     #[arg(long, value_name = "PATH", conflicts_with = "no_control")]
     pub control_token_file: Option<PathBuf>,
     /// Do not list this bridge in the per-user registry that `inbox` reads (it is listed
@@ -117,7 +119,9 @@ pub struct BridgeArgs {
     /// question.
     #[arg(long, value_name = "URL", conflicts_with = "no_control")]
     pub nats: Option<String>,
-    /// NATS credentials file (`.creds`).
+    /// NATS credentials file (`.creds`). Inside the wall (--sandbox), only beneath
+    /// $XDG_STATE_HOME/acp-question-bridge or $XDG_RUNTIME_DIR/acp-question-bridge, as
+    /// --control-token-file.
     #[arg(long, value_name = "FILE", requires = "nats")]
     pub nats_creds: Option<PathBuf>,
     /// Prefix of the NATS buckets and subjects, so one NATS serves many users.

@@ -96,7 +96,7 @@ fn wall_for(
     ),
     String,
 > {
-    use acp_question_bridge::{inbox, wall};
+    use acp_question_bridge::wall;
     if args.sandbox == wall::Mode::Off {
         return Ok((None, wall::State::new(args.sandbox, None)));
     }
@@ -115,26 +115,6 @@ fn wall_for(
         tracing::warn!("the agent runs without the wall around it (--sandbox own-files): {why}");
         return Ok((None, wall::State::new(args.sandbox, Some(why))));
     }
-    let var = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(std::path::PathBuf::from)
-    };
-    let home = var("HOME");
-    let state = var("XDG_STATE_HOME")
-        .or_else(|| home.as_ref().map(|h| h.join(".local/state")))
-        .map(|d| d.join("acp-question-bridge"));
-    let runtime = var("XDG_RUNTIME_DIR").map(|d| d.join("acp-question-bridge"));
-    // Every place a bridge or an inbox of this user may keep its registry or state, whatever
-    // this bridge's own environment picks.
-    let uid = rustix::process::getuid().as_raw();
-    let defaults = [
-        home.as_ref()
-            .map(|h| h.join(".local/state/acp-question-bridge")),
-        Some(std::path::PathBuf::from(format!("/run/user/{uid}")))
-            .filter(|d| d.is_dir())
-            .map(|d| d.join("acp-question-bridge")),
-    ];
     let cwd = args.cwd.clone().or_else(|| std::env::current_dir().ok());
     let workspace = args.sandbox == wall::Mode::Workspace;
     let (deny_read, deny_edit) = if workspace {
@@ -150,20 +130,18 @@ fn wall_for(
         config: acp_question_bridge::policy::file::config_dir(),
         policies: args.policy.clone(),
         cwd,
-        state: [Some(inbox::roster::dir()), state, runtime]
+        state: wall::state_folders(),
+        secrets: [&args.journal, &args.log_file]
             .into_iter()
-            .chain(defaults)
             .flatten()
+            .cloned()
             .collect(),
-        secrets: [
-            &args.control_token_file,
-            &args.journal,
-            &args.log_file,
-            &args.nats_creds,
+        keys: [
+            ("--control-token-file", &args.control_token_file),
+            ("--nats-creds", &args.nats_creds),
         ]
         .into_iter()
-        .flatten()
-        .cloned()
+        .filter_map(|(flag, p)| p.clone().map(|p| (flag, p)))
         .collect(),
     };
     let plan = files

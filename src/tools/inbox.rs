@@ -25,7 +25,8 @@ pub struct InboxArgs {
     #[arg(long)]
     pub allow_remote: bool,
     /// Write the token to this file (mode 0600). Random unless $ACP_QUESTION_BRIDGE_TOKEN
-    /// is set.
+    /// is set. Only beneath $XDG_STATE_HOME/acp-question-bridge or
+    /// $XDG_RUNTIME_DIR/acp-question-bridge, which every bridge's wall hides from its agent.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
     /// Run this command for every new question of any bridge (as a bridge's
@@ -116,6 +117,33 @@ pub enum DevicesCommand {
     Revoke { name: String },
 }
 
+/// Why the inbox's token file may not be at `path`, if it may not: its token answers every
+/// bridge's questions, so it is kept only beneath a folder every bridge's wall hides from
+/// its agent (on Linux, where bridges build walls).
+fn exposed_token_file(path: &std::path::Path) -> Option<String> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let folders = acp_question_bridge::wall::state_folders();
+    let folder = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let beneath = folder.canonicalize().is_ok_and(|f| {
+        folders
+            .iter()
+            .filter_map(|d| d.canonicalize().ok())
+            .any(|d| f.starts_with(d))
+    });
+    (!beneath).then(|| {
+        format!(
+            "--token-file {}: the inbox's token answers every bridge's questions, so it is kept only where every bridge's wall hides it from its agent; put it beneath {} (made 0700), or give the token in $ACP_QUESTION_BRIDGE_TOKEN",
+            path.display(),
+            folders.first().map(|d| d.display().to_string()).unwrap_or_default()
+        )
+    })
+}
+
 /// A one-line error of `inbox` on stderr, and its exit code.
 fn fail(code: u8, msg: &str) -> ExitCode {
     logging::fail("acp-question-bridge inbox", code, msg)
@@ -130,6 +158,9 @@ pub fn main(a: InboxArgs) -> ExitCode {
     };
     if let Some(command) = a.command {
         return beside(command, &state_dir(a.state_dir));
+    }
+    if let Some(why) = a.token_file.as_deref().and_then(exposed_token_file) {
+        return fail(2, &why);
     }
     let addr = match control::parse_addr(&a.listen, a.allow_remote) {
         Ok(addr) => addr,

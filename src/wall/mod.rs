@@ -79,9 +79,12 @@ pub struct Files {
     /// `$XDG_RUNTIME_DIR/acp-question-bridge`, and the default places of both (where a
     /// bridge or an inbox of another environment keeps them).
     pub state: Vec<PathBuf>,
-    /// The bridge's secret files: `--control-token-file`, `--journal`, `--log-file`,
-    /// `--nats-creds`.
+    /// The bridge's secret files that hold no right: `--journal`, `--log-file`.
     pub secrets: Vec<PathBuf>,
+    /// The files that give a right to answer questions, by the flag that names them
+    /// (`--control-token-file`, `--nats-creds`): kept only beneath a folder of [`state`],
+    /// which every bridge's wall hides, so no agent of another bridge can read them.
+    pub keys: Vec<(&'static str, PathBuf)>,
     /// With `workspace`: where the agent may write ([`writable`]).
     pub writable: Option<Vec<PathBuf>>,
     /// With `workspace`: files and folders the policy denies reading, and editing, whole.
@@ -135,7 +138,28 @@ impl Files {
         for d in &self.state {
             plan.hidden.push(made_folder(d)?);
         }
-        for f in &self.secrets {
+        // A key must lie where every wall hides it, the walls of bridges started before
+        // this one included: another bridge's agent would read it anywhere else (a command
+        // line, readable by every process of the user, names it).
+        for (flag, f) in &self.keys {
+            let folder = f
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let hidden =
+                real(folder).is_ok_and(|folder| plan.hidden.iter().any(|h| folder.starts_with(h)));
+            if !hidden {
+                return Err(format!(
+                    "{flag} {}: a file that answers questions is kept only where every bridge's wall hides it, as the agent of another bridge could read it elsewhere; put it beneath {}",
+                    f.display(),
+                    self.state
+                        .first()
+                        .map(|d| d.display().to_string())
+                        .unwrap_or_default()
+                ));
+            }
+        }
+        for f in self.secrets.iter().chain(self.keys.iter().map(|(_, f)| f)) {
             // A file with another name, or a link, would leave the secret readable there
             // (a hard link made before the wall; a link to where it would be made).
             if let Ok(m) = std::fs::symlink_metadata(f) {
@@ -219,6 +243,39 @@ impl Files {
         }
         None
     }
+}
+
+/// Every folder in which a bridge or an inbox of this user may keep its registry or state,
+/// whatever this process's environment picks: `$XDG_STATE_HOME/acp-question-bridge` first,
+/// `$XDG_RUNTIME_DIR/acp-question-bridge`, the registry, and their default places. Every wall
+/// hides them.
+pub fn state_folders() -> Vec<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = var("HOME");
+    let state = var("XDG_STATE_HOME")
+        .or_else(|| home.as_ref().map(|h| h.join(".local/state")))
+        .map(|d| d.join("acp-question-bridge"));
+    let runtime = var("XDG_RUNTIME_DIR").map(|d| d.join("acp-question-bridge"));
+    let uid = rustix::process::getuid().as_raw();
+    let defaults = [
+        home.as_ref()
+            .map(|h| h.join(".local/state/acp-question-bridge")),
+        Some(PathBuf::from(format!("/run/user/{uid}")))
+            .filter(|d| d.is_dir())
+            .map(|d| d.join("acp-question-bridge")),
+    ];
+    let mut out: Vec<PathBuf> = [state, runtime, Some(crate::inbox::roster::dir())]
+        .into_iter()
+        .chain(defaults)
+        .flatten()
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|d| seen.insert(d.clone()));
+    out
 }
 
 /// Where an agent inside a `workspace` wall may write: the session's folder, the temp

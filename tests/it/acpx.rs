@@ -73,7 +73,7 @@ impl Acpx {
         let agent = format!(
             "sh -c 'exec \"$0\" --control 127.0.0.1:0 --no-register --control-token-file \"$3\" -- \"$1\" 2>>\"$2\"' \"{BRIDGE}\" \"{MOCK}\" \"{}\" \"{}\"",
             dir.join("bridge.stderr").display(),
-            dir.join("token").display()
+            home.join(".local/state/acp-question-bridge/token").display()
         );
         let mut cmd = Command::new("node");
         cmd.arg(cli)
@@ -183,7 +183,10 @@ impl Acpx {
                 l.split_once("control server on ")
                     .map(|(_, v)| v.trim().to_owned())
             });
-            let token = std::fs::read_to_string(self.dir.join("token")).unwrap_or_default();
+            let token = std::fs::read_to_string(
+                self.dir.join("home/.local/state/acp-question-bridge/token"),
+            )
+            .unwrap_or_default();
             if let Some(url) = url.filter(|_| !token.trim().is_empty()) {
                 return (url, token.trim().to_owned());
             }

@@ -337,7 +337,9 @@ async fn client_and_control_racing_resolve_each_question_once() {
 #[tokio::test]
 async fn token_from_the_environment_and_the_token_file() {
     let dir = temp_dir("token");
-    let file = dir.join("token");
+    // A token file is kept where every bridge's wall hides it: beneath the state folder.
+    let state = dir.join("state");
+    let file = state.join("acp-question-bridge/token");
     let mut b = Bridge::spawn_env(
         &[
             "--control",
@@ -347,7 +349,10 @@ async fn token_from_the_environment_and_the_token_file() {
             "--",
             MOCK,
         ],
-        &[("ACP_QUESTION_BRIDGE_TOKEN", "a-token-chosen-by-the-user")],
+        &[
+            ("ACP_QUESTION_BRIDGE_TOKEN", "a-token-chosen-by-the-user"),
+            ("XDG_STATE_HOME", state.to_str().unwrap()),
+        ],
     );
     let (base, token) = control_of(&b).await;
     assert_eq!(token, "a-token-chosen-by-the-user");
@@ -366,6 +371,33 @@ async fn token_from_the_environment_and_the_token_file() {
     assert!(ok.is_empty());
     b.close_stdin();
     assert_eq!(b.wait().await, 0);
+    // Anywhere else the agent of another bridge, whose wall does not hide it, could read
+    // it: refused, with where to keep it; without the wall it is the user's choice.
+    let elsewhere = dir.join("token");
+    let args = [
+        "--control-token-file",
+        elsewhere.to_str().unwrap(),
+        "--",
+        MOCK,
+    ];
+    let mut refused = Bridge::spawn_env(&args, &[("XDG_STATE_HOME", state.to_str().unwrap())]);
+    assert_eq!(refused.wait().await, 1);
+    let said = refused.stderr();
+    assert!(
+        said.contains("--control-token-file")
+            && said.contains(&format!(
+                "beneath {}",
+                state.join("acp-question-bridge").display()
+            )),
+        "{said}"
+    );
+    let mut off = Bridge::spawn_env(
+        &[&["--sandbox", "off"][..], &args[..]].concat(),
+        &[("XDG_STATE_HOME", state.to_str().unwrap())],
+    );
+    control_of(&off).await;
+    off.close_stdin();
+    assert_eq!(off.wait().await, 0);
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -390,8 +422,11 @@ async fn the_token_is_printed_only_to_a_terminal() {
     assert_eq!(b.wait().await, 0);
     // With a token file, that is where it says the token is.
     let dir = temp_dir("token-hint");
-    let file = dir.join("token");
-    let mut b = Bridge::mock(&["--control-token-file", file.to_str().unwrap()]);
+    let file = dir.join("acp-question-bridge/token");
+    let mut b = Bridge::spawn_env(
+        &["--control-token-file", file.to_str().unwrap(), "--", MOCK],
+        &[("XDG_STATE_HOME", dir.to_str().unwrap())],
+    );
     let (_, token) = control_of(&b).await;
     b.stderr_contains(&format!("it is in {}", file.display()))
         .await;

@@ -297,3 +297,55 @@ async fn always_allow_through_the_inbox_reaches_the_bridge() {
     let written = std::fs::read_to_string(config.join("acp-question-bridge/policy.toml")).unwrap();
     assert!(written.contains(rule), "{written}");
 }
+
+/// The inbox's token answers every bridge's questions: its `--token-file` is kept only
+/// beneath a folder every bridge's wall hides from its agent (the state folder), and refused
+/// elsewhere, with where to keep it.
+#[tokio::test]
+async fn the_inbox_keeps_its_token_file_only_where_walls_hide_it() {
+    let dir = temp_dir("inbox-token-file");
+    let state = dir.join("state");
+    let run = |file: std::path::PathBuf| {
+        let mut cmd = tokio::process::Command::new(BRIDGE);
+        cmd.args(["inbox", "--listen", "127.0.0.1:0", "--registry"])
+            .arg(dir.join("registry"))
+            .arg("--token-file")
+            .arg(file)
+            .env("XDG_STATE_HOME", &state)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+    };
+    let out = tokio::time::timeout(WAIT, run(dir.join("token")).output())
+        .await
+        .expect("refused in time")
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains(&format!(
+            "beneath {}",
+            state.join("acp-question-bridge").display()
+        )),
+        "{said}"
+    );
+    let kept = state.join("acp-question-bridge/inbox-token");
+    std::fs::create_dir_all(kept.parent().unwrap()).unwrap();
+    let mut inbox = run(kept.clone()).spawn().unwrap();
+    tokio::time::timeout(WAIT, async {
+        while std::fs::read_to_string(&kept)
+            .unwrap_or_default()
+            .trim()
+            .len()
+            != 64
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the inbox writes its token there");
+    let _ = inbox.kill().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -94,7 +94,9 @@ fn setup(name: &str) -> Setup {
         project: dir.join("project"),
         registry: dir.join("registry"),
         state: dir.join("state"),
-        token_file: dir.join("token"),
+        // Beneath the state folder, where every bridge's wall hides it (elsewhere the
+        // bridge refuses a token file).
+        token_file: dir.join("state/acp-question-bridge/token"),
         journal: dir.join("journal.jsonl"),
         dir,
     };
@@ -423,13 +425,18 @@ touch "$D/done""#,
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inside_the_wall_the_client_reads_and_runs_nothing_for_the_agent() {
     let dir = temp_dir("wall-client-tools");
-    let token_file = dir.join("token");
-    let mut b = Bridge::mock(&[
-        "--control",
-        "127.0.0.1:0",
-        "--control-token-file",
-        &token_file.display().to_string(),
-    ]);
+    let token_file = dir.join("acp-question-bridge/token");
+    let mut b = Bridge::spawn_env(
+        &[
+            "--control",
+            "127.0.0.1:0",
+            "--control-token-file",
+            &token_file.display().to_string(),
+            "--",
+            MOCK,
+        ],
+        &[("XDG_STATE_HOME", dir.to_str().unwrap())],
+    );
     b.record();
     b.initialize(json!({"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true}))
         .await;
@@ -512,17 +519,21 @@ sleep 60
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_secret_file_with_another_name_is_refused() {
     let dir = temp_dir("wall-linked-secret");
-    let token = dir.join("token");
+    let token = dir.join("state/acp-question-bridge/token");
+    std::fs::create_dir_all(token.parent().unwrap()).unwrap();
     std::fs::write(&token, "").unwrap();
     std::fs::hard_link(&token, dir.join("planted")).unwrap();
-    let (code, _, err) = crate::common::run_bridge(&[
-        "--control-token-file",
-        &token.display().to_string(),
-        "--",
-        MOCK,
-    ])
-    .await;
-    assert_eq!(code, 1, "{err}");
+    let mut b = Bridge::spawn_env(
+        &[
+            "--control-token-file",
+            &token.display().to_string(),
+            "--",
+            MOCK,
+        ],
+        &[("XDG_STATE_HOME", dir.join("state").to_str().unwrap())],
+    );
+    assert_eq!(b.wait().await, 1);
+    let err = b.stderr();
     assert!(err.contains("other names"), "{err}");
     // NATS credentials in a command line any process of the user reads: refused.
     let (code, _, err) =

@@ -19,14 +19,13 @@ pub struct Inbox {
 
 impl Inbox {
     /// `acp-question-bridge inbox ARGS...`, once it has printed its page URL. Its stderr is
-    /// not a terminal, so it prints no token: it writes it to a `--token-file`.
+    /// not a terminal, so it prints no token: the test gives it one.
     pub async fn start(args: &[&str]) -> Inbox {
-        let token_file = super::temp_dir("inbox-token").join("token");
+        let token = acp_question_bridge::control::random_token().expect("random bytes");
         let mut child = Command::new(BRIDGE)
             .arg("inbox")
             .args(args)
-            .arg("--token-file")
-            .arg(&token_file)
+            .env("ACP_QUESTION_BRIDGE_TOKEN", &token)
             .env("RUST_LOG", "debug")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -53,11 +52,10 @@ impl Inbox {
         .await
         .expect("the inbox prints its page in time");
         assert!(!base.contains('#'), "no token on stderr: {base}");
-        let token = std::fs::read_to_string(&token_file).expect("the inbox's token file");
         Inbox {
             child,
             base,
-            token: token.trim().to_owned(),
+            token,
             stderr,
         }
     }
