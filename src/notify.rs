@@ -2,7 +2,12 @@
 //!
 //! COMMAND is split like a shell would split words (quotes, backslashes) but never run by a
 //! shell unless it names one (`sh -c '...'`). The process gets the question as JSON on its
-//! stdin and `ACP_QUESTION_URL` (the Questions page, when the control server runs). It runs
+//! stdin, `ACP_QUESTION_URL` (the Questions page without its token, when the control server
+//! runs) and `ACP_QUESTION_TOKEN` (the token). The token is kept out of the URL: a command
+//! that passes the URL on (`xdg-open "$ACP_QUESTION_URL"`) puts it on a command line, which
+//! every process of the user reads (the agent's, inside its wall, too), and the agent can
+//! make the bridge run the command whenever it asks a question. An environment is read
+//! only by the process's own user outside the wall. It runs
 //! in its own process group, with stdout discarded (the bridge's stdout is protocol only)
 //! and stderr logged.
 //!
@@ -38,15 +43,21 @@ pub fn parse_command(s: &str) -> Result<Vec<String>, String> {
 #[derive(Debug, Clone)]
 pub struct Notifier {
     argv: Arc<[String]>,
-    url: Option<String>,
+    /// The page's address, without its token; the token.
+    page: Option<(String, String)>,
     running: Arc<Semaphore>,
 }
 
 impl Notifier {
-    pub fn new(argv: Vec<String>, url: Option<String>) -> Self {
+    /// `page_url`: the page's URL with its `#token=`.
+    pub fn new(argv: Vec<String>, page_url: Option<String>) -> Self {
+        let page = page_url.map(|u| match u.split_once("#token=") {
+            Some((base, token)) => (base.to_owned(), token.to_owned()),
+            None => (u, String::new()),
+        });
         Self {
             argv: argv.into(),
-            url,
+            page,
             running: Arc::new(Semaphore::new(MAX_RUNNING)),
         }
     }
@@ -80,9 +91,13 @@ impl Notifier {
             .process_group(0)
             .env("ACP_QUESTION_RING", reminder.to_string())
             .kill_on_drop(true);
-        match &self.url {
-            Some(url) => cmd.env("ACP_QUESTION_URL", url),
-            None => cmd.env_remove("ACP_QUESTION_URL"),
+        match &self.page {
+            Some((url, token)) => cmd
+                .env("ACP_QUESTION_URL", url)
+                .env("ACP_QUESTION_TOKEN", token),
+            None => cmd
+                .env_remove("ACP_QUESTION_URL")
+                .env_remove("ACP_QUESTION_TOKEN"),
         };
         let mut child = match cmd.spawn() {
             Ok(c) => c,

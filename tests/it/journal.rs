@@ -179,11 +179,11 @@ async fn journal_keeps_answered_timed_out_and_late_answers() {
 }
 
 #[tokio::test]
-async fn on_question_gets_the_question_and_the_page_url() {
+async fn on_question_gets_the_question_the_page_and_its_token_apart() {
     let dir = temp_dir("onq");
     let out = dir.join("question.json");
     let cmd = format!(
-        r#"sh -c 'printf %s "$ACP_QUESTION_URL" > "$0.url"; cat > "$0.tmp" && mv "$0.tmp" "$0"' {}"#,
+        r#"sh -c 'printf %s "$ACP_QUESTION_URL" > "$0.url"; printf %s "$ACP_QUESTION_TOKEN" > "$0.token"; cat > "$0.tmp" && mv "$0.tmp" "$0"' {}"#,
         out.display()
     );
     let mut b = Bridge::mock(&[
@@ -205,8 +205,12 @@ async fn on_question_gets_the_question_and_the_page_url() {
     assert_eq!(q["sessionId"], sid.as_str());
     assert_eq!(q["questionId"], "n-1");
     assert_eq!(q["items"][0]["prompt"], asked["params"]["prompt"]);
+    // The token apart from the URL: a command that passes the URL on (to a browser) puts
+    // it on a command line, which the agent could read.
     let url = std::fs::read_to_string(dir.join("question.json.url")).unwrap();
-    assert_eq!(url, format!("{base}#token={token}"));
+    assert_eq!(url, base);
+    let given = std::fs::read_to_string(dir.join("question.json.token")).unwrap();
+    assert_eq!(given, token);
     // The question itself is untouched by the notification.
     b.send(&json!({"jsonrpc":"2.0","id":asked["id"],"result":{"status":"answered","answers":[["option-b"]]}}))
         .await;
