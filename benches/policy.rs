@@ -63,6 +63,7 @@ fn exec(cmd: &str) -> Call {
         command: Some(command::parse(cmd)),
         paths: vec![],
         cwd: std::env::temp_dir(),
+        shell: Default::default(),
     }
 }
 
@@ -78,6 +79,7 @@ fn read(path: &str) -> Call {
         command: None,
         paths: vec![PathBuf::from(path)],
         cwd: std::env::temp_dir(),
+        shell: Default::default(),
     }
 }
 

@@ -216,6 +216,7 @@ fuzz_target!(|data: &[u8]| {
         command: Some(parsed.clone()),
         paths: vec![],
         cwd: PathBuf::from("/"),
+        shell: Default::default(),
     };
     let v = policy().decide(&call);
     let denied_part = parsed

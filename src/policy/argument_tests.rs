@@ -62,6 +62,7 @@ fn exec(cmd: &str, cwd: &Path) -> Call {
         command: Some(command::parse(cmd)),
         paths: vec![],
         cwd: cwd.to_owned(),
+        shell: Default::default(),
     }
 }
 
@@ -768,4 +769,76 @@ fn folders_and_files_made_by_mkdir_touch_and_tree_stay_home() {
         ],
     );
     allowed(&p, &d, &["mkdir -p build/out", "touch notes.txt", "tree d"]);
+}
+
+/// Claude Code's Bash keeps its folder between calls: a later command is decided in every
+/// folder an earlier `cd` of the session may have left the shell in, and asked when that
+/// cannot be told.
+#[test]
+fn a_command_is_decided_where_an_earlier_cd_left_the_shell() {
+    let d = scratch("shell-folder");
+    std::fs::create_dir_all(d.join(".git/objects")).unwrap();
+    std::fs::write(d.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    // `sub` made, with allowed writes, into a repository of the agent's.
+    make_repository(&d.join("sub"));
+    std::fs::create_dir_all(d.join("docs")).unwrap();
+    let p = rules(&["Bash(git fetch:*)", "Bash(ls:*)", "Bash(cd:*)"]);
+    let after = |earlier: &[&str], cmd: &str| {
+        let mut call = exec(cmd, &d);
+        call.tool = Some("Bash".into());
+        call.shell.moved_by = earlier.iter().map(|s| s.to_string()).collect();
+        p.decide(&call)
+    };
+    assert_eq!(after(&[], "git fetch").decision, Decision::Allow);
+    // `cd sub && ls`, allowed, left the shell in `sub`: `git fetch` would use its config.
+    let v = after(&["cd sub && ls"], "git fetch");
+    assert_ne!(v.decision, Decision::Allow, "{}", v.why);
+    // A move into a folder where git finds the session's own repository stays allowed, and
+    // so does a `cd` that failed (no such folder): the shell stayed where it was.
+    for earlier in [&["cd docs"][..], &["cd nothere", "ls"][..], &["ls -la"][..]] {
+        let v = after(earlier, "git fetch");
+        assert_eq!(v.decision, Decision::Allow, "{earlier:?}: {}", v.why);
+    }
+    // Where the shell went cannot be told: asked, saying why.
+    for earlier in [
+        &["cd /tmp && ls"][..],
+        &["cd"][..],
+        &["cd -"][..],
+        &["cd ~"][..],
+        &["cd \"$(mktemp -d)\""][..],
+        &["pushd docs"][..],
+    ] {
+        let v = after(earlier, "ls");
+        assert_eq!(v.decision, Decision::Ask, "{earlier:?}: {}", v.why);
+        assert!(v.why.contains("earlier command"), "{}", v.why);
+    }
+    let mut call = exec("ls", &d);
+    call.shell.lost = true;
+    assert_eq!(p.decide(&call).decision, Decision::Ask);
+    // A deny holds wherever the shell is.
+    let p = rules(&["Bash(ls:*)", "!Bash(rm:*)"]);
+    let mut call = exec("rm -rf x", &d);
+    call.shell.moved_by = vec!["cd /tmp".into()];
+    assert_eq!(p.decide(&call).decision, Decision::Deny);
+}
+
+#[test]
+fn a_shell_move_is_seen_in_any_spelling_a_shell_takes() {
+    use crate::policy::may_move_a_shell as moves;
+    for yes in [
+        "cd sub",
+        "ls && cd sub",
+        "x;cd sub",
+        "(cd sub)",
+        "'cd' sub",
+        "c\\d sub",
+        "pushd x",
+        "popd",
+        "echo $(cd x)",
+    ] {
+        assert!(moves(yes), "{yes}");
+    }
+    for no in ["ls", "echo cdx", "abcd", "git log --cd"] {
+        assert!(!moves(no), "{no}");
+    }
 }

@@ -91,7 +91,12 @@ impl Policy {
         // wrappers run; only a rule for the part itself allows it. A `cd` into a folder of
         // the session's needs no rule: the parts after it are decided in every folder they
         // may run in.
-        let mut folders = vec![call.cwd.clone()];
+        // Where the agent's shell may be, left by an earlier `cd`; asked where that cannot
+        // be told ([`shell_folders`]).
+        let mut folders = shell_folders(call).unwrap_or_else(|why| {
+            refused.get_or_insert(why);
+            vec![call.cwd.clone()]
+        });
         let mut decided = Vec::new();
         let mut named_parts = Vec::new();
         for (i, part) in parts.iter().enumerate() {
@@ -380,4 +385,85 @@ fn names_paths(words: &[String]) -> bool {
         args::Reading::Understood(e) => !e.paths.is_empty() || !e.unplaced.is_empty(),
         _ => words.len() > 1,
     }
+}
+
+/// At most this many folders the agent's shell may be in; past it, where it is cannot be
+/// told.
+const MAX_SHELL_FOLDERS: usize = 16;
+
+/// The folders the agent's shell may be in when `call` runs ([`Shell`]): the session's, and
+/// every one a `cd` of an earlier command of the session may have left it in, as
+/// [`named::cd_inside`] follows a `cd` (inside the session, links as bash takes them).
+/// `Err`: why that cannot be told (a `cd` elsewhere, or one the policy cannot read,
+/// `pushd`, `popd`, more moves than the bridge keeps).
+pub(super) fn shell_folders(call: &Call) -> Result<Vec<PathBuf>, String> {
+    let mut folders = vec![call.cwd.clone()];
+    if call.shell.lost {
+        return Err(
+            "more commands moved the agent's shell earlier in this session than the bridge keeps, so where it runs cannot be told".into(),
+        );
+    }
+    for text in &call.shell.moved_by {
+        let lost = || {
+            Err(format!(
+                "an earlier command of this session, `{}`, may have left the agent's shell in a folder the policy cannot follow (its shell keeps its folder between calls)",
+                text.escape_debug()
+            ))
+        };
+        let cmd = super::command::parse(text);
+        let mover = |w: &Vec<String>| {
+            w.first()
+                .is_some_and(|p| matches!(args::base(p), "cd" | "pushd" | "popd"))
+        };
+        let parts = match (cmd.parts(), cmd.not_allowable()) {
+            (Some(parts), None) => parts,
+            // Not plain: a `cd` in it cannot be followed; without one it moved nothing.
+            _ if cmd.seen.iter().any(mover) || super::may_move_a_shell(text) => return lost(),
+            _ => continue,
+        };
+        if cmd.seen.iter().any(|w| {
+            w.first()
+                .is_some_and(|p| matches!(args::base(p), "pushd" | "popd"))
+        }) {
+            return lost();
+        }
+        for part in parts.iter().filter(|p| mover(&p.words)) {
+            // From each folder it may have run in: a `cd` followed, or one that failed
+            // there (no such folder now) and left the shell where it was.
+            for from in folders.clone() {
+                match named::cd_inside(&part.words, std::slice::from_ref(&from), &call.cwd) {
+                    Some(to) => {
+                        for dir in to {
+                            if !folders.contains(&dir) {
+                                folders.push(dir);
+                            }
+                        }
+                    }
+                    // Only a plain folder name that is not there stays put: `cd`, `cd -`,
+                    // `cd ~`, a `$CDPATH` search or a folder outside the session moved it.
+                    None => {
+                        let stays = match part.words.as_slice() {
+                            [_, t] => {
+                                !t.is_empty()
+                                    && !t.starts_with(['-', '~', '+'])
+                                    && std::env::var_os("CDPATH").is_none_or(|c| c.is_empty())
+                                    && path::resolve(std::path::Path::new(t), &from)
+                                        .is_some_and(|r| !r.path.exists())
+                            }
+                            _ => false,
+                        };
+                        if !stays {
+                            return lost();
+                        }
+                    }
+                }
+            }
+        }
+        if folders.len() > MAX_SHELL_FOLDERS {
+            return Err(format!(
+                "earlier commands of this session may have left the agent's shell in more than {MAX_SHELL_FOLDERS} folders"
+            ));
+        }
+    }
+    Ok(folders)
 }

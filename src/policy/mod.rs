@@ -30,15 +30,18 @@ mod gitdir;
 pub mod glob;
 mod guard;
 pub mod live;
+mod moves;
 mod named;
 pub mod path;
 pub mod remember;
 pub mod shell;
+mod tool_call;
 pub mod wrappers;
 
 use std::path::{Path, PathBuf};
 
 use command::Command;
+pub use moves::{keeps_its_folder, may_move_a_shell, Shell};
 
 /// What a rule decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize)]
@@ -127,6 +130,8 @@ pub struct Call {
     pub paths: Vec<PathBuf>,
     /// The session's folder.
     pub cwd: PathBuf,
+    /// What moved the agent's shell before this call, where its shell keeps its folder.
+    pub shell: Shell,
 }
 
 /// The policy's answer for one call.
@@ -357,53 +362,6 @@ fn program_is(pattern: &str, word: &str, deny: bool) -> bool {
 /// resolved (longer than [`path::MAX_PATH_BYTES`], a link loop, `~user`): never an allow.
 pub fn resolve(p: &Path, cwd: &Path) -> Option<PathBuf> {
     path::resolve(p, cwd).map(|r| r.path)
-}
-
-impl Call {
-    /// The call an ACP tool call (`toolCall` of `session/request_permission`) describes: its
-    /// title and kind, the command in its `rawInput` ([`command::from_raw_input`]), and the
-    /// paths of its `locations` and of its `rawInput` (`file_path`, `path`, `filePath`,
-    /// `notebook_path`, `paths`).
-    pub fn from_tool_call(tool_call: &serde_json::Value, agent: &str, cwd: &Path) -> Call {
-        let raw = &tool_call["rawInput"];
-        let mut paths: Vec<PathBuf> = tool_call["locations"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|l| l["path"].as_str())
-            .map(PathBuf::from)
-            .collect();
-        for key in ["file_path", "path", "filePath", "notebook_path"] {
-            if let Some(p) = raw[key].as_str() {
-                paths.push(PathBuf::from(p));
-            }
-        }
-        paths.extend(
-            raw["paths"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|p| p.as_str())
-                .map(PathBuf::from),
-        );
-        paths.sort();
-        paths.dedup();
-        let tool = tool_call["name"]
-            .as_str()
-            .or_else(|| tool_call["_meta"]["claudeCode"]["toolName"].as_str())
-            .map(str::to_owned);
-        Call {
-            agent: agent.to_owned(),
-            tool,
-            url: raw["url"].as_str().map(str::to_owned),
-            program: None,
-            kind: tool_call["kind"].as_str().map(str::to_owned),
-            title: tool_call["title"].as_str().unwrap_or_default().to_owned(),
-            command: command::from_raw_input(raw),
-            paths,
-            cwd: cwd.to_owned(),
-        }
-    }
 }
 
 impl Policy {

@@ -44,6 +44,7 @@ fn call(kind: &str, paths: &[&str], cwd: &Path) -> Call {
         command: None,
         paths: paths.iter().map(PathBuf::from).collect(),
         cwd: cwd.to_owned(),
+        shell: Default::default(),
     }
 }
 

@@ -563,6 +563,7 @@ mod tests {
             command: Some(command::parse(cmd)),
             paths: vec![],
             cwd: PathBuf::from("/"),
+            shell: Default::default(),
         }
     }
 

@@ -83,6 +83,7 @@ fn exec(cmd: &str) -> Call {
         command: Some(command::parse(cmd)),
         paths: vec![],
         cwd: cwd(),
+        shell: Default::default(),
     }
 }
 
@@ -97,6 +98,7 @@ fn read(path: &str) -> Call {
         command: None,
         paths: vec![PathBuf::from(path)],
         cwd: cwd(),
+        shell: Default::default(),
     }
 }
 

@@ -86,6 +86,7 @@ pub struct Router {
     ledger: stores::ledger::Ledger,
     /// Tool calls the agent announced, for permission requests that name them by id.
     tool_calls: stores::tool_calls::ToolCalls,
+    shells: stores::shells::Shells,
     /// The sessions' folders.
     sessions: stores::sessions::Sessions,
     /// What each session's agent was doing, for its questions.
@@ -121,6 +122,7 @@ impl Router {
             agent_gone: false,
             opened: 0,
             tool_calls: stores::tool_calls::ToolCalls::default(),
+            shells: stores::shells::Shells::default(),
             sessions: stores::sessions::Sessions::default(),
             digests: stores::digest::Digests::default(),
             agent_info_name: None,
@@ -190,6 +192,11 @@ impl Router {
     /// The tool calls the agent announced (a handler's one way to them).
     pub(in crate::router) fn tool_calls(&mut self) -> &mut stores::tool_calls::ToolCalls {
         &mut self.tool_calls
+    }
+
+    /// The commands that may have moved the sessions' shells (a handler's one way to them).
+    pub(in crate::router) fn shells(&mut self) -> &mut stores::shells::Shells {
+        &mut self.shells
     }
 
     /// The sessions' folders (a handler's one way to them).

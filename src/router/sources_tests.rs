@@ -913,3 +913,56 @@ fn an_always_allow_answer_never_reaches_an_approval_asked_again_under_the_same_i
         .expect("answered");
     assert!(t2.take_agent()[0].contains(r#""optionId":"allow""#));
 }
+
+/// Claude Code's Bash keeps its folder between calls: the approval of its next command is
+/// decided with the commands that may have moved the session's shell before it (its own
+/// left out), and only for a tool that keeps its folder.
+#[test]
+fn an_approval_of_a_bash_command_is_decided_with_what_moved_its_shell_before() {
+    let mut t = deciding();
+    t.run_effects();
+    t.take_agent();
+    let bash = |id: &str, command: &str| {
+        json!({"toolCallId": id, "title": command, "kind": "execute",
+               "_meta": {"claudeCode": {"toolName": "Bash"}}, "rawInput": {"command": command}})
+    };
+    for (id, command) in [("t1", "cd sub && ls"), ("t2", "git status")] {
+        let mut update = bash(id, command);
+        update["sessionUpdate"] = json!("tool_call");
+        t.agent(&msg::notification(
+            "session/update",
+            json!({"sessionId": "s1", "update": update}),
+        ));
+    }
+    let ask = |id: Value, tool_call: Value| {
+        msg::request(
+            id,
+            "session/request_permission",
+            json!({"sessionId": "s1", "toolCall": tool_call, "options": [
+                {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]}),
+        )
+    };
+    t.agent(&ask(json!(4), bash("t3", "cd docs && git fetch")));
+    let shell_of = |effects: &[crate::router::Effect]| match effects {
+        [crate::router::Effect::Decide { call, .. }] => call.shell.clone(),
+        other => panic!("{other:?}"),
+    };
+    let shell = shell_of(&t.out.effects);
+    assert_eq!(shell.moved_by, ["cd sub && ls"]);
+    assert!(!shell.lost);
+    t.run_effects();
+    // The next one sees that approval's own `cd` too; a tool that runs each command in a
+    // shell of its own (Codex's exec) is decided where the session is.
+    t.agent(&ask(json!(5), bash("t4", "make")));
+    assert_eq!(
+        shell_of(&t.out.effects).moved_by,
+        ["cd sub && ls", "cd docs && git fetch"]
+    );
+    t.run_effects();
+    t.agent(&ask(
+        json!(6),
+        json!({"toolCallId": "c1", "kind": "execute", "rawInput": {"command": "make"}}),
+    ));
+    assert_eq!(shell_of(&t.out.effects), crate::policy::Shell::default());
+}

@@ -269,6 +269,7 @@ pub fn main(args: PolicyArgs) -> ExitCode {
                     command: Some(command::parse(&c)),
                     paths,
                     cwd: cwd.clone(),
+                    shell: Default::default(),
                 },
                 (None, Some(j)) => match serde_json::from_str::<serde_json::Value>(&j) {
                     Ok(v) => Call::from_tool_call(&v, &agent, &cwd),

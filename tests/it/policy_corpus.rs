@@ -72,6 +72,7 @@ fn ordinary_commands_are_allowed_and_risky_ones_never_are() {
             command: Some(command::parse(cmd)),
             paths: vec![],
             cwd: cwd.clone(),
+            shell: Default::default(),
         };
         let v = p.decide(&call);
         match label.as_str() {

@@ -55,6 +55,7 @@ pub(in crate::router) fn update(r: &mut Router, note: Note<'_>, out: &mut Outbox
     };
     remember(r.tool_calls(), &v["update"]);
     if let Some(session) = v["sessionId"].as_str() {
+        r.shells().seen(session, &v["update"]);
         r.digests().update(session, &v["update"]);
     }
 }

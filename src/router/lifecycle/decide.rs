@@ -96,8 +96,16 @@ impl Router {
         rest: Rest,
         out: &mut Outbox,
     ) {
-        let cwd = self.session_cwd(&p.question.session_id);
-        let call = self.policy_call(tool_call, cwd.as_deref());
+        let session = p.question.session_id.clone();
+        let cwd = self.session_cwd(&session);
+        // This call's own command moves the shell for the next one.
+        self.shells.seen(&session, tool_call);
+        let mut call = self.policy_call(tool_call, cwd.as_deref());
+        if crate::policy::keeps_its_folder(call.tool.as_deref()) {
+            call.shell = self
+                .shells
+                .before(&session, tool_call["toolCallId"].as_str());
+        }
         let limit = self.cfg.max_in_flight;
         let Some(state) = self.policy.as_mut() else {
             return self.admit_and_show(p, rest, out);

@@ -6,6 +6,8 @@
 //! - [`tool_calls`]: the tool calls the agent announced, for approvals that name them by id
 //!   ([`fit`] fits one into the room it is shown in);
 //! - [`sessions`]: the sessions' folders;
+//! - [`shells`]: the commands that may have moved each session's shell (Claude Code's Bash
+//!   keeps its folder between calls);
 //! - [`digest`]: what each session's agent was doing, for its questions;
 //! - [`held`]: with `--linger`, what is kept for the next client (updates, results, the
 //!   agent's requests waiting for a client, the requests of a client that left);
@@ -20,4 +22,5 @@ pub(super) mod joined;
 pub(super) mod ledger;
 pub(super) mod requests;
 pub(super) mod sessions;
+pub(super) mod shells;
 pub(super) mod tool_calls;

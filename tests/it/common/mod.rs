@@ -516,12 +516,16 @@ pub async fn control_of(b: &Bridge) -> (String, String) {
 }
 
 /// The token of the bridge whose control server is `base` (`http://ADDR/`), from its entry
-/// in `registry`, once it is there.
+/// in `registry`, once it is there. An entry a killed bridge left behind may name the same
+/// port: only a live process's counts (as the inbox reads the registry).
 pub fn token_in(registry: &Path, base: &str) -> Option<String> {
     std::fs::read_dir(registry).ok()?.flatten().find_map(|e| {
         let text = std::fs::read_to_string(e.path()).ok()?;
         let entry: Value = serde_json::from_str(&text).ok()?;
-        (entry["url"] == base).then(|| entry["token"].as_str().map(str::to_owned))?
+        let alive = entry["pid"]
+            .as_u64()
+            .is_some_and(|pid| acp_question_bridge::inbox::roster::alive(pid as u32));
+        (entry["url"] == base && alive).then(|| entry["token"].as_str().map(str::to_owned))?
     })
 }
 

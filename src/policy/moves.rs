@@ -1,0 +1,34 @@
+//! What moved the agent's shell before a call (docs/POLICY.md, "A shell that keeps its
+//! folder"): Claude Code's Bash keeps its folder between calls, so after an allowed
+//! `cd sub && ls` its next command runs in `sub`. The router keeps, per session, the
+//! commands that may have moved it ([`Shell`]); a call is decided in every folder they may
+//! have left the shell in (`decide::shell_folders`), and asked when that cannot be told.
+
+/// The commands run before a call in its session whose `cd` may have left the agent's
+/// shell in another folder than the session's: Claude Code's Bash keeps its folder between
+/// calls, so after `cd sub && ls` its next command runs in `sub`. The policy decides a call
+/// in every folder they may have left the shell in ([`super::Policy::decide`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Shell {
+    /// Oldest first.
+    pub moved_by: Vec<String>,
+    /// More moved it than were kept: where it is cannot be told.
+    pub lost: bool,
+}
+
+/// Whether a tool of this name runs its commands in a shell that keeps its folder between
+/// calls: Claude Code's Bash.
+pub fn keeps_its_folder(tool: Option<&str>) -> bool {
+    tool == Some("Bash")
+}
+
+/// Whether `command` may move a shell (`cd`, `pushd`, `popd` among its words, quotes and
+/// escapes aside): a cheap test that keeps every command that does, and a few that do not.
+pub fn may_move_a_shell(command: &str) -> bool {
+    let bare: String = command
+        .chars()
+        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+        .collect();
+    bare.split(|c: char| c.is_whitespace() || ";&|(){}`$<>".contains(c))
+        .any(|w| matches!(w, "cd" | "pushd" | "popd"))
+}
