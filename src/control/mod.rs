@@ -48,6 +48,9 @@ pub const NOT_PENDING: i32 = -32004;
 pub const SHUTTING_DOWN: i32 = -32005;
 /// Error code (inbox): the bridge named is not known, or cannot be reached.
 pub const NO_BRIDGE: i32 = -32006;
+/// Error code (a bridge, over NATS): the answer came after its deadline (`notAfter`), or
+/// without one, and was not applied.
+pub const ANSWER_TOO_LATE: i32 = -32007;
 
 /// Where a bridge's token is, for a user whose bridge's stderr is not a terminal.
 pub const BRIDGE_TOKEN_HINT: &str = "`acp-question-bridge inbox` shows this bridge's questions, \

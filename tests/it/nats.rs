@@ -435,3 +435,81 @@ async fn the_digest_and_always_allow_cross_nats() {
     assert!(written.contains(&rule), "{written}");
     drop(nats);
 }
+
+/// An answer is taken exactly once or never: one that reaches the bridge after its
+/// deadline, or without one (as a NATS client that kept it through a disconnection sends
+/// it on reconnect), is refused and not applied; with NATS down the inbox sends nothing and
+/// says so; once NATS is back the question is still pending, and the IDE's answer is the
+/// one the agent gets.
+#[tokio::test]
+async fn an_answer_the_inbox_reports_as_failed_is_never_applied() {
+    let dir = temp_dir("nats-late");
+    let mut nats = Nats::start(&dir.join("store"), None).await;
+    let url = nats.url();
+    let (mut b, _, _) = bridge(&url, &dir.join("registry")).await;
+    let inbox = nats_inbox(&url, &dir).await;
+    let c = inbox.http();
+    let shown = ask(&mut b, 10).await;
+    let q = list_until(&c, 1).await.remove(0);
+    let params = json!({"sessionId": "mock-session-1", "questionId": q["questionId"],
+        "answers": [["allow"]]});
+    // Straight to the bridge's subject: late, and with no deadline at all.
+    let nats_client = tokio::time::timeout(WAIT, async_nats::connect(url.as_str()))
+        .await
+        .expect("in time")
+        .expect("connects");
+    let subject = format!("acpqb.answer.{}", q["bridge"]["id"].as_str().unwrap());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    for body in [
+        json!({"method": "questions.answer", "params": params, "notAfter": now - 1000}),
+        json!({"method": "questions.answer", "params": params}),
+    ] {
+        let reply = tokio::time::timeout(
+            WAIT,
+            nats_client.request(subject.clone(), body.to_string().into()),
+        )
+        .await
+        .expect("a reply in time")
+        .expect("a reply");
+        let v: Value = serde_json::from_slice(&reply.payload).unwrap();
+        assert_eq!(v["error"]["code"], -32007, "{v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("not applied")),
+            "{v}"
+        );
+    }
+    assert_eq!(list_until(&c, 1).await.len(), 1, "still pending");
+    // NATS down: the inbox's answer fails, and is never applied.
+    nats.kill().await;
+    let params = json!({"bridge": q["bridge"]["id"], "sessionId": "mock-session-1",
+        "questionId": q["questionId"], "answers": [["allow"]]});
+    let failed = tokio::time::timeout(WAIT, control::call(&c, "questions.answer", params))
+        .await
+        .expect("the inbox says so in time");
+    let e = failed.expect_err("not delivered");
+    assert!(e.contains("NATS") || e.contains("bridge"), "{e}");
+    nats.restart().await;
+    // The bridge puts its question again; the inbox lists it: still pending.
+    let q2 = list_until(&c, 1).await.remove(0);
+    assert_eq!(q2["questionId"], q["questionId"]);
+    // The IDE's answer is the one the agent gets, the only one.
+    b.send(&json!({"jsonrpc":"2.0","id":shown["id"],
+        "result":{"outcome":{"outcome":"selected","optionId":"reject"}}}))
+        .await;
+    let report = approval(&mut b).await;
+    assert!(report.contains(r#""optionId":"reject""#), "{report}");
+    let (done, between) = b.response(json!(10)).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    assert!(
+        !between
+            .iter()
+            .any(|m| chunk_text(m).is_some_and(|t| t.starts_with("approve: "))),
+        "a second answer reached the agent: {between:?}"
+    );
+    drop(nats);
+}

@@ -146,7 +146,6 @@ pub async fn relay(
     params: Value,
 ) -> Result<Value, jsonrpsee::types::ErrorObjectOwned> {
     use jsonrpsee::types::ErrorObjectOwned;
-    let body = json!({"method": method, "params": params}).to_string();
     let unreachable = |why: String| {
         ErrorObjectOwned::owned(
             crate::control::NO_BRIDGE,
@@ -154,13 +153,26 @@ pub async fn relay(
             None::<()>,
         )
     };
+    // Never kept by the client to be sent on reconnect: what is not sent now is not sent.
+    if client.connection_state() != async_nats::connection::State::Connected {
+        return Err(unreachable(
+            "the inbox is not connected to NATS, so the answer was not sent".into(),
+        ));
+    }
+    let not_after = super::now_ms() + OP_TIMEOUT.as_millis() as u64;
+    let body = json!({"method": method, "params": params, "notAfter": not_after}).to_string();
+    let late = |why: String| {
+        unreachable(format!(
+            "{why}; the bridge refuses the answer if it reaches it later than {OP_TIMEOUT:?} after it was sent, so it was either taken before that or never will be (`questions list` shows which)"
+        ))
+    };
     let msg = tokio::time::timeout(
-        OP_TIMEOUT * 2,
+        OP_TIMEOUT + Duration::from_millis(500),
         client.request(cfg.answer_subject(id), Bytes::from(body)),
     )
     .await
-    .map_err(|_| unreachable("no reply".into()))?
-    .map_err(|e| unreachable(e.to_string()))?;
+    .map_err(|_| late("no reply".into()))?
+    .map_err(|e| late(e.to_string()))?;
     let v: Value = serde_json::from_slice(&msg.payload).map_err(|e| unreachable(e.to_string()))?;
     if let Some(e) = v.get("error") {
         return Err(ErrorObjectOwned::owned(

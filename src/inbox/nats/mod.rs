@@ -7,8 +7,13 @@
 //!   `heartbeatAt`, put every [`HEARTBEAT`]; a bridge not heard of for [`EXPIRY`] is gone;
 //! - stream `P_events` on `P.events.>`: every lifecycle event, on `P.events.<bridge id>`;
 //! - subject `P.answer.<bridge id>`: requests `{"method": "questions.answer" |
-//!   "questions.reject", "params": {...}}`; the reply is `{"result": ...}` or `{"error":
-//!   {"code", "message", "data"}}`, exactly what the bridge's control server would return.
+//!   "questions.reject", "params": {...}, "notAfter": MS}`; the reply is `{"result": ...}` or
+//!   `{"error": {"code", "message", "data"}}`, exactly what the bridge's control server would
+//!   return. An answer is taken exactly once or never: the inbox sends one only while
+//!   connected and gives up on it at `notAfter` (its clock, [`OP_TIMEOUT`] after sending),
+//!   and the bridge refuses one that reaches it past `notAfter` (its clock), or without one,
+//!   so an answer the client kept through a disconnection and sent on reconnect is never
+//!   applied after the user was told it failed.
 //!
 //! Only features of JetStream 2.9 are used (no per-key TTL: expiry is the heartbeat's).
 //!
@@ -37,8 +42,16 @@ pub use publisher::{publish, Publisher};
 pub const HEARTBEAT: Duration = Duration::from_secs(2);
 /// A bridge not heard of for this long is gone.
 pub const EXPIRY: Duration = Duration::from_secs(10);
-/// How long one NATS operation may take before the state is taken as unknown.
+/// How long one NATS operation may take before the state is taken as unknown; also how
+/// long an answer sent over NATS may take to reach its bridge (its `notAfter`).
 const OP_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Now, in milliseconds since the Unix epoch (an answer's `notAfter`).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
 
 /// `--nats` and friends.
 #[derive(Debug, Clone)]

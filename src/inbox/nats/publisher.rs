@@ -186,6 +186,27 @@ async fn answer(calls: &mpsc::Sender<Call>, payload: &[u8]) -> Value {
     let Ok(req) = serde_json::from_slice::<Value>(payload) else {
         return error(-32700, "Parse error".into());
     };
+    // An answer that took longer to come than the inbox waited for it, or kept by a NATS
+    // client through a disconnection, is never applied: the inbox told its user it failed.
+    let now = super::now_ms();
+    match req["notAfter"].as_u64() {
+        Some(t) if now <= t => {}
+        Some(t) => {
+            return error(
+                crate::control::ANSWER_TOO_LATE,
+                format!(
+                    "the answer came {} ms after its deadline, when the inbox had given up on it: not applied",
+                    now - t
+                ),
+            )
+        }
+        None => {
+            return error(
+                crate::control::ANSWER_TOO_LATE,
+                "an answer over NATS needs its deadline (`notAfter`; an inbox of an older version sends none): not applied".into(),
+            )
+        }
+    }
     let p = &req["params"];
     let s = |k: &str| p[k].as_str().map(str::to_owned);
     let (Some(session_id), Some(question_id)) = (s("sessionId"), s("questionId")) else {
