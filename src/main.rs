@@ -346,15 +346,13 @@ fn main() -> ExitCode {
     if let Err(e) = acp_question_bridge::inbox::nats::check_prefix(&args.nats_prefix) {
         return fail(2, &e);
     }
-    // Any process of the user's (the agent's too) reads a command line; NATS takes answers.
-    if let Some(url) = &args.nats {
-        let authority = url.split("://").nth(1).unwrap_or(url).split('/').next();
-        if authority.is_some_and(|a| a.contains('@')) {
-            return fail(
-                2,
-                "--nats: give the credentials with --nats-creds FILE, not in the URL (every process of yours, the agent's too, can read a command line)",
-            );
-        }
+    // A list that cannot be used is said now, never a bridge that is silently local only.
+    if let Some(Err(e)) = args
+        .nats
+        .as_deref()
+        .map(acp_question_bridge::inbox::nats::parse_servers)
+    {
+        return fail(2, &e);
     }
     let agent_name = acp_question_bridge::child::agent_name(
         &args.agent.iter().map(String::as_str).collect::<Vec<_>>(),

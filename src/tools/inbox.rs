@@ -162,6 +162,9 @@ pub fn main(a: InboxArgs) -> ExitCode {
     if let Some(why) = a.token_file.as_deref().and_then(exposed_token_file) {
         return fail(2, &why);
     }
+    if let Some(Err(e)) = a.nats.as_deref().map(nats::parse_servers) {
+        return fail(2, &e);
+    }
     let addr = match control::parse_addr(&a.listen, a.allow_remote) {
         Ok(addr) => addr,
         Err(e) => {

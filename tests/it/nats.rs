@@ -513,3 +513,41 @@ async fn an_answer_the_inbox_reports_as_failed_is_never_applied() {
     );
     drop(nats);
 }
+
+/// `--nats` takes a cluster's nodes as a comma-separated list: with the first one down the
+/// bridge and the inbox reach the live one, and an answer goes through. A list that cannot
+/// be used (an empty entry, credentials in a URL, another scheme) is said at start, exit 2,
+/// never a bridge that is silently local only.
+#[tokio::test]
+async fn a_list_of_servers_with_the_first_one_down_is_used_and_a_bad_one_is_said() {
+    let dir = temp_dir("nats-list");
+    let nats = Nats::start(&dir.join("store"), None).await;
+    let down = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let list = format!("nats://127.0.0.1:{down}, {}", nats.url());
+    let (mut b, _, _) = bridge(&list, &dir.join("registry")).await;
+    let inbox = nats_inbox(&list, &dir).await;
+    let c = inbox.http();
+    ask(&mut b, 10).await;
+    let q = list_until(&c, 1).await.remove(0);
+    let params = json!({"bridge": q["bridge"]["id"], "sessionId": "mock-session-1",
+        "questionId": q["questionId"], "answers": [["allow"]]});
+    let r = control::call(&c, "questions.answer", params).await.unwrap();
+    assert_eq!(r["status"], "answered", "{r}");
+    assert!(approval(&mut b).await.contains(r#""optionId":"allow""#));
+    for bad in [
+        "nats://127.0.0.1:4222,,nats://127.0.0.1:4223",
+        "nats://127.0.0.1:4222,nats://user:pass@127.0.0.1:4223",
+        "http://127.0.0.1:4222",
+    ] {
+        let (code, _, err) = run_bridge(&["--nats", bad, "--", MOCK]).await;
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(err.contains("--nats"), "{bad}: {err}");
+        let (code, _, err) = run_bridge(&["inbox", "--nats", bad]).await;
+        assert_eq!(code, 2, "inbox {bad}: {err}");
+    }
+    drop(nats);
+}

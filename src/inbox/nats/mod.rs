@@ -79,6 +79,28 @@ impl NatsConfig {
     }
 }
 
+/// The servers of `--nats`: one URL, or a comma-separated list of a cluster's nodes (the
+/// client connects to any live one, and moves to another when it goes). `Err`: the one
+/// that is not a NATS URL (`nats://`, `tls://`, `ws://`, `wss://`, or `HOST:PORT`), or a URL
+/// with credentials in it: a command line is read by every process of the user, the
+/// agent's too (`--nats-creds FILE`).
+pub fn parse_servers(list: &str) -> Result<Vec<async_nats::ServerAddr>, String> {
+    let urls: Vec<&str> = list.split(',').map(str::trim).collect();
+    if urls.iter().any(|u| u.is_empty()) {
+        return Err(format!("--nats {list:?}: an empty server in the list"));
+    }
+    urls.iter()
+        .map(|u| {
+            let authority = u.split("://").nth(1).unwrap_or(u).split('/').next();
+            if authority.is_some_and(|a| a.contains('@')) {
+                return Err("--nats: give the credentials with --nats-creds FILE, not in the URL (every process of yours, the agent's too, can read a command line)".to_owned());
+            }
+            u.parse::<async_nats::ServerAddr>()
+                .map_err(|e| format!("--nats {u:?}: not a NATS server URL ({e})"))
+        })
+        .collect()
+}
+
 /// Checks `--nats-prefix`: it names buckets and subjects, so letters, digits, `-` and `_`.
 pub fn check_prefix(p: &str) -> Result<(), String> {
     if !p.is_empty()
@@ -150,7 +172,7 @@ pub async fn connect(
             .await
             .map_err(|e| format!("--nats-creds {}: {e}", c.display()))?;
     }
-    o.connect(cfg.url.as_str())
+    o.connect(parse_servers(&cfg.url)?.as_slice())
         .await
         .map_err(|e| format!("--nats {}: {e}", cfg.url))
 }
