@@ -794,19 +794,31 @@ fn a_command_is_decided_where_an_earlier_cd_left_the_shell() {
     let v = after(&["cd sub && ls"], "git fetch");
     assert_ne!(v.decision, Decision::Allow, "{}", v.why);
     // A move into a folder where git finds the session's own repository stays allowed, and
-    // so does a `cd` that failed (no such folder): the shell stayed where it was.
-    for earlier in [&["cd docs"][..], &["cd nothere", "ls"][..], &["ls -la"][..]] {
+    // so do later commands that move no folder the shell may be in.
+    std::fs::write(d.join("a.txt"), "x\n").unwrap();
+    for earlier in [
+        &["cd docs"][..],
+        &["ls -la"][..],
+        &["cd docs", "cp ../a.txt b.txt", "ls"][..],
+    ] {
         let v = after(earlier, "git fetch");
         assert_eq!(v.decision, Decision::Allow, "{earlier:?}: {}", v.why);
     }
-    // Where the shell went cannot be told: asked, saying why.
+    // Where the shell went cannot be told: asked, saying why. A folder it may be in renamed
+    // or removed (its path may now be another folder, or none); a `cd` into a folder not
+    // there now (it may have been renamed since).
     for earlier in [
         &["cd /tmp && ls"][..],
         &["cd"][..],
         &["cd -"][..],
         &["cd ~"][..],
         &["cd \"$(mktemp -d)\""][..],
+        &["x=d; eval \"c$x docs\"; ls"][..],
         &["pushd docs"][..],
+        &["cd nothere", "ls"][..],
+        &["cd docs", "mv ../docs ../docs2"][..],
+        &["cd docs && ls", "rm -rf ../docs", "mkdir ../docs"][..],
+        &["cd docs", "mytool --move ."][..],
     ] {
         let v = after(earlier, "ls");
         assert_eq!(v.decision, Decision::Ask, "{earlier:?}: {}", v.why);
@@ -835,10 +847,62 @@ fn a_shell_move_is_seen_in_any_spelling_a_shell_takes() {
         "pushd x",
         "popd",
         "echo $(cd x)",
+        "eval \"c$x gd\"",
+        "$'\\x63d' gd",
+        "builtin cd x",
+        "command cd x",
+        ". ./env.sh",
     ] {
         assert!(moves(yes), "{yes}");
     }
-    for no in ["ls", "echo cdx", "abcd", "git log --cd"] {
+    for no in ["ls", "echo cdx", "abcd", "git log --cd", "cargo test"] {
         assert!(!moves(no), "{no}");
     }
+}
+
+/// What a sixth review found: an ignore file written by an earlier part brings a denied
+/// file into a later search; pytest's `@FILE` arguments; a unittest name that is any
+/// callable; a tarball taken for a registry package.
+#[test]
+fn later_searches_argument_files_callables_and_tarballs_are_asked() {
+    let d = scratch("sixth");
+    std::fs::write(d.join(".env"), "SECRET=1\n").unwrap();
+    std::fs::write(d.join("src/ign.txt"), "!.env\n").unwrap();
+    let p = rules(&[
+        "Bash(echo:*)",
+        "Bash(tee:*)",
+        "Bash(sort:*)",
+        "Bash(rg:*)",
+        "Bash(pytest:*)",
+        "Bash(python3 -m unittest:*)",
+        "Bash(npm install:*)",
+        "!Read(.env)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "echo '!.env' | tee .ignore && rg SECRET",
+            "sort -o .rgignore src/ign.txt && rg -n SECRET",
+            "echo x | tee -a .gitignore ; rg SECRET",
+            "pytest @args.txt",
+            "pytest -q @args.txt tests",
+            "python3 -m unittest webbrowser.main",
+            "python3 -m unittest tempfile.mkdtemp",
+            "python3 -m unittest discover -s ../x",
+            "npm install foo.tgz",
+            "npm install ./foo.TAR.GZ",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "rg SECRET src",
+            "pytest -q tests",
+            "python3 -m unittest tests/test_a.py",
+            "python3 -m unittest discover -s tests",
+            "npm install left-pad",
+        ],
+    );
 }

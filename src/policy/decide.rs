@@ -213,6 +213,13 @@ impl Policy {
                         ));
                         break;
                     }
+                    if wrote && searches_whole(&part.words) {
+                        *refused = Some(format!(
+                            "`{}` searches a folder whole after a part that writes, which may have changed what it reads (an ignore file's `!.env`)",
+                            shown(&part.words)
+                        ));
+                        break;
+                    }
                     if linked && names_paths(&part.words) {
                         *refused = Some(format!(
                             "`{}` names paths after a part that may make a link they go through",
@@ -378,6 +385,20 @@ fn leaves(words: &[String]) -> (bool, bool) {
     }
 }
 
+/// Whether a part searches a folder whole (`rg x`, `grep -r x .`): what it reads there
+/// depends on what an earlier part wrote (an ignore file that brings `.env` back in).
+fn searches_whole(words: &[String]) -> bool {
+    match args::read(words) {
+        args::Reading::Understood(e) => e.paths.iter().any(|(a, _)| {
+            matches!(
+                a,
+                args::Access::Tree | args::Access::TreeShown | args::Access::TreeFollowed
+            )
+        }),
+        _ => false,
+    }
+}
+
 /// Whether a part names any path: one its model places or cannot place, or any word of a
 /// program no model reads.
 fn names_paths(words: &[String]) -> bool {
@@ -390,19 +411,26 @@ fn names_paths(words: &[String]) -> bool {
 /// At most this many folders the agent's shell may be in; past it, where it is cannot be
 /// told.
 const MAX_SHELL_FOLDERS: usize = 16;
+/// At most this many paths resolved to follow the shell through a session's commands.
+const MAX_SHELL_STEPS: usize = 4096;
 
 /// The folders the agent's shell may be in when `call` runs ([`Shell`]): the session's, and
 /// every one a `cd` of an earlier command of the session may have left it in, as
 /// [`named::cd_inside`] follows a `cd` (inside the session, links as bash takes them).
-/// `Err`: why that cannot be told (a `cd` elsewhere, or one the policy cannot read,
-/// `pushd`, `popd`, more moves than the bridge keeps).
+/// `Err`: why that cannot be told: a `cd` elsewhere, into a folder not there now (it may
+/// have been renamed since), or one the policy cannot read (`cd -`, `eval`, a command named
+/// by an expansion), `pushd`, `popd`, a later command that renames or removes a folder the
+/// shell may be in (or one above it) by its words, more moves than the bridge keeps.
+/// What a program's own code does (a test runner's) is the user's trust in that program,
+/// as everywhere in the policy.
 pub(super) fn shell_folders(call: &Call) -> Result<Vec<PathBuf>, String> {
     let mut folders = vec![call.cwd.clone()];
     if call.shell.lost {
         return Err(
-            "more commands moved the agent's shell earlier in this session than the bridge keeps, so where it runs cannot be told".into(),
+            "more commands ran earlier in this session than the bridge keeps, so where the agent's shell is cannot be told".into(),
         );
     }
+    let mut steps = MAX_SHELL_STEPS;
     for text in &call.shell.moved_by {
         let lost = || {
             Err(format!(
@@ -417,9 +445,16 @@ pub(super) fn shell_folders(call: &Call) -> Result<Vec<PathBuf>, String> {
         };
         let parts = match (cmd.parts(), cmd.not_allowable()) {
             (Some(parts), None) => parts,
-            // Not plain: a `cd` in it cannot be followed; without one it moved nothing.
-            _ if cmd.seen.iter().any(mover) || super::may_move_a_shell(text) => return lost(),
-            _ => continue,
+            // Not plain: a `cd` in it cannot be followed, nor a command an expansion names.
+            _ if super::may_move_a_shell(text)
+                || cmd
+                    .seen
+                    .iter()
+                    .any(|w| w.first().is_none_or(|p| p.contains(['$', '`']))) =>
+            {
+                return lost()
+            }
+            _ => &[],
         };
         if cmd.seen.iter().any(|w| {
             w.first()
@@ -428,8 +463,6 @@ pub(super) fn shell_folders(call: &Call) -> Result<Vec<PathBuf>, String> {
             return lost();
         }
         for part in parts.iter().filter(|p| mover(&p.words)) {
-            // From each folder it may have run in: a `cd` followed, or one that failed
-            // there (no such folder now) and left the shell where it was.
             for from in folders.clone() {
                 match named::cd_inside(&part.words, std::slice::from_ref(&from), &call.cwd) {
                     Some(to) => {
@@ -439,23 +472,7 @@ pub(super) fn shell_folders(call: &Call) -> Result<Vec<PathBuf>, String> {
                             }
                         }
                     }
-                    // Only a plain folder name that is not there stays put: `cd`, `cd -`,
-                    // `cd ~`, a `$CDPATH` search or a folder outside the session moved it.
-                    None => {
-                        let stays = match part.words.as_slice() {
-                            [_, t] => {
-                                !t.is_empty()
-                                    && !t.starts_with(['-', '~', '+'])
-                                    && std::env::var_os("CDPATH").is_none_or(|c| c.is_empty())
-                                    && path::resolve(std::path::Path::new(t), &from)
-                                        .is_some_and(|r| !r.path.exists())
-                            }
-                            _ => false,
-                        };
-                        if !stays {
-                            return lost();
-                        }
-                    }
+                    None => return lost(),
                 }
             }
         }
@@ -464,6 +481,63 @@ pub(super) fn shell_folders(call: &Call) -> Result<Vec<PathBuf>, String> {
                 "earlier commands of this session may have left the agent's shell in more than {MAX_SHELL_FOLDERS} folders"
             ));
         }
+        // Once it may be away from the session's folder: a command that renames or removes
+        // where it may be takes the shell along where the policy cannot follow.
+        if folders.len() > 1 {
+            let moved = cmd
+                .seen
+                .iter()
+                .filter(|w| !mover(w))
+                .any(|w| moves_a_folder(w, &folders, &call.cwd, &mut steps));
+            if moved {
+                return lost();
+            }
+        }
     }
     Ok(folders)
+}
+
+/// Whether `words`, run in any of `folders`, may rename or remove one of them other than
+/// `session` (or a folder above one, inside the session) by its words: a path its model
+/// writes or removes, or any word of a program no model reads. `steps`: the resolutions
+/// left; none left, or a word that cannot be resolved, counts as a move.
+fn moves_a_folder(
+    words: &[String],
+    folders: &[PathBuf],
+    session: &std::path::Path,
+    steps: &mut usize,
+) -> bool {
+    let written: Vec<String> = match args::read(words) {
+        args::Reading::Understood(e) => e
+            .paths
+            .into_iter()
+            .filter(|(a, _)| matches!(a, args::Access::Write | args::Access::Remove))
+            .map(|(_, w)| w)
+            .chain(e.unplaced)
+            .collect(),
+        _ => words
+            .iter()
+            .skip(1)
+            .flat_map(|w| super::guard::candidates(w).map(str::to_owned))
+            .collect(),
+    };
+    let away: Vec<&PathBuf> = folders.iter().filter(|f| *f != session).collect();
+    for word in &written {
+        for from in folders {
+            if *steps == 0 {
+                return true;
+            }
+            *steps -= 1;
+            let Some(r) = path::resolve(std::path::Path::new(word), from) else {
+                return true;
+            };
+            if r.path != session
+                && r.path.starts_with(session)
+                && away.iter().any(|a| a.starts_with(&r.path))
+            {
+                return true;
+            }
+        }
+    }
+    false
 }

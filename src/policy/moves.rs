@@ -22,13 +22,29 @@ pub fn keeps_its_folder(tool: Option<&str>) -> bool {
     tool == Some("Bash")
 }
 
-/// Whether `command` may move a shell (`cd`, `pushd`, `popd` among its words, quotes and
-/// escapes aside): a cheap test that keeps every command that does, and a few that do not.
+/// Whether `command` may move a shell (`cd`, `pushd`, `popd`, or a builtin that runs other
+/// words as a command, `eval`, `source`, `.`, `exec`, `builtin`, `command`, among its
+/// words, quotes and escapes aside, or an expansion that could spell one): a cheap test
+/// that keeps every command that does, and some that do not.
 pub fn may_move_a_shell(command: &str) -> bool {
     let bare: String = command
         .chars()
         .filter(|c| !matches!(c, '\'' | '"' | '\\'))
         .collect();
-    bare.split(|c: char| c.is_whitespace() || ";&|(){}`$<>".contains(c))
-        .any(|w| matches!(w, "cd" | "pushd" | "popd"))
+    command.contains(['$', '`'])
+        || bare
+            .split(|c: char| c.is_whitespace() || ";&|(){}`$<>".contains(c))
+            .any(|w| {
+                matches!(
+                    w,
+                    "cd" | "pushd"
+                        | "popd"
+                        | "eval"
+                        | "source"
+                        | "."
+                        | "exec"
+                        | "builtin"
+                        | "command"
+                )
+            })
 }

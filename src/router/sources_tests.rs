@@ -948,8 +948,9 @@ fn an_approval_of_a_bash_command_is_decided_with_what_moved_its_shell_before() {
         [crate::router::Effect::Decide { call, .. }] => call.shell.clone(),
         other => panic!("{other:?}"),
     };
+    // After a `cd`, every later command of the session counts (it may rename a folder).
     let shell = shell_of(&t.out.effects);
-    assert_eq!(shell.moved_by, ["cd sub && ls"]);
+    assert_eq!(shell.moved_by, ["cd sub && ls", "git status"]);
     assert!(!shell.lost);
     t.run_effects();
     // The next one sees that approval's own `cd` too; a tool that runs each command in a
@@ -957,7 +958,7 @@ fn an_approval_of_a_bash_command_is_decided_with_what_moved_its_shell_before() {
     t.agent(&ask(json!(5), bash("t4", "make")));
     assert_eq!(
         shell_of(&t.out.effects).moved_by,
-        ["cd sub && ls", "cd docs && git fetch"]
+        ["cd sub && ls", "git status", "cd docs && git fetch"]
     );
     t.run_effects();
     t.agent(&ask(
@@ -965,4 +966,15 @@ fn an_approval_of_a_bash_command_is_decided_with_what_moved_its_shell_before() {
         json!({"toolCallId": "c1", "kind": "execute", "rawInput": {"command": "make"}}),
     ));
     assert_eq!(shell_of(&t.out.effects), crate::policy::Shell::default());
+    t.run_effects();
+    // A tool call too long to read (a long `description`, twice in Claude's line): its
+    // command is not known, so neither is where the shell is.
+    let long = json!({"sessionUpdate": "tool_call_update", "toolCallId": "t5",
+        "rawInput": {"command": "cd elsewhere", "description": "d".repeat(300 << 10)}});
+    t.agent(&msg::notification(
+        "session/update",
+        json!({"sessionId": "s1", "update": long}),
+    ));
+    t.agent(&ask(json!(7), bash("t6", "ls")));
+    assert!(shell_of(&t.out.effects).lost);
 }

@@ -317,6 +317,14 @@ pub(super) fn plain_name(w: &str) -> bool {
 /// A package from the registry: `name`, `name@range`, `@scope/name@range`; never a path, a
 /// URL, a git or file spec, or an alias (`x@npm:y`).
 fn registry_package(w: &str) -> bool {
+    // npm takes a name ending so for a tarball on disk (npm-package-arg's `isFilename`).
+    let lower = w.to_ascii_lowercase();
+    if [".tgz", ".tar", ".tar.gz"]
+        .iter()
+        .any(|x| lower.ends_with(x))
+    {
+        return false;
+    }
     let body = w.strip_prefix('@').unwrap_or(w);
     let (name, version) = match body.split_once('@') {
         Some((n, v)) => (n, Some(v)),

@@ -96,14 +96,23 @@ pub(super) fn pytest(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         }
     }
     for &o in &ops {
+        // pytest 8.2 and later read more arguments from `@FILE`.
+        if w[o].starts_with('@') {
+            return Err(stop(o, "arguments read from a file (`@FILE`)"));
+        }
         let path = w[o].split("::").next().unwrap_or(&w[o]);
         // A test outside the project runs code that is not the project's.
-        if path.starts_with(['/', '~']) || path.split('/').any(|c| c == "..") {
+        if outside(path) {
             return Err(stop(o, "a test outside the project"));
         }
         e.paths.push((Access::Read, path.to_owned()));
     }
     Ok(())
+}
+
+/// Whether a path leaves the project: absolute, from the home folder, or through `..`.
+fn outside(path: &str) -> bool {
+    path.starts_with(['/', '~']) || path.split('/').any(|c| c == "..")
 }
 
 /// `python -m pytest …` (read as pytest) and `python -m unittest …`, with `-B`, `-u`, `-q`, `-E`, `-s`, `-I` before `-m`. Any other
@@ -146,11 +155,35 @@ pub(super) fn python(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                 "-p|--pattern=",
                 "-t|--top-level-directory=T",
             ];
-            let (_, ops) = options(w, i + 2, UNITTEST, true, e)?;
-            for &o in &ops {
-                if w[o] != "discover" {
-                    e.unplaced.push(w[o].clone());
+            let (met, ops) = options(w, i + 2, UNITTEST, true, e)?;
+            for m in met.iter().filter(|m| {
+                matches!(
+                    m.name.as_str(),
+                    "-s" | "--start-directory" | "-t" | "--top-level-directory"
+                )
+            }) {
+                if m.value.as_deref().is_some_and(outside) {
+                    return Err(stop(m.at, "tests outside the project"));
                 }
+            }
+            for &o in &ops {
+                let name = w[o].as_str();
+                if name == "discover" {
+                    continue;
+                }
+                // A module name: unittest imports it from anywhere on the path and calls
+                // what it names if that is callable (`webbrowser.main`); a test file's path
+                // is the project's.
+                if !name.contains('/') && !name.ends_with(".py") {
+                    return Err(stop(
+                        o,
+                        "a test named as a module (unittest calls whatever a name names): give its file",
+                    ));
+                }
+                if outside(name) {
+                    return Err(stop(o, "a test outside the project"));
+                }
+                e.paths.push((Access::Read, name.to_owned()));
             }
             Ok(())
         }

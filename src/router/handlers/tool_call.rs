@@ -15,7 +15,7 @@ use crate::router::message::Note;
 use crate::router::stores::tool_calls::remember;
 use crate::router::{Outbox, Router, Side};
 
-/// A longer update is forwarded but not parsed.
+/// A longer update is forwarded but not parsed (a tool call's loses its session's shell).
 const MAX_LINE: usize = 256 << 10;
 /// How far into a `session/update` line `"tool_call` is looked for.
 const LOOK: usize = 4096;
@@ -28,9 +28,6 @@ const LOOK: usize = 4096;
 pub(in crate::router) fn picked(line: &[u8]) -> bool {
     static FINDER: LazyLock<memmem::Finder<'static>> =
         LazyLock::new(|| memmem::Finder::new(b"\"sessionUpdate\""));
-    if line.len() > MAX_LINE {
-        return false;
-    }
     let head = &line[..line.len().min(LOOK)];
     let Some(at) = FINDER.find(head) else {
         return false;
@@ -39,16 +36,41 @@ pub(in crate::router) fn picked(line: &[u8]) -> bool {
     while let [b' ' | b'\t' | b'\r' | b'\n' | b':', tail @ ..] = rest {
         rest = tail;
     }
+    // A tool call too long to read is picked all the same: [`update`] says what it loses.
     match rest {
-        [b'"', value @ ..] => value.starts_with(b"tool_call") || value.starts_with(b"plan\""),
+        [b'"', value @ ..] => {
+            value.starts_with(b"tool_call")
+                || (value.starts_with(b"plan\"") && line.len() <= MAX_LINE)
+        }
         _ => false,
     }
+}
+
+/// The session ids a line names (`"sessionId":"…"`, as a JSON writer writes the key; a
+/// string value never holds that sequence unescaped).
+fn session_ids(line: &[u8]) -> Vec<String> {
+    let key = b"\"sessionId\":\"";
+    memmem::find_iter(line, key)
+        .filter_map(|at| {
+            let rest = &line[at + key.len()..];
+            let end = memchr::memchr(b'"', rest)?;
+            let id = std::str::from_utf8(&rest[..end]).ok()?;
+            (!id.contains('\\')).then(|| id.to_owned())
+        })
+        .collect()
 }
 
 /// A `session/update` the bridge [`picked`]: forwarded, and remembered when it is a tool call
 /// (and, with a plan, in the digest).
 pub(in crate::router) fn update(r: &mut Router, note: Note<'_>, out: &mut Outbox) {
     r.forward(Side::Agent, note.line.clone(), out);
+    // Too long to read: its command (a `cd`?) is not known, so neither is where the shell of
+    // its session is (Claude puts the model's `description` in twice).
+    if note.line.len() > MAX_LINE {
+        let sessions = session_ids(note.line);
+        r.shells().lost(&sessions);
+        return;
+    }
     let Some(params) = note.params else { return };
     let Ok(v) = serde_json::from_str::<Value>(params) else {
         return;

@@ -5,9 +5,11 @@
 //! Fed by every tool call the agent announces or updates, and by every tool approval: a
 //! tool call of a tool that keeps its folder ([`crate::policy::keeps_its_folder`], named in
 //! its first announcement, or its `_meta.claudeCode.toolName`) whose command may move a
-//! shell ([`crate::policy::may_move_a_shell`]) is kept, whether it ran or not (one that did
+//! shell ([`crate::policy::may_move_a_shell`]) is kept, and so is every later one of the
+//! session (it may rename the folder the shell is in), whether it ran or not (one that did
 //! not only adds a folder to decide in). A later update of the same tool call replaces its
-//! command.
+//! command. A tool call line too long to read ([`lost`]) loses the shells of the sessions it
+//! names.
 //!
 //! Invariant: bounded. At most [`MAX_MOVES`] commands a session (past that the session's
 //! shell is `lost`: every later command is asked), [`MAX_IDS`] tool call ids, and
@@ -20,7 +22,7 @@ use serde_json::Value;
 
 use crate::policy::{keeps_its_folder, may_move_a_shell, Shell};
 
-const MAX_MOVES: usize = 32;
+const MAX_MOVES: usize = 64;
 const MAX_IDS: usize = 256;
 const MAX_SESSIONS: usize = 4096;
 
@@ -61,7 +63,9 @@ impl Shells {
         let Some(command) = tool_call["rawInput"]["command"].as_str() else {
             return;
         };
-        if !may_move_a_shell(command) {
+        // Once one may have moved it, every later command: one may rename where it is.
+        let moved = self.moves.get(session).is_some_and(|(m, _)| !m.is_empty());
+        if !moved && !may_move_a_shell(command) {
             return;
         }
         if self.moves.len() >= MAX_SESSIONS && !self.moves.contains_key(session) {
@@ -75,6 +79,22 @@ impl Shells {
             *lost = true;
         } else {
             moves.push((id.into(), command.to_owned()));
+        }
+    }
+
+    /// A `tool_call` line too long to read: the shells of the sessions it names (every one,
+    /// when it names none) are lost, as its command is not known.
+    pub fn lost(&mut self, sessions: &[String]) {
+        if sessions.is_empty() {
+            self.moves.clear();
+            self.forgotten = true;
+        }
+        for s in sessions {
+            if self.moves.len() >= MAX_SESSIONS && !self.moves.contains_key(s) {
+                self.moves.clear();
+                self.forgotten = true;
+            }
+            self.moves.entry(s.clone()).or_default().1 = true;
         }
     }
 
@@ -131,17 +151,25 @@ mod tests {
             "a",
             &json!({"toolCallId": "c1", "kind": "execute", "rawInput": {"command": "cd x"}}),
         );
-        assert_eq!(s.before("a", None).moved_by, ["cd sub && ls"]);
-        assert_eq!(s.before("a", Some("t1")).moved_by, Vec::<String>::new());
+        assert_eq!(s.before("a", None).moved_by, ["cd sub && ls", "git status"]);
+        assert_eq!(s.before("a", Some("t1")).moved_by, ["git status"]);
         assert_eq!(s.before("b", None).moved_by, ["cd docs"]);
         assert!(!s.before("a", None).lost);
         assert_eq!(s.ids(), std::collections::HashSet::from(["t1", "t2", "t3"]));
+        // Once one may have moved the shell, every later command of the session is kept: it
+        // may rename the folder the shell is in.
+        claude(&mut s, "b", "t4", "mv docs docs2");
+        assert_eq!(s.before("b", None).moved_by, ["cd docs", "mv docs docs2"]);
+        // A tool call line too long to read loses the shell of the session it names.
+        s.lost(&["b".to_owned()]);
+        assert!(s.before("b", None).lost);
+        assert!(!s.before("a", None).lost);
         // An update of the same tool call replaces its command.
         s.seen(
             "a",
             &json!({"toolCallId": "t1", "rawInput": {"command": "cd other"}}),
         );
-        assert_eq!(s.before("a", None).moved_by, ["cd other"]);
+        assert_eq!(s.before("a", None).moved_by, ["cd other", "git status"]);
     }
 
     #[test]
