@@ -128,6 +128,9 @@ fn wall_for(
         deny_read,
         deny_edit,
         config: acp_question_bridge::policy::file::config_dir(),
+        default_config: std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| std::path::PathBuf::from(h).join(".config/acp-question-bridge")),
         policies: args.policy.clone(),
         cwd,
         state: wall::state_folders(),

@@ -101,10 +101,46 @@ pub fn parse_trusted(text: &str) -> Vec<Trusted> {
         .collect()
 }
 
+/// The most bytes a policy file, or the trusted-folders list, may hold.
+pub const MAX_FILE: u64 = 1 << 20;
+
+/// The bytes of a policy file or the trusted-folders list: only a regular file of at most
+/// [`MAX_FILE`] bytes, opened without blocking. Anything else the agent could have put in
+/// its place (`/dev/zero`, a FIFO, a link to either: a project's `.acp-question-bridge`
+/// made after the wall was built is not walled) would hold the bridge or fill its memory.
+pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = f.metadata()?;
+    let other = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidData, why);
+    if !meta.is_file() {
+        return Err(other("not a regular file".into()));
+    }
+    if meta.len() > MAX_FILE {
+        return Err(other(format!("larger than {MAX_FILE} bytes")));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_FILE + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(other(format!("larger than {MAX_FILE} bytes")));
+    }
+    Ok(bytes)
+}
+
+/// [`read_file`] as text.
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    String::from_utf8(read_file(path)?)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8"))
+}
+
 /// The trusted folders, as their file says now (none if it cannot be read).
 pub fn trusted_folders() -> Vec<Trusted> {
     trusted_file()
-        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|f| read_text(&f).ok())
         .map(|t| parse_trusted(&t))
         .unwrap_or_default()
 }
@@ -196,7 +232,7 @@ pub fn trust(dir: &Path) -> Result<(PathBuf, PathBuf, String, Vec<Rule>), String
         ));
     }
     let project = project_file(&dir);
-    let bytes = std::fs::read(&project).map_err(|e| {
+    let bytes = read_file(&project).map_err(|e| {
         format!(
             "{}: {e} (trust is for a project policy's content: there is none to trust)",
             project.display()
@@ -208,7 +244,7 @@ pub fn trust(dir: &Path) -> Result<(PathBuf, PathBuf, String, Vec<Rule>), String
         parse_rules(&text, &project).map_err(|e| format!("{e} (fix the file, then trust it)"))?;
     let hash = sha256(&bytes);
     let file = trusted_file().ok_or("no HOME or XDG_CONFIG_HOME for the user's config folder")?;
-    let old = std::fs::read_to_string(&file).unwrap_or_default();
+    let old = read_text(&file).unwrap_or_default();
     // The folder's earlier lines (any content, or none) give way to this one.
     let mut text: String = old
         .lines()
@@ -289,7 +325,7 @@ pub fn load(src: &Sources) -> (Policy, Option<Left>) {
     }
     let project = src.project.as_ref().and_then(|dir| {
         let f = project_file(dir);
-        let read = match std::fs::read(&f) {
+        let read = match read_file(&f) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
             Err(e) => Err(format!("{}: {e}", f.display())),
             Ok(bytes) => Ok(bytes),

@@ -79,7 +79,7 @@ type Composed = (Vec<Option<Stamp>>, Arc<Policy>);
 
 /// The contents of a file, and their SHA-256.
 fn read_hashed(path: &Path) -> Result<(Vec<Rule>, String), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = file::read_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let hash = file::sha256(&bytes);
     let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8", path.display()))?;
     Ok((file::parse_rules(&text, path)?, hash))
@@ -186,7 +186,7 @@ impl Live {
         match &self.trusted {
             Some((s, list)) if *s == now => (now, list.clone()),
             _ => {
-                let list = file::parse_trusted(&std::fs::read_to_string(f).unwrap_or_default());
+                let list = file::parse_trusted(&file::read_text(f).unwrap_or_default());
                 self.trusted = Some((now, list.clone()));
                 (now, list)
             }

@@ -820,3 +820,28 @@ command = [["dotnet", "git", "go"], ["build", "grep", "test", "log"]]
         assert_eq!(p.decide(&exec(cmd)).decision, Decision::Allow, "{cmd:?}");
     }
 }
+
+/// A policy file, or the trusted-folders list, is read only when it is a regular file of
+/// at most 1 MiB, without blocking: `/dev/zero` linked in its place (a project's
+/// `.acp-question-bridge` the agent made after the wall was built), a FIFO, or a huge file
+/// is an error the policy says, never a bridge out of memory or stuck.
+#[test]
+fn a_policy_file_that_is_a_device_a_fifo_or_huge_is_refused_unread() {
+    let d = std::env::temp_dir().join(format!("acp-qb-policy-read-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", d.join("zero.toml")).unwrap();
+    nix::unistd::mkfifo(&d.join("fifo.toml"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::fs::write(
+        d.join("huge.toml"),
+        vec![b'#'; (file::MAX_FILE + 1) as usize],
+    )
+    .unwrap();
+    std::fs::write(d.join("ok.toml"), "# fine\n").unwrap();
+    for bad in ["zero.toml", "fifo.toml", "huge.toml"] {
+        let e = file::read_file(&d.join(bad)).expect_err(bad);
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{bad}: {e}");
+    }
+    assert_eq!(file::read_file(&d.join("ok.toml")).unwrap(), b"# fine\n");
+    let _ = std::fs::remove_dir_all(&d);
+}

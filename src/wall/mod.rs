@@ -71,6 +71,9 @@ pub struct Plan {
 pub struct Files {
     /// The user's config folder (`policy::file::config_dir`).
     pub config: Option<PathBuf>,
+    /// Its default place (`~/.config/acp-question-bridge`), where a bridge of another
+    /// environment looks.
+    pub default_config: Option<PathBuf>,
     /// `--policy` files.
     pub policies: Vec<PathBuf>,
     /// The session's folder.
@@ -103,7 +106,10 @@ impl Files {
             cwd: self.cwd.as_ref().map(|c| real(c)).transpose()?,
             ..Plan::default()
         };
-        if let Some(config) = &self.config {
+        // This environment's config folder, and the default one a bridge of another
+        // environment (a flatpak editor's `XDG_CONFIG_HOME`) reads: made if missing, so
+        // that the agent cannot write the first policy of either.
+        for config in self.config.iter().chain(&self.default_config) {
             plan.read_only.push(made_folder(config)?);
         }
         // The control groups, read-only: their files freeze (`cgroup.freeze`, v1's
@@ -113,6 +119,15 @@ impl Files {
         // does not reach the mounts beneath it.
         plan.read_only
             .extend(mounts_beneath(Path::new("/sys/fs/cgroup")));
+        // The kernel's settings, read-only as bubblewrap makes them: inside its user
+        // namespace a root agent keeps uid 0, and `/proc/sys` checks the writer's uid, not
+        // its capabilities (`kernel.core_pattern` names a program the kernel runs outside
+        // every namespace, with every capability, at the next crash).
+        for p in ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"] {
+            if Path::new(p).exists() {
+                plan.read_only.push(PathBuf::from(p));
+            }
+        }
         // A `--policy` file is walled by its folder: a mount over the file itself is lost
         // when something outside replaces it by a rename (an editor's atomic save), and the
         // agent could then write the new file. A file that is not there breaks the policy
@@ -196,9 +211,12 @@ impl Files {
                 .collect::<Vec<_>>()
         });
         // The links on the way to each of them, as the bridge and the next one name them.
+        let project = self.cwd.as_ref().map(|c| c.join(".acp-question-bridge"));
         let named = self
             .config
             .iter()
+            .chain(&self.default_config)
+            .chain(project.iter())
             .chain(&self.policies)
             .chain(self.cwd.iter())
             .chain(&self.state)

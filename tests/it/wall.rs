@@ -64,6 +64,11 @@ try "read:fds" ls /proc/$BPID/fd/0
 try "read:root" ls /proc/$BPID/root/
 try "signal:bridge" kill -0 $BPID
 try "env:token" test -n "$ACP_QUESTION_BRIDGE_TOKEN"
+# A kernel setting written (its own value back: the kernel runs core_pattern's program
+# outside every namespace, with every capability), as root may inside its user namespace.
+try "sysctl:write" sh -c 'v=$(cat /proc/sys/kernel/core_pattern) && printf "%s\n" "$v" > /proc/sys/kernel/core_pattern'
+# The first policy of a bridge of another environment (its default config folder).
+try "default-config" sh -c 'mkdir -p "$HOME/.config/acp-question-bridge" && echo x >> "$HOME/.config/acp-question-bridge/policy.toml"'
 # A control group made, as freezing or killing one (the bridge's, the editor's) would write.
 cg() { for m in $(awk '$5 ~ /^\/sys\/fs\/cgroup/ {print $5}' /proc/self/mountinfo); do if mkdir "$m/acpqb-wall-$$" 2>/dev/null; then rmdir "$m/acpqb-wall-$$"; return 0; fi; done; return 1; }
 try "cgroup:write" cg
@@ -166,6 +171,8 @@ async fn attack(mode: &str) -> (Setup, Vec<(String, bool)>, Option<String>, Stri
         &format!("BRIDGE_PID=$PPID; {agent}"),
     ])
     .env(REGISTRY_ENV, &s.registry)
+    // A home of the test's own: its default config folder is another environment's.
+    .env("HOME", s.dir.join("home"))
     .env("XDG_CONFIG_HOME", &s.config)
     .env("XDG_STATE_HOME", &s.state)
     .env("ACP_QUESTION_BRIDGE_TOKEN", TOKEN)
@@ -246,7 +253,7 @@ async fn inside_the_wall_the_agent_cannot_change_read_or_answer_for_the_bridge()
         failed_work.is_empty(),
         "ordinary work that failed: {failed_work:?}"
     );
-    assert!(report.len() >= 25, "{report:?}");
+    assert!(report.len() >= 28, "{report:?}");
     assert_eq!(
         answer.as_deref(),
         Some("permission: reject"),
@@ -281,9 +288,12 @@ async fn without_the_wall_the_same_attacks_succeed() {
     ] {
         assert!(ok(name), "{name} should work without the wall: {report:?}");
     }
-    // Root may write the control groups; a user only a subtree delegated to it.
+    assert!(ok("default-config"), "{report:?}");
+    // Root may write the control groups and the kernel's settings; a user only a subtree
+    // delegated to it, and none.
     if rustix::process::geteuid().is_root() {
         assert!(ok("cgroup:write"), "{report:?}");
+        assert!(ok("sysctl:write"), "{report:?}");
     }
     assert_eq!(answer.as_deref(), Some("permission: allow"), "{report:?}");
     let _ = std::fs::remove_dir_all(&s.dir);
@@ -719,6 +729,61 @@ touch "$D/done""#,
         b.close_stdin();
         b.drain().await;
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A project's `.acp-question-bridge` that is a link (to a folder its team shares): the
+/// agent cannot replace it with a folder of its own, whose missing deny rules would hold
+/// for this bridge and the next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_projects_policy_folder_that_is_a_link_cannot_be_replaced_by_the_agent() {
+    let dir = temp_dir("wall-project-link");
+    let (project, shared) = (dir.join("project"), dir.join("shared/acpqb"));
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::write(
+        shared.join("policy.toml"),
+        "[[rule]]\nid = \"no-touch\"\ndecision = \"deny\"\nclaude = \"Bash(touch:*)\"\n",
+    )
+    .unwrap();
+    let link = project.join(".acp-question-bridge");
+    std::os::unix::fs::symlink("../shared/acpqb", &link).unwrap();
+    let script = format!(
+        r#"P={p}/.acp-question-bridge; D={d}
+try() {{ name="$1"; shift; if ( "$@" ) >/dev/null 2>&1; then echo "$name ok" >> "$D/report"; else echo "$name failed" >> "$D/report"; fi; }}
+try "replace" sh -c "rm '$P' && mkdir '$P'"
+try "repoint" sh -c "mkdir -p '$D/empty' && ln -sfn '$D/empty' '$P'"
+touch "$D/done""#,
+        p = project.display(),
+        d = dir.display()
+    );
+    std::fs::write(dir.join("agent.sh"), script).unwrap();
+    let mut cmd = tokio::process::Command::new(BRIDGE);
+    cmd.args([
+        "--no-control",
+        "--cwd",
+        &project.display().to_string(),
+        "--",
+        "bash",
+        "-c",
+        &format!("bash {}/agent.sh & exec {MOCK}", dir.display()),
+    ]);
+    let mut b = Bridge::from_command(cmd);
+    b.initialize(json!({})).await;
+    until_made(&dir.join("done"), &b).await;
+    let report = std::fs::read_to_string(dir.join("report")).unwrap_or_default();
+    for attack in ["replace", "repoint"] {
+        assert!(
+            report.contains(&format!("{attack} failed")),
+            "{attack}: {report}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_link(&link).unwrap(),
+        Path::new("../shared/acpqb")
+    );
+    b.close_stdin();
+    b.drain().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -47,7 +47,7 @@ enum Word {
 
 /// The rules of one file.
 pub fn read_rules(path: &Path) -> Result<Vec<Rule>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = super::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
     parse_rules(&text, path)
 }
 
