@@ -12,7 +12,8 @@
 //! 3. the plan's folder entered again (the one inherited lies under the new mounts);
 //! 4. every capability dropped, none to be gained again (securebits locked for root);
 //! 5. a Landlock domain (no tracing, no `/proc` files of, no signal to, any process
-//!    outside);
+//!    outside), and a seccomp filter (no limit, priority or affinity of another process
+//!    set);
 //! 6. the parent-death signal set again, and `execvp` of the agent.
 
 use std::ffi::OsString;
@@ -126,7 +127,71 @@ fn build(plan: &Plan) -> Result<(), String> {
         let _ = std::env::set_current_dir(cwd);
     }
     drop_capabilities()?;
-    landlock(plan.writable.as_deref())
+    landlock(plan.writable.as_deref())?;
+    no_reaching_out()
+}
+
+/// A seccomp filter on the calls that change another process's limits or priority, which
+/// need only the same user (no Landlock scope covers them): `prlimit64` setting another's
+/// limits (a CPU limit the kernel then kills the bridge by), `setpriority` of another or of
+/// every process of the user, `sched_setaffinity`, `sched_setscheduler`, `sched_setparam`,
+/// `sched_setattr` and `ioprio_set` of another: refused with `EPERM`. The agent's own
+/// process and group are left to it (`nice`, `ulimit`). A call of another architecture
+/// (a 32-bit program) ends the process, as its numbers would pass the filter.
+fn no_reaching_out() -> Result<(), String> {
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op,
+        SeccompCondition as Cond, SeccompFilter, SeccompRule,
+    };
+    let fail = |e: &dyn std::fmt::Display| format!("seccomp: {e}");
+    let arg = |i: u8, op: Op, v: u64| Cond::new(i, Len::Qword, op, v).map_err(|e| fail(&e));
+    let rule = |c: Vec<Cond>| SeccompRule::new(c).map_err(|e| fail(&e));
+    // `which` of setpriority: PRIO_USER; of ioprio_set: IOPRIO_WHO_USER.
+    const PRIO_USER: u64 = 2;
+    const IOPRIO_WHO_USER: u64 = 3;
+    let another =
+        |i: u8| -> Result<Vec<SeccompRule>, String> { Ok(vec![rule(vec![arg(i, Op::Ne, 0)?])?]) };
+    let rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> = [
+        // Reading another's limits is harmless; setting them is not.
+        (
+            libc::SYS_prlimit64,
+            vec![rule(vec![arg(0, Op::Ne, 0)?, arg(2, Op::Ne, 0)?])?],
+        ),
+        (
+            libc::SYS_setpriority,
+            vec![
+                rule(vec![arg(1, Op::Ne, 0)?])?,
+                rule(vec![arg(0, Op::Eq, PRIO_USER)?])?,
+            ],
+        ),
+        (
+            libc::SYS_ioprio_set,
+            vec![
+                rule(vec![arg(1, Op::Ne, 0)?])?,
+                rule(vec![arg(0, Op::Eq, IOPRIO_WHO_USER)?])?,
+            ],
+        ),
+        (libc::SYS_sched_setaffinity, another(0)?),
+        (libc::SYS_sched_setscheduler, another(0)?),
+        (libc::SYS_sched_setparam, another(0)?),
+        (libc::SYS_sched_setattr, another(0)?),
+    ]
+    .into_iter()
+    .collect();
+    let arch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|e| fail(&format!("{e:?}")))?;
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| fail(&e))?;
+    let program: BpfProgram = filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| fail(&e))?;
+    seccompiler::apply_filter(&program).map_err(|e| fail(&e))
 }
 
 /// Every mount of `plan`, shallowest first: the folders above each path pinned, each path
