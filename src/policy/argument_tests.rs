@@ -800,6 +800,8 @@ fn a_command_is_decided_where_an_earlier_cd_left_the_shell() {
         &["cd docs"][..],
         &["ls -la"][..],
         &["cd docs", "cp ../a.txt b.txt", "ls"][..],
+        // Not plain (the user answered it), but moving nothing.
+        &["echo \"$HOME\" > /dev/null; ls $PWD"][..],
     ] {
         let v = after(earlier, "git fetch");
         assert_eq!(v.decision, Decision::Allow, "{earlier:?}: {}", v.why);

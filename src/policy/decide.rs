@@ -443,17 +443,28 @@ pub(super) fn shell_folders(call: &Call) -> Result<Vec<PathBuf>, String> {
             w.first()
                 .is_some_and(|p| matches!(args::base(p), "cd" | "pushd" | "popd"))
         };
+        // Not plain: a `cd` in it cannot be followed, nor a builtin that runs other words
+        // as a command, nor a command an expansion names (`$x gd`, `eval "c$x gd"`); its
+        // other commands moved nothing (an expansion in an argument moves no shell).
+        let unfollowed = |w: &Vec<String>| {
+            w.first().is_none_or(|p| {
+                p.contains(['$', '`'])
+                    || matches!(
+                        args::base(p),
+                        "cd" | "pushd"
+                            | "popd"
+                            | "eval"
+                            | "source"
+                            | "."
+                            | "exec"
+                            | "builtin"
+                            | "command"
+                    )
+            })
+        };
         let parts = match (cmd.parts(), cmd.not_allowable()) {
             (Some(parts), None) => parts,
-            // Not plain: a `cd` in it cannot be followed, nor a command an expansion names.
-            _ if super::may_move_a_shell(text)
-                || cmd
-                    .seen
-                    .iter()
-                    .any(|w| w.first().is_none_or(|p| p.contains(['$', '`']))) =>
-            {
-                return lost()
-            }
+            _ if cmd.seen.is_empty() || cmd.seen.iter().any(unfollowed) => return lost(),
             _ => &[],
         };
         if cmd.seen.iter().any(|w| {

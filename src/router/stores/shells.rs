@@ -72,7 +72,12 @@ impl Shells {
             self.moves.clear();
             self.forgotten = true;
         }
-        let (moves, lost) = self.moves.entry(session.to_owned()).or_default();
+        // Once sessions were forgotten, a session taken up again may be one of them.
+        let forgotten = self.forgotten;
+        let (moves, lost) = self
+            .moves
+            .entry(session.to_owned())
+            .or_insert_with(|| (Vec::new(), forgotten));
         if let Some((_, c)) = moves.iter_mut().find(|(i, _)| &**i == id) {
             *c = command.to_owned();
         } else if moves.len() >= MAX_MOVES {
@@ -185,6 +190,11 @@ mod tests {
             claude(&mut s, &format!("s{i}"), &format!("u{i}"), "cd sub");
         }
         assert!(s.before("a", None).lost, "a session forgotten is lost");
+        claude(&mut s, "a", "again", "cd sub");
+        assert!(
+            s.before("a", None).lost,
+            "and stays lost when it is seen again"
+        );
         assert!(s.ids().len() <= MAX_IDS);
     }
 }
