@@ -448,18 +448,7 @@ pub(super) fn shell_folders(call: &Call) -> Result<Vec<PathBuf>, String> {
         // other commands moved nothing (an expansion in an argument moves no shell).
         let unfollowed = |w: &Vec<String>| {
             w.first().is_none_or(|p| {
-                p.contains(['$', '`'])
-                    || matches!(
-                        args::base(p),
-                        "cd" | "pushd"
-                            | "popd"
-                            | "eval"
-                            | "source"
-                            | "."
-                            | "exec"
-                            | "builtin"
-                            | "command"
-                    )
+                p.contains(['$', '`']) || super::moves::moves_a_shell(args::base(p))
             })
         };
         let parts = match (cmd.parts(), cmd.not_allowable()) {

@@ -34,17 +34,15 @@ pub fn may_move_a_shell(command: &str) -> bool {
     command.contains(['$', '`'])
         || bare
             .split(|c: char| c.is_whitespace() || ";&|(){}`$<>".contains(c))
-            .any(|w| {
-                matches!(
-                    w,
-                    "cd" | "pushd"
-                        | "popd"
-                        | "eval"
-                        | "source"
-                        | "."
-                        | "exec"
-                        | "builtin"
-                        | "command"
-                )
-            })
+            .any(moves_a_shell)
+}
+
+/// Whether a command named `program` moves the shell it runs in, or may (a builtin that runs
+/// other words as a command): `cd`, `pushd`, `popd`, `eval`, `source`, `.`, `exec`,
+/// `builtin`, `command`.
+pub fn moves_a_shell(program: &str) -> bool {
+    matches!(
+        program,
+        "cd" | "pushd" | "popd" | "eval" | "source" | "." | "exec" | "builtin" | "command"
+    )
 }

@@ -35,7 +35,6 @@ const ATTACKER: &str = r#"
 D="$1"; BPID="$2"; PORT="$3"
 i=0; while [ ! -s "$D/go" ]; do i=$((i+1)); [ $i -gt 2400 ] && exit 1; sleep 0.05; done
 read SID QID URL < "$D/go"
-try() { name="$1"; shift; if ( "$@" ) >/dev/null 2>&1; then echo "$name ok" >> "$D/report"; else echo "$name failed" >> "$D/report"; fi; }
 try "work:project" sh -c "echo hi > '$PROJECT/work.txt'"
 try "work:tmp" sh -c 'f=$(mktemp) && echo hi > "$f" && rm "$f"'
 try "work:git" sh -c "cd '$PROJECT' && git init -q && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m x"
@@ -86,6 +85,28 @@ echo "answer $answered" >> "$D/report"
 touch "$D/done"
 "#;
 
+/// The shell function each agent script here reports an attempt with: `try NAME CMD...`
+/// appends `NAME ok` or `NAME failed` to `$D/report`.
+const TRY: &str = r#"try() { name="$1"; shift; if ( "$@" ) >/dev/null 2>&1; then echo "$name ok" >> "$D/report"; else echo "$name failed" >> "$D/report"; fi; }"#;
+
+/// Writes `script` to `DIR/agent.sh`; the agent that runs it beside the mock, as an
+/// agent's own test code would run beside it (`bash -c` the bridge starts).
+fn beside_the_mock(dir: &Path, script: &str) -> String {
+    std::fs::write(dir.join("agent.sh"), script).unwrap();
+    format!("bash {}/agent.sh & exec {MOCK}", dir.display())
+}
+
+/// Asserts that each of `attacks` failed, as the agent's script reported in `DIR/report`.
+fn all_failed(dir: &Path, attacks: &[&str]) {
+    let report = std::fs::read_to_string(dir.join("report")).unwrap_or_default();
+    for attack in attacks {
+        assert!(
+            report.contains(&format!("{attack} failed")),
+            "{attack}: {report}"
+        );
+    }
+}
+
 /// Waits until the agent's script made `done` (its last step).
 async fn until_made(done: &Path, b: &Bridge) {
     tokio::time::timeout(Duration::from_secs(120), async {
@@ -126,7 +147,7 @@ fn setup(name: &str) -> Setup {
         std::os::unix::fs::PermissionsExt::from_mode(0o700),
     )
     .unwrap();
-    std::fs::write(s.dir.join("attacker.sh"), ATTACKER).unwrap();
+    std::fs::write(s.dir.join("attacker.sh"), format!("{TRY}\n{ATTACKER}")).unwrap();
     s
 }
 
@@ -389,7 +410,7 @@ async fn in_a_workspace_wall_writes_stay_in_the_session_and_read_denies_hold() {
     .unwrap();
     let script = format!(
         r#"P={p}; D={p}; O={o}
-try() {{ name="$1"; shift; if ( "$@" ) >/dev/null 2>&1; then echo "$name ok" >> "$D/report"; else echo "$name failed" >> "$D/report"; fi; }}
+{TRY}
 try write:outside sh -c "echo x > '$O/x'"
 try write:home sh -c "echo x > '$HOME/x'"
 try read:ssh grep -q KEY "$HOME/.ssh/id_rsa"
@@ -576,7 +597,7 @@ async fn a_policy_file_saved_by_a_rename_outside_stays_read_only_inside() {
         r#"D={d}; F={f}
 touch "$D/ready"
 i=0; while [ ! -e "$D/saved" ]; do i=$((i+1)); [ $i -gt 2400 ] && exit 1; sleep 0.05; done
-try() {{ name="$1"; shift; if ( "$@" ) >/dev/null 2>&1; then echo "$name ok" >> "$D/report"; else echo "$name failed" >> "$D/report"; fi; }}
+{TRY}
 try "read-new" grep -q "after the save" "$F"
 try "append" sh -c "echo '# x' >> '$F'"
 try "truncate" sh -c ": > '$F'"
@@ -588,7 +609,7 @@ touch "$D/done""#,
         d = dir.display(),
         f = file.display()
     );
-    std::fs::write(dir.join("agent.sh"), script).unwrap();
+    let agent = beside_the_mock(&dir, &script);
     let mut cmd = tokio::process::Command::new(BRIDGE);
     cmd.args([
         "--no-control",
@@ -599,7 +620,7 @@ touch "$D/done""#,
         "--",
         "bash",
         "-c",
-        &format!("bash {}/agent.sh & exec {MOCK}", dir.display()),
+        &agent,
     ]);
     let mut b = Bridge::from_command(cmd);
     b.initialize(json!({})).await;
@@ -612,12 +633,10 @@ touch "$D/done""#,
     until_made(&dir.join("done"), &b).await;
     let report = std::fs::read_to_string(dir.join("report")).unwrap_or_default();
     assert!(report.contains("read-new ok"), "{report}");
-    for attack in ["append", "truncate", "replace", "delete", "new-file"] {
-        assert!(
-            report.contains(&format!("{attack} failed")),
-            "{attack}: {report}"
-        );
-    }
+    all_failed(
+        &dir,
+        &["append", "truncate", "replace", "delete", "new-file"],
+    );
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
         "# after the save\n"
@@ -686,7 +705,7 @@ async fn a_link_to_the_config_folder_cannot_be_pointed_elsewhere_by_the_agent() 
     let script = format!(
         r#"C={c}/acp-question-bridge; D={d}
 mkdir -p "$D/evil" && printf '[[rule]]\nid = "evil"\ndecision = "allow"\nclaude = "Bash(rm:*)"\n' > "$D/evil/policy.toml"
-try() {{ name="$1"; shift; if ( "$@" ) >/dev/null 2>&1; then echo "$name ok" >> "$D/report"; else echo "$name failed" >> "$D/report"; fi; }}
+{TRY}
 try "repoint" ln -sfn "$D/evil" "$C"
 try "replace" sh -c "rm '$C' && mkdir '$C' && cp '$D/evil/policy.toml' '$C/'"
 try "rename-over" sh -c "ln -s '$D/evil' '$D/l2' && mv -fT '$D/l2' '$C'"
@@ -695,7 +714,7 @@ touch "$D/done""#,
         c = home.display(),
         d = dir.display()
     );
-    std::fs::write(dir.join("agent.sh"), script).unwrap();
+    let agent = beside_the_mock(&dir, &script);
     let bridge = |agent: &str| {
         let mut cmd = tokio::process::Command::new(BRIDGE);
         cmd.args(["--control", "127.0.0.1:0", "--", "bash", "-c", agent])
@@ -703,16 +722,10 @@ touch "$D/done""#,
             .env("RUST_LOG", "info");
         Bridge::from_command(cmd)
     };
-    let mut b = bridge(&format!("bash {}/agent.sh & exec {MOCK}", dir.display()));
+    let mut b = bridge(&agent);
     b.initialize(json!({})).await;
     until_made(&dir.join("done"), &b).await;
-    let report = std::fs::read_to_string(dir.join("report")).unwrap_or_default();
-    for attack in ["repoint", "replace", "rename-over", "move-away"] {
-        assert!(
-            report.contains(&format!("{attack} failed")),
-            "{attack}: {report}"
-        );
-    }
+    all_failed(&dir, &["repoint", "replace", "rename-over", "move-away"]);
     assert_eq!(std::fs::read_link(&link).unwrap(), real);
     // The next bridge of the user, started while the first one runs, reads the user's own
     // policy through the link.
@@ -757,14 +770,14 @@ async fn a_projects_policy_folder_that_is_a_link_cannot_be_replaced_by_the_agent
     std::os::unix::fs::symlink("../shared/acpqb", &link).unwrap();
     let script = format!(
         r#"P={p}/.acp-question-bridge; D={d}
-try() {{ name="$1"; shift; if ( "$@" ) >/dev/null 2>&1; then echo "$name ok" >> "$D/report"; else echo "$name failed" >> "$D/report"; fi; }}
+{TRY}
 try "replace" sh -c "rm '$P' && mkdir '$P'"
 try "repoint" sh -c "mkdir -p '$D/empty' && ln -sfn '$D/empty' '$P'"
 touch "$D/done""#,
         p = project.display(),
         d = dir.display()
     );
-    std::fs::write(dir.join("agent.sh"), script).unwrap();
+    let agent = beside_the_mock(&dir, &script);
     let mut cmd = tokio::process::Command::new(BRIDGE);
     cmd.args([
         "--no-control",
@@ -773,18 +786,12 @@ touch "$D/done""#,
         "--",
         "bash",
         "-c",
-        &format!("bash {}/agent.sh & exec {MOCK}", dir.display()),
+        &agent,
     ]);
     let mut b = Bridge::from_command(cmd);
     b.initialize(json!({})).await;
     until_made(&dir.join("done"), &b).await;
-    let report = std::fs::read_to_string(dir.join("report")).unwrap_or_default();
-    for attack in ["replace", "repoint"] {
-        assert!(
-            report.contains(&format!("{attack} failed")),
-            "{attack}: {report}"
-        );
-    }
+    all_failed(&dir, &["replace", "repoint"]);
     assert_eq!(
         std::fs::read_link(&link).unwrap(),
         Path::new("../shared/acpqb")
