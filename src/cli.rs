@@ -127,6 +127,10 @@ pub struct BridgeArgs {
     /// Prefix of the NATS buckets and subjects, so one NATS serves many users.
     #[arg(long, value_name = "PREFIX", default_value = "acpqb")]
     pub nats_prefix: String,
+    /// Replicas of the NATS buckets and stream (1 to 5). Default: 3 on a cluster, 1 on a
+    /// single server; an existing one with fewer is raised to it.
+    #[arg(long, value_name = "N", requires = "nats", value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub nats_replicas: Option<u8>,
     /// Append every question event (requested, delivered, answered/rejected and by whom,
     /// late answers with their content) to this file as JSON lines, synced to disk.
     #[arg(long, value_name = "PATH")]

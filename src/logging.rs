@@ -43,6 +43,12 @@ const QUEUED_LINES: usize = 4096;
 /// stderr are written by a thread of their own through a bounded queue: a stderr that is
 /// never read fills the queue, and further lines are dropped, never waited for.
 pub fn init(level: &str, format: LogFormat, file: Option<&Path>) -> std::io::Result<Guard> {
+    // At `info`, the NATS client's own lines (one per failed reconnection attempt, every
+    // 1-3 s of an outage) are left out: the bridge and the inbox say each change once.
+    let level = match level {
+        "info" => "info,async_nats=warn",
+        l => l,
+    };
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(level))
         .unwrap_or_else(|_| EnvFilter::new("info"));

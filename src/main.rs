@@ -426,6 +426,7 @@ fn main() -> ExitCode {
                 url,
                 creds: args.nats_creds,
                 prefix: args.nats_prefix.clone(),
+                replicas: args.nats_replicas.map(usize::from),
             }),
         agent: args.agent,
         agent_env,

@@ -22,6 +22,10 @@ pub(super) struct Bridge {
     /// back), and when the inbox first heard of it.
     pub(super) heard: Option<Instant>,
     pub(super) first_seen: Instant,
+    /// Over NATS: the revision of its last heartbeat seen (a sweep deletes it only if it is
+    /// still that one), and whether a sweep of it is under way.
+    pub(super) beat: Option<u64>,
+    pub(super) sweeping: bool,
     /// Its public description (no token), as questions carry it.
     pub(super) public: Value,
     /// Counts connections, so reports of an old one are ignored.
@@ -99,6 +103,8 @@ impl Bridge {
             id: id.to_owned(),
             heard: None,
             first_seen: Instant::now(),
+            beat: None,
+            sweeping: false,
             entry,
             generation: 0,
             task: None,

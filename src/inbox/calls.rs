@@ -85,11 +85,11 @@ impl Inbox {
         };
         let id = b.id.clone();
         if b.entry.is_none() {
-            let Some((client, cfg)) = self.nats.clone() else {
+            let Some(f) = self.nats.clone() else {
                 return;
             };
             tokio::spawn(async move {
-                let _ = reply.send(nats::relay(&client, &cfg, &id, method, params).await);
+                let _ = reply.send(nats::relay(&f.client, &f.cfg, &id, method, params).await);
             });
             return;
         }

@@ -71,8 +71,11 @@ struct Inbox {
     tx: mpsc::Sender<FromBridge>,
     started: Instant,
     started_wall: String,
-    /// `--nats`: the client answers go through.
-    nats: Option<(async_nats::Client, nats::NatsConfig)>,
+    /// `--nats`: the client answers go through, and the follower's handle.
+    nats: Option<nats::Following>,
+    /// When the NATS watches were last set up: a bridge is silent only from then on (the
+    /// inbox hears nothing while it is not connected).
+    watched_at: Instant,
     /// Questions not yet seen again since the NATS watches were set up again.
     unconfirmed: Option<std::collections::HashSet<(String, (String, String))>>,
 }
@@ -90,9 +93,9 @@ pub async fn run(cfg: InboxConfig) -> Result<i32, control::ControlSetupError> {
     let stop = tokio_util::sync::CancellationToken::new();
     let nats = match &cfg.nats {
         Some(n) => match nats::follow(n.clone(), seen_tx, stop.clone()).await {
-            Ok(client) => {
+            Ok(following) => {
                 tracing::info!(url = %n.url, prefix = %n.prefix, "inbox: following bridges over NATS");
-                Some((client, n.clone()))
+                Some(following)
             }
             Err(e) => {
                 tracing::error!(error = %e, "inbox: cannot use NATS");
@@ -120,6 +123,7 @@ pub async fn run(cfg: InboxConfig) -> Result<i32, control::ControlSetupError> {
         ringer: std::cell::RefCell::new(crate::ring::Ringer::new(cfg.ring)),
         nats,
         unconfirmed: None,
+        watched_at: Instant::now(),
         cfg,
         bridges: HashMap::new(),
         events: server.events.clone(),
@@ -420,7 +424,7 @@ impl Inbox {
     fn on_nats(&mut self, seen: nats::Seen) {
         use nats::Seen;
         match seen {
-            Seen::Bridge(mut v, live) => {
+            Seen::Bridge(mut v, live, rev) => {
                 let Some(id) = v["id"].as_str().map(str::to_owned) else {
                     return;
                 };
@@ -429,6 +433,7 @@ impl Inbox {
                 }
                 let b = self.nats_bridge(&id, Some(&v));
                 b.public = v;
+                b.beat = Some(rev);
                 if !live {
                     // A heartbeat put before the inbox watched may be the last of a bridge
                     // that was killed: its questions wait for one put while it watches
@@ -481,6 +486,8 @@ impl Inbox {
                 self.bridge_event(&id, ev);
             }
             Seen::Resyncing => {
+                // Nothing could be heard before: every bridge has a whole expiry from now.
+                self.watched_at = Instant::now();
                 let all = self
                     .bridges
                     .iter()
@@ -489,6 +496,7 @@ impl Inbox {
                     .collect();
                 self.unconfirmed = Some(all);
             }
+            Seen::Swept(id, found) => self.swept(&id, found),
             Seen::Synced => {
                 for (id, (s, q)) in self.unconfirmed.take().into_iter().flatten() {
                     if let Some(b) = self.bridges.get_mut(&id) {
@@ -501,28 +509,74 @@ impl Inbox {
         }
     }
 
-    /// Over NATS: bridges whose heartbeat stopped are gone, and what they left is swept.
+    /// Over NATS: a bridge whose heartbeat stopped is gone: one not heard for [`nats::EXPIRY`]
+    /// since its last heartbeat or since the watches were last set up, whichever is later
+    /// (a bridge is never taken as gone for what the inbox could not hear). While connected,
+    /// that is decided by the bucket, not by what the watch showed: a sweep deletes its
+    /// heartbeat and questions only if that heartbeat is still the last one seen, so a
+    /// bridge that came back (or that a lagging watch did not show) is never deleted, and
+    /// the watches are set up again to show it. While the inbox is not connected it can
+    /// tell nothing: its bridges leave its view (nothing is deleted over there), and come
+    /// back with the watches' replay once it is connected again.
     fn expire(&mut self) {
         let now = Instant::now();
-        let gone: Vec<String> = self
+        let silent: Vec<String> = self
             .bridges
             .values()
-            .filter(|b| b.entry.is_none())
-            .filter(|b| now.duration_since(b.heard.unwrap_or(b.first_seen)) > nats::EXPIRY)
+            .filter(|b| b.entry.is_none() && !b.sweeping)
+            .filter(|b| {
+                let since = b.heard.unwrap_or(b.first_seen).max(self.watched_at);
+                now.duration_since(since) > nats::EXPIRY
+            })
             .map(|b| b.id.clone())
             .collect();
-        for id in gone {
-            let held = self.bridges.get(&id).is_some_and(|b| b.heard.is_none());
-            tracing::info!(%id, "inbox: a bridge's heartbeat expired");
-            if held {
-                // Never heard: its questions were never shown.
-                self.bridges.remove(&id);
-            } else {
-                self.drop_bridge(&id);
+        let Some(f) = self.nats.clone() else {
+            return;
+        };
+        for id in silent {
+            let b = self.bridges.get_mut(&id).expect("listed above");
+            match b.beat.filter(|_| f.connected()) {
+                Some(beat) => {
+                    b.sweeping = true;
+                    let f = f.clone();
+                    tokio::spawn(async move {
+                        let found = nats::sweep(&f, &id, beat).await;
+                        let _ = f.seen.send(nats::Seen::Swept(id, found)).await;
+                    });
+                }
+                None => self.gone(&id),
             }
-            if let Some((client, cfg)) = self.nats.clone() {
-                tokio::spawn(async move { nats::sweep(&client, &cfg, &id).await });
+        }
+    }
+
+    /// What a sweep of bridge `id` found.
+    fn swept(&mut self, id: &str, found: Result<nats::Swept, String>) {
+        let Some(b) = self.bridges.get_mut(id) else {
+            return;
+        };
+        b.sweeping = false;
+        match found {
+            Ok(nats::Swept::Gone) => self.gone(id),
+            Ok(nats::Swept::Alive) => {
+                tracing::info!(%id, "inbox: a bridge's heartbeat is newer over there than the watch showed; watching again");
+                b.heard = Some(Instant::now());
+                if let Some(f) = &self.nats {
+                    f.rewatch.notify_one();
+                }
             }
+            // Tried again at the next tick.
+            Err(e) => tracing::debug!(%id, error = %e, "inbox: cannot sweep a silent bridge now"),
+        }
+    }
+
+    /// Bridge `id` leaves the inbox's view.
+    fn gone(&mut self, id: &str) {
+        tracing::info!(%id, "inbox: a bridge's heartbeat expired");
+        if self.bridges.get(id).is_some_and(|b| b.heard.is_none()) {
+            // Never heard: its questions were never shown.
+            self.bridges.remove(id);
+        } else {
+            self.drop_bridge(id);
         }
     }
 }

@@ -50,6 +50,9 @@ pub struct InboxArgs {
     /// Prefix of the NATS buckets and subjects (as the bridges').
     #[arg(long, value_name = "PREFIX", default_value = "acpqb")]
     pub nats_prefix: String,
+    /// Replicas of the NATS buckets and stream (as the bridges').
+    #[arg(long, value_name = "N", requires = "nats", value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub nats_replicas: Option<u8>,
     /// Log level or filter; RUST_LOG overrides.
     #[arg(long, value_name = "LEVEL", default_value = "info")]
     pub log_level: String,
@@ -219,6 +222,7 @@ pub fn main(a: InboxArgs) -> ExitCode {
             url,
             creds: a.nats_creds,
             prefix: a.nats_prefix.clone(),
+            replicas: a.nats_replicas.map(usize::from),
         }),
     };
     if let Err(e) = nats::check_prefix(&a.nats_prefix) {

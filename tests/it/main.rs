@@ -40,6 +40,7 @@ mod linger_review;
 mod lossless;
 mod method_names;
 mod nats;
+mod nats_cluster;
 mod npm;
 mod options;
 mod policy_bridge;

@@ -8,93 +8,17 @@
 //! is back the inbox shows the current state; the inbox restarted shows what is pending;
 //! the IDE and the inbox answering at once, 25 times: exactly one answer reaches the agent.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::Path;
 use std::time::Duration;
 
 use crate::common::control::{self, list_until};
 use crate::common::inbox::Inbox;
+use crate::common::nats::Nats;
 use crate::common::*;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
-
-/// The nats-server binary: $NATS_SERVER, else Debian's, installed if missing (once per
-/// machine, under the test install lock).
-async fn nats_binary() -> PathBuf {
-    if let Ok(p) = std::env::var("NATS_SERVER") {
-        return PathBuf::from(p);
-    }
-    install::debian_program(
-        "nats-server",
-        &["/usr/sbin/nats-server", "/usr/bin/nats-server"],
-    )
-    .await
-}
-
-/// A running nats-server with JetStream; killed when dropped.
-struct Nats {
-    child: Option<Child>,
-    port: u16,
-    store: PathBuf,
-}
-
-impl Nats {
-    async fn start(store: &Path, port: Option<u16>) -> Nats {
-        let bin = nats_binary().await;
-        let port_arg = port.map_or("-1".to_owned(), |p| p.to_string());
-        let mut child = Command::new(bin)
-            .args(["-js", "-a", "127.0.0.1", "-p", &port_arg, "-sd"])
-            .arg(store)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn nats-server");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let port = tokio::time::timeout(WAIT, async {
-            let mut port = None;
-            while let Ok(Some(l)) = lines.next_line().await {
-                if let Some(rest) = l.split("Listening for client connections on ").nth(1) {
-                    port = rest.rsplit(':').next().and_then(|p| p.trim().parse().ok());
-                }
-                if l.contains("Server is ready") {
-                    return port.expect("a port before ready");
-                }
-            }
-            panic!("nats-server stopped before it was ready");
-        })
-        .await
-        .expect("nats-server is ready in time");
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Nats {
-            child: Some(child),
-            port,
-            store: store.to_owned(),
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
-    }
-
-    async fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill().await;
-        }
-    }
-
-    /// Starts it again on the same port, with the same store.
-    async fn restart(&mut self) {
-        self.kill().await;
-        let again = Nats::start(&self.store.clone(), Some(self.port)).await;
-        *self = again;
-    }
-}
 
 /// A bridge around the mock agent with `--nats`, its client past `session/new`.
-async fn bridge(nats: &str, registry: &Path) -> (Bridge, String, String) {
+pub(crate) async fn bridge(nats: &str, registry: &Path) -> (Bridge, String, String) {
     let mut b = Bridge::spawn_env(
         &["--control", "127.0.0.1:0", "--nats", nats, "--", MOCK],
         &[("ACP_QUESTION_BRIDGE_REGISTRY", registry.to_str().unwrap())],
@@ -106,13 +30,13 @@ async fn bridge(nats: &str, registry: &Path) -> (Bridge, String, String) {
 }
 
 /// A running `inbox --nats` (with a registry of its own that no bridge uses).
-async fn nats_inbox(nats: &str, dir: &Path) -> Inbox {
+pub(crate) async fn nats_inbox(nats: &str, dir: &Path) -> Inbox {
     let reg = dir.join("no-registry");
     Inbox::start(&["--nats", nats, "--registry", reg.to_str().unwrap()]).await
 }
 
 /// The agent's report of its approval.
-async fn approval(b: &mut Bridge) -> String {
+pub(crate) async fn approval(b: &mut Bridge) -> String {
     let (m, _) = b
         .recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("approve: ")))
         .await;
@@ -120,14 +44,14 @@ async fn approval(b: &mut Bridge) -> String {
 }
 
 /// Asks for an approval in prompt `id`; returns the request the IDE is shown.
-async fn ask(b: &mut Bridge, id: i64) -> Value {
+pub(crate) async fn ask(b: &mut Bridge, id: i64) -> Value {
     b.prompt(id, "mock-session-1", "approve").await;
     b.recv_until(|m| m["method"] == "session/request_permission")
         .await
         .0
 }
 
-fn pid_of(q: &Value) -> u32 {
+pub(crate) fn pid_of(q: &Value) -> u32 {
     q["bridge"]["pid"].as_u64().unwrap() as u32
 }
 
@@ -551,3 +475,77 @@ async fn a_list_of_servers_with_the_first_one_down_is_used_and_a_bad_one_is_said
     }
     drop(nats);
 }
+
+/// NATS killed for 8 s with questions pending, then back: the bridges put their questions
+/// again and the inbox lists them within 5 s, and keeps listing them past the expiry of the
+/// heartbeats it missed (its sweep of a bridge it took as silent deletes nothing a bridge
+/// put after it; a bridge whose heartbeat was swept puts its questions again).
+#[tokio::test]
+async fn after_nats_comes_back_the_inbox_converges_and_stays() {
+    let dir = temp_dir("nats-converge");
+    let reg = dir.join("registry");
+    let mut nats = Nats::start(&dir.join("store"), None).await;
+    let url = nats.url();
+    let (mut a, _, _) = bridge(&url, &reg).await;
+    let (mut b, _, _) = bridge(&url, &reg).await;
+    let inbox = nats_inbox(&url, &dir).await;
+    let c = inbox.http();
+    let shown = ask(&mut a, 10).await;
+    ask(&mut b, 10).await;
+    list_until(&c, 2).await;
+    let down = std::time::Instant::now();
+    nats.kill().await;
+    // Meanwhile a's question is answered in its IDE, and a asks another.
+    a.send(&json!({"jsonrpc":"2.0","id":shown["id"],
+        "result":{"outcome":{"outcome":"selected","optionId":"reject"}}}))
+        .await;
+    assert!(approval(&mut a).await.contains(r#""optionId":"reject""#));
+    a.response(json!(10)).await;
+    ask(&mut a, 11).await;
+    // Down long enough for the inbox's last heartbeats to be nearly expired when it is back.
+    tokio::time::sleep(Duration::from_secs(8).saturating_sub(down.elapsed())).await;
+    nats.restart().await;
+    let back = std::time::Instant::now();
+    let pids = |l: &[Value]| {
+        let mut p: Vec<(u32, String)> = l
+            .iter()
+            .map(|q| (pid_of(q), q["questionId"].as_str().unwrap_or("").to_owned()))
+            .collect();
+        p.sort();
+        p
+    };
+    let mut both = vec![
+        (a.pid(), "permission:1".to_owned()),
+        (b.pid(), "permission:0".to_owned()),
+    ];
+    both.sort();
+    loop {
+        let l = control::list(&c).await;
+        if pids(&l) == both {
+            break;
+        }
+        assert!(
+            back.elapsed() < CONVERGED,
+            "not converged {:?} after NATS came back: {l:?}",
+            back.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // And stays: past any expiry decided from before.
+    while back.elapsed() < Duration::from_secs(15) {
+        let l = control::list(&c).await;
+        assert_eq!(
+            pids(&l),
+            both,
+            "a question left the inbox: {l:?}\n{}\nBRIDGE\n{}",
+            inbox.stderr.lock().unwrap(),
+            a.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    drop(nats);
+}
+
+/// How soon the inbox shows the bridges' state once NATS is back: 5 s is the promise
+/// (docs/RELIABILITY.md; measured about 1-2 s), with room for a busy machine.
+const CONVERGED: Duration = Duration::from_secs(10);

@@ -11,14 +11,18 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{connect, open, own_keys, parse_key, timed, NatsConfig, OP_TIMEOUT};
+use super::{connect, open, own_keys, parse_key, timed, NatsConfig, Telling, OP_TIMEOUT};
+
+/// What NATS being away means for the inbox.
+const AWAY: &str =
+    "the questions of bridges followed over NATS cannot be listed or answered here until it is back";
 
 /// What the inbox's NATS follower reports.
 pub enum Seen {
-    /// A bridge's heartbeat (its public description), and whether it was put while the
-    /// watch ran (`false`: replayed from before, maybe the last one of a bridge that was
-    /// killed).
-    Bridge(Value, bool),
+    /// A bridge's heartbeat (its public description), whether it was put while the watch
+    /// ran (`false`: replayed from before, maybe the last one of a bridge that was killed),
+    /// and its revision.
+    Bridge(Value, bool, u64),
     /// A bridge's heartbeat key was deleted (it left).
     BridgeLeft(String),
     /// A question was put (with `bridge`).
@@ -31,108 +35,186 @@ pub enum Seen {
     /// then sends `Synced`).
     Resyncing,
     Synced,
+    /// What a sweep of a bridge whose heartbeat looked expired found (`sweep`).
+    Swept(String, Result<Swept, String>),
 }
 
-/// The inbox's side: follows the buckets and the events until `stop`; the client it uses
-/// (for answers) is returned at once.
+/// What [`sweep`] found.
+#[derive(Debug, PartialEq)]
+pub enum Swept {
+    /// Its heartbeat was the one the inbox last saw: it is gone, and what it left deleted.
+    Gone,
+    /// It put a heartbeat since (it came back, or the inbox's watch lags): nothing deleted.
+    Alive,
+}
+
+/// The inbox's handle on its follower.
+#[derive(Clone)]
+pub struct Following {
+    pub client: async_nats::Client,
+    pub cfg: NatsConfig,
+    /// Where [`sweep`]s report.
+    pub seen: mpsc::Sender<Seen>,
+    /// Sets the watches up again (they then replay the whole state).
+    pub rewatch: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl Following {
+    pub fn connected(&self) -> bool {
+        self.client.connection_state() == async_nats::connection::State::Connected
+    }
+}
+
+/// The inbox's side: follows the buckets and the events until `stop`; the handle (its
+/// client for answers) is returned at once.
 pub async fn follow(
     cfg: NatsConfig,
     tx: mpsc::Sender<Seen>,
     stop: CancellationToken,
-) -> Result<async_nats::Client, String> {
+) -> Result<Following, String> {
     let (conn_tx, mut conn) = mpsc::unbounded_channel();
     let client = connect(&cfg, "acp-question-bridge inbox", conn_tx).await?;
+    let following = Following {
+        client: client.clone(),
+        cfg: cfg.clone(),
+        seen: tx.clone(),
+        rewatch: Default::default(),
+    };
     let c = client.clone();
+    let rewatch = following.rewatch.clone();
     tokio::spawn(async move {
         let js = jetstream::new(c.clone());
+        let mut said = Telling::new(&cfg.url, AWAY);
         loop {
             if stop.is_cancelled() {
                 return;
             }
-            if let Err(e) = watch_once(&cfg, &js, &c, &tx, &stop).await {
-                tracing::info!(error = %e, "NATS: watching again soon");
+            if c.connection_state() == async_nats::connection::State::Connected {
+                let w = Watching {
+                    cfg: &cfg,
+                    js: &js,
+                    client: &c,
+                    tx: &tx,
+                    stop: &stop,
+                    rewatch: &rewatch,
+                };
+                match w.once(&mut conn, &mut said).await {
+                    Ok(()) => continue,
+                    Err(e) => tracing::info!(error = %e, "NATS: watching again soon"),
+                }
+            } else {
+                said.not_yet();
             }
             // Wait for a (re)connection, or a second.
             tokio::select! {
                 _ = stop.cancelled() => return,
-                _ = conn.recv() => {}
+                Some(ev) = conn.recv() => said.event(&ev),
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             }
         }
     });
-    Ok(client)
+    Ok(following)
 }
 
-async fn watch_once(
-    cfg: &NatsConfig,
-    js: &jetstream::Context,
-    client: &async_nats::Client,
-    tx: &mpsc::Sender<Seen>,
-    stop: &CancellationToken,
-) -> Result<(), String> {
-    let (questions, bridges) = timed("open", open(js, cfg)).await?;
-    let mut events = timed(
-        "subscribe",
-        client.subscribe(format!("{}.events.>", cfg.prefix)),
-    )
-    .await?;
-    let mut qw = timed("watch", questions.watch_with_history(">")).await?;
-    let mut bw = timed("watch", bridges.watch_with_history(">")).await?;
-    let q_empty = timed("status", questions.status()).await?.values() == 0;
-    let b_empty = timed("status", bridges.status()).await?.values() == 0;
-    let send = |s: Seen| async move { tx.send(s).await.map_err(|_| "stopping".to_owned()) };
-    send(Seen::Resyncing).await?;
-    let (mut q_current, mut b_current) = (q_empty, b_empty);
-    let mut synced = false;
-    if q_current && b_current {
-        send(Seen::Synced).await?;
-        synced = true;
-    }
-    let events_prefix = format!("{}.events.", cfg.prefix);
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => return Ok(()),
-            e = bw.next() => {
-                let e = e.ok_or("the bridges watch ended")?.map_err(|e| e.to_string())?;
-                let live = b_current;
-                b_current |= e.delta == 0;
-                match e.operation {
-                    kv::Operation::Put => {
-                        if let Ok(v) = serde_json::from_slice::<Value>(&e.value) {
-                            send(Seen::Bridge(v, live)).await?;
-                        }
-                    }
-                    kv::Operation::Delete | kv::Operation::Purge => send(Seen::BridgeLeft(e.key)).await?,
-                }
-            }
-            e = qw.next() => {
-                let e = e.ok_or("the questions watch ended")?.map_err(|e| e.to_string())?;
-                q_current |= e.delta == 0;
-                match e.operation {
-                    kv::Operation::Put => {
-                        if let Ok(v) = serde_json::from_slice::<Value>(&e.value) {
-                            send(Seen::Question(e.key, v)).await?;
-                        }
-                    }
-                    kv::Operation::Delete | kv::Operation::Purge => {
-                        if let Some((b, s, q)) = parse_key(&e.key) {
-                            let _ = b;
-                            send(Seen::QuestionGone(e.key.clone(), s, q)).await?;
-                        }
-                    }
-                }
-            }
-            m = events.next() => {
-                let m = m.ok_or("the events subscription ended")?;
-                let bridge = m.subject.as_str().strip_prefix(&events_prefix).unwrap_or("").to_owned();
-                if let Ok(v) = serde_json::from_slice::<Value>(&m.payload) {
-                    send(Seen::Event(bridge, v)).await?;
-                }
-            }
-        }
-        if !synced && q_current && b_current {
+/// What watching the buckets takes.
+struct Watching<'a> {
+    cfg: &'a NatsConfig,
+    js: &'a jetstream::Context,
+    client: &'a async_nats::Client,
+    tx: &'a mpsc::Sender<Seen>,
+    stop: &'a CancellationToken,
+    rewatch: &'a tokio::sync::Notify,
+}
+
+impl Watching<'_> {
+    /// Sets the watches up and reports what they show, from the whole state; `Ok` when they
+    /// are to be set up again at once (a reconnection, or [`Following::rewatch`]).
+    async fn once(
+        &self,
+        conn: &mut mpsc::UnboundedReceiver<async_nats::Event>,
+        said: &mut Telling,
+    ) -> Result<(), String> {
+        let Watching {
+            cfg,
+            js,
+            client,
+            tx,
+            stop,
+            rewatch,
+        } = *self;
+        let (questions, bridges) = timed("open", open(js, cfg)).await?;
+        let mut events = timed(
+            "subscribe",
+            client.subscribe(format!("{}.events.>", cfg.prefix)),
+        )
+        .await?;
+        let mut qw = timed("watch", questions.watch_with_history(">")).await?;
+        let mut bw = timed("watch", bridges.watch_with_history(">")).await?;
+        let q_empty = timed("status", questions.status()).await?.values() == 0;
+        let b_empty = timed("status", bridges.status()).await?.values() == 0;
+        let send = |s: Seen| async move { tx.send(s).await.map_err(|_| "stopping".to_owned()) };
+        send(Seen::Resyncing).await?;
+        let (mut q_current, mut b_current) = (q_empty, b_empty);
+        let mut synced = false;
+        if q_current && b_current {
             send(Seen::Synced).await?;
             synced = true;
+        }
+        let events_prefix = format!("{}.events.", cfg.prefix);
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return Ok(()),
+                // A bridge put a heartbeat the watch did not show.
+                _ = rewatch.notified() => return Ok(()),
+                Some(ev) = conn.recv() => {
+                    said.event(&ev);
+                    if matches!(ev, async_nats::Event::Connected) {
+                        // What was missed while away comes with the replay.
+                        return Ok(());
+                    }
+                }
+                e = bw.next() => {
+                    let e = e.ok_or("the bridges watch ended")?.map_err(|e| e.to_string())?;
+                    let live = b_current;
+                    b_current |= e.delta == 0;
+                    match e.operation {
+                        kv::Operation::Put => {
+                            if let Ok(v) = serde_json::from_slice::<Value>(&e.value) {
+                                send(Seen::Bridge(v, live, e.revision)).await?;
+                            }
+                        }
+                        kv::Operation::Delete | kv::Operation::Purge => send(Seen::BridgeLeft(e.key)).await?,
+                    }
+                }
+                e = qw.next() => {
+                    let e = e.ok_or("the questions watch ended")?.map_err(|e| e.to_string())?;
+                    q_current |= e.delta == 0;
+                    match e.operation {
+                        kv::Operation::Put => {
+                            if let Ok(v) = serde_json::from_slice::<Value>(&e.value) {
+                                send(Seen::Question(e.key, v)).await?;
+                            }
+                        }
+                        kv::Operation::Delete | kv::Operation::Purge => {
+                            if let Some((b, s, q)) = parse_key(&e.key) {
+                                let _ = b;
+                                send(Seen::QuestionGone(e.key.clone(), s, q)).await?;
+                            }
+                        }
+                    }
+                }
+                m = events.next() => {
+                    let m = m.ok_or("the events subscription ended")?;
+                    let bridge = m.subject.as_str().strip_prefix(&events_prefix).unwrap_or("").to_owned();
+                    if let Ok(v) = serde_json::from_slice::<Value>(&m.payload) {
+                        send(Seen::Event(bridge, v)).await?;
+                    }
+                }
+            }
+            if !synced && q_current && b_current {
+                send(Seen::Synced).await?;
+                synced = true;
+            }
         }
     }
 }
@@ -184,15 +266,49 @@ pub async fn relay(
     Ok(v["result"].clone())
 }
 
-/// Deletes what a gone bridge left in the buckets (by the inbox that saw it expire).
-pub async fn sweep(client: &async_nats::Client, cfg: &NatsConfig, id: &str) {
-    let js = jetstream::new(client.clone());
-    let _ = timed("sweep", async {
-        let (questions, bridges) = open(&js, cfg).await?;
-        for k in own_keys(&questions, id).await? {
-            let _ = questions.delete(&k).await;
+/// Deletes what bridge `id` left in the buckets, if it is gone: if its heartbeat is still
+/// the one at revision `beat` (the last the inbox saw). Every delete is conditional on the
+/// revision read before it, so nothing a bridge puts meanwhile is deleted: a bridge that
+/// comes back finds its heartbeat gone (its next one, conditional on its last, fails) and
+/// puts its questions again, and a question it put after the sweep read the bucket keeps
+/// its newer revision.
+pub async fn sweep(f: &Following, id: &str, beat: u64) -> Result<Swept, String> {
+    let js = jetstream::new(f.client.clone());
+    timed("sweep", async {
+        let (questions, bridges) = open(&js, &f.cfg).await?;
+        let put = |e: &Option<kv::Entry>| {
+            e.as_ref()
+                .filter(|e| e.operation == kv::Operation::Put)
+                .map(|e| e.revision)
+        };
+        // Its heartbeat: the one seen (swept below), a newer one (alive), or none left
+        // (it deleted it as it exited, or the bucket lost it: its questions are swept).
+        let now = put(&bridges.entry(id).await.map_err(|e| e.to_string())?);
+        if now.is_some_and(|r| r != beat) {
+            return Ok::<_, String>(Swept::Alive);
         }
-        bridges.delete(id).await.map_err(|e| e.to_string())
+        let mut left = Vec::new();
+        for k in own_keys(&questions, id).await? {
+            if let Some(rev) = put(&questions.entry(&k).await.map_err(|e| e.to_string())?) {
+                left.push((k, rev));
+            }
+        }
+        if now.is_some()
+            && bridges
+                .delete_expect_revision(id, Some(beat))
+                .await
+                .is_err()
+        {
+            // Put since, or NATS failed: nothing of it is deleted now.
+            return match put(&bridges.entry(id).await.map_err(|e| e.to_string())?) {
+                Some(r) if r != beat => Ok(Swept::Alive),
+                _ => Err("its heartbeat could not be deleted".into()),
+            };
+        }
+        for (k, rev) in left {
+            let _ = questions.delete_expect_revision(&k, Some(rev)).await;
+        }
+        Ok(Swept::Gone)
     })
-    .await;
+    .await
 }

@@ -35,7 +35,7 @@ use tokio::sync::mpsc;
 
 mod follower;
 mod publisher;
-pub use follower::{follow, relay, sweep, Seen};
+pub use follower::{follow, relay, sweep, Following, Seen, Swept};
 pub use publisher::{publish, Publisher};
 
 /// How often a bridge says it is alive.
@@ -59,6 +59,8 @@ pub struct NatsConfig {
     pub url: String,
     pub creds: Option<PathBuf>,
     pub prefix: String,
+    /// `--nats-replicas`: `None` is 3 on a cluster, 1 on a single server.
+    pub replicas: Option<usize>,
 }
 
 impl NatsConfig {
@@ -177,7 +179,9 @@ pub async fn connect(
         .map_err(|e| format!("--nats {}: {e}", cfg.url))
 }
 
-/// The two buckets and the event stream, created when missing.
+/// The two buckets and the event stream, created when missing, with the replicas asked
+/// (`--nats-replicas`; by default 3, or 1 where the server says it is not a cluster); one
+/// that exists with fewer is raised to that count, or said once when it cannot be.
 ///
 /// A bucket's stream is made here with the key-value conventions (`KV_<bucket>` on
 /// `$KV.<bucket>.>`, one message per subject, roll-ups allowed, deletes as markers, direct
@@ -188,40 +192,179 @@ pub async fn open(
     cfg: &NatsConfig,
 ) -> Result<(kv::Store, kv::Store), String> {
     let bucket = |name: String, max_age: Duration| async move {
-        js.get_or_create_stream(jetstream::stream::Config {
-            name: format!("KV_{name}"),
-            subjects: vec![format!("$KV.{name}.>")],
-            max_messages_per_subject: 1,
-            max_age,
-            discard: jetstream::stream::DiscardPolicy::New,
-            allow_rollup: true,
-            deny_delete: true,
-            allow_direct: true,
-            duplicate_window: if max_age.is_zero() {
-                Duration::from_secs(120)
-            } else {
-                max_age.min(Duration::from_secs(120))
+        ensure(
+            js,
+            cfg,
+            jetstream::stream::Config {
+                name: format!("KV_{name}"),
+                subjects: vec![format!("$KV.{name}.>")],
+                max_messages_per_subject: 1,
+                max_age,
+                discard: jetstream::stream::DiscardPolicy::New,
+                allow_rollup: true,
+                deny_delete: true,
+                allow_direct: true,
+                duplicate_window: if max_age.is_zero() {
+                    Duration::from_secs(120)
+                } else {
+                    max_age.min(Duration::from_secs(120))
+                },
+                ..Default::default()
             },
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| format!("cannot create the bucket {name}: {e}"))?;
+        )
+        .await?;
         js.get_key_value(name.clone())
             .await
             .map_err(|e| format!("cannot open the bucket {name}: {e}"))
     };
     let questions = bucket(cfg.questions(), Duration::ZERO).await?;
     let bridges = bucket(cfg.bridges(), EXPIRY * 6).await?;
-    js.get_or_create_stream(jetstream::stream::Config {
-        name: cfg.stream(),
-        subjects: vec![format!("{}.events.>", cfg.prefix)],
-        max_age: Duration::from_secs(24 * 3600),
-        max_messages: 100_000,
-        ..Default::default()
-    })
-    .await
-    .map_err(|e| format!("cannot create the stream {}: {e}", cfg.stream()))?;
+    ensure(
+        js,
+        cfg,
+        jetstream::stream::Config {
+            name: cfg.stream(),
+            subjects: vec![format!("{}.events.>", cfg.prefix)],
+            max_age: Duration::from_secs(24 * 3600),
+            max_messages: 100_000,
+            ..Default::default()
+        },
+    )
+    .await?;
     Ok((questions, bridges))
+}
+
+/// Set once a server said it is not a cluster: the default is then one replica.
+static SINGLE_SERVER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Streams already said to have fewer replicas than asked (said once per process).
+static SAID_FEWER: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Creates stream `c` with the replicas asked, or raises an existing one to them.
+async fn ensure(
+    js: &jetstream::Context,
+    cfg: &NatsConfig,
+    mut c: jetstream::stream::Config,
+) -> Result<(), String> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let not_clustered = |e: &jetstream::context::CreateStreamError| {
+        matches!(e.kind(), jetstream::context::CreateStreamErrorKind::JetStream(j)
+            if j.error_code() == jetstream::ErrorCode::STREAM_REPLICAS_NOT_SUPPORTED)
+    };
+    let name = c.name.clone();
+    let want = || match cfg.replicas {
+        Some(n) => n,
+        None if SINGLE_SERVER.load(Relaxed) => 1,
+        None => 3,
+    };
+    c.num_replicas = want();
+    let stream = match js.get_or_create_stream(c.clone()).await {
+        Err(e) if cfg.replicas.is_none() && not_clustered(&e) => {
+            SINGLE_SERVER.store(true, Relaxed);
+            c.num_replicas = 1;
+            js.get_or_create_stream(c).await
+        }
+        other => other,
+    }
+    .map_err(|e| match cfg.replicas {
+        Some(n) => {
+            format!("cannot create the stream {name} with {n} replicas (--nats-replicas): {e}")
+        }
+        None => format!("cannot create the stream {name}: {e}"),
+    })?;
+    let mut have = stream.cached_info().config.clone();
+    let want = want();
+    if have.num_replicas.max(1) >= want {
+        return Ok(());
+    }
+    let had = have.num_replicas.max(1);
+    have.num_replicas = want;
+    match js.update_stream(&have).await {
+        Ok(_) => {
+            tracing::info!(stream = %name, from = had, to = want, "NATS: replicas raised");
+            Ok(())
+        }
+        Err(e) if cfg.replicas.is_none() && not_clustered(&e) => {
+            SINGLE_SERVER.store(true, Relaxed);
+            Ok(())
+        }
+        Err(e) => {
+            let mut said = SAID_FEWER.lock().unwrap_or_else(|p| p.into_inner());
+            if !said.contains(&name) {
+                said.push(name.clone());
+                tracing::warn!(stream = %name, replicas = had, asked = want, error = %e,
+                    "NATS: the stream has fewer replicas than asked and cannot be raised; a node that holds it going down stops the inbox across machines (raise it with `nats stream edit {name} --replicas {want}`, or give --nats-replicas {had})");
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Says what becomes of the connection, each change once: a NATS client reports every
+/// failed attempt of a reconnection (every 1-3 s of an outage), and says none at start.
+pub(super) struct Telling {
+    url: String,
+    /// What NATS being away means here.
+    away: &'static str,
+    started: std::time::Instant,
+    said: Said,
+}
+
+#[derive(PartialEq)]
+enum Said {
+    Nothing,
+    Ready,
+    Away,
+    NotReady,
+}
+
+impl Telling {
+    pub(super) fn new(url: &str, away: &'static str) -> Telling {
+        Telling {
+            url: url.to_owned(),
+            away,
+            started: std::time::Instant::now(),
+            said: Said::Nothing,
+        }
+    }
+
+    pub(super) fn event(&mut self, ev: &async_nats::Event) {
+        match ev {
+            async_nats::Event::Connected if self.said == Said::Away => {
+                tracing::info!(url = %self.url, "NATS: connected again");
+                self.said = Said::Ready;
+            }
+            async_nats::Event::Disconnected if self.said != Said::Away => {
+                tracing::warn!(url = %self.url, "NATS: disconnected; {} (retrying in the background)", self.away);
+                self.said = Said::Away;
+            }
+            other => tracing::debug!(event = %other, "NATS"),
+        }
+    }
+
+    /// Not connected (yet): said once, a little after the start.
+    pub(super) fn not_yet(&mut self) {
+        if self.said == Said::Nothing && self.started.elapsed() >= OP_TIMEOUT * 2 {
+            tracing::warn!(url = %self.url, "NATS: cannot be reached yet; {} (retrying in the background)", self.away);
+            self.said = Said::Away;
+        }
+    }
+
+    /// Connected, but the buckets cannot be used.
+    pub(super) fn not_ready(&mut self, e: &str) {
+        if self.said != Said::NotReady {
+            tracing::warn!(url = %self.url, error = %e, "NATS: connected, but its buckets cannot be used yet; {} (retrying)", self.away);
+            self.said = Said::NotReady;
+        }
+    }
+
+    /// In step again.
+    pub(super) fn ready(&mut self) {
+        if self.said == Said::NotReady {
+            tracing::info!(url = %self.url, "NATS: its buckets are ready");
+        }
+        self.said = Said::Ready;
+    }
 }
 
 async fn timed<T, E: std::fmt::Display>(

@@ -14,7 +14,9 @@ use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::{connect, open, own_keys, question_key, timed, NatsConfig, HEARTBEAT, OP_TIMEOUT};
+use super::{
+    connect, open, own_keys, question_key, timed, NatsConfig, Telling, HEARTBEAT, OP_TIMEOUT,
+};
 use crate::control::{AnswerParams, Call, RejectParams};
 
 /// What the bridge publishes, and how it answers.
@@ -50,21 +52,34 @@ pub async fn publish(mut p: Publisher) {
     let mut stores: Option<(kv::Store, kv::Store)> = None;
     // Whether NATS may differ from the bridge (at start, after a failure or a lag).
     let mut out_of_step = true;
+    // The revision of this bridge's last heartbeat: the next one is put only over it, so a
+    // heartbeat deleted meanwhile (an inbox took the bridge as gone and swept its
+    // questions, or the bucket lost it) is noticed, and the questions are put again.
+    let mut beat: Option<u64> = None;
+    let mut said = Telling::new(&p.cfg.url, AWAY);
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = p.stop.cancelled() => break,
             Some(ev) = conn.recv() => {
-                tracing::info!(event = %ev, "NATS");
+                said.event(&ev);
+                if matches!(ev, async_nats::Event::Connected | async_nats::Event::Disconnected) {
+                    out_of_step = true;
+                }
                 if matches!(ev, async_nats::Event::Connected) {
                     // Put the current state at once, not at the next heartbeat.
-                    out_of_step = true;
                     heartbeat.reset_immediately();
                 }
             }
             ev = p.events.recv() => match ev {
                 Ok(ev) => {
+                    if client.connection_state() != async_nats::connection::State::Connected {
+                        // Nothing is queued to be sent late: the state is put again on
+                        // reconnection.
+                        out_of_step = true;
+                        continue;
+                    }
                     let _ = client.publish(p.cfg.events_subject(&id), Bytes::from(ev.to_string())).await;
                     if !out_of_step {
                         if let Some((questions, _)) = &stores {
@@ -85,25 +100,58 @@ pub async fn publish(mut p: Publisher) {
                 }
             }
             _ = heartbeat.tick() => {
-                if stores.is_none() && client.connection_state() == async_nats::connection::State::Connected {
+                if client.connection_state() != async_nats::connection::State::Connected {
+                    out_of_step = true;
+                    said.not_yet();
+                    continue;
+                }
+                if stores.is_none() {
                     match open(&js, &p.cfg).await {
                         Ok(s) => stores = Some(s),
-                        Err(e) => tracing::info!(error = %e, "NATS: not ready"),
+                        Err(e) => {
+                            said.not_ready(&e);
+                            continue;
+                        }
                     }
                 }
-                if let Some((questions, bridges)) = &stores {
-                    let mut beat = p.identity.clone();
-                    beat["heartbeatAt"] = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string().into();
-                    if timed("heartbeat", bridges.put(&id, Bytes::from(beat.to_string()))).await.is_err() {
-                        out_of_step = true;
-                    } else if out_of_step {
-                        match resync(questions, &id, &p.identity, &p.calls).await {
-                            Ok(n) => {
-                                tracing::info!(pending = n, "NATS: in step");
-                                out_of_step = false;
-                            }
-                            Err(e) => tracing::info!(error = %e, "NATS: still out of step"),
+                let Some((questions, bridges)) = &stores else { continue };
+                let mut body = p.identity.clone();
+                body["heartbeatAt"] = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string().into();
+                let body = Bytes::from(body.to_string());
+                beat = match beat.take() {
+                    Some(rev) => match tokio::time::timeout(OP_TIMEOUT, bridges.update(&id, body.clone(), rev)).await {
+                        Ok(Ok(r)) => Some(r),
+                        Ok(Err(e)) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
+                            tracing::info!("NATS: this bridge's heartbeat over there is not its last one (taken as gone by an inbox, or lost by the bucket); putting its questions again");
+                            out_of_step = true;
+                            None
                         }
+                        _ => None,
+                    },
+                    None => None,
+                };
+                if beat.is_none() {
+                    match timed("heartbeat", bridges.put(&id, body)).await {
+                        Ok(r) => beat = Some(r),
+                        Err(e) => {
+                            // A server just back may not serve its streams yet, or may have
+                            // lost them: they are opened (made again) at the next try, soon.
+                            tracing::debug!(error = %e, "NATS: heartbeat failed");
+                            out_of_step = true;
+                            stores = None;
+                            heartbeat.reset_after(RETRY);
+                            continue;
+                        }
+                    }
+                }
+                if out_of_step {
+                    match resync(questions, &id, &p.identity, &p.calls).await {
+                        Ok(n) => {
+                            tracing::info!(pending = n, "NATS: in step");
+                            out_of_step = false;
+                            said.ready();
+                        }
+                        Err(e) => tracing::info!(error = %e, "NATS: still out of step"),
                     }
                 }
             }
@@ -121,6 +169,12 @@ pub async fn publish(mut p: Publisher) {
     }
     let _ = tokio::time::timeout(OP_TIMEOUT, client.flush()).await;
 }
+
+/// How soon a heartbeat that failed while connected is tried again.
+const RETRY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// What NATS being away means for a bridge.
+const AWAY: &str = "questions are asked and answered here as ever, and put there once it is back";
 
 /// Applies one event to the questions bucket.
 async fn mirror(

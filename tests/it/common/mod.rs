@@ -5,6 +5,7 @@ pub mod control;
 pub mod fake_model;
 pub mod inbox;
 pub mod install;
+pub mod nats;
 pub mod phone;
 pub mod push_service;
 pub mod real_agent;
