@@ -6,7 +6,8 @@
 //! itself, one thread and nothing else running, then becomes the agent by `execve`:
 //! - a user and mount namespace of its own, where the bridge's files are read-only (the
 //!   user's config folder: policy, trust list; the folder of each `--policy` file; the
-//!   session folder's `.acp-question-bridge`), its secrets hidden behind an empty folder or file (the
+//!   session folder's `.acp-question-bridge`; the real folder of every link in them, and a
+//!   file of theirs with other names refused: `linked`), its secrets hidden behind an empty folder or file (the
 //!   registry, `held/`, the inbox's state, the token file, the journal, the log, NATS
 //!   credentials), and every folder above them a mount point, which no rename can move;
 //! - no capability left, none to gain (bounding set cleared, `no_new_privs`, root's
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(target_os = "linux")]
 pub mod exec;
+mod linked;
 
 /// The first argument that makes the binary the launcher.
 pub const LAUNCHER_ARG: &str = "__wall";
@@ -110,7 +112,9 @@ impl Files {
         // environment (a flatpak editor's `XDG_CONFIG_HOME`) reads: made if missing, so
         // that the agent cannot write the first policy of either.
         for config in self.config.iter().chain(&self.default_config) {
-            plan.read_only.push(made_folder(config)?);
+            let folder = made_folder(config)?;
+            self.through_links(&folder, &mut plan)?;
+            plan.read_only.push(folder);
         }
         // The control groups, read-only: their files freeze (`cgroup.freeze`, v1's
         // `freezer.state`) or kill (`cgroup.kill`) every process of a group, the bridge's
@@ -142,12 +146,15 @@ impl Files {
                     folder.display()
                 ));
             }
+            self.has_one_name(&file)?;
             plan.read_only.push(folder);
         }
         if let Some(cwd) = &self.cwd {
             let project = cwd.join(".acp-question-bridge");
             if project.exists() {
-                plan.read_only.push(real(&project)?);
+                let folder = real(&project)?;
+                self.through_links(&folder, &mut plan)?;
+                plan.read_only.push(folder);
             }
         }
         for d in &self.state {

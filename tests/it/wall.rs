@@ -833,3 +833,77 @@ async fn a_relative_session_folder_is_where_the_walled_agent_runs() {
     b.drain().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The user's policy file and trust list are links into a dotfiles folder (as GNU stow
+/// makes them): inside the wall the agent can write neither through the links nor by their
+/// real names, nor beside them, and the user's deny rule still holds for the next call. A
+/// policy file with a second name (a hard link the wall cannot know) is refused, with what
+/// to do, and no agent starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_file_that_is_a_link_cannot_be_rewritten_by_its_real_name() {
+    let dir = temp_dir("wall-policy-file-link");
+    let (config, real) = (
+        dir.join("config/acp-question-bridge"),
+        dir.join("dotfiles/acpqb"),
+    );
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::create_dir_all(&real).unwrap();
+    let deny = "[[rule]]\nid = \"no-rm\"\ndecision = \"deny\"\nclaude = \"Bash(rm:*)\"\n";
+    std::fs::write(real.join("policy.toml"), deny).unwrap();
+    std::fs::write(real.join("trusted-folders"), "").unwrap();
+    for f in ["policy.toml", "trusted-folders"] {
+        std::os::unix::fs::symlink(real.join(f), config.join(f)).unwrap();
+    }
+    let script = format!(
+        r#"C={c}; R={r}; D={d}
+{TRY}
+printf '[[rule]]\nid = "evil"\ndecision = "allow"\nclaude = "Bash(rm:*)"\n' > "$D/evil.toml"
+try "through-link" sh -c "cat '$D/evil.toml' > '$C/policy.toml'"
+try "real-name" sh -c "cat '$D/evil.toml' > '$R/policy.toml'"
+try "replace-real" mv -f "$D/evil.toml" "$R/policy.toml"
+try "trust-real" sh -c "echo 'sha256:00 /x' >> '$R/trusted-folders'"
+try "beside-real" sh -c "echo x > '$R/more.toml'"
+touch "$D/done""#,
+        c = config.display(),
+        r = real.display(),
+        d = dir.display()
+    );
+    let agent = beside_the_mock(&dir, &script);
+    let mut cmd = tokio::process::Command::new(BRIDGE);
+    cmd.args(["--no-control", "--", "bash", "-c", &agent])
+        .env("XDG_CONFIG_HOME", dir.join("config"));
+    let mut b = Bridge::from_command(cmd);
+    b.initialize(json!({})).await;
+    until_made(&dir.join("done"), &b).await;
+    all_failed(
+        &dir,
+        &[
+            "through-link",
+            "real-name",
+            "replace-real",
+            "trust-real",
+            "beside-real",
+        ],
+    );
+    assert_eq!(
+        std::fs::read_to_string(real.join("policy.toml")).unwrap(),
+        deny
+    );
+    assert_eq!(
+        std::fs::read_to_string(real.join("trusted-folders")).unwrap(),
+        ""
+    );
+    b.close_stdin();
+    b.drain().await;
+
+    // A second name of the real file: refused before any agent starts.
+    std::fs::hard_link(real.join("policy.toml"), dir.join("second-name.toml")).unwrap();
+    let mut cmd = tokio::process::Command::new(BRIDGE);
+    cmd.args(["--no-control", "--", MOCK])
+        .env("XDG_CONFIG_HOME", dir.join("config"));
+    let mut b = Bridge::from_command(cmd);
+    assert_eq!(b.wait().await, 1);
+    let err = b.stderr();
+    assert!(err.contains("2 names (hard links)"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
