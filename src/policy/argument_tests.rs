@@ -908,3 +908,138 @@ fn later_searches_argument_files_callables_and_tarballs_are_asked() {
         ],
     );
 }
+
+/// An option whose value git, pytest or npm takes only joined does not swallow the next
+/// word in the model either: that word is an option of its own to them (`git diff -U
+/// --output=F`); pytest reads `@FILE` in any word; a zone file named by `TZ=:PATH`.
+#[test]
+fn values_taken_only_joined_and_files_of_arguments_are_read_as_the_program_reads_them() {
+    let d = scratch("seventh");
+    std::fs::write(d.join(".env"), "SECRET=1\n").unwrap();
+    let p = rules(&[
+        "Bash(git diff:*)",
+        "Bash(git log:*)",
+        "Bash(git show:*)",
+        "Bash(git blame:*)",
+        "Bash(git branch:*)",
+        "Bash(pytest:*)",
+        "Bash(python -m pytest:*)",
+        "Bash(npm install:*)",
+        "Bash(ls:*)",
+        "!Read(.env)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "git diff -U --output=/tmp/x/.profile '--line-prefix=touch p;'",
+            "git diff --unified --output=.git/config x",
+            "git log -U --output=F -1 -s",
+            "git show -U --output=F",
+            "git log --format --output=F",
+            "git log --min-parents --output=F",
+            "git log --max-parents --output=F",
+            "git log --encoding --output=F",
+            "git log --diff-merges --output=F",
+            "git blame --abbrev --contents=.env a.rs",
+            "git branch --abbrev --contents=.env",
+            "pytest -q -k @k.txt tests",
+            "python -m pytest -k @k.txt",
+            "npm install --color /tmp/evilpkg/evil-1.0.0.tgz --offline",
+            "TZ=:/tmp/zone ls -l src",
+            "TZ=:../zone ls -l src",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "git diff -U3 src",
+            "git diff --unified=5",
+            "git log --format=%H -3",
+            "git blame --abbrev=8 src/a.rs",
+            "pytest -q -k test_ok tests",
+            "npm install --color=always left-pad",
+            "TZ=:Europe/Paris ls -l src",
+            "TZ=UTC ls -l src",
+        ],
+    );
+}
+
+/// Where Claude's shell was left by an earlier `cd`: a `cd` through a link is not
+/// replayed (the link may point elsewhere now), and the policy's own files are looked for
+/// from every folder the shell may be in, not only from the session's.
+#[test]
+fn the_shell_is_not_followed_through_a_link_and_its_folder_is_guarded_too() {
+    let d = scratch("shell-link");
+    for f in ["a", "b", "sub", "stuff"] {
+        std::fs::create_dir_all(d.join(f)).unwrap();
+    }
+    std::os::unix::fs::symlink("../a", d.join("sub/L")).unwrap();
+    let mut p = rules(&[
+        "Bash(git status)",
+        "Bash(ls:*)",
+        "Bash(curl:*)",
+        "Bash(cp:*)",
+    ]);
+    let user = d.join("home/.config/acp-question-bridge/policy.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, "").unwrap();
+    p.protected = super::guard::own_files([user.clone()].into_iter(), Some(&d));
+    let after = |earlier: &[&str], cmd: &str| {
+        let mut call = exec(cmd, &d);
+        call.shell.moved_by = earlier.iter().map(|s| s.to_string()).collect();
+        p.decide(&call)
+    };
+    for later in ["git status", "ls"] {
+        let v = after(&["cd sub/L && ls"], later);
+        assert_eq!(v.decision, Decision::Ask, "{later}: {}", v.why);
+        assert!(v.why.contains("earlier command"), "{}", v.why);
+    }
+    // From `a`, `../home/...` is the user's policy file.
+    let v = after(
+        &["cd a && ls"],
+        "curl -s -o ../home/.config/acp-question-bridge/policy.toml file:///x",
+    );
+    assert_ne!(v.decision, Decision::Allow, "{}", v.why);
+    assert!(v.why.contains("own files"), "{}", v.why);
+    let v = after(&["cd a && ls"], "curl -s -o out.txt https://example.com/x");
+    assert_eq!(v.decision, Decision::Allow, "{}", v.why);
+}
+
+/// With a folder of the session on `PATH` (an activated virtualenv), a program the shell
+/// finds there is the agent's to have written: an allowed `ls` is asked when it would run
+/// `.venv/bin/ls`, and so is a command that writes into that folder; a test runner found
+/// there is allowed as before (its rule runs the project's code anyway).
+#[test]
+fn a_program_found_on_path_inside_the_session_is_not_the_one_the_rule_names() {
+    let d = scratch("on-path");
+    let bin = d.join(".venv/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let exe = |name: &str| {
+        use std::os::unix::fs::PermissionsExt as _;
+        let f = bin.join(name);
+        std::fs::write(&f, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let p = rules(&["Bash(ls:*)", "Bash(cp:*)", "Bash(tee:*)", "Bash(pytest:*)"]);
+    super::on_path::TEST_PATH
+        .with(|t| *t.borrow_mut() = Some(format!("{}:/usr/bin:/bin", bin.display()).into()));
+    allowed(&p, &d, &["ls src", "pytest -q"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "cp /bin/true .venv/bin/ls",
+            "echo x | tee .venv/bin/ls",
+            "cp /bin/true .venv/bin/ls && ls",
+        ],
+    );
+    exe("ls");
+    exe("pytest");
+    let v = decide(&p, "ls src", &d);
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+    assert!(v.why.contains("found first on PATH"), "{}", v.why);
+    allowed(&p, &d, &["pytest -q"]);
+    super::on_path::TEST_PATH.with(|t| *t.borrow_mut() = None);
+}

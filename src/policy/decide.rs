@@ -20,6 +20,7 @@ impl Policy {
         paths: &[PathBuf],
         cmd: &Command,
         refused: &mut Option<String>,
+        starts: &mut Vec<PathBuf>,
     ) -> Verdict {
         // Patterns put in place by the names they match, as the shell will.
         let expanded = cmd.expanded(
@@ -97,6 +98,8 @@ impl Policy {
             refused.get_or_insert(why);
             vec![call.cwd.clone()]
         });
+        // The policy's own files are looked for from each of them too.
+        starts.clone_from(&folders);
         let mut decided = Vec::new();
         let mut named_parts = Vec::new();
         for (i, part) in parts.iter().enumerate() {
@@ -171,6 +174,10 @@ impl Policy {
                 break;
             }
             if let Some(why) = print_only_refused(r, part) {
+                *refused = Some(why);
+                break;
+            }
+            if let Some(why) = super::on_path::refused(part, folders, &call.cwd) {
                 *refused = Some(why);
                 break;
             }
@@ -419,8 +426,9 @@ const MAX_SHELL_STEPS: usize = 4096;
 /// [`named::cd_inside`] follows a `cd` (inside the session, links as bash takes them).
 /// `Err`: why that cannot be told: a `cd` elsewhere, into a folder not there now (it may
 /// have been renamed since), or one the policy cannot read (`cd -`, `eval`, a command named
-/// by an expansion), `pushd`, `popd`, a later command that renames or removes a folder the
-/// shell may be in (or one above it) by its words, more moves than the bridge keeps.
+/// by an expansion), `pushd`, `popd`, a `cd` through a symbolic link (where it points may
+/// have changed since), a later command that renames or removes a folder the shell may be
+/// in (or one above it) by its words, more moves than the bridge keeps.
 /// What a program's own code does (a test runner's) is the user's trust in that program,
 /// as everywhere in the policy.
 pub(super) fn shell_folders(call: &Call) -> Result<Vec<PathBuf>, String> {
@@ -463,6 +471,15 @@ pub(super) fn shell_folders(call: &Call) -> Result<Vec<PathBuf>, String> {
             return lost();
         }
         for part in parts.iter().filter(|p| mover(&p.words)) {
+            // Through a link, the folder it reached is where the link pointed then, which a
+            // later command may have changed: the words replayed would follow it now.
+            if folders.iter().any(|from| {
+                part.words
+                    .get(1)
+                    .is_some_and(|d| super::moves::through_a_link(from, d))
+            }) {
+                return lost();
+            }
             for from in folders.clone() {
                 match named::cd_inside(&part.words, std::slice::from_ref(&from), &call.cwd) {
                     Some(to) => {

@@ -116,11 +116,12 @@ impl Policy {
         call: &Call,
         seen: &Seen,
         allowed: &Verdict,
+        starts: &[PathBuf],
     ) -> Option<String> {
         seen.unresolved
             .clone()
             .or_else(|| self.asked_beneath(call, &seen.searched, allowed))
-            .or_else(|| self.changes_own_file(call, &seen.paths))
+            .or_else(|| self.changes_own_file(call, &seen.paths, starts))
     }
 
     /// Why a read or search of `folders` (resolved) is asked although a rule allows it
@@ -166,8 +167,9 @@ impl Policy {
     /// Why `call` may change one of the policy's own files ([`own_file`]): a call of a
     /// kind that may change a file (any but read, search, fetch and think) with one of them,
     /// or a folder holding one, among its `paths` (resolved); or a command that may
-    /// ([`Policy::command_changes_own_file`]).
-    fn changes_own_file(&self, call: &Call, paths: &[PathBuf]) -> Option<String> {
+    /// ([`Policy::command_changes_own_file`]), run from any of `at`, the folders the
+    /// agent's shell may be in.
+    fn changes_own_file(&self, call: &Call, paths: &[PathBuf], at: &[PathBuf]) -> Option<String> {
         let reads = matches!(
             call.kind.as_deref(),
             Some("read" | "search" | "fetch" | "think")
@@ -183,7 +185,8 @@ impl Policy {
             }
         }
         let cmd = call.command.as_ref()?;
-        self.command_changes_own_file(cmd, &call.cwd)
+        at.iter()
+            .find_map(|start| self.command_changes_own_file(cmd, start))
             .map(|why| format!("the policy's own files are never changed on an allow: {why}"))
     }
 

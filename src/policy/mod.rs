@@ -32,6 +32,7 @@ mod guard;
 pub mod live;
 mod moves;
 mod named;
+mod on_path;
 pub mod path;
 pub mod remember;
 pub mod shell;
@@ -381,14 +382,19 @@ impl Policy {
             ..call.clone()
         };
         let mut refused = None;
+        // The folders the agent's shell may be in (an earlier `cd` of Claude's Bash).
+        let mut starts = Vec::new();
         let verdict = match &call.command {
             None => self.decide_plain(call, &seen.paths),
-            Some(cmd) => self.decide_command(call, &seen.paths, cmd, &mut refused),
+            Some(cmd) => self.decide_command(call, &seen.paths, cmd, &mut refused, &mut starts),
         };
         if verdict.decision != Decision::Allow {
             return verdict;
         }
-        match self.never_allowed(call, &seen, &verdict).or(refused) {
+        match self
+            .never_allowed(call, &seen, &verdict, &starts)
+            .or(refused)
+        {
             Some(why) => Verdict {
                 decision: Decision::Ask,
                 rule: None,

@@ -46,3 +46,28 @@ pub fn moves_a_shell(program: &str) -> bool {
         "cd" | "pushd" | "popd" | "eval" | "source" | "." | "exec" | "builtin" | "command"
     )
 }
+
+/// Whether `dir`, written in a `cd` run in `from`, passes through a symbolic link.
+pub(super) fn through_a_link(from: &std::path::Path, dir: &str) -> bool {
+    use std::path::Component;
+    let mut at = if dir.starts_with('/') {
+        std::path::PathBuf::from("/")
+    } else {
+        from.to_path_buf()
+    };
+    for c in std::path::Path::new(dir).components() {
+        match c {
+            Component::Normal(n) => {
+                at.push(n);
+                if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+                    return true;
+                }
+            }
+            Component::ParentDir => {
+                at.pop();
+            }
+            _ => {}
+        }
+    }
+    false
+}

@@ -206,13 +206,15 @@ pub(super) fn cargo(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     Ok(())
 }
 
-/// npm's (and pnpm's, yarn's) settings that name no program, file or place.
+/// npm's (and pnpm's, yarn's) settings that name no program, file or place. `--color`
+/// takes a value only joined (npm's `--color always` is the one word it takes apart, and
+/// a word it does not take must not be taken for its value).
 const NPM_FLAGS: &[&str] = &[
     "-s|--silent",
     "-q|--quiet",
     "-d|--verbose",
     "--loglevel=",
-    "--color=",
+    "--color?",
     "--no-color",
     "--if-present",
     "--ignore-scripts",

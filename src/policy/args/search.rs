@@ -110,7 +110,8 @@ const RG: &[&str] = &[
     "--dfa-size-limit=",
     "-E|--encoding=",
     "--no-encoding",
-    "--engine=",
+    // ripgrep 13 takes `--engine -L` as `--follow`: its value, joined only.
+    "--engine?",
     "-e|--regexp=",
     "-F|--fixed-strings",
     "--no-fixed-strings",

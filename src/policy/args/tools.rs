@@ -69,6 +69,11 @@ pub(super) const PYTEST: &[&str] = &[
 /// `pytest`: its plain options, `--junitxml` written, test paths (`tests/x.py::test_y`)
 /// read. `-W` takes only the built-in warning classes (a dotted one imports a module).
 pub(super) fn pytest(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    // pytest 8.2 and later read more arguments from `@FILE`: any word, an option's value
+    // (`-k @k.txt`) as much as a test's.
+    if let Some(at) = w.iter().skip(1).position(|a| a.starts_with('@')) {
+        return Err(stop(at + 1, "arguments read from a file (`@FILE`)"));
+    }
     let (met, ops) = options(w, 1, PYTEST, true, e)?;
     for m in &met {
         let v = m.value.as_deref().unwrap_or("");
@@ -96,10 +101,6 @@ pub(super) fn pytest(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         }
     }
     for &o in &ops {
-        // pytest 8.2 and later read more arguments from `@FILE`.
-        if w[o].starts_with('@') {
-            return Err(stop(o, "arguments read from a file (`@FILE`)"));
-        }
         let path = w[o].split("::").next().unwrap_or(&w[o]);
         // A test outside the project runs code that is not the project's.
         if outside(path) {

@@ -48,15 +48,17 @@ pub const HARMLESS_ENV: &[&str] = &[
 
 /// Whether `value` may be given to the harmless variable `name`: letters, digits and
 /// `_.,:=@+-*` (`RUST_LOG=my_crate::db=trace`, `DEBUG='app:*'`, `LANG=C.UTF-8`), and no `/`
-/// but in `TZ`, where it names a zone under the zone folder (`TZ=Europe/Paris`): never
-/// from `/`, never with `..`. So a locale or zone cannot be loaded from a file the agent
+/// but in `TZ`, where it names a zone under the zone folder (`TZ=Europe/Paris`, or
+/// `TZ=:Europe/Paris`): never from `/`, never with `..`. So a locale or zone cannot be loaded from a file the agent
 /// wrote, and no value is a `~` to expand.
 pub(super) fn harmless_value(name: &str, value: &str) -> bool {
     let tz = name == "TZ";
+    // glibc reads `TZ=:FILE` as FILE, as `TZ=FILE`.
+    let zone = value.trim_start_matches(':');
     value
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "_.,:=@+-*".contains(c) || (tz && c == '/'))
-        && !(tz && (value.starts_with('/') || value.contains("..")))
+        && !(tz && (zone.starts_with('/') || zone.contains("..")))
 }
 
 /// Whether the unquoted word `t` is a pattern this reading accepts, to be put in place by
