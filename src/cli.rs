@@ -135,12 +135,16 @@ pub struct BridgeArgs {
     /// late answers with their content) to this file as JSON lines, synced to disk.
     #[arg(long, value_name = "PATH")]
     pub journal: Option<PathBuf>,
-    /// Run this command for every question, with the question as JSON on its stdin,
-    /// ACP_QUESTION_URL set to the Questions page and ACP_QUESTION_TOKEN to its token (kept
-    /// apart: a command line is readable by the agent). Split into words like a shell would,
-    /// but run without one (write `sh -c '...'` for one). Killed after 10 s.
+    /// Run this command for every question, with the question as JSON on its stdin and
+    /// ACP_QUESTION_URL set to the Questions page (without its token). Split into words like
+    /// a shell would, but run without one (write `sh -c '...'` for one). Runs inside the
+    /// agent's wall when the agent does. Killed after 10 s.
     #[arg(long, value_name = "COMMAND")]
     pub on_question: Option<String>,
+    /// Also give the --on-question command the page's token (ACP_QUESTION_TOKEN), which
+    /// answers questions: only for a command that runs nothing the agent could have written.
+    #[arg(long, requires = "on_question")]
+    pub on_question_token: bool,
     #[command(flatten)]
     pub ring: RingArgs,
     /// Working directory of the agent.

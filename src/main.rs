@@ -146,6 +146,7 @@ fn wall_for(
         .into_iter()
         .filter_map(|(flag, p)| p.clone().map(|p| (flag, p)))
         .collect(),
+        exe: wall::invoked(),
     };
     let plan = files
         .plan()
@@ -418,6 +419,7 @@ fn main() -> ExitCode {
         control,
         journal: args.journal,
         on_question,
+        on_question_token: args.on_question_token,
         ring: args.ring.config(),
         register: !args.no_register,
         nats: args

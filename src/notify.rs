@@ -2,12 +2,13 @@
 //!
 //! COMMAND is split like a shell would split words (quotes, backslashes) but never run by a
 //! shell unless it names one (`sh -c '...'`). The process gets the question as JSON on its
-//! stdin, `ACP_QUESTION_URL` (the Questions page without its token, when the control server
-//! runs) and `ACP_QUESTION_TOKEN` (the token). The token is kept out of the URL: a command
-//! that passes the URL on (`xdg-open "$ACP_QUESTION_URL"`) puts it on a command line, which
-//! every process of the user reads (the agent's, inside its wall, too), and the agent can
-//! make the bridge run the command whenever it asks a question. An environment is read
-//! only by the process's own user outside the wall. It runs
+//! stdin and `ACP_QUESTION_URL` (the Questions page without its token, when the control
+//! server runs); `ACP_QUESTION_TOKEN` (the token) only with `--on-question-token`. The agent
+//! can make the bridge run the command whenever it asks a question, and what the command
+//! runs may be what the agent wrote (`xdg-open` reads `~/.config/mimeapps.list`): so a
+//! bridge whose agent is walled runs the command inside the same wall (its launcher), where
+//! no registry, token file or process of the bridge's is reached, and the token, which
+//! answers questions, is given only when asked for. It runs
 //! in its own process group, with stdout discarded (the bridge's stdout is protocol only)
 //! and stderr logged.
 //!
@@ -39,25 +40,47 @@ pub fn parse_command(s: &str) -> Result<Vec<String>, String> {
     }
 }
 
+/// Whether `program` names an executable file, by its path or on `PATH`.
+fn runnable(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    let exec = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return exec(std::path::Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| exec(&d.join(program))))
+}
+
 /// Starts notification commands.
 #[derive(Debug, Clone)]
 pub struct Notifier {
     argv: Arc<[String]>,
-    /// The page's address, without its token; the token.
-    page: Option<(String, String)>,
+    /// The page's address, without its token; the token, when it is given.
+    page: Option<(String, Option<String>)>,
+    /// The wall's launcher the command runs through (the agent's), if any.
+    launcher: Option<Arc<[String]>>,
     running: Arc<Semaphore>,
 }
 
 impl Notifier {
-    /// `page_url`: the page's URL with its `#token=`.
-    pub fn new(argv: Vec<String>, page_url: Option<String>) -> Self {
+    /// `page_url`: the page's URL with its `#token=`; `token`: whether the command gets
+    /// it too (`--on-question-token`); `launcher`: the wall's launcher to run it through.
+    pub fn new(
+        argv: Vec<String>,
+        page_url: Option<String>,
+        token: bool,
+        launcher: Option<Vec<String>>,
+    ) -> Self {
         let page = page_url.map(|u| match u.split_once("#token=") {
-            Some((base, token)) => (base.to_owned(), token.to_owned()),
-            None => (u, String::new()),
+            Some((base, t)) => (base.to_owned(), token.then(|| t.to_owned())),
+            None => (u, None),
         });
         Self {
             argv: argv.into(),
             page,
+            launcher: launcher.map(Into::into),
             running: Arc::new(Semaphore::new(MAX_RUNNING)),
         }
     }
@@ -83,22 +106,34 @@ impl Notifier {
     }
 
     async fn run(&self, input: String, label: &str, reminder: u32) {
-        let mut cmd = tokio::process::Command::new(&self.argv[0]);
-        cmd.args(&self.argv[1..])
+        // Through the launcher, a program that is not there fails inside it: said here.
+        if self.launcher.is_some() && !runnable(&self.argv[0]) {
+            tracing::warn!(command = ?self.argv[0], question = label, error = "not found, or not executable", "--on-question: cannot start the command");
+            return;
+        }
+        let argv: Vec<&String> = self
+            .launcher
+            .iter()
+            .flat_map(|l| l.iter())
+            .chain(self.argv.iter())
+            .collect();
+        let mut cmd = tokio::process::Command::new(argv[0]);
+        cmd.args(&argv[1..])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .process_group(0)
             .env("ACP_QUESTION_RING", reminder.to_string())
             .kill_on_drop(true);
-        match &self.page {
-            Some((url, token)) => cmd
-                .env("ACP_QUESTION_URL", url)
-                .env("ACP_QUESTION_TOKEN", token),
-            None => cmd
-                .env_remove("ACP_QUESTION_URL")
-                .env_remove("ACP_QUESTION_TOKEN"),
-        };
+        cmd.env_remove("ACP_QUESTION_URL")
+            .env_remove("ACP_QUESTION_TOKEN")
+            .env_remove("ACP_QUESTION_BRIDGE_TOKEN");
+        if let Some((url, token)) = &self.page {
+            cmd.env("ACP_QUESTION_URL", url);
+            if let Some(t) = token {
+                cmd.env("ACP_QUESTION_TOKEN", t);
+            }
+        }
         let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {

@@ -62,6 +62,8 @@ pub struct Config {
     pub journal: Option<std::path::PathBuf>,
     /// `--on-question`: the notification command's argv.
     pub on_question: Option<Vec<String>>,
+    /// `--on-question-token`: the command gets the page's token too.
+    pub on_question_token: bool,
     /// `--notify-after`, `--remind-every`, `--quiet-at-desk`: when a question rings.
     pub ring: crate::ring::RingConfig,
     /// List the bridge in the per-user roster the inbox reads, while its control server

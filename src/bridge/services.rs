@@ -77,10 +77,12 @@ impl Surfaces {
             ),
             None => None,
         };
-        let notifier = cfg
-            .on_question
-            .clone()
-            .map(|argv| Notifier::new(argv, control.as_ref().map(|c| c.page_url.clone())));
+        let notifier = cfg.on_question.clone().map(|argv| {
+            // Inside the agent's wall, when it has one: the agent can make it run.
+            let launcher = cfg.wall.as_ref().map(crate::wall::Launch::prefix);
+            let page = control.as_ref().map(|c| c.page_url.clone());
+            Notifier::new(argv, page, cfg.on_question_token, launcher)
+        });
         let observers = Observers {
             events: control.as_ref().map(|c| c.events.clone()),
             journal,

@@ -19,6 +19,7 @@
 
 mod bridges;
 mod calls;
+mod expiry;
 mod follow;
 pub mod nats;
 pub mod remote;
@@ -51,6 +52,8 @@ pub struct InboxConfig {
     pub roster: PathBuf,
     /// `--on-question`: run for every new question of any bridge (when it rings).
     pub on_question: Option<Vec<String>>,
+    /// `--on-question-token`: the command gets the inbox's token too.
+    pub on_question_token: bool,
     /// `--notify-after`, `--remind-every`, `--quiet-at-desk`.
     pub ring: crate::ring::RingConfig,
     /// `--nats`: follow the bridges over NATS instead of the roster.
@@ -84,10 +87,14 @@ struct Inbox {
 pub async fn run(cfg: InboxConfig) -> Result<i32, control::ControlSetupError> {
     let mut server = control::start(&cfg.control).await?;
     tracing::info!(registry = %cfg.roster.display(), "inbox: reading bridges from the registry");
-    let notifier = cfg
-        .on_question
-        .clone()
-        .map(|argv| Notifier::new(argv, Some(server.page_url.clone())));
+    let notifier = cfg.on_question.clone().map(|argv| {
+        Notifier::new(
+            argv,
+            Some(server.page_url.clone()),
+            cfg.on_question_token,
+            None,
+        )
+    });
     let (tx, mut rx) = mpsc::channel(1024);
     let (seen_tx, mut seen) = mpsc::channel(4096);
     let stop = tokio_util::sync::CancellationToken::new();
@@ -506,77 +513,6 @@ impl Inbox {
                     }
                 }
             }
-        }
-    }
-
-    /// Over NATS: a bridge whose heartbeat stopped is gone: one not heard for [`nats::EXPIRY`]
-    /// since its last heartbeat or since the watches were last set up, whichever is later
-    /// (a bridge is never taken as gone for what the inbox could not hear). While connected,
-    /// that is decided by the bucket, not by what the watch showed: a sweep deletes its
-    /// heartbeat and questions only if that heartbeat is still the last one seen, so a
-    /// bridge that came back (or that a lagging watch did not show) is never deleted, and
-    /// the watches are set up again to show it. While the inbox is not connected it can
-    /// tell nothing: its bridges leave its view (nothing is deleted over there), and come
-    /// back with the watches' replay once it is connected again.
-    fn expire(&mut self) {
-        let now = Instant::now();
-        let silent: Vec<String> = self
-            .bridges
-            .values()
-            .filter(|b| b.entry.is_none() && !b.sweeping)
-            .filter(|b| {
-                let since = b.heard.unwrap_or(b.first_seen).max(self.watched_at);
-                now.duration_since(since) > nats::EXPIRY
-            })
-            .map(|b| b.id.clone())
-            .collect();
-        let Some(f) = self.nats.clone() else {
-            return;
-        };
-        for id in silent {
-            let b = self.bridges.get_mut(&id).expect("listed above");
-            match b.beat.filter(|_| f.connected()) {
-                Some(beat) => {
-                    b.sweeping = true;
-                    let f = f.clone();
-                    tokio::spawn(async move {
-                        let found = nats::sweep(&f, &id, beat).await;
-                        let _ = f.seen.send(nats::Seen::Swept(id, found)).await;
-                    });
-                }
-                None => self.gone(&id),
-            }
-        }
-    }
-
-    /// What a sweep of bridge `id` found.
-    fn swept(&mut self, id: &str, found: Result<nats::Swept, String>) {
-        let Some(b) = self.bridges.get_mut(id) else {
-            return;
-        };
-        b.sweeping = false;
-        match found {
-            Ok(nats::Swept::Gone) => self.gone(id),
-            Ok(nats::Swept::Alive) => {
-                tracing::info!(%id, "inbox: a bridge's heartbeat is newer over there than the watch showed; watching again");
-                b.heard = Some(Instant::now());
-                if let Some(f) = &self.nats {
-                    f.rewatch.notify_one();
-                }
-            }
-            // Tried again at the next tick.
-            Err(e) => tracing::debug!(%id, error = %e, "inbox: cannot sweep a silent bridge now"),
-        }
-    }
-
-    /// Bridge `id` leaves the inbox's view.
-    fn gone(&mut self, id: &str) {
-        tracing::info!(%id, "inbox: a bridge's heartbeat expired");
-        if self.bridges.get(id).is_some_and(|b| b.heard.is_none()) {
-            // Never heard: its questions were never shown.
-            self.bridges.remove(id);
-        } else {
-            self.drop_bridge(id);
         }
     }
 }

@@ -33,6 +33,11 @@ pub struct InboxArgs {
     /// --on-question: the question as JSON on stdin, with its `bridge`).
     #[arg(long, value_name = "COMMAND")]
     pub on_question: Option<String>,
+    /// Also give the --on-question command the inbox's token (ACP_QUESTION_TOKEN), which
+    /// answers every bridge's questions: only for a command that runs nothing an agent
+    /// could have written.
+    #[arg(long, requires = "on_question")]
+    pub on_question_token: bool,
     #[command(flatten)]
     pub ring: cli::RingArgs,
     /// The folder of running bridges to read, not the ACP Registry of agents (default:
@@ -217,6 +222,7 @@ pub fn main(a: InboxArgs) -> ExitCode {
         },
         roster: a.registry.unwrap_or_else(roster::dir),
         on_question,
+        on_question_token: a.on_question_token,
         ring: a.ring.config(),
         nats: a.nats.map(|url| nats::NatsConfig {
             url,

@@ -95,6 +95,9 @@ pub struct Files {
     /// With `workspace`: files and folders the policy denies reading, and editing, whole.
     pub deny_read: Vec<PathBuf>,
     pub deny_edit: Vec<PathBuf>,
+    /// This program, by the path it was started by ([`invoked`]): the next bridge or front
+    /// the editor starts runs what is there, outside any wall.
+    pub exe: Option<PathBuf>,
 }
 
 impl Files {
@@ -217,6 +220,16 @@ impl Files {
                 .filter_map(|p| p.canonicalize().ok())
                 .collect::<Vec<_>>()
         });
+        // This program: not replaced, renamed over or removed (a mount point), by the name
+        // it was started by and each link on the way. Written in place it cannot be while
+        // it runs (`ETXTBSY`). One built in the session's folder is the agent's to build.
+        let exe = self
+            .exe
+            .as_ref()
+            .and_then(|e| real(e).ok())
+            .filter(|e| !plan.cwd.as_ref().is_some_and(|c| e.starts_with(c)));
+        let exe_named = self.exe.as_ref().filter(|_| exe.is_some());
+        plan.read_only.extend(exe);
         // The links on the way to each of them, as the bridge and the next one name them.
         let project = self.cwd.as_ref().map(|c| c.join(".acp-question-bridge"));
         let named = self
@@ -229,7 +242,8 @@ impl Files {
             .chain(&self.state)
             .chain(&self.secrets)
             .chain(&self.deny_read)
-            .chain(&self.deny_edit);
+            .chain(&self.deny_edit)
+            .chain(exe_named);
         for p in named {
             links_on_the_way(p, &mut plan.links);
         }
@@ -268,6 +282,19 @@ impl Files {
         }
         None
     }
+}
+
+/// The path this program was started by: its `argv[0]`, looked up on `PATH` when it names
+/// no folder (as the editor's `execvp` did).
+pub fn invoked() -> Option<PathBuf> {
+    let first = PathBuf::from(std::env::args_os().next()?);
+    if first.components().count() > 1 {
+        return std::path::absolute(&first).ok();
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(&first))
+        .find(|p| p.is_file())
 }
 
 /// Every folder in which a bridge or an inbox of this user may keep its registry or state,

@@ -178,47 +178,62 @@ async fn journal_keeps_answered_timed_out_and_late_answers() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The command gets the question on stdin and the page's address without its token; the
+/// token only with `--on-question-token`. It runs inside the agent's wall (the agent can
+/// make it run, and what it runs may be what the agent wrote): the bridge's own process is
+/// out of its reach there (`/proc/<bridge>/environ`).
 #[tokio::test]
-async fn on_question_gets_the_question_the_page_and_its_token_apart() {
-    let dir = temp_dir("onq");
-    let out = dir.join("question.json");
-    let cmd = format!(
-        r#"sh -c 'printf %s "$ACP_QUESTION_URL" > "$0.url"; printf %s "$ACP_QUESTION_TOKEN" > "$0.token"; cat > "$0.tmp" && mv "$0.tmp" "$0"' {}"#,
-        out.display()
-    );
-    let mut b = Bridge::mock(&[
-        "--control",
-        "127.0.0.1:0",
-        "--notify-after",
-        "0",
-        "--quiet-at-desk",
-        "0",
-        "--on-question",
-        &cmd,
-    ]);
-    let (base, token) = control_of(&b).await;
-    b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
-    let sid = b.new_session(1).await;
-    b.prompt(2, &sid, "question n-1").await;
-    let (asked, _) = b.recv_until(|m| m["method"] == ASK).await;
-    let q: Value = serde_json::from_str(&wait_for_file(&out).await).unwrap();
-    assert_eq!(q["sessionId"], sid.as_str());
-    assert_eq!(q["questionId"], "n-1");
-    assert_eq!(q["items"][0]["prompt"], asked["params"]["prompt"]);
-    // The token apart from the URL: a command that passes the URL on (to a browser) puts
-    // it on a command line, which the agent could read.
-    let url = std::fs::read_to_string(dir.join("question.json.url")).unwrap();
-    assert_eq!(url, base);
-    let given = std::fs::read_to_string(dir.join("question.json.token")).unwrap();
-    assert_eq!(given, token);
-    // The question itself is untouched by the notification.
-    b.send(&json!({"jsonrpc":"2.0","id":asked["id"],"result":{"status":"answered","answers":[["option-b"]]}}))
-        .await;
-    assert_eq!(reported(&mut b).await, r#"answered: [["option-b"]]"#);
-    b.close_stdin();
-    b.drain().await;
-    assert_eq!(b.wait().await, 0);
-    let _ = std::fs::remove_dir_all(dir);
+async fn on_question_gets_the_question_and_the_page_inside_the_wall_and_the_token_if_asked() {
+    for with_token in [false, true] {
+        let dir = temp_dir("onq");
+        let out = dir.join("question.json");
+        let cmd = format!(
+            r#"sh -c 'printf %s "$ACP_QUESTION_URL" > "$0.url"; printf %s "$ACP_QUESTION_TOKEN" > "$0.token"; cat /proc/$PPID/environ > "$0.environ" 2>/dev/null; cat > "$0.tmp" && mv "$0.tmp" "$0"' {}"#,
+            out.display()
+        );
+        let mut args = vec![
+            "--control",
+            "127.0.0.1:0",
+            "--notify-after",
+            "0",
+            "--quiet-at-desk",
+            "0",
+            "--on-question",
+            &cmd,
+        ];
+        if with_token {
+            args.push("--on-question-token");
+        }
+        let mut b = Bridge::mock(&args);
+        let (base, token) = control_of(&b).await;
+        b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
+        let sid = b.new_session(1).await;
+        b.prompt(2, &sid, "question n-1").await;
+        let (asked, _) = b.recv_until(|m| m["method"] == ASK).await;
+        let q: Value = serde_json::from_str(&wait_for_file(&out).await).unwrap();
+        assert_eq!(q["sessionId"], sid.as_str());
+        assert_eq!(q["questionId"], "n-1");
+        assert_eq!(q["items"][0]["prompt"], asked["params"]["prompt"]);
+        // The page without its token: a command that passes the URL on (to a browser)
+        // puts it on a command line, which the agent could read.
+        let url = std::fs::read_to_string(dir.join("question.json.url")).unwrap();
+        assert_eq!(url, base);
+        let given = std::fs::read_to_string(dir.join("question.json.token")).unwrap();
+        assert_eq!(given, if with_token { token.as_str() } else { "" });
+        let environ = std::fs::read(dir.join("question.json.environ")).unwrap_or_default();
+        assert!(
+            environ.is_empty(),
+            "the command read the bridge's environment"
+        );
+        // The question itself is untouched by the notification.
+        b.send(&json!({"jsonrpc":"2.0","id":asked["id"],"result":{"status":"answered","answers":[["option-b"]]}}))
+            .await;
+        assert_eq!(reported(&mut b).await, r#"answered: [["option-b"]]"#);
+        b.close_stdin();
+        b.drain().await;
+        assert_eq!(b.wait().await, 0);
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 #[tokio::test]

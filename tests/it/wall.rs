@@ -907,3 +907,76 @@ touch "$D/done""#,
     assert!(err.contains("2 names (hard links)"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The bridge's own program, started by a name on `PATH` that is a link (as `npm` and
+/// `cargo binstall` make them): the agent can replace neither the link nor the program it
+/// leads to, nor remove them, so the next bridge or front the editor starts runs the user's
+/// program, not the agent's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridges_own_program_cannot_be_replaced_by_the_agent() {
+    let dir = temp_dir("wall-own-program");
+    let (bin, real, project) = (dir.join("bin"), dir.join("pkg"), dir.join("project"));
+    for d in [&bin, &real, &project] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::copy(BRIDGE, real.join("acp-question-bridge")).unwrap();
+    std::os::unix::fs::symlink(
+        real.join("acp-question-bridge"),
+        bin.join("acp-question-bridge"),
+    )
+    .unwrap();
+    let script = format!(
+        r#"B={b}; R={r}; D={d}
+{TRY}
+printf '#!/bin/sh\ntouch {d}/pwned\n' > "$D/evil"; chmod +x "$D/evil"
+try "replace-link" mv -f "$D/evil" "$B/acp-question-bridge"
+try "repoint-link" ln -sfn "$D/evil" "$B/acp-question-bridge"
+try "replace-program" sh -c "cp '$D/evil' '$D/evil2' && mv -f '$D/evil2' '$R/acp-question-bridge'"
+try "write-program" sh -c "cat '$D/evil' > '$R/acp-question-bridge'"
+try "remove-program" rm -f "$R/acp-question-bridge"
+try "move-folder" mv "$R" "$R.old"
+touch "$D/done""#,
+        b = bin.display(),
+        r = real.display(),
+        d = dir.display()
+    );
+    let agent = beside_the_mock(&dir, &script);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = tokio::process::Command::new("acp-question-bridge");
+    cmd.args([
+        "--no-control",
+        "--cwd",
+        &project.display().to_string(),
+        "--",
+        "bash",
+        "-c",
+        &agent,
+    ])
+    .env("PATH", &path);
+    let mut b = Bridge::from_command(cmd);
+    b.initialize(json!({})).await;
+    until_made(&dir.join("done"), &b).await;
+    all_failed(
+        &dir,
+        &[
+            "replace-link",
+            "repoint-link",
+            "replace-program",
+            "write-program",
+            "remove-program",
+            "move-folder",
+        ],
+    );
+    assert_eq!(
+        std::fs::read_link(bin.join("acp-question-bridge")).unwrap(),
+        real.join("acp-question-bridge")
+    );
+    assert!(!dir.join("pwned").exists());
+    b.close_stdin();
+    b.drain().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
