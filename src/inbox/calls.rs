@@ -76,8 +76,20 @@ impl Inbox {
         params: Value,
         reply: control::Reply,
     ) {
-        let b = match bridges::holder(&self.bridges, bridge, &key_of(&params)) {
+        let key = key_of(&params);
+        let b = match bridges::holder(&self.bridges, bridge.clone(), &key) {
             Ok(b) => b,
+            // Ended while the inbox watched: the bridge that had it says by whom.
+            Err(e) if e.code() == control::NOT_PENDING && bridge.is_none() => {
+                let had = self.ended.iter().rev().find(|(k, _)| *k == key);
+                match had.and_then(|(_, id)| self.bridges.get(id)) {
+                    Some(b) => b,
+                    None => {
+                        let _ = reply.send(Err(e));
+                        return;
+                    }
+                }
+            }
             Err(e) => {
                 let _ = reply.send(Err(e));
                 return;

@@ -40,6 +40,8 @@ use tokio::sync::mpsc;
 use crate::control::{self, ControlConfig};
 use crate::notify::Notifier;
 
+/// How many ended questions the inbox remembers (`Inbox::ended`).
+const ENDED_KEPT: usize = 1024;
 /// How often the roster is read for bridges that started or exited.
 pub const RESCAN: Duration = Duration::from_millis(500);
 /// Longest wait before a bridge that cannot be reached is tried again.
@@ -79,6 +81,9 @@ struct Inbox {
     /// When the NATS watches were last set up: a bridge is silent only from then on (the
     /// inbox hears nothing while it is not connected).
     watched_at: Instant,
+    /// The last questions that ended, with the bridge that had them: an answer to one goes
+    /// to that bridge, whose `not pending` says who ended it (`resolvedBy`).
+    ended: std::collections::VecDeque<((String, String), String)>,
     /// Questions not yet seen again since the NATS watches were set up again.
     unconfirmed: Option<std::collections::HashSet<(String, (String, String))>>,
 }
@@ -130,6 +135,7 @@ pub async fn run(cfg: InboxConfig) -> Result<i32, control::ControlSetupError> {
         ringer: std::cell::RefCell::new(crate::ring::Ringer::new(cfg.ring)),
         nats,
         unconfirmed: None,
+        ended: Default::default(),
         watched_at: Instant::now(),
         cfg,
         bridges: HashMap::new(),
@@ -397,6 +403,7 @@ impl Inbox {
                 if b.pending.remove(&k).is_none() {
                     return;
                 }
+                self.ended(k, id);
             }
             Some("delivered") => {
                 if let Some(q) = b.pending.get_mut(&key_of(&event)) {
@@ -416,6 +423,14 @@ impl Inbox {
         }
         event["bridge"] = json!(id);
         self.publish(event);
+    }
+
+    /// Question `key` of bridge `id` ended: kept among the last [`ENDED_KEPT`].
+    fn ended(&mut self, key: (String, String), id: &str) {
+        if self.ended.len() == ENDED_KEPT {
+            self.ended.pop_front();
+        }
+        self.ended.push_back((key, id.to_owned()));
     }
 
     /// The bridge `id` as seen over NATS, created when first heard of.
@@ -483,8 +498,12 @@ impl Inbox {
                     return;
                 };
                 if let Some(b) = self.bridges.get_mut(&id) {
-                    if b.pending.remove(&(s.clone(), qid.clone())).is_some() && b.heard.is_some() {
-                        self.publish(withdrawn(&id, &s, &qid));
+                    if b.pending.remove(&(s.clone(), qid.clone())).is_some() {
+                        let shown = b.heard.is_some();
+                        self.ended((s.clone(), qid.clone()), &id);
+                        if shown {
+                            self.publish(withdrawn(&id, &s, &qid));
+                        }
                     }
                 }
             }

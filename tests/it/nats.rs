@@ -435,6 +435,23 @@ async fn an_answer_the_inbox_reports_as_failed_is_never_applied() {
             .any(|m| chunk_text(m).is_some_and(|t| t.starts_with("approve: "))),
         "a second answer reached the agent: {between:?}"
     );
+    // Answered without naming the bridge, once it left the inbox: the inbox says who ended
+    // it, as the bridge would.
+    list_until(&c, 0).await;
+    let err = control::call(
+        &c,
+        "questions.answer",
+        json!({"sessionId": "mock-session-1", "questionId": q["questionId"],
+            "answers": [["allow"]]}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.contains("not pending") && err.contains(r#""resolvedBy":"client""#),
+        "{err}\n{}\nBRIDGE\n{}",
+        inbox.stderr.lock().unwrap(),
+        b.stderr()
+    );
     drop(nats);
 }
 

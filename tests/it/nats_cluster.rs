@@ -1,7 +1,8 @@
 //! The inbox across machines on a JetStream cluster: three real `nats-server`s (Debian's
 //! 2.9) on loopback, bridges and an inbox given all three as `--nats` lists.
 //!
-//! The buckets and the stream are made with three replicas; the leader of the questions'
+//! The buckets and the stream are made with three replicas (one made before with one is
+//! raised); the leader of the questions'
 //! stream SIGKILLed with questions pending loses nothing (still listed past the expiry, an
 //! answer taken once); every node down while an answer is sent: reported failed, and never
 //! applied, even when the bridge is back before the inbox (the inbox paused with SIGSTOP);
@@ -100,6 +101,23 @@ async fn on_a_cluster_the_streams_have_three_replicas_and_a_killed_leader_loses_
     let mut cluster = Cluster::start(&dir).await;
     let urls = cluster.urls();
     let reg = dir.join("registry");
+    // The event stream made earlier with one replica (as a bridge before this version
+    // made it): raised to three.
+    let js = jetstream_of(&urls).await;
+    tokio::time::timeout(
+        WAIT,
+        js.get_or_create_stream(jetstream::stream::Config {
+            name: "acpqb_events".into(),
+            subjects: vec!["acpqb.events.>".into()],
+            max_age: Duration::from_secs(24 * 3600),
+            max_messages: 100_000,
+            num_replicas: 1,
+            ..Default::default()
+        }),
+    )
+    .await
+    .expect("in time")
+    .expect("made");
     let (mut a, _, _) = bridge(&urls, &reg).await;
     let (mut b, _, _) = bridge(&urls, &reg).await;
     let inbox = nats_inbox(&urls, &dir).await;
@@ -108,7 +126,6 @@ async fn on_a_cluster_the_streams_have_three_replicas_and_a_killed_leader_loses_
     ask(&mut b, 10).await;
     let listed = list_until(&c, 2).await;
 
-    let js = jetstream_of(&urls).await;
     for name in ["KV_acpqb_questions", "KV_acpqb_bridges", "acpqb_events"] {
         let info = stream_info(&js, name).await;
         assert_eq!(info.config.num_replicas, 3, "{name}: {:?}", info.config);
