@@ -200,6 +200,44 @@ fn fail(code: u8, msg: &str) -> ExitCode {
     acp_question_bridge::logging::fail("acp-question-bridge", code, msg)
 }
 
+/// A command line's error, with how to name an agent when a word that is no option came
+/// where none was expected (`acp-question-bridge npx @zed-industries/codex-acp`: the agent's
+/// command goes after `--`).
+fn e_with_dash_hint(e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let word = match (e.kind(), e.get(ContextKind::InvalidArg)) {
+        (ErrorKind::UnknownArgument, Some(ContextValue::String(w))) if !w.starts_with('-') => {
+            w.clone()
+        }
+        _ => return e,
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let at = args.iter().position(|a| *a == word).unwrap_or(args.len());
+    let (before, after) = args.split_at(at);
+    let shown = |w: &[String]| {
+        w.iter()
+            .map(|a| shlex::try_quote(a).map_or(a.clone(), |q| q.into_owned()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut line = vec!["acp-question-bridge".to_owned()];
+    if !before.is_empty() {
+        line.push(shown(before));
+    }
+    line.push("--".to_owned());
+    line.push(shown(after));
+    let mut e = e;
+    e.insert(
+        ContextKind::Suggested,
+        ContextValue::StyledStrs(vec![format!(
+            "the agent's command goes after `--`: {}",
+            line.join(" ")
+        )
+        .into()]),
+    );
+    e
+}
+
 /// glibc malloc tunables for the bridge's buffers (their measured effect is in
 /// `bench/results.md`, "Figures moved from code comments").
 ///
@@ -239,7 +277,7 @@ fn main() -> ExitCode {
         }
     }
     tune_malloc();
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| e_with_dash_hint(e).exit());
     match cli.command {
         Some(Command::MockAgent) => return mock_agent::main(),
         Some(Command::Demo(args)) => return demo::main(args),

@@ -22,6 +22,7 @@ mod observers;
 mod reader;
 mod services;
 mod shutdown;
+mod unstarted;
 mod writer;
 
 use std::time::{Duration, Instant};
@@ -232,7 +233,18 @@ where
     // Observers first, so a bad address or path fails before the agent starts.
     let surfaces = Surfaces::start(&cfg).await?;
     let signals = Signals::new().map_err(RunError::Signals)?;
-    let (agent, agent_pipes) = Agent::spawn(&cfg, &host)?;
+    let (agent, agent_pipes) = match Agent::spawn(&cfg, &host) {
+        Ok(a) => a,
+        Err(e) => {
+            // The client is not left waiting for an answer that will never come (a user at
+            // a terminal reads the error at once instead).
+            let typed = std::io::IsTerminal::is_terminal(&std::io::stdin());
+            if let Some(client) = client.filter(|_| !typed) {
+                unstarted::refuse(client.input, client.output, &e.to_string(), e.exit_code()).await;
+            }
+            return Err(e);
+        }
+    };
     let attached = client.is_some();
     let ends = Ends::start(&cfg, client, agent_pipes, &host);
     // The holder listens only once the agent runs: a front that saw it fail to start

@@ -74,6 +74,18 @@ pub struct ControlConfig {
     pub implicit: bool,
 }
 
+/// What to do when the address is taken: another bridge or inbox listens there.
+fn in_use_hint(addr: SocketAddr, e: &std::io::Error) -> String {
+    if e.kind() != std::io::ErrorKind::AddrInUse {
+        return String::new();
+    }
+    format!(
+        " (another bridge or inbox, or another program, listens on port {port}: `ss -ltnp 'sport = :{port}'` names it; pick another port, or port 0 for a free one: {ip}:0)",
+        port = addr.port(),
+        ip = addr.ip()
+    )
+}
+
 /// Why the control server cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum ControlSetupError {
@@ -81,7 +93,7 @@ pub enum ControlSetupError {
     NotLoopback(SocketAddr),
     #[error("--control {0}: expected IP:PORT or localhost:PORT")]
     BadAddr(String),
-    #[error("cannot listen on {0}: {1}")]
+    #[error("cannot listen on {0}: {1}{hint}", hint = in_use_hint(*.0, .1))]
     Bind(SocketAddr, std::io::Error),
     #[error("cannot write the token file {0}: {1}")]
     TokenFile(PathBuf, std::io::Error),

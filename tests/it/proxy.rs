@@ -502,3 +502,69 @@ async fn an_agent_that_cannot_start_says_what_to_do() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("drop --agent"), "{err}");
 }
+
+/// An agent that cannot be started (not found: 127; not executable: 126) leaves no
+/// client waiting: its `initialize` gets an error saying why, with the exit code the
+/// bridge then exits with, as a client shows an agent that died during `initialize`.
+#[tokio::test]
+async fn an_agent_that_cannot_start_answers_initialize_with_why() {
+    let dir = temp_dir("unstartable-init");
+    let script = dir.join("agent.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+    for (agent, code) in [
+        ("codx-acp-not-anywhere".to_owned(), 127),
+        (script.display().to_string(), 126),
+    ] {
+        let mut b = Bridge::with_args(&["--no-control", "--", &agent]);
+        b.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize",
+            "params":{"protocolVersion":1,"clientCapabilities":{}}}))
+            .await;
+        let (reply, _) = b.recv_until(|m| m["id"] == 0).await;
+        assert_eq!(reply["error"]["code"], -32603, "{reply}");
+        let message = reply["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            message.contains("could not be started") && message.contains(&agent),
+            "{reply}"
+        );
+        assert_eq!(reply["error"]["data"]["exitCode"], code, "{reply}");
+        b.close_stdin();
+        assert_eq!(b.wait().await, code);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An agent's command without `--` before it: the error says where it goes, with the
+/// command line that works, for the bridge and for `setup`.
+#[tokio::test]
+async fn an_agent_command_without_dashes_gets_the_line_that_works() {
+    let (code, _, err) =
+        crate::common::run_bridge(&["--no-control", "npx", "@zed-industries/codex-acp"]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("acp-question-bridge --no-control -- npx @zed-industries/codex-acp"),
+        "{err}"
+    );
+    let (code, _, err) = crate::common::run_bridge(&["setup", "zed", "npx", "x"]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("acp-question-bridge setup zed -- npx x"),
+        "{err}"
+    );
+}
+
+/// A control address another program listens on: the bridge and the inbox say what to do
+/// (who may hold it, how to find it, port 0).
+#[tokio::test]
+async fn a_port_in_use_says_how_to_find_the_holder_and_pick_another() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (code, _, err) = crate::common::run_bridge(&["--control", &addr, "--", MOCK]).await;
+    assert_ne!(code, 0, "{err}");
+    assert!(
+        err.contains("another bridge or inbox") && err.contains("127.0.0.1:0"),
+        "{err}"
+    );
+    let (code, _, err) = crate::common::run_bridge(&["inbox", "--listen", &addr]).await;
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("ss -ltnp"), "{err}");
+}
