@@ -134,6 +134,7 @@ class Inbox:
 
 
 stats = {k: 0 for k in ["turns", "inbox answered", "inbox not sent", "inbox sent, no reply",
+                        "inbox: not pending (listed late)",
                         "inbox no reply, taken", "not listed in time", "ide answered",
                         "kills", "failures"]}
 failures = []
@@ -166,6 +167,7 @@ def run_turns(n, bridge, inbox, stop):
                  "params": {"cwd": "/tmp", "mcpServers": []}})
     sid = bridge.until(lambda m: m.get("id") == 1)[0]["result"]["sessionId"]
     pid = bridge.proc.pid
+    done_ids = set()  # questions of earlier turns, which the inbox may still list a moment
     rid = 1
     while not stop.is_set():
         rid += 1
@@ -178,12 +180,14 @@ def run_turns(n, bridge, inbox, stop):
             while q is None and time.time() < end:
                 with inbox.lock:
                     listed = inbox.call("questions.list", {}).get("result", [])
-                q = next((x for x in listed if x.get("bridge", {}).get("pid") == pid), None)
+                q = next((x for x in listed if x.get("bridge", {}).get("pid") == pid
+                          and x.get("questionId") not in done_ids), None)
                 if q is None:
                     time.sleep(0.1)
             if q is None:
                 count("not listed in time")
             else:
+                done_ids.add(q["questionId"])
                 r = inbox.call("questions.answer", {
                     "bridge": q["bridge"]["id"], "sessionId": q["sessionId"],
                     "questionId": q["questionId"], "answers": [["allow"]]})
@@ -194,6 +198,8 @@ def run_turns(n, bridge, inbox, stop):
                     msg = (r.get("error") or {}).get("message", "")
                     if "not connected" in msg or "no bridge" in msg:
                         count("inbox not sent")
+                    elif "not pending" in msg:
+                        count("inbox: not pending (listed late)")
                     else:
                         ambiguous = True
                         count("inbox sent, no reply")

@@ -1043,3 +1043,70 @@ fn a_program_found_on_path_inside_the_session_is_not_the_one_the_rule_names() {
     allowed(&p, &d, &["pytest -q"]);
     super::on_path::TEST_PATH.with(|t| *t.borrow_mut() = None);
 }
+
+/// An eighth review: a PATH folder of the session written whole or from above, or not
+/// made yet; a Write tool's edit into one; a pattern matched where an earlier `cd` left
+/// the shell; zsh's `=cmd`.
+#[test]
+fn path_folders_patterns_after_a_cd_and_zsh_equals_are_read_as_the_shell_reads_them() {
+    let d = scratch("eighth");
+    std::fs::create_dir_all(d.join(".venv/bin")).unwrap();
+    std::fs::create_dir_all(d.join("x")).unwrap();
+    std::fs::create_dir_all(d.join("src")).unwrap();
+    std::fs::write(d.join("src/.env"), "SECRET=1\n").unwrap();
+    std::fs::write(d.join("src/a.txt"), "x\n").unwrap();
+    let p = rules(&[
+        "Bash(ls:*)",
+        "Bash(cp:*)",
+        "Bash(mkdir:*)",
+        "Bash(cat:*)",
+        "Bash(tee:*)",
+        "Bash(echo:*)",
+        "Bash(sort:*)",
+        "Edit(./**)",
+        "!Read(.env)",
+    ]);
+    super::on_path::TEST_PATH.with(|t| {
+        *t.borrow_mut() = Some(
+            format!(
+                "{}:{}:bin:/usr/bin:/bin",
+                d.join(".venv/bin").display(),
+                d.join("node_modules/.bin").display()
+            )
+            .into(),
+        )
+    });
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "cp -r x/. .venv/bin",
+            "cp -r x .venv",
+            "mkdir -p node_modules/.bin && cp x/cat node_modules/.bin/cat && cat README.md",
+            "mkdir bin && cp x/cat bin/cat && cat README.md",
+            "echo x | tee =mytool",
+            "cp x/a =cargo",
+            "sort -o =git README.md",
+        ],
+    );
+    allowed(&p, &d, &["cp -r x y", "echo a = b", "ls src"]);
+    let mut edit = exec("", &d);
+    edit.command = None;
+    edit.tool = Some("Write".into());
+    edit.kind = Some("edit".into());
+    edit.paths = vec![d.join(".venv/bin/gzip")];
+    let v = p.decide(&edit);
+    assert_ne!(v.decision, Decision::Allow, "{}", v.why);
+    edit.paths = vec![d.join("src/b.txt")];
+    assert_eq!(p.decide(&edit).decision, Decision::Allow);
+    super::on_path::TEST_PATH.with(|t| *t.borrow_mut() = None);
+
+    // After `cd src`, `../.e*` is matched in `src`'s parent by the shell, not the session's.
+    let mut call = exec("cat ./.e*", &d);
+    call.shell.moved_by = vec!["cd src && cat a.txt".into()];
+    let v = p.decide(&call);
+    assert_ne!(v.decision, Decision::Allow, "{}", v.why);
+    let mut call = exec("cat src/*.txt", &d);
+    call.shell.moved_by = vec!["ls".into()];
+    assert_eq!(p.decide(&call).decision, Decision::Allow);
+}

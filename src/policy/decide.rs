@@ -30,6 +30,15 @@ impl Policy {
                 step: &mut path::take_step,
             },
         );
+        // Patterns are matched where the shell is: from the session's folder only when an
+        // earlier `cd` cannot have left it elsewhere (Claude's Bash keeps its folder).
+        let moved = || shell_folders(call).map_or(true, |f| f != [call.cwd.clone()]);
+        let expanded = match expanded {
+            Some(_) if moved() => Some(cmd.clone().not_plain(
+                "it matches names by a pattern, and an earlier command may have left the agent's shell in another folder than the session's".into(),
+            )),
+            other => other,
+        };
         let cmd = expanded.as_ref().unwrap_or(cmd);
         // The folder the agent says it runs the command in (Codex's `workdir`): only the
         // session's own is decided as such; elsewhere the command is not plain.
@@ -177,7 +186,7 @@ impl Policy {
                 *refused = Some(why);
                 break;
             }
-            if let Some(why) = super::on_path::refused(part, folders, &call.cwd) {
+            if let Some(why) = on_path_refused(part, folders, &call.cwd) {
                 *refused = Some(why);
                 break;
             }
@@ -557,4 +566,22 @@ fn moves_a_folder(
         }
     }
     false
+}
+
+/// Why `part`, run from any of `folders`, may run or plant a program the agent wrote on
+/// `PATH` inside the session.
+fn on_path_refused(
+    part: &super::command::Part,
+    folders: &[PathBuf],
+    session: &Path,
+) -> Option<String> {
+    let prog = part.words.first()?;
+    if let Some(why) = super::on_path::program_refused(prog, folders, session) {
+        return Some(why);
+    }
+    let own = super::named::Named::in_folders(&part.words, folders);
+    own.paths
+        .iter()
+        .filter(|(a, _)| matches!(a, super::args::Access::Write | super::args::Access::Remove))
+        .find_map(|(_, p)| super::on_path::write_refused(p, folders, session))
 }

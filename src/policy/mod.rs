@@ -391,9 +391,25 @@ impl Policy {
         if verdict.decision != Decision::Allow {
             return verdict;
         }
+        // An edit of a file in a folder on PATH inside the session plants a program.
+        let reads = matches!(
+            call.kind.as_deref(),
+            Some("read" | "search" | "fetch" | "think")
+        );
+        let planted = || {
+            let at = std::slice::from_ref(&call.cwd);
+            (call.command.is_none() && !reads)
+                .then(|| {
+                    seen.paths
+                        .iter()
+                        .find_map(|p| on_path::write_refused(p, at, &call.cwd))
+                })
+                .flatten()
+        };
         match self
             .never_allowed(call, &seen, &verdict, &starts)
             .or(refused)
+            .or_else(planted)
         {
             Some(why) => Verdict {
                 decision: Decision::Ask,

@@ -57,15 +57,41 @@ fn path_folders(at: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Whether folder `d` lies inside the session's folder `session`. A session at `/` holds
-/// every folder, the system's among them: no project's own there.
+/// `p` resolved: its longest part that is there canonical, the rest as written (`..`
+/// taken off), so a folder not made yet is where it will be.
+fn resolved(p: &Path) -> PathBuf {
+    if let Ok(c) = p.canonicalize() {
+        return c;
+    }
+    let mut rest = Vec::new();
+    let mut at = p.to_path_buf();
+    while let Some(name) = at.file_name().map(|n| n.to_owned()) {
+        at.pop();
+        rest.push(name);
+        if let Ok(c) = at.canonicalize() {
+            let mut out = c;
+            for n in rest.iter().rev() {
+                if n == ".." {
+                    out.pop();
+                } else if n != "." {
+                    out.push(n);
+                }
+            }
+            return out;
+        }
+    }
+    p.to_path_buf()
+}
+
+/// Whether folder `d` lies inside the session's folder `session`, there yet or not. A
+/// session at `/` holds every folder, the system's among them: no project's own there.
 fn inside(d: &Path, session: &Path) -> bool {
-    session.parent().is_some() && d.canonicalize().is_ok_and(|d| d.starts_with(session))
+    session.parent().is_some() && resolved(d).starts_with(session)
 }
 
 /// Why program `prog`, run from any of `folders`, may be one the agent wrote: the shell
 /// finds it first on `PATH` in a folder inside the session's.
-fn program_refused(prog: &str, folders: &[PathBuf], session: &Path) -> Option<String> {
+pub(super) fn program_refused(prog: &str, folders: &[PathBuf], session: &Path) -> Option<String> {
     if prog.contains('/') || BUILTINS.contains(&prog) || RUNS_PROJECT_CODE.contains(&prog) {
         return None;
     }
@@ -86,37 +112,18 @@ fn program_refused(prog: &str, folders: &[PathBuf], session: &Path) -> Option<St
     None
 }
 
-/// Why writing `written` (resolved) may plant a program: it lies in a folder on `PATH`
-/// inside the session's folder.
-fn write_refused(written: &Path, folders: &[PathBuf], session: &Path) -> Option<String> {
-    let parent = written.parent()?.canonicalize().ok()?;
-    let on_path = folders.iter().any(|at| {
-        path_folders(at)
-            .iter()
-            .any(|d| d.canonicalize().is_ok_and(|d| d == parent))
-    });
-    (on_path && inside(&parent, session)).then(|| {
-        format!(
-            "it writes {}, in a folder on PATH inside the session's folder: a later command may run what it wrote",
-            written.display()
-        )
-    })
-}
-
-/// Why `part`, run from any of `folders`, may run or plant a program the agent wrote on
-/// `PATH` inside the session.
-pub(super) fn refused(
-    part: &super::command::Part,
-    folders: &[PathBuf],
-    session: &Path,
-) -> Option<String> {
-    let prog = part.words.first()?;
-    if let Some(why) = program_refused(prog, folders, session) {
-        return Some(why);
-    }
-    let own = super::named::Named::in_folders(&part.words, folders);
-    own.paths
-        .iter()
-        .filter(|(a, _)| matches!(a, super::args::Access::Write | super::args::Access::Remove))
-        .find_map(|(_, p)| write_refused(p, folders, session))
+/// Why writing `written` (resolved) may plant a program: it is a folder on `PATH` inside
+/// the session's folder, a folder above one (`cp -r x/. .venv/bin`, `cp -r y/bin .venv`),
+/// or a file in one, there yet or not.
+pub(super) fn write_refused(written: &Path, folders: &[PathBuf], session: &Path) -> Option<String> {
+    let written = resolved(written);
+    let on_path = folders.iter().flat_map(|at| path_folders(at)).find(|d| {
+        let d = resolved(d);
+        inside(&d, session) && (d.starts_with(&written) || written.parent() == Some(d.as_path()))
+    })?;
+    Some(format!(
+        "it writes {}, in or above {}, a folder on PATH inside the session's folder: a later command may run what it wrote",
+        written.display(),
+        on_path.display()
+    ))
 }

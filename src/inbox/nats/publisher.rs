@@ -49,6 +49,19 @@ pub async fn publish(mut p: Publisher) {
             return;
         }
     };
+    // Answers are served apart from the buckets: a put or a resync waiting on a slow or
+    // failing node never holds an answer past its deadline.
+    let serving = tokio::spawn({
+        let (calls, client) = (p.calls.clone(), client.clone());
+        async move {
+            while let Some(msg) = answers.next().await {
+                let reply = answer(&calls, &msg.payload).await;
+                if let Some(to) = msg.reply {
+                    let _ = client.publish(to, Bytes::from(reply.to_string())).await;
+                }
+            }
+        }
+    });
     let mut stores: Option<(kv::Store, kv::Store)> = None;
     // Whether NATS may differ from the bridge (at start, after a failure or a lag).
     let mut out_of_step = true;
@@ -93,12 +106,6 @@ pub async fn publish(mut p: Publisher) {
                 Err(broadcast::error::RecvError::Lagged(_)) => out_of_step = true,
                 Err(broadcast::error::RecvError::Closed) => break,
             },
-            Some(msg) = answers.next() => {
-                let reply = answer(&p.calls, &msg.payload).await;
-                if let Some(to) = msg.reply {
-                    let _ = client.publish(to, Bytes::from(reply.to_string())).await;
-                }
-            }
             _ = heartbeat.tick() => {
                 if client.connection_state() != async_nats::connection::State::Connected {
                     out_of_step = true;
@@ -157,6 +164,7 @@ pub async fn publish(mut p: Publisher) {
             }
         }
     }
+    serving.abort();
     // Leaving: nothing of this bridge stays pending over there.
     if let Some((questions, bridges)) = &stores {
         let _ = timed("leave", async {

@@ -158,6 +158,13 @@ impl Reader<'_> {
             ));
         }
         let b = t.as_bytes();
+        // zsh (Claude Code's shell on macOS) puts the path of command `x` for `=x`.
+        if start && b[0] == b'=' && b.len() > 1 {
+            return Err(format!(
+                "the word {} (zsh reads a word beginning with `=` as the path of that command)",
+                escape(t)
+            ));
+        }
         let mut out = String::with_capacity(t.len());
         let mut from = 0;
         if start && b[0] == b'~' {
