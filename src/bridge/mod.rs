@@ -270,7 +270,14 @@ where
         agent,
         signals,
         surfaces,
-        effects: Effects::new(cfg.router.policy.as_ref().map(Desk::new)),
+        effects: Effects::new(cfg.router.policy.as_ref().map(|files| {
+            let desk = Desk::new(files);
+            // Said at start, not only at the first approval (files are small: read here).
+            if let Some(why) = desk.status(cfg.cwd.as_deref())["broken"].as_str() {
+                tracing::warn!("the approval policy is broken, so every approval is asked until it is fixed: {why}");
+            }
+            desk
+        })),
         ends,
         client_open: true,
         attached,

@@ -299,6 +299,8 @@ async fn a_broken_policy_asks_everything_and_says_why_once_per_session() {
     // A --policy file that does not exist is broken too.
     let missing = config.join("missing.toml");
     let (mut b, sid) = bridge_in(&["--policy", missing.to_str().unwrap()], &config, &cwd).await;
+    // Said at start, before any approval.
+    b.stderr_contains("the approval policy is broken").await;
     let (_, chat, asked) = turn(&mut b, 10, &sid, "exec git status", "allow").await;
     assert!(asked);
     assert!(chat.contains("does not exist"), "{chat}");
