@@ -155,7 +155,7 @@ fn startable(program: &str) -> std::io::Result<()> {
 /// bridge's terminal and type into the user's shell (`TIOCSTI` works on a controlling
 /// terminal only, without a capability).
 #[allow(unsafe_code)]
-fn own_session(cmd: &mut Command) {
+pub(crate) fn own_session(cmd: &mut Command) {
     // SAFETY: the closure runs in the forked child before exec: `setsid` is one system
     // call, and nothing here allocates or takes a lock.
     unsafe {

@@ -146,7 +146,10 @@ fn wall_for(
         .into_iter()
         .filter_map(|(flag, p)| p.clone().map(|p| (flag, p)))
         .collect(),
-        exe: wall::invoked(),
+        exe: wall::invoked()
+            .into_iter()
+            .chain(std::env::current_exe().ok())
+            .collect(),
     };
     let plan = files
         .plan()

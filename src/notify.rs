@@ -9,7 +9,7 @@
 //! bridge whose agent is walled runs the command inside the same wall (its launcher), where
 //! no registry, token file or process of the bridge's is reached, and the token, which
 //! answers questions, is given only when asked for. It runs
-//! in its own process group, with stdout discarded (the bridge's stdout is protocol only)
+//! in its own session (no terminal of the bridge's), with stdout discarded (the bridge's stdout is protocol only)
 //! and stderr logged.
 //!
 //! Invariants: at most one process per question; each is killed (its whole group) after
@@ -122,9 +122,11 @@ impl Notifier {
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
-            .process_group(0)
             .env("ACP_QUESTION_RING", reminder.to_string())
             .kill_on_drop(true);
+        // A session of its own (a group of its own too, killed whole below): no terminal
+        // of the bridge's to type into (`TIOCSTI`), as the agent has none.
+        crate::child::own_session(&mut cmd);
         cmd.env_remove("ACP_QUESTION_URL")
             .env_remove("ACP_QUESTION_TOKEN")
             .env_remove("ACP_QUESTION_BRIDGE_TOKEN");

@@ -232,6 +232,11 @@ fn start_holder(folder: &Path, key: &str, args: &[String], cwd: &Path) -> Result
         .args(args)
         .env(super::TOKEN_ENV, &token)
         .env(super::KEY_ENV, key)
+        // The holder walls the program by the path the editor started, links and all.
+        .env(
+            crate::wall::INVOKED_ENV,
+            crate::wall::invoked().unwrap_or_default(),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());

@@ -31,6 +31,8 @@ use serde::{Deserialize, Serialize};
 #[cfg(target_os = "linux")]
 pub mod exec;
 mod linked;
+mod places;
+pub use places::{invoked, state_folders, writable, INVOKED_ENV};
 
 /// The first argument that makes the binary the launcher.
 pub const LAUNCHER_ARG: &str = "__wall";
@@ -95,9 +97,11 @@ pub struct Files {
     /// With `workspace`: files and folders the policy denies reading, and editing, whole.
     pub deny_read: Vec<PathBuf>,
     pub deny_edit: Vec<PathBuf>,
-    /// This program, by the path it was started by ([`invoked`]): the next bridge or front
-    /// the editor starts runs what is there, outside any wall.
-    pub exe: Option<PathBuf>,
+    /// This program, by the path it was started by ([`invoked`]) and as it runs
+    /// (`current_exe`, which the bridge starts the launcher and the notification command
+    /// by): the next bridge or front the editor starts runs what is there, outside any
+    /// wall.
+    pub exe: Vec<PathBuf>,
 }
 
 impl Files {
@@ -222,14 +226,21 @@ impl Files {
         });
         // This program: not replaced, renamed over or removed (a mount point), by the name
         // it was started by and each link on the way. Written in place it cannot be while
-        // it runs (`ETXTBSY`). One built in the session's folder is the agent's to build.
-        let exe = self
+        // it runs (`ETXTBSY`). One built in the session's folder is the agent's to build,
+        // unless that folder is the home folder or one above it (`~/.cargo/bin`).
+        let home = std::env::var_os("HOME").and_then(|h| PathBuf::from(h).canonicalize().ok());
+        let own_build = |e: &Path| {
+            plan.cwd.as_ref().is_some_and(|c| {
+                e.starts_with(c) && !home.as_ref().is_some_and(|h| h.starts_with(c))
+            })
+        };
+        let exe_named: Vec<&PathBuf> = self
             .exe
-            .as_ref()
-            .and_then(|e| real(e).ok())
-            .filter(|e| !plan.cwd.as_ref().is_some_and(|c| e.starts_with(c)));
-        let exe_named = self.exe.as_ref().filter(|_| exe.is_some());
-        plan.read_only.extend(exe);
+            .iter()
+            .filter(|e| real(e).is_ok_and(|r| !own_build(&r)))
+            .collect();
+        let walled: Vec<PathBuf> = exe_named.iter().filter_map(|e| real(e).ok()).collect();
+        plan.read_only.extend(walled);
         // The links on the way to each of them, as the bridge and the next one name them.
         let project = self.cwd.as_ref().map(|c| c.join(".acp-question-bridge"));
         let named = self
@@ -282,86 +293,6 @@ impl Files {
         }
         None
     }
-}
-
-/// The path this program was started by: its `argv[0]`, looked up on `PATH` when it names
-/// no folder (as the editor's `execvp` did).
-pub fn invoked() -> Option<PathBuf> {
-    let first = PathBuf::from(std::env::args_os().next()?);
-    if first.components().count() > 1 {
-        return std::path::absolute(&first).ok();
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(&first))
-        .find(|p| p.is_file())
-}
-
-/// Every folder in which a bridge or an inbox of this user may keep its registry or state,
-/// whatever this process's environment picks: `$XDG_STATE_HOME/acp-question-bridge` first,
-/// `$XDG_RUNTIME_DIR/acp-question-bridge`, the registry, and their default places. Every wall
-/// hides them.
-pub fn state_folders() -> Vec<PathBuf> {
-    let var = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let home = var("HOME");
-    let state = var("XDG_STATE_HOME")
-        .or_else(|| home.as_ref().map(|h| h.join(".local/state")))
-        .map(|d| d.join("acp-question-bridge"));
-    let runtime = var("XDG_RUNTIME_DIR").map(|d| d.join("acp-question-bridge"));
-    let uid = rustix::process::getuid().as_raw();
-    let defaults = [
-        home.as_ref()
-            .map(|h| h.join(".local/state/acp-question-bridge")),
-        Some(PathBuf::from(format!("/run/user/{uid}")))
-            .filter(|d| d.is_dir())
-            .map(|d| d.join("acp-question-bridge")),
-    ];
-    let mut out: Vec<PathBuf> = [state, runtime, Some(crate::inbox::roster::dir())]
-        .into_iter()
-        .chain(defaults)
-        .flatten()
-        .collect();
-    let mut seen = std::collections::HashSet::new();
-    out.retain(|d| seen.insert(d.clone()));
-    out
-}
-
-/// Where an agent inside a `workspace` wall may write: the session's folder, the temp
-/// folders, `/dev` (`/dev/null`, its terminal), its own state folders (by `agent`, its name
-/// as `child::agent_name` gives it), the caches every toolchain writes, and `extra`
-/// (`--sandbox-write`). Those not there are left out.
-pub fn writable(cwd: Option<&Path>, agent: &str, extra: &[PathBuf]) -> Vec<PathBuf> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut out: Vec<PathBuf> = cwd.into_iter().map(Path::to_path_buf).collect();
-    out.push(std::env::temp_dir());
-    out.extend(["/tmp", "/var/tmp", "/dev", "/proc/self"].map(PathBuf::from));
-    if let Some(h) = &home {
-        let own: &[&str] = match agent {
-            a if a.contains("claude") => &[".claude", ".claude.json", ".config/claude"],
-            a if a.contains("codex") => &[".codex"],
-            a if a.contains("gemini") => &[".gemini"],
-            a if a.contains("qwen") => &[".qwen"],
-            a if a.contains("opencode") => &[".local/share/opencode", ".config/opencode"],
-            a if a.contains("goose") => &[".config/goose", ".local/share/goose"],
-            _ => &[],
-        };
-        let caches = [
-            ".cache",
-            ".npm",
-            ".cargo/registry",
-            ".cargo/git",
-            ".local/share/uv",
-            "go/pkg/mod",
-        ];
-        out.extend(own.iter().chain(caches.iter()).map(|d| h.join(d)));
-    }
-    out.extend(extra.iter().cloned());
-    out.retain(|p| p.exists());
-    out
 }
 
 /// Adds to `out` every link the kernel meets resolving `p` (relative: from the current

@@ -188,7 +188,7 @@ async fn on_question_gets_the_question_and_the_page_inside_the_wall_and_the_toke
         let dir = temp_dir("onq");
         let out = dir.join("question.json");
         let cmd = format!(
-            r#"sh -c 'printf %s "$ACP_QUESTION_URL" > "$0.url"; printf %s "$ACP_QUESTION_TOKEN" > "$0.token"; cat /proc/$PPID/environ > "$0.environ" 2>/dev/null; cat > "$0.tmp" && mv "$0.tmp" "$0"' {}"#,
+            r#"sh -c 'printf %s "$ACP_QUESTION_URL" > "$0.url"; printf %s "$ACP_QUESTION_TOKEN" > "$0.token"; cat /proc/$PPID/environ > "$0.environ" 2>/dev/null; [ "$(cut -d " " -f6 /proc/$$/stat)" = "$$" ] && echo own > "$0.session"; cat > "$0.tmp" && mv "$0.tmp" "$0"' {}"#,
             out.display()
         );
         let mut args = vec![
@@ -225,6 +225,9 @@ async fn on_question_gets_the_question_and_the_page_inside_the_wall_and_the_toke
             environ.is_empty(),
             "the command read the bridge's environment"
         );
+        // A session of its own: no terminal of the bridge's to type into.
+        let session = std::fs::read_to_string(dir.join("question.json.session"));
+        assert_eq!(session.unwrap_or_default(), "own\n");
         // The question itself is untouched by the notification.
         b.send(&json!({"jsonrpc":"2.0","id":asked["id"],"result":{"status":"answered","answers":[["option-b"]]}}))
             .await;

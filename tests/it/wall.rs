@@ -978,5 +978,32 @@ touch "$D/done""#,
     assert!(!dir.join("pwned").exists());
     b.close_stdin();
     b.drain().await;
+
+    // Started by a name that is not on PATH (`exec -a`), with the session at the home
+    // folder the program lies beneath: the program as it runs is walled all the same.
+    std::fs::remove_file(dir.join("done")).unwrap();
+    std::fs::remove_file(dir.join("report")).unwrap();
+    let mut cmd = tokio::process::Command::new(real.join("acp-question-bridge"));
+    cmd.arg0("acpqb-renamed")
+        .args([
+            "--no-control",
+            "--cwd",
+            &dir.display().to_string(),
+            "--",
+            "bash",
+            "-c",
+            &agent,
+        ])
+        .env("HOME", &dir);
+    let mut b = Bridge::from_command(cmd);
+    b.initialize(json!({})).await;
+    until_made(&dir.join("done"), &b).await;
+    all_failed(
+        &dir,
+        &["replace-program", "write-program", "remove-program"],
+    );
+    assert!(!dir.join("pwned").exists());
+    b.close_stdin();
+    b.drain().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -49,13 +49,10 @@ function main() {
   const tmp = path.join(__dirname, "bin", ".acp-question-bridge.native");
   try {
     fs.rmSync(tmp, { force: true });
-    try {
-      fs.linkSync(found.path, tmp);
-    } catch {
-      // Another file system, or one without hard links.
-      fs.copyFileSync(found.path, tmp);
-      fs.chmodSync(tmp, 0o755);
-    }
+    // A copy, never a hard link: the bridge walls its program by the name it is started
+    // by, and a second name would stay writable to the agent (docs/SECURITY.md).
+    fs.copyFileSync(found.path, tmp);
+    fs.chmodSync(tmp, 0o755);
     fs.renameSync(tmp, bin);
   } catch (e) {
     fs.rmSync(tmp, { force: true });

@@ -133,7 +133,11 @@ pub async fn publish(mut p: Publisher) {
                             out_of_step = true;
                             None
                         }
-                        _ => None,
+                        // Not known whether it is there: put it, and everything again.
+                        _ => {
+                            out_of_step = true;
+                            None
+                        }
                     },
                     None => None,
                 };
