@@ -604,4 +604,11 @@ async fn a_missing_platform_package_is_a_clear_error_naming_the_platform() {
         platform()
     );
     assert!(stderr.contains(&expected), "{stderr}");
+    // How to install it, by name and version (the launcher's tarball alone installs fine).
+    let how = format!(
+        "npm install acp-question-bridge-{}@{}",
+        platform(),
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(stderr.contains(&how), "{stderr}");
 }

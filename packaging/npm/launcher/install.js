@@ -2,8 +2,10 @@
 // `acp-question-bridge` bin points (bin/acp-question-bridge, a Node.js shim as packed), so
 // that `acp-question-bridge` on PATH, in node_modules/.bin and under npx is the native
 // process: no Node.js started first (70-140 ms) and none waiting beside the bridge for its
-// whole life (41.6 MiB). A hard link to the platform package's binary, else a copy, put
-// in place by one rename: the bin is the shim or the binary, never half of either.
+// whole life (41.6 MiB). A copy of the platform package's binary (never a hard link: the
+// bridge walls its program by the name it is started by, and a second name would stay
+// writable to the agent), put in place by one rename: the bin is the shim or the binary,
+// never half of either.
 //
 // Anything that does not fit leaves the shim, which runs the same binary, and never fails
 // the install:

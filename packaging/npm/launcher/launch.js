@@ -50,11 +50,14 @@ function findBinary() {
     const dir = path.dirname(require.resolve(`${pkg}/package.json`));
     return { path: path.join(dir, "bin", "acp-question-bridge") };
   } catch {
+    const { version } = require("./package.json");
     return {
       error:
         `acp-question-bridge: the package with the binary for this platform (${platform}), ${pkg}, ` +
-        `is not installed. npm installs it as an optional dependency: reinstall without ` +
-        `--no-optional / --omit=optional, or install ${pkg} yourself.`,
+        `is not installed. npm installs it as an optional dependency, so it is missing where ` +
+        `optional dependencies were left out (--omit=optional, --no-optional) or where ` +
+        `acp-question-bridge was installed from its tarball alone. Install it beside it: ` +
+        `npm install ${pkg}@${version} (or its tarball, ${pkg}-${version}.tgz).`,
     };
   }
 }
