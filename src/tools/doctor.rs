@@ -23,6 +23,9 @@ pub struct DoctorArgs {
     /// The inbox's state folder [default: as `inbox` uses it].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Also check these policy files, as a bridge given `--policy FILE` reads them.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Vec<PathBuf>,
 }
 
 /// One line of the checklist.
@@ -61,6 +64,7 @@ pub fn main(args: DoctorArgs) -> ExitCode {
     ))];
     checks.push(agent_programs());
     checks.push(wall());
+    checks.push(policy(&args.policy));
     checks.push(roster_folder());
     checks.push(held_agents());
     let state = inbox::state_dir(args.state_dir);
@@ -89,6 +93,34 @@ pub fn main(args: DoctorArgs) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// The approval policy's files as a bridge started here reads them (the user's own, and
+/// `--policy` files): broken, one says which file and line, and every approval is asked.
+fn policy(given: &[PathBuf]) -> Check {
+    use acp_question_bridge::policy::{desk, file};
+    let files = desk::PolicyFiles {
+        given: given.to_vec(),
+        user: file::user_file(),
+    };
+    let status = desk::Desk::new(&files).status(std::env::current_dir().ok().as_deref());
+    let shown = |f: &serde_json::Value| f["file"].as_str().unwrap_or("?").to_owned();
+    let listed: Vec<String> = status["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(shown)
+        .collect();
+    match status["broken"].as_str() {
+        Some(why) => Check::Fail(
+            format!("the approval policy is broken, so a bridge asks every approval: {why}"),
+            "fix the file at the line named (`acp-question-bridge policy check` says the same), or move it away".into(),
+        ),
+        None if listed.is_empty() => Check::Note(
+            "approval policy: no file (every approval is asked; docs/POLICY.md)".into(),
+        ),
+        None => Check::Ok(format!("approval policy: {}", listed.join(", "))),
     }
 }
 

@@ -156,3 +156,27 @@ fn reachable(base: &str) -> bool {
     let authority = base.trim_start_matches("https://").trim_end_matches('/');
     std::net::TcpStream::connect(authority).is_ok()
 }
+
+/// A broken policy file (given with `--policy`, as a bridge would read it) fails the
+/// checklist with its file and line; a good one is listed.
+#[tokio::test]
+async fn doctor_checks_the_policy_files_a_bridge_would_read() {
+    let dir = temp_dir("doctor-policy");
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[[rule]]\nid = 1\n").unwrap();
+    let good = dir.join("good.toml");
+    std::fs::write(
+        &good,
+        "[[rule]]\nid = \"git\"\ndecision = \"allow\"\ncommand = [\"git\", \"status\"]\n",
+    )
+    .unwrap();
+    let path = std::env::var("PATH").unwrap_or_default();
+    let reg = dir.join("registry");
+    let (code, out) = doctor(&reg, &path, &["--policy", bad.to_str().unwrap()]).await;
+    assert_eq!(code, 1, "{out}");
+    let l = line(&out, "[!!]", "approval policy is broken");
+    assert!(l.contains(&format!("{}:2", bad.display())), "{l}");
+    let (_, out) = doctor(&reg, &path, &["--policy", good.to_str().unwrap()]).await;
+    line(&out, "[ok]", &good.display().to_string());
+    let _ = std::fs::remove_dir_all(&dir);
+}
