@@ -52,11 +52,12 @@ impl Entry {
 
 /// The roster's folder for this user (not created).
 pub fn dir() -> PathBuf {
-    let var = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
+    dir_in(|k| std::env::var_os(k))
+}
+
+/// [`dir`] as a process with the environment `env` picks it.
+pub fn dir_in(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> PathBuf {
+    let var = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     if let Some(d) = var(REGISTRY_ENV) {
         return d;
     }

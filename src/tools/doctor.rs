@@ -302,24 +302,73 @@ fn inbox_checks(state: &std::path::Path) -> Vec<Check> {
     checks
 }
 
-/// The pids of running `acp-question-bridge inbox` processes (Linux: /proc).
+/// The pids of running `acp-question-bridge inbox` processes of this user that read the
+/// registry this `doctor` reads (not over NATS, not another folder given by `--registry`
+/// or by their environment) (Linux: /proc).
 fn inbox_processes() -> Vec<u32> {
+    use std::os::unix::fs::MetadataExt as _;
     let Ok(read) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
+    let uid = rustix::process::getuid().as_raw();
+    let ours = inbox::roster::dir();
     read.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::metadata(format!("/proc/{pid}")).is_ok_and(|m| m.uid() == uid))
         .filter(|pid| {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
-            args.len() > 1
-                && args[0].ends_with(b"acp-question-bridge")
-                && args[1] == b"inbox"
+            let args: Vec<String> = cmdline
+                .split(|&b| b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            let is_inbox = args.len() > 1
+                && args[0].ends_with("acp-question-bridge")
+                && args[1] == "inbox"
                 && args
                     .get(2)
-                    .is_none_or(|a| !matches!(*a, b"pair" | b"devices"))
+                    .is_none_or(|a| !matches!(a.as_str(), "pair" | "devices"));
+            is_inbox && reads_registry(*pid, &args, &ours)
         })
         .collect()
+}
+
+/// Whether inbox `pid`, run with `args`, reads the registry folder `ours`.
+fn reads_registry(pid: u32, args: &[String], ours: &std::path::Path) -> bool {
+    if args
+        .iter()
+        .any(|a| a == "--nats" || a.starts_with("--nats="))
+    {
+        return false;
+    }
+    let given = args.iter().enumerate().find_map(|(i, a)| {
+        a.strip_prefix("--registry=")
+            .map(str::to_owned)
+            .or_else(|| {
+                (a == "--registry")
+                    .then(|| args.get(i + 1).cloned())
+                    .flatten()
+            })
+    });
+    let theirs = match given {
+        Some(d) => PathBuf::from(d),
+        None => {
+            // Its environment, as it picked its folder from it.
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let vars: Vec<(String, std::ffi::OsString)> = environ
+                .split(|&b| b == 0)
+                .filter_map(|kv| {
+                    let kv = String::from_utf8_lossy(kv);
+                    let (k, v) = kv.split_once('=')?;
+                    Some((k.to_owned(), std::ffi::OsString::from(v)))
+                })
+                .collect();
+            inbox::roster::dir_in(|k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+        }
+    };
+    // A relative one is from where it runs.
+    let theirs = PathBuf::from(format!("/proc/{pid}/cwd")).join(theirs);
+    let canonical = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    canonical(&theirs) == canonical(ours)
 }
 
 /// Whether a TCP connection to `base`'s address opens.

@@ -180,3 +180,33 @@ async fn doctor_checks_the_policy_files_a_bridge_would_read() {
     line(&out, "[ok]", &good.display().to_string());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An inbox that reads another folder of bridges (`--registry`), or follows NATS, is not
+/// the inbox of this registry: `doctor` does not report it as running.
+#[tokio::test]
+async fn doctor_reports_only_an_inbox_of_its_own_registry() {
+    let dir = temp_dir("doctor-inbox-registry");
+    let (mine, other) = (dir.join("mine"), dir.join("other"));
+    for d in [&mine, &other] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    }
+    let path = std::env::var("PATH").unwrap_or_default();
+    let elsewhere = Inbox::start(&["--registry", other.to_str().unwrap()]).await;
+    let pid = elsewhere.child.id().unwrap();
+    // The pids on the checklist's inbox line.
+    let inboxes = |out: &str| -> Vec<u32> {
+        let l = out.lines().find(|l| l.contains("] inbox: ")).unwrap_or("");
+        l.split(|c: char| !c.is_ascii_digit())
+            .filter_map(|n| n.parse().ok())
+            .collect()
+    };
+    let (_, out) = doctor(&mine, &path, &[]).await;
+    assert!(inboxes(&out).is_empty(), "{out}");
+    let here = Inbox::start(&["--registry", mine.to_str().unwrap()]).await;
+    let (_, out) = doctor(&mine, &path, &[]).await;
+    assert_eq!(inboxes(&out), [here.child.id().unwrap()], "{out}");
+    assert_ne!(pid, here.child.id().unwrap());
+    drop((elsewhere, here));
+    let _ = std::fs::remove_dir_all(&dir);
+}
