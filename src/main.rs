@@ -100,7 +100,9 @@ fn wall_for(
     if args.sandbox == wall::Mode::Off {
         return Ok((None, wall::State::new(args.sandbox, None)));
     }
-    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    // The running image itself, never a path the agent could have renamed something over:
+    // the launcher starts the agent and every notification command.
+    let exe = std::path::PathBuf::from(wall::SELF_EXE);
     if let Err(why) = wall::probe(&exe) {
         // Out of namespaces or memory is not a kernel that cannot: something (the agent of
         // another bridge?) used them up, and the agent must not run without its wall.

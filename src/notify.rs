@@ -128,8 +128,13 @@ impl Notifier {
         // of the bridge's to type into (`TIOCSTI`), as the agent has none.
         crate::child::own_session(&mut cmd);
         cmd.env_remove("ACP_QUESTION_URL")
-            .env_remove("ACP_QUESTION_TOKEN")
-            .env_remove("ACP_QUESTION_BRIDGE_TOKEN");
+            .env_remove("ACP_QUESTION_TOKEN");
+        // None of the bridge's own variables (its token, a holder's).
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("ACP_QUESTION_BRIDGE_") {
+                cmd.env_remove(k);
+            }
+        }
         if let Some((url, token)) = &self.page {
             cmd.env("ACP_QUESTION_URL", url);
             if let Some(t) = token {

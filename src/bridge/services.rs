@@ -220,9 +220,12 @@ impl Agent {
             unreachable!("all three agent pipes are requested in child::spawn");
         };
         let guard = match host {
-            Host::Binary => std::env::current_exe()
-                .ok()
-                .and_then(|exe| child::guard::Guard::start(&exe, pgid, cfg.shutdown_grace)),
+            // By the running image, not by a path the agent may have renamed over.
+            Host::Binary => child::guard::Guard::start(
+                std::path::Path::new(crate::wall::SELF_EXE),
+                pgid,
+                cfg.shutdown_grace,
+            ),
             Host::Library => None,
         };
         let tail = StderrTail::default();

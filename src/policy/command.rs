@@ -147,7 +147,7 @@ fn quote(word: &str) -> String {
     let itself = !b.is_empty()
         && b.iter().enumerate().all(|(i, c)| match c {
             b'~' => i > 0 && !matches!(b[i - 1], b'=' | b':'),
-            c => c.is_ascii_alphanumeric() || b"_-+=.,/:@%^".contains(c),
+            c => c.is_ascii_alphanumeric() || b"_-+=.,/:@%".contains(c),
         });
     if itself {
         return word.to_owned();
@@ -538,11 +538,11 @@ mod tests {
         );
         assert!(!t.contains('\n') && t.contains("\\n\\nbody"), "{t}");
         assert_eq!(
-            parse("git diff HEAD~1 && git log HEAD^..HEAD \"a=\"~ '~x'").text(),
-            "git diff HEAD~1 && git log HEAD^..HEAD 'a=~' '~x'"
+            parse("git diff HEAD~1 && git log 'HEAD^..HEAD' \"a=\"~ '~x'").text(),
+            "git diff HEAD~1 && git log HEAD'^..HEAD' 'a=~' '~x'"
         );
         assert_eq!(
-            parts("git diff HEAD~1 && git log HEAD^..HEAD && git show HEAD^2"),
+            parts("git diff HEAD~1 && git log 'HEAD^..HEAD' && git show 'HEAD^2'"),
             vec![
                 vec!["git", "diff", "HEAD~1"],
                 vec!["git", "log", "HEAD^..HEAD"],

@@ -162,12 +162,12 @@ pub fn parse(line: &str) -> Option<Tree> {
     PARSER.with(|p| p.borrow_mut().as_mut()?.parse(line, None))
 }
 
-/// The characters an unquoted word may be made of: bash and dash read each as itself
-/// wherever it stands (no glob, brace, `#`, `!`, `$`, quote or backslash). `^` is a pipe
-/// only in the Bourne shell, and history expansion is off in `bash -c`. A `~` is read by
-/// [`Reader::unquoted`], by where it stands.
+/// The characters an unquoted word may be made of: bash, dash and zsh read each as itself
+/// wherever it stands (no glob, brace, `#`, `!`, `$`, quote or backslash; no `^`, which zsh
+/// with `extendedglob`, prezto's default, reads as "every name but": `.e^x` is `.env`).
+/// A `~` is read by [`Reader::unquoted`], by where it stands.
 fn plain_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "_-+=.,/:@%^".contains(c)
+    c.is_ascii_alphanumeric() || "_-+=.,/:@%".contains(c)
 }
 
 /// The home folder a `~` stands for: `$HOME` of the bridge's environment, if it is UTF-8
@@ -713,12 +713,21 @@ mod tests {
     }
 
     #[test]
-    fn a_tilde_inside_a_word_and_a_caret_are_themselves() {
+    fn a_tilde_inside_a_word_and_a_quoted_caret_are_themselves() {
+        // An unquoted `^` is a pattern to zsh with `extendedglob`: not plain.
+        for line in [
+            "git log HEAD^..HEAD",
+            "git show HEAD^2",
+            "cat .e^x",
+            "ls ^x",
+        ] {
+            assert!(at_home(line).is_err(), "{line:?}");
+        }
         for (line, want) in [
             ("git diff HEAD~1", vec!["git", "diff", "HEAD~1"]),
-            ("git log HEAD^..HEAD", vec!["git", "log", "HEAD^..HEAD"]),
+            ("git log 'HEAD^..HEAD'", vec!["git", "log", "HEAD^..HEAD"]),
             (
-                "git show HEAD^2 HEAD~ x~~y ^x",
+                "git show 'HEAD^2' HEAD~ x~~y '^x'",
                 vec!["git", "show", "HEAD^2", "HEAD~", "x~~y", "^x"],
             ),
             // After a quote, a `~` does not begin the word: `"a="~` is `a=~` to both shells.

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 pub mod exec;
 mod linked;
 mod places;
-pub use places::{invoked, state_folders, writable, INVOKED_ENV};
+pub use places::{invoked, state_folders, writable, INVOKED_ENV, SELF_EXE};
 
 /// The first argument that makes the binary the launcher.
 pub const LAUNCHER_ARG: &str = "__wall";
@@ -228,10 +228,13 @@ impl Files {
         // it was started by and each link on the way. Written in place it cannot be while
         // it runs (`ETXTBSY`). One built in the session's folder is the agent's to build,
         // unless that folder is the home folder or one above it (`~/.cargo/bin`).
+        // Not where the home folder cannot be told, nor for a session at `/`.
         let home = std::env::var_os("HOME").and_then(|h| PathBuf::from(h).canonicalize().ok());
         let own_build = |e: &Path| {
             plan.cwd.as_ref().is_some_and(|c| {
-                e.starts_with(c) && !home.as_ref().is_some_and(|h| h.starts_with(c))
+                c.parent().is_some()
+                    && e.starts_with(c)
+                    && home.as_ref().is_some_and(|h| !h.starts_with(c))
             })
         };
         let exe_named: Vec<&PathBuf> = self

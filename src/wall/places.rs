@@ -4,14 +4,20 @@
 
 use std::path::{Path, PathBuf};
 
+/// The running program's own image (Linux): started by it, the launcher and the guard are
+/// this program even after its file was renamed over.
+pub const SELF_EXE: &str = "/proc/self/exe";
+
 /// Where a front (`--linger`) tells its holder the path it was started by.
 pub const INVOKED_ENV: &str = "ACP_QUESTION_BRIDGE_INVOKED";
 
 /// The path this program was started by: its `argv[0]`, looked up on `PATH` when it names
 /// no folder (as the editor's `execvp` did).
 pub fn invoked() -> Option<PathBuf> {
-    // A holder started by its front (`--linger`) gets the front's.
-    if let Some(p) = std::env::var_os(INVOKED_ENV).filter(|p| !p.is_empty()) {
+    // A holder started by its front (`--linger`) gets the front's; anywhere else the
+    // variable is not taken.
+    let holder = std::env::args_os().any(|a| a == "--hold-socket");
+    if let Some(p) = std::env::var_os(INVOKED_ENV).filter(|p| holder && !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
     let first = PathBuf::from(std::env::args_os().next()?);

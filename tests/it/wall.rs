@@ -1007,3 +1007,61 @@ touch "$D/done""#,
     b.drain().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A program in the session's folder (a build of the agent's own) is the agent's to
+/// replace; the bridge that runs from it still starts its launcher and its notification
+/// command by its running image, never by that path: what the agent put there never runs
+/// outside the wall.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_the_agent_replaced_is_not_what_the_bridge_starts_next() {
+    let dir = temp_dir("wall-own-build");
+    let project = dir.join("project");
+    std::fs::create_dir_all(project.join("bin")).unwrap();
+    let program = project.join("bin/acp-question-bridge");
+    std::fs::copy(BRIDGE, &program).unwrap();
+    let script = format!(
+        r#"D={d}; P={p}
+printf '#!/bin/sh\ntouch {d}/pwned\n' > "$D/evil"; chmod +x "$D/evil"
+cp "$D/evil" "$P.new" && mv -f "$P.new" "$P" && echo replaced > "$D/report"
+touch "$D/done""#,
+        d = dir.display(),
+        p = program.display()
+    );
+    std::fs::write(dir.join("agent.sh"), &script).unwrap();
+    let agent = format!("bash {}/agent.sh; exec {MOCK}", dir.display());
+    let rang = format!("touch {}/rang", dir.display());
+    let mut cmd = tokio::process::Command::new(&program);
+    cmd.args([
+        "--control",
+        "127.0.0.1:0",
+        "--notify-after",
+        "0",
+        "--quiet-at-desk",
+        "0",
+        "--on-question",
+        &rang,
+        "--cwd",
+        &project.display().to_string(),
+        "--",
+        "bash",
+        "-c",
+        &agent,
+    ]);
+    let mut b = Bridge::from_command(cmd);
+    b.initialize(json!({})).await;
+    until_made(&dir.join("done"), &b).await;
+    assert_eq!(
+        std::fs::read_to_string(dir.join("report")).unwrap_or_default(),
+        "replaced\n",
+        "the agent may replace a build of its own"
+    );
+    let sid = b.new_session(1).await;
+    b.prompt(2, &sid, "approve").await;
+    b.recv_until(|m| m["method"] == "session/request_permission")
+        .await;
+    until_made(&dir.join("rang"), &b).await;
+    assert!(!dir.join("pwned").exists(), "the agent's program ran");
+    b.close_stdin();
+    b.drain().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -153,7 +153,7 @@ impl Reader<'_> {
         let t = text(node, self.src);
         if t.is_empty() || !t.chars().all(|c| plain_char(c) || c == '~') {
             return Err(format!(
-                "the word {} (only letters, digits and _-+=.,/:@%^ are read as themselves unquoted)",
+                "the word {} (only letters, digits and _-+=.,/:@% are read as themselves unquoted; zsh reads a `^` as a pattern)",
                 escape(t)
             ));
         }

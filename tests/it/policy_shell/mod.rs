@@ -55,8 +55,8 @@ const REQUIRED: &[(&str, &[&[&str]])] = &[
     ("echo hello", &[]),
     // A `~` inside a word, and `^`, are themselves.
     ("git diff HEAD~1", &[&["git", "diff", "HEAD~1"]]),
-    ("git log HEAD^..HEAD", &[&["git", "log", "HEAD^..HEAD"]]),
-    ("git show HEAD^2", &[&["git", "show", "HEAD^2"]]),
+    ("git log 'HEAD^..HEAD'", &[&["git", "log", "HEAD^..HEAD"]]),
+    ("git show 'HEAD^2'", &[&["git", "show", "HEAD^2"]]),
     // A `~` beginning a word is the home folder (`{HOME}`: the run's `HOME`).
     (
         "ls ~ ~/src ~/.gitconfig",
