@@ -136,7 +136,7 @@ pub fn spawn(
 
 /// Whether `program` could be executed as `execvp` finds it: an error of the kind it would
 /// give (not found, permission denied) if not.
-fn startable(program: &str) -> std::io::Result<()> {
+pub(crate) fn startable(program: &str) -> std::io::Result<()> {
     use std::io::{Error, ErrorKind};
     let path = if program.contains('/') {
         PathBuf::from(program)

@@ -8,8 +8,8 @@
 //! runs may be what the agent wrote (`xdg-open` reads `~/.config/mimeapps.list`): so a
 //! bridge whose agent is walled runs the command inside the same wall (its launcher), where
 //! no registry, token file or process of the bridge's is reached, and the token, which
-//! answers questions, is given only when asked for. It runs
-//! in its own session (no terminal of the bridge's), with stdout discarded (the bridge's stdout is protocol only)
+//! answers questions, is given only when asked for. It runs in its own session (no
+//! terminal of the bridge's), with stdout discarded (the bridge's stdout is protocol only)
 //! and stderr logged.
 //!
 //! Invariants: at most one process per question; each is killed (its whole group) after
@@ -38,19 +38,6 @@ pub fn parse_command(s: &str) -> Result<Vec<String>, String> {
         Some(_) => Err("--on-question: the command is empty".into()),
         None => Err(format!("--on-question: unbalanced quotes in {s:?}")),
     }
-}
-
-/// Whether `program` names an executable file, by its path or on `PATH`.
-fn runnable(program: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt as _;
-    let exec = |p: &std::path::Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.contains('/') {
-        return exec(std::path::Path::new(program));
-    }
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| exec(&d.join(program))))
 }
 
 /// Starts notification commands.
@@ -107,7 +94,7 @@ impl Notifier {
 
     async fn run(&self, input: String, label: &str, reminder: u32) {
         // Through the launcher, a program that is not there fails inside it: said here.
-        if self.launcher.is_some() && !runnable(&self.argv[0]) {
+        if self.launcher.is_some() && crate::child::startable(&self.argv[0]).is_err() {
             tracing::warn!(command = ?self.argv[0], question = label, error = "not found, or not executable", "--on-question: cannot start the command");
             return;
         }

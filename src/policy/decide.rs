@@ -32,9 +32,12 @@ impl Policy {
         );
         // Patterns are matched where the shell is: from the session's folder only when an
         // earlier `cd` cannot have left it elsewhere (Claude's Bash keeps its folder).
-        let moved = || shell_folders(call).map_or(true, |f| f != [call.cwd.clone()]);
+        // Where the agent's shell may be, left by an earlier `cd`; asked where that cannot
+        // be told ([`shell_folders`]). Read once, for the patterns and for every part.
+        let shell = shell_folders(call);
+        let moved = shell.as_ref().map_or(true, |f| *f != [call.cwd.clone()]);
         let expanded = match expanded {
-            Some(_) if moved() => Some(cmd.clone().not_plain(
+            Some(_) if moved => Some(cmd.clone().not_plain(
                 "it matches names by a pattern, and an earlier command may have left the agent's shell in another folder than the session's".into(),
             )),
             other => other,
@@ -100,10 +103,8 @@ impl Policy {
         // Each part is decided by the highest tier with a rule for it or for what its
         // wrappers run; only a rule for the part itself allows it. A `cd` into a folder of
         // the session's needs no rule: the parts after it are decided in every folder they
-        // may run in.
-        // Where the agent's shell may be, left by an earlier `cd`; asked where that cannot
-        // be told ([`shell_folders`]).
-        let mut folders = shell_folders(call).unwrap_or_else(|why| {
+        // may run in, starting from where the agent's shell may be.
+        let mut folders = shell.unwrap_or_else(|why| {
             refused.get_or_insert(why);
             vec![call.cwd.clone()]
         });

@@ -96,12 +96,9 @@ pub(super) fn program_refused(prog: &str, folders: &[PathBuf], session: &Path) -
         return None;
     }
     for at in folders {
-        let found = path_folders(at).into_iter().find(|d| {
-            std::fs::metadata(d.join(prog)).is_ok_and(|m| {
-                use std::os::unix::fs::PermissionsExt as _;
-                m.is_file() && m.permissions().mode() & 0o111 != 0
-            })
-        });
+        let found = path_folders(at)
+            .into_iter()
+            .find(|d| crate::agents::is_executable(&d.join(prog)));
         if let Some(d) = found.filter(|d| inside(d, session)) {
             return Some(format!(
                 "`{prog}` is found first on PATH in {}, inside the session's folder, where the agent may have written it",

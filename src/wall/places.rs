@@ -24,10 +24,8 @@ pub fn invoked() -> Option<PathBuf> {
     if first.components().count() > 1 {
         return std::path::absolute(&first).ok();
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(&first))
-        .find(|p| p.is_file())
+    // As the editor's `execvp` found it.
+    crate::agents::which(first.to_str()?)
 }
 
 /// Every folder in which a bridge or an inbox of this user may keep its registry or state,
