@@ -3,18 +3,20 @@
 //! on its one thread (a user namespace cannot be entered by a process with more).
 //!
 //! The order matters:
-//! 1. a user and a mount namespace, the caller's ids mapped to themselves, no mount event
-//!    shared with the rest of the system, at most [`NESTED_NAMESPACES`] more made inside;
-//! 2. every folder above a walled path (`/` aside) bound onto itself, shallowest first, so
+//! 1. a user, a mount and a PID namespace, the caller's ids mapped to themselves, at most
+//!    [`NESTED_NAMESPACES`] more made inside; the parent-death signal set again; the
+//!    launcher splits into the watcher and init, pid 1 of the new namespace
+//!    ([`super::init`]), which goes on:
+//! 2. no mount event shared with the rest of the system, a `/proc` of the new namespace;
+//! 3. every folder above a walled path (`/` aside) bound onto itself, shallowest first, so
 //!    that no rename moves one (a mount point cannot be renamed or removed), then each
 //!    path of the plan: read-only, or hidden behind an empty read-only folder or
 //!    `/dev/null`, and each link on the way to one bound onto itself, unfollowed;
-//! 3. the plan's folder entered again (the one inherited lies under the new mounts);
-//! 4. every capability dropped, none to be gained again (securebits locked for root);
-//! 5. a Landlock domain (no tracing, no `/proc` files of, no signal to, any process
-//!    outside), and a seccomp filter (no limit, priority or affinity of another process
-//!    set);
-//! 6. the parent-death signal set again, and `execvp` of the agent.
+//! 4. the plan's folder entered again (the one inherited lies under the new mounts);
+//! 5. every capability dropped, none to be gained again (securebits locked for root);
+//! 6. the agent's process forked (pid 2): a Landlock domain (no tracing, no `/proc` files
+//!    of, no signal to, any process outside), a seccomp filter (no limit, priority or
+//!    affinity of another process set), and `execvp` of the agent.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
@@ -57,16 +59,37 @@ pub fn main(args: &[OsString]) -> ExitCode {
         _ => return fail("usage: acp-question-bridge __wall PLAN -- AGENT [ARGS]..."),
     };
     let parent = nix::unistd::getppid();
-    if let Err(e) = build(&plan) {
-        return fail(&format!(
+    let cannot = |e: String| {
+        fail(&format!(
             "cannot build the wall around the agent: {e} (`--sandbox off` runs it without)"
-        ));
+        ))
+    };
+    if let Err(e) = namespaces() {
+        return cannot(e);
     }
+    // The namespaces changed this process's credentials, which clears the parent-death
+    // signal: set again, for the watcher.
     if rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))
         .is_err()
         || nix::unistd::getppid() != parent
     {
         return fail("the bridge ended before its agent started");
+    }
+    // The watcher stays here; init (pid 1 of the new PID namespace) goes on.
+    let init = match super::init::split(parent) {
+        Ok(init) => init,
+        Err(e) => return cannot(e),
+    };
+    if let Err(e) = build(&plan) {
+        return cannot(e);
+    }
+    if let Err(e) = super::init::start(init) {
+        return cannot(e);
+    }
+    // The agent's process, pid 2: its own Landlock domain (`/proc/self` is its own, for
+    // `workspace`) and seccomp filter, init outside both.
+    if let Err(e) = landlock(plan.writable.as_deref()).and_then(|()| no_reaching_out()) {
+        return cannot(e);
     }
     let program = &agent[0];
     let err = std::process::Command::new(program).args(&agent[1..]).exec();
@@ -85,11 +108,14 @@ pub fn main(args: &[OsString]) -> ExitCode {
     )
 }
 
-/// Builds the wall of `plan` around this process.
-fn build(plan: &Plan) -> Result<(), String> {
+/// A user, mount and PID namespace of the launcher's own, the caller's ids mapped to
+/// themselves, at most [`NESTED_NAMESPACES`] more to be made inside. The PID namespace is
+/// that of the launcher's next child ([`super::init`]).
+fn namespaces() -> Result<(), String> {
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
-    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS).map_err(|e| {
+    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID)
+        .map_err(|e| {
         format!(
             "no user namespace ({e}): allow them (`sysctl kernel.unprivileged_userns_clone=1`, or on Ubuntu `sysctl kernel.apparmor_restrict_unprivileged_userns=0` or an AppArmor profile for this binary)"
         )
@@ -109,6 +135,12 @@ fn build(plan: &Plan) -> Result<(), String> {
             format!("{NESTED_NAMESPACES}\n"),
         );
     }
+    Ok(())
+}
+
+/// Builds the wall of `plan` around this process, init of the new PID namespace: the
+/// mounts (a `/proc` of the namespace first), the folder, no capability.
+fn build(plan: &Plan) -> Result<(), String> {
     mount(
         None::<&str>,
         "/",
@@ -117,6 +149,7 @@ fn build(plan: &Plan) -> Result<(), String> {
         None::<&str>,
     )
     .map_err(|e| format!("cannot make the mounts private: {e}"))?;
+    own_proc();
     for (path, op) in ops(plan) {
         apply(&path, op).map_err(|e| format!("{} ({op:?}): {e}", path.display()))?;
     }
@@ -126,9 +159,22 @@ fn build(plan: &Plan) -> Result<(), String> {
         // The folder inherited is the one beneath the new mounts: enter it again.
         let _ = std::env::set_current_dir(cwd);
     }
-    drop_capabilities()?;
-    landlock(plan.writable.as_deref())?;
-    no_reaching_out()
+    drop_capabilities()
+}
+
+/// A `/proc` of the new PID namespace over the system's: inside, no process of the
+/// bridge's is there to read or write (`oom_score_adj`, `autogroup`, `fd/`). Where the
+/// kernel refuses it (a container whose `/proc` has parts masked by mounts: a user
+/// namespace may not mount one that would show them), the system's stays, and the
+/// launcher says so.
+fn own_proc() {
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    if let Err(e) = mount(Some("proc"), "/proc", Some("proc"), flags, None::<&str>) {
+        crate::logging::say(
+            "acp-question-bridge",
+            &format!("the wall keeps the system's /proc ({e}): the agent can see the bridge's processes, though not read or trace them"),
+        );
+    }
 }
 
 /// A seccomp filter on the calls that change another process's limits or priority, which

@@ -3,7 +3,9 @@
 //!
 //! The bridge does not start the agent itself: it starts its own binary as a launcher
 //! (`acp-question-bridge __wall PLAN -- AGENT...`, [`exec`]), which builds the wall around
-//! itself, one thread and nothing else running, then becomes the agent by `execve`:
+//! itself, one thread and nothing else running, then starts the agent in it:
+//! - a PID namespace of its own, with its `/proc` ([`init`]): no process of the bridge's is
+//!   there to see, and nothing the agent starts outlives the wall;
 //! - a user and mount namespace of its own, where the bridge's files are read-only (the
 //!   user's config folder: policy, trust list; the folder of each `--policy` file; the
 //!   session folder's `.acp-question-bridge`; the real folder of every link in them, and a
@@ -30,6 +32,8 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(target_os = "linux")]
 pub mod exec;
+#[cfg(target_os = "linux")]
+mod init;
 mod linked;
 mod places;
 pub use places::{invoked, state_folders, writable, INVOKED_ENV, SELF_EXE};
@@ -219,9 +223,13 @@ impl Files {
         for p in self.deny_edit.iter().filter(keeps) {
             plan.read_only.push(real(p)?);
         }
+        // `/proc/self` stays itself: the agent's own, where the launcher opens it.
         plan.writable = self.writable.as_ref().map(|w| {
             w.iter()
-                .filter_map(|p| p.canonicalize().ok())
+                .filter_map(|p| match p == Path::new("/proc/self") {
+                    true => Some(p.clone()),
+                    false => p.canonicalize().ok(),
+                })
                 .collect::<Vec<_>>()
         });
         // This program: not replaced, renamed over or removed (a mount point), by the name

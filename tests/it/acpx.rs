@@ -359,8 +359,7 @@ fn with_linger_the_next_prompt_of_a_saved_session_reaches_the_same_agent_process
     };
     let pid_in = |text: &str| -> u32 {
         text.lines()
-            .find_map(|l| l.trim().strip_prefix("pid: "))
-            .and_then(|p| p.trim().parse().ok())
+            .find_map(|l| crate::common::mock_pid(l.trim()))
             .unwrap_or_else(|| panic!("no pid in {text}"))
     };
     // The fronts of this test (the holder's command line has --hold-socket).

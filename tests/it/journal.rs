@@ -188,7 +188,7 @@ async fn on_question_gets_the_question_and_the_page_inside_the_wall_and_the_toke
         let dir = temp_dir("onq");
         let out = dir.join("question.json");
         let cmd = format!(
-            r#"sh -c 'printf %s "$ACP_QUESTION_URL" > "$0.url"; printf %s "$ACP_QUESTION_TOKEN" > "$0.token"; cat /proc/$PPID/environ > "$0.environ" 2>/dev/null; [ "$(cut -d " " -f6 /proc/$$/stat)" = "$$" ] && echo own > "$0.session"; cat > "$0.tmp" && mv "$0.tmp" "$0"' {}"#,
+            r#"sh -c 'printf %s "$ACP_QUESTION_URL" > "$0.url"; printf %s "$ACP_QUESTION_TOKEN" > "$0.token"; cat /proc/$(cat "$0.bpid")/environ > "$0.environ" 2>/dev/null; (: < /dev/tty) 2>/dev/null || echo own > "$0.session"; cat > "$0.tmp" && mv "$0.tmp" "$0"' {}"#,
             out.display()
         );
         let mut args = vec![
@@ -205,6 +205,9 @@ async fn on_question_gets_the_question_and_the_page_inside_the_wall_and_the_toke
             args.push("--on-question-token");
         }
         let mut b = Bridge::mock(&args);
+        // The bridge's pid as the system knows it (inside the wall the command's parent
+        // is not the bridge).
+        std::fs::write(dir.join("question.json.bpid"), b.pid().to_string()).unwrap();
         let (base, token) = control_of(&b).await;
         b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
         let sid = b.new_session(1).await;
@@ -225,7 +228,8 @@ async fn on_question_gets_the_question_and_the_page_inside_the_wall_and_the_toke
             environ.is_empty(),
             "the command read the bridge's environment"
         );
-        // A session of its own: no terminal of the bridge's to type into.
+        // A session of its own: no terminal of the bridge's to type into (`/dev/tty` does
+        // not open).
         let session = std::fs::read_to_string(dir.join("question.json.session"));
         assert_eq!(session.unwrap_or_default(), "own\n");
         // The question itself is untouched by the notification.
@@ -243,9 +247,10 @@ async fn on_question_gets_the_question_and_the_page_inside_the_wall_and_the_toke
 async fn a_failing_or_hanging_notifier_never_affects_the_question() {
     let dir = temp_dir("onq-hang");
     let pidfile = dir.join("pid");
-    // Hangs without reading its stdin; must be killed after 10 s.
+    // Hangs without reading its stdin; must be killed after 10 s. Inside the wall it knows
+    // only its pid there: it names itself.
     let cmd = format!(
-        r#"sh -c 'echo $$ > "$0"; exec sleep 600' {}"#,
+        r#"bash -c 'echo started > "$0"; exec -a "acpqb-notifier-$0" sleep 600' {}"#,
         pidfile.display()
     );
     let mut b = Bridge::mock(&[
@@ -263,7 +268,18 @@ async fn a_failing_or_hanging_notifier_never_affects_the_question() {
     b.send(&json!({"jsonrpc":"2.0","id":asked["id"],"result":{"status":"answered","answers":[["option-a"]]}}))
         .await;
     assert_eq!(reported(&mut b).await, r#"answered: [["option-a"]]"#);
-    let pid: u32 = wait_for_file(&pidfile).await.trim().parse().unwrap();
+    wait_for_file(&pidfile).await;
+    let name = format!("acpqb-notifier-{}", pidfile.display());
+    let pid = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(pid) = pids_named(&name).first() {
+                return *pid;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the notification command runs");
     b.stderr_contains("killed").await;
     let gone = tokio::time::timeout(WAIT, async {
         loop {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::process::Command;
 
-use crate::common::{chunk_text, temp_dir, Bridge, BRIDGE, MOCK, WAIT};
+use crate::common::{chunk_text, mock_pid, temp_dir, Bridge, BRIDGE, MOCK, WAIT};
 
 /// A front around the mock agent, as an editor starts it: its own process group, in
 /// `cwd`, with the test's own roster (and so holders' folder).
@@ -103,8 +103,7 @@ async fn agent_pid(b: &mut Bridge, id: i64, session: &str) -> u32 {
     let (_, seen) = b.response(json!(id)).await;
     seen.iter()
         .filter_map(chunk_text)
-        .find_map(|t| t.strip_prefix("pid: "))
-        .and_then(|p| p.trim().parse().ok())
+        .find_map(mock_pid)
         .expect("the mock agent's pid")
 }
 
@@ -193,7 +192,7 @@ async fn a_front_killed_with_its_group_leaves_the_approval_pending_and_the_next_
     assert!(loaded.get("result").is_some(), "{loaded}");
     // What the agent said while no editor was there, before the load's result.
     let said: Vec<&str> = replay.iter().filter_map(chunk_text).collect();
-    assert!(said.iter().any(|t| *t == format!("pid: {pid}")), "{said:?}");
+    assert!(said.iter().any(|t| mock_pid(t) == Some(pid)), "{said:?}");
     assert!(
         said.iter()
             .any(|t| t.contains("While no editor was attached, the turn ended: end_turn")),
@@ -492,7 +491,7 @@ async fn the_python_sdk_client_loads_a_held_session_and_answers_its_approval() {
     assert!(
         got["replay"]
             .as_array()
-            .is_some_and(|r| r.iter().any(|t| *t == format!("pid: {pid}"))),
+            .is_some_and(|r| r.iter().any(|t| t.as_str().and_then(mock_pid) == Some(pid))),
         "the replay came before the load's result: {got}"
     );
     assert_eq!(
@@ -689,7 +688,7 @@ async fn two_fronts_racing_for_one_held_session_share_it_and_the_first_answer_wi
     // What either prompts, both see: the agent is the one the first editor left.
     racers[1].prompt(2, &sid, "pid").await;
     let (_, seen) = racers[1].response(json!(2)).await;
-    let said = |t: &str| t.strip_prefix("pid: ").and_then(|p| p.parse::<u32>().ok());
+    let said = mock_pid;
     assert_eq!(seen.iter().filter_map(chunk_text).find_map(said), Some(pid));
     racers[0]
         .recv_until(|m| chunk_text(m).and_then(said) == Some(pid))

@@ -257,7 +257,7 @@ mod binaries {
 
     use serde_json::json;
 
-    use crate::common::{chunk_text, rss_kib, Bridge};
+    use crate::common::{chunk_text, mock_pid, rss_kib, Bridge};
     use crate::linger::{folders, front, holders, sessions_stop_all, start_session};
 
     async fn agent_pid(b: &mut Bridge, id: i64, session: &str) -> u32 {
@@ -265,8 +265,7 @@ mod binaries {
         let (_, seen) = b.response(json!(id)).await;
         seen.iter()
             .filter_map(chunk_text)
-            .find_map(|t| t.strip_prefix("pid: "))
-            .and_then(|p| p.trim().parse().ok())
+            .find_map(mock_pid)
             .expect("the mock agent's pid")
     }
 

@@ -527,8 +527,8 @@ async fn npx_runs_the_bridge_a_question_is_answered_and_sigterm_leaves_nothing()
     let everything = prefix.to_str().unwrap().to_owned();
     assert_eq!(
         running(bin, &everything).len(),
-        3,
-        "the bridge, its guard and the mock agent, and nothing else from the prefix: {:?}",
+        5,
+        "the bridge, its guard, the wall's watcher and init, and the mock agent, and nothing else from the prefix: {:?}",
         running(bin, &everything)
     );
     kill(Pid::from_raw(bridge as i32), Signal::SIGTERM).unwrap();

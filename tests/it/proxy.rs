@@ -230,7 +230,7 @@ async fn grandchildren_are_terminated_with_the_agent_group() {
     let pidfile = dir.join("pid");
     let script = format!("sleep 1000 & echo $! > {}; wait", pidfile.display());
     let mut b = Bridge::with_args(&["--shutdown-grace", "200ms", "--", "sh", "-c", &script]);
-    let grandchild: i32 = tokio::time::timeout(WAIT, async {
+    let grandchild: u32 = tokio::time::timeout(WAIT, async {
         loop {
             if let Some(pid) = std::fs::read_to_string(&pidfile)
                 .ok()
@@ -243,6 +243,8 @@ async fn grandchildren_are_terminated_with_the_agent_group() {
     })
     .await
     .expect("grandchild pid");
+    // Its pid in the wall's PID namespace, as the system knows it.
+    let grandchild = system_pid(grandchild as u32, b.pid());
     b.close_stdin();
     assert_eq!(b.wait().await, 0);
     // Gone, or a zombie nobody has reaped yet (dead either way).
@@ -385,6 +387,11 @@ async fn kill_bridge_with_agent(prefix: &str) -> Duration {
     .await
     .expect("the agent's pids");
     assert_eq!(pids.len(), 2);
+    // Their pids in the wall's PID namespace, as the system knows them.
+    let pids: Vec<i32> = pids
+        .iter()
+        .map(|&p| system_pid(p as u32, b.pid()) as i32)
+        .collect();
     // Wait for the guard too, so the kill is not of a bridge still starting up.
     b.stderr_contains("agent guard started").await;
     let killed = std::time::Instant::now();

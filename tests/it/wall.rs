@@ -13,7 +13,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::common::control::{call, http};
-use crate::common::{chunk_text, control_of, temp_dir, Bridge, BRIDGE, MOCK, REGISTRY_ENV};
+use crate::common::{
+    chunk_text, control_of, pids_named, temp_dir, Bridge, BRIDGE, MOCK, REGISTRY_ENV,
+};
 
 /// What the test made for one bridge.
 struct Setup {
@@ -32,9 +34,10 @@ const TOKEN: &str = "wall-test-token-0123456789abcdef";
 /// tries each attack and each ordinary task, writes one line each to `report`
 /// (`NAME ok` or `NAME failed`), then `done`.
 const ATTACKER: &str = r#"
-D="$1"; BPID="$2"; PORT="$3"
+D="$1"; PORT="$2"
 i=0; while [ ! -s "$D/go" ]; do i=$((i+1)); [ $i -gt 2400 ] && exit 1; sleep 0.05; done
-read SID QID URL < "$D/go"
+# The bridge's pid as the system knows it (inside the wall the agent's parent is not it).
+read SID QID URL BPID < "$D/go"
 try "work:project" sh -c "echo hi > '$PROJECT/work.txt'"
 try "work:tmp" sh -c 'f=$(mktemp) && echo hi > "$f" && rm "$f"'
 try "work:git" sh -c "cd '$PROJECT' && git init -q && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m x"
@@ -63,6 +66,15 @@ try "read:fds" ls /proc/$BPID/fd/0
 try "read:root" ls /proc/$BPID/root/
 try "signal:bridge" kill -0 $BPID
 try "env:token" test -n "$ACP_QUESTION_BRIDGE_TOKEN"
+# The bridge's process, whose OOM score and autogroup niceness no ptrace check guards
+# (each written back with its own value): with a PID namespace of the wall's own, the
+# bridge is not there to see.
+export BPID
+try "see:bridge" test -e /proc/$BPID/status
+try "oom:bridge" sh -c 'v=$(cat /proc/$BPID/oom_score_adj) && echo "$v" > /proc/$BPID/oom_score_adj'
+try "autogroup:bridge" sh -c 'n=$(sed "s/.* nice //" /proc/$BPID/autogroup) && echo "$n" > /proc/$BPID/autogroup'
+# A process that leaves the agent's group, to outlive the bridge (the test looks for it).
+setsid bash -c 'exec -a "acpqb-escapee-$0" sleep 1000' "$D" </dev/null >/dev/null 2>&1 &
 # The bridge's limits and priority, which need only the same user (set to what is harmless:
 # a CPU limit of a day, its own niceness).
 try "prlimit:bridge" prlimit --pid "$BPID" --cpu=86400:86400
@@ -178,7 +190,7 @@ async fn attack(mode: &str) -> (Setup, Vec<(String, bool)>, Option<String>, Stri
     });
     let d = s.dir.display().to_string();
     // The agent: the attacker in the background, then the mock in the shell's place.
-    let agent = format!("bash {d}/attacker.sh {d} \"$BRIDGE_PID\" {port} & exec {MOCK}",);
+    let agent = format!("bash {d}/attacker.sh {d} {port} & exec {MOCK}",);
     let mut cmd = tokio::process::Command::new(BRIDGE);
     cmd.args([
         "--sandbox",
@@ -194,7 +206,7 @@ async fn attack(mode: &str) -> (Setup, Vec<(String, bool)>, Option<String>, Stri
         "--",
         "bash",
         "-c",
-        &format!("BRIDGE_PID=$PPID; {agent}"),
+        &agent,
     ])
     .env(REGISTRY_ENV, &s.registry)
     // A home of the test's own: its default config folder is another environment's.
@@ -224,7 +236,11 @@ async fn attack(mode: &str) -> (Setup, Vec<(String, bool)>, Option<String>, Stri
     let list = list.as_array().unwrap();
     assert_eq!(list.len(), 1, "{list:?}");
     let qid = list[0]["questionId"].as_str().unwrap().to_owned();
-    std::fs::write(s.dir.join("go"), format!("{sid} {qid} {base}\n")).unwrap();
+    std::fs::write(
+        s.dir.join("go"),
+        format!("{sid} {qid} {base} {}\n", b.pid()),
+    )
+    .unwrap();
     until_made(&s.dir.join("done"), &b).await;
     let report: Vec<(String, bool)> = std::fs::read_to_string(s.dir.join("report"))
         .unwrap()
@@ -254,6 +270,12 @@ async fn attack(mode: &str) -> (Setup, Vec<(String, bool)>, Option<String>, Stri
     (s, report, answer, tcp)
 }
 
+/// The pids of the attacker's process that left the agent's group (`setsid`), by the name
+/// it gave itself.
+fn escapees(dir: &Path) -> Vec<u32> {
+    pids_named(&format!("acpqb-escapee-{}", dir.display()))
+}
+
 fn policy_text(folder: &Path) -> String {
     std::fs::read_to_string(folder.join("policy.toml")).unwrap_or_default()
 }
@@ -279,7 +301,7 @@ async fn inside_the_wall_the_agent_cannot_change_read_or_answer_for_the_bridge()
         failed_work.is_empty(),
         "ordinary work that failed: {failed_work:?}"
     );
-    assert!(report.len() >= 31, "{report:?}");
+    assert!(report.len() >= 34, "{report:?}");
     assert_eq!(
         answer.as_deref(),
         Some("permission: reject"),
@@ -295,6 +317,8 @@ async fn inside_the_wall_the_agent_cannot_change_read_or_answer_for_the_bridge()
         "# the project's policy\n"
     );
     assert!(s.project.join("work.txt").exists());
+    // What left the agent's group ended with the wall's PID namespace, before the bridge.
+    assert_eq!(escapees(&s.dir), Vec::<u32>::new());
     let _ = std::fs::remove_dir_all(&s.dir);
 }
 
@@ -312,6 +336,9 @@ async fn without_the_wall_the_same_attacks_succeed() {
         "env:token",
         "prlimit:bridge",
         "renice:bridge",
+        "see:bridge",
+        "oom:bridge",
+        "autogroup:bridge",
         "answer",
     ] {
         assert!(ok(name), "{name} should work without the wall: {report:?}");
@@ -324,6 +351,15 @@ async fn without_the_wall_the_same_attacks_succeed() {
         assert!(ok("sysctl:write"), "{report:?}");
     }
     assert_eq!(answer.as_deref(), Some("permission: allow"), "{report:?}");
+    // Without the wall, a process that left the agent's group outlives the bridge.
+    let left = escapees(&s.dir);
+    for pid in &left {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert_eq!(left.len(), 1, "{report:?}");
     let _ = std::fs::remove_dir_all(&s.dir);
 }
 

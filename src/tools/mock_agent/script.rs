@@ -48,7 +48,7 @@ Script words (the first word of the prompt text picks the behaviour):
   flood <N> [<BYTES> [<MS>]]   N agent_message_chunks of about BYTES bytes (default 100)
                          (after MS milliseconds, said first in a chunk `flood: in <MS> ms`),
                          end_turn
-  pid [<MS>]             stream `pid: <the mock agent's process id>` (after MS
+  pid [<MS>]             stream `pid: <its process id>@<its PID namespace's inode>` (after MS
                          milliseconds, said first in a chunk `pid: in <MS> ms`), end_turn
   fs-read <PATH> [<MS>]  fs/read_text_file of PATH (after MS milliseconds, said first in a
                          chunk `fs-read: asking in <MS> ms`); streams `fs-read: <result
@@ -324,7 +324,12 @@ pub(super) async fn turn(
                 ctx.chunk(sid, &format!("pid: in {ms} ms")).await;
                 tokio::time::sleep(Duration::from_millis(ms)).await;
             }
-            ctx.chunk(sid, &format!("pid: {}", std::process::id()))
+            // Inside a wall (a PID namespace) the pid is the namespace's: its inode tells
+            // which one, for a test to find the process as the system knows it.
+            let ns = std::fs::metadata("/proc/self/ns/pid")
+                .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+                .unwrap_or(0);
+            ctx.chunk(sid, &format!("pid: {}@{ns}", std::process::id()))
                 .await;
             "end_turn"
         }

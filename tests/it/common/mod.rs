@@ -467,6 +467,78 @@ pub fn test_registry() -> PathBuf {
     dir
 }
 
+/// The pids, as this process sees them, of the live processes whose `argv[0]` is `name`
+/// (a process inside a wall knows only its pid there, so it names itself: bash's
+/// `exec -a NAME`).
+pub fn pids_named(name: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).next() == Some(name.as_bytes()))
+        })
+        .collect()
+}
+
+/// The pid, as this process sees it, of the mock agent that said `said` (`pid: N@NS`, its
+/// script's `pid`): inside a wall the agent knows only its pid in its own PID namespace,
+/// so it says which namespace (its inode). `None`: not such a text, or the agent is gone.
+pub fn mock_pid(said: &str) -> Option<u32> {
+    let (inner, ns) = said.strip_prefix("pid: ")?.trim().split_once('@')?;
+    let (inner, ns): (u32, u64) = (inner.parse().ok()?, ns.parse().ok()?);
+    let link = format!("pid:[{ns}]");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .find(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/ns/pid"))
+                .is_ok_and(|l| l.as_os_str() == link.as_str())
+                && std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|st| {
+                    st.lines()
+                        .find_map(|l| l.strip_prefix("NSpid:"))
+                        .and_then(|l| l.split_whitespace().last()?.parse::<u32>().ok())
+                        == Some(inner)
+                })
+        })
+}
+
+/// The pid, as this process sees it, of the process that is `inner` in the PID namespace of
+/// a wall beneath `ancestor` (a bridge): a script inside knows only its pid there (`$$`).
+/// `inner` itself where no such process is (no wall).
+pub fn system_pid(inner: u32, ancestor: u32) -> u32 {
+    let field = |pid: u32, name: &str| -> Option<String> {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()?
+            .lines()
+            .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_owned()))
+    };
+    let beneath = |mut pid: u32| {
+        for _ in 0..64 {
+            match field(pid, "PPid:").and_then(|p| p.parse::<u32>().ok()) {
+                Some(p) if p == ancestor => return true,
+                Some(p) if p > 1 => pid = p,
+                _ => return false,
+            }
+        }
+        false
+    };
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .find(|&pid| {
+            field(pid, "NSpid:").is_some_and(|n| {
+                let n: Vec<&str> = n.split_whitespace().collect();
+                n.len() > 1 && n.last() == Some(&inner.to_string().as_str())
+            }) && beneath(pid)
+        })
+        .unwrap_or(inner)
+}
+
 /// A temporary directory for one test.
 pub fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
