@@ -334,9 +334,46 @@ fn pin_link(path: &Path) -> Result<(), String> {
     .map_err(|e| format!("move_mount: {e}"))
 }
 
+/// Makes the bind mount at `path` read-only, and every mount beneath it: a remount reaches
+/// the top mount only, and a mount beneath a read-only folder (`binfmt_misc` beneath
+/// `/proc/sys`, whose `register` names a program the kernel runs outside every namespace)
+/// would stay writable. `mount_setattr` with `AT_RECURSIVE` (Linux 5.12; Landlock's ABI 2
+/// needs 5.19) sets the flag alone; where it is missing, a remount of the top one.
+#[allow(unsafe_code)]
+fn read_only(path: &Path) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| format!("read-only: {e}"))?;
+    let attr = libc::mount_attr {
+        attr_set: libc::MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: a path that lives through the call, a `mount_attr` of the size given.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::AT_RECURSIVE as libc::c_uint,
+            &attr as *const libc::mount_attr,
+            std::mem::size_of::<libc::mount_attr>(),
+        )
+    };
+    match done {
+        0 => Ok(()),
+        _ if nix::errno::Errno::last() == nix::errno::Errno::ENOSYS => remount_read_only(path),
+        _ => Err(format!(
+            "read-only: mount_setattr: {}",
+            nix::errno::Errno::last()
+        )),
+    }
+}
+
 /// Remounts the bind mount at `path` read-only, keeping the flags the mount beneath had
 /// (a user namespace may not clear them).
-fn read_only(path: &Path) -> Result<(), String> {
+fn remount_read_only(path: &Path) -> Result<(), String> {
     let st = statvfs(path).map_err(|e| format!("statvfs: {e}"))?;
     let f = st.flags();
     let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;

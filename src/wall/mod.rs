@@ -138,10 +138,24 @@ impl Files {
         // namespace a root agent keeps uid 0, and `/proc/sys` checks the writer's uid, not
         // its capabilities (`kernel.core_pattern` names a program the kernel runs outside
         // every namespace, with every capability, at the next crash).
-        for p in ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"] {
+        // So are the kernel's objects in `/sys`, which a root agent may write for the same
+        // reason: `uevent_helper` names a program the kernel runs as root, outside;
+        // `power/state`, CPUs and drivers are the whole machine's.
+        for p in [
+            "/proc/sys",
+            "/proc/sysrq-trigger",
+            "/proc/irq",
+            "/proc/bus",
+            "/sys",
+        ] {
             if Path::new(p).exists() {
                 plan.read_only.push(PathBuf::from(p));
             }
+        }
+        // The kernel's log takes lines from root as the kernel's own (`/dev/kmsg`): not
+        // there to write, nor to read.
+        if Path::new("/dev/kmsg").exists() {
+            plan.hidden.push(PathBuf::from("/dev/kmsg"));
         }
         // A `--policy` file is walled by its folder: a mount over the file itself is lost
         // when something outside replaces it by a rename (an editor's atomic save), and the

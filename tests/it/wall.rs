@@ -83,6 +83,8 @@ try "work:own-limits" sh -c 'ulimit -t 86400 && nice -n 5 true'
 # A kernel setting written (its own value back: the kernel runs core_pattern's program
 # outside every namespace, with every capability), as root may inside its user namespace.
 try "sysctl:write" sh -c 'v=$(cat /proc/sys/kernel/core_pattern) && printf "%s\n" "$v" > /proc/sys/kernel/core_pattern'
+# A line in the kernel's log, which takes root's lines as the kernel's own.
+try "kmsg:write" sh -c 'echo "acp-question-bridge: a wall test" > /dev/kmsg && grep -q . /dev/kmsg'
 # The first policy of a bridge of another environment (its default config folder).
 try "default-config" sh -c 'mkdir -p "$HOME/.config/acp-question-bridge" && echo x >> "$HOME/.config/acp-question-bridge/policy.toml"'
 # A control group made, as freezing or killing one (the bridge's, the editor's) would write.
@@ -301,7 +303,7 @@ async fn inside_the_wall_the_agent_cannot_change_read_or_answer_for_the_bridge()
         failed_work.is_empty(),
         "ordinary work that failed: {failed_work:?}"
     );
-    assert!(report.len() >= 34, "{report:?}");
+    assert!(report.len() >= 35, "{report:?}");
     assert_eq!(
         answer.as_deref(),
         Some("permission: reject"),
@@ -680,6 +682,62 @@ touch "$D/done""#,
     b.close_stdin();
     b.drain().await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A mount beneath a walled folder is read-only inside too (a read-only remount reaches the
+/// top mount only: `binfmt_misc` beneath `/proc/sys` stayed writable, and its `register`
+/// names a program the kernel runs outside every namespace, a seventh review of the wall):
+/// a tmpfs mounted beneath the `--policy` file's folder, in a mount namespace of the
+/// test's own, cannot be written by the agent; without the wall it can.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mount_beneath_a_walled_folder_is_read_only_inside_too() {
+    for mode in ["own-files", "off"] {
+        let dir = temp_dir(&format!("wall-beneath-{mode}"));
+        let (folder, project) = (dir.join("policies"), dir.join("project"));
+        std::fs::create_dir_all(folder.join("beneath")).unwrap();
+        std::fs::create_dir_all(&project).unwrap();
+        let file = folder.join("team.toml");
+        std::fs::write(&file, "# the team's policy\n").unwrap();
+        let script = format!(
+            r#"D={d}
+{TRY}
+try "write-beneath" sh -c "echo x > '{b}/f'"
+try "sys:write" sh -c 'f=/sys/kernel/rcu_expedited; v=$(cat $f) && echo "$v" > $f'
+touch "$D/done""#,
+            d = dir.display(),
+            b = folder.join("beneath").display()
+        );
+        let agent = beside_the_mock(&dir, &script);
+        // A mount namespace of the test's own (as a user, with a user namespace too), with
+        // a tmpfs beneath the policy's folder.
+        let ns: &[&str] = if rustix::process::geteuid().is_root() {
+            &["-m", "--propagation", "private"]
+        } else {
+            &["-Urm", "--propagation", "private"]
+        };
+        let mut cmd = tokio::process::Command::new("unshare");
+        cmd.args(ns)
+            .args(["sh", "-c", r#"mount -t tmpfs beneath "$0" && exec "$@""#])
+            .arg(folder.join("beneath"))
+            .arg(BRIDGE)
+            .args(["--no-control", "--sandbox", mode, "--policy"])
+            .arg(&file)
+            .arg("--cwd")
+            .arg(&project)
+            .args(["--", "bash", "-c", &agent]);
+        let mut b = Bridge::from_command(cmd);
+        b.initialize(json!({})).await;
+        until_made(&dir.join("done"), &b).await;
+        let report = std::fs::read_to_string(dir.join("report")).unwrap_or_default();
+        if mode == "off" {
+            assert!(report.contains("write-beneath ok"), "{report}");
+        } else {
+            all_failed(&dir, &["write-beneath", "sys:write"]);
+        }
+        b.close_stdin();
+        b.drain().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// A `--policy` file in a folder the agent works in (the session's folder) cannot be walled
