@@ -182,14 +182,14 @@ pub async fn run(cfg: InboxConfig) -> Result<i32, control::ControlSetupError> {
     Ok(0)
 }
 
-/// Starts `--remote` and prints its pairing link.
+/// Starts `--remote` and says where (the pairing link too, on a terminal).
 async fn start_remote(
     cfg: &remote::RemoteConfig,
     server: &control::Control,
 ) -> Result<remote::Remote, Box<dyn std::error::Error>> {
     let r = remote::start(cfg, server.methods.clone(), &server.events).await?;
     let store = remote::devices::Store::open(&cfg.state)?;
-    remote::pairing::announce(&store, &r.base, &r.fingerprint, remote::devices::PAIR_TTL)?;
+    remote::pairing::announce_at_start(&store, &r.base, &r.fingerprint, remote::devices::PAIR_TTL)?;
     Ok(r)
 }
 

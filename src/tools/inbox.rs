@@ -63,7 +63,8 @@ pub struct InboxArgs {
     pub log_level: String,
     /// Also serve the page and the API to paired devices (a phone) on this address, over
     /// TLS only, e.g. `0.0.0.0:8443` (port 0 picks a free one). Prints a pairing link and
-    /// its QR code. The loopback listener stays as it is.
+    /// its QR code when stderr is a terminal (elsewhere: `inbox pair`, in a terminal). The
+    /// loopback listener stays as it is.
     #[arg(long, value_name = "ADDR:PORT")]
     pub remote: Option<String>,
     /// The host name or address the pairing link uses (default: this machine's first

@@ -37,13 +37,42 @@ pub fn announce(
     let link = link(base, &code);
     let minutes = ttl.as_secs().div_ceil(60);
     let mut err = std::io::stderr().lock();
+    say_link(&mut err, base, fingerprint, &link, minutes);
+    Ok(())
+}
+
+/// What an inbox with `--remote` says as it starts: the listener and its fingerprint, and
+/// the pairing link and code only when stderr is a terminal. Elsewhere (a service's
+/// journal, an editor's log) any process of the user could read the code, pair a device
+/// of its own and answer the questions (the agent's code among them): `inbox pair`, run in
+/// a terminal, makes one.
+pub fn announce_at_start(
+    store: &Store,
+    base: &str,
+    fingerprint: &str,
+    ttl: Duration,
+) -> std::io::Result<()> {
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        return announce(store, base, fingerprint, ttl);
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "acp-question-bridge: remote listener (TLS) on {base}\n\
+         acp-question-bridge: certificate SHA-256 fingerprint: {fingerprint}\n\
+         acp-question-bridge: pair a phone: run `acp-question-bridge inbox pair` in a terminal (the code is shown only on a terminal)"
+    );
+    Ok(())
+}
+
+/// The link, its QR code and the listener, to `err`.
+fn say_link(err: &mut impl Write, base: &str, fingerprint: &str, link: &str, minutes: u64) {
     let _ = writeln!(
         err,
         "acp-question-bridge: remote listener (TLS) on {base}\n\
          acp-question-bridge: certificate SHA-256 fingerprint: {fingerprint}\n\
          acp-question-bridge: pair a phone: scan the code below or open this link (once, within {minutes} min):\n\
          {link}\n{}",
-        qr(&link)
+        qr(link)
     );
-    Ok(())
 }

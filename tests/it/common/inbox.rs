@@ -106,7 +106,7 @@ pub fn pairing(text: &str) -> Option<(String, String, String)> {
 
 impl Inbox {
     /// An inbox over `registry` with `--remote 127.0.0.2:0` and its state folder `state`,
-    /// once it has printed its pairing link; with what [`pairing`] read of it.
+    /// once it listens; with what [`pairing`] read of the link `inbox pair` printed.
     pub async fn start_remote(
         registry: &std::path::Path,
         state: &std::path::Path,
@@ -130,16 +130,31 @@ impl Inbox {
         ];
         args.extend_from_slice(extra);
         let inbox = Inbox::start(&args).await;
-        let printed = tokio::time::timeout(WAIT, async {
+        // Its stderr is no terminal: it says where it listens, and how to pair, not the
+        // code (any process of the user could read a log); `inbox pair` makes one.
+        tokio::time::timeout(WAIT, async {
             loop {
-                if let Some(p) = pairing(&inbox.stderr.lock().unwrap()) {
-                    return p;
+                if inbox
+                    .stderr
+                    .lock()
+                    .unwrap()
+                    .contains("`acp-question-bridge inbox pair` in a terminal")
+                {
+                    return;
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
         })
         .await
-        .expect("the inbox prints its pairing link in time");
+        .expect("the inbox says where it listens in time");
+        assert!(
+            !inbox.stderr.lock().unwrap().contains("pair#code="),
+            "a pairing code where no terminal shows it"
+        );
+        let (code, _, err) =
+            super::run_bridge(&["inbox", "pair", "--state-dir", state.to_str().unwrap()]).await;
+        assert_eq!(code, 0, "{err}");
+        let printed = pairing(&err).expect("`inbox pair` prints a link and the fingerprint");
         (inbox, printed)
     }
 }
