@@ -1114,3 +1114,135 @@ fn path_folders_patterns_after_a_cd_and_zsh_equals_are_read_as_the_shell_reads_t
     call.shell.moved_by = vec!["ls".into()];
     assert_eq!(p.decide(&call).decision, Decision::Allow);
 }
+
+/// A seventh review of the policy (its tenth hostile reading): what a program takes from a
+/// file (curl's `-K`, wget's `-e`), the paths curl reads by its own syntax, grep's
+/// abbreviated `-d rec`, a symbolic link's target read from the link's folder, a folder a
+/// program with no model walks through its links, and `xargs -I` filling a program's name
+/// behind a wrapper.
+#[test]
+fn what_a_program_takes_from_files_urls_and_its_input_is_read_as_it_would() {
+    let d = scratch("tenth");
+    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    std::fs::create_dir_all(d.join("e2")).unwrap();
+    std::os::unix::fs::symlink("../.env", d.join("sub/e")).unwrap();
+    let p = rules(&[
+        "Bash(curl:*)",
+        "Bash(wget:*)",
+        "Bash(grep:*)",
+        "Bash(ln:*)",
+        "Bash(diff:*)",
+        "Bash(xargs:*)",
+        "Bash(echo:*)",
+        "Bash(git:*)",
+        "!Read(.env)",
+        "!Bash(rm:*)",
+    ]);
+    let env = d.join(".env").display().to_string();
+    let dotted = env.replace("/.env", "/%2eenv");
+    not_allowed(
+        &p,
+        &d,
+        &[
+            // More options from a file, which no word shows (`output = …/policy.toml`).
+            "curl -s -K cfg",
+            "curl -s --conf cfg",
+            "curl -s --config=cfg https://example.com",
+            "wget -e output_document=x https://example.com",
+            "wget --execute=x https://example.com",
+            // What curl reads by its own syntax.
+            &format!("curl -s file://{dotted}"),
+            &format!("curl -s file://localhost{}", env.replace(".env", ".e%6ev")),
+            "curl -s -d @.env http://127.0.0.1:1/",
+            "curl -s -F 'a=@.env;type=text/plain' http://127.0.0.1:1/",
+            "curl -s --data-binary @.env http://127.0.0.1:1/",
+            &format!("curl -s 'file://{}'", env.replace(".env", ".[d-f]nv")),
+            &format!("curl -s 'file://{}'", env.replace(".env", ".{{env,x}}")),
+            "curl -s 'file:///[a-z][a-z][a-z][a-z]/.env'",
+            // GNU grep takes `rec` for `recurse`.
+            "grep -d rec SECRET .",
+            "grep --directories=rec SECRET .",
+            "grep -d r SECRET .",
+            // `sub/e -> ../.env` is `./.env`, found from the link's folder.
+            "ln -s ../.env sub/e2",
+            "ln -s -t sub ../.env",
+            // diff follows the links beneath the folders it compares.
+            "diff -rN e2 sub",
+            // What xargs reads, as the program behind another wrapper.
+            "echo rmx | xargs -I P env P -rf victim",
+            "echo rmx | xargs -I P timeout 9 P -rf victim",
+            // git's folder for `a@.cargo` is `.cargo`.
+            "git clone a@.cargo",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "curl -s https://example.com/a%20b",
+            "grep -d read SECRET sub",
+            "ln -s ../README.md sub/r",
+            "echo a | xargs -I F echo F",
+        ],
+    );
+}
+
+/// The folder `git clone URL` makes, as real git makes it.
+#[test]
+fn the_folder_git_clone_makes_is_the_one_real_git_makes() {
+    let d = scratch("clone-guess");
+    let git = |args: &[&str], cwd: &Path| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(cwd)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", &*d)
+            .output()
+            .expect("git runs");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let src = d.join("src");
+    git(&["init", "-q", "--bare", "seed.git"], &src);
+    for name in ["a@.cargo", "x.git", "b@c@d", "plain", "u@h:7.git"] {
+        git(&["clone", "-q", "--bare", "seed.git", name], &src);
+        let work = d.join(format!("w-{}", name.replace(['@', ':', '.'], "_")));
+        std::fs::create_dir_all(&work).unwrap();
+        let url = format!("{}/{name}", src.display());
+        // Relative names too, where `@` and `:` are read before any `/`.
+        for from in [url.as_str(), &format!("../src/{name}")] {
+            let made_before: Vec<_> = std::fs::read_dir(&work)
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name())
+                .collect();
+            git(&["clone", "-q", from], &work);
+            let made: Vec<String> = std::fs::read_dir(&work)
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name())
+                .filter(|n| !made_before.contains(n))
+                .map(|n| n.to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(
+                made,
+                vec![args::git::guessed_folder(from).unwrap_or_default()],
+                "git clone {from}"
+            );
+            for m in made {
+                let _ = std::fs::remove_dir_all(work.join(m));
+            }
+        }
+    }
+    // A name whose `@` comes before any `/`: git skips it as a user name.
+    let (name, work) = ("a@.cargo", d.join("rel"));
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::rename(src.join(name), work.join(name)).unwrap();
+    git(&["clone", "-q", name], &work);
+    assert!(work.join(".cargo/.git").exists(), "git made .cargo");
+    assert_eq!(args::git::guessed_folder(name).as_deref(), Some(".cargo"));
+}

@@ -322,6 +322,9 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
         ],
     ),
     ("poetry", &["--directory", "-C", "--project", "-P"]),
+    // A config file holds more options, which no word shows (`output = "…/policy.toml"`).
+    ("curl", &["-K", "--config"]),
+    ("wget", &["-e", "--execute", "--config"]),
     ("mix", &["--exec"]),
     ("gh", &["-R", "--repo", "--hostname"]),
 ];
@@ -357,7 +360,7 @@ pub fn names_more(words: &[String], from: usize) -> bool {
     };
     let abbreviates = matches!(
         program,
-        "npm" | "pnpm" | "yarn" | "bun" | "uv" | "poetry" | "git"
+        "npm" | "pnpm" | "yarn" | "bun" | "uv" | "poetry" | "git" | "curl" | "wget"
     );
     let args = words.get(from..).unwrap_or_default();
     // Programs whose single-dash words are long flags (`-exec`, `-logger`), not clusters.

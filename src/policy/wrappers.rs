@@ -163,9 +163,16 @@ fn read_script(s: &str, depth: usize, script: ReadScript, seen: &mut Seen) {
 /// Every command `words` runs or stands for: itself, its global options taken off, and
 /// what the wrappers in it run, down to [`MAX_DEPTH`]; a shell's script is read by `script`.
 /// A program in no table is itself only.
+/// What `xargs -I R` puts in place of R, as this reader fills it in (a word that holds it
+/// as it is is only asked the more).
+const FROM_INPUT: &str = "[what xargs reads]";
+
 pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) {
     if words.is_empty() {
         return;
+    }
+    if words[0].contains(FROM_INPUT) {
+        mark(seen, "`xargs -I` runs what it reads".into());
     }
     seen.commands.push(words.to_vec());
     if let Some(n) = normalized(words) {
@@ -317,8 +324,15 @@ fn run(
                 "-I" | "-i" | "--replace" => Some(v.first().map_or("{}", String::as_str)),
                 _ => None,
             });
-            if replace.is_some_and(|r| !r.is_empty() && rest[0].contains(r)) {
-                mark(seen, "`xargs -I` runs what it reads".into());
+            // Wherever R stands, what it reads may be taken as a program further on
+            // (`xargs -I P env P`): the words are read with R as [`FROM_INPUT`].
+            if let Some(r) = replace.filter(|r| !r.is_empty()) {
+                if rest.iter().any(|w| w.contains(r)) {
+                    let filled: Vec<String> =
+                        rest.iter().map(|w| w.replace(r, FROM_INPUT)).collect();
+                    see(&filled, depth + 1, script, seen);
+                    return;
+                }
             }
         }
         _ => {}

@@ -5,6 +5,8 @@
 //! says), `tar -I`/`--to-command`/`--checkpoint-action` and every other tar option that runs
 //! a program, `tar -C`, a tar archive on another host (`host:file`).
 
+use std::path::Path;
+
 use super::{has, options, paths, stop, Access, Effects, Stop};
 
 const CAT: &[&str] = &[
@@ -333,6 +335,35 @@ pub(super) fn ln(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             _ => &ops[..],
         };
         paths(w, targets, Access::Write, e);
+    }
+    // A symbolic link's relative target is found from the link's folder, not from here
+    // (`ln -s ../.env sub/e` points at `./.env`): read from every folder the link may be
+    // in too (`-r` makes it relative to that folder from a path taken from here).
+    if has(&met, &["-s", "--symbolic"]) && !has(&met, &["-r", "--relative"]) {
+        let into = met
+            .iter()
+            .find(|m| m.name == "-t" || m.name == "--target-directory")
+            .and_then(|m| m.value.clone());
+        let (targets, folders): (&[usize], Vec<String>) = match (into, ops.split_last()) {
+            (Some(d), _) => (&ops[..], vec![d]),
+            (None, Some((last, t))) if !t.is_empty() => {
+                let d = w[*last].trim_end_matches('/');
+                let parent = Path::new(d)
+                    .parent()
+                    .map(|p| p.display().to_string())
+                    .filter(|p| !p.is_empty())
+                    .unwrap_or_else(|| ".".into());
+                (t, vec![d.to_owned(), parent])
+            }
+            _ => (&ops[..], Vec::new()),
+        };
+        for &t in targets {
+            if !w[t].starts_with('/') {
+                for f in &folders {
+                    e.paths.push((Access::Read, format!("{f}/{}", w[t])));
+                }
+            }
+        }
     }
     if has(&met, &["-t", "--target-directory"]) {
         return sources_and_destination(w, &met, &ops, Access::Read, e);

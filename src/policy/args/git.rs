@@ -265,23 +265,47 @@ fn clone(w: &[String], ops: &[usize], e: &mut Effects) -> Result<(), Stop> {
     }
     let target = match dir {
         Some(d) => w[d].clone(),
-        None => {
-            let last = u
-                .trim_end_matches('/')
-                .rsplit(['/', ':'])
-                .next()
-                .unwrap_or(u);
-            let last = last.strip_suffix(".git").unwrap_or(last);
-            if last.is_empty() || last == "." || last == ".." {
-                return Err(stop(url, "a URL whose folder cannot be told"));
-            }
-            last.to_owned()
-        }
+        None => guessed_folder(u).ok_or_else(|| stop(url, "a URL whose folder cannot be told"))?,
     };
-    // A bare clone's folder ends with `.git` when none is named.
+    // A bare clone's folder ends with `.git` when none is named; a bundle's name loses
+    // its `.bundle`.
     if dir.is_none() {
         e.paths.push((Access::Write, format!("{target}.git")));
+        if let Some(b) = target.strip_suffix(".bundle") {
+            e.paths.push((Access::Write, b.to_owned()));
+        }
     }
     e.paths.push((Access::Write, target));
     Ok(())
+}
+
+/// The folder `git clone URL` makes, as git guesses it (`git_url_basename`): past the
+/// scheme, past the user (up to the last `@` before the first `/`: `a@.cargo` makes
+/// `.cargo`), trailing slashes, spaces and `/.git` gone, a port after a host gone, the last
+/// part after `/` or `:`, without `.git`. `None` when that leaves nothing sure: empty, `.`,
+/// `..`, or a character git would turn into a space.
+pub(crate) fn guessed_folder(u: &str) -> Option<String> {
+    let mut start = u.find("://").map_or(0, |i| i + 3);
+    let host_end = u[start..].find('/').map_or(u.len(), |i| start + i);
+    if let Some(at) = u[start..host_end].rfind('@') {
+        start += at + 1;
+    }
+    let mut s = u[start..].trim_end_matches(|c: char| c == '/' || c.is_ascii_whitespace());
+    if s.len() > 5 && s.ends_with("/.git") {
+        s = s[..s.len() - 5].trim_end_matches('/');
+    }
+    if !s.contains('/') {
+        if let Some((host, port)) = s.rsplit_once(':') {
+            if port.bytes().all(|b| b.is_ascii_digit()) {
+                s = host;
+            }
+        }
+    }
+    let last = s.rsplit(['/', ':']).next().unwrap_or(s);
+    let last = last.strip_suffix(".git").unwrap_or(last);
+    let sure = !last.is_empty()
+        && last != "."
+        && last != ".."
+        && !last.chars().any(|c| c.is_control() || c.is_whitespace());
+    sure.then(|| last.to_owned())
 }

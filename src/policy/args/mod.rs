@@ -19,7 +19,7 @@
 
 mod build;
 mod files;
-mod git;
+pub(crate) mod git;
 mod git_options;
 mod script;
 mod search;

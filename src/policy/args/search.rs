@@ -62,7 +62,12 @@ pub(super) fn grep(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let recursive = follows
         || has(&met, &["-r", "--recursive"])
         || met.iter().any(|m| {
-            (m.name == "-d" || m.name == "--directories") && m.value.as_deref() == Some("recurse")
+            // GNU grep takes any unambiguous start of the value (`-d rec`), and says an
+            // ambiguous one (`-d r`) is an error: either is taken as recursive.
+            (m.name == "-d" || m.name == "--directories")
+                && m.value
+                    .as_deref()
+                    .is_some_and(|v| !v.is_empty() && "recurse".starts_with(v))
         });
     let files = if has(&met, &["-e", "--regexp", "-f", "--file"]) {
         &ops[..]
