@@ -22,7 +22,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use crate::common::{install, temp_dir, Bridge, WAIT};
+use crate::common::{install, system_pid, temp_dir, Bridge, WAIT};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
@@ -181,7 +181,8 @@ async fn one_run(
     let report = dir.join("report");
     let mut b = bridge(agent, env, grace, &report);
     let pid = ready(&report).await;
-    let pgid = pgrp_of(pid).expect("the agent's group");
+    // Inside the wall the agent knows its pid in its own PID namespace.
+    let pgid = pgrp_of(system_pid(pid, b.pid())).expect("the agent's group");
     let started = Instant::now();
     let bridge_pid = Pid::from_raw(b.pid() as i32);
     match trigger {
@@ -450,7 +451,7 @@ async fn a_second_signal_cuts_the_grace_short() {
         let report = dir.join("report");
         let mut b = bridge(&saving_agent(false), &env, grace, &report);
         let pid = ready(&report).await;
-        let pgid = pgrp_of(pid).expect("the agent's group");
+        let pgid = pgrp_of(system_pid(pid, b.pid())).expect("the agent's group");
         let bridge_pid = Pid::from_raw(b.pid() as i32);
         // The first signal, and the agent's handler running (it was forwarded).
         match order {

@@ -77,6 +77,9 @@ await withPage({ width: 390, height: 844 }, async (page, errors) => {
       return made;
     };
   }, JSON.parse(subscription));
+  // The button shows once the page has its status (after the connection is live); a
+  // permission granted before that would hide it for good.
+  await page.locator("#notify").waitFor({ state: "visible" });
   await page.context().grantPermissions(["notifications"], { origin });
   await page.locator("#notify").tap();
   await page.locator("#push", { hasText: /push on|no push/ }).waitFor();
