@@ -342,8 +342,10 @@ fn exit_of(status: std::process::ExitStatus, stderr_tail: String) -> AgentExit {
 
 /// The bridge's exit code, from why it stopped and how the agent ended.
 ///
-/// - signal N to the bridge: 128+N;
-/// - client EOF: 0 when the bridge had to terminate the agent, else the agent's own code;
+/// - signal N to the bridge (the first, whenever it came before the bridge exits, the
+///   client's EOF before it or not): 128+N;
+/// - client EOF (and no signal): 0 when the bridge had to terminate the agent, else the
+///   agent's own code;
 /// - the agent exited on its own: its code, or 128+N when killed by signal N.
 fn exit_code(reason: &(QuitReason, bool), exit: &AgentExit) -> i32 {
     let agent_code = exit.code.unwrap_or_else(|| 128 + exit.signal.unwrap_or(0));

@@ -81,6 +81,9 @@ pub struct Ladder {
     eof_read: bool,
     /// Signals the bridge has received from outside (a second one sends SIGKILL at once).
     outside_signals: u32,
+    /// The first of them: it decides the bridge's exit status (128 and its number), whatever
+    /// came before it (the client's EOF) or after.
+    first_signal: Option<i32>,
 }
 
 #[derive(Debug)]
@@ -116,6 +119,7 @@ impl Ladder {
             terminated: false,
             eof_read: false,
             outside_signals: 0,
+            first_signal: None,
         }
     }
 
@@ -182,6 +186,7 @@ impl Ladder {
     /// second sends SIGKILL at once.
     pub fn signal(&mut self, now: Instant, sig: Signal) -> Option<Signal> {
         self.outside_signals = self.outside_signals.saturating_add(1);
+        self.first_signal.get_or_insert(sig as i32);
         let reason = if self.eof_read {
             QuitReason::ClientEof
         } else {
@@ -315,9 +320,12 @@ impl Ladder {
     /// Why the bridge stopped, and whether it had to terminate the agent (signalled its
     /// group while the direct child still ran); `AgentExited` when the ladder never started.
     pub fn outcome(&self) -> (QuitReason, bool) {
-        match &self.started {
-            Some(s) => (s.reason.clone(), self.terminated),
-            None => (QuitReason::AgentExited, false),
+        match (&self.started, self.first_signal) {
+            // A signal to the bridge decides, even after the client's EOF: the status does
+            // not hang on which of two that came together was read first.
+            (_, Some(n)) => (QuitReason::Signal(n), self.terminated),
+            (Some(s), None) => (s.reason.clone(), self.terminated),
+            (None, None) => (QuitReason::AgentExited, false),
         }
     }
 }
@@ -448,8 +456,8 @@ mod tests {
         assert_eq!(l.tick(at(t0, 3055), 0), Some(Signal::SIGKILL));
         assert_eq!(
             l.outcome(),
-            (QuitReason::ClientEof, true),
-            "the first trigger decides"
+            (QuitReason::Signal(15), true),
+            "a signal decides the status, even after the EOF"
         );
 
         // The user insists: a second signal still kills at once.
@@ -473,7 +481,7 @@ mod tests {
         l.stdin_closed(at(t0, 100));
         assert_eq!(l.tick(at(t0, 3049), 7), None, "the watchdog is off");
         assert_eq!(l.tick(at(t0, 3050), 7), Some(Signal::SIGKILL));
-        assert_eq!(l.outcome(), (QuitReason::ClientEof, true));
+        assert_eq!(l.outcome(), (QuitReason::Signal(15), true));
     }
 
     /// SIGTERM first, then the client's EOF at once: the EOF changes nothing.
@@ -530,7 +538,7 @@ mod tests {
         assert_eq!(l.signal(at(t0, 3100), Signal::SIGINT), None);
         assert_eq!(l.next_deadline(), Some(at(t0, 6000)));
         assert_eq!(l.tick(at(t0, 6000), 0), Some(Signal::SIGKILL));
-        assert_eq!(l.outcome(), (QuitReason::ClientEof, true));
+        assert_eq!(l.outcome(), (QuitReason::Signal(2), true));
     }
 
     #[test]
