@@ -32,9 +32,25 @@ pub fn big_write(variant: &str) -> (Vec<Value>, Value) {
             "content": [{"type": "content", "content": {"type": "text",
                 "text": "   Compiling store\n".repeat(10 << 16)}}]}));
     }
-    // 10 MiB of a new store: its first lines, then many more.
+    // 10 MiB of a new store (1 MiB for `by-id-1`): its first lines, then many more.
+    let mib = if variant == "by-id-1" { 1 } else { 10 };
     let new = "use rusqlite::Connection;\n\npub struct Store(Connection);\n".to_owned()
-        + &"// new.\n".repeat(10 << 17);
+        + &"// new.\n".repeat(mib << 17);
+    if variant.starts_with("by-id") {
+        // One `tool_call` with all of it, then a request that names it by its id (and a
+        // title): what the agent said of it is in the update alone.
+        let input = json!({"file_path": PATH, "content": new});
+        let diff = json!([{"type": "diff", "path": PATH, "oldText": null, "newText": new}]);
+        updates.push(
+            json!({"toolCallId": "story-write", "sessionUpdate": "tool_call",
+            "rawInput": input, "status": "pending", "title": "Write src/store.rs",
+            "kind": "edit", "content": diff, "locations": [{"path": PATH}]}),
+        );
+        return (
+            updates,
+            json!({"toolCallId": "story-write", "title": "Write src/store.rs"}),
+        );
+    }
     let (name, input, old) = if variant == "replace" {
         let old = "// old.\n".repeat(10 << 17);
         let input = json!({"file_path": PATH, "old_string": old, "new_string": new});

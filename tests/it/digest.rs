@@ -312,3 +312,37 @@ async fn allow_and_end(mut b: Bridge, ask: &Value) {
     b.drain().await;
     assert_eq!(b.wait().await, 0);
 }
+
+/// A write of 1 MiB and one of 10 MiB that only a `tool_call` update over 256 KiB describes,
+/// asked by its id and title alone: the question still shows its kind, its path and the
+/// diff's first lines, and stays small.
+#[tokio::test]
+async fn a_long_tool_call_update_gives_the_question_its_diffs_first_lines() {
+    for variant in ["by-id-1", "by-id"] {
+        let mut b = Bridge::mock(&["--control", "127.0.0.1:0"]);
+        let (base, token) = control_of(&b).await;
+        b.initialize(json!({})).await;
+        let sid = b.new_session(1).await;
+        b.prompt(2, &sid, &format!("story-big {variant}")).await;
+        let (ask, _) = b
+            .recv_until(|m| m["method"] == "session/request_permission")
+            .await;
+        assert!(ask["params"]["toolCall"].get("content").is_none());
+        let list = list_until(&control::http(&base, &token), 1).await;
+        let q = &list[0];
+        valid(q);
+        assert!(q.to_string().len() < 64 << 10, "{}", q.to_string().len());
+        let tc = &q["context"]["toolCall"];
+        assert_eq!(tc["title"], "Write src/store.rs", "{variant}: {tc}");
+        assert_eq!(tc["kind"], "edit", "{variant}: {tc}");
+        assert_eq!(tc["locations"], json!([{"path": "/project/src/store.rs"}]));
+        let diff = &tc["content"][0];
+        assert_eq!(diff["path"], "/project/src/store.rs", "{tc}");
+        let new = diff["newText"].as_str().unwrap_or_default();
+        assert!(
+            new.starts_with(NEW_START) && new.ends_with("// new.\n…"),
+            "{variant}: {new:?}"
+        );
+        allow_and_end(b, &ask).await;
+    }
+}

@@ -8,6 +8,7 @@ pub(super) mod cancel;
 pub(super) mod client_tools;
 pub(super) mod elicitation;
 pub(super) mod initialize;
+mod long_update;
 pub(super) mod permission;
 pub(super) mod prompt;
 pub(super) mod question;

@@ -11,11 +11,12 @@ use std::sync::LazyLock;
 use memchr::memmem;
 use serde_json::Value;
 
+use super::long_update;
 use crate::router::message::Note;
 use crate::router::stores::tool_calls::remember;
 use crate::router::{Outbox, Router, Side};
 
-/// A longer update is forwarded but not parsed (a tool call's loses its session's shell).
+/// A longer update is forwarded and its head read ([`long_update`]), not parsed whole.
 const MAX_LINE: usize = 256 << 10;
 /// How far into a `session/update` line `"tool_call` is looked for.
 const LOOK: usize = 4096;
@@ -64,11 +65,26 @@ fn session_ids(line: &[u8]) -> Vec<String> {
 /// (and, with a plan, in the digest).
 pub(in crate::router) fn update(r: &mut Router, note: Note<'_>, out: &mut Outbox) {
     r.forward(Side::Agent, note.line.clone(), out);
-    // Too long to read: its command (a `cd`?) is not known, so neither is where the shell of
-    // its session is (Claude puts the model's `description` in twice).
+    // Too long to parse whole: its head is read (the tool call's members, each diff's first
+    // lines). Where its command (a `cd`?) was not read whole, where the shell of its
+    // session is is not known (Claude puts the model's `description` in twice).
     if note.line.len() > MAX_LINE {
-        let sessions = session_ids(note.line);
-        r.shells().lost(&sessions);
+        let Some(h) = note.params.and_then(long_update::head) else {
+            r.shells().lost(&session_ids(note.line));
+            return;
+        };
+        remember(r.tool_calls(), &h.update);
+        match &h.session {
+            Some(session) if h.input_whole => {
+                r.shells().seen(session, &h.update);
+                r.digests().update(session, &h.update);
+            }
+            Some(session) => {
+                r.shells().lost(std::slice::from_ref(session));
+                r.digests().update(session, &h.update);
+            }
+            None => r.shells().lost(&session_ids(note.line)),
+        }
         return;
     }
     let Some(params) = note.params else { return };

@@ -42,9 +42,11 @@ Script words (the first word of the prompt text picks the behaviour):
   story                  stream a message, a plan and an edit with its diff, then ask to
                          approve a write with its diff; streams `story: <result json>`
   story-huge             the same after 10,000 message chunks, with 10 MiB diffs
-  story-big new|replace|line   the story, then a 10 MiB write asked as Claude Code asks:
-                         a new file, a file replaced (old and new 10 MiB), or a new file
-                         after a 10 MiB message chunk and a 10 MiB tool output
+  story-big new|replace|line|by-id|by-id-1   the story, then a 10 MiB write asked as
+                         Claude Code asks: a new file, a file replaced (old and new
+                         10 MiB), or a new file after a 10 MiB message chunk and a 10 MiB
+                         tool output; `by-id`: one tool_call update with all of it, asked
+                         by its id and title alone (`by-id-1`: 1 MiB)
   flood <N> [<BYTES> [<MS>]]   N agent_message_chunks of about BYTES bytes (default 100)
                          (after MS milliseconds, said first in a chunk `flood: in <MS> ms`),
                          end_turn
