@@ -147,9 +147,8 @@ const NEW_START: &str = "use rusqlite::Connection;\n\npub struct Store(Connectio
 const NEW_BYTES: usize = 57 + (10 << 20);
 const NEW_LINES: usize = 3 + (10 << 17);
 
-/// `story-big VARIANT`: the question listed on the control server, and the CLI's text of it;
-/// the agent's request reached the client whole.
-async fn big_write(variant: &str) -> (Value, String) {
+/// A mock agent's `story-big VARIANT` asked: the bridge, the request, the control server.
+async fn asked_big(variant: &str) -> (Bridge, Value, String, String) {
     let mut b = Bridge::mock(&["--control", "127.0.0.1:0"]);
     let (base, token) = control_of(&b).await;
     b.initialize(json!({})).await;
@@ -158,6 +157,13 @@ async fn big_write(variant: &str) -> (Value, String) {
     let (ask, _) = b
         .recv_until(|m| m["method"] == "session/request_permission")
         .await;
+    (b, ask, base, token)
+}
+
+/// `story-big VARIANT`: the question listed on the control server, and the CLI's text of it;
+/// the agent's request reached the client whole.
+async fn big_write(variant: &str) -> (Value, String) {
+    let (b, ask, base, token) = asked_big(variant).await;
     let asked = &ask["params"]["toolCall"]["content"][0]["newText"];
     assert_eq!(
         asked.as_str().unwrap().len(),
@@ -319,14 +325,7 @@ async fn allow_and_end(mut b: Bridge, ask: &Value) {
 #[tokio::test]
 async fn a_long_tool_call_update_gives_the_question_its_diffs_first_lines() {
     for variant in ["by-id-1", "by-id"] {
-        let mut b = Bridge::mock(&["--control", "127.0.0.1:0"]);
-        let (base, token) = control_of(&b).await;
-        b.initialize(json!({})).await;
-        let sid = b.new_session(1).await;
-        b.prompt(2, &sid, &format!("story-big {variant}")).await;
-        let (ask, _) = b
-            .recv_until(|m| m["method"] == "session/request_permission")
-            .await;
+        let (b, ask, base, token) = asked_big(variant).await;
         assert!(ask["params"]["toolCall"].get("content").is_none());
         let list = list_until(&control::http(&base, &token), 1).await;
         let q = &list[0];
