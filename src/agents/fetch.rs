@@ -180,6 +180,40 @@ pub fn load(source: &str, cache: &Path) -> Result<Loaded, AgentsError> {
     }
 }
 
+/// Whether the registry at `source` can be read now, for `doctor`: how many agents it has,
+/// or why not. A URL is fetched (within [`CHECK_TIMEOUT`], nothing kept); when that fails,
+/// a cached copy is what `--agent` would use, and is named.
+pub fn check(source: &str, cache: &Path) -> Result<String, String> {
+    let count = |text: &str| {
+        Registry::parse(text, source)
+            .map(|r| r.agents.len())
+            .map_err(|e| e.to_string())
+    };
+    if !source.contains("://") {
+        let text = std::fs::read_to_string(source).map_err(|e| format!("{source}: {e}"))?;
+        return count(&text).map(|n| format!("{source}: {n} agents"));
+    }
+    let mut body = Vec::new();
+    let fetched = download_within(source, &mut body, REGISTRY_LIMIT, CHECK_TIMEOUT)
+        .and_then(|_| count(&String::from_utf8_lossy(&body)));
+    match fetched {
+        Ok(n) => Ok(format!("{source}: {n} agents")),
+        Err(why) => {
+            let cached = cache_file(cache, source);
+            match std::fs::read_to_string(&cached).ok().map(|t| count(&t)) {
+                Some(Ok(n)) => Ok(format!(
+                    "{source} cannot be reached ({why}); --agent uses the copy cached in {} ({n} agents)",
+                    cached.display()
+                )),
+                _ => Err(format!("{source} cannot be reached ({why}), and no copy of it is cached")),
+            }
+        }
+    }
+}
+
+/// How long `doctor` waits for the registry.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Where the registry at `url` is cached.
 fn cache_file(cache: &Path, url: &str) -> PathBuf {
     let digest = ring::digest::digest(&ring::digest::SHA256, url.as_bytes());

@@ -2,13 +2,14 @@
 //! here, each line with what to do when it is not right.
 //!
 //! It reads, never changes: the roster's folder (entries of bridges that are gone are
-//! skipped, not removed), the inbox's state folder, PATH. It connects only to what it is
-//! checking: the running inbox's remote listener, and the NATS server given with `--nats`.
+//! skipped, not removed), the inbox's state folder, PATH, the clients' configurations that
+//! `setup` writes. It connects only to what it is checking: the running inbox's remote
+//! listener, the NATS server given with `--nats`, the agent registry (nothing kept).
 //! Exit code 0 when nothing failed, 1 when a check failed.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -26,6 +27,10 @@ pub struct DoctorArgs {
     /// Also check these policy files, as a bridge given `--policy FILE` reads them.
     #[arg(long, value_name = "FILE")]
     pub policy: Vec<PathBuf>,
+    /// Check the agent registry `--agent ID` reads (a file or a URL) [default: the official
+    /// ACP Registry, checked when no agent is installed and agents would run by package].
+    #[arg(long, value_name = "FILE|URL")]
+    pub agent_registry: Option<String>,
 }
 
 /// One line of the checklist.
@@ -62,9 +67,11 @@ pub fn main(args: DoctorArgs) -> ExitCode {
         std::env::current_exe().map_or_else(|_| "?".into(), |p| p.display().to_string()),
         agents::platform()
     ))];
-    checks.push(agent_programs());
+    let by_package = checks_agent_programs(&mut checks);
+    checks.push(agent_registry(args.agent_registry.as_deref(), by_package));
     checks.push(wall());
     checks.push(policy(&args.policy));
+    checks.extend(client_configs());
     checks.push(roster_folder());
     checks.push(held_agents());
     let state = inbox::state_dir(args.state_dir);
@@ -141,6 +148,43 @@ fn wall() -> Check {
     }
 }
 
+/// The agents on PATH, pushed onto `checks`; whether agents would run by package alone
+/// (`npx` or `uvx`, and no agent installed).
+fn checks_agent_programs(checks: &mut Vec<Check>) -> bool {
+    let check = agent_programs();
+    let by_package = matches!(&check, Check::Ok(l) if l.contains("can run agents by package"));
+    checks.push(check);
+    by_package
+}
+
+/// Whether the agent registry `--agent ID` reads can be read: checked when given, or when
+/// agents would run by package alone (then `--agent` is the way to one).
+fn agent_registry(given: Option<&str>, by_package: bool) -> Check {
+    if given.is_none() && !by_package {
+        return Check::Note(
+            "agent registry (--agent ID): not checked (doctor --agent-registry URL|FILE checks it)"
+                .into(),
+        );
+    }
+    let source = given.unwrap_or(agents::DEFAULT_REGISTRY);
+    let cache = match agents::cache_dir() {
+        Ok(c) => c,
+        Err(e) => {
+            return Check::Fail(
+                format!("agent registry: {e}"),
+                "set HOME, or ACP_QUESTION_BRIDGE_CACHE".into(),
+            )
+        }
+    };
+    match agents::fetch::check(source, &cache) {
+        Ok(said) => Check::Ok(format!("agent registry (--agent ID): {said}")),
+        Err(why) => Check::Fail(
+            format!("agent registry (--agent ID): {why}: --agent cannot start an agent"),
+            "connect this machine to the registry, or give it as a file: --agent-registry FILE (a copy of registry.json)".into(),
+        ),
+    }
+}
+
 fn agent_programs() -> Check {
     let found: Vec<&str> = PROGRAMS
         .iter()
@@ -164,6 +208,95 @@ fn agent_programs() -> Check {
         ))
     } else {
         Check::Ok(format!("agents on PATH: {}", found.join(", ")))
+    }
+}
+
+/// The bridge's entries in the client configurations `setup` writes (Zed's settings,
+/// JetBrains' `acp.json`): each one's program there, and an agent after `--` (or `--agent`).
+fn client_configs() -> Vec<Check> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let files = [
+        ("Zed", super::setup::zed::default_settings().ok()),
+        ("JetBrains", home.map(|h| h.join(".jetbrains/acp.json"))),
+    ];
+    let mut out = Vec::new();
+    for (client, file) in files {
+        let Some(file) = file else { continue };
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let shown = format!("{client} ({})", file.display());
+        let parsed = jsonc_parser::cst::CstRootNode::parse(&text, &Default::default());
+        let value = match parsed.map(|r| r.to_serde_value()) {
+            Ok(Some(v)) => v,
+            Ok(None) => continue,
+            Err(e) => {
+                out.push(Check::Fail(
+                    format!("{shown}: not valid JSON with comments ({e})"),
+                    format!("fix the file; {client} cannot read it either"),
+                ));
+                continue;
+            }
+        };
+        let servers = value["agent_servers"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        for (name, entry) in servers {
+            let command = entry["command"].as_str().unwrap_or_default();
+            if !command.ends_with("acp-question-bridge") {
+                continue;
+            }
+            let args: Vec<&str> = entry["args"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+                .unwrap_or_default();
+            out.push(client_entry(&shown, &name, command, &args));
+        }
+    }
+    out
+}
+
+/// One entry of the bridge in a client's configuration.
+fn client_entry(shown: &str, name: &str, command: &str, args: &[&str]) -> Check {
+    let what = format!("{shown}: agent {name:?}");
+    let found = if command.contains('/') {
+        Some(PathBuf::from(command)).filter(|p| agents::is_executable(p))
+    } else {
+        agents::which(command)
+    };
+    let Some(program) = found else {
+        return Check::Fail(
+            format!("{what}: {command} is not there, or not executable"),
+            format!(
+                "acp-question-bridge setup {} --replace --write with this bridge's path",
+                shown.split(' ').next().unwrap_or("zed").to_lowercase()
+            ),
+        );
+    };
+    let agent = args
+        .iter()
+        .position(|a| *a == "--")
+        .and_then(|i| args.get(i + 1));
+    let by_id = args
+        .iter()
+        .any(|a| *a == "--agent" || a.starts_with("--agent="));
+    match (agent, by_id) {
+        (Some(a), _) if agents::which(a).is_none() && !Path::new(a).is_file() => Check::Fail(
+            format!(
+                "{what}: runs {} -- {a}, and {a} is not on PATH",
+                program.display()
+            ),
+            format!("install {a}, or give its full path after --"),
+        ),
+        (Some(a), _) => Check::Ok(format!("{what}: {} -- {a}", program.display())),
+        (None, true) => Check::Ok(format!("{what}: {} with --agent", program.display())),
+        (None, false) => Check::Fail(
+            format!("{what}: no agent after -- and no --agent"),
+            "acp-question-bridge setup writes the entry with its agent: setup zed -- AGENT".into(),
+        ),
     }
 }
 

@@ -210,3 +210,102 @@ async fn doctor_reports_only_an_inbox_of_its_own_registry() {
     drop((elsewhere, here));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// With no agent installed and `npx` on PATH, agents would run by package (`--agent ID`):
+/// `doctor` checks the agent registry, and says so when it cannot be reached and nothing
+/// of it is cached; a registry given as a file is read.
+#[tokio::test]
+async fn doctor_checks_the_agent_registry_when_agents_would_run_by_package() {
+    let dir = temp_dir("doctor-agent-registry");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    crate::common::write_executable(&bin.join("npx"), "#!/bin/sh\n");
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/registry.json", closed.local_addr().unwrap());
+    drop(closed);
+    let reg = dir.join("registry");
+    let (code, out) = doctor(&reg, &path, &["--agent-registry", &url]).await;
+    line(&out, "[ok]", "can run agents by package");
+    let said = line(&out, "[!!]", "agent registry (--agent ID)");
+    assert!(said.contains("cannot be reached"), "{said}");
+    assert!(out.contains("--agent-registry FILE"), "{out}");
+    assert_eq!(code, 1, "{out}");
+    // The same, given as a file.
+    let file = dir.join("registry.json");
+    std::fs::write(&file, r#"{"version":"1.0.0","agents":[]}"#).unwrap();
+    let (_, out) = doctor(&reg, &path, &["--agent-registry", file.to_str().unwrap()]).await;
+    line(
+        &out,
+        "[ok]",
+        &format!("agent registry (--agent ID): {}: 0 agents", file.display()),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `doctor` reads the entries `setup` writes into the clients' configurations (Zed's
+/// settings, JetBrains' `acp.json`), comments and all: the program each runs, and its agent.
+#[tokio::test]
+async fn doctor_checks_the_bridges_entries_in_the_clients_configurations() {
+    let dir = temp_dir("doctor-clients");
+    let home = dir.join("home");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(home.join(".config/zed")).unwrap();
+    std::fs::create_dir_all(home.join(".jetbrains")).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    crate::common::write_executable(&bin.join("codex-acp"), "#!/bin/sh\n");
+    let bridge = std::fs::canonicalize(BRIDGE).unwrap();
+    let b = bridge.display();
+    std::fs::write(
+        home.join(".config/zed/settings.json"),
+        format!(
+            r#"{{
+  // the user's own comment
+  "agent_servers": {{
+    "good": {{"type": "custom", "command": "{b}", "args": ["--", "codex-acp"], "env": {{}}}},
+    "gone": {{"type": "custom", "command": "/nowhere/acp-question-bridge", "args": ["--", "codex-acp"]}},
+    "no-agent": {{"type": "custom", "command": "{b}", "args": []}},
+    "other": {{"type": "custom", "command": "codex-acp", "args": []}},
+  }},
+}}"#
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        home.join(".jetbrains/acp.json"),
+        format!(
+            r#"{{"agent_servers": {{"jb": {{"command": "{b}", "args": ["--", "missing-acp"]}}}}}}"#
+        ),
+    )
+    .unwrap();
+    let out = tokio::time::timeout(
+        WAIT,
+        Command::new(BRIDGE)
+            .arg("doctor")
+            .env(REGISTRY_ENV, dir.join("registry"))
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .stdin(Stdio::null())
+            .output(),
+    )
+    .await
+    .expect("doctor ran too long")
+    .unwrap();
+    let out = String::from_utf8(out.stdout).unwrap();
+    line(&out, "[ok]", &format!("agent \"good\": {b} -- codex-acp"));
+    line(
+        &out,
+        "[!!]",
+        "agent \"gone\": /nowhere/acp-question-bridge is not there",
+    );
+    line(
+        &out,
+        "[!!]",
+        "agent \"no-agent\": no agent after -- and no --agent",
+    );
+    line(&out, "[!!]", "agent \"jb\": runs");
+    assert!(!out.contains("\"other\""), "not the bridge's: {out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

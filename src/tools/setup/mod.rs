@@ -11,7 +11,7 @@
 //! - The bridge's command is this binary's absolute path unless `--command` says otherwise:
 //!   editors start agents with their own PATH, often without `~/.cargo/bin` or npm's bin.
 
-mod zed;
+pub(crate) mod zed;
 
 use std::io::Write as _;
 use std::path::PathBuf;
