@@ -1246,3 +1246,49 @@ fn the_folder_git_clone_makes_is_the_one_real_git_makes() {
     assert!(work.join(".cargo/.git").exists(), "git made .cargo");
     assert_eq!(args::git::guessed_folder(name).as_deref(), Some(".cargo"));
 }
+
+/// An eleventh reading: `cp -r` writing through a link already beneath its destination
+/// (`d/x/y -> ../../.git/config`, then `git status` ran `core.fsmonitor`), a byte-order mark
+/// before `!.env` in `.ignore` (ripgrep 15 drops it), and, with the session at the home
+/// folder, git's and ssh's own configuration and `.bash_aliases`.
+#[test]
+fn copies_through_links_ignore_files_with_a_mark_and_the_users_configuration_are_asked() {
+    let d = scratch("eleventh");
+    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
+    std::fs::create_dir_all(d.join("payload/x")).unwrap();
+    std::fs::write(d.join("payload/x/y"), "[core]\n").unwrap();
+    std::fs::create_dir_all(d.join("d/x")).unwrap();
+    std::os::unix::fs::symlink("../../.git/config", d.join("d/x/y")).unwrap();
+    std::fs::create_dir_all(d.join("clean")).unwrap();
+    let p = rules(&[
+        "Bash(cp:*)",
+        "Bash(rg:*)",
+        "Bash(tee:*)",
+        "!Read(.env)",
+        "!Edit(.git/**)",
+    ]);
+    not_allowed(&p, &d, &["cp -r payload/x d", "cp -a payload/x d/"]);
+    allowed(&p, &d, &["cp -r payload/x clean", "cp payload/x/y clean/"]);
+    // `\xEF\xBB\xBF!.env`: ripgrep 15 reads it as `!.env`.
+    allowed(&p, &d, &["rg SECRET src"]);
+    std::fs::write(d.join(".ignore"), b"\xEF\xBB\xBF!.env\n").unwrap();
+    not_allowed(&p, &d, &["rg SECRET", "rg SECRET src"]);
+    std::fs::remove_file(d.join(".ignore")).unwrap();
+    std::fs::write(d.join(".IGNORE"), b"!.env\n").unwrap();
+    not_allowed(&p, &d, &["rg SECRET"]);
+    // The session at the home folder: what git, ssh and the login run.
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "tee -a .gitconfig",
+            "tee -a .config/git/config",
+            "tee .config/git/attributes",
+            "tee -a .bash_aliases",
+            "tee .ssh/rc",
+            "tee -a .ssh/config",
+            "tee .config/systemd/user/x.service",
+            "tee .config/autostart/x.desktop",
+        ],
+    );
+}

@@ -204,13 +204,22 @@ impl Policy {
                 )),
                 Ok(false) if r.command.is_some() && !r.exact => {
                     let own = named::Named::in_folders(&part.words, folders);
+                    // A whole tree copied (`cp -r`) writes beneath its destination too,
+                    // through any link already there.
+                    let copies_trees = own.paths.iter().any(|(a, _)| *a == args::Access::Tree);
                     *refused = own.unresolved.clone().or_else(|| {
                         own.paths
                             .iter()
                             .filter(|(a, _)| {
                                 matches!(a, args::Access::Write | args::Access::Remove)
                             })
-                            .find_map(|(_, p)| named::prefix_write_refused(p, &call.cwd))
+                            .find_map(|(a, p)| {
+                                named::prefix_write_refused(p, &call.cwd).or_else(|| {
+                                    (copies_trees && *a == args::Access::Write)
+                                        .then(|| named::link_beneath(p))
+                                        .flatten()
+                                })
+                            })
                     });
                 }
                 _ => {}

@@ -186,7 +186,11 @@ fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> 
             if access == Access::TreeShown && name.as_encoded_bytes().starts_with(b".") {
                 // An ignore file that lets a name back in (`!.env`) may bring hidden ones
                 // in: what ripgrep searches then cannot be told.
-                if IGNORE_FILES.iter().any(|f| name == *f) && lets_back_in(&entry.path()) {
+                // In any case: a file system that ignores case reads `.IGNORE` too.
+                let ignore_file = IGNORE_FILES
+                    .iter()
+                    .any(|f| name.to_str().is_some_and(|n| n.eq_ignore_ascii_case(f)));
+                if ignore_file && lets_back_in(&entry.path()) {
                     return None;
                 }
                 continue;
@@ -222,12 +226,9 @@ const IGNORE_FILES: &[&str] = &[".ignore", ".rgignore", ".gitignore"];
 fn lets_back_in(f: &Path) -> bool {
     match std::fs::metadata(f) {
         Ok(m) if m.len() > 64 * 1024 => true,
-        Ok(_) => std::fs::read(f)
-            .map(|t| {
-                t.split(|b| *b == b'\n')
-                    .any(|l| l.trim_ascii_start().starts_with(b"!"))
-            })
-            .unwrap_or(true),
+        // Any `!` at all: ripgrep 15 drops a byte-order mark before a line's `!`, and what
+        // another version or encoding skips cannot be told (an escaped `\!` only asks).
+        Ok(_) => std::fs::read(f).map(|t| t.contains(&b'!')).unwrap_or(true),
         Err(_) => false,
     }
 }
@@ -404,6 +405,8 @@ const SHELL_START: &[&str] = &[
     ".login",
     ".inputrc",
     ".envrc",
+    // Debian's `.bashrc` sources it.
+    ".bash_aliases",
 ];
 
 /// Files from which a program that looks read-only picks the program it runs, in any folder
@@ -462,6 +465,28 @@ pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
         .unwrap_or("")
         .to_ascii_lowercase();
     let name = name.as_str();
+    // The user's own configuration that runs programs, where the session is the home
+    // folder: git's (`core.fsmonitor`, for every repository), ssh's (`rc`, `config`'s
+    // `ProxyCommand`, keys let in), the services and programs started at login.
+    for folder in [
+        ".config/git",
+        ".ssh",
+        ".config/systemd",
+        ".config/autostart",
+    ] {
+        if rel.starts_with(folder) {
+            return Some(format!(
+                "it writes {}, in {folder}, whose files name programs that run",
+                p.display()
+            ));
+        }
+    }
+    if name == ".gitconfig" {
+        return Some(format!(
+            "it writes {}, git's own configuration (`core.fsmonitor` runs a program in every repository)",
+            p.display()
+        ));
+    }
     if SHELL_START.contains(&name) || rel.starts_with(".config/fish") {
         return Some(format!(
             "it writes {}, a file a shell runs when it starts",
@@ -501,6 +526,23 @@ pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
         at = d.parent();
     }
     None
+}
+
+/// Why a copy of a whole tree into `p` may write elsewhere: `p` is a folder with a link
+/// beneath it (GNU `cp -r` writes through a link it finds where a file goes: `d/x/y ->
+/// ../../.git/config`), or more beneath it than [`MAX_WALK`] entries to tell.
+pub fn link_beneath(p: &Path) -> Option<String> {
+    if !std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()) {
+        return None;
+    }
+    let mut walked = 0;
+    match walk(p, Access::TreeFollowed, &mut walked) {
+        Some(_) => None,
+        None => Some(format!(
+            "it copies a tree into {}, beneath which a link (or more than can be looked at) may take a write elsewhere",
+            p.display()
+        )),
+    }
 }
 
 impl Rule {
