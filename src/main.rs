@@ -153,9 +153,10 @@ fn wall_for(
             .chain(std::env::current_exe().ok())
             .collect(),
     };
-    let plan = files
+    let mut plan = files
         .plan()
         .map_err(|e| format!("cannot wall the agent in: {e} (`--sandbox off` runs it without)"))?;
+    plan.grace_ms = Some(args.shutdown_grace.as_millis() as u64);
     Ok((
         Some(wall::Launch { exe, plan }),
         wall::State::new(args.sandbox, None),

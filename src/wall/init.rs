@@ -24,12 +24,16 @@
 //!   both of them in it, and they wait it through. Init passes SIGTERM, SIGINT and SIGHUP
 //!   to the processes of its namespace that left the group (`setsid`), which the bridge's
 //!   signals miss; the watcher sends the group one SIGTERM when the bridge is gone (its
-//!   parent-death signal, as the agent had before).
+//!   parent-death signal, as the agent had before), and init SIGKILL a grace after
+//!   (`Plan::grace_ms`): a notification command has no guard of the bridge's.
+//! - The watcher ends before init only when it is killed (the bridge's `kill_on_drop`, the
+//!   end of its shutdown): init's parent-death signal is SIGKILL, so all inside ends then.
 //! - The agent's status is passed by a pipe, once, whose end init keeps until its own; a
 //!   watcher whose init ended without one ends as init did (a wall that could not be
 //!   built: 126 and init's message; SIGKILL).
 
 use std::os::fd::{AsFd as _, AsRawFd as _, OwnedFd};
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
@@ -44,7 +48,7 @@ pub struct Init {
 /// namespace made by the caller's `unshare`), which gets [`Init`]. Every signal is blocked
 /// in both (taken by a `signalfd`): pid 1 takes a signal only if it is blocked or handled.
 #[allow(unsafe_code)]
-pub fn split(parent: Pid) -> Result<Init, String> {
+pub fn split(parent: Pid, grace: Duration) -> Result<Init, String> {
     SigSet::all()
         .thread_set_mask()
         .map_err(|e| format!("signal mask: {e}"))?;
@@ -59,7 +63,7 @@ pub fn split(parent: Pid) -> Result<Init, String> {
         }
         ForkResult::Parent { child } => {
             drop(write);
-            watch(child, read, parent)
+            watch(child, read, parent, grace)
         }
     }
 }
@@ -68,6 +72,21 @@ pub fn split(parent: Pid) -> Result<Init, String> {
 /// which is to `exec` it; init never returns.
 #[allow(unsafe_code)]
 pub fn start(init: Init) -> Result<(), String> {
+    // The watcher never ends before init but when it is killed (the bridge's `kill_on_drop`
+    // of a notification command, the end of the bridge's shutdown): init, and with it all
+    // inside, goes too. Set here, once no credential changes are left to clear it; a
+    // watcher gone before that has closed its end of the pipe.
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    let mut end = [nix::poll::PollFd::new(
+        init.status.as_fd(),
+        nix::poll::PollFlags::POLLOUT,
+    )];
+    let _ = nix::poll::poll(&mut end, nix::poll::PollTimeout::ZERO);
+    if end[0].revents().is_some_and(|r| {
+        r.intersects(nix::poll::PollFlags::POLLERR | nix::poll::PollFlags::POLLHUP)
+    }) {
+        return Err("the bridge ended before its agent started".into());
+    }
     // No `ptrace` of init from inside without a capability.
     let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
     // SAFETY: as in `split`: one thread.
@@ -168,10 +187,13 @@ fn to_those_who_left(sig: i32) {
 /// The watcher's loop: takes the agent's status, waits for init's end, then ends as the
 /// agent did. When the bridge is gone (the parent-death signal), the group gets SIGTERM,
 /// once.
-fn watch(init: Pid, status: OwnedFd, parent: Pid) -> ! {
+fn watch(init: Pid, status: OwnedFd, parent: Pid, grace: Duration) -> ! {
     let_go_of_stdio();
     let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
     let signals = SignalFd::with_flags(&SigSet::all(), SfdFlags::SFD_CLOEXEC).ok();
+    // When the bridge is gone: the group had SIGTERM, and init gets SIGKILL at this time
+    // (a notification command has no guard of the bridge's to do it).
+    let mut kill_at: Option<Instant> = None;
     let mut told = false;
     let mut got = Vec::with_capacity(4);
     let mut buf = [0u8; 4];
@@ -186,9 +208,22 @@ fn watch(init: Pid, status: OwnedFd, parent: Pid) -> ! {
                 nix::poll::PollFlags::POLLIN,
             ));
         }
-        match nix::poll::poll(&mut fds, nix::poll::PollTimeout::NONE) {
+        let timeout = match kill_at {
+            None => nix::poll::PollTimeout::NONE,
+            Some(at) => {
+                let ms = at.saturating_duration_since(Instant::now()).as_millis();
+                nix::poll::PollTimeout::try_from(ms.min(60_000) as i32)
+                    .unwrap_or(nix::poll::PollTimeout::ZERO)
+            }
+        };
+        match nix::poll::poll(&mut fds, timeout) {
             Ok(_) | Err(nix::errno::Errno::EINTR) => {}
             Err(_) => end_as(wait_for(init)),
+        }
+        if kill_at.is_some_and(|at| Instant::now() >= at) {
+            // What the bridge's grace did not end: the whole namespace, with init.
+            let _ = nix::sys::signal::kill(init, Signal::SIGKILL);
+            kill_at = None;
         }
         let signalled = fds
             .get(1)
@@ -200,6 +235,7 @@ fn watch(init: Pid, status: OwnedFd, parent: Pid) -> ! {
             if let Some(Ok(Some(_))) = signals.as_ref().map(|s| s.read_signal()) {
                 if !told && nix::unistd::getppid() != parent {
                     told = true;
+                    kill_at = Some(Instant::now() + grace);
                     let _ = nix::sys::signal::killpg(nix::unistd::getpgrp(), Signal::SIGTERM);
                 }
             }

@@ -72,6 +72,10 @@ pub struct Plan {
     /// With `workspace`: the only folders and files the agent may write (Landlock).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writable: Option<Vec<PathBuf>>,
+    /// The bridge's shutdown grace, in ms: once the bridge is gone, what is left inside the
+    /// wall has had SIGTERM, and is killed this long after ([`init`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_ms: Option<u64>,
 }
 
 /// The bridge's files, as the bridge was started.
@@ -146,6 +150,8 @@ impl Files {
             "/proc/sysrq-trigger",
             "/proc/irq",
             "/proc/bus",
+            // Root resets the kernel's profiling buffer by writing it.
+            "/proc/profile",
             "/sys",
         ] {
             if Path::new(p).exists() {

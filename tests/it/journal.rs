@@ -324,3 +324,70 @@ async fn a_failing_or_hanging_notifier_never_affects_the_question() {
     assert_eq!(b.wait().await, 0);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// What an `--on-question` command starts (it may be the agent's code: a program earlier
+/// on PATH, `xdg-open`'s handler) ends with the bridge, however the bridge ends, even when
+/// it left its group and ignores SIGTERM: the command's wall is a PID namespace whose init
+/// dies with the launcher, and a bridge gone leaves it a grace (a seventh review of the
+/// wall).
+#[tokio::test]
+async fn what_a_notification_command_starts_ends_with_the_bridge() {
+    for end in ["eof", "sigkill"] {
+        let dir = temp_dir(&format!("onq-escapee-{end}"));
+        let started = dir.join("started");
+        let name = format!("acpqb-notified-{}", dir.display());
+        let cmd = format!(
+            r#"bash -c 'setsid bash -c "trap \"\" TERM HUP INT; exec -a \"$1\" sleep 1000" x "$1" </dev/null >/dev/null 2>&1 & echo started > "$0"' {} {}"#,
+            started.display(),
+            name
+        );
+        let mut b = Bridge::mock(&[
+            "--notify-after",
+            "0",
+            "--quiet-at-desk",
+            "0",
+            "--shutdown-grace",
+            "500ms",
+            "--on-question",
+            &cmd,
+        ]);
+        b.initialize(serde_json::from_str(NATIVE).unwrap()).await;
+        let sid = b.new_session(1).await;
+        b.prompt(2, &sid, "question").await;
+        b.recv_until(|m| m["method"] == ASK).await;
+        wait_for_file(&started).await;
+        let running = tokio::time::timeout(WAIT, async {
+            while pids_named(&name).is_empty() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(running.is_ok(), "the command's escapee runs");
+        match end {
+            "eof" => {
+                b.close_stdin();
+                b.drain().await;
+                b.wait().await;
+            }
+            _ => {
+                b.child.start_kill().unwrap();
+                let _ = tokio::time::timeout(WAIT, b.child.wait()).await;
+            }
+        }
+        let gone = tokio::time::timeout(WAIT, async {
+            while !pids_named(&name).is_empty() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        let left = pids_named(&name);
+        for pid in &left {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(*pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        assert!(gone.is_ok(), "{end}: {left:?} outlived the bridge");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
