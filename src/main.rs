@@ -130,6 +130,7 @@ fn wall_for(
         deny_read,
         deny_edit,
         config: acp_question_bridge::policy::file::config_dir(),
+        cache: acp_question_bridge::agents::cache_dir().ok(),
         default_config: std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(|h| std::path::PathBuf::from(h).join(".config/acp-question-bridge")),

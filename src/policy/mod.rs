@@ -26,6 +26,7 @@ pub mod command;
 mod decide;
 pub mod desk;
 pub mod file;
+mod forms;
 mod gitdir;
 pub mod glob;
 mod guard;

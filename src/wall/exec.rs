@@ -151,7 +151,27 @@ fn build(plan: &Plan) -> Result<(), String> {
     )
     .map_err(|e| format!("cannot make the mounts private: {e}"))?;
     own_proc();
-    for (path, op) in ops(plan) {
+    let planned = ops(plan);
+    // The same folders where their file system is mounted again (a bind of `/`, Fedora
+    // Atomic's `/sysroot`): read before the wall's own mounts are made.
+    let mounts = super::mounts::mountinfo();
+    let hidden: Vec<PathBuf> = planned
+        .iter()
+        .filter(|(_, op)| *op == Op::Hide)
+        .map(|(p, _)| p.clone())
+        .collect();
+    let again: Vec<(PathBuf, Op)> = planned
+        .iter()
+        .filter(|(_, op)| *op != Op::Pin)
+        .flat_map(|(p, op)| {
+            super::mounts::aliases(p, &mounts)
+                .into_iter()
+                .map(move |a| (a, *op))
+        })
+        .filter(|(a, _)| std::fs::symlink_metadata(a).is_ok())
+        .filter(|(a, _)| !hidden.iter().any(|h| a.starts_with(h)))
+        .collect();
+    for (path, op) in planned.into_iter().chain(again) {
         apply(&path, op).map_err(|e| format!("{} ({op:?}): {e}", path.display()))?;
     }
     if let Some(cwd) = &plan.cwd {
@@ -182,8 +202,9 @@ fn own_proc() {
 /// need only the same user (no Landlock scope covers them): `prlimit64` setting another's
 /// limits (a CPU limit the kernel then kills the bridge by), `setpriority` of another or of
 /// every process of the user, `sched_setaffinity`, `sched_setscheduler`, `sched_setparam`,
-/// `sched_setattr` and `ioprio_set` of another: refused with `EPERM`. The agent's own
-/// process and group are left to it (`nice`, `ulimit`). A call of another architecture
+/// `sched_setattr` and `ioprio_set` of another: refused with `EPERM`; so is a `chmod` that
+/// sets the setuid or setgid bit. The agent's own process and group are left to it
+/// (`nice`, `ulimit`). A call of another architecture
 /// (a 32-bit program) ends the process, as its numbers would pass the filter.
 fn no_reaching_out() -> Result<(), String> {
     use seccompiler::{
@@ -198,7 +219,16 @@ fn no_reaching_out() -> Result<(), String> {
     const IOPRIO_WHO_USER: u64 = 3;
     let another =
         |i: u8| -> Result<Vec<SeccompRule>, String> { Ok(vec![rule(vec![arg(i, Op::Ne, 0)?])?]) };
-    let rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> = [
+    // A mode with the setuid or setgid bit: a root agent could make any root-owned program
+    // setuid (`chmod 4755`), which Landlock does not see, for every user to run as root.
+    let setid = |i: u8| -> Result<Vec<SeccompRule>, String> {
+        Ok(vec![
+            rule(vec![arg(i, Op::MaskedEq(0o4000), 0o4000)?])?,
+            rule(vec![arg(i, Op::MaskedEq(0o2000), 0o2000)?])?,
+        ])
+    };
+    const SYS_FCHMODAT2: i64 = 452;
+    let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> = [
         // Reading another's limits is harmless; setting them is not.
         (
             libc::SYS_prlimit64,
@@ -222,9 +252,14 @@ fn no_reaching_out() -> Result<(), String> {
         (libc::SYS_sched_setscheduler, another(0)?),
         (libc::SYS_sched_setparam, another(0)?),
         (libc::SYS_sched_setattr, another(0)?),
+        (libc::SYS_fchmod, setid(1)?),
+        (libc::SYS_fchmodat, setid(2)?),
+        (SYS_FCHMODAT2, setid(2)?),
     ]
     .into_iter()
     .collect();
+    #[cfg(target_arch = "x86_64")]
+    rules.insert(libc::SYS_chmod, setid(1)?);
     let arch = std::env::consts::ARCH
         .try_into()
         .map_err(|e| fail(&format!("{e:?}")))?;

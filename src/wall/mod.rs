@@ -35,6 +35,7 @@ pub mod exec;
 #[cfg(target_os = "linux")]
 mod init;
 mod linked;
+mod mounts;
 mod places;
 pub use places::{invoked, state_folders, writable, INVOKED_ENV, SELF_EXE};
 
@@ -88,6 +89,9 @@ pub struct Files {
     pub default_config: Option<PathBuf>,
     /// `--policy` files.
     pub policies: Vec<PathBuf>,
+    /// The cache of the agent registry and the agents it unpacked (`agents::cache_dir`):
+    /// what the next `--agent ID` runs.
+    pub cache: Option<PathBuf>,
     /// The session's folder.
     pub cwd: Option<PathBuf>,
     /// The bridge's folders of state: the registry, `$XDG_STATE_HOME/acp-question-bridge`,
@@ -128,6 +132,13 @@ impl Files {
         // that the agent cannot write the first policy of either.
         for config in self.config.iter().chain(&self.default_config) {
             let folder = made_folder(config)?;
+            self.through_links(&folder, &mut plan)?;
+            plan.read_only.push(folder);
+        }
+        // The agents' cache, read-only: an agent that wrote there (a registry copy, an
+        // unpacked binary) would choose what the next `--agent ID` runs.
+        if let Some(cache) = &self.cache {
+            let folder = made_folder(cache)?;
             self.through_links(&folder, &mut plan)?;
             plan.read_only.push(folder);
         }
@@ -383,30 +394,9 @@ fn links_on_the_way(p: &Path, out: &mut Vec<PathBuf>) {
 /// The mount points at or beneath `top`, as this process sees them (`/proc/self/mountinfo`;
 /// its fifth field, octal escapes undone).
 fn mounts_beneath(top: &Path) -> Vec<PathBuf> {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return Vec::new();
-    };
-    info.lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .map(|field| {
-            let (b, mut out, mut i) = (field.as_bytes(), Vec::new(), 0);
-            while i < b.len() {
-                let octal = b
-                    .get(i + 1..i + 4)
-                    .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
-                match (b[i], octal) {
-                    (b'\\', Some(d)) => {
-                        out.push(d.iter().fold(0u8, |n, c| n.wrapping_mul(8) + (c - b'0')));
-                        i += 4;
-                    }
-                    (c, _) => {
-                        out.push(c);
-                        i += 1;
-                    }
-                }
-            }
-            PathBuf::from(std::ffi::OsString::from_vec(out))
-        })
+    mounts::mountinfo()
+        .into_iter()
+        .map(|m| m.at)
         .filter(|p| p.starts_with(top))
         .collect()
 }
@@ -429,7 +419,6 @@ fn real(p: &Path) -> Result<PathBuf, String> {
         .map_err(|e| format!("cannot resolve {}: {e}", p.display()))
 }
 
-use std::os::unix::ffi::OsStringExt as _;
 use std::os::unix::fs::DirBuilderExt as _;
 
 /// How the bridge starts its agent through the launcher.

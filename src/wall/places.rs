@@ -62,14 +62,31 @@ pub fn state_folders() -> Vec<PathBuf> {
 }
 
 /// Where an agent inside a `workspace` wall may write: the session's folder, the temp
-/// folders, `/dev` (`/dev/null`, its terminal), its own state folders (by `agent`, its name
+/// folders, of `/dev` the files programs write (`/dev/null`, terminals, `/dev/shm`: no disk), its own state folders (by `agent`, its name
 /// as `child::agent_name` gives it), the caches every toolchain writes, and `extra`
 /// (`--sandbox-write`). Those not there are left out.
 pub fn writable(cwd: Option<&Path>, agent: &str, extra: &[PathBuf]) -> Vec<PathBuf> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut out: Vec<PathBuf> = cwd.into_iter().map(Path::to_path_buf).collect();
     out.push(std::env::temp_dir());
-    out.extend(["/tmp", "/var/tmp", "/dev", "/proc/self"].map(PathBuf::from));
+    // Of `/dev`, what a program writes (never a disk, which a root agent owns).
+    out.extend(
+        [
+            "/tmp",
+            "/var/tmp",
+            "/dev/null",
+            "/dev/zero",
+            "/dev/full",
+            "/dev/random",
+            "/dev/urandom",
+            "/dev/tty",
+            "/dev/ptmx",
+            "/dev/pts",
+            "/dev/shm",
+            "/proc/self",
+        ]
+        .map(PathBuf::from),
+    );
     if let Some(h) = &home {
         let own: &[&str] = match agent {
             a if a.contains("claude") => &[".claude", ".claude.json", ".config/claude"],

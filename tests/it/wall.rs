@@ -83,6 +83,10 @@ try "work:own-limits" sh -c 'ulimit -t 86400 && nice -n 5 true'
 # A kernel setting written (its own value back: the kernel runs core_pattern's program
 # outside every namespace, with every capability), as root may inside its user namespace.
 try "sysctl:write" sh -c 'v=$(cat /proc/sys/kernel/core_pattern) && printf "%s\n" "$v" > /proc/sys/kernel/core_pattern'
+# A setuid bit (a root agent's `chmod 4755` of a root-owned program), on a file of its own.
+try "chmod:setuid" sh -c 'f=$(mktemp) && chmod 4755 "$f"'
+# The agents' cache: what the next `--agent ID` runs.
+try "agents-cache" sh -c 'echo x > "$XDG_CACHE_HOME/acp-question-bridge/planted"'
 # A line in the kernel's log, which takes root's lines as the kernel's own.
 try "kmsg:write" sh -c 'echo "acp-question-bridge: a wall test" > /dev/kmsg && grep -q . /dev/kmsg'
 # The first policy of a bridge of another environment (its default config folder).
@@ -215,6 +219,7 @@ async fn attack(mode: &str) -> (Setup, Vec<(String, bool)>, Option<String>, Stri
     .env("HOME", s.dir.join("home"))
     .env("XDG_CONFIG_HOME", &s.config)
     .env("XDG_STATE_HOME", &s.state)
+    .env("XDG_CACHE_HOME", s.dir.join("cache"))
     .env("ACP_QUESTION_BRIDGE_TOKEN", TOKEN)
     // What the attacker is told of where things are (as an agent would find them).
     .env("XDG_CONFIG_HOME_SEEN", &s.config)
@@ -303,7 +308,7 @@ async fn inside_the_wall_the_agent_cannot_change_read_or_answer_for_the_bridge()
         failed_work.is_empty(),
         "ordinary work that failed: {failed_work:?}"
     );
-    assert!(report.len() >= 35, "{report:?}");
+    assert!(report.len() >= 37, "{report:?}");
     assert_eq!(
         answer.as_deref(),
         Some("permission: reject"),
@@ -341,6 +346,7 @@ async fn without_the_wall_the_same_attacks_succeed() {
         "see:bridge",
         "oom:bridge",
         "autogroup:bridge",
+        "chmod:setuid",
         "answer",
     ] {
         assert!(ok(name), "{name} should work without the wall: {report:?}");
@@ -684,6 +690,35 @@ touch "$D/done""#,
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A bridge with `--sandbox MODE --policy POLICY --cwd PROJECT -- bash -c AGENT`, started
+/// in a mount namespace of the test's own (as a user, with a user namespace too), after
+/// `setup` (a shell line, `$0` being `at`) has mounted there.
+fn bridge_after_mounting(
+    setup: &str,
+    at: &Path,
+    mode: &str,
+    policy: &Path,
+    project: &Path,
+    agent: &str,
+) -> tokio::process::Command {
+    let ns: &[&str] = if rustix::process::geteuid().is_root() {
+        &["-m", "--propagation", "private"]
+    } else {
+        &["-Urm", "--propagation", "private"]
+    };
+    let mut cmd = tokio::process::Command::new("unshare");
+    cmd.args(ns)
+        .args(["sh", "-c", &format!(r#"{setup} && exec "$@""#)])
+        .arg(at)
+        .arg(BRIDGE)
+        .args(["--no-control", "--sandbox", mode, "--policy"])
+        .arg(policy)
+        .arg("--cwd")
+        .arg(project)
+        .args(["--", "bash", "-c", agent]);
+    cmd
+}
+
 /// A mount beneath a walled folder is read-only inside too (a read-only remount reaches the
 /// top mount only: `binfmt_misc` beneath `/proc/sys` stayed writable, and its `register`
 /// names a program the kernel runs outside every namespace, a seventh review of the wall):
@@ -708,23 +743,15 @@ touch "$D/done""#,
             b = folder.join("beneath").display()
         );
         let agent = beside_the_mock(&dir, &script);
-        // A mount namespace of the test's own (as a user, with a user namespace too), with
-        // a tmpfs beneath the policy's folder.
-        let ns: &[&str] = if rustix::process::geteuid().is_root() {
-            &["-m", "--propagation", "private"]
-        } else {
-            &["-Urm", "--propagation", "private"]
-        };
-        let mut cmd = tokio::process::Command::new("unshare");
-        cmd.args(ns)
-            .args(["sh", "-c", r#"mount -t tmpfs beneath "$0" && exec "$@""#])
-            .arg(folder.join("beneath"))
-            .arg(BRIDGE)
-            .args(["--no-control", "--sandbox", mode, "--policy"])
-            .arg(&file)
-            .arg("--cwd")
-            .arg(&project)
-            .args(["--", "bash", "-c", &agent]);
+        // A tmpfs beneath the policy's folder.
+        let cmd = bridge_after_mounting(
+            r#"mount -t tmpfs beneath "$0""#,
+            &folder.join("beneath"),
+            mode,
+            &file,
+            &project,
+            &agent,
+        );
         let mut b = Bridge::from_command(cmd);
         b.initialize(json!({})).await;
         until_made(&dir.join("done"), &b).await;
@@ -733,6 +760,69 @@ touch "$D/done""#,
             assert!(report.contains("write-beneath ok"), "{report}");
         } else {
             all_failed(&dir, &["write-beneath", "sys:write"]);
+        }
+        b.close_stdin();
+        b.drain().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// The bridge's folders where their file system is mounted again (a bind of `/`, as
+/// Fedora Atomic shows its physical root at `/sysroot`) are walled there too: the agent
+/// reads no token and writes no policy by the other path (a ninth review of the wall).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn folders_mounted_again_elsewhere_are_walled_there_too() {
+    for mode in ["own-files", "off"] {
+        let dir = temp_dir(&format!("wall-again-{mode}"));
+        let (folder, project, state) =
+            (dir.join("policies"), dir.join("project"), dir.join("state"));
+        let sysroot = dir.join("sysroot");
+        for d in [
+            &folder,
+            &project,
+            &sysroot,
+            &state.join("acp-question-bridge"),
+        ] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let file = folder.join("team.toml");
+        std::fs::write(&file, "# the team's policy\n").unwrap();
+        let token = state.join("acp-question-bridge/token");
+        std::fs::write(&token, "a-token-of-thirty-two-characters\n").unwrap();
+        let again = |p: &Path| format!("{}{}", sysroot.display(), p.display());
+        let script = format!(
+            r#"D={d}
+{TRY}
+try "read-again" grep -q token "{t}"
+try "write-again" sh -c "echo '# x' >> '{f}'"
+touch "$D/done""#,
+            d = dir.display(),
+            t = again(&token),
+            f = again(&file),
+        );
+        let agent = beside_the_mock(&dir, &script);
+        let mut cmd = bridge_after_mounting(
+            r#"mount --rbind / "$0""#,
+            &sysroot,
+            mode,
+            &file,
+            &project,
+            &agent,
+        );
+        cmd.env("XDG_STATE_HOME", &state);
+        let mut b = Bridge::from_command(cmd);
+        b.initialize(json!({})).await;
+        until_made(&dir.join("done"), &b).await;
+        let report = std::fs::read_to_string(dir.join("report")).unwrap_or_default();
+        if mode == "off" {
+            assert!(report.contains("read-again ok"), "{report}");
+            assert!(report.contains("write-again ok"), "{report}");
+        } else {
+            all_failed(&dir, &["read-again", "write-again"]);
+            assert_eq!(
+                std::fs::read_to_string(&file).unwrap(),
+                "# the team's policy\n"
+            );
         }
         b.close_stdin();
         b.drain().await;
