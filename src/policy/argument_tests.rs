@@ -1292,3 +1292,54 @@ fn copies_through_links_ignore_files_with_a_mark_and_the_users_configuration_are
         ],
     );
 }
+
+/// A twelfth reading: git pathspecs with a backslash (a glob character to git: `'.e\nv'`
+/// matches `.env`) or of the `:PATH` form (`:`, `:.`, `:src/..` add the folder whole), and
+/// `mkdir -p` through `..` (each folder on the way is made: `.git/x/../../y`).
+#[test]
+fn pathspec_globs_and_top_forms_and_folders_made_on_the_way_are_read_as_git_and_mkdir_do() {
+    let d = scratch("twelfth");
+    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
+    std::fs::write(d.join("src/a.txt"), "a").unwrap();
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&*d)
+        .status()
+        .unwrap();
+    let p = rules(&[
+        "Bash(git add:*)",
+        "Bash(git grep:*)",
+        "Bash(git show:*)",
+        "Bash(mkdir:*)",
+        "!Read(.env)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            r"git add -f '.e\nv'",
+            r"git add -f '\.env'",
+            "git add -f :",
+            "git add -f ::",
+            "git add -f :.",
+            "git add -f ':src/..'",
+            r"git grep --no-index -e SECRET -- '.e\nv'",
+            "git grep --no-index -e SECRET -- :.",
+            "git show :.env",
+            "mkdir -p ../outside/../x",
+            "mkdir -p .git/foo/../../x",
+            "mkdir -p .cargo/../z",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "git add src/a.txt",
+            "git add :src/a.txt",
+            "git show HEAD:src/a.txt",
+            "mkdir -p build/out",
+            "mkdir x/../y",
+        ],
+    );
+}

@@ -189,8 +189,16 @@ fn pathspecs(w: &[String], ops: &[usize], access: Access, e: &mut Effects) {
             Some((_, p)) if !magic => p.rsplit(':').next().unwrap_or(p),
             _ => word,
         };
-        if magic || path.contains(['*', '?', '[']) {
+        // A backslash is a glob character to git too (`'.e\nv'` matches `.env`).
+        if magic || path.contains(['*', '?', '[', '\\']) {
             e.paths.push((Access::Tree, ".".into()));
+        } else if let Some(p) = word.strip_prefix(':') {
+            // `:PATH` (no revision before it): the index's, or a pathspec whose magic is
+            // empty; to `git add` or `git grep` a folder (`:`, `:.`, `:src/..`) whole.
+            // A second `:` ends the (empty) short magic (`::PATH`).
+            let p = p.strip_prefix(':').unwrap_or(p);
+            let p = if p.is_empty() { "." } else { p };
+            e.paths.push((Access::Tree, p.to_owned()));
         } else if path != word {
             e.paths.push((Access::Read, path.to_owned()));
         } else {

@@ -3,7 +3,7 @@
 //! second operand (`echo … | xxd -r -p - ~/.gitconfig` wrote a `core.fsmonitor`), `mkdir`
 //! and `touch` every operand (`mkdir -p ~/.cargo`).
 
-use super::{options, paths, stop, Access, Effects, Stop};
+use super::{has, options, paths, stop, Access, Effects, Stop};
 
 const UNIQ: &[&str] = &[
     "-c|--count",
@@ -106,9 +106,18 @@ fn read(w: &[String], at: usize, e: &mut Effects) {
 const MKDIR: &[&str] = &["-p|--parents", "-m|--mode=", "-v|--verbose", "-Z"];
 
 /// `mkdir`: each folder made is written (so it stays inside the session's folder, and is
-/// never a `.git` or `.cargo`).
+/// never a `.git` or `.cargo`); with `-p`, through no `..` (`mkdir -p .git/x/../../y`
+/// makes `.git/x` on the way), as `install -D`.
 pub(super) fn mkdir(w: &[String], e: &mut Effects) -> Result<(), Stop> {
-    let (_, ops) = options(w, 1, MKDIR, true, e)?;
+    let (met, ops) = options(w, 1, MKDIR, true, e)?;
+    if has(&met, &["-p", "--parents"]) {
+        if let Some(&o) = ops.iter().find(|&&o| w[o].split('/').any(|c| c == "..")) {
+            return Err(stop(
+                o,
+                "a folder to make through `..` (each folder on the way is made)",
+            ));
+        }
+    }
     paths(w, &ops, Access::Write, e);
     Ok(())
 }
