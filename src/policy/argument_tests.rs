@@ -1343,3 +1343,37 @@ fn pathspec_globs_and_top_forms_and_folders_made_on_the_way_are_read_as_git_and_
         ],
     );
 }
+
+/// A thirteenth reading: a Codex patch that moves a file names only its destination in
+/// `locations`; its source, which the patch reads and removes, is in `rawInput.changes`
+/// (`.env` moved into `src/` passed `Read(.env)` and `Edit(.env)` under `Edit(src/**)`).
+#[test]
+fn a_codex_patch_is_decided_by_every_file_it_changes_and_moves() {
+    let d = scratch("codex-move");
+    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
+    let p = rules(&["Edit(src/**)", "!Read(.env)", "!Edit(.env)"]);
+    let patch = |from: &str, to: &str| {
+        let (from, to) = (
+            d.join(from).display().to_string(),
+            d.join(to).display().to_string(),
+        );
+        Call::from_tool_call(
+            &serde_json::json!({"kind": "edit", "title": format!("Edit {to}"),
+                "locations": [{"path": to}],
+                "rawInput": {"call_id": "c", "changes": {from: {"type": "update", "unified_diff": "", "move_path": to}}}}),
+            "codex-acp",
+            &d,
+        )
+    };
+    let v = p.decide(&patch(".env", "src/env.txt"));
+    assert_eq!(v.decision, Decision::Deny, "{}", v.why);
+    let v = p.decide(&patch("README.md", "src/readme.md"));
+    assert_ne!(
+        v.decision,
+        Decision::Allow,
+        "a source outside the rule: {}",
+        v.why
+    );
+    let v = p.decide(&patch("src/a.rs", "src/b.rs"));
+    assert_eq!(v.decision, Decision::Allow, "{}", v.why);
+}
