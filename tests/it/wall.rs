@@ -83,6 +83,9 @@ try "work:own-limits" sh -c 'ulimit -t 86400 && nice -n 5 true'
 # A kernel setting written (its own value back: the kernel runs core_pattern's program
 # outside every namespace, with every capability), as root may inside its user namespace.
 try "sysctl:write" sh -c 'v=$(cat /proc/sys/kernel/core_pattern) && printf "%s\n" "$v" > /proc/sys/kernel/core_pattern'
+# A mount in a user and mount namespace of its own (an overlay over a walled folder, a
+# FUSE file system, a bind): the Landlock domain refuses every mount.
+try "mount:nested" unshare -Urm sh -c 'mount -t tmpfs x "$(mktemp -d)"'
 # A setuid bit (a root agent's `chmod 4755` of a root-owned program), on a file of its own.
 try "chmod:setuid" sh -c 'f=$(mktemp) && chmod 4755 "$f"'
 # The agents' cache: what the next `--agent ID` runs.
@@ -308,7 +311,7 @@ async fn inside_the_wall_the_agent_cannot_change_read_or_answer_for_the_bridge()
         failed_work.is_empty(),
         "ordinary work that failed: {failed_work:?}"
     );
-    assert!(report.len() >= 37, "{report:?}");
+    assert!(report.len() >= 38, "{report:?}");
     assert_eq!(
         answer.as_deref(),
         Some("permission: reject"),
@@ -347,6 +350,7 @@ async fn without_the_wall_the_same_attacks_succeed() {
         "oom:bridge",
         "autogroup:bridge",
         "chmod:setuid",
+        "mount:nested",
         "answer",
     ] {
         assert!(ok(name), "{name} should work without the wall: {report:?}");
