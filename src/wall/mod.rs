@@ -137,10 +137,10 @@ impl Files {
         }
         // The agents' cache, read-only: an agent that wrote there (a registry copy, an
         // unpacked binary) would choose what the next `--agent ID` runs.
+        // Its tree is the agents' files, large and deep: read-only by its real path, not
+        // looked through as a policy folder is.
         if let Some(cache) = &self.cache {
-            let folder = made_folder(cache)?;
-            self.through_links(&folder, &mut plan)?;
-            plan.read_only.push(folder);
+            plan.read_only.push(made_folder(cache)?);
         }
         // The control groups, read-only: their files freeze (`cgroup.freeze`, v1's
         // `freezer.state`) or kill (`cgroup.kill`) every process of a group, the bridge's
