@@ -1377,3 +1377,50 @@ fn a_codex_patch_is_decided_by_every_file_it_changes_and_moves() {
     let v = p.decide(&patch("src/a.rs", "src/b.rs"));
     assert_eq!(v.decision, Decision::Allow, "{}", v.why);
 }
+
+/// A fourteenth reading, of programs with no model whose words name a file or a program
+/// that no word holds: curl's output from a URL glob (`'#1g/…'`), its variables and
+/// `--expand-*` options, `-w '%output{FILE}'`; wget's `-x` (folders from the URL's path) and
+/// askpass; `split --filter`, `zip -TT`, `scp -S`, `ssh -o`, `rsync -e`.
+#[test]
+fn what_unmodelled_programs_name_beyond_their_words_is_asked_under_a_prefix() {
+    let d = scratch("fourteenth");
+    let p = rules(&[
+        "Bash(curl:*)",
+        "Bash(wget:*)",
+        "Bash(split:*)",
+        "Bash(zip:*)",
+        "Bash(scp:*)",
+        "Bash(ssh:*)",
+        "Bash(rsync:*)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "curl -s 'http://127.0.0.1:1/p?{/home/u/.confi}' -o '#1g/acp-question-bridge/policy.toml'",
+            "curl -s 'http://127.0.0.1:1/{.gi}' --output='#1t/config'",
+            "curl -s --variable %HOME --expand-output '{{HOME}}/x' http://127.0.0.1:1/",
+            "curl -s --expand-config cfg",
+            "curl -s -o /dev/null -w '%output{>>.git/config}x' http://127.0.0.1:1/",
+            "wget -q -nH -x http://127.0.0.1:1/.git/config",
+            "wget --use-askpass=./evil http://127.0.0.1:1/",
+            "split --filter=./evil src/main.rs",
+            "zip -T -TT ./evil out.zip src/main.rs",
+            "scp -S ./evil a h:b",
+            "ssh -o ProxyCommand=./evil h",
+            "rsync -e ./evil a h:b",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "curl -s -o out.json https://example.com/api",
+            "curl -s -w '%{http_code}' https://example.com",
+            "wget -q https://example.com/a.tgz",
+            "split -l 100 big.txt part-",
+            "ssh -p 2222 host uptime",
+        ],
+    );
+}

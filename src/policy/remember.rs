@@ -322,9 +322,28 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
         ],
     ),
     ("poetry", &["--directory", "-C", "--project", "-P"]),
-    // A config file holds more options, which no word shows (`output = "…/policy.toml"`).
-    ("curl", &["-K", "--config"]),
-    ("wget", &["-e", "--execute", "--config"]),
+    // A config file holds more options, which no word shows (`output = "…/policy.toml"`);
+    // curl's variables and `--expand-*` make names no word holds (`{{HOME}}/.config/…`).
+    ("curl", &["-K", "--config", "--variable"]),
+    // wget: `-x` makes folders of the URL's path (`.git/config`); askpass runs a program.
+    (
+        "wget",
+        &[
+            "-e",
+            "--execute",
+            "--config",
+            "-x",
+            "--force-directories",
+            "--use-askpass",
+        ],
+    ),
+    // Each runs a program its words name.
+    ("split", &["--filter"]),
+    ("zip", &["-TT", "--unzip-command"]),
+    ("scp", &["-S", "-o", "-F"]),
+    ("ssh", &["-o", "-F"]),
+    ("sftp", &["-S", "-o", "-F"]),
+    ("rsync", &["-e", "--rsh", "--rsync-path"]),
     ("mix", &["--exec"]),
     ("gh", &["-R", "--repo", "--hostname"]),
 ];
@@ -414,7 +433,31 @@ pub fn names_more(words: &[String], from: usize) -> bool {
             return args.iter().take_while(|w| *w != "--").any(|w| flagged(w));
         }
     }
-    args.iter().any(|w| flagged(w))
+    args.iter().any(|w| flagged(w)) || (program == "curl" && curl_names_more(args))
+}
+
+/// curl's ways of naming a file no word holds: any `--expand-*` option (curl 8.3: the
+/// option's value made from variables), a `-w` format with `%output{FILE}`, and an output
+/// name with `#N` (filled from a URL's glob: `'{/home/u/.confi}'` and `'#1g/…'`).
+fn curl_names_more(args: &[String]) -> bool {
+    args.iter().enumerate().any(|(i, w)| {
+        let next = args.get(i + 1).map(String::as_str).unwrap_or_default();
+        let value = |short: &str, long: &str| {
+            if w == short || w == long {
+                Some(next)
+            } else {
+                w.strip_prefix(&format!("{long}="))
+                    .or_else(|| w.strip_prefix(short).filter(|_| !w.starts_with("--")))
+            }
+        };
+        w.starts_with("--expand-")
+            || value("-w", "--write-out").is_some_and(|v| v.contains("%output{"))
+            || value("-o", "--output").is_some_and(|v| {
+                v.as_bytes()
+                    .windows(2)
+                    .any(|p| p[0] == b'#' && p[1].is_ascii_digit())
+            })
+    })
 }
 
 /// Programs that run another command, or code, given in their arguments: what they run is
