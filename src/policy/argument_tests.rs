@@ -1367,7 +1367,7 @@ fn a_codex_patch_is_decided_by_every_file_it_changes_and_moves() {
     };
     let v = p.decide(&patch(".env", "src/env.txt"));
     assert_eq!(v.decision, Decision::Deny, "{}", v.why);
-    let v = p.decide(&patch("README.md", "src/readme.md"));
+    let v = p.decide(&patch("NOTES.txt", "src/notes.txt"));
     assert_ne!(
         v.decision,
         Decision::Allow,
