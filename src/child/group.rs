@@ -56,12 +56,18 @@ pub fn members(pgid: u32) -> Vec<u32> {
 /// Whether `pid` is alive (not a zombie) and in group `pgid`, from `/proc/<pid>/stat`.
 #[cfg(target_os = "linux")]
 fn is_live_member(pid: u32, pgid: u32) -> bool {
+    live_group_of(pid) == Some(pgid)
+}
+
+/// The group of `pid` while it is alive (not a zombie), from `/proc/<pid>/stat`.
+#[cfg(target_os = "linux")]
+pub(crate) fn live_group_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // After the command name (which may hold spaces and parentheses): state, ppid, pgrp, ...
     let mut fields = stat.rsplit_once(") ").map_or("", |(_, r)| r).split(' ');
     let state = fields.next().unwrap_or("Z");
     let pgrp = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
-    pgrp == Some(pgid) && !matches!(state, "Z" | "X")
+    pgrp.filter(|_| !matches!(state, "Z" | "X"))
 }
 
 /// Sends `sig` to every member of group `pgid`; returns how many there were (none: nothing

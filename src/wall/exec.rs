@@ -76,7 +76,8 @@ pub fn main(args: &[OsString]) -> ExitCode {
         return fail("the bridge ended before its agent started");
     }
     // The watcher stays here; init (pid 1 of the new PID namespace) goes on.
-    let grace = std::time::Duration::from_millis(plan.grace_ms.unwrap_or(5_000));
+    // A plan without one (the probe's) takes the bridge's default `--shutdown-grace`.
+    let grace = std::time::Duration::from_millis(plan.grace_ms.unwrap_or(3_000));
     let init = match super::init::split(parent, grace) {
         Ok(init) => init,
         Err(e) => return cannot(e),

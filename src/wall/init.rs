@@ -161,25 +161,20 @@ fn reap(agent: Pid, status: OwnedFd) -> ! {
 
 /// Sends `sig` to every process of the namespace that is not in init's group (nor init).
 fn to_those_who_left(sig: i32) {
-    let group = nix::unistd::getpgrp().as_raw();
+    let group = nix::unistd::getpgrp().as_raw() as u32;
     let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    let Ok(sig) = Signal::try_from(sig) else {
         return;
     };
     for pid in entries
         .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|&p| p > 1)
     {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let pgrp = stat
-            .rsplit_once(") ")
-            .and_then(|(_, r)| r.split(' ').nth(2)?.parse::<i32>().ok());
-        if pgrp.is_some_and(|g| g != group) {
-            // SAFETY: `kill` is one system call.
-            #[allow(unsafe_code)]
-            unsafe {
-                libc::kill(pid, sig);
-            }
+        if crate::child::group::live_group_of(pid).is_some_and(|g| g != group) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid as i32), sig);
         }
     }
 }
