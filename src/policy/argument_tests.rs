@@ -1400,6 +1400,7 @@ fn what_unmodelled_programs_name_beyond_their_words_is_asked_under_a_prefix() {
         &[
             "curl -s 'http://127.0.0.1:1/p?{/home/u/.confi}' -o '#1g/acp-question-bridge/policy.toml'",
             "curl -s 'http://127.0.0.1:1/{.gi}' --output='#1t/config'",
+            "curl -s 'http://127.0.0.1:1/{.gi}' -so '#1t/config'",
             "curl -s --variable %HOME --expand-output '{{HOME}}/x' http://127.0.0.1:1/",
             "curl -s --expand-config cfg",
             "curl -s -o /dev/null -w '%output{>>.git/config}x' http://127.0.0.1:1/",

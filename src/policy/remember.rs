@@ -437,26 +437,16 @@ pub fn names_more(words: &[String], from: usize) -> bool {
 }
 
 /// curl's ways of naming a file no word holds: any `--expand-*` option (curl 8.3: the
-/// option's value made from variables), a `-w` format with `%output{FILE}`, and an output
-/// name with `#N` (filled from a URL's glob: `'{/home/u/.confi}'` and `'#1g/…'`).
+/// option's value made from variables), `%output{FILE}` in a `-w` format, and `#N` in an
+/// output name (filled from a URL's glob: `'{/home/u/.confi}'` and `'#1g/…'`). Looked for
+/// in every word, whatever option or cluster it follows (`-so '#1x'`).
 fn curl_names_more(args: &[String]) -> bool {
-    args.iter().enumerate().any(|(i, w)| {
-        let next = args.get(i + 1).map(String::as_str).unwrap_or_default();
-        let value = |short: &str, long: &str| {
-            if w == short || w == long {
-                Some(next)
-            } else {
-                w.strip_prefix(&format!("{long}="))
-                    .or_else(|| w.strip_prefix(short).filter(|_| !w.starts_with("--")))
-            }
-        };
+    args.iter().any(|w| {
         w.starts_with("--expand-")
-            || value("-w", "--write-out").is_some_and(|v| v.contains("%output{"))
-            || value("-o", "--output").is_some_and(|v| {
-                v.as_bytes()
-                    .windows(2)
-                    .any(|p| p[0] == b'#' && p[1].is_ascii_digit())
-            })
+            || w.contains("%output{")
+            || w.as_bytes()
+                .windows(2)
+                .any(|p| p[0] == b'#' && p[1].is_ascii_digit())
     })
 }
 
