@@ -87,6 +87,11 @@ pub async fn list(c: &HttpClient) -> Vec<Value> {
 
 /// Waits until `questions.list` holds `n` questions; returns them.
 pub async fn list_until(c: &HttpClient, n: usize) -> Vec<Value> {
+    list_until_within(c, n, WAIT).await
+}
+
+/// [`list_until`], waiting at most `bound`.
+pub async fn list_until_within(c: &HttpClient, n: usize, bound: std::time::Duration) -> Vec<Value> {
     let start = std::time::Instant::now();
     loop {
         let l = list(c).await;
@@ -94,7 +99,7 @@ pub async fn list_until(c: &HttpClient, n: usize) -> Vec<Value> {
             return l;
         }
         assert!(
-            start.elapsed() < WAIT,
+            start.elapsed() < bound,
             "questions.list never held {n} questions: {l:?}"
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
