@@ -153,12 +153,14 @@ impl Holding {
     }
 
     /// Tells a front that another client is attached.
-    pub(super) fn busy(a: Attachment) {
+    /// Tells `a`'s front to try elsewhere, with this holder's `initialize` result.
+    pub(super) fn busy(a: Attachment, init: Option<&str>) {
         tracing::info!(
             front = a.front_pid,
-            "a front came while a client is attached; told busy"
+            "a front came while a client is attached, or for a session not kept; told busy"
         );
-        let _ = (&a.conn).write_all(&Reply::Busy.line());
+        let init = init.map(str::to_owned);
+        let _ = (&a.conn).write_all(&Reply::Busy { init }.line());
     }
 
     /// Takes `a`'s client: the front is told, the bridge's stderr becomes its, and its end
@@ -173,6 +175,7 @@ impl Holding {
             prefix,
             initialized,
             join: _,
+            kept_only: _,
         } = a;
         let reply = Reply::Attached {
             holder: std::process::id(),

@@ -47,11 +47,16 @@ impl Shell {
         if self.holding.is_none() {
             return;
         }
+        // Whether this holder keeps the session is decided here, on the loop, from the
+        // router's state: a front asks for the holder that keeps it first.
+        if a.kept_only && !self.may_join(&a) {
+            return super::hold::Holding::busy(a, self.router.held_init());
+        }
         if self.attached && self.lingers() && self.may_join(&a) {
             return self.join(a, now);
         }
         if self.attached || !self.lingers() {
-            return super::hold::Holding::busy(a);
+            return super::hold::Holding::busy(a, self.router.held_init());
         }
         let h = self.holding.as_mut().expect("checked");
         let Some(got) = h.attach(a) else {
@@ -86,7 +91,7 @@ impl Shell {
     fn join(&mut self, a: crate::linger::holder::Attachment, now: Instant) {
         let id = self.guests.next_id();
         if !self.router.on_client_joined(id, a.initialized) {
-            return super::hold::Holding::busy(a);
+            return super::hold::Holding::busy(a, self.router.held_init());
         }
         let max = self.holding.as_ref().map_or(0, |h| h.max_line_bytes);
         // The bridge's log goes to the attached client's editor; a joined one's stderr is

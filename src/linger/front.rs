@@ -36,20 +36,43 @@ pub fn run(args: &[String]) -> i32 {
         .filter(|i| i.key == key)
         .collect();
     // Which one has the session the client takes: the client says after its `initialize`,
-    // which the front answers with a holder's result (it is the same for all of them).
+    // which the front answers with a holder's result (it is the same for all of them). The
+    // holders' files may not have it yet (they are written off the holders' loops): then
+    // the holders are asked, by a hello none takes (it names no session it keeps).
     let mut first = First::default();
-    if let Some(init) = holders.iter().find_map(|h| h.init.clone()) {
+    let mut init = holders.iter().find_map(|h| h.init.clone());
+    if init.is_none() {
+        init = holders
+            .iter()
+            .find_map(|info| match attach(info, &first, true) {
+                Ok(Attach::Busy(said)) => said,
+                _ => None,
+            });
+    }
+    if let Some(init) = init {
         first = read_first(&init);
         if let Some(session) = &first.session {
-            // The one that keeps the session first, then the newest.
+            // The one that keeps the session first (as its file says), then the newest.
             holders.sort_by_key(|h| !h.sessions.contains(session));
         }
     }
-    for info in &holders {
-        match attach(info, &first) {
-            Ok(Some(stream)) => return wait(stream, info),
-            Ok(None) => tracing::debug!(holder = info.pid, "holder busy; trying the next"),
-            Err(e) => tracing::warn!(holder = info.pid, error = %e, "cannot attach to a holder"),
+    // A client that loads a session goes to the holder that keeps it, as the holder itself
+    // decides, before any other: one session, one agent.
+    let passes: &[bool] = match first.session {
+        Some(_) => &[true, false],
+        None => &[false],
+    };
+    for &kept_only in passes {
+        for info in &holders {
+            match attach(info, &first, kept_only) {
+                Ok(Attach::Attached(stream)) => return wait(stream, info),
+                Ok(Attach::Busy(_)) => {
+                    tracing::debug!(holder = info.pid, kept_only, "holder busy; trying the next")
+                }
+                Err(e) => {
+                    tracing::warn!(holder = info.pid, error = %e, "cannot attach to a holder")
+                }
+            }
         }
     }
     // None: start one. A front that races another to it may find it busy: start another.
@@ -58,9 +81,9 @@ pub fn run(args: &[String]) -> i32 {
             Ok(info) => info,
             Err(code) => return code,
         };
-        match attach(&info, &first) {
-            Ok(Some(stream)) => return wait(stream, &info),
-            Ok(None) => continue,
+        match attach(&info, &first, false) {
+            Ok(Attach::Attached(stream)) => return wait(stream, &info),
+            Ok(Attach::Busy(_)) => continue,
             Err(e) => return fail(&format!("cannot attach to the holder it started: {e}")),
         }
     }
@@ -144,10 +167,18 @@ fn fail(msg: &str) -> i32 {
     1
 }
 
-/// Hands our stdio to the holder of `info`: `Some` with the connection once attached,
-/// `None` when it has a client. (One reader for the connection's whole life: the holder
-/// may send the exit code right after `attached`, in the same read.)
-fn attach(info: &Info, first: &First) -> std::io::Result<Option<BufReader<UnixStream>>> {
+/// What a holder said to a hello.
+enum Attach {
+    /// It took our client: the connection (one reader for its whole life: the holder may
+    /// send the exit code right after `attached`, in the same read).
+    Attached(BufReader<UnixStream>),
+    /// It has a client, or does not keep the session (`kept_only`); its `initialize` result.
+    Busy(Option<String>),
+}
+
+/// Hands our stdio to the holder of `info`, which takes it unless it has a client, or,
+/// `kept_only`, it does not keep the session the client loads.
+fn attach(info: &Info, first: &First, kept_only: bool) -> std::io::Result<Attach> {
     let stream = UnixStream::connect(&info.socket)?;
     stream.set_read_timeout(Some(READY_WITHIN))?;
     let hello = Hello {
@@ -158,6 +189,7 @@ fn attach(info: &Info, first: &First) -> std::io::Result<Option<BufReader<UnixSt
         // The holder decides whether it keeps the session (its file, written off its loop,
         // may not say so yet).
         join: first.session.clone(),
+        kept_only,
     };
     let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
     super::send_hello(
@@ -183,9 +215,9 @@ fn attach(info: &Info, first: &First) -> std::io::Result<Option<BufReader<UnixSt
             nix::unistd::dup2_stdin(&null)?;
             nix::unistd::dup2_stdout(&null)?;
             stream.set_read_timeout(None)?;
-            Ok(Some(reader))
+            Ok(Attach::Attached(reader))
         }
-        Ok(Reply::Busy) => Ok(None),
+        Ok(Reply::Busy { init }) => Ok(Attach::Busy(init)),
         Ok(Reply::Refused(why)) => Err(std::io::Error::other(format!("refused: {why}"))),
         Ok(Reply::Exit(code)) => Err(std::io::Error::other(format!("it is ending ({code})"))),
         Err(e) => Err(std::io::Error::other(format!(

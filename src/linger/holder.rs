@@ -45,6 +45,8 @@ pub struct Attachment {
     pub initialized: bool,
     /// The held session the client loads or resumes (it may join it beside another client).
     pub join: Option<String>,
+    /// Take the client only if this holder keeps `join`.
+    pub kept_only: bool,
 }
 
 /// The listening socket and the holder's file; both are removed when this is dropped.
@@ -205,6 +207,7 @@ async fn accept(listener: tokio::net::UnixListener, token: String, tx: mpsc::Sen
                     prefix,
                     initialized: hello.initialized,
                     join: hello.join,
+                    kept_only: hello.kept_only,
                 })
                 .await;
         });

@@ -141,6 +141,11 @@ pub struct Hello {
     /// is attached, the front joins that session beside it (several clients on one session).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub join: Option<String>,
+    /// Take the client only if the holder keeps `join` now (the holder decides from its
+    /// own state, not from its file, which lags it): a front tries the holder that keeps
+    /// the session before any other, so one session never gets two agents.
+    #[serde(default)]
+    pub kept_only: bool,
 }
 
 /// What a holder says to a front.
@@ -149,8 +154,14 @@ pub struct Hello {
 pub enum Reply {
     /// The front's client is now the holder's.
     Attached { holder: u32 },
-    /// Another client is attached; try another holder, or start one.
-    Busy,
+    /// Another client is attached (or, with [`Hello::kept_only`], the holder does not keep
+    /// the session); try another holder, or start one. `init` is the holder's `initialize`
+    /// result when it has one, which its file may not say yet: a front that has not read
+    /// its client yet answers the client's `initialize` with it and learns the session.
+    Busy {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        init: Option<String>,
+    },
     /// The token was wrong, or the message could not be read.
     Refused(String),
     /// The holder is done with the front's client: the front exits with this code.
@@ -267,6 +278,7 @@ mod tests {
             prefix_len: prefix.len(),
             initialized: true,
             join: Some("s-1".into()),
+            kept_only: true,
         };
         let sender = std::thread::spawn(move || {
             send_hello(&a, &hello, [r.as_fd(), w.as_fd(), w.as_fd()], &prefix).expect("sent");
@@ -279,6 +291,7 @@ mod tests {
             ("t0k", 7, true)
         );
         assert_eq!(got.join.as_deref(), Some("s-1"));
+        assert!(got.kept_only);
         assert_eq!(
             first,
             vec![b'p'; 300_000],

@@ -104,6 +104,11 @@ impl Router {
         (self.held.version, self.held.init_result(), sessions)
     }
 
+    /// The `initialize` result a later client gets, once the agent gave one.
+    pub fn held_init(&self) -> Option<&str> {
+        self.held.init_result()
+    }
+
     /// The attached client's `initialize` was answered by its front with this holder's
     /// result (as the holder would have): the holder sets the client view from it when it
     /// reads it, and does not answer it again.

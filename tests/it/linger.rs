@@ -862,3 +862,67 @@ async fn codecompanion_resumes_a_held_session_as_recorded() {
     crate::fixtures::replay_on("codecompanion-load.jsonl", &steps[last + 1..], &mut second).await;
     sessions_stop_all(&roster).await;
 }
+
+/// Makes every holder's file in `roster` lag its holder, as it does for a few milliseconds
+/// after each change (it is written off the holder's loop): no `initialize` result, no
+/// sessions.
+fn files_lag(roster: &Path) {
+    for entry in std::fs::read_dir(roster.join("held"))
+        .expect("held")
+        .flatten()
+    {
+        let path = entry.path();
+        if path.extension().is_some_and(|x| x == "json") {
+            let mut info: Value = serde_json::from_slice(&std::fs::read(&path).expect("read"))
+                .expect("a holder's file");
+            info["init"] = Value::Null;
+            info["sessions"] = json!([]);
+            std::fs::write(&path, serde_json::to_vec(&info).expect("json")).expect("write");
+        }
+    }
+}
+
+/// An editor restoring its windows loads a session a moment after another window began it,
+/// before the holders' files say so: its front asks the holders themselves, and the one that
+/// keeps the session takes it (beside the client that has it), not an idle holder of the
+/// same command line nor a new one. One session, one agent.
+#[tokio::test]
+async fn a_session_loaded_before_the_holders_files_say_so_goes_to_the_agent_that_has_it() {
+    let (roster, cwd) = folders("linger-lag");
+    // (The mock agent numbers its sessions: the first holder's second session is its own.)
+    let mut a = front(&roster, &cwd, "5m");
+    start_session(&mut a).await;
+    let sid = a.new_session(5).await;
+    let pid = agent_pid(&mut a, 2, &sid).await;
+    // A newer holder with no client: the first a front tries.
+    let mut idle = front(&roster, &cwd, "5m");
+    let (_, other) = start_session(&mut idle).await;
+    let idle_pid = agent_pid(&mut idle, 2, &other).await;
+    idle.close_stdin();
+    assert_eq!(idle.wait().await, 0);
+    tokio::time::timeout(WAIT, async {
+        while holders(&roster).iter().any(|h| !h["init"].is_string()) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the holders' files say their result");
+    files_lag(&roster);
+
+    let mut b = front(&roster, &cwd, "5m");
+    b.initialize(json!({})).await;
+    b.send(&json!({"jsonrpc":"2.0","id":1,"method":"session/load",
+        "params":{"sessionId":sid,"cwd":cwd,"mcpServers":[]}}))
+        .await;
+    let (loaded, _) = b.response(json!(1)).await;
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    let got = agent_pid(&mut b, 2, &sid).await;
+    assert_eq!(got, pid, "the agent that has it: {}", b.stderr());
+    assert_eq!(holders(&roster).len(), 2, "no holder started for it");
+    assert!(alive(idle_pid));
+    for x in [&mut a, &mut b] {
+        x.close_stdin();
+        x.wait().await;
+    }
+    sessions_stop_all(&roster).await;
+}
