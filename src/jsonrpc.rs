@@ -17,6 +17,8 @@ pub mod code {
     pub const INTERNAL_ERROR: i64 = -32603;
     pub const SERVER_ERROR: i64 = -32000;
     pub const REQUEST_CANCELLED: i64 = -32800;
+    /// ACP's "resource not found" (a session that is gone).
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
 }
 
 fn to_line(v: &Value) -> Bytes {

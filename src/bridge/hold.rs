@@ -152,7 +152,6 @@ impl Holding {
             .is_some_and(|f| f.generation == generation)
     }
 
-    /// Tells a front that another client is attached.
     /// Tells `a`'s front to try elsewhere, with this holder's `initialize` result.
     pub(super) fn busy(a: Attachment, init: Option<&str>) {
         tracing::info!(
@@ -263,6 +262,18 @@ impl Holding {
     pub(super) fn close(&mut self) {
         self.listening = None;
         self.until = None;
+    }
+
+    /// The sessions the router keeps end against the user's will (`why`: the agent died
+    /// while fronts could still attach): they are recorded as lost, for a front whose
+    /// client loads one later, and no front attaches any more. (A linger that ran out, or a
+    /// stop the user asked for, closed the socket before: nothing is lost unasked.)
+    pub(super) fn lost(&mut self, why: &str, router: &crate::router::Router) {
+        if let Some(l) = &self.listening {
+            let (_, init, sessions) = router.held_for_fronts();
+            l.record_end(why, sessions, init);
+        }
+        self.close();
     }
 
     /// The bridge is done: the attached front exits with `code`.

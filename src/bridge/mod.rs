@@ -309,11 +309,17 @@ async fn stop(shell: Shell, grace: Duration) -> i32 {
         mut surfaces,
         ends,
         status,
-        holding,
+        mut holding,
         mut guests,
         ..
     } = shell;
     let exit = exit_of(status.unwrap_or_default(), agent.stderr_tail().await);
+    if let Some(h) = &mut holding {
+        // Said before anything else, for a front that comes meanwhile.
+        if matches!(ladder.outcome().0, QuitReason::AgentExited) {
+            h.lost(&format!("its {}", exit.describe()), &router);
+        }
+    }
     router.on_agent_gone(&exit, &mut outbox);
     guests.send(std::mem::take(&mut outbox.to_joined));
     surfaces.observers.publish(&mut outbox.events);

@@ -49,6 +49,11 @@ pub fn run(args: &[String]) -> i32 {
                 _ => None,
             });
     }
+    if init.is_none() {
+        // No holder lives, but one ended keeping sessions: the client's load is read, to
+        // tell it if its session was one of them.
+        init = super::ended::init_of(&folder, &key);
+    }
     if let Some(init) = init {
         first = read_first(&init);
         if let Some(session) = &first.session {
@@ -57,12 +62,16 @@ pub fn run(args: &[String]) -> i32 {
         }
     }
     // A client that loads a session goes to the holder that keeps it, as the holder itself
-    // decides, before any other: one session, one agent.
+    // decides, before any other: one session, one agent. A session whose holder ended is
+    // not lost silently: the load is answered with what happened, once.
     let passes: &[bool] = match first.session {
         Some(_) => &[true, false],
         None => &[false],
     };
     for &kept_only in passes {
+        if !kept_only {
+            tell_if_lost(&folder, &key, &mut first);
+        }
         for info in &holders {
             match attach(info, &first, kept_only) {
                 Ok(Attach::Attached(stream)) => return wait(stream, info),
@@ -99,6 +108,33 @@ struct First {
     initialized: bool,
     /// The session the client's next request loads or resumes.
     session: Option<String>,
+    /// That request's id, and where its line is in `bytes` (its newline included).
+    load: Option<(serde_json::Value, std::ops::Range<usize>)>,
+}
+
+/// When the session the client loads is one whose holder ended (and no live holder took
+/// it), answers the load with what happened (`-32002`): the rest of what was read goes to
+/// a holder as a client that has no session yet.
+fn tell_if_lost(folder: &Path, key: &str, first: &mut First) {
+    use std::io::Write;
+    let (Some(session), Some((id, range))) = (&first.session, &first.load) else {
+        return;
+    };
+    let Some(ended) = super::ended::take(folder, key, session) else {
+        return;
+    };
+    tracing::info!(%session, why = %ended.why, "the client loads a session that was lost; told");
+    let mut line = serde_json::to_vec(&super::ended::lost_error(id, session, &ended))
+        .expect("JSON serializes");
+    line.push(b'\n');
+    let mut out = std::io::stdout().lock();
+    if out.write_all(&line).and_then(|()| out.flush()).is_err() {
+        return;
+    }
+    // (The `initialize` before it stays: the holder knows the front answered it.)
+    first.bytes.drain(range.clone());
+    first.session = None;
+    first.load = None;
 }
 
 /// Reads the client's `initialize`, answers it with `init` (a holder's result), and reads
@@ -127,7 +163,8 @@ fn read_first(init: &str) -> First {
         return first;
     }
     first.initialized = true;
-    let Some(line) = read_line(&mut first.bytes, line.len() + 1) else {
+    let line_len = line.len() + 1;
+    let Some(line) = read_line(&mut first.bytes, line_len) else {
         return first;
     };
     if let Ok(next) = serde_json::from_slice::<serde_json::Value>(&line) {
@@ -135,6 +172,9 @@ fn read_first(init: &str) -> First {
             || next["method"] == crate::methods::SESSION_RESUME;
         if takes {
             first.session = next["params"]["sessionId"].as_str().map(str::to_owned);
+            if let Some(id) = next.get("id") {
+                first.load = Some((id.clone(), line_len..line_len + line.len() + 1));
+            }
         }
     }
     first

@@ -89,6 +89,35 @@ impl Listening {
     }
 }
 
+impl Listening {
+    /// Says in the endings' folder that this holder ends while it keeps `sessions`, and
+    /// why ([`super::ended`]): a front whose client loads one of them tells it.
+    pub fn record_end(&self, why: &str, sessions: Vec<String>, init: Option<&str>) {
+        let (Some(held), Some(name)) = (
+            self.socket.parent(),
+            self.socket.file_stem().and_then(|s| s.to_str()),
+        ) else {
+            return;
+        };
+        let key = match self.published.lock() {
+            Ok(g) => g.0.key.clone(),
+            Err(e) => e.into_inner().0.key.clone(),
+        };
+        let ended = super::ended::Ended {
+            key,
+            holder: std::process::id(),
+            sessions,
+            at_ms: super::ended::now_ms(),
+            found_gone: false,
+            why: why.to_owned(),
+            init: init.map(str::to_owned),
+        };
+        if let Err(e) = super::ended::record(held, name, &ended) {
+            tracing::warn!(error = %e, "cannot say that the held sessions end");
+        }
+    }
+}
+
 impl Drop for Listening {
     fn drop(&mut self) {
         self.task.abort();

@@ -17,6 +17,7 @@
 //!   on the network.
 //! - A message on the socket is one JSON line of at most [`MAX_LINE`] bytes.
 
+pub mod ended;
 pub mod front;
 pub mod holder;
 
@@ -112,6 +113,26 @@ fn read(folder: &Path, tidy: bool) -> Vec<Info> {
         if crate::inbox::roster::alive(info.pid) {
             found.push(info);
         } else if tidy {
+            // It died without a word: a later load of its sessions is told.
+            let name = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("holder");
+            let ended = ended::Ended {
+                key: info.key.clone(),
+                holder: info.pid,
+                sessions: info.sessions.clone(),
+                at_ms: ended::now_ms(),
+                found_gone: true,
+                why: format!(
+                    "its holder (pid {}) ended without a word: it was killed, or it crashed",
+                    info.pid
+                ),
+                init: info.init.clone(),
+            };
+            if let Err(e) = ended::record(folder, name, &ended) {
+                tracing::warn!(error = %e, "cannot say that a dead holder's sessions are lost");
+            }
             let _ = std::fs::remove_file(&path);
             // Only a socket of this folder (the file says where; it is not trusted further).
             if info.socket.parent() == Some(folder) {

@@ -87,7 +87,7 @@ fn fail(code: u8, msg: &str) -> ExitCode {
 
 /// Every live holder, with its status.
 async fn read_all() -> Vec<Held> {
-    let bridges = roster::live(&roster::dir());
+    let bridges = roster::scan(&roster::dir());
     let mut all = Vec::new();
     let folder = linger::dir();
     if let Err(e) = roster::ensure_dir(&folder) {

@@ -926,3 +926,87 @@ async fn a_session_loaded_before_the_holders_files_say_so_goes_to_the_agent_that
     }
     sessions_stop_all(&roster).await;
 }
+
+/// Loads `session` through `b` (which is initialized) under `id`: the response.
+async fn load(b: &mut Bridge, id: i64, session: &str, cwd: &Path) -> Value {
+    b.send(&json!({"jsonrpc":"2.0","id":id,"method":"session/load",
+        "params":{"sessionId":session,"cwd":cwd,"mcpServers":[]}}))
+        .await;
+    b.response(json!(id)).await.0
+}
+
+/// A held session whose agent died, or whose holder was killed, while no editor was
+/// attached is not lost silently: the next load of it is answered with what happened and
+/// when (`-32002`), once; the editor then goes on with a fresh agent, which a second load
+/// of the session reaches.
+#[tokio::test]
+async fn a_held_session_lost_while_no_editor_was_there_is_told_to_the_next_load() {
+    // The agent dies.
+    let (roster, cwd) = folders("linger-lost-agent");
+    let mut a = front(&roster, &cwd, "5m");
+    let (_, sid) = start_session(&mut a).await;
+    let pid = agent_pid(&mut a, 2, &sid).await;
+    a.prompt(3, &sid, "permission").await;
+    a.recv_until(is_permission).await;
+    kill_editor(&mut a).await;
+    let holder = holders(&roster)[0]["pid"].as_u64().expect("pid") as u32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill");
+    gone(holder, WAIT).await;
+    let mut b = front(&roster, &cwd, "5m");
+    b.initialize(json!({})).await;
+    let told = load(&mut b, 1, &sid, &cwd).await;
+    assert_eq!(told["error"]["code"], -32002, "{told}");
+    let msg = told["error"]["message"].as_str().expect("a message");
+    assert!(msg.contains("killed by signal 9"), "{msg}");
+    assert_eq!(told["error"]["data"]["lost"]["holderPid"], holder);
+    // The editor goes on: a new session, and the lost one again (the agent's now).
+    let fresh = b.new_session(2).await;
+    assert_ne!(agent_pid(&mut b, 3, &fresh).await, pid);
+    let again = load(&mut b, 4, &sid, &cwd).await;
+    assert!(again.get("result").is_some(), "told once: {again}");
+    b.close_stdin();
+    b.wait().await;
+    sessions_stop_all(&roster).await;
+
+    // The holder is killed.
+    let (roster, cwd) = folders("linger-lost-holder");
+    let mut c = front(&roster, &cwd, "5m");
+    let (_, sid) = start_session(&mut c).await;
+    let pid = agent_pid(&mut c, 2, &sid).await;
+    kill_editor(&mut c).await;
+    tokio::time::timeout(WAIT, async {
+        while !holders(&roster)[0]["sessions"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|x| x == sid.as_str()))
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the holder's file lists the session");
+    let holder = holders(&roster)[0]["pid"].as_u64().expect("pid") as u32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(holder as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill");
+    gone(pid, WAIT).await;
+    let mut d = front(&roster, &cwd, "5m");
+    d.initialize(json!({})).await;
+    let told = load(&mut d, 1, &sid, &cwd).await;
+    assert_eq!(told["error"]["code"], -32002, "{told}");
+    assert_eq!(told["error"]["data"]["lost"]["foundGone"], true, "{told}");
+    let msg = told["error"]["message"].as_str().expect("a message");
+    assert!(msg.contains("without a word"), "{msg}");
+    assert!(
+        holders(&roster).iter().all(|h| h["pid"] != holder),
+        "the dead holder's file is gone"
+    );
+    d.close_stdin();
+    d.wait().await;
+    sessions_stop_all(&roster).await;
+}
