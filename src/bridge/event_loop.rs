@@ -206,7 +206,7 @@ impl Shell {
     }
 
     /// What an event means.
-    fn handle(&mut self, event: Event, now: Instant) {
+    pub(super) fn handle(&mut self, event: Event, now: Instant) {
         match event {
             Event::Signal(sig) => {
                 // As the client's EOF for the router, unless that EOF was read already or the

@@ -72,6 +72,9 @@ pub(super) struct Holding {
     until: Option<Instant>,
     /// The version of the router's state the holder's file says.
     published: u64,
+    /// Why the holder stops, when the user asked for it (`sessions stop`): what its
+    /// clients are told instead of the agent's signal alone.
+    pub stopped: Option<&'static str>,
 }
 
 impl Holding {
@@ -101,6 +104,7 @@ impl Holding {
             generation: 0,
             until: None,
             published: 0,
+            stopped: None,
         })
     }
 
@@ -175,6 +179,7 @@ impl Holding {
             initialized,
             join: _,
             kept_only: _,
+            stop: _,
         } = a;
         let reply = Reply::Attached {
             holder: std::process::id(),

@@ -8,6 +8,9 @@ use std::time::Instant;
 use super::event_loop::Shell;
 use crate::router::Side;
 
+/// What the clients of a holder stopped with `sessions stop` are told.
+pub(super) const STOPPED: &str = "the session was stopped with `acp-question-bridge sessions stop`";
+
 impl Shell {
     /// Whether a client that leaves is waited for (`--linger`, the linger not over, the
     /// agent running).
@@ -44,8 +47,17 @@ impl Shell {
 
     /// A front attaches its client, unless one is attached or the bridge is ending.
     pub(super) fn attach(&mut self, a: crate::linger::holder::Attachment, now: Instant) {
-        if self.holding.is_none() {
+        let Some(h) = &mut self.holding else {
             return;
+        };
+        if a.stop {
+            tracing::info!(front = a.front_pid, "stopped with `sessions stop`");
+            h.stopped = Some(STOPPED);
+            let _ = std::io::Write::write_all(&mut &a.conn, &crate::linger::Reply::Exit(0).line());
+            return self.handle(
+                super::event_loop::Event::Signal(nix::sys::signal::Signal::SIGTERM),
+                now,
+            );
         }
         // Whether this holder keeps the session is decided here, on the loop, from the
         // router's state: a front asks for the holder that keeps it first.

@@ -230,6 +230,7 @@ fn attach(info: &Info, first: &First, kept_only: bool) -> std::io::Result<Attach
         // may not say so yet).
         join: first.session.clone(),
         kept_only,
+        stop: false,
     };
     let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
     super::send_hello(

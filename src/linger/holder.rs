@@ -47,6 +47,8 @@ pub struct Attachment {
     pub join: Option<String>,
     /// Take the client only if this holder keeps `join`.
     pub kept_only: bool,
+    /// `sessions stop`: no client; the holder stops.
+    pub stop: bool,
 }
 
 /// The listening socket and the holder's file; both are removed when this is dropped.
@@ -237,6 +239,7 @@ async fn accept(listener: tokio::net::UnixListener, token: String, tx: mpsc::Sen
                     initialized: hello.initialized,
                     join: hello.join,
                     kept_only: hello.kept_only,
+                    stop: hello.stop,
                 })
                 .await;
         });

@@ -167,6 +167,10 @@ pub struct Hello {
     /// the session before any other, so one session never gets two agents.
     #[serde(default)]
     pub kept_only: bool,
+    /// `sessions stop`: the holder stops (as at SIGTERM) and tells its clients why; the
+    /// descriptors sent are `/dev/null`.
+    #[serde(default)]
+    pub stop: bool,
 }
 
 /// What a holder says to a front.
@@ -300,6 +304,7 @@ mod tests {
             initialized: true,
             join: Some("s-1".into()),
             kept_only: true,
+            stop: false,
         };
         let sender = std::thread::spawn(move || {
             send_hello(&a, &hello, [r.as_fd(), w.as_fd(), w.as_fd()], &prefix).expect("sent");

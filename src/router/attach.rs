@@ -81,6 +81,8 @@ impl Router {
     /// and whether the attached client has it.
     pub(super) fn held_status(&self) -> Value {
         let mut held = self.held.status();
+        // The clients there now: the attached one and those that joined.
+        held["clients"] = (usize::from(self.held.attached) + self.joined.len()).into();
         for s in held["sessions"].as_array_mut().into_iter().flatten() {
             let id = s["sessionId"].as_str().unwrap_or_default().to_owned();
             s["pendingQuestions"] = self.questions.session_len(&id).into();

@@ -79,11 +79,26 @@ impl Router {
     /// The agent is gone (exited and its stdout drained): every client request still
     /// waiting on it gets one `-32603` error naming the exit.
     pub fn on_agent_gone(&mut self, exit: &AgentExit, out: &mut Outbox) {
+        self.on_agent_gone_because(exit, None, out);
+    }
+
+    /// [`Router::on_agent_gone`], where the user stopped the agent (`stopped` says how): the
+    /// errors say that first.
+    pub fn on_agent_gone_because(
+        &mut self,
+        exit: &AgentExit,
+        stopped: Option<&str>,
+        out: &mut Outbox,
+    ) {
         if self.agent_gone {
             return;
         }
         self.agent_gone = true;
-        self.joined_agent_gone(&exit.describe(), out);
+        let said = match stopped {
+            Some(why) => format!("{why} ({})", exit.describe()),
+            None => exit.describe(),
+        };
+        self.joined_agent_gone(&said, out);
         let mut waiting = self.requests.drain(Side::Client);
         if self.cfg.linger {
             // A client that left gets nothing; a later client's request sent under a bridge
@@ -100,7 +115,7 @@ impl Router {
             out.client(jsonrpc::error(
                 Some(&waiter),
                 code::INTERNAL_ERROR,
-                &format!("{} before it answered initialize", exit.describe()),
+                &format!("{said} before it answered initialize"),
                 None,
             ));
         }
@@ -108,7 +123,7 @@ impl Router {
         // burst stays small however many requests were waiting.
         let short_tail = last_chars(&exit.stderr_tail, SHORT_TAIL);
         for (n, (id, req)) in waiting.into_iter().enumerate() {
-            let message = format!("{} while handling {}", exit.describe(), req.method);
+            let message = format!("{said} while handling {}", req.method);
             let tail = if n == 0 {
                 exit.stderr_tail.as_str()
             } else {

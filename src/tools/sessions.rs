@@ -58,7 +58,11 @@ impl Held {
             "cwd": self.info.cwd,
             "clientAttached": self.status.as_ref().map(|s| s["linger"]["clientAttached"].clone()),
             "lingerLeftMs": self.status.as_ref().map(|s| s["linger"]["lingerLeftMs"].clone()),
-            "sessions": self.sessions(),
+            "sessions": match &self.status {
+                Some(_) => json!(self.sessions()),
+                // No control server: its file says its sessions.
+                None => self.info.sessions.iter().map(|s| json!({"sessionId": s})).collect(),
+            },
         })
     }
 }
@@ -79,6 +83,44 @@ pub fn main(args: SessionsArgs) -> ExitCode {
         }
         Action::Stop { id } => stop(&held, &id),
     }
+}
+
+/// Asks the holder of `info` to stop over its socket, so that its clients are told who
+/// stopped it; `false` when it cannot be asked (then it gets SIGTERM).
+fn ask_to_stop(info: &linger::Info) -> bool {
+    use std::io::BufRead;
+    use std::os::fd::AsFd;
+    let asked = || -> std::io::Result<bool> {
+        let stream = std::os::unix::net::UnixStream::connect(&info.socket)?;
+        stream.set_read_timeout(Some(WAIT))?;
+        let null = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .open("/dev/null")?;
+        let hello = linger::Hello {
+            token: info.token.clone(),
+            pid: std::process::id(),
+            prefix_len: 0,
+            initialized: false,
+            join: None,
+            kept_only: false,
+            stop: true,
+        };
+        linger::send_hello(
+            &stream,
+            &hello,
+            [null.as_fd(), null.as_fd(), null.as_fd()],
+            &[],
+        )?;
+        let mut line = String::new();
+        std::io::Read::take(std::io::BufReader::new(&stream), linger::MAX_LINE as u64)
+            .read_line(&mut line)?;
+        Ok(matches!(
+            serde_json::from_str::<linger::Reply>(line.trim_end()),
+            Ok(linger::Reply::Exit(_))
+        ))
+    };
+    asked().unwrap_or(false)
 }
 
 fn fail(code: u8, msg: &str) -> ExitCode {
@@ -145,6 +187,13 @@ fn list(held: &[Held], as_json: bool) {
             .and_then(|s| s["linger"]["lingerLeftMs"].as_u64())
             .map(|ms| humantime::format_duration(Duration::from_secs(ms / 1000)).to_string());
         let rows: Vec<(String, String, String)> = match (&h.status, h.sessions()) {
+            // No control server: its file says its sessions.
+            (None, _) if !h.info.sessions.is_empty() => h
+                .info
+                .sessions
+                .iter()
+                .map(|s| (s.clone(), "?".into(), "?".into()))
+                .collect(),
             (None, _) => vec![("(no control server)".into(), "?".into(), "?".into())],
             (Some(_), s) if s.is_empty() => vec![("(none yet)".into(), "-".into(), "0".into())],
             (Some(_), s) => s
@@ -178,8 +227,11 @@ fn list(held: &[Held], as_json: bool) {
 }
 
 fn stop(held: &[Held], id: &str) -> ExitCode {
+    // (Its file says its sessions too, for a holder without a control server.)
     let found = held.iter().find(|h| {
-        h.info.pid.to_string() == id || h.sessions().iter().any(|s| s["sessionId"] == id)
+        h.info.pid.to_string() == id
+            || h.sessions().iter().any(|s| s["sessionId"] == id)
+            || h.info.sessions.iter().any(|s| s == id)
     });
     let Some(h) = found else {
         return fail(
@@ -188,8 +240,10 @@ fn stop(held: &[Held], id: &str) -> ExitCode {
         );
     };
     let pid = nix::unistd::Pid::from_raw(h.info.pid as i32);
-    if let Err(e) = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM) {
-        return fail(1, &format!("cannot stop holder {}: {e}", h.info.pid));
+    if !ask_to_stop(&h.info) {
+        if let Err(e) = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM) {
+            return fail(1, &format!("cannot stop holder {}: {e}", h.info.pid));
+        }
     }
     let deadline = std::time::Instant::now() + WAIT;
     while roster::alive(h.info.pid) {

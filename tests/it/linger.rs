@@ -1010,3 +1010,42 @@ async fn a_held_session_lost_while_no_editor_was_there_is_told_to_the_next_load(
     d.wait().await;
     sessions_stop_all(&roster).await;
 }
+
+/// `sessions stop SESSION` stops a holder that has no control server (found by the session
+/// its file lists), and its client is told who stopped it, not only the agent's signal.
+#[tokio::test]
+async fn sessions_stop_finds_a_holder_without_control_and_its_client_is_told_who_stopped_it() {
+    let (roster, cwd) = folders("linger-stop");
+    let mut cmd = Command::new(BRIDGE);
+    cmd.args(["--linger", "5m", "--no-policy", "--no-control", "--", MOCK])
+        .current_dir(&cwd)
+        .env("ACP_QUESTION_BRIDGE_REGISTRY", &roster)
+        .process_group(0);
+    let mut a = Bridge::from_command(cmd);
+    let (_, sid) = start_session(&mut a).await;
+    a.prompt(2, &sid, "pid 600000").await;
+    a.recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("pid: in ")))
+        .await;
+    tokio::time::timeout(WAIT, async {
+        while !holders(&roster).first().is_some_and(|h| {
+            h["sessions"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|x| x == sid.as_str()))
+        }) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the holder's file lists the session");
+    let listed = sessions(&roster, &[]).await;
+    assert!(listed.contains(&sid), "{listed}");
+    sessions(&roster, &["stop", &sid]).await;
+    let (ended, _) = a.response(json!(2)).await;
+    let msg = ended["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("stopped with `acp-question-bridge sessions stop`"),
+        "{ended}"
+    );
+    assert_eq!(a.wait().await, 143);
+    assert!(holders(&roster).is_empty());
+}

@@ -467,7 +467,7 @@ impl Held {
             .collect();
         serde_json::json!({
             "attached": self.attached,
-            "clients": self.generation,
+            "attaches": self.generation,
             "sessions": sessions,
             "agentRequestsWaiting": self.waiting.len(),
         })
