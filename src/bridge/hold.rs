@@ -116,6 +116,11 @@ impl Holding {
         }
     }
 
+    /// Whether the attached front is not the one that started the holder.
+    pub(super) fn reattached(&self) -> bool {
+        self.generation > 1
+    }
+
     /// When the linger ends, if it runs.
     pub(super) fn deadline(&self) -> Option<Instant> {
         self.until

@@ -85,6 +85,10 @@ impl Shell {
         }
         self.ends.attach(max, client);
         self.attached = true;
+        // The way back to the page, in the new editor's log (the first one's had it at start).
+        if let Some(c) = self.surfaces.control.as_ref().filter(|_| h.reattached()) {
+            c.announce_again();
+        }
         self.router.on_client_attached(now, &mut self.outbox);
         if got.initialized {
             self.router.front_answered_initialize();

@@ -172,6 +172,8 @@ pub struct Control {
     pub addr: SocketAddr,
     /// The page's URL with the token in its fragment.
     pub page_url: String,
+    /// Where the token is, for a log that must not show it.
+    token_where: String,
     /// The JSON-RPC methods, for another listener of the same loop (the inbox's `--remote`).
     pub methods: Methods,
     handle: ServerHandle,
@@ -180,6 +182,13 @@ pub struct Control {
 }
 
 impl Control {
+    /// Says again where the Questions page is, on the bridge's stderr as it is now (a
+    /// holder's, once a later front attached: the way back after an editor's crash). The
+    /// token only to a terminal, as at start.
+    pub fn announce_again(&self) {
+        announce(&self.page_url, &self.token_where);
+    }
+
     /// Stops the server and waits until its connections are closed, with every event
     /// published before written to every subscriber (or until `within` has passed).
     ///
@@ -431,7 +440,11 @@ pub async fn start(cfg: &ControlConfig) -> Result<Control, ControlSetupError> {
     let handle = server.start(methods.clone());
     let base = format!("http://{addr}/");
     let page_url = format!("{base}#token={}", cfg.token);
-    announce(&base, &page_url, &cfg.token, cfg);
+    let token_where = match &cfg.token_file {
+        Some(f) => format!("it is in {}", f.display()),
+        None => cfg.token_hint.to_owned(),
+    };
+    announce(&page_url, &token_where);
     tracing::info!(%addr, "control server listening");
     Ok(Control {
         calls,
@@ -439,6 +452,7 @@ pub async fn start(cfg: &ControlConfig) -> Result<Control, ControlSetupError> {
         events,
         addr,
         page_url,
+        token_where,
         methods,
         handle,
         stopping,
@@ -451,8 +465,9 @@ pub async fn start(cfg: &ControlConfig) -> Result<Control, ControlSetupError> {
 /// service's goes to the journal: both are the user's, so the agent could read them there
 /// and answer its own questions (docs/SECURITY.md, "The agent itself"). Elsewhere the page's
 /// address is printed without its token, and where to find it.
-fn announce(base: &str, page_url: &str, token: &str, cfg: &ControlConfig) {
+fn announce(page_url: &str, token_where: &str) {
     use std::io::{IsTerminal as _, Write};
+    let (base, token) = page_url.split_once("#token=").unwrap_or((page_url, ""));
     let mut err = std::io::stderr().lock();
     if err.is_terminal() {
         let _ = writeln!(
@@ -463,15 +478,11 @@ fn announce(base: &str, page_url: &str, token: &str, cfg: &ControlConfig) {
         );
         return;
     }
-    let where_ = match &cfg.token_file {
-        Some(f) => format!("it is in {}", f.display()),
-        None => cfg.token_hint.to_owned(),
-    };
     let _ = writeln!(
         err,
         "acp-question-bridge: control server on {base}\n\
          acp-question-bridge: questions page: {base} (its token is printed only to a terminal, \
-         never to a log the agent could read: {where_})"
+         never to a log the agent could read: {token_where})"
     );
 }
 

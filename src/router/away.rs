@@ -143,11 +143,11 @@ impl Router {
         }
         let many = asked.len() > 1;
         let place = match &self.cfg.page_url {
-            Some(url) => format!("on the Questions page ({url}) or"),
+            Some(url) => format!("on this bridge's Questions page ({url}),"),
             None => "".to_owned(),
         };
         let said = format!(
-            "{} {} for you in this session: {}. {} asked again below; if your editor does not show {}, answer {} {place} with `acp-question-bridge questions`.",
+            "{} {} for you in this session: {}. {} asked again below; if your editor does not show {}, answer {} with `acp-question-bridge inbox` (every bridge's questions, on one page), {place} or with `acp-question-bridge questions`.",
             asked.len(),
             if many { "questions wait" } else { "question waits" },
             asked.join(", "),

@@ -40,6 +40,8 @@ struct Held {
     info: linger::Info,
     /// Its `bridge.status` (`None`: no control server, or it did not answer).
     status: Option<Value>,
+    /// Its Questions page (the control server's URL) and the token, from its registry entry.
+    page: Option<(String, String)>,
 }
 
 impl Held {
@@ -58,6 +60,7 @@ impl Held {
             "cwd": self.info.cwd,
             "clientAttached": self.status.as_ref().map(|s| s["linger"]["clientAttached"].clone()),
             "lingerLeftMs": self.status.as_ref().map(|s| s["linger"]["lingerLeftMs"].clone()),
+            "page": self.page.as_ref().map(|(url, _)| url),
             "sessions": match &self.status {
                 Some(_) => json!(self.sessions()),
                 // No control server: its file says its sessions.
@@ -145,7 +148,8 @@ async fn read_all() -> Vec<Held> {
             Some(e) => status_of(&e.url, &e.token).await,
             None => None,
         };
-        all.push(Held { info, status });
+        let page = entry.map(|e| (e.url.clone(), e.token.clone()));
+        all.push(Held { info, status, page });
     }
     all
 }
@@ -211,6 +215,17 @@ fn list(held: &[Held], as_json: bool) {
                 })
                 .collect(),
         };
+        if let Some((url, token)) = &h.page {
+            // The token only to a terminal (never to a log or a pipe the agent could read).
+            let _ = match std::io::IsTerminal::is_terminal(&out) {
+                true => writeln!(out, "# holder {}: questions page {url}#token={token}", h.info.pid),
+                false => writeln!(
+                    out,
+                    "# holder {}: questions page {url} (its token is printed only to a terminal; `acp-question-bridge inbox` shows every bridge's questions)",
+                    h.info.pid
+                ),
+            };
+        }
         for (session, client, pending) in rows {
             let _ = writeln!(
                 out,

@@ -207,9 +207,17 @@ async fn a_front_killed_with_its_group_leaves_the_approval_pending_and_the_next_
     assert!(
         said.last()
             .is_some_and(|t| t.contains("1 question waits for you in this session")
-                && t.contains("Questions page")),
+                && t.contains("Questions page")
+                && t.contains("`acp-question-bridge inbox`")),
         "{said:?}"
     );
+    // The way back to the page is in the new editor's log (the token only to a terminal).
+    let log = second.stderr();
+    assert!(
+        log.contains("questions page: http://") && log.contains("acp-question-bridge inbox"),
+        "{log}"
+    );
+    assert!(!log.contains("#token="), "{log}");
     let (ask, _) = second.recv_until(is_permission).await;
     second
         .send(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}))
