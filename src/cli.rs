@@ -247,7 +247,8 @@ pub struct RingArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
     pub remind_every: Option<Duration>,
     /// Ring nothing while the user is at the desk: for DURATION after they answered a
-    /// question or sent a prompt in the editor, and while the Questions page is open and
+    /// question or sent a prompt in the editor (or an editor that came back was shown the
+    /// questions waiting), and while the Questions page is open and
     /// visible on this machine. A question still pending then rings when they leave. `0`:
     /// only the page counts.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]

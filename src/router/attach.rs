@@ -582,6 +582,9 @@ impl Router {
     /// and the agent's requests.
     fn redeliver(&mut self, session: &str, now: Instant, out: &mut Outbox) {
         for open in self.questions.take_session(session) {
+            // The user came back to an editor that shows them the question: at the desk,
+            // as after a prompt (nothing rings for a while).
+            out.at_desk = true;
             self.show_again(open, now, out);
         }
         for line in self.held.unsent(Some(session)) {

@@ -330,6 +330,9 @@ impl Router {
             .filter(|o| !self.joined.is_shown(client, &o.agent_id))
             .cloned()
             .collect();
+        // The user opened the session in an editor that shows them its questions: at the
+        // desk, as after a prompt (nothing rings for a while).
+        out.at_desk |= !pending.is_empty();
         for open in pending {
             self.show_joined(client, &open, out);
         }

@@ -1,6 +1,6 @@
 //! `--linger`: the findings of the second review of the router's part, each a failing case
 //! before its fix (`r1`..`r7` as reported; the property test in `linger_props.rs` found more
-//! of the same kind).
+//! of the same kind), and the router's part of a client coming back.
 
 use acp_question_bridge::router::fixture::Fixture;
 use acp_question_bridge::router::RouterConfig;
@@ -238,4 +238,37 @@ fn r7_remapped_initialize_never_recorded() {
         !to_c.is_empty() || !to_agent.is_empty(),
         "C's initialize waits for nothing"
     );
+}
+
+/// At the desk means any client that was shown the question: an editor that comes back and
+/// loads the session (its approval shown again), or one that joins it, is the user at the
+/// desk, as a prompt is (nothing rings for `--quiet-at-desk`).
+#[test]
+fn a_client_that_comes_back_or_joins_and_is_shown_the_question_is_the_user_at_the_desk() {
+    let mut f = Fixture::new(cfg());
+    first(&mut f);
+    detach(&mut f);
+    f.agent(&permission(1000, "s0"));
+    f.out.at_desk = false;
+    later_init(&mut f);
+    assert!(!f.out.at_desk, "an initialize alone is not the user");
+    f.client(&json!({"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"s0","cwd":"/p","mcpServers":[]}}).to_string());
+    let shown = f.take_client();
+    assert!(
+        shown
+            .iter()
+            .any(|l| l.contains("session/request_permission")),
+        "{shown:?}"
+    );
+    assert!(f.out.at_desk, "shown again to the editor that came back");
+
+    // A second editor joins the session, and is shown the same question.
+    f.out.at_desk = false;
+    assert!(f.r.on_client_joined(7, false));
+    f.joined(7, &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}).to_string());
+    f.take_joined(7);
+    f.joined(7, &json!({"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"s0","cwd":"/p","mcpServers":[]}}).to_string());
+    let shown = f.take_joined(7);
+    assert!(shown.iter().any(|l| l.contains("Run it")), "{shown:?}");
+    assert!(f.out.at_desk, "shown to the editor that joined");
 }
