@@ -547,20 +547,14 @@ impl Router {
             replay,
             "the client takes a session the bridge holds"
         );
+        // A resume replays nothing, but is told what happened while no client had it.
+        let away = match replay {
+            true => Vec::new(),
+            false => self.held.away_notes(session),
+        };
         if replay {
-            let (updates, dropped) = self.held.updates(session);
-            let mut lines: Vec<Bytes> = updates.cloned().collect();
-            if dropped > 0 {
-                let note = format!(
-                    "{dropped} earlier updates of this session were not kept; what follows is the rest."
-                );
-                let line = jsonrpc::notification(
-                    crate::methods::SESSION_UPDATE,
-                    &chat::note(session, &note),
-                );
-                lines.insert(0, line);
-            }
-            for line in lines {
+            let history = super::history::History::of(req.params);
+            for line in self.replay(session, history) {
                 self.counters.forwarded_to_client += 1;
                 out.to_client.push_back(Out::Line(line));
             }
@@ -574,6 +568,9 @@ impl Router {
         let result = self.held.session_result(session).unwrap_or("{}").to_owned();
         out.client(jsonrpc::result_text(&req.id, &result));
         self.held.client_takes(session);
+        for note in away {
+            self.notify_client(note, out);
+        }
         self.redeliver(session, req.now, out);
         true
     }

@@ -1,7 +1,8 @@
-//! `--linger`: what the agent says in a session no client has is kept for the next client
-//! that takes it ([`super::stores::held`]): its updates (found without parsing a line in the
-//! usual layout), and the bridge's notes of what happened meanwhile (a turn that ended, a
-//! question answered elsewhere, the approval policy's decisions).
+//! `--linger`: each session's conversation is kept for the next client that loads it
+//! ([`super::stores::held`]): the agent's updates (found without parsing a line in the
+//! usual layout; those of a session no client has are kept instead of sent), the user's
+//! prompts, and the bridge's notes of what happened while no client had it (a turn that
+//! ended, a question answered elsewhere, the approval policy's decisions).
 
 use bytes::Bytes;
 
@@ -43,8 +44,9 @@ pub(super) fn update_session(line: &[u8]) -> Option<String> {
 }
 
 impl Router {
-    /// A run of the agent's lines while some session has no client (`--linger`): an update
-    /// of such a session is kept, not sent; every other line goes to the client as it came.
+    /// A run of the agent's lines (`--linger`; `data[start..end]`, each with its `\n`):
+    /// every update is kept in its session's conversation, and one of a session no client
+    /// has is kept instead of sent; the rest goes to the client as it came, in runs.
     pub(super) fn forward_agent_run(
         &mut self,
         data: &Bytes,
@@ -52,30 +54,65 @@ impl Router {
         end: usize,
         out: &mut Outbox,
     ) {
-        let mut at = start;
+        let (mut at, mut from, mut n) = (start, start, 0u64);
         while at < end {
             let stop = memchr::memchr(b'\n', &data[at..end]).map_or(end, |i| at + i);
-            let line = &data[at..stop];
-            if !self.kept_instead(line) {
-                self.counters.forwarded_to_client += 1;
-                out.to_client.push_back(Out::Line(data.slice(at..stop)));
+            let next = (stop + 1).min(end);
+            if self.kept_instead(&data[at..stop]) {
+                self.send_run(data, from, at, n, out);
+                (from, n) = (next, 0);
+            } else {
+                n += 1;
             }
-            at = stop + 1;
+            at = next;
+        }
+        self.send_run(data, from, end, n, out);
+    }
+
+    /// `data[from..to]`, `n` whole lines, to the client as one slice.
+    fn send_run(&mut self, data: &Bytes, from: usize, to: usize, n: u64, out: &mut Outbox) {
+        if n > 0 {
+            self.counters.forwarded_to_client += n;
+            out.to_client.push_back(Out::Run(data.slice(from..to)));
         }
     }
 
-    /// Whether `line` (one of the agent's, with no newline) is an update of a session no
-    /// client has now: then it is kept for the next client that takes the session.
+    /// Keeps `line` (one of the agent's, with no newline) in its session's conversation when
+    /// it is an update; whether it is one of a session no client has now: then it is kept
+    /// instead of sent, for the next client that takes the session.
     pub(super) fn kept_instead(&mut self, line: &[u8]) -> bool {
         let Some(session) = update_session(line) else {
             return false;
         };
-        if self.held.client_has(&session) || self.held.is_loading(&session) {
-            // (The agent's replay of a session the client is loading is the client's.)
-            return false;
+        // (The agent's replay of a session the client is loading is the client's.)
+        let seen = self.held.client_has(&session) || self.held.is_loading(&session);
+        self.held.keep_update(&session, line, seen, false);
+        !seen
+    }
+
+    /// Keeps the user's prompt in `session`'s conversation (`--linger`), as the
+    /// `user_message_chunk` updates a load replays: one per content block of `params`.
+    pub(in crate::router) fn keep_prompt(&mut self, session: &str, params: &str) {
+        if !self.cfg.linger {
+            return;
         }
-        self.held.keep_update(&session, line);
-        true
+        #[derive(serde::Deserialize)]
+        struct Prompt<'a> {
+            #[serde(borrow)]
+            prompt: Vec<&'a serde_json::value::RawValue>,
+        }
+        let Ok(p) = serde_json::from_str::<Prompt>(params) else {
+            return;
+        };
+        let session_json = serde_json::Value::from(session).to_string();
+        for block in p.prompt {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":{session_json},"update":{{"sessionUpdate":"user_message_chunk","content":{}}}}}}}"#,
+                block.get()
+            );
+            let seen = self.held.client_has(session);
+            self.held.keep_update(session, line.as_bytes(), seen, false);
+        }
     }
 
     /// How a question ended while no client had its session, as a chat note for the next.
@@ -113,10 +150,12 @@ impl Router {
     pub(in crate::router) fn session_note(&mut self, session: &str, text: &str, out: &mut Outbox) {
         if self.client_sees(session) {
             let note = chat::note(session, text);
-            self.notify_client(
-                jsonrpc::notification(crate::methods::SESSION_UPDATE, &note),
-                out,
-            );
+            let line = jsonrpc::notification(crate::methods::SESSION_UPDATE, &note);
+            if self.cfg.linger {
+                self.held
+                    .keep_update(session, line.trim_ascii_end(), true, true);
+            }
+            self.notify_client(line, out);
         } else {
             self.away_note(session, text);
         }
@@ -166,6 +205,7 @@ impl Router {
     pub(in crate::router) fn away_note(&mut self, session: &str, text: &str) {
         let line =
             jsonrpc::notification(crate::methods::SESSION_UPDATE, &chat::note(session, text));
-        self.held.keep_update(session, line.trim_ascii_end());
+        self.held
+            .keep_update(session, line.trim_ascii_end(), false, true);
     }
 }

@@ -174,8 +174,10 @@ impl Router {
                 return out.joined(client, answer);
             }
             methods::SESSION_LOAD | methods::SESSION_RESUME => {
-                let replay = method == methods::SESSION_LOAD;
-                return self.join_session(client, &id, session.as_deref(), replay, now, out);
+                // A load replays the conversation (as much as it asks for); a resume, none.
+                let history =
+                    (method == methods::SESSION_LOAD).then(|| super::history::History::of(params));
+                return self.join_session(client, &id, session.as_deref(), history, now, out);
             }
             _ => {}
         }
@@ -227,6 +229,9 @@ impl Router {
         out.to_agent.push_back(Out::Line(sent));
         if method == methods::SESSION_PROMPT {
             out.at_desk = true;
+            if let (Some(s), Some(p)) = (session.as_deref(), params) {
+                self.keep_prompt(s, p);
+            }
         }
     }
 
@@ -275,17 +280,18 @@ impl Router {
         }
     }
 
-    /// A joined client takes a session the bridge holds: the kept updates (a load), the
-    /// result, then the session's pending questions in its dialect.
+    /// A joined client takes a session the bridge holds: its conversation as `history`
+    /// says (a load), the result, then the session's pending questions in its dialect.
     fn join_session(
         &mut self,
         client: u32,
         id: &RequestId,
         session: Option<&str>,
-        replay: bool,
+        history: Option<super::history::History>,
         now: Instant,
         out: &mut Outbox,
     ) {
+        let replay = history.is_some();
         let _ = now;
         let Some(session) = session.filter(|s| self.held.holds(s)) else {
             let msg = "this bridge does not hold that session: a client that joined may load only the sessions the bridge holds";
@@ -298,23 +304,13 @@ impl Router {
             replay,
             "a joined client takes a held session"
         );
-        if replay {
-            let (updates, dropped) = self.held.updates(session);
-            let updates: Vec<Bytes> = updates.cloned().collect();
+        if let Some(history) = history {
             let shared = self.held.client_has(session) || self.joined.has(session);
-            let mut said = Vec::new();
             if shared {
-                said.push("This session is open in another editor too: from here on, its updates, questions and prompts are shared. What was said before you joined is not replayed here.".to_owned());
+                let text = "This session is open in another editor too: from here on, its updates, questions and prompts are shared.";
+                out.joined(client, session_note(session, text));
             }
-            if dropped > 0 {
-                said.push(format!(
-                    "{dropped} earlier updates of this session were not kept; what follows is the rest."
-                ));
-            }
-            for text in said {
-                out.joined(client, session_note(session, &text));
-            }
-            for line in updates {
+            for line in self.replay(session, history) {
                 out.joined(client, line);
             }
         }

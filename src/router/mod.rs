@@ -33,6 +33,7 @@ mod dispatch;
 pub mod fixture;
 mod gone;
 mod handlers;
+mod history;
 mod joined;
 mod joined_asks;
 mod lifecycle;

@@ -20,7 +20,7 @@ impl Router {
         if from == Side::Agent && self.joined.any() {
             self.fan_out_run(data, start, end, out);
         }
-        if from == Side::Agent && self.cfg.linger && self.held.keeping() {
+        if from == Side::Agent && self.cfg.linger {
             return self.forward_agent_run(data, start, end, out);
         }
         let run = Out::Run(data.slice(start..end));
@@ -59,7 +59,7 @@ impl Router {
                 if self.joined.any() {
                     self.fan_out(&line, out);
                 }
-                if self.cfg.linger && self.held.keeping() && self.kept_instead(&line) {
+                if self.cfg.linger && self.kept_instead(&line) {
                     return;
                 }
                 self.counters.forwarded_to_client += 1;

@@ -663,7 +663,7 @@ async fn a_held_sessions_approval_is_answered_on_the_inbox_page_with_no_editor()
     assert_eq!(
         steps[0]["sessions"],
         serde_json::json!([format!(
-            "session {sid}: 1 pending · waiting for an editor (0 updates kept)"
+            "session {sid}: 1 pending · waiting for an editor (2 updates kept)"
         )]),
         "{steps:?}"
     );

@@ -198,10 +198,15 @@ async fn a_front_killed_with_its_group_leaves_the_approval_pending_and_the_next_
             .any(|t| t.contains("While no editor was attached, the turn ended: end_turn")),
         "{said:?}"
     );
-    assert!(
-        !said.iter().any(|t| t.starts_with("pid: in ")),
-        "kept only while away: {said:?}"
-    );
+    // And the whole conversation from the session's start: what the first editor was
+    // shown, and the user's prompts.
+    assert!(said.iter().any(|t| t.starts_with("pid: in ")), "{said:?}");
+    let asked: Vec<&str> = replay
+        .iter()
+        .filter(|m| m["params"]["update"]["sessionUpdate"] == "user_message_chunk")
+        .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    assert_eq!(asked, ["pid", "permission", "pid 300"], "{replay:?}");
     // And, last, what waits: a client that shows no request outside its own prompt
     // (codecompanion.nvim) still learns of it, and where to answer it.
     assert!(
@@ -502,6 +507,19 @@ async fn the_python_sdk_client_loads_a_held_session_and_answers_its_approval() {
             .is_some_and(|r| r.iter().any(|t| t.as_str().and_then(mock_pid) == Some(pid))),
         "the replay came before the load's result: {got}"
     );
+    // The conversation from before the crash: the user's prompts and what the first editor
+    // was shown, as the SDK's client got them.
+    let replay: Vec<&str> = got["replay"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for said in ["pid", "permission", "pid 300"] {
+        assert!(replay.contains(&said), "{said:?} in {got}");
+    }
+    assert!(
+        replay.iter().any(|t| t.starts_with("pid: in ")),
+        "what the first editor was shown: {got}"
+    );
     assert_eq!(
         got["asked"],
         json!(["Run the mock tool"]),
@@ -520,8 +538,8 @@ pub(crate) async fn sessions_stop_all(roster: &Path) {
     }
 }
 
-/// Waits until the holder of `roster` keeps at least `n` updates of `session` (what the
-/// agent said while no client had it).
+/// Waits until the holder of `roster` keeps at least `n` updates of `session` that no
+/// client was sent (what the agent said while no client had it).
 async fn kept_at_least(roster: &Path, session: &str, n: u64) {
     tokio::time::timeout(WAIT, async {
         loop {
@@ -531,7 +549,7 @@ async fn kept_at_least(roster: &Path, session: &str, n: u64) {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .any(|s| s["sessionId"] == session && s["updatesKept"].as_u64() >= Some(n));
+                .any(|s| s["sessionId"] == session && s["updatesUnseen"].as_u64() >= Some(n));
             if kept {
                 return;
             }

@@ -272,3 +272,78 @@ fn a_client_that_comes_back_or_joins_and_is_shown_the_question_is_the_user_at_th
     assert!(shown.iter().any(|l| l.contains("Run it")), "{shown:?}");
     assert!(f.out.at_desk, "shown to the editor that joined");
 }
+
+/// The texts of the `session/update`s among `lines`, each with its kind's first word
+/// (`user` or `agent`).
+fn said(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|l| parse(l))
+        .filter(|m| m["method"] == "session/update")
+        .map(|m| {
+            let u = &m["params"]["update"];
+            let kind = u["sessionUpdate"]
+                .as_str()
+                .unwrap_or("")
+                .split('_')
+                .next()
+                .unwrap_or("");
+            format!("{kind}: {}", u["content"]["text"].as_str().unwrap_or(""))
+        })
+        .collect()
+}
+
+/// A session's conversation, from its start, with a turn that ended while no client was
+/// there: the user's prompt (seen), the agent's reply (seen), the agent's words while
+/// away, and the bridge's note that the turn ended. The later client is initialized.
+fn left_mid_turn() -> Fixture {
+    let mut f = Fixture::new(cfg());
+    first(&mut f);
+    f.client(&json!({"jsonrpc":"2.0","id":5,"method":"session/prompt","params":{"sessionId":"s0","prompt":[{"type":"text","text":"hello"}]}}).to_string());
+    let id = parse(&f.take_agent()[0])["id"].clone();
+    f.agent(&update("s0", "seen"));
+    detach(&mut f);
+    f.agent(&update("s0", "away"));
+    f.agent(&json!({"jsonrpc":"2.0","id":id,"result":{"stopReason":"end_turn"}}).to_string());
+    later_init(&mut f);
+    f
+}
+
+/// `session/load` replays the whole conversation kept (the user's prompts too) by default,
+/// only what no client was sent with `_meta.historyPolicy: "pending_only"`, nothing with
+/// `"none"`; `session/resume` replays nothing but is told what happened while away, after
+/// its result.
+#[test]
+fn a_load_replays_the_conversation_its_history_policy_asks_for_and_a_resume_the_away_notes() {
+    let ended =
+        "agent: \n[acp-question-bridge] While no editor was attached, the turn ended: end_turn.\n";
+    for (meta, want) in [
+        (
+            json!({}),
+            vec!["user: hello", "agent: seen", "agent: away", ended],
+        ),
+        (
+            json!({"historyPolicy": "full"}),
+            vec!["user: hello", "agent: seen", "agent: away", ended],
+        ),
+        (
+            json!({"historyPolicy": "pending_only"}),
+            vec!["agent: away", ended],
+        ),
+        (json!({"historyPolicy": "none"}), vec![]),
+    ] {
+        let mut f = left_mid_turn();
+        f.client(&json!({"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"s0","cwd":"/p","mcpServers":[],"_meta":meta}}).to_string());
+        let out = f.take_client();
+        assert_eq!(said(&out), want, "{meta}: {out:?}");
+        assert!(
+            parse(out.last().expect("the result"))["result"].is_object(),
+            "{out:?}"
+        );
+    }
+    let mut f = left_mid_turn();
+    f.client(&json!({"jsonrpc":"2.0","id":1,"method":"session/resume","params":{"sessionId":"s0","cwd":"/p","mcpServers":[]}}).to_string());
+    let out = f.take_client();
+    assert_eq!(parse(&out[0])["id"], 1, "the result first: {out:?}");
+    assert_eq!(said(&out), vec![ended], "{out:?}");
+}

@@ -17,6 +17,8 @@ pub(in crate::router) fn client_request(r: &mut Router, req: Req<'_>, out: &mut 
         if req.method == crate::methods::SESSION_PROMPT {
             // The user typed it: they are at the desk.
             out.at_desk = true;
+            // And it is part of the conversation a later client's load replays.
+            r.keep_prompt(&session, req.params.unwrap_or_default());
         }
     }
     let line = req.line.clone();

@@ -1,5 +1,7 @@
-//! What a holder (`--linger`) keeps for the next client: each session's updates (bounded,
-//! the oldest go first), the agent's `initialize` result as the client saw it, each
+//! What a holder (`--linger`) keeps for the next client: each session's conversation from
+//! its start (the agent's updates, the user's prompts, the bridge's notes; bounded, the
+//! oldest go first), and which of it no client was sent (kept instead of sent while no
+//! client had the session), the agent's `initialize` result as the client saw it, each
 //! session's own result, the agent's requests still waiting for a client, the requests of
 //! a client that left (their results go to nobody), and a later client's ids given to the
 //! agent under the bridge's (so they never meet a request of the client that left).
@@ -21,16 +23,28 @@ pub const SESSIONS: usize = 16;
 /// The longest update kept (a longer one is counted as dropped).
 pub const UPDATE_BYTES: usize = 256 << 10;
 
-/// One session's kept updates and its result.
+/// One line of a session's conversation: a `session/update` (without its newline).
+#[derive(Debug)]
+struct Said {
+    line: Bytes,
+    /// The bridge's note of what happened while no client had the session.
+    note: bool,
+}
+
+/// One session's conversation and its result.
 #[derive(Debug, Default)]
 struct Kept {
     /// The result of the request that began it (`session/new`, ...), JSON text, without
     /// `sessionId`: what `session/load` and `session/resume` of it answer.
     result: Option<Box<str>>,
-    updates: VecDeque<Bytes>,
+    updates: VecDeque<Said>,
     bytes: usize,
     /// Updates that went (the oldest, or too long).
     dropped: u64,
+    /// How many of the last updates the attached client was not sent (kept instead).
+    unseen: usize,
+    /// Of those, how many went (the oldest, or too long).
+    unseen_dropped: u64,
     /// When it was last updated (a counter), for choosing which session goes.
     touched: u64,
 }
@@ -85,41 +99,22 @@ pub(in crate::router) struct Held {
     /// Later clients' `initialize`s waiting for the first one's result (its client left
     /// before it came).
     init_waiters: Vec<RequestId>,
-    /// A client is attached and has every session kept: nothing is kept now, and the
-    /// agent's lines are not looked at (the relay's cost is the same as without `--linger`).
-    all_taken: bool,
 }
 
 impl Held {
     /// `attached`: a client is there from the start (always, without `--linger`).
     pub fn new(attached: bool) -> Self {
-        let mut held = Self {
+        Self {
             attached,
             ..Self::default()
-        };
-        held.refresh();
-        held
+        }
     }
 
-    /// Whether updates need a look: some session has no client to see them.
-    pub fn keeping(&self) -> bool {
-        !self.all_taken
-    }
-
-    fn refresh(&mut self) {
-        self.all_taken = self.attached
-            && self
-                .sessions
-                .keys()
-                .all(|s| self.client_sessions.contains_key(s));
-    }
-
-    /// The updates kept for `session` were given to a client: they go.
+    /// What the attached client was not sent of `session` was given to it.
     pub fn replayed(&mut self, session: &str) {
         if let Some(kept) = self.sessions.get_mut(session) {
-            kept.updates.clear();
-            kept.bytes = 0;
-            kept.dropped = 0;
+            kept.unseen = 0;
+            kept.unseen_dropped = 0;
         }
     }
 
@@ -175,7 +170,6 @@ impl Held {
         for w in self.waiting.values_mut() {
             w.sent = false;
         }
-        self.refresh();
     }
 
     /// The client left: its requests still at the agent are orphans from now on.
@@ -197,7 +191,6 @@ impl Held {
             w.sent = false;
         }
         self.loading.clear();
-        self.refresh();
     }
 
     /// Whether the attached client has `session` (began, loaded or resumed it).
@@ -210,7 +203,6 @@ impl Held {
         if self.attached {
             self.client_sessions.insert(session.into(), ());
         }
-        self.refresh();
     }
 
     /// Whether the bridge keeps `session` (it saw it begin, or be loaded).
@@ -232,7 +224,6 @@ impl Held {
         }
         kept.touched = touched;
         self.evict();
-        self.refresh();
     }
 
     /// The sessions kept, in no order.
@@ -257,8 +248,9 @@ impl Held {
         self.sessions.get(session).and_then(|k| k.result.as_deref())
     }
 
-    /// Keeps an update of `session` (its whole line).
-    pub fn keep_update(&mut self, session: &str, line: &[u8]) {
+    /// Keeps an update of `session` (its whole line): `seen`, the attached client was sent
+    /// it; `note`, the bridge's note of what happened while no client had it.
+    pub fn keep_update(&mut self, session: &str, line: &[u8], seen: bool, note: bool) {
         self.clock += 1;
         let touched = self.clock;
         if !self.sessions.contains_key(session) {
@@ -269,7 +261,6 @@ impl Held {
             self.sessions.insert(session.into(), kept);
             self.version += 1;
             self.evict();
-            self.refresh();
         }
         let Some(kept) = self.sessions.get_mut(session) else {
             return;
@@ -277,26 +268,66 @@ impl Held {
         kept.touched = touched;
         if line.len() > UPDATE_BYTES {
             kept.dropped += 1;
+            if !seen {
+                kept.unseen_dropped += 1;
+            }
             return;
         }
-        kept.updates.push_back(Bytes::copy_from_slice(line));
+        kept.updates.push_back(Said {
+            line: Bytes::copy_from_slice(line),
+            note,
+        });
         kept.bytes += line.len();
+        if !seen {
+            kept.unseen += 1;
+        }
         while kept.bytes > SESSION_BYTES {
             let Some(old) = kept.updates.pop_front() else {
                 break;
             };
-            kept.bytes -= old.len();
+            kept.bytes -= old.line.len();
             kept.dropped += 1;
+            if kept.unseen > kept.updates.len() {
+                kept.unseen -= 1;
+                kept.unseen_dropped += 1;
+            }
         }
     }
 
-    /// The kept updates of `session` and how many went, for a replay.
+    /// The conversation of `session` (what is kept of it, from its start) and how many of
+    /// its updates went, for a load's replay.
     pub fn updates(&self, session: &str) -> (impl Iterator<Item = &Bytes>, u64) {
         let kept = self.sessions.get(session);
         (
-            kept.into_iter().flat_map(|k| k.updates.iter()),
+            kept.into_iter()
+                .flat_map(|k| k.updates.iter().map(|s| &s.line)),
             kept.map_or(0, |k| k.dropped),
         )
+    }
+
+    /// What the attached client was not sent of `session` and how many of those went.
+    pub fn unseen_updates(&self, session: &str) -> (impl Iterator<Item = &Bytes>, u64) {
+        let kept = self.sessions.get(session);
+        let skip = kept.map_or(0, |k| k.updates.len() - k.unseen);
+        (
+            kept.into_iter()
+                .flat_map(move |k| k.updates.iter().skip(skip).map(|s| &s.line)),
+            kept.map_or(0, |k| k.unseen_dropped),
+        )
+    }
+
+    /// The bridge's notes of what happened in `session` while the attached client did not
+    /// have it (for a `session/resume`, which replays nothing else).
+    pub fn away_notes(&self, session: &str) -> Vec<Bytes> {
+        let Some(k) = self.sessions.get(session) else {
+            return Vec::new();
+        };
+        k.updates
+            .iter()
+            .skip(k.updates.len() - k.unseen)
+            .filter(|s| s.note)
+            .map(|s| s.line.clone())
+            .collect()
     }
 
     /// Bytes of updates kept for `session`.
@@ -462,6 +493,7 @@ impl Held {
                     "updatesKept": k.updates.len(),
                     "bytesKept": k.bytes,
                     "updatesDropped": k.dropped,
+                    "updatesUnseen": k.unseen,
                 })
             })
             .collect();
@@ -485,24 +517,45 @@ mod tests {
             r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{}"}}}}}}}}"#,
             "x".repeat(400)
         );
-        for _ in 0..10_000 {
-            h.keep_update("s", line.as_bytes());
+        for n in 0..10_000 {
+            // The last 3,000 no client was sent.
+            h.keep_update("s", line.as_bytes(), n < 7_000, false);
         }
         assert!(h.kept_bytes("s") <= SESSION_BYTES);
         let (updates, dropped) = h.updates("s");
         let kept = updates.count() as u64;
         assert_eq!(kept + dropped, 10_000);
         assert!(dropped > 0);
+        let (unseen, unseen_dropped) = h.unseen_updates("s");
+        let unseen = unseen.count() as u64;
+        assert_eq!(unseen + unseen_dropped, 3_000);
+        assert!(unseen <= kept);
         // One too long to keep is counted, not kept.
-        h.keep_update("s", &vec![b'x'; UPDATE_BYTES + 1]);
+        h.keep_update("s", &vec![b'x'; UPDATE_BYTES + 1], false, false);
         assert_eq!(h.updates("s").1, dropped + 1);
+        assert_eq!(h.unseen_updates("s").1, unseen_dropped + 1);
+        // Given to a client: nothing is unseen, the conversation stays.
+        h.replayed("s");
+        assert_eq!(h.unseen_updates("s").0.count(), 0);
+        assert_eq!(h.updates("s").0.count() as u64, kept);
+    }
+
+    #[test]
+    fn a_resume_gets_the_notes_of_what_happened_while_away_only() {
+        let mut h = Held::default();
+        h.keep_update("s", b"seen", true, false);
+        h.keep_update("s", b"note before", true, true);
+        h.keep_update("s", b"unseen", false, false);
+        h.keep_update("s", b"note away", false, true);
+        assert_eq!(h.away_notes("s"), vec![Bytes::from_static(b"note away")]);
+        assert_eq!(h.updates("s").0.count(), 4);
     }
 
     #[test]
     fn past_the_sessions_bound_the_one_updated_longest_ago_goes() {
         let mut h = Held::default();
         for n in 0..=SESSIONS {
-            h.keep_update(&format!("s{n}"), b"{}");
+            h.keep_update(&format!("s{n}"), b"{}", false, false);
         }
         assert!(!h.holds("s0"));
         assert!(h.holds(&format!("s{SESSIONS}")));
