@@ -5,6 +5,7 @@
 //! (`scan::Memo`: the line before it had other text in the same message, or came from
 //! another session). Run with
 //! `cargo bench --bench classify`.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // denied in src/router/ only (clippy.toml)
 
 use std::time::Instant;
 
@@ -82,7 +83,11 @@ fn through_memo(bencher: divan::Bencher, lines: [Bytes; 2]) {
 #[divan::bench(args = SIZES)]
 fn router_forward(bencher: divan::Bencher, size: usize) {
     let line = chunk(size);
-    let mut router = Router::new(RouterConfig::default());
+    let mut router = Router::new(
+        RouterConfig::default(),
+        std::time::Instant::now(),
+        std::time::SystemTime::now(),
+    );
     let mut out = Outbox::default();
     let now = Instant::now();
     bencher

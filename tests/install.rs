@@ -5,6 +5,7 @@
 //! The "two test binaries" are two copies of this binary (so it has its own `main`, not
 //! libtest's): started with `ACP_QB_INSTALL_CHILD=1`, a copy only installs and exits.
 //! Needs Node.js, npm and the npm registry, like the other npm-backed tests.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // denied in src/router/ only (clippy.toml)
 
 // The install helper of the integration tests (`tests/it`), the only part of them this
 // binary needs (so the rest of it goes unused here).

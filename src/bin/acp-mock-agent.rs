@@ -1,6 +1,7 @@
 //! `acp-mock-agent`: a scripted ACP agent for tests, CI, demos and client authors.
 //! The behaviour lives in `src/tools/mock_agent/` (shared with `acp-question-bridge
 //! mock-agent`; compiled into both binaries, not the library).
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // denied in src/router/ only (clippy.toml)
 
 use std::process::ExitCode;
 

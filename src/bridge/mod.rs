@@ -256,13 +256,17 @@ where
         ),
         None => None,
     };
-    let router = Router::new(RouterConfig {
-        events: cfg.router.events || surfaces.observers.any(),
-        hold_unsupported: cfg.router.hold_unsupported || surfaces.control.is_some(),
-        page_url: surfaces.page_url(),
-        linger: cfg.hold.is_some(),
-        ..cfg.router.clone()
-    });
+    let router = Router::new(
+        RouterConfig {
+            events: cfg.router.events || surfaces.observers.any(),
+            hold_unsupported: cfg.router.hold_unsupported || surfaces.control.is_some(),
+            page_url: surfaces.page_url(),
+            linger: cfg.hold.is_some(),
+            ..cfg.router.clone()
+        },
+        Instant::now(),
+        std::time::SystemTime::now(),
+    );
     let mut shell = Shell {
         router,
         outbox: Outbox::default(),

@@ -53,7 +53,7 @@ pub struct Fixture {
 impl Fixture {
     pub fn new(cfg: RouterConfig) -> Self {
         let now = Instant::now();
-        let mut r = Router::new(cfg);
+        let mut r = Router::new(cfg, Instant::now(), SystemTime::now());
         r.set_wall_anchor(now, SystemTime::UNIX_EPOCH + WALL_START);
         Fixture {
             r,

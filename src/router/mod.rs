@@ -22,6 +22,10 @@
 //!   both ways at once, and `1` is not `"1"`.
 //! - A message that looks like a response is never answered (no error storms).
 //! - Every client request still in flight when the agent is gone gets exactly one error.
+//! - No I/O, checked by the compiler: what would reach files, processes, sockets, the
+//!   environment, the runtime, the clock or the policy's file writes is denied here
+//!   (`clippy.toml`; `cargo clippy -D warnings` fails on it). The time comes in as `now`.
+#![cfg_attr(not(test), deny(clippy::disallowed_methods, clippy::disallowed_types))]
 
 mod attach;
 mod away;
@@ -30,6 +34,7 @@ mod config;
 mod control_calls;
 mod dispatch;
 #[cfg(any(test, feature = "test-util"))]
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)] // a test's clock and files
 pub mod fixture;
 mod gone;
 mod handlers;
@@ -106,7 +111,9 @@ pub struct Router {
 }
 
 impl Router {
-    pub fn new(cfg: RouterConfig) -> Self {
+    /// A router at `now`, which is the wall clock's `wall` (the router reads no clock: the
+    /// shell gives it the time).
+    pub fn new(cfg: RouterConfig, now: Instant, wall: SystemTime) -> Self {
         let policy = cfg
             .policy
             .as_ref()
@@ -119,7 +126,7 @@ impl Router {
             bridge_ids: stores::requests::BridgeIds::with_prefix(&cfg.id_prefix),
             cfg,
             questions: OpenQuestions::default(),
-            wall_anchor: (Instant::now(), SystemTime::now()),
+            wall_anchor: (now, wall),
             agent_gone: false,
             opened: 0,
             tool_calls: stores::tool_calls::ToolCalls::default(),

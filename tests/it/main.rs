@@ -7,6 +7,7 @@
 //! (its environment, working folder, signal dispositions, limits), and a file descriptor a
 //! test makes must be close-on-exec, or the children other tests start at the same moment
 //! inherit it. A child gets its environment from its `Command`.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // denied in src/router/ only (clippy.toml)
 
 mod common;
 mod policy_args;
