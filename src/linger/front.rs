@@ -30,6 +30,9 @@ pub fn run(args: &[String]) -> i32 {
             folder.display()
         ));
     }
+    // What bridges killed with SIGKILL left in the roster goes (their holders' files and
+    // sockets go in `scan`, below, their sessions recorded as lost).
+    let _ = crate::inbox::roster::scan(&crate::inbox::roster::dir());
     // The holders of this command line: the agents the editor left.
     let mut holders: Vec<Info> = super::scan(&folder)
         .into_iter()

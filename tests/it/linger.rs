@@ -1032,6 +1032,17 @@ async fn a_held_session_lost_while_no_editor_was_there_is_told_to_the_next_load(
         holders(&roster).iter().all(|h| h["pid"] != holder),
         "the dead holder's file is gone"
     );
+    // And its registry entry (what the inbox reads), which it could not remove itself.
+    let entries: Vec<Value> = std::fs::read_dir(&roster)
+        .expect("roster")
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok())
+        .collect();
+    assert!(
+        entries.iter().all(|e| e["pid"] != holder),
+        "the dead holder's registry entry is gone: {entries:?}"
+    );
     d.close_stdin();
     d.wait().await;
     sessions_stop_all(&roster).await;
