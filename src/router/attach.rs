@@ -249,45 +249,14 @@ impl Router {
         }
     }
 
-    /// Shows `open` again, to the client attached now: its request is read again by its
-    /// source's handler, which picks this client's dialect ([`Router::ask`] takes `open`
-    /// back in place of a new question). One the handler does not ask again waits on the
-    /// other surfaces, as before.
-    fn show_again(&mut self, open: crate::questions::open::Open, now: Instant, out: &mut Outbox) {
-        let Some(line) = open.original.clone() else {
-            return self.hold(open, out);
-        };
-        let id = open.agent_id.clone();
-        let tracked = self.requests.from(Side::Agent).contains_key(&id);
-        let marks = (
-            out.to_client.len(),
-            out.to_agent.len(),
-            out.events.len(),
-            out.effects.len(),
-            out.to_joined.len(),
-        );
-        self.again = Some(open);
-        self.on_kind(Side::Agent, line, now, out);
-        if let Some(open) = self.again.take() {
-            // The handler did not ask it again (the agent's tool call changed since, say):
-            // whatever it did instead is undone, so the question keeps its one ending, and
-            // it waits on the other surfaces as before.
-            out.to_client.truncate(marks.0);
-            out.to_agent.truncate(marks.1);
-            out.events.truncate(marks.2);
-            out.effects.truncate(marks.3);
-            out.to_joined.truncate(marks.4);
-            out.made_for_client = out.made_for_client.min(out.to_client.len());
-            out.made_for_agent = out.made_for_agent.min(out.to_agent.len());
-            if !tracked && self.requests.from(Side::Agent).contains_key(&id) {
-                let _ = self.requests.answered(Side::Client, &id);
-                self.held.agent_answered(&id);
-            }
-            tracing::warn!(%id, "a question read again did not ask the same; it waits on the other surfaces");
-            let mut open = open;
-            open.delivery = crate::questions::open::Delivery::new(open.agent_id.clone());
-            self.hold(open, out);
-        }
+    /// Shows `open` again, to the client attached now, in its dialect: rendered from the
+    /// question as the first delivery was (what it can choose among, the agent's request
+    /// as it was for a dialect that sends it as sent), with a delivery of its own.
+    fn show_again(&mut self, mut open: crate::questions::open::Open, out: &mut Outbox) {
+        let (dialect, as_sent) = self.client.pick(&open.choose);
+        open.delivery = crate::questions::open::Delivery::new(open.agent_id.clone());
+        let original = open.original.clone().filter(|_| as_sent);
+        self.show(open, dialect, original.as_ref(), out);
     }
 
     /// The first `initialize` has its result: the later clients' waiting for it get it (or
@@ -571,18 +540,18 @@ impl Router {
         for note in away {
             self.notify_client(note, out);
         }
-        self.redeliver(session, req.now, out);
+        self.redeliver(session, out);
         true
     }
 
     /// Shows the attached client what of `session` waits: its questions, in its dialect,
     /// and the agent's requests.
-    fn redeliver(&mut self, session: &str, now: Instant, out: &mut Outbox) {
+    fn redeliver(&mut self, session: &str, out: &mut Outbox) {
         for open in self.questions.take_session(session) {
             // The user came back to an editor that shows them the question: at the desk,
             // as after a prompt (nothing rings for a while).
             out.at_desk = true;
-            self.show_again(open, now, out);
+            self.show_again(open, out);
         }
         for line in self.held.unsent(Some(session)) {
             self.forward(Side::Agent, line, out);

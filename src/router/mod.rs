@@ -105,8 +105,6 @@ pub struct Router {
     held: stores::held::Held,
     /// `--linger`: the clients that joined a session another has.
     joined: stores::joined::Joined,
-    /// A question being shown again to a client that attached ([`Router::ask`] takes it).
-    again: Option<crate::questions::open::Open>,
     pub counters: Counters,
 }
 
@@ -137,7 +135,6 @@ impl Router {
             policy,
             held: stores::held::Held::new(!linger),
             joined: stores::joined::Joined::default(),
-            again: None,
             counters: Counters::default(),
         }
     }

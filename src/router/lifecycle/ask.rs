@@ -68,12 +68,6 @@ impl Router {
     /// Asks `asked`, read from `req`.
     pub(in crate::router) fn ask(&mut self, req: Req<'_>, asked: Asked, out: &mut Outbox) {
         let (dialect, as_sent) = self.client.pick(&asked.choose);
-        if let Some(mut open) = self.again.take_if(|o| o.agent_id == req.id) {
-            // Shown again to a client that attached: the same question, in its dialect.
-            open.delivery = crate::questions::open::Delivery::new(open.agent_id.clone());
-            let original = as_sent.then_some(req.line);
-            return self.show(open, dialect, original, out);
-        }
         let mut p = self.new_pending(req.id.clone(), asked.question, asked.origin, req.now);
         p.choose = asked.choose;
         if self.cfg.linger {
