@@ -280,8 +280,9 @@ impl Holding {
     /// stop the user asked for, closed the socket before: nothing is lost unasked.)
     pub(super) fn lost(&mut self, why: &str, router: &crate::router::Router) {
         if let Some(l) = &self.listening {
-            let (_, init, sessions) = router.held_for_fronts();
-            l.record_end(why, sessions, init);
+            // (A client that has a session was told, by its requests' errors.)
+            let sessions = router.sessions_no_client_has();
+            l.record_end(why, sessions, router.held_init());
         }
         self.close();
     }

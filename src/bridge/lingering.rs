@@ -107,7 +107,17 @@ impl Shell {
     fn join(&mut self, a: crate::linger::holder::Attachment, now: Instant) {
         let id = self.guests.next_id();
         if !self.router.on_client_joined(id, a.initialized) {
-            return super::hold::Holding::busy(a, self.router.held_init());
+            tracing::info!(
+                front = a.front_pid,
+                "a front's client would join a session, and there is no room"
+            );
+            let why = format!(
+                "{} editors have it open already beside the first, the most that may join one",
+                crate::router::MAX_JOINED
+            );
+            let _ =
+                std::io::Write::write_all(&mut &a.conn, &crate::linger::Reply::Full(why).line());
+            return;
         }
         let max = self.holding.as_ref().map_or(0, |h| h.max_line_bytes);
         // The bridge's log goes to the attached client's editor; a joined one's stderr is

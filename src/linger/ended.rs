@@ -56,9 +56,68 @@ pub fn dir(held: &Path) -> PathBuf {
     held.join("ended")
 }
 
+/// Runs `f` holding the endings' lock (`<held>/ended/.lock`, exclusive): fronts and
+/// `sessions` that find the same holder gone, or load the same session, at once, take
+/// turns. Without the folder (nothing recorded yet) or the lock, `f` runs alone anyway.
+fn locked<T>(held: &Path, f: impl FnOnce() -> T) -> T {
+    use std::os::unix::fs::OpenOptionsExt;
+    let folder = dir(held);
+    let _ = crate::inbox::roster::ensure_dir(&folder);
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .open(folder.join(".lock"));
+    let _held = lock
+        .ok()
+        .and_then(|f| nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive).ok());
+    f()
+}
+
+/// A holder's file at `path` names a process that is gone: its sessions are recorded as
+/// lost, found gone now, and its file and socket go. Under the lock, and only while the
+/// file is still there: of several that find it at once, one records it.
+pub fn found_gone(held: &Path, path: &Path, info: &super::Info) {
+    locked(held, || {
+        if !path.exists() {
+            return;
+        }
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("holder");
+        let ended = Ended {
+            key: info.key.clone(),
+            holder: info.pid,
+            sessions: info.sessions.clone(),
+            at_ms: now_ms(),
+            found_gone: true,
+            why: format!(
+                "its holder (pid {}) ended without a word: it was killed, or it crashed",
+                info.pid
+            ),
+            init: info.init.clone(),
+        };
+        if let Err(e) = write(held, name, &ended) {
+            tracing::warn!(error = %e, "cannot say that a dead holder's sessions are lost");
+        }
+        let _ = std::fs::remove_file(path);
+        // Only a socket of this folder (the file says where; it is not trusted further).
+        if info.socket.parent() == Some(held) {
+            let _ = std::fs::remove_file(&info.socket);
+        }
+    });
+}
+
 /// Writes `ended` as `<held>/ended/<name>.json` (`name`: the holder's socket's stem), and
 /// drops the endings past the bounds. Nothing is written for a holder that kept no session.
 pub fn record(held: &Path, name: &str, ended: &Ended) -> std::io::Result<()> {
+    locked(held, || write(held, name, ended))
+}
+
+fn write(held: &Path, name: &str, ended: &Ended) -> std::io::Result<()> {
     if ended.sessions.is_empty() {
         return Ok(());
     }
@@ -112,6 +171,10 @@ pub fn init_of(held: &Path, key: &str) -> Option<String> {
 /// The ending of `session` under `key`, if no client was told of it yet: it is told now
 /// (the session is taken out of its file).
 pub fn take(held: &Path, key: &str, session: &str) -> Option<Ended> {
+    locked(held, || take_locked(held, key, session))
+}
+
+fn take_locked(held: &Path, key: &str, session: &str) -> Option<Ended> {
     let (path, mut ended) = read(&dir(held))
         .into_iter()
         .find(|(_, e)| e.key == key && e.sessions.iter().any(|s| s == session))?;
@@ -187,6 +250,21 @@ mod tests {
         assert!(take(&held, "k", "s1").is_none(), "told once");
         assert!(take(&held, "k", "s2").is_some());
         assert!(!dir(&held).join("a.json").exists(), "nothing left to tell");
+    }
+
+    #[test]
+    fn fronts_that_load_two_lost_sessions_at_once_each_tell_one_and_leave_nothing() {
+        let held = scratch("ended-race");
+        for _ in 0..200 {
+            record(&held, "h", &ended("k", &["p", "q"], now_ms())).expect("recorded");
+            let told: Vec<bool> = std::thread::scope(|s| {
+                let a = s.spawn(|| take(&held, "k", "p").is_some());
+                let b = s.spawn(|| take(&held, "k", "q").is_some());
+                vec![a.join().expect("a"), b.join().expect("b")]
+            });
+            assert_eq!(told, [true, true]);
+            assert!(!dir(&held).join("h.json").exists(), "nothing left to tell");
+        }
     }
 
     #[test]

@@ -78,6 +78,18 @@ pub fn run(args: &[String]) -> i32 {
         for info in &holders {
             match attach(info, &first, kept_only) {
                 Ok(Attach::Attached(stream)) => return wait(stream, info),
+                Ok(Attach::Full(why)) => {
+                    // The holder that keeps the session has no room for one more client:
+                    // the load is refused, not given a second agent.
+                    if let (Some(session), Some((id, _))) = (&first.session, &first.load) {
+                        tracing::info!(%session, "the holder that keeps the session is full; told");
+                        let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
+                            "code": crate::jsonrpc::code::SERVER_ERROR,
+                            "message": format!("session {session} cannot be opened here: {why}"),
+                        }});
+                        answer_load(&mut first, &error);
+                    }
+                }
                 Ok(Attach::Busy(_)) => {
                     tracing::debug!(holder = info.pid, kept_only, "holder busy; trying the next")
                 }
@@ -95,7 +107,7 @@ pub fn run(args: &[String]) -> i32 {
         };
         match attach(&info, &first, false) {
             Ok(Attach::Attached(stream)) => return wait(stream, &info),
-            Ok(Attach::Busy(_)) => continue,
+            Ok(Attach::Busy(_) | Attach::Full(_)) => continue,
             Err(e) => return fail(&format!("cannot attach to the holder it started: {e}")),
         }
     }
@@ -119,16 +131,25 @@ struct First {
 /// it), answers the load with what happened (`-32002`): the rest of what was read goes to
 /// a holder as a client that has no session yet.
 fn tell_if_lost(folder: &Path, key: &str, first: &mut First) {
-    use std::io::Write;
-    let (Some(session), Some((id, range))) = (&first.session, &first.load) else {
+    let (Some(session), Some((id, _))) = (&first.session, &first.load) else {
         return;
     };
     let Some(ended) = super::ended::take(folder, key, session) else {
         return;
     };
     tracing::info!(%session, why = %ended.why, "the client loads a session that was lost; told");
-    let mut line = serde_json::to_vec(&super::ended::lost_error(id, session, &ended))
-        .expect("JSON serializes");
+    let error = super::ended::lost_error(id, session, &ended);
+    answer_load(first, &error);
+}
+
+/// Answers the client's load (read first) with `error`; the rest of what was read goes to
+/// a holder as a client that has no session yet.
+fn answer_load(first: &mut First, error: &serde_json::Value) {
+    use std::io::Write;
+    let Some((_, range)) = &first.load else {
+        return;
+    };
+    let mut line = serde_json::to_vec(error).expect("JSON serializes");
     line.push(b'\n');
     let mut out = std::io::stdout().lock();
     if out.write_all(&line).and_then(|()| out.flush()).is_err() {
@@ -217,6 +238,8 @@ enum Attach {
     Attached(BufReader<UnixStream>),
     /// It has a client, or does not keep the session (`kept_only`); its `initialize` result.
     Busy(Option<String>),
+    /// It keeps the session, and has no room for one more client there (why).
+    Full(String),
 }
 
 /// Hands our stdio to the holder of `info`, which takes it unless it has a client, or,
@@ -262,6 +285,7 @@ fn attach(info: &Info, first: &First, kept_only: bool) -> std::io::Result<Attach
             Ok(Attach::Attached(reader))
         }
         Ok(Reply::Busy { init }) => Ok(Attach::Busy(init)),
+        Ok(Reply::Full(why)) => Ok(Attach::Full(why)),
         Ok(Reply::Refused(why)) => Err(std::io::Error::other(format!("refused: {why}"))),
         Ok(Reply::Exit(code)) => Err(std::io::Error::other(format!("it is ending ({code})"))),
         Err(e) => Err(std::io::Error::other(format!(

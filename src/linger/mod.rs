@@ -113,31 +113,9 @@ fn read(folder: &Path, tidy: bool) -> Vec<Info> {
         if crate::inbox::roster::alive(info.pid) {
             found.push(info);
         } else if tidy {
-            // It died without a word: a later load of its sessions is told.
-            let name = path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or("holder");
-            let ended = ended::Ended {
-                key: info.key.clone(),
-                holder: info.pid,
-                sessions: info.sessions.clone(),
-                at_ms: ended::now_ms(),
-                found_gone: true,
-                why: format!(
-                    "its holder (pid {}) ended without a word: it was killed, or it crashed",
-                    info.pid
-                ),
-                init: info.init.clone(),
-            };
-            if let Err(e) = ended::record(folder, name, &ended) {
-                tracing::warn!(error = %e, "cannot say that a dead holder's sessions are lost");
-            }
-            let _ = std::fs::remove_file(&path);
-            // Only a socket of this folder (the file says where; it is not trusted further).
-            if info.socket.parent() == Some(folder) {
-                let _ = std::fs::remove_file(&info.socket);
-            }
+            // It died without a word: a later load of its sessions is told (once, however
+            // many fronts find it at once).
+            ended::found_gone(folder, &path, &info);
         }
     }
     found.sort_by_key(|i| std::cmp::Reverse(i.started_ms));
@@ -189,6 +167,9 @@ pub enum Reply {
     },
     /// The token was wrong, or the message could not be read.
     Refused(String),
+    /// The holder keeps the session the client loads, and has no room for one more client
+    /// there (why): the front refuses the load rather than start a second agent for it.
+    Full(String),
     /// The holder is done with the front's client: the front exits with this code.
     Exit(i32),
 }

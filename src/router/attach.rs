@@ -23,7 +23,6 @@ use super::message::Req;
 use super::{Out, Outbox, Router, Side};
 use crate::envelope::RequestId;
 use crate::jsonrpc;
-use crate::questions::chat;
 use crate::rawjson::{self, Existing};
 use crate::router::stores::requests::InFlight;
 
@@ -224,13 +223,10 @@ impl Router {
                         None => "ended with an error.".into(),
                     };
                     if self.held.client_has(s) {
-                        // The client that took the session is told now.
+                        // The client that took the session is told now (and the note is
+                        // part of the session's conversation).
                         let said = format!("The turn begun before this editor attached {ended}");
-                        let note = chat::note(s, &said);
-                        self.notify_client(
-                            jsonrpc::notification(crate::methods::SESSION_UPDATE, &note),
-                            out,
-                        );
+                        self.session_note(s, &said, out);
                     } else {
                         let said = format!("While no editor was attached, the turn {ended}");
                         self.away_note(s, &said);
@@ -508,8 +504,19 @@ impl Router {
         replay: bool,
         out: &mut Outbox,
     ) -> bool {
-        if !self.cfg.linger || !self.held.holds(session) || self.held.client_has(session) {
+        if !self.cfg.linger || !self.held.holds(session) {
             return false;
+        }
+        if self.held.client_has(session) {
+            if replay {
+                // A load of a session it has goes to the agent, as without `--linger`.
+                return false;
+            }
+            // A resume of a session it has (the bridge advertises resume, which the agent
+            // may not have): its result, nothing more.
+            let result = self.held.session_result(session).unwrap_or("{}").to_owned();
+            out.client(jsonrpc::result_text(&req.id, &result));
+            return true;
         }
         tracing::info!(
             session,

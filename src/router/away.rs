@@ -93,7 +93,9 @@ impl Router {
     /// Keeps the user's prompt in `session`'s conversation (`--linger`), as the
     /// `user_message_chunk` updates a load replays: one per content block of `params`.
     pub(in crate::router) fn keep_prompt(&mut self, session: &str, params: &str) {
-        if !self.cfg.linger {
+        // (Only in a session the agent began or loaded: a prompt naming another is the
+        // agent's to refuse, and makes no session.)
+        if !self.cfg.linger || !self.held.holds(session) {
             return;
         }
         #[derive(serde::Deserialize)]

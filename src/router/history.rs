@@ -55,7 +55,7 @@ impl super::Router {
         };
         if dropped > 0 {
             let note = format!(
-                "{dropped} earlier updates of this session were not kept; what follows is the rest."
+                "{dropped} updates of this session were not kept (the oldest, past 2 MiB, or one over 256 KiB); what follows is the rest."
             );
             let note = crate::questions::chat::note(session, &note);
             lines.insert(

@@ -79,6 +79,19 @@ impl Router {
         self.cfg.linger && self.held.holds(session)
     }
 
+    /// The held sessions no client has now (neither the attached one nor one that joined):
+    /// those whose loss nobody was told of when the agent exited.
+    pub fn sessions_no_client_has(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .held
+            .session_ids()
+            .filter(|s| !self.held.client_has(s) && !self.joined.has(s))
+            .map(str::to_owned)
+            .collect();
+        ids.sort();
+        ids
+    }
+
     /// The lines of one read from joined client `client`.
     pub fn on_joined_batch(&mut self, client: u32, batch: Batch, now: Instant, out: &mut Outbox) {
         for (piece, _) in batch.lines {

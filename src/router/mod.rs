@@ -53,6 +53,7 @@ pub use crate::questions::answer::ControlError;
 pub use config::{Counters, PolicyFiles, RouterConfig};
 pub use gone::AgentExit;
 pub use outbox::{Effect, Out, Outbox, Side};
+pub use stores::joined::MAX_JOINED;
 pub use stores::requests::InFlight;
 
 use std::time::{Instant, SystemTime};

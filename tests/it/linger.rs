@@ -1086,3 +1086,63 @@ async fn sessions_stop_finds_a_holder_without_control_and_its_client_is_told_who
     assert_eq!(a.wait().await, 143);
     assert!(holders(&roster).is_empty());
 }
+
+/// The holder that keeps a session has room for 8 editors beside the first: a ninth that
+/// loads it is refused (it stays connected, with no session), and the session never gets a
+/// second agent.
+#[tokio::test]
+async fn a_session_full_of_editors_refuses_one_more_instead_of_giving_it_a_second_agent() {
+    let (roster, cwd) = folders("linger-full");
+    let mut a = front(&roster, &cwd, "5m");
+    let (_, sid) = start_session(&mut a).await;
+    let mut joined = Vec::new();
+    for _ in 0..8 {
+        let mut b = front(&roster, &cwd, "5m");
+        b.initialize(json!({})).await;
+        let loaded = load(&mut b, 1, &sid, &cwd).await;
+        assert!(loaded.get("result").is_some(), "{loaded}");
+        joined.push(b);
+    }
+    let mut ninth = front(&roster, &cwd, "5m");
+    ninth.initialize(json!({})).await;
+    let refused = load(&mut ninth, 1, &sid, &cwd).await;
+    let msg = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("cannot be opened here"), "{refused}");
+    // Still a client: its own session works.
+    let own = ninth.new_session(2).await;
+    assert_ne!(own, "");
+    let keeping = holders(&roster)
+        .iter()
+        .filter(|h| {
+            h["sessions"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|x| x == sid.as_str()))
+        })
+        .count();
+    assert!(keeping <= 1, "one agent for {sid}: {:?}", holders(&roster));
+    for b in joined.iter_mut().chain([&mut a, &mut ninth]) {
+        b.close_stdin();
+        b.wait().await;
+    }
+    sessions_stop_all(&roster).await;
+}
+
+/// A client that was told its agent crashed (its request's error) is not told again that
+/// the session is lost: only sessions no client had are recorded so.
+#[tokio::test]
+async fn a_crash_the_editor_saw_is_not_reported_again_as_a_lost_session() {
+    let (roster, cwd) = folders("linger-crash-seen");
+    let mut a = front(&roster, &cwd, "5m");
+    let (_, sid) = start_session(&mut a).await;
+    a.prompt(2, &sid, "crash 3").await;
+    let (crashed, _) = a.response(json!(2)).await;
+    assert!(crashed.get("error").is_some(), "{crashed}");
+    assert_eq!(a.wait().await, 3);
+    let mut b = front(&roster, &cwd, "5m");
+    b.initialize(json!({})).await;
+    let loaded = load(&mut b, 1, &sid, &cwd).await;
+    assert!(loaded.get("result").is_some(), "not told twice: {loaded}");
+    b.close_stdin();
+    b.wait().await;
+    sessions_stop_all(&roster).await;
+}

@@ -347,3 +347,44 @@ fn a_load_replays_the_conversation_its_history_policy_asks_for_and_a_resume_the_
     assert_eq!(parse(&out[0])["id"], 1, "the result first: {out:?}");
     assert_eq!(said(&out), vec![ended], "{out:?}");
 }
+
+/// A prompt naming a session the agent never began makes no held session (it is the
+/// agent's to refuse), so nothing phantom is replayed, listed to fronts, or recorded lost.
+#[test]
+fn a_prompt_in_a_session_the_agent_never_began_is_not_kept() {
+    let mut f = Fixture::new(cfg());
+    first(&mut f);
+    f.client(&json!({"jsonrpc":"2.0","id":5,"method":"session/prompt","params":{"sessionId":"bogus","prompt":[{"type":"text","text":"hello"}]}}).to_string());
+    let (_, _, sessions) = f.r.held_for_fronts();
+    assert_eq!(sessions, vec!["s0".to_owned()]);
+}
+
+/// What the bridge told a client in a session (a turn begun before it attached ended) is
+/// part of the conversation the next load replays; a resume of a session the client has
+/// already is answered with its result, whatever the agent can resume.
+#[test]
+fn the_bridges_notes_to_a_client_are_replayed_and_a_resume_of_a_session_it_has_is_answered() {
+    let mut f = Fixture::new(cfg());
+    first(&mut f);
+    f.client(&json!({"jsonrpc":"2.0","id":5,"method":"session/prompt","params":{"sessionId":"s0","prompt":[{"type":"text","text":"hello"}]}}).to_string());
+    let id = parse(&f.take_agent()[0])["id"].clone();
+    detach(&mut f);
+    later_init(&mut f);
+    let load = json!({"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"s0","cwd":"/p","mcpServers":[]}}).to_string();
+    f.client(&load);
+    f.take_client();
+    f.agent(&json!({"jsonrpc":"2.0","id":id,"result":{"stopReason":"end_turn"}}).to_string());
+    let told = said(&f.take_client());
+    let note = "agent: \n[acp-question-bridge] The turn begun before this editor attached ended: end_turn.\n";
+    assert_eq!(told, vec![note]);
+    f.client(&json!({"jsonrpc":"2.0","id":2,"method":"session/resume","params":{"sessionId":"s0","cwd":"/p","mcpServers":[]}}).to_string());
+    let out = f.take_client();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(parse(&out[0])["result"].is_object(), "{out:?}");
+    assert!(f.take_agent().is_empty(), "answered by the bridge");
+    detach(&mut f);
+    later_init(&mut f);
+    f.client(&load);
+    let replay = said(&f.take_client());
+    assert_eq!(replay, vec!["user: hello", note], "{replay:?}");
+}
