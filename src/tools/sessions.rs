@@ -243,16 +243,35 @@ fn list(held: &[Held], as_json: bool) {
 
 fn stop(held: &[Held], id: &str) -> ExitCode {
     // (Its file says its sessions too, for a holder without a control server.)
-    let found = held.iter().find(|h| {
-        h.info.pid.to_string() == id
-            || h.sessions().iter().any(|s| s["sessionId"] == id)
-            || h.info.sessions.iter().any(|s| s == id)
-    });
-    let Some(h) = found else {
-        return fail(
-            1,
-            &format!("no held session or holder {id:?} (see `sessions list`)"),
-        );
+    let found: Vec<&Held> = match held.iter().find(|h| h.info.pid.to_string() == id) {
+        Some(h) => vec![h],
+        None => held
+            .iter()
+            .filter(|h| {
+                h.sessions().iter().any(|s| s["sessionId"] == id)
+                    || h.info.sessions.iter().any(|s| s == id)
+            })
+            .collect(),
+    };
+    let h = match found.as_slice() {
+        [h] => *h,
+        [] => {
+            return fail(
+                1,
+                &format!("no held session or holder {id:?} (see `sessions list`)"),
+            )
+        }
+        many => {
+            // Agents of other command lines or folders may name their sessions alike.
+            let pids: Vec<String> = many.iter().map(|h| h.info.pid.to_string()).collect();
+            return fail(
+                1,
+                &format!(
+                    "session {id:?} is held by several holders ({}): stop one by its pid",
+                    pids.join(", ")
+                ),
+            );
+        }
     };
     let pid = nix::unistd::Pid::from_raw(h.info.pid as i32);
     if !ask_to_stop(&h.info) {

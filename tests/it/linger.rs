@@ -407,6 +407,23 @@ async fn a_second_front_while_one_is_attached_gets_an_agent_of_its_own() {
     );
     assert_ne!(p1, p2, "one client per holder");
     assert_eq!(holders(&roster).len(), 2);
+    // (Each agent names its first session alike: `sessions stop` of that name stops
+    // neither, and says which holders have it.)
+    assert_eq!(s1, s2);
+    let out = Command::new(BRIDGE)
+        .args(["sessions", "stop", &s1])
+        .env("ACP_QUESTION_BRIDGE_REGISTRY", &roster)
+        .output();
+    let out = tokio::time::timeout(WAIT, out)
+        .await
+        .expect("in time")
+        .expect("runs");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && said.contains("several holders"),
+        "{said}"
+    );
+    assert!(alive(p1) && alive(p2));
     first.close_stdin();
     second.close_stdin();
     first.wait().await;
