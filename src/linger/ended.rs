@@ -76,10 +76,28 @@ fn locked<T>(held: &Path, f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// A holder's file at `path` names a process that is gone: its sessions are recorded as
-/// lost, found gone now, and its file and socket go. Under the lock, and only while the
-/// file is still there: of several that find it at once, one records it.
-pub fn found_gone(held: &Path, path: &Path, info: &super::Info) {
+impl Ended {
+    /// The ending of holder `pid` (of `key`, keeping `sessions`), found gone now.
+    pub fn found_gone(key: &str, pid: u32, sessions: &[String], init: Option<&str>) -> Self {
+        Ended {
+            key: key.to_owned(),
+            holder: pid,
+            sessions: sessions.to_vec(),
+            at_ms: now_ms(),
+            found_gone: true,
+            why: format!(
+                "its holder (pid {pid}) ended without a word: it was killed, or it crashed"
+            ),
+            init: init.map(str::to_owned),
+        }
+    }
+}
+
+/// A holder's file at `path` names a process that is gone (`gone`, from
+/// [`Ended::found_gone`]): its sessions are recorded as lost, and its file and `socket`
+/// go. Under the lock, and only while the file is still there: of several that find it at
+/// once, one records it.
+pub fn found_gone(held: &Path, path: &Path, gone: &Ended, socket: &Path) {
     locked(held, || {
         if !path.exists() {
             return;
@@ -88,25 +106,13 @@ pub fn found_gone(held: &Path, path: &Path, info: &super::Info) {
             .file_stem()
             .and_then(|s| s.to_str())
             .unwrap_or("holder");
-        let ended = Ended {
-            key: info.key.clone(),
-            holder: info.pid,
-            sessions: info.sessions.clone(),
-            at_ms: now_ms(),
-            found_gone: true,
-            why: format!(
-                "its holder (pid {}) ended without a word: it was killed, or it crashed",
-                info.pid
-            ),
-            init: info.init.clone(),
-        };
-        if let Err(e) = write(held, name, &ended) {
+        if let Err(e) = write(held, name, gone) {
             tracing::warn!(error = %e, "cannot say that a dead holder's sessions are lost");
         }
         let _ = std::fs::remove_file(path);
         // Only a socket of this folder (the file says where; it is not trusted further).
-        if info.socket.parent() == Some(held) {
-            let _ = std::fs::remove_file(&info.socket);
+        if socket.parent() == Some(held) {
+            let _ = std::fs::remove_file(socket);
         }
     });
 }

@@ -115,7 +115,9 @@ fn read(folder: &Path, tidy: bool) -> Vec<Info> {
         } else if tidy {
             // It died without a word: a later load of its sessions is told (once, however
             // many fronts find it at once).
-            ended::found_gone(folder, &path, &info);
+            let gone =
+                ended::Ended::found_gone(&info.key, info.pid, &info.sessions, info.init.as_deref());
+            ended::found_gone(folder, &path, &gone, &info.socket);
         }
     }
     found.sort_by_key(|i| std::cmp::Reverse(i.started_ms));
