@@ -84,6 +84,11 @@ impl Router {
         let Some(session) = update_session(line) else {
             return false;
         };
+        if !self.held.holds(&session) && !self.held.is_loading(&session) {
+            // Not a session the agent began or loaded through the bridge: the client's, as
+            // without `--linger` (nothing is kept, nothing held back).
+            return false;
+        }
         // (The agent's replay of a session the client is loading is the client's.)
         let seen = self.held.client_has(&session) || self.held.is_loading(&session);
         self.held.keep_update(&session, line, seen, false);

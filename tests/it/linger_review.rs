@@ -388,3 +388,16 @@ fn the_bridges_notes_to_a_client_are_replayed_and_a_resume_of_a_session_it_has_i
     let replay = said(&f.take_client());
     assert_eq!(replay, vec!["user: hello", note], "{replay:?}");
 }
+
+/// The agent's updates of a session it never began or loaded through the bridge are the
+/// client's, as without `--linger`: sent at once, not kept nor held back (a stream the
+/// bridge did not see begin stalled behind them).
+#[test]
+fn updates_of_a_session_the_bridge_never_saw_begin_go_to_the_client() {
+    let mut f = Fixture::new(cfg());
+    first(&mut f);
+    f.agent(&update("elsewhere", "streamed"));
+    assert_eq!(said(&f.take_client()), vec!["agent: streamed"]);
+    let (_, _, sessions) = f.r.held_for_fronts();
+    assert_eq!(sessions, vec!["s0".to_owned()]);
+}
