@@ -74,7 +74,7 @@ pub(super) struct Holding {
     published: u64,
     /// Why the holder stops, when the user asked for it (`sessions stop`): what its
     /// clients are told instead of the agent's signal alone.
-    pub stopped: Option<&'static str>,
+    stopped: Option<&'static str>,
 }
 
 impl Holding {
@@ -168,7 +168,24 @@ impl Holding {
             "a front came while a client is attached, or for a session not kept; told busy"
         );
         let init = init.map(str::to_owned);
-        let _ = (&a.conn).write_all(&Reply::Busy { init }.line());
+        Self::reply(&a, Reply::Busy { init });
+    }
+
+    /// Says `reply` to `a`'s front (a few bytes; a front that is gone hears nothing).
+    pub(super) fn reply(a: &Attachment, reply: Reply) {
+        let _ = (&a.conn).write_all(&reply.line());
+    }
+
+    /// The user stopped the holder (`sessions stop`, `a`): its front is told it is done,
+    /// and the clients will be told who stopped it.
+    pub(super) fn stop_asked(&mut self, a: &Attachment, why: &'static str) {
+        self.stopped = Some(why);
+        Self::reply(a, Reply::Exit(0));
+    }
+
+    /// Why the user stopped the holder, if they did.
+    pub(super) fn stopped(&self) -> Option<&'static str> {
+        self.stopped
     }
 
     /// Takes `a`'s client: the front is told, the bridge's stderr becomes its, and its end

@@ -9,7 +9,7 @@ use super::event_loop::Shell;
 use crate::router::Side;
 
 /// What the clients of a holder stopped with `sessions stop` are told.
-pub(super) const STOPPED: &str = "the session was stopped with `acp-question-bridge sessions stop`";
+const STOPPED: &str = "the session was stopped with `acp-question-bridge sessions stop`";
 
 impl Shell {
     /// Whether a client that leaves is waited for (`--linger`, the linger not over, the
@@ -52,8 +52,7 @@ impl Shell {
         };
         if a.stop {
             tracing::info!(front = a.front_pid, "stopped with `sessions stop`");
-            h.stopped = Some(STOPPED);
-            let _ = std::io::Write::write_all(&mut &a.conn, &crate::linger::Reply::Exit(0).line());
+            h.stop_asked(&a, STOPPED);
             return self.handle(
                 super::event_loop::Event::Signal(nix::sys::signal::Signal::SIGTERM),
                 now,
@@ -115,9 +114,7 @@ impl Shell {
                 "{} editors have it open already beside the first, the most that may join one",
                 crate::router::MAX_JOINED
             );
-            let _ =
-                std::io::Write::write_all(&mut &a.conn, &crate::linger::Reply::Full(why).line());
-            return;
+            return super::hold::Holding::reply(&a, crate::linger::Reply::Full(why));
         }
         let max = self.holding.as_ref().map_or(0, |h| h.max_line_bytes);
         // The bridge's log goes to the attached client's editor; a joined one's stderr is

@@ -324,8 +324,8 @@ async fn stop(shell: Shell, grace: Duration) -> i32 {
             h.lost(&format!("its {}", exit.describe()), &router);
         }
     }
-    let stopped = holding.as_ref().and_then(|h| h.stopped);
-    router.on_agent_gone_because(&exit, stopped, &mut outbox);
+    let stopped = holding.as_ref().and_then(|h| h.stopped());
+    router.on_agent_gone(&exit, stopped, &mut outbox);
     guests.send(std::mem::take(&mut outbox.to_joined));
     surfaces.observers.publish(&mut outbox.events);
     ends.finish(outbox.take_client(), grace).await;

@@ -89,9 +89,7 @@ impl Listening {
             }
         });
     }
-}
 
-impl Listening {
     /// Says in the endings' folder that this holder ends while it keeps `sessions`, and
     /// why ([`super::ended`]): a front whose client loads one of them tells it.
     pub fn record_end(&self, why: &str, sessions: Vec<String>, init: Option<&str>) {
@@ -156,9 +154,7 @@ pub fn listen(
         token: cfg.token.clone(),
         agent: agent.to_vec(),
         cwd: cwd.to_string_lossy().into_owned(),
-        started_ms: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64),
+        started_ms: super::ended::now_ms(),
         init: None,
         sessions: Vec::new(),
     };

@@ -214,7 +214,7 @@ impl Fixture {
 
     /// The agent is gone, the way `exit` says.
     pub fn agent_gone(&mut self, exit: &AgentExit) {
-        self.r.on_agent_gone(exit, &mut self.out);
+        self.r.on_agent_gone(exit, None, &mut self.out);
     }
 
     /// Everything queued for the agent, as lines (`<close>` for the close).

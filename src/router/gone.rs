@@ -77,19 +77,9 @@ impl Router {
     }
 
     /// The agent is gone (exited and its stdout drained): every client request still
-    /// waiting on it gets one `-32603` error naming the exit.
-    pub fn on_agent_gone(&mut self, exit: &AgentExit, out: &mut Outbox) {
-        self.on_agent_gone_because(exit, None, out);
-    }
-
-    /// [`Router::on_agent_gone`], where the user stopped the agent (`stopped` says how): the
-    /// errors say that first.
-    pub fn on_agent_gone_because(
-        &mut self,
-        exit: &AgentExit,
-        stopped: Option<&str>,
-        out: &mut Outbox,
-    ) {
+    /// waiting on it gets one `-32603` error naming the exit, after how the user stopped it
+    /// when they did (`stopped`: `sessions stop`).
+    pub fn on_agent_gone(&mut self, exit: &AgentExit, stopped: Option<&str>, out: &mut Outbox) {
         if self.agent_gone {
             return;
         }

@@ -970,6 +970,25 @@ async fn a_session_loaded_before_the_holders_files_say_so_goes_to_the_agent_that
     sessions_stop_all(&roster).await;
 }
 
+/// Whether a holder's file lists `session`.
+fn lists(holder: &Value, session: &str) -> bool {
+    holder["sessions"]
+        .as_array()
+        .is_some_and(|s| s.iter().any(|x| x == session))
+}
+
+/// Waits until a holder's file in `roster` lists `session` (it is written off the holder's
+/// loop).
+async fn until_a_holder_lists(roster: &Path, session: &str) {
+    tokio::time::timeout(WAIT, async {
+        while !holders(roster).iter().any(|h| lists(h, session)) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the holder's file lists the session");
+}
+
 /// Loads `session` through `b` (which is initialized) under `id`: the response.
 async fn load(b: &mut Bridge, id: i64, session: &str, cwd: &Path) -> Value {
     b.send(&json!({"jsonrpc":"2.0","id":id,"method":"session/load",
@@ -1021,16 +1040,7 @@ async fn a_held_session_lost_while_no_editor_was_there_is_told_to_the_next_load(
     let (_, sid) = start_session(&mut c).await;
     let pid = agent_pid(&mut c, 2, &sid).await;
     kill_editor(&mut c).await;
-    tokio::time::timeout(WAIT, async {
-        while !holders(&roster)[0]["sessions"]
-            .as_array()
-            .is_some_and(|s| s.iter().any(|x| x == sid.as_str()))
-        {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("the holder's file lists the session");
+    until_a_holder_lists(&roster, &sid).await;
     let holder = holders(&roster)[0]["pid"].as_u64().expect("pid") as u32;
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(holder as i32),
@@ -1080,17 +1090,7 @@ async fn sessions_stop_finds_a_holder_without_control_and_its_client_is_told_who
     a.prompt(2, &sid, "pid 600000").await;
     a.recv_until(|m| chunk_text(m).is_some_and(|t| t.starts_with("pid: in ")))
         .await;
-    tokio::time::timeout(WAIT, async {
-        while !holders(&roster).first().is_some_and(|h| {
-            h["sessions"]
-                .as_array()
-                .is_some_and(|s| s.iter().any(|x| x == sid.as_str()))
-        }) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("the holder's file lists the session");
+    until_a_holder_lists(&roster, &sid).await;
     let listed = sessions(&roster, &[]).await;
     assert!(listed.contains(&sid), "{listed}");
     sessions(&roster, &["stop", &sid]).await;
@@ -1128,14 +1128,7 @@ async fn a_session_full_of_editors_refuses_one_more_instead_of_giving_it_a_secon
     // Still a client: its own session works.
     let own = ninth.new_session(2).await;
     assert_ne!(own, "");
-    let keeping = holders(&roster)
-        .iter()
-        .filter(|h| {
-            h["sessions"]
-                .as_array()
-                .is_some_and(|s| s.iter().any(|x| x == sid.as_str()))
-        })
-        .count();
+    let keeping = holders(&roster).iter().filter(|h| lists(h, &sid)).count();
     assert!(keeping <= 1, "one agent for {sid}: {:?}", holders(&roster));
     for b in joined.iter_mut().chain([&mut a, &mut ninth]) {
         b.close_stdin();
