@@ -12,8 +12,10 @@
 //!   own loop decides between this answer and the IDE's as it always does, and its reply
 //!   (result or error) is returned as it is;
 //! - a bridge whose entry disappears (it exited, or was killed and its entry cleaned) is
-//!   dropped and its questions withdrawn (`resolved`, `by: "disconnect"`); a bridge that
-//!   cannot be reached is tried again with a growing delay.
+//!   dropped; a bridge that cannot be reached is tried again with a growing delay. The
+//!   questions it still had leave the inbox (`resolved`, `result: {"status": "withdrawn"}`):
+//!   `by: "lost"` when its process is gone (it was killed or crashed, so nobody will ever
+//!   answer them), `by: "disconnect"` while it lives and only its connection went.
 //!
 //! Invariant: the inbox never decides a question itself: every answer is the bridge's call.
 
@@ -260,11 +262,12 @@ impl Inbox {
             return;
         };
         tracing::info!(%id, "inbox: a bridge left");
+        let by = gone_by(&b);
         if let Some(t) = b.task {
             t.abort();
         }
         for (sid, qid) in b.pending.into_keys() {
-            self.publish(withdrawn(id, &sid, &qid));
+            self.publish(withdrawn(id, &sid, &qid, by));
         }
         self.ringer.borrow_mut().ended_bridge(id);
     }
@@ -306,7 +309,7 @@ impl Inbox {
                     .map(|(k, q)| (k.clone(), Held::of(q)))
                     .collect();
                 for k in old.keys().filter(|k| !fresh.contains_key(*k)) {
-                    self.publish(withdrawn(&id, &k.0, &k.1));
+                    self.publish(withdrawn(&id, &k.0, &k.1, DISCONNECT));
                 }
                 for (k, q) in fresh {
                     if !old.contains_key(&k) {
@@ -348,9 +351,10 @@ impl Inbox {
                 // What cannot be answered from here leaves the inbox until the bridge is
                 // reached again (its list then says what is pending). Its ring schedule
                 // stays: a question still pending then keeps its count.
+                let by = gone_by(b);
                 let gone = std::mem::take(&mut b.pending);
                 for (sid, qid) in gone.into_keys() {
-                    let _ = self.events.send(Arc::new(withdrawn(&id, &sid, &qid)));
+                    let _ = self.events.send(Arc::new(withdrawn(&id, &sid, &qid, by)));
                 }
             }
         }
@@ -502,7 +506,7 @@ impl Inbox {
                         let shown = b.heard.is_some();
                         self.ended((s.clone(), qid.clone()), &id);
                         if shown {
-                            self.publish(withdrawn(&id, &s, &qid));
+                            self.publish(withdrawn(&id, &s, &qid, DISCONNECT));
                         }
                     }
                 }
@@ -527,7 +531,7 @@ impl Inbox {
                 for (id, (s, q)) in self.unconfirmed.take().into_iter().flatten() {
                     if let Some(b) = self.bridges.get_mut(&id) {
                         if b.pending.remove(&(s.clone(), q.clone())).is_some() {
-                            self.publish(withdrawn(&id, &s, &q));
+                            self.publish(withdrawn(&id, &s, &q, DISCONNECT));
                         }
                     }
                 }
@@ -542,10 +546,27 @@ fn key_of(v: &Value) -> (String, String) {
     (s("sessionId"), s("questionId"))
 }
 
-/// The event for a question that left the inbox with its bridge.
-fn withdrawn(bridge: &str, session_id: &str, question_id: &str) -> Value {
+/// Who ended a question that left the inbox with its bridge: its connection went (it may
+/// come back, and its list then says what is pending).
+const DISCONNECT: &str = "disconnect";
+/// ... or its process is gone (killed or crashed): nobody will answer it.
+const LOST: &str = "lost";
+
+/// How the questions of bridge `b`, which the inbox no longer hears, ended: `lost` when
+/// its process is gone. A bridge that exits on its own ends its questions first, and their
+/// events come before its connection closes; what is still pending then was lost with it.
+fn gone_by(b: &Bridge) -> &'static str {
+    match &b.entry {
+        Some(e) if !roster::alive(e.pid) => LOST,
+        _ => DISCONNECT,
+    }
+}
+
+/// The event for a question that left the inbox with its bridge (`by`: [`DISCONNECT`] or
+/// [`LOST`]).
+fn withdrawn(bridge: &str, session_id: &str, question_id: &str, by: &str) -> Value {
     json!({"event": "resolved", "bridge": bridge, "sessionId": session_id,
-        "questionId": question_id, "by": "disconnect", "result": {"status": "withdrawn"}})
+        "questionId": question_id, "by": by, "result": {"status": "withdrawn"}})
 }
 
 #[cfg(test)]

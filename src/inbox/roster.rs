@@ -137,8 +137,8 @@ pub fn register(dir: &Path, entry: &Entry) -> std::io::Result<Registration> {
     Ok(Registration { path })
 }
 
-/// Whether a process with this pid exists (signal 0) and has not exited (a zombie, whose
-/// parent has not reaped it yet, is gone for us).
+/// Whether a process with this pid exists (signal 0) and is not exiting or exited (a
+/// zombie, whose parent has not reaped it yet, is gone for us).
 pub fn alive(pid: u32) -> bool {
     let Ok(raw) = i32::try_from(pid) else {
         return false;
@@ -149,18 +149,28 @@ pub fn alive(pid: u32) -> bool {
         Err(nix::errno::Errno::EPERM) => true,
         Err(_) => false,
     };
-    exists && !zombie(pid)
+    exists && !ending(pid)
 }
 
-/// Whether `/proc/<pid>/stat` says the process has exited (state `Z` or `X`).
-fn zombie(pid: u32) -> bool {
+/// The kernel's flag of a task in `do_exit` (`PF_EXITING`, include/linux/sched.h).
+const PF_EXITING: u64 = 0x4;
+
+/// Whether `/proc/<pid>/stat` says the process has exited (state `Z` or `X`) or is exiting
+/// (`PF_EXITING`, set before its files, and so its sockets, are closed: whoever sees one of
+/// its connections close because it was killed sees it gone).
+fn ending(pid: u32) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return false;
     };
-    // The state follows the command name, which is in parentheses and may hold any byte.
-    stat.rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next())
-        .is_some_and(|state| state == "Z" || state == "X")
+    // The state follows the command name, which is in parentheses and may hold any byte;
+    // the flags are the seventh field after it.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return false;
+    };
+    let mut fields = rest.split_whitespace();
+    let state = fields.next();
+    let flags = fields.nth(5).and_then(|f| f.parse::<u64>().ok());
+    matches!(state, Some("Z" | "X")) || flags.is_some_and(|f| f & PF_EXITING != 0)
 }
 
 /// The live bridges in the roster at `dir`; entries of processes that are gone are
@@ -256,6 +266,26 @@ mod tests {
         assert!(scan(&d).is_empty());
         assert!(!d.join("gone.json").exists());
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_killed_process_is_gone_before_it_is_reaped() {
+        let mut c = std::process::Command::new("sleep")
+            .arg("1000")
+            .spawn()
+            .unwrap();
+        let pid = c.id();
+        assert!(alive(pid));
+        c.kill().unwrap();
+        // Not reaped yet: a zombie, or still exiting; gone either way, once the kernel
+        // has made it one (wait for it without reaping it).
+        let start = std::time::Instant::now();
+        while alive(pid) {
+            assert!(start.elapsed() < std::time::Duration::from_secs(30));
+            std::thread::yield_now();
+        }
+        assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+        c.wait().unwrap();
     }
 
     #[test]

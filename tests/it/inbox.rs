@@ -134,14 +134,24 @@ async fn one_inbox_lists_every_bridge_and_answers_each_alone() {
     assert!(approval(&mut late).await.contains(r#""optionId":"allow""#));
     list_until(&c, 2).await;
 
-    // A bridge killed outright: its entry is skipped and removed, its question leaves.
+    // A bridge killed outright: its entry is skipped and removed, its question leaves as
+    // lost (nobody will answer it).
+    let (_ws, mut sub) = control::subscribed(&inbox.base, &inbox.token).await;
     let victim = (answered + 1) % 3;
     let pid = bridges[victim].pid();
+    let victim_id = list
+        .iter()
+        .find(|q| pid_of(q) == pid)
+        .map(|q| q["bridge"]["id"].clone())
+        .expect("the victim's question is listed");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid as i32),
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
+    let lost = resolved_of(&mut sub, &victim_id).await;
+    assert_eq!(lost["by"], "lost", "{lost}");
+    assert_eq!(lost["result"], json!({"status": "withdrawn"}), "{lost}");
     let left = list_until(&c, 1).await;
     assert_ne!(pid_of(&left[0]), pid);
     let entries = std::fs::read_dir(&reg).unwrap().count();
@@ -153,13 +163,41 @@ async fn one_inbox_lists_every_bridge_and_answers_each_alone() {
         now = std::fs::read_dir(&reg).unwrap().count();
     }
 
-    // A bridge that exits removes its own entry.
+    // A bridge that exits on its own ends its question first (the agent is told), so the
+    // inbox reports that ending, not a lost question; and it removes its own entry.
     let mut late = late;
+    late.prompt(11, "mock-session-1", "approve").await;
+    let late_id = list_until(&c, 2)
+        .await
+        .into_iter()
+        .find(|q| pid_of(q) == late.pid())
+        .map(|q| q["bridge"]["id"].clone())
+        .expect("the late bridge's question is listed");
     late.close_stdin();
+    let ended = resolved_of(&mut sub, &late_id).await;
+    assert_eq!(ended["by"], "disconnect", "{ended}");
+    assert_eq!(ended["result"]["reason"], "client_disconnected", "{ended}");
     late.drain().await;
     late.wait().await;
     assert_eq!(std::fs::read_dir(&reg).unwrap().count(), 2);
     drop(inbox);
+}
+
+/// The next `resolved` event of bridge `bridge` among an inbox's events.
+async fn resolved_of(
+    sub: &mut jsonrpsee::core::client::Subscription<Value>,
+    bridge: &Value,
+) -> Value {
+    loop {
+        let e = tokio::time::timeout(WAIT, sub.next())
+            .await
+            .expect("an event in time")
+            .expect("the subscription goes on")
+            .expect("an event");
+        if e["event"] == "resolved" && &e["bridge"] == bridge {
+            return e;
+        }
+    }
 }
 
 #[tokio::test]
