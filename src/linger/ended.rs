@@ -42,6 +42,12 @@ pub struct Ended {
     /// client's `initialize` with (it must read the client's load to tell it).
     #[serde(default)]
     pub init: Option<String>,
+    /// The agent command and its folder, for `sessions` (empty in a file of an older
+    /// version).
+    #[serde(default)]
+    pub agent: Vec<String>,
+    #[serde(default)]
+    pub cwd: String,
 }
 
 /// Milliseconds since the epoch, now.
@@ -77,9 +83,18 @@ fn locked<T>(held: &Path, f: impl FnOnce() -> T) -> T {
 }
 
 impl Ended {
-    /// The ending of holder `pid` (of `key`, keeping `sessions`), found gone now.
-    pub fn found_gone(key: &str, pid: u32, sessions: &[String], init: Option<&str>) -> Self {
+    /// The ending of holder `pid` (of `key`, keeping `sessions`, running `agent` in `cwd`),
+    /// found gone now.
+    pub fn found_gone(
+        key: &str,
+        pid: u32,
+        sessions: &[String],
+        init: Option<&str>,
+        (agent, cwd): (&[String], &str),
+    ) -> Self {
         Ended {
+            agent: agent.to_vec(),
+            cwd: cwd.to_owned(),
             key: key.to_owned(),
             holder: pid,
             sessions: sessions.to_vec(),
@@ -174,6 +189,13 @@ pub fn init_of(held: &Path, key: &str) -> Option<String> {
         .find_map(|(_, e)| e.init)
 }
 
+/// Every ending whose sessions no client was told of yet, newest first (`sessions`).
+pub fn untold(held: &Path) -> Vec<Ended> {
+    locked(held, || {
+        read(&dir(held)).into_iter().map(|(_, e)| e).collect()
+    })
+}
+
 /// The ending of `session` under `key`, if no client was told of it yet: it is told now
 /// (the session is taken out of its file).
 pub fn take(held: &Path, key: &str, session: &str) -> Option<Ended> {
@@ -244,6 +266,8 @@ mod tests {
             found_gone: false,
             why: "the agent exited with code 1".into(),
             init: Some("{}".into()),
+            agent: vec!["agent".into()],
+            cwd: "/w".into(),
         }
     }
 

@@ -99,12 +99,14 @@ impl Listening {
         ) else {
             return;
         };
-        let key = match self.published.lock() {
-            Ok(g) => g.0.key.clone(),
-            Err(e) => e.into_inner().0.key.clone(),
+        let (key, agent, cwd) = {
+            let g = self.published.lock().unwrap_or_else(|e| e.into_inner());
+            (g.0.key.clone(), g.0.agent.clone(), g.0.cwd.clone())
         };
         let ended = super::ended::Ended {
             key,
+            agent,
+            cwd,
             holder: std::process::id(),
             sessions,
             at_ms: super::ended::now_ms(),

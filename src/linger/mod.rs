@@ -115,8 +115,13 @@ fn read(folder: &Path, tidy: bool) -> Vec<Info> {
         } else if tidy {
             // It died without a word: a later load of its sessions is told (once, however
             // many fronts find it at once).
-            let gone =
-                ended::Ended::found_gone(&info.key, info.pid, &info.sessions, info.init.as_deref());
+            let gone = ended::Ended::found_gone(
+                &info.key,
+                info.pid,
+                &info.sessions,
+                info.init.as_deref(),
+                (&info.agent, &info.cwd),
+            );
             ended::found_gone(folder, &path, &gone, &info.socket);
         }
     }

@@ -1,5 +1,6 @@
 //! `acp-question-bridge sessions [list|stop ID]`: the sessions that `--linger` holders keep,
-//! read from each holder's control server (`bridge.status`), and a holder stopped.
+//! read from each holder's control server (`bridge.status`), those lost with a holder that
+//! ended while no editor had them (`linger::ended`), and a holder stopped.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -28,7 +29,8 @@ pub struct SessionsArgs {
 #[derive(Debug, Subcommand)]
 pub enum Action {
     /// List the held sessions: agent, folder, clients attached, pending questions, linger
-    /// left (the default).
+    /// left (the default); and the lost ones, whose holder ended while no editor had them,
+    /// until an editor that loads one is told.
     List,
     /// Stop the holder that keeps session ID (or the holder with process id ID): its agent
     /// gets the shutdown ladder, and what is pending ends as "client gone".
@@ -81,7 +83,9 @@ pub fn main(args: SessionsArgs) -> ExitCode {
     let held = rt.block_on(read_all());
     match args.action.unwrap_or(Action::List) {
         Action::List => {
-            list(&held, args.json);
+            // After the scan, which records the holders it found dead.
+            let lost = linger::ended::untold(&linger::dir());
+            list(&held, &lost, args.json);
             ExitCode::SUCCESS
         }
         Action::Stop { id } => stop(&held, &id),
@@ -160,17 +164,39 @@ async fn status_of(url: &str, token: &str) -> Option<Value> {
     tokio::time::timeout(WAIT, call).await.ok()?.ok()
 }
 
-fn list(held: &[Held], as_json: bool) {
+/// A holder that ended with sessions no client was told of, as `--json` lists it: its
+/// sessions are `lost`, and `ended` says when and why.
+fn lost_json(e: &linger::ended::Ended) -> Value {
+    json!({
+        "holderPid": e.holder,
+        "agent": e.agent,
+        "cwd": e.cwd,
+        "ended": {"at": when(e), "why": e.why, "foundGone": e.found_gone},
+        "sessions": e.sessions.iter().map(|s| json!({"sessionId": s, "lost": true})).collect::<Vec<_>>(),
+    })
+}
+
+/// When `e` ended (or was found gone), in RFC 3339.
+fn when(e: &linger::ended::Ended) -> String {
+    let at = std::time::UNIX_EPOCH + Duration::from_millis(e.at_ms);
+    humantime::format_rfc3339_seconds(at).to_string()
+}
+
+fn list(held: &[Held], lost: &[linger::ended::Ended], as_json: bool) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     if as_json {
-        let all: Vec<Value> = held.iter().map(Held::json).collect();
+        let all: Vec<Value> = held
+            .iter()
+            .map(Held::json)
+            .chain(lost.iter().map(lost_json))
+            .collect();
         let _ = writeln!(out, "{}", Value::from(all));
         return;
     }
     if held.is_empty() {
         let _ = writeln!(out, "no held sessions (no bridge runs with --linger here)");
-        return;
+        return list_lost(&mut out, lost);
     }
     let _ = writeln!(
         out,
@@ -236,6 +262,33 @@ fn list(held: &[Held], as_json: bool) {
                 pending,
                 left.as_deref().unwrap_or("-"),
                 h.info.cwd
+            );
+        }
+    }
+    list_lost(&mut out, lost);
+}
+
+/// The sessions of holders that ended while no client had them, until an editor loads
+/// them and is told.
+fn list_lost(out: &mut impl std::io::Write, lost: &[linger::ended::Ended]) {
+    if lost.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "# lost: their holder ended while no editor had them; the next load of each is told why"
+    );
+    for e in lost {
+        let agent = acp_question_bridge::child::agent_name(
+            &e.agent.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        for s in &e.sessions {
+            let _ = writeln!(
+                out,
+                "{s:<28} {agent:<20} lost {} ({}) {}",
+                when(e),
+                e.why,
+                e.cwd
             );
         }
     }

@@ -1018,6 +1018,28 @@ async fn a_held_session_lost_while_no_editor_was_there_is_told_to_the_next_load(
     )
     .expect("kill");
     gone(holder, WAIT).await;
+    // `sessions` lists it as lost, with why, until an editor is told.
+    let table = sessions(&roster, &[]).await;
+    let row = table
+        .lines()
+        .find(|l| l.starts_with(sid.as_str()))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(
+        row.contains(" lost ") && row.contains("killed by signal 9"),
+        "{row}"
+    );
+    let listed: Value = serde_json::from_str(&sessions(&roster, &["--json"]).await).expect("JSON");
+    let ended = listed
+        .as_array()
+        .and_then(|a| a.iter().find(|h| h["holderPid"] == holder))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(
+        ended["sessions"],
+        json!([{"sessionId": sid, "lost": true}]),
+        "{ended}"
+    );
+    assert_eq!(ended["ended"]["foundGone"], false, "{ended}");
+    assert_eq!(ended["cwd"], cwd.to_str().expect("UTF-8"), "{ended}");
     let mut b = front(&roster, &cwd, "5m");
     b.initialize(json!({})).await;
     let told = load(&mut b, 1, &sid, &cwd).await;
@@ -1025,6 +1047,11 @@ async fn a_held_session_lost_while_no_editor_was_there_is_told_to_the_next_load(
     let msg = told["error"]["message"].as_str().expect("a message");
     assert!(msg.contains("killed by signal 9"), "{msg}");
     assert_eq!(told["error"]["data"]["lost"]["holderPid"], holder);
+    let table = sessions(&roster, &[]).await;
+    assert!(
+        !table.contains(" lost "),
+        "told, so no longer listed: {table}"
+    );
     // The editor goes on: a new session, and the lost one again (the agent's now).
     let fresh = b.new_session(2).await;
     assert_ne!(agent_pid(&mut b, 3, &fresh).await, pid);
