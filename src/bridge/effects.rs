@@ -29,6 +29,8 @@ pub(super) enum Done {
     Decided(RequestId, u64, Ruling),
     /// The "Always allow" write under this token: written, or why not.
     Written(u64, Result<(), String>),
+    /// `--linger`: the other holder that keeps the session a client's request loads.
+    Kept(RequestId, Option<u32>),
 }
 
 /// The effects under way.
@@ -39,16 +41,20 @@ pub(super) struct Effects {
     pub done_rx: mpsc::Receiver<Done>,
     /// Answers waiting for their "Always allow" write, by token.
     writes: HashMap<u64, (AnswerParams, Reply)>,
+    /// `--linger`: the holders' folder and this holder's key (its agent command and
+    /// folder), where other holders are looked for.
+    holders: Option<(PathBuf, String)>,
 }
 
 impl Effects {
-    pub fn new(desk: Option<Desk>) -> Self {
+    pub fn new(desk: Option<Desk>, holders: Option<(PathBuf, String)>) -> Self {
         let (done_tx, done_rx) = mpsc::channel(64);
         Effects {
             policy: desk.and_then(PolicyThread::start),
             done_tx,
             done_rx,
             writes: HashMap::new(),
+            holders,
         }
     }
 
@@ -89,6 +95,17 @@ impl Effects {
                         let _ = done.send(Done::Written(token, written)).await;
                     });
                 }
+                Effect::WhoKeeps { id, session } => {
+                    let holders = self.holders.clone();
+                    tokio::spawn(async move {
+                        let found = tokio::task::spawn_blocking(move || {
+                            holders.and_then(|(folder, key)| who_keeps(&folder, &key, &session))
+                        })
+                        .await
+                        .unwrap_or(None);
+                        let _ = done.send(Done::Kept(id, found)).await;
+                    });
+                }
             }
         }
     }
@@ -102,6 +119,9 @@ impl Effects {
     pub fn finish(&mut self, done: Done, router: &mut Router, outbox: &mut Outbox) {
         match done {
             Done::Decided(id, ticket, ruling) => router.on_ruling(&id, ticket, ruling, outbox),
+            Done::Kept(id, holder) => {
+                router.on_kept_elsewhere(&id, holder, std::time::Instant::now(), outbox)
+            }
             Done::Written(token, written) => {
                 let Some((a, reply)) = self.writes.remove(&token) else {
                     return;
@@ -123,6 +143,17 @@ impl Effects {
             }
         }
     }
+}
+
+/// The live holder other than this one, of the same `key`, whose file in `folder` lists
+/// `session`.
+fn who_keeps(folder: &std::path::Path, key: &str, session: &str) -> Option<u32> {
+    crate::linger::scan(folder)
+        .into_iter()
+        .find(|h| {
+            h.pid != std::process::id() && h.key == key && h.sessions.iter().any(|s| s == session)
+        })
+        .map(|h| h.pid)
 }
 
 /// The policy's own thread: decisions and status reads, one at a time.

@@ -281,6 +281,9 @@ where
                 tracing::warn!("the approval policy is broken, so every approval is asked until it is fixed: {why}");
             }
             desk
+        }), cfg.hold.as_ref().and_then(|h| {
+            let folder = h.socket.parent()?.to_owned();
+            Some((folder, h.key.clone()))
         })),
         ends,
         client_open: true,

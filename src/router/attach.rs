@@ -43,6 +43,8 @@ impl Router {
             "the client left; its questions wait for another client or another surface"
         );
         self.held.detach(in_flight.into_iter());
+        // Its loads held back are its own: never answered to the next client.
+        self.sessions.drop_held_back();
         // A request the client showed as the agent sent it, which the agent then cancelled,
         // waits only for the client's -32800: it is given on the client's behalf (no later
         // client is shown a request already cancelled).
@@ -62,6 +64,18 @@ impl Router {
             // Its tool call was the client's that left: the next is shown one of its own.
             delivery.tool_call_id = None;
         }
+    }
+
+    /// The shell's answer to [`super::Effect::WhoKeeps`]: the pid of the other holder that
+    /// keeps the session the client's request `id` loads, or `None`.
+    pub fn on_kept_elsewhere(
+        &mut self,
+        id: &RequestId,
+        holder: Option<u32>,
+        now: Instant,
+        out: &mut Outbox,
+    ) {
+        super::handlers::session::kept_elsewhere(self, id, holder, now, out);
     }
 
     /// A client attached: it is initialized and given sessions as it asks.

@@ -48,6 +48,8 @@ pub struct Fixture {
     pub remembered: Vec<(String, String)>,
     /// Effects wait in the outbox until [`Fixture::run_effects`] (a shell that is slow).
     defer: bool,
+    /// `--linger`: the sessions other holders keep, by the holder's pid.
+    pub kept_elsewhere: std::collections::HashMap<String, u32>,
 }
 
 impl Fixture {
@@ -65,6 +67,7 @@ impl Fixture {
             policy: None,
             remembered: Vec::new(),
             defer: false,
+            kept_elsewhere: Default::default(),
         }
     }
 
@@ -115,6 +118,11 @@ impl Fixture {
                         self.r.on_ruling(&id, ticket, ruling, &mut self.out);
                     }
                     Effect::Remember { rule, said, .. } => self.remembered.push((rule, said)),
+                    Effect::WhoKeeps { id, session } => {
+                        let holder = self.kept_elsewhere.get(&session).copied();
+                        self.r
+                            .on_kept_elsewhere(&id, holder, self.now, &mut self.out);
+                    }
                 }
             }
         }

@@ -59,6 +59,10 @@ pub enum Effect {
         rule: String,
         said: String,
     },
+    /// `--linger`: whether another holder of this agent command and folder keeps
+    /// `session`, which the client's request `id` loads or resumes; the answer goes to
+    /// [`super::Router::on_kept_elsewhere`] (the holder's pid, or `None`).
+    WhoKeeps { id: RequestId, session: String },
 }
 
 /// One item for a writer.

@@ -1183,3 +1183,49 @@ async fn a_crash_the_editor_saw_is_not_reported_again_as_a_lost_session() {
     b.wait().await;
     sessions_stop_all(&roster).await;
 }
+
+/// One session, one agent, for a load sent after the client's first request too: an
+/// editor already attached to one holder that loads a session another holder keeps is
+/// refused, naming that holder, instead of having its own agent load it as well; once
+/// that holder is gone, the same load reaches its agent.
+#[tokio::test]
+async fn a_later_load_of_a_session_another_holder_keeps_is_refused_not_loaded_twice() {
+    let (roster, cwd) = folders("linger-later-load");
+    let mut a = front(&roster, &cwd, "5m");
+    let (_, s1) = start_session(&mut a).await;
+    let s2 = a.new_session(2).await;
+    assert_ne!(s1, s2);
+    // A second editor while the first is attached: a holder of its own, whose agent names
+    // its first session as the other's first.
+    let mut c = front(&roster, &cwd, "5m");
+    let (_, mine) = start_session(&mut c).await;
+    assert_eq!(mine, s1);
+    kill_editor(&mut a).await;
+    until_a_holder_lists(&roster, &s2).await;
+    let keeper = holders(&roster)
+        .into_iter()
+        .find(|h| {
+            h["sessions"]
+                .as_array()
+                .is_some_and(|s| s.contains(&json!(s2)))
+        })
+        .and_then(|h| h["pid"].as_u64())
+        .expect("the holder that keeps the second session");
+    let refused = load(&mut c, 3, &s2, &cwd).await;
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["keptBy"]["holderPid"], keeper,
+        "{refused}"
+    );
+    let msg = refused["error"]["message"].as_str().expect("a message");
+    assert!(msg.contains("sessions stop"), "{msg}");
+    // The editor goes on in its own session.
+    agent_pid(&mut c, 4, &mine).await;
+    // That holder stopped, the load is its own agent's.
+    sessions(&roster, &["stop", &keeper.to_string()]).await;
+    let loaded = load(&mut c, 5, &s2, &cwd).await;
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    c.close_stdin();
+    c.wait().await;
+    sessions_stop_all(&roster).await;
+}

@@ -3,9 +3,12 @@
 //! by its id until the agent's result names the session (`sessionId` in the result, else in
 //! the request): [`crate::router::handlers::session`].
 //!
-//! Invariant: bounded. At most [`MAX_WAITING`] requests are held (the oldest forgotten first)
-//! and [`MAX_SESSIONS`] folders are kept (all forgotten at once past that: a session the
-//! bridge no longer knows gets the agent's folder).
+//! `--linger` also holds back here a load or resume of a session this holder does not keep
+//! while the shell asks whether another holder keeps it ([`HeldBack`]).
+//!
+//! Invariant: bounded. At most [`MAX_WAITING`] requests are held (the oldest forgotten first),
+//! as many held back, and [`MAX_SESSIONS`] folders are kept (all forgotten at once past that:
+//! a session the bridge no longer knows gets the agent's folder).
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -20,6 +23,17 @@ const MAX_SESSIONS: usize = 4096;
 pub(in crate::router) struct Sessions {
     waiting: VecDeque<(RequestId, PathBuf, Option<String>)>,
     cwd: HashMap<String, PathBuf>,
+    held_back: VecDeque<HeldBack>,
+}
+
+/// A client's `session/load` or `session/resume`, held back until the shell says whether
+/// another holder keeps its session.
+#[derive(Debug)]
+pub(in crate::router) struct HeldBack {
+    pub id: RequestId,
+    pub method: Box<str>,
+    pub session: String,
+    pub line: bytes::Bytes,
 }
 
 impl Sessions {
@@ -42,6 +56,26 @@ impl Sessions {
         let at = self.waiting.iter().position(|(w, ..)| w == id)?;
         let (_, cwd, named) = self.waiting.remove(at)?;
         Some((cwd, named))
+    }
+
+    /// Holds `r` back (the oldest is forgotten past the bound: its client gets no answer,
+    /// as from an agent that drops a request).
+    pub fn hold_back(&mut self, r: HeldBack) {
+        if self.held_back.len() >= MAX_WAITING {
+            self.held_back.pop_front();
+        }
+        self.held_back.push_back(r);
+    }
+
+    /// The request held back under `id`, released.
+    pub fn release(&mut self, id: &RequestId) -> Option<HeldBack> {
+        let at = self.held_back.iter().position(|h| &h.id == id)?;
+        self.held_back.remove(at)
+    }
+
+    /// The client that sent what is held back left: it is dropped.
+    pub fn drop_held_back(&mut self) {
+        self.held_back.clear();
     }
 
     /// `session` is in `cwd`.
