@@ -66,6 +66,12 @@ impl Router {
         }
     }
 
+    /// `--linger`: whether `session`, which this holder does not keep, may be another
+    /// holder's.
+    pub(in crate::router) fn may_be_kept_elsewhere(&self, session: &str) -> bool {
+        self.cfg.linger && !self.held.holds(session)
+    }
+
     /// The shell's answer to [`super::Effect::WhoKeeps`]: the pid of the other holder that
     /// keeps the session the client's request `id` loads, or `None`.
     pub fn on_kept_elsewhere(

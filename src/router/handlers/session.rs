@@ -32,7 +32,7 @@ pub(in crate::router) fn arrives(r: &mut Router, req: Req<'_>, out: &mut Outbox)
             if r.attach_session(&req, session, load, out) {
                 return;
             }
-            if r.cfg.linger && !r.held.holds(session) {
+            if r.may_be_kept_elsewhere(session) {
                 r.sessions().hold_back(HeldBack {
                     id: req.id.clone(),
                     method: req.method.into(),
