@@ -1425,3 +1425,129 @@ fn what_unmodelled_programs_name_beyond_their_words_is_asked_under_a_prefix() {
         ],
     );
 }
+
+/// Runs `cmd` with `sh -c` in `cwd` with `envs` (the real programs): its status.
+fn run_sh(cmd: &str, cwd: &Path, envs: &[(&str, &Path)]) -> bool {
+    let mut c = std::process::Command::new("sh");
+    c.args(["-c", cmd]).current_dir(cwd);
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    c.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn curl_and_wget_are_asked_while_their_own_configuration_files_exist() {
+    let d = scratch("rc-files");
+    let home = d.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(d.join("src/secret"), "SECRET\n").unwrap();
+    let env = |k: &str| match k {
+        "HOME" => Some(home.clone().into_os_string()),
+        _ => None,
+    };
+    let words = |c: &str| c.split(' ').map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(
+        super::rc::refused_in(&words("curl -s https://example.com"), &env),
+        None
+    );
+    // What real curl does with a `.curlrc` no word names: it writes where the file says.
+    std::fs::write(
+        home.join(".curlrc"),
+        format!("output = \"{}\"\n", d.join("written").display()),
+    )
+    .unwrap();
+    let url = format!("file://{}", d.join("src/secret").display());
+    assert!(run_sh(&format!("curl -s {url}"), &d, &[("HOME", &home)]));
+    assert!(d.join("written").exists(), "curl read its .curlrc");
+    let why = super::rc::refused_in(&words("curl -s https://example.com"), &env).expect("asked");
+    assert!(why.contains(".curlrc"), "{why}");
+    assert_eq!(
+        super::rc::refused_in(&words("curl -q -s https://example.com"), &env),
+        None
+    );
+    // wget's, in the home folder or where `$WGETRC` says.
+    std::fs::write(home.join(".wgetrc"), "use_askpass = ./evil\n").unwrap();
+    assert!(super::rc::refused_in(&words("wget -q https://example.com"), &env).is_some());
+    assert_eq!(
+        super::rc::refused_in(&words("wget --no-config -q https://example.com"), &env),
+        None
+    );
+}
+
+#[test]
+fn git_subcommands_that_run_hooks_are_asked_while_the_repository_has_hooks() {
+    let d = scratch("git-hooks");
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(&*d)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_SYSTEM", "/dev/null")
+            .output()
+            .expect("git")
+    };
+    let _ = std::fs::remove_dir_all(d.join(".git"));
+    git(&["init", "-q"]);
+    std::fs::write(d.join("notes.txt"), "n\n").unwrap();
+    let p = rules(&["Bash(git commit:*)", "Bash(git add:*)", "Bash(git log:*)"]);
+    let no_env = |_: &str| None;
+    let repo = super::gitdir::discover(&d);
+    // git's samples are no hooks.
+    assert_eq!(super::gitdir::hooks(repo.as_deref(), &no_env), None);
+    allowed(
+        &p,
+        &d,
+        &["git add notes.txt", "git commit -m notes", "git log"],
+    );
+    // husky's layout: hooks from a folder of the worktree, which allowed writes change.
+    std::fs::create_dir_all(d.join(".husky/_")).unwrap();
+    let canary = d.join("hook-ran");
+    std::fs::write(
+        d.join(".husky/_/pre-commit"),
+        format!("#!/bin/sh\ntouch '{}'\n", canary.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        d.join(".husky/_/pre-commit"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    git(&["config", "core.hooksPath", ".husky/_"]);
+    let found = super::gitdir::hooks(repo.as_deref(), &no_env).expect("found");
+    assert!(found.contains("config"), "{found}");
+    not_allowed(&p, &d, &["git commit -m notes", "git add notes.txt"]);
+    allowed(&p, &d, &["git log"]);
+    let v = decide(&p, "git commit -m notes", &d);
+    assert!(v.why.contains("hooks"), "{}", v.why);
+    // Real git runs it, which is why it is asked.
+    git(&["add", "notes.txt"]);
+    git(&[
+        "-c",
+        "user.email=a@b",
+        "-c",
+        "user.name=a",
+        "commit",
+        "-q",
+        "-m",
+        "notes",
+    ]);
+    assert!(canary.exists(), "git ran the worktree's hook");
+    // A hook file in .git/hooks (pre-commit's and husky 4's own), or a hooksPath in the
+    // user's configuration or a file it includes, is the same.
+    git(&["config", "--unset", "core.hooksPath"]);
+    assert_eq!(super::gitdir::hooks(repo.as_deref(), &no_env), None);
+    std::fs::write(d.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+    assert!(super::gitdir::hooks(repo.as_deref(), &no_env).is_some());
+    std::fs::remove_file(d.join(".git/hooks/pre-commit")).unwrap();
+    let home = d.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join(".gitconfig"), "[include]\n\tpath = ~/more.inc\n").unwrap();
+    std::fs::write(home.join("more.inc"), "[core]\n\thooksPath = /x\n").unwrap();
+    let env = |k: &str| (k == "HOME").then(|| home.clone().into_os_string());
+    let found = super::gitdir::hooks(repo.as_deref(), &env).expect("found through the include");
+    assert!(found.contains("more.inc"), "{found}");
+}

@@ -187,15 +187,12 @@ impl Policy {
                 *refused = Some(why);
                 break;
             }
-            if let Some(why) = on_path_refused(part, folders, &call.cwd) {
+            if let Some(why) = on_path_refused(part, folders, &call.cwd)
+                .or_else(|| super::rc::refused(&part.words))
+                .or_else(|| super::gitdir::refused(&call.cwd, folders, &part.words))
+            {
                 *refused = Some(why);
                 break;
-            }
-            if args::base(&part.words[0]) == "git" {
-                if let Some(why) = super::gitdir::not_own(&call.cwd, folders) {
-                    *refused = Some(why);
-                    break;
-                }
             }
             match r.admits(&part.words) {
                 Ok(true) => notes.push(format!(

@@ -5,6 +5,9 @@
 //! (`cp .git/HEAD x/HEAD`, then a config, then `mkdir x/objects x/refs`, then `cd x && git
 //! status`).
 //!
+//! It also finds the hooks a repository runs ([`hooks`]): a git subcommand that may run
+//! one is asked while there is one, since hooks often run files of the worktree.
+//!
 //! Invariant: a superset of what git takes for a repository (a `HEAD` file beside any of
 //! `objects`, `refs` or `commondir`; a `.git` folder or `gitdir:` file), so that where git
 //! would use another repository than the session's, so does this reading.
@@ -58,6 +61,132 @@ pub fn not_own(session: &Path, folders: &[PathBuf]) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// git's subcommands that run no hook (githooks(5)): they do not commit, check out, merge,
+/// rebase, push, fetch, write the index (`status`, `diff` and `add` may: `post-index-change`)
+/// or a ref (`reference-transaction`). Only these of the model's are allowed while the
+/// repository has hooks.
+const RUN_NO_HOOK: &[&str] = &[
+    "log",
+    "show",
+    "whatchanged",
+    "blame",
+    "grep",
+    "ls-files",
+    "ls-tree",
+    "rev-parse",
+    "describe",
+    "remote",
+    "config",
+    "branch",
+    "cat-file",
+    "shortlog",
+    "rev-list",
+    "version",
+    "help",
+];
+
+/// The most configuration files read for one decision, includes and all.
+const MAX_CONFIG_FILES: usize = 16;
+
+/// Why `words`, a `git` command run from any of `folders` in a session in `session`, may
+/// not be allowed: another repository than the session's ([`not_own`]), or hooks the
+/// repository runs for its subcommand, whose code may be files the agent writes (husky's
+/// `core.hooksPath = .husky/_`, the pre-commit framework's `.pre-commit-config.yaml`).
+pub fn refused(session: &Path, folders: &[PathBuf], words: &[String]) -> Option<String> {
+    if super::args::base(words.first()?) != "git" {
+        return None;
+    }
+    if let Some(why) = not_own(session, folders) {
+        return Some(why);
+    }
+    let sub = words[1..].iter().find(|w| !w.starts_with('-'))?;
+    if RUN_NO_HOOK.contains(&sub.as_str()) {
+        return None;
+    }
+    let found = hooks(discover(session).as_deref(), &|k| std::env::var_os(k))?;
+    Some(format!(
+        "`git {sub}` may run the repository's hooks ({found}), and what they run may be files the agent writes"
+    ))
+}
+
+/// The hooks git may run in repository `repo` (`None`: none): a hook file in its `hooks`
+/// folder (or its common folder's, for a worktree) other than git's samples, or a
+/// `core.hooksPath` or `[hook]` setting in any configuration file git reads (the
+/// repository's, the user's, the system's, and what they include).
+pub fn hooks(repo: Option<&Path>, env: super::rc::Env<'_>) -> Option<String> {
+    let common = repo.map(|r| {
+        std::fs::read_to_string(r.join("commondir"))
+            .map(|c| r.join(c.trim()))
+            .unwrap_or_else(|_| r.to_path_buf())
+    });
+    for dir in repo.iter().map(|r| r.to_path_buf()).chain(common.clone()) {
+        let Ok(entries) = std::fs::read_dir(dir.join("hooks")) else {
+            continue;
+        };
+        if let Some(e) = entries
+            .flatten()
+            .find(|e| !e.file_name().to_string_lossy().ends_with(".sample"))
+        {
+            return Some(format!("{}", e.path().display()));
+        }
+    }
+    let env = |k: &str| env(k).map(PathBuf::from);
+    let home = env("HOME");
+    let xdg = env("XDG_CONFIG_HOME").or_else(|| home.as_ref().map(|h| h.join(".config")));
+    let mut files: Vec<PathBuf> = Vec::new();
+    files.extend(repo.map(|r| r.join("config")));
+    files.extend(common.map(|c| c.join("config")));
+    match env("GIT_CONFIG_GLOBAL") {
+        Some(g) => files.push(g),
+        None => {
+            files.extend(home.as_ref().map(|h| h.join(".gitconfig")));
+            files.extend(xdg.map(|x| x.join("git/config")));
+        }
+    }
+    files.push(env("GIT_CONFIG_SYSTEM").unwrap_or_else(|| PathBuf::from("/etc/gitconfig")));
+    let mut read = 0;
+    while let Some(file) = files.pop() {
+        read += 1;
+        if read > MAX_CONFIG_FILES {
+            return Some("more configuration files than are read for one decision".into());
+        }
+        let text = match std::fs::read(&file) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Some(format!("{} cannot be read: {e}", file.display())),
+        };
+        let mut section = String::new();
+        for line in text.lines() {
+            let line = line.trim();
+            if let Some(rest) = line.strip_prefix('[') {
+                section = rest.to_ascii_lowercase();
+            }
+            // A key may follow its section's header on the same line (`[core] hooksPath = x`).
+            let body = line.rsplit_once(']').map_or(line, |(_, b)| b).trim();
+            let key = body
+                .split(['=', ' ', '\t'])
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            if key == "hookspath" || section.starts_with("hook") {
+                return Some(format!("{} sets hooks", file.display()));
+            }
+            if key == "path" && section.starts_with("include") {
+                let value = body
+                    .split_once('=')
+                    .map_or("", |(_, v)| v.trim().trim_matches('"'));
+                let included = match value.strip_prefix("~/") {
+                    Some(rest) => home.as_ref().map(|h| h.join(rest)),
+                    None if Path::new(value).is_absolute() => Some(PathBuf::from(value)),
+                    None => file.parent().map(|d| d.join(value)),
+                };
+                files.extend(included.filter(|_| !value.is_empty()));
+            }
+        }
+    }
+    None
 }
 
 /// Whether git may take folder `d` itself for a repository.

@@ -35,6 +35,7 @@ mod moves;
 mod named;
 mod on_path;
 pub mod path;
+mod rc;
 pub mod remember;
 pub mod shell;
 mod tool_call;

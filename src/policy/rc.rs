@@ -1,0 +1,68 @@
+//! Programs that read a configuration file of their own from the user's folders, with
+//! options no word of the command shows: curl's `.curlrc` (`output = "…"`, `url =
+//! "file:///…/.ssh/id_rsa"`) and wget's `.wgetrc` (`output_document`, `use_askpass`).
+//! While such a file exists, an allowed command of one is asked: an earlier allowed
+//! `curl -o ~/.curlrc URL` would otherwise make the next `curl URL` write the policy's own
+//! file, or print what a `Read` deny forbids (a fifteenth hostile review).
+//!
+//! Invariant: only ever turns an allow into an ask.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// The environment a lookup reads (the bridge's, which its agent inherits).
+pub(super) type Env<'a> = &'a dyn Fn(&str) -> Option<OsString>;
+
+/// Why `words` (one part of a command) may read options from a file no word names.
+pub(super) fn refused(words: &[String]) -> Option<String> {
+    refused_in(words, &|k| std::env::var_os(k))
+}
+
+/// [`refused`], with the environment `env`.
+pub(super) fn refused_in(words: &[String], env: Env<'_>) -> Option<String> {
+    let program = super::args::base(words.first()?);
+    let files = match program {
+        // `-q` (`--disable`) as the first argument: curl reads no `.curlrc`.
+        "curl" if matches!(words.get(1).map(String::as_str), Some("-q" | "--disable")) => {
+            return None
+        }
+        "curl" => curlrc(env),
+        "wget" | "wget2" if words.iter().any(|w| w == "--no-config") => return None,
+        "wget" | "wget2" => wgetrc(env),
+        _ => return None,
+    };
+    let found = files.into_iter().find(|f| f.exists())?;
+    Some(format!(
+        "`{program}` reads {}, whose options no word of the command shows (give `-q` first to curl, `--no-config` to wget, or remove the file)",
+        found.display()
+    ))
+}
+
+fn env_dir(env: Env<'_>, name: &str) -> Option<PathBuf> {
+    env(name).map(PathBuf::from).filter(|p| p.is_absolute())
+}
+
+/// Where curl looks for its `.curlrc` (curl's `tool_findfile`: `$CURL_HOME`,
+/// `$XDG_CONFIG_HOME`, `$HOME`, each as `.curlrc` and as `_curlrc`).
+fn curlrc(env: Env<'_>) -> Vec<PathBuf> {
+    let home = env_dir(env, "HOME");
+    let config =
+        env_dir(env, "XDG_CONFIG_HOME").or_else(|| home.as_ref().map(|h| h.join(".config")));
+    [env_dir(env, "CURL_HOME"), config, home]
+        .into_iter()
+        .flatten()
+        .flat_map(|d| [d.join(".curlrc"), d.join("_curlrc"), d.join("curlrc")])
+        .collect()
+}
+
+/// Where wget looks for the user's file (`$WGETRC`, else `~/.wgetrc`), and wget2's
+/// (`$XDG_CONFIG_HOME/wget/wgetrc`).
+fn wgetrc(env: Env<'_>) -> Vec<PathBuf> {
+    let home = env_dir(env, "HOME");
+    let config =
+        env_dir(env, "XDG_CONFIG_HOME").or_else(|| home.as_ref().map(|h| h.join(".config")));
+    let mut files: Vec<PathBuf> = env("WGETRC").map(PathBuf::from).into_iter().collect();
+    files.extend(home.map(|h| h.join(".wgetrc")));
+    files.extend(config.map(|c| c.join("wget/wgetrc")));
+    files
+}
