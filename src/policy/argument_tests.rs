@@ -1497,7 +1497,7 @@ fn git_subcommands_that_run_hooks_are_asked_while_the_repository_has_hooks() {
     let no_env = |_: &str| None;
     let repo = super::gitdir::discover(&d);
     // git's samples are no hooks.
-    assert_eq!(super::gitdir::hooks(repo.as_deref(), &no_env), None);
+    assert_eq!(super::gitdir::hooks(repo.as_deref(), None, &no_env), None);
     allowed(
         &p,
         &d,
@@ -1517,10 +1517,11 @@ fn git_subcommands_that_run_hooks_are_asked_while_the_repository_has_hooks() {
     )
     .unwrap();
     git(&["config", "core.hooksPath", ".husky/_"]);
-    let found = super::gitdir::hooks(repo.as_deref(), &no_env).expect("found");
-    assert!(found.contains("config"), "{found}");
-    not_allowed(&p, &d, &["git commit -m notes", "git add notes.txt"]);
-    allowed(&p, &d, &["git log"]);
+    let found = super::gitdir::hooks(repo.as_deref(), None, &no_env).expect("found");
+    assert!(found.contains("pre-commit"), "{found}");
+    not_allowed(&p, &d, &["git commit -m notes"]);
+    // `add` runs only `post-index-change`, which is not there.
+    allowed(&p, &d, &["git log", "git add notes.txt"]);
     let v = decide(&p, "git commit -m notes", &d);
     assert!(v.why.contains("hooks"), "{}", v.why);
     // Real git runs it, which is why it is asked.
@@ -1539,15 +1540,30 @@ fn git_subcommands_that_run_hooks_are_asked_while_the_repository_has_hooks() {
     // A hook file in .git/hooks (pre-commit's and husky 4's own), or a hooksPath in the
     // user's configuration or a file it includes, is the same.
     git(&["config", "--unset", "core.hooksPath"]);
-    assert_eq!(super::gitdir::hooks(repo.as_deref(), &no_env), None);
+    assert_eq!(super::gitdir::hooks(repo.as_deref(), None, &no_env), None);
     std::fs::write(d.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
-    assert!(super::gitdir::hooks(repo.as_deref(), &no_env).is_some());
+    assert!(super::gitdir::hooks(repo.as_deref(), None, &no_env).is_some());
+    not_allowed(&p, &d, &["git commit -m notes"]);
+    allowed(&p, &d, &["git add notes.txt"]);
+    std::fs::write(d.join(".git/hooks/post-index-change"), "#!/bin/sh\n").unwrap();
+    not_allowed(&p, &d, &["git add notes.txt"]);
+    std::fs::remove_file(d.join(".git/hooks/post-index-change")).unwrap();
     std::fs::remove_file(d.join(".git/hooks/pre-commit")).unwrap();
     let home = d.join("home");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::write(home.join(".gitconfig"), "[include]\n\tpath = ~/more.inc\n").unwrap();
-    std::fs::write(home.join("more.inc"), "[core]\n\thooksPath = /x\n").unwrap();
+    std::fs::create_dir_all(d.join("global-hooks")).unwrap();
+    std::fs::write(d.join("global-hooks/commit-msg"), "#!/bin/sh\n").unwrap();
+    std::fs::write(
+        home.join("more.inc"),
+        format!(
+            "[core]\n\thooksPath = {}\n",
+            d.join("global-hooks").display()
+        ),
+    )
+    .unwrap();
     let env = |k: &str| (k == "HOME").then(|| home.clone().into_os_string());
-    let found = super::gitdir::hooks(repo.as_deref(), &env).expect("found through the include");
-    assert!(found.contains("more.inc"), "{found}");
+    let found =
+        super::gitdir::hooks(repo.as_deref(), None, &env).expect("found through the include");
+    assert!(found.contains("global-hooks/commit-msg"), "{found}");
 }

@@ -5,8 +5,8 @@
 //! (`cp .git/HEAD x/HEAD`, then a config, then `mkdir x/objects x/refs`, then `cd x && git
 //! status`).
 //!
-//! It also finds the hooks a repository runs ([`hooks`]): a git subcommand that may run
-//! one is asked while there is one, since hooks often run files of the worktree.
+//! It also finds the hooks a repository has ([`hooks`]): a git subcommand is asked while
+//! there is one it may run, since hooks often run files of the worktree.
 //!
 //! Invariant: a superset of what git takes for a repository (a `HEAD` file beside any of
 //! `objects`, `refs` or `commondir`; a `.git` folder or `gitdir:` file), so that where git
@@ -63,37 +63,44 @@ pub fn not_own(session: &Path, folders: &[PathBuf]) -> Option<String> {
     }
 }
 
-/// git's subcommands that run no hook (githooks(5)): they do not commit, check out, merge,
-/// rebase, push, fetch, write the index (`status`, `diff` and `add` may: `post-index-change`)
-/// or a ref (`reference-transaction`). Only these of the model's are allowed while the
-/// repository has hooks.
-const RUN_NO_HOOK: &[&str] = &[
-    "log",
-    "show",
-    "whatchanged",
-    "blame",
-    "grep",
-    "ls-files",
-    "ls-tree",
-    "rev-parse",
-    "describe",
-    "remote",
-    "config",
-    "branch",
-    "cat-file",
-    "shortlog",
-    "rev-list",
-    "version",
-    "help",
-];
+/// The hooks each of the model's subcommands may run (githooks(5)); another subcommand
+/// (allowed by an exact rule: `git push`, `git pull`) may run any. The readers (`log`,
+/// `show`, `blame`, `grep`, `ls-files`, `rev-parse`, `describe`, `remote`, `config`,
+/// `branch`) run none.
+fn hooks_of(sub: &str) -> Option<&'static [&'static str]> {
+    Some(match sub {
+        "log" | "show" | "whatchanged" | "blame" | "grep" | "ls-files" | "ls-tree"
+        | "rev-parse" | "describe" | "remote" | "config" | "branch" | "cat-file" | "shortlog"
+        | "rev-list" | "version" | "help" => &[],
+        // They may write the index.
+        "status" | "diff" | "add" => &["post-index-change"],
+        "commit" => &[
+            "pre-commit",
+            "prepare-commit-msg",
+            "commit-msg",
+            "post-commit",
+            "post-rewrite",
+            "post-index-change",
+            "reference-transaction",
+            "pre-auto-gc",
+        ],
+        "clone" => &[
+            "post-checkout",
+            "post-index-change",
+            "reference-transaction",
+        ],
+        _ => return None,
+    })
+}
 
 /// The most configuration files read for one decision, includes and all.
 const MAX_CONFIG_FILES: usize = 16;
 
 /// Why `words`, a `git` command run from any of `folders` in a session in `session`, may
-/// not be allowed: another repository than the session's ([`not_own`]), or hooks the
-/// repository runs for its subcommand, whose code may be files the agent writes (husky's
-/// `core.hooksPath = .husky/_`, the pre-commit framework's `.pre-commit-config.yaml`).
+/// not be allowed: another repository than the session's ([`not_own`]), or a hook the
+/// repository has that its subcommand may run: hooks often run files of the worktree,
+/// which allowed commands write (husky's `core.hooksPath = .husky/_`, the pre-commit
+/// framework's `.pre-commit-config.yaml`).
 pub fn refused(session: &Path, folders: &[PathBuf], words: &[String]) -> Option<String> {
     if super::args::base(words.first()?) != "git" {
         return None;
@@ -102,36 +109,35 @@ pub fn refused(session: &Path, folders: &[PathBuf], words: &[String]) -> Option<
         return Some(why);
     }
     let sub = words[1..].iter().find(|w| !w.starts_with('-'))?;
-    if RUN_NO_HOOK.contains(&sub.as_str()) {
+    let names = hooks_of(sub);
+    if names.is_some_and(|n| n.is_empty()) {
         return None;
     }
-    let found = hooks(discover(session).as_deref(), &|k| std::env::var_os(k))?;
+    let found = hooks(discover(session).as_deref(), names, &|k| {
+        std::env::var_os(k)
+    })?;
     Some(format!(
-        "`git {sub}` may run the repository's hooks ({found}), and what they run may be files the agent writes"
+        "`git {sub}` may run the repository's hook {found}, and what it runs may be files the agent writes"
     ))
 }
 
-/// The hooks git may run in repository `repo` (`None`: none): a hook file in its `hooks`
-/// folder (or its common folder's, for a worktree) other than git's samples, or a
-/// `core.hooksPath` or `[hook]` setting in any configuration file git reads (the
-/// repository's, the user's, the system's, and what they include).
-pub fn hooks(repo: Option<&Path>, env: super::rc::Env<'_>) -> Option<String> {
+/// A hook of `names` (`None`: any) that git may run in repository `repo` (`None`: no
+/// repository, as for `clone`): a file in its `hooks` folder (or its common folder's, for
+/// a worktree) other than git's samples, or in a `core.hooksPath` folder set in any
+/// configuration file git reads (the repository's, the user's, the system's, and what they
+/// include); or a `[hook]` setting, or a `core.hooksPath` that cannot be placed, for any.
+pub fn hooks(
+    repo: Option<&Path>,
+    names: Option<&[&str]>,
+    env: super::rc::Env<'_>,
+) -> Option<String> {
     let common = repo.map(|r| {
         std::fs::read_to_string(r.join("commondir"))
             .map(|c| r.join(c.trim()))
             .unwrap_or_else(|_| r.to_path_buf())
     });
-    for dir in repo.iter().map(|r| r.to_path_buf()).chain(common.clone()) {
-        let Ok(entries) = std::fs::read_dir(dir.join("hooks")) else {
-            continue;
-        };
-        if let Some(e) = entries
-            .flatten()
-            .find(|e| !e.file_name().to_string_lossy().ends_with(".sample"))
-        {
-            return Some(format!("{}", e.path().display()));
-        }
-    }
+    let mut dirs: Vec<PathBuf> = repo.iter().map(|r| r.join("hooks")).collect();
+    dirs.extend(common.as_ref().map(|c| c.join("hooks")));
     let env = |k: &str| env(k).map(PathBuf::from);
     let home = env("HOME");
     let xdg = env("XDG_CONFIG_HOME").or_else(|| home.as_ref().map(|h| h.join(".config")));
@@ -146,16 +152,28 @@ pub fn hooks(repo: Option<&Path>, env: super::rc::Env<'_>) -> Option<String> {
         }
     }
     files.push(env("GIT_CONFIG_SYSTEM").unwrap_or_else(|| PathBuf::from("/etc/gitconfig")));
+    // A relative `core.hooksPath` is taken from the worktree's top.
+    let top = repo.and_then(|r| match r.file_name() {
+        Some(n) if n == ".git" => r.parent().map(Path::to_path_buf),
+        _ => Some(r.to_path_buf()),
+    });
+    let place = |value: &str, file: &Path, relative_to: Option<&Path>| -> Option<PathBuf> {
+        match value.strip_prefix("~/") {
+            Some(rest) => home.as_ref().map(|h| h.join(rest)),
+            None if Path::new(value).is_absolute() => Some(PathBuf::from(value)),
+            None => relative_to.or(file.parent()).map(|d| d.join(value)),
+        }
+    };
     let mut read = 0;
     while let Some(file) = files.pop() {
         read += 1;
         if read > MAX_CONFIG_FILES {
-            return Some("more configuration files than are read for one decision".into());
+            return Some("(more configuration files than are read for one decision)".into());
         }
         let text = match std::fs::read(&file) {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Some(format!("{} cannot be read: {e}", file.display())),
+            Err(e) => return Some(format!("({} cannot be read: {e})", file.display())),
         };
         let mut section = String::new();
         for line in text.lines() {
@@ -170,23 +188,32 @@ pub fn hooks(repo: Option<&Path>, env: super::rc::Env<'_>) -> Option<String> {
                 .next()
                 .unwrap_or("")
                 .to_ascii_lowercase();
-            if key == "hookspath" || section.starts_with("hook") {
-                return Some(format!("{} sets hooks", file.display()));
+            let value = body
+                .split_once('=')
+                .map_or("", |(_, v)| v.trim().trim_matches('"'));
+            if section.starts_with("hook") {
+                return Some(format!("(set in {})", file.display()));
             }
-            if key == "path" && section.starts_with("include") {
-                let value = body
-                    .split_once('=')
-                    .map_or("", |(_, v)| v.trim().trim_matches('"'));
-                let included = match value.strip_prefix("~/") {
-                    Some(rest) => home.as_ref().map(|h| h.join(rest)),
-                    None if Path::new(value).is_absolute() => Some(PathBuf::from(value)),
-                    None => file.parent().map(|d| d.join(value)),
-                };
-                files.extend(included.filter(|_| !value.is_empty()));
+            if key == "hookspath" {
+                match place(value, &file, top.as_deref()).filter(|_| !value.is_empty()) {
+                    Some(dir) => dirs.push(dir),
+                    None => return Some(format!("(core.hooksPath in {})", file.display())),
+                }
+            }
+            if key == "path" && section.starts_with("include") && !value.is_empty() {
+                files.extend(place(value, &file, None));
             }
         }
     }
-    None
+    dirs.iter().find_map(|dir| {
+        let entries = std::fs::read_dir(dir).ok()?;
+        entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.ends_with(".sample"))
+            .find(|n| names.is_none_or(|names| names.contains(&n.as_str())))
+            .map(|n| dir.join(n).display().to_string())
+    })
 }
 
 /// Whether git may take folder `d` itself for a repository.
