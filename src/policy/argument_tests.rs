@@ -1567,3 +1567,68 @@ fn git_subcommands_that_run_hooks_are_asked_while_the_repository_has_hooks() {
         super::gitdir::hooks(repo.as_deref(), None, &env).expect("found through the include");
     assert!(found.contains("global-hooks/commit-msg"), "{found}");
 }
+
+#[test]
+fn a_refusal_caused_by_words_after_the_prefix_stands_wherever_the_model_places_it() {
+    let d = scratch("sixteenth");
+    std::fs::write(d.join("src/main.rs"), "fn main() {}\n").unwrap();
+    let policy = d.join("home/.config/acp-question-bridge/policy.toml");
+    let write_policy = format!("'w {}' src/main.rs", policy.display());
+    let cases: [(&[&str], Vec<&str>); 2] = [
+        (
+            &["Bash(sed -e:*)", "Bash(sed -n -e:*)", "Bash(sed -ne:*)"],
+            vec![
+                "'1e touch pwned' src/main.rs",
+                "'r .env' src/main.rs",
+                &write_policy,
+            ],
+        ),
+        (
+            &["Bash(tar -cf:*)", "Bash(tar -czf:*)", "Bash(tar -tf:*)"],
+            vec!["./a:b/../../../home/.profile src", "localhost:x src"],
+        ),
+    ];
+    for (rule_list, after) in cases {
+        for rule in rule_list {
+            let prefix = rule.trim_start_matches("Bash(").trim_end_matches(":*)");
+            let cmds: Vec<String> = after.iter().map(|a| format!("{prefix} {a}")).collect();
+            let cmds: Vec<&str> = cmds.iter().map(String::as_str).collect();
+            not_allowed(&rules(&[rule]), &d, &cmds);
+        }
+    }
+    for prefix in ["sed -e", "sed -n -e", "sed -ne"] {
+        let rule = format!("Bash({prefix}:*)");
+        allowed(
+            &rules(&[&rule]),
+            &d,
+            &[&format!("{prefix} 's/a/b/' src/main.rs")],
+        );
+    }
+    // What the refused script does, run by real sed: `e` runs a program.
+    assert!(run_sh("sed -e '1e touch pwned' src/main.rs", &d, &[]));
+    assert!(d.join("pwned").exists(), "GNU sed's e ran a program");
+    allowed(&rules(&["Bash(tar -cf:*)"]), &d, &["tar -cf out.tar src"]);
+    // A commit with no message starts an editor, with or without more words.
+    let p = rules(&["Bash(git commit:*)"]);
+    not_allowed(
+        &p,
+        &d,
+        &["git commit", "git commit -a", "git commit --amend"],
+    );
+    allowed(&p, &d, &["git commit -m x"]);
+    // Each value a model refuses, after an option that ends the prefix.
+    for (rule, cmd) in [
+        (
+            "Bash(cargo build --target:*)",
+            "cargo build --target ./t.json",
+        ),
+        ("Bash(pytest -p:*)", "pytest -p evil"),
+        ("Bash(git log --format:*)", "git log --format %G?"),
+        ("Bash(awk -v:*)", "awk -v ARGV=x '{print}' src/main.rs"),
+    ] {
+        not_allowed(&rules(&[rule]), &d, &[cmd]);
+    }
+    // A subcommand the model does not know is still the rule's own choice.
+    let p = rules(&["Bash(git push:*)"]);
+    allowed(&p, &d, &["git push origin main"]);
+}

@@ -171,7 +171,10 @@ pub(super) fn cargo(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                 .as_deref()
                 .is_some_and(|t| plain_name(t) && !t.ends_with(".json"))
     }) {
-        return Err(stop(m.at, "a target that is a file, not a triple"));
+        return Err(stop(
+            m.value_at(main),
+            "a target that is a file, not a triple",
+        ));
     }
     if !operands_ok {
         if let Some(&o) = ops.first() {

@@ -571,7 +571,7 @@ pub(super) fn tar(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         let v = m.value.clone().unwrap_or_default();
         if v.contains(':') && !has(&met, &["--force-local"]) {
             return Err(stop(
-                m.at,
+                m.value_at(w),
                 "an archive on another host (`host:file` runs a remote shell)",
             ));
         }

@@ -47,7 +47,7 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                 table.extend_from_slice(LOG);
             }
             let (met, ops) = options(w, from, &table, true, e)?;
-            no_signature(&met)?;
+            no_signature(w, &met)?;
             // `-L START,END:FILE`, `-L :FUNC:FILE`: FILE is read.
             for m in met.iter().filter(|m| m.name == "-L") {
                 if let Some((_, file)) = m.value.as_deref().and_then(|v| v.rsplit_once(':')) {
@@ -65,7 +65,7 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         }
         "branch" => {
             let (met, ops) = options(w, from, BRANCH, true, e)?;
-            no_signature(&met)?;
+            no_signature(w, &met)?;
             let listing = has(
                 &met,
                 &[
@@ -156,8 +156,9 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                     "--no-edit",
                 ],
             ) {
+                // Placed at the end: what is missing is a later word, not `commit`.
                 return Err(stop(
-                    sub,
+                    w.len(),
                     "`git commit` without `-m`, `-F` or `--no-edit` starts an editor",
                 ));
             }
@@ -208,13 +209,16 @@ fn pathspecs(w: &[String], ops: &[usize], access: Access, e: &mut Effects) {
 }
 
 /// A format that shows a signature (`%G?`, `%(signature…)`) runs gpg.
-fn no_signature(met: &[Met]) -> Result<(), Stop> {
+fn no_signature(w: &[String], met: &[Met]) -> Result<(), Stop> {
     for m in met {
         if m.value
             .as_deref()
             .is_some_and(|v| v.contains("%G") || v.contains("%(signature"))
         {
-            return Err(stop(m.at, "a format that checks a signature (it runs gpg)"));
+            return Err(stop(
+                m.value_at(w),
+                "a format that checks a signature (it runs gpg)",
+            ));
         }
     }
     Ok(())

@@ -155,10 +155,18 @@ pub fn read(words: &[String]) -> Reading {
 /// Whether a prefix rule whose pattern has `prefix` words may allow `words`: the model
 /// reads every word after the prefix as harmless. A word the model does not know inside
 /// the prefix itself is the user's own choice: the prefix then keeps its old meaning
-/// ([`Reading::NoModel`]).
+/// ([`Reading::NoModel`]). Only when the prefix alone is refused there, for the same
+/// reason: a refusal the later words cause stands, wherever the model places it (`sed -e`
+/// then a script with `w FILE`; a hostile review found three models placing the refusal
+/// of a value on its option, inside the prefix).
 pub fn under_prefix(words: &[String], prefix: usize) -> Reading {
     match read(words) {
-        Reading::Unknown { at, .. } if at < prefix => Reading::NoModel,
+        Reading::Unknown { at, why } if at < prefix => {
+            match read(words.get(..prefix).unwrap_or(words)) {
+                Reading::Unknown { at: a, why: w } if a == at && w == why => Reading::NoModel,
+                _ => Reading::Unknown { at, why },
+            }
+        }
         other => other,
     }
 }
@@ -228,6 +236,23 @@ pub(crate) struct Met {
     pub value: Option<String>,
     /// The word it stands in.
     pub at: usize,
+}
+
+impl Met {
+    /// The word its value stands in: its own when joined (`-e1d`, `--file=x`), else the
+    /// next. A refusal of the value is placed there, not on the option.
+    pub fn value_at(&self, words: &[String]) -> usize {
+        let joined = self
+            .value
+            .as_deref()
+            .zip(words.get(self.at))
+            .is_some_and(|(v, w)| w.len() > v.len() && w.ends_with(v));
+        if joined {
+            self.at
+        } else {
+            self.at + 1
+        }
+    }
 }
 
 /// The options and operands of `words[from..]`, read by `table` as GNU getopt_long reads

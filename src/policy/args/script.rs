@@ -45,10 +45,15 @@ pub(super) fn sed(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     for m in &met {
         match m.name.as_str() {
             "-f" | "--file" => return Err(stop(m.at, "a sed script from a file")),
-            "-e" | "--expression" => scripts.push((m.at, m.value.as_deref().unwrap_or(""))),
+            "-e" | "--expression" => {
+                scripts.push((m.value_at(w), m.value.as_deref().unwrap_or("")))
+            }
             "-i" | "--in-place" => {
                 if m.value.as_deref().is_some_and(|s| s.contains(['/', '*'])) {
-                    return Err(stop(m.at, "a backup suffix that names another place"));
+                    return Err(stop(
+                        m.value_at(w),
+                        "a backup suffix that names another place",
+                    ));
                 }
                 in_place = true;
                 suffix = m.value.clone().unwrap_or_default();
@@ -357,7 +362,10 @@ pub(super) fn awk(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             .and_then(|v| v.split_once('='))
             .map(|(n, _)| n);
         if name.is_none_or(|n| n.starts_with("ARG")) {
-            return Err(stop(m.at, "an awk assignment of ARGV or ARGC, or none"));
+            return Err(stop(
+                m.value_at(w),
+                "an awk assignment of ARGV or ARGC, or none",
+            ));
         }
     }
     let Some((&program, files)) = ops.split_first() else {

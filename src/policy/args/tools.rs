@@ -80,7 +80,7 @@ pub(super) fn pytest(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         match m.name.as_str() {
             // `-p no:NAME` turns a plugin off; any other `-p` loads one.
             "-p" if !v.strip_prefix("no:").is_some_and(plain_name) => {
-                return Err(stop(m.at, "`-p` that loads a plugin"))
+                return Err(stop(m.value_at(w), "`-p` that loads a plugin"))
             }
             // `--cov-report=html:DIR` writes DIR.
             "--cov-report" => {
@@ -97,7 +97,10 @@ pub(super) fn pytest(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     {
         let v = m.value.as_deref().unwrap_or("");
         if v.split(':').any(|part| part.contains('.')) {
-            return Err(stop(m.at, "a warning filter that names a module to import"));
+            return Err(stop(
+                m.value_at(w),
+                "a warning filter that names a module to import",
+            ));
         }
     }
     for &o in &ops {
@@ -164,7 +167,7 @@ pub(super) fn python(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                 )
             }) {
                 if m.value.as_deref().is_some_and(outside) {
-                    return Err(stop(m.at, "tests outside the project"));
+                    return Err(stop(m.value_at(w), "tests outside the project"));
                 }
             }
             for &o in &ops {
