@@ -14,10 +14,15 @@
 //!   bridge would be (each line parsed into a `serde_json::Value`, written and flushed on
 //!   its own, one thread per direction);
 //! - `run [--quick] [--out FILE]`: the driver: runs every workload through the bridge and
-//!   through `cat` (or directly, for latency) and prints the table.
+//!   through `cat` (or directly, for latency) and prints the table;
+//! - `counts [SMALL_MIB] [MIXED_MIB] [RUNS]`: the system calls by kind and the context
+//!   switches of the bridge and of a `cat` relay, per MiB ([`counts`]).
 //!
 //! No Python or Node anywhere in the measuring path.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // denied in src/router/ only (clippy.toml)
+
+#[path = "bench/counts.rs"]
+mod counts;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
@@ -352,6 +357,17 @@ fn extra_bridge_args() -> Vec<String> {
         .collect()
 }
 
+/// The bridge's options for the relay: [`extra_bridge_args`], or `--no-control` (the relay
+/// alone, as the guards were set: the control server's own cost is measured by
+/// bench/defaults.sh, and with BENCH_BRIDGE_ARGS=--control=...).
+fn bridge_args() -> Vec<String> {
+    let mut extra = extra_bridge_args();
+    if extra.is_empty() {
+        extra.push("--no-control".into());
+    }
+    extra
+}
+
 /// One throughput run: the emitter behind the bridge, `cat` or the naive proxy. Returns the
 /// time and the middle process's peak RSS in KiB.
 fn relay(kind: &str, bytes: usize, sessions: usize, via: Via) -> (Duration, u64) {
@@ -375,12 +391,7 @@ fn relay(kind: &str, bytes: usize, sessions: usize, via: Via) -> (Duration, u64)
             .expect("naive");
         (child, None)
     } else if via == Via::Bridge {
-        let mut extra = extra_bridge_args();
-        if extra.is_empty() {
-            // The relay alone, as the guards were set (the control server's own cost is
-            // measured by bench/defaults.sh, and with BENCH_BRIDGE_ARGS=--control=...).
-            extra.push("--no-control".into());
-        }
+        let extra = bridge_args();
         let quiet = extra
             .iter()
             .any(|a| a.starts_with("--control") || a == "--nats");
@@ -685,6 +696,17 @@ fn run(quick: bool, out_file: Option<String>) {
     for r in &rows {
         table.push_str(&format!("| {} | {} | {} | {} |\n", r[0], r[1], r[2], r[3]));
     }
+    // What the relay costs in the kernel (needs perf with tracepoints: said, not failed).
+    progress("counts");
+    match std::panic::catch_unwind(|| counts::table(small, mixed, runs)) {
+        Ok(counts) => {
+            table.push('\n');
+            table.push_str(&counts);
+        }
+        Err(_) => {
+            table.push_str("\n(counts not measured: `perf stat` with tracepoints is needed)\n")
+        }
+    }
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{table}");
     if let Some(path) = out_file {
@@ -726,6 +748,12 @@ fn main() {
                 );
             }
         }
+        "counts" => {
+            // The counts alone: `counts [SMALL_MIB] [MIXED_MIB] [RUNS]`.
+            let mib = 1usize << 20;
+            let table = counts::table(num(1, 64) * mib, num(2, 256) * mib, num(3, 3));
+            let _ = writeln!(std::io::stdout(), "{table}");
+        }
         "latency" => {
             // The latency figures alone: `latency [ROUNDS]`, through the bridge and direct.
             let rounds = num(1, 20_000);
@@ -756,7 +784,7 @@ fn main() {
         _ => {
             let _ = writeln!(
                 std::io::stderr(),
-                "usage: bench run [--quick] [--out FILE] | relay KIND BYTES [RUNS] [SESSIONS] [--naive] | naive AGENT... | latency [ROUNDS] | questions N SESSIONS | emit KIND BYTES [SESSIONS] | echo | ask N SESSIONS [hold] | ask-timed N FILE"
+                "usage: bench run [--quick] [--out FILE] | relay KIND BYTES [RUNS] [SESSIONS] [--naive] | counts [SMALL_MIB] [MIXED_MIB] [RUNS] | naive AGENT... | latency [ROUNDS] | questions N SESSIONS | emit KIND BYTES [SESSIONS] | echo | ask N SESSIONS [hold] | ask-timed N FILE"
             );
             std::process::exit(2);
         }
