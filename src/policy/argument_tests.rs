@@ -1632,3 +1632,77 @@ fn a_refusal_caused_by_words_after_the_prefix_stands_wherever_the_model_places_i
     let p = rules(&["Bash(git push:*)"]);
     allowed(&p, &d, &["git push origin main"]);
 }
+
+#[test]
+fn a_print_only_cluster_signature_sorts_and_commands_given_to_git_and_man_are_asked() {
+    let d = scratch("seventeenth");
+    std::fs::write(d.join("a.txt"), "hi\nkeep\n").unwrap();
+    // sed's -n in a cluster, or spelled long, is print only too.
+    for prefix in [
+        "sed -ne",
+        "sed -nE",
+        "sed -En",
+        "sed --quiet",
+        "sed --silent",
+    ] {
+        let p = rules(&[&format!("Bash({prefix}:*)")]);
+        not_allowed(&p, &d, &[&format!("{prefix} 's/hi/X/p' -i a.txt")]);
+        allowed(&p, &d, &[&format!("{prefix} '/hi/p' a.txt")]);
+    }
+    // Each: its rules, what they ask, what they allow.
+    let cases: &[(&[&str], &[&str], &[&str])] = &[
+        // A sort by signature runs gpg, as a format that shows one does.
+        (
+            &["Bash(git branch:*)"],
+            &[
+                "git branch --sort=signature",
+                "git branch --sort=-signature:grade",
+            ],
+            &["git branch --sort=-committerdate"],
+        ),
+        // man's configuration names its programs; its pager and browser are programs.
+        (
+            &["Bash(man:*)"],
+            &[
+                "man -C ./m.conf ls",
+                "man -P ./pager ls",
+                "man -Hfirefox ls",
+            ],
+            &["man ls"],
+        ),
+        // git's subcommands that run the command they are given.
+        (
+            &[
+                "Bash(git submodule:*)",
+                "Bash(git bisect:*)",
+                "Bash(git filter-branch:*)",
+            ],
+            &[
+                "git submodule foreach touch x",
+                "git bisect run touch x",
+                "git filter-branch --tree-filter 'touch x' HEAD",
+            ],
+            &["git submodule status", "git bisect start HEAD HEAD~1"],
+        ),
+        // A rule that names `bisect run` itself is the user's choice.
+        (
+            &["Bash(git bisect run:*)"],
+            &[],
+            &["git bisect run make test"],
+        ),
+    ];
+    for (rule_list, asked, allowed_too) in cases {
+        let p = rules(rule_list);
+        not_allowed(&p, &d, asked);
+        allowed(&p, &d, allowed_too);
+    }
+    // What real git does with `bisect run`: it runs the command.
+    let _ = std::fs::remove_dir_all(d.join(".git"));
+    let git = "git -c user.email=a@b -c user.name=a";
+    assert!(run_sh(
+        &format!("git init -q && {git} commit -q --allow-empty -m 1 && {git} commit -q --allow-empty -m 2 && git bisect start HEAD HEAD~1 >/dev/null 2>&1; git bisect run touch ran >/dev/null 2>&1; git bisect reset >/dev/null 2>&1; true"),
+        &d,
+        &[("GIT_CONFIG_GLOBAL", Path::new("/dev/null"))]
+    ));
+    assert!(d.join("ran").exists(), "git bisect run ran the command");
+}

@@ -356,7 +356,7 @@ fn print_only_refused(rule: &Rule, part: &command::Part) -> Option<String> {
         && pattern
             .iter()
             .skip(1)
-            .any(|alts| alts.iter().any(|w| w == "-n"));
+            .any(|alts| alts.iter().any(|w| quiet(w)));
     if !print_only {
         return None;
     }
@@ -373,6 +373,25 @@ fn print_only_refused(rule: &Rule, part: &command::Part) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Whether `w` is sed's `-n`: alone, `--quiet` or `--silent`, or in a cluster of short
+/// flags before any that takes a value (`-ne`, `-En`; in `-en` it is `-e`'s script).
+fn quiet(w: &str) -> bool {
+    if w == "--quiet" || w == "--silent" {
+        return true;
+    }
+    let Some(flags) = w.strip_prefix('-').filter(|f| !f.starts_with('-')) else {
+        return false;
+    };
+    for c in flags.chars() {
+        match c {
+            'n' => return true,
+            'e' | 'f' | 'l' | 'i' => return false,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// What a part may leave behind for the parts after it: whether it writes or makes

@@ -253,7 +253,29 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
             "-O",
             "--template",
             "--separate-git-dir",
+            // filter-branch's filters, send-email's and instaweb's commands: each runs one.
+            "--tree-filter",
+            "--index-filter",
+            "--msg-filter",
+            "--env-filter",
+            "--commit-filter",
+            "--parent-filter",
+            "--tag-name-filter",
+            "--setup",
+            "--sendmail-cmd",
+            "--smtp-server",
+            "--to-cmd",
+            "--cc-cmd",
+            "--header-cmd",
+            "--httpd",
+            "--browser",
         ],
+    ),
+    // A man-db configuration names the programs man runs (`DEFINE nroff …`); the pager and
+    // the browser are programs.
+    (
+        "man",
+        &["-C", "--config-file", "-P", "--pager", "-H", "--html"],
     ),
     ("npm", NPM_FLAGS),
     ("pnpm", NPM_FLAGS),
@@ -433,7 +455,21 @@ pub fn names_more(words: &[String], from: usize) -> bool {
             return args.iter().take_while(|w| *w != "--").any(|w| flagged(w));
         }
     }
-    args.iter().any(|w| flagged(w)) || (program == "curl" && curl_names_more(args))
+    args.iter().any(|w| flagged(w))
+        || (program == "curl" && curl_names_more(args))
+        || (program == "git" && git_runs_given(words, args))
+}
+
+/// git's subcommands that run a command their words give: `submodule foreach CMD`,
+/// `bisect run CMD` (a rule whose prefix already holds the word is the user's choice).
+fn git_runs_given(words: &[String], args: &[String]) -> bool {
+    let sub = words[1..].iter().find(|w| !w.starts_with('-'));
+    let runs = match sub.map(String::as_str) {
+        Some("submodule") => "foreach",
+        Some("bisect") => "run",
+        _ => return false,
+    };
+    args.iter().any(|w| w == runs)
 }
 
 /// curl's ways of naming a file no word holds: any `--expand-*` option (curl 8.3: the

@@ -211,9 +211,12 @@ fn pathspecs(w: &[String], ops: &[usize], access: Access, e: &mut Effects) {
 /// A format that shows a signature (`%G?`, `%(signature…)`) runs gpg.
 fn no_signature(w: &[String], met: &[Met]) -> Result<(), Stop> {
     for m in met {
+        // A format that shows a signature, or a sort by one (`--sort=signature:grade`).
+        let sorts_by_signature =
+            |v: &str| m.name == "--sort" && v.trim_start_matches('-').starts_with("signature");
         if m.value
             .as_deref()
-            .is_some_and(|v| v.contains("%G") || v.contains("%(signature"))
+            .is_some_and(|v| v.contains("%G") || v.contains("%(signature") || sorts_by_signature(v))
         {
             return Err(stop(
                 m.value_at(w),
