@@ -1706,3 +1706,31 @@ fn a_print_only_cluster_signature_sorts_and_commands_given_to_git_and_man_are_as
     ));
     assert!(d.join("ran").exists(), "git bisect run ran the command");
 }
+
+#[test]
+fn a_tar_rule_no_model_reads_runs_no_remote_shell_and_go_env_is_refused_at_its_option() {
+    let d = scratch("seventeenth-more");
+    let p = rules(&["Bash(tar -x:*)", "Bash(tar xf:*)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "tar -x -f host:file",
+            "tar -x -f u@h:a.tar",
+            "tar -x --rsh-command=./evil -f h:a",
+            "tar -x -I ./evil -f a.tar",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &["tar -x -f a.tar", "tar -x --force-local -f a:b.tar"],
+    );
+    let p = rules(&["Bash(go env -json:*)", "Bash(go env:*)"]);
+    not_allowed(
+        &p,
+        &d,
+        &["go env -json -w GOFLAGS=-toolexec=./evil", "go env -w X=1"],
+    );
+    allowed(&p, &d, &["go env -json GOPATH", "go env GOPATH"]);
+}

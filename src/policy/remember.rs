@@ -271,6 +271,21 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
             "--browser",
         ],
     ),
+    // tar's ways of running a program (a tar rule no model reads: `Bash(tar -x:*)`).
+    (
+        "tar",
+        &[
+            "--rsh-command",
+            "--rmt-command",
+            "-I",
+            "--use-compress-program",
+            "--to-command",
+            "--checkpoint-action",
+            "--info-script",
+            "--new-volume-script",
+            "-F",
+        ],
+    ),
     // A man-db configuration names the programs man runs (`DEFINE nroff …`); the pager and
     // the browser are programs.
     (
@@ -458,6 +473,14 @@ pub fn names_more(words: &[String], from: usize) -> bool {
     args.iter().any(|w| flagged(w))
         || (program == "curl" && curl_names_more(args))
         || (program == "git" && git_runs_given(words, args))
+        || (program == "tar" && tar_names_a_host(words, args))
+}
+
+/// tar's archive on another host (`host:file`, `user@host:file`): GNU tar runs a remote
+/// shell for it, unless `--force-local`. Any word with a `:` counts (where the archive's
+/// name stands depends on clusters and the old form).
+fn tar_names_a_host(words: &[String], args: &[String]) -> bool {
+    !words.iter().any(|w| w == "--force-local") && args.iter().any(|w| w.contains(':'))
 }
 
 /// git's subcommands that run a command their words give: `submodule foreach CMD`,

@@ -319,10 +319,11 @@ pub(super) fn go(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     match sub.as_str() {
         "build" | "test" | "vet" | "list" | "version" => {}
         "env" => {
-            if w[2..].iter().any(|a| a.starts_with('-')) {
+            // Placed on the option itself: `go env -json` is harmless, `-w` is not.
+            if let Some(at) = (2..w.len()).find(|&i| w[i].starts_with('-') && w[i] != "-json") {
                 return Err(stop(
-                    2,
-                    "`go env` with options (`-w` writes the configuration)",
+                    at,
+                    "`go env` with options but -json (`-w` writes the configuration)",
                 ));
             }
             return Ok(());
