@@ -1444,7 +1444,6 @@ fn curl_and_wget_are_asked_while_their_own_configuration_files_exist() {
     let d = scratch("rc-files");
     let home = d.join("home");
     std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(d.join("src/secret"), "SECRET\n").unwrap();
     let env = |k: &str| match k {
         "HOME" => Some(home.clone().into_os_string()),
         _ => None,
@@ -1454,15 +1453,8 @@ fn curl_and_wget_are_asked_while_their_own_configuration_files_exist() {
         super::rc::refused_in(&words("curl -s https://example.com"), &env),
         None
     );
-    // What real curl does with a `.curlrc` no word names: it writes where the file says.
-    std::fs::write(
-        home.join(".curlrc"),
-        format!("output = \"{}\"\n", d.join("written").display()),
-    )
-    .unwrap();
-    let url = format!("file://{}", d.join("src/secret").display());
-    assert!(run_sh(&format!("curl -s {url}"), &d, &[("HOME", &home)]));
-    assert!(d.join("written").exists(), "curl read its .curlrc");
+    // (What real curl does with it: tests/it/policy_cli.rs.)
+    std::fs::write(home.join(".curlrc"), "output = \"x\"\n").unwrap();
     let why = super::rc::refused_in(&words("curl -s https://example.com"), &env).expect("asked");
     assert!(why.contains(".curlrc"), "{why}");
     assert_eq!(
@@ -1733,4 +1725,23 @@ fn a_tar_rule_no_model_reads_runs_no_remote_shell_and_go_env_is_refused_at_its_o
         &["go env -json -w GOFLAGS=-toolexec=./evil", "go env -w X=1"],
     );
     allowed(&p, &d, &["go env -json GOPATH", "go env GOPATH"]);
+}
+
+#[test]
+fn a_command_name_after_an_equals_sign_is_not_plain_as_zsh_may_expand_it() {
+    let d = scratch("eighteenth");
+    let p = rules(&["Bash(sort:*)", "Bash(cp:*)", "Bash(echo:*)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "sort --output==mytool payload.txt",
+            "sort -o==mytool a.txt",
+            "cp --target-directory==mytool a.txt",
+            "echo a=x:=ls",
+        ],
+    );
+    // Version pins stay plain.
+    allowed(&p, &d, &["echo foo==1.2.3", "sort -o out.txt a.txt"]);
+    // (What real zsh with the option does with such a word: tests/it/policy_cli.rs.)
 }

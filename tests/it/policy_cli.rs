@@ -607,3 +607,62 @@ fn explain_says_what_a_programs_model_refuses_and_when_there_is_none() {
     let (_, out) = policy(&config, &dir, &["explain", "--command", "sed -n 1p .env"]);
     assert!(out.starts_with("deny: "), "{out}");
 }
+
+/// What curl and zsh read beyond a command's words, as the real programs do it, and the
+/// policy asking for it: curl takes its `.curlrc` (an output file no word names), and zsh
+/// with `magicequalsubst` reads `--output==sh` as `--output=/usr/bin/sh`.
+#[tokio::test]
+async fn what_curl_and_zsh_read_beyond_the_words_is_asked() {
+    let curl = common::install::debian_program("curl", &["/usr/bin/curl"]).await;
+    let zsh = common::install::debian_program("zsh", &["/usr/bin/zsh", "/bin/zsh"]).await;
+    let dir = temp_dir("policy-beyond-words");
+    let (config, home) = (dir.join("config"), dir.join("home"));
+    std::fs::create_dir_all(config.join("acp-question-bridge")).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        config.join("acp-question-bridge/policy.toml"),
+        "[[rule]]\nid = \"curl\"\ndecision = \"allow\"\nclaude = \"Bash(curl:*)\"\n\n[[rule]]\nid = \"sort\"\ndecision = \"allow\"\nclaude = \"Bash(sort:*)\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("page.txt"), "page\n").unwrap();
+    let explain = |command: &str| {
+        let out = common::output_within(
+            Command::new(BRIDGE)
+                .args(["policy", "explain", "--command", command])
+                .current_dir(&dir)
+                .env("XDG_CONFIG_HOME", &config)
+                .env("HOME", &home),
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let url = format!("file://{}", dir.join("page.txt").display());
+    let fetch = format!("curl -s {url}");
+    assert!(explain(&fetch).starts_with("allow"), "{}", explain(&fetch));
+    let written = dir.join("written-by-curlrc");
+    std::fs::write(
+        home.join(".curlrc"),
+        format!("output = \"{}\"\n", written.display()),
+    )
+    .unwrap();
+    let asked = explain(&fetch);
+    assert!(
+        asked.starts_with("ask") && asked.contains(".curlrc"),
+        "{asked}"
+    );
+    let ran = common::output_within(Command::new(&curl).args(["-s", &url]).env("HOME", &home));
+    assert!(ran.status.success());
+    assert!(written.exists(), "real curl wrote where its .curlrc says");
+    let asked = explain("sort --output==sh page.txt");
+    assert!(
+        asked.starts_with("ask") && asked.contains("magicequalsubst"),
+        "{asked}"
+    );
+    let said = common::output_within(
+        Command::new(&zsh).args(["-fc", "setopt magicequalsubst; print -r -- --output==sh"]),
+    );
+    let said = String::from_utf8_lossy(&said.stdout);
+    assert!(
+        said.trim().starts_with("--output=/") && said.trim().ends_with("/sh"),
+        "{said}"
+    );
+}

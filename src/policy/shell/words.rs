@@ -149,6 +149,7 @@ impl Reader<'_> {
     /// as bash and dash expand it; `~user`, `~+`, `~-`, `~''` are not plain. Anywhere else a
     /// `~` is itself (`HEAD~1`) unless it follows a `=` or a `:` (`a=~/x`, `a=b:~/x`), after
     /// which bash expands it in any word that looks like an assignment and dash does not.
+    /// A `=NAME` after a `=` or a `:` is not plain either (zsh's `magicequalsubst`).
     pub(super) fn unquoted(&self, node: Node, start: bool, end: bool) -> Result<String, String> {
         let t = text(node, self.src);
         if t.is_empty() || !t.chars().all(|c| plain_char(c) || c == '~') {
@@ -181,6 +182,20 @@ impl Reader<'_> {
             from = 1;
         }
         for i in from..b.len() {
+            // zsh with `magicequalsubst` (Kali's default `.zshrc`, many dotfiles) reads
+            // `--output==ls` as `--output=/usr/bin/ls`, and `a=x:=ls` the same after `:`:
+            // a `=` after `=` or `:` before a name is not plain (`foo==1.2` is).
+            if b[i] == b'='
+                && i > 0
+                && matches!(b[i - 1], b'=' | b':')
+                && b.get(i + 1)
+                    .is_some_and(|c| c.is_ascii_alphabetic() || b"_.".contains(c))
+            {
+                return Err(format!(
+                    "the word {} (zsh with `magicequalsubst` reads `=NAME` after `=` or `:` as the path of command NAME)",
+                    escape(t)
+                ));
+            }
             if b[i] != b'~' {
                 continue;
             }
