@@ -356,7 +356,7 @@ fn print_only_refused(rule: &Rule, part: &command::Part) -> Option<String> {
         && pattern
             .iter()
             .skip(1)
-            .any(|alts| alts.iter().any(|w| quiet(w)));
+            .any(|alts| alts.iter().any(|w| args::sed_quiet(w)));
     if !print_only {
         return None;
     }
@@ -373,25 +373,6 @@ fn print_only_refused(rule: &Rule, part: &command::Part) -> Option<String> {
         }
         _ => None,
     }
-}
-
-/// Whether `w` is sed's `-n`: alone, `--quiet` or `--silent`, or in a cluster of short
-/// flags before any that takes a value (`-ne`, `-En`; in `-en` it is `-e`'s script).
-fn quiet(w: &str) -> bool {
-    if w == "--quiet" || w == "--silent" {
-        return true;
-    }
-    let Some(flags) = w.strip_prefix('-').filter(|f| !f.starts_with('-')) else {
-        return false;
-    };
-    for c in flags.chars() {
-        match c {
-            'n' => return true,
-            'e' | 'f' | 'l' | 'i' => return false,
-            _ => {}
-        }
-    }
-    false
 }
 
 /// What a part may leave behind for the parts after it: whether it writes or makes
@@ -570,7 +551,7 @@ fn moves_a_folder(
         _ => words
             .iter()
             .skip(1)
-            .flat_map(|w| super::guard::candidates(w).map(str::to_owned))
+            .flat_map(|w| super::named::candidates(w).map(str::to_owned))
             .collect(),
     };
     let away: Vec<&PathBuf> = folders.iter().filter(|f| *f != session).collect();

@@ -61,8 +61,28 @@ impl Seen {
                 )
             });
         }
-        // The first ones still resolved, for a deny of one of them.
-        for p in call.paths.iter().take(MAX_PATHS) {
+        // The first ones still resolved, for a deny of one of them. A path with whitespace
+        // at its start or end is also read trimmed, as Claude Code opens it (its
+        // `expandPath` trims first: `" ~/.ssh/id_rsa"` is the key), and never allowed.
+        let trimmed: Vec<PathBuf> = call
+            .paths
+            .iter()
+            .take(MAX_PATHS)
+            .filter_map(|p| {
+                let text = p.to_str()?;
+                let t = text.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
+                (t != text && !t.is_empty()).then(|| PathBuf::from(t))
+            })
+            .collect();
+        if let Some(t) = trimmed.first() {
+            unresolved.get_or_insert_with(|| {
+                format!(
+                    "a path begins or ends with whitespace, which the agent may trim before it opens it ({})",
+                    t.display()
+                )
+            });
+        }
+        for p in call.paths.iter().take(MAX_PATHS).chain(&trimmed) {
             if path::decision_spent() {
                 unresolved.get_or_insert_with(too_much_work);
                 break;
@@ -216,7 +236,7 @@ impl Policy {
         if let Some(lost) = moves.lost {
             for c in cmd.seen.iter().skip(lost + 1) {
                 for word in c.iter().skip(1) {
-                    if let Some(w) = candidates(word).find(|w| !w.is_empty()) {
+                    if let Some(w) = super::named::candidates(word).find(|w| !w.is_empty()) {
                         return Some(format!(
                             "the command moves to a folder that cannot be told ({}), and a later word ({w:?}) may name one of them",
                             cmd.seen[lost].join(" ")
@@ -229,11 +249,12 @@ impl Policy {
             .seen
             .iter()
             .flatten()
-            .find(|w| flag_letters(w) > MAX_FLAG_LETTERS)
+            .find(|w| super::named::flag_letters(w) > super::named::MAX_FLAG_LETTERS)
         {
             let shown: String = w.chars().take(40).collect();
             return Some(format!(
-                "a word of more than {MAX_FLAG_LETTERS} flag letters ({shown}…) may hide a path in them, and is not read"
+                "a word of more than {} flag letters ({shown}…) may hide a path in them, and is not read",
+                super::named::MAX_FLAG_LETTERS
             ));
         }
         let user = user_tier(&self.protected);
@@ -247,7 +268,7 @@ impl Policy {
         // A move changes no file: its folder is followed instead.
         let changing = cmd.seen.iter().filter(|c| !is_move(c));
         for word in changing.flatten() {
-            for w in candidates(word) {
+            for w in super::named::candidates(word) {
                 // Each word once; an empty one names no path (the OS says ENOENT).
                 if w.is_empty() || !looked.insert(w) {
                     continue;
@@ -297,38 +318,6 @@ impl Policy {
 /// The most words of one command resolved as paths (all within one [`path::Decision`]); a
 /// command that names more is asked.
 pub const MAX_RESOLVED: usize = 64;
-
-/// A word with more flag letters than this ([`flag_letters`]) is asked, not read: each is
-/// a place a path may start, each resolved ([`candidates`]).
-pub const MAX_FLAG_LETTERS: usize = 64;
-
-/// How many letters or digits follow the `-` of a word of one `-` and two characters or
-/// more (`-xvC..`: 3); 0 for any other word.
-fn flag_letters(word: &str) -> usize {
-    match word.as_bytes() {
-        [b'-', f, _, ..] if *f != b'-' => word.as_bytes()[1..]
-            .iter()
-            .take_while(|c| c.is_ascii_alphanumeric())
-            .count(),
-        _ => 0,
-    }
-}
-
-/// What a word of a command may name: the word; the value after its first `=`; and for a
-/// word of one `-` and two characters or more (`-oFILE`, `-C..`, `-xvC..`), the rest after
-/// each of its leading flag letters (`FILE`, `ILE`, `LE`, `E`; `..`; `vC..`, `C..`, `..`),
-/// where a short flag's value joined to it would begin.
-pub fn candidates(word: &str) -> impl Iterator<Item = &str> {
-    let value = word.split_once('=').map(|(_, v)| v);
-    let letters = flag_letters(word).min(MAX_FLAG_LETTERS);
-    // Past `-` and each flag letter but the last (a letter is ASCII): where a value may
-    // start.
-    let joined = (letters > 0)
-        .then(|| (2..=(1 + letters).min(word.len() - 1)).map(|i| &word[i..]))
-        .into_iter()
-        .flatten();
-    std::iter::once(word).chain(value).chain(joined)
-}
 
 /// The files of the policy's user tier among `own` (every `--policy FILE`, the user's
 /// file, the trusted folders' file): those not in a project's policy folder.

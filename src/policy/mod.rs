@@ -33,6 +33,7 @@ mod guard;
 pub mod live;
 mod moves;
 mod named;
+mod never;
 mod on_path;
 pub mod path;
 mod rc;
@@ -298,7 +299,7 @@ impl Rule {
                     .map(|w| format!("`{}`", escape_words(std::slice::from_ref(w))))
                     .unwrap_or_else(|| "the end".into())
             )),
-            args::Reading::NoModel if remember::names_more(words, pattern.len()) => Err(format!(
+            args::Reading::NoModel if never::names_more(words, pattern.len()) => Err(format!(
                 "`{}` takes an argument that names a program, a file or another place",
                 args::base(&words[0])
             )),

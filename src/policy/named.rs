@@ -56,7 +56,7 @@ impl Named {
         let modelled = matches!(reading, Reading::Understood(_));
         if !modelled {
             if let Some(w) = words.iter().skip(1).find(|w| {
-                super::guard::candidates(w).any(|c| {
+                candidates(w).any(|c| {
                     c.contains(['{', '[']) && forms::curl_globs(c, forms::MAX_GLOBS).is_none()
                 })
             }) {
@@ -75,7 +75,7 @@ impl Named {
                 words
                     .iter()
                     .skip(1)
-                    .flat_map(|w| super::guard::candidates(w).flat_map(forms::file_forms))
+                    .flat_map(|w| candidates(w).flat_map(forms::file_forms))
                     .collect(),
             ),
         };
@@ -219,6 +219,38 @@ fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> 
 thread_local! {
     /// The entries listed beneath searches on this thread (tests count a decision's work).
     pub static LISTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// A word with more flag letters than this ([`flag_letters`]) is asked, not read: each is
+/// a place a path may start, each resolved ([`candidates`]).
+pub const MAX_FLAG_LETTERS: usize = 64;
+
+/// How many letters or digits follow the `-` of a word of one `-` and two characters or
+/// more (`-xvC..`: 3); 0 for any other word.
+pub fn flag_letters(word: &str) -> usize {
+    match word.as_bytes() {
+        [b'-', f, _, ..] if *f != b'-' => word.as_bytes()[1..]
+            .iter()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .count(),
+        _ => 0,
+    }
+}
+
+/// What a word of a command may name: the word; the value after its first `=`; and for a
+/// word of one `-` and two characters or more (`-oFILE`, `-C..`, `-xvC..`), the rest after
+/// each of its leading flag letters (`FILE`, `ILE`, `LE`, `E`; `..`; `vC..`, `C..`, `..`),
+/// where a short flag's value joined to it would begin.
+pub fn candidates(word: &str) -> impl Iterator<Item = &str> {
+    let value = word.split_once('=').map(|(_, v)| v);
+    let letters = flag_letters(word).min(MAX_FLAG_LETTERS);
+    // Past `-` and each flag letter but the last (a letter is ASCII): where a value may
+    // start.
+    let joined = (letters > 0)
+        .then(|| (2..=(1 + letters).min(word.len() - 1)).map(|i| &word[i..]))
+        .into_iter()
+        .flatten();
+    std::iter::once(word).chain(value).chain(joined)
 }
 
 /// The files ripgrep reads its ignore rules from, in each folder.

@@ -738,3 +738,54 @@ fn a_call_of_thousands_of_paths_is_asked_with_bounded_work() {
     let v = p.decide(&call("read", &["L/L/secrets/key"], &d));
     assert_eq!(v.decision, Decision::Deny, "{}", v.why);
 }
+
+/// Claude Code trims a tool's path before it opens it (`expandPath`): a path with
+/// whitespace at its start or end is decided as the file it opens too (a deny of that file
+/// stands), and is never allowed.
+#[test]
+fn a_path_with_whitespace_at_its_ends_is_read_trimmed_and_never_allowed() {
+    let d = scratch("trimmed");
+    std::fs::create_dir_all(d.join("secrets")).unwrap();
+    std::fs::write(d.join(".env"), "K=1\n").unwrap();
+    std::fs::write(d.join("secrets/key"), "k\n").unwrap();
+    std::fs::write(d.join("notes.txt"), "n\n").unwrap();
+    let p = policy(
+        &format!(
+            "[[rule]]\nid = \"all\"\ndecision = \"allow\"\npaths = [\"{0}/**\"]\n\n\
+             [[rule]]\nid = \"no-env\"\ndecision = \"deny\"\npaths = [\"**/.env\", \"{0}/secrets/**\"]\n",
+            d.display()
+        ),
+        "",
+    );
+    let env = format!("{}/.env ", d.display());
+    let key = format!("\t{}/secrets/key", d.display());
+    for (kind, path) in [
+        ("read", env.as_str()),
+        ("read", key.as_str()),
+        ("edit", env.as_str()),
+    ] {
+        let v = p.decide(&call(kind, &[path], &d));
+        assert_eq!(v.decision, Decision::Deny, "{path:?}: {}", v.why);
+    }
+    let notes = format!(" {}/notes.txt\u{3000}", d.display());
+    let v = p.decide(&call("read", &[&notes], &d));
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+    assert!(v.why.contains("whitespace"), "{}", v.why);
+    let plain = format!("{}/notes.txt", d.display());
+    assert_eq!(decision(&p, &call("read", &[&plain], &d)), Decision::Allow);
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        if let Some(ssh) = resolve(&home.join(".ssh"), Path::new("/")) {
+            let p = policy(
+                &format!(
+                    "[[rule]]\nid = \"all\"\ndecision = \"allow\"\npaths = [\"**\"]\n\n\
+                     [[rule]]\nid = \"no-ssh\"\ndecision = \"deny\"\npaths = [\"{}/**\"]\n",
+                    ssh.display()
+                ),
+                "",
+            );
+            let v = p.decide(&call("read", &[" ~/.ssh/id_rsa"], &d));
+            assert_eq!(v.decision, Decision::Deny, "{}", v.why);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

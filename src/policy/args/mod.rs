@@ -22,6 +22,7 @@ mod files;
 pub(crate) mod git;
 mod git_options;
 mod script;
+pub use script::sed_quiet;
 mod search;
 mod text;
 mod tools;

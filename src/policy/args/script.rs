@@ -88,6 +88,25 @@ pub(super) fn sed(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     Ok(())
 }
 
+/// Whether `w` is sed's `-n`: alone, `--quiet` or `--silent`, or in a cluster of short
+/// flags before any that takes a value (`-ne`, `-En`; in `-en` it is `-e`'s script).
+pub fn sed_quiet(w: &str) -> bool {
+    if w == "--quiet" || w == "--silent" {
+        return true;
+    }
+    let Some(flags) = w.strip_prefix('-').filter(|f| !f.starts_with('-')) else {
+        return false;
+    };
+    for c in flags.chars() {
+        match c {
+            'n' => return true,
+            'e' | 'f' | 'l' | 'i' => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
 /// Reads a sed script; `Err` names the first thing in it not known as harmless.
 pub fn sed_script(s: &str) -> Result<(), String> {
     let c: Vec<char> = s.chars().collect();

@@ -1,0 +1,329 @@
+//! Arguments never allowed under a prefix rule of a program no model reads: each names a
+//! program to run, a file to write, or another place or configuration to act on
+//! (docs/POLICY.md, "A program with no model"). `names_more` is what a prefix rule and
+//! "Always allow" both ask of a command.
+//!
+//! Invariant: only ever turns an allow into an ask, and a remembered rule into an exact one.
+
+/// Arguments that, under a prefix, would name a program to run, a file to write, or
+/// another place or configuration to act on, per program (`cargo test --config
+/// 'target.….runner="…"'`, `go test -exec prog`, `git -c alias.x='!…' x`, `npm test
+/// --node-options=…`). A command that has one is remembered exactly, and no allow rule that
+/// is a prefix covers one ([`super::Rule::covers`], [`names_more`]).
+pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
+    (
+        "cargo",
+        &[
+            "--config",
+            "-Z",
+            "--target-dir",
+            "--manifest-path",
+            "--artifact-dir",
+            "--out-dir",
+            "--logfile",
+        ],
+    ),
+    (
+        "go",
+        &[
+            "-exec",
+            "-toolexec",
+            "-vettool",
+            "-o",
+            "-modfile",
+            "-overlay",
+            "-C",
+            "-ldflags",
+            "-gcflags",
+            "-asmflags",
+            "-gccgoflags",
+            "-coverprofile",
+            "-cpuprofile",
+            "-memprofile",
+            "-blockprofile",
+            "-mutexprofile",
+            "-trace",
+            "-outputdir",
+            "-pkgdir",
+            "-pgo",
+        ],
+    ),
+    (
+        "git",
+        &[
+            "-c",
+            "-C",
+            "--config-env",
+            "--git-dir",
+            "--work-tree",
+            "--exec-path",
+            "--namespace",
+            "--output",
+            "-o",
+            "--ext-diff",
+            "--textconv",
+            "--upload-pack",
+            "--exec",
+            "-x",
+            "--receive-pack",
+            "--extcmd",
+            "--tool",
+            "--open-files-in-pager",
+            "-O",
+            "--template",
+            "--separate-git-dir",
+            // filter-branch's filters, send-email's and instaweb's commands: each runs one.
+            "--tree-filter",
+            "--index-filter",
+            "--msg-filter",
+            "--env-filter",
+            "--commit-filter",
+            "--parent-filter",
+            "--tag-name-filter",
+            "--setup",
+            "--sendmail-cmd",
+            "--smtp-server",
+            "--to-cmd",
+            "--cc-cmd",
+            "--header-cmd",
+            "--httpd",
+            "--browser",
+        ],
+    ),
+    // tar's ways of running a program (a tar rule no model reads: `Bash(tar -x:*)`).
+    (
+        "tar",
+        &[
+            "--rsh-command",
+            "--rmt-command",
+            "-I",
+            "--use-compress-program",
+            "--to-command",
+            "--checkpoint-action",
+            "--info-script",
+            "--new-volume-script",
+            "-F",
+        ],
+    ),
+    // A man-db configuration names the programs man runs (`DEFINE nroff …`); the pager and
+    // the browser are programs.
+    (
+        "man",
+        &["-C", "--config-file", "-P", "--pager", "-H", "--html"],
+    ),
+    ("npm", NPM_FLAGS),
+    ("pnpm", NPM_FLAGS),
+    ("yarn", NPM_FLAGS),
+    ("bun", NPM_FLAGS),
+    ("docker", &["-H", "--host", "--context", "--config"]),
+    // `tree -o FILE` writes FILE (`-o ~/.profile`), `--fromfile` reads a list of names.
+    ("tree", &["-o", "--fromfile"]),
+    ("podman", &["-H", "--host", "--url", "--connection"]),
+    (
+        "kubectl",
+        &[
+            "--kubeconfig",
+            "--server",
+            "-s",
+            "--context",
+            "--cluster",
+            "--profile-output",
+            "--cache-dir",
+            "--log-file",
+            "--log-dir",
+        ],
+    ),
+    (
+        "dotnet",
+        &[
+            "-o",
+            "--output",
+            "-bl",
+            "-logger",
+            "--logger",
+            "-l",
+            "--diag",
+            "-d",
+            "--results-directory",
+            "--test-adapter-path",
+            "-p",
+            "--property",
+            "-property",
+        ],
+    ),
+    (
+        "swift",
+        &[
+            "-Xlinker",
+            "-Xcc",
+            "-Xswiftc",
+            "-Xcxx",
+            "--scratch-path",
+            "--build-path",
+            "--toolchain",
+            "--sdk",
+        ],
+    ),
+    (
+        "uv",
+        &[
+            "--python",
+            "-p",
+            "--project",
+            "--directory",
+            "--config-file",
+            "--with",
+            "--index-url",
+            "--find-links",
+        ],
+    ),
+    ("poetry", &["--directory", "-C", "--project", "-P"]),
+    // A config file holds more options, which no word shows (`output = "…/policy.toml"`);
+    // curl's variables and `--expand-*` make names no word holds (`{{HOME}}/.config/…`).
+    ("curl", &["-K", "--config", "--variable"]),
+    // wget: `-x` makes folders of the URL's path (`.git/config`); askpass runs a program.
+    (
+        "wget",
+        &[
+            "-e",
+            "--execute",
+            "--config",
+            "-x",
+            "--force-directories",
+            "--use-askpass",
+        ],
+    ),
+    // Each runs a program its words name.
+    ("split", &["--filter"]),
+    ("zip", &["-TT", "--unzip-command"]),
+    ("scp", &["-S", "-o", "-F"]),
+    ("ssh", &["-o", "-F"]),
+    ("sftp", &["-S", "-o", "-F"]),
+    ("rsync", &["-e", "--rsh", "--rsync-path"]),
+    ("mix", &["--exec"]),
+    ("gh", &["-R", "--repo", "--hostname"]),
+];
+
+const NPM_FLAGS: &[&str] = &[
+    "--prefix",
+    "-C",
+    "--dir",
+    "--cwd",
+    "--script-shell",
+    "--userconfig",
+    "--globalconfig",
+    "--node-options",
+    "--cache",
+    "--shell",
+    "--workspace",
+    "-w",
+];
+
+/// Whether `words` (a command) has, from index `from` on, an argument of
+/// [`NEVER_UNDER_A_PREFIX`]: alone, with `=VALUE`, a short flag with its value joined
+/// (`-Zflag`), an abbreviation of a long one (npm and its kin take `--node-opt` for
+/// `--node-options`), or Go's `--exec` for `-exec`. For `cargo`, any argument after `--`
+/// of a subcommand other than `test` and `bench` (it goes to rustc, clippy or rustfmt), and
+/// for those two any after `--` that names a file (`--logfile`) or is not plain.
+pub fn names_more(words: &[String], from: usize) -> bool {
+    let Some(first) = words.first() else {
+        return false;
+    };
+    let program = first.rsplit('/').next().unwrap_or(first);
+    let Some((_, flags)) = NEVER_UNDER_A_PREFIX.iter().find(|(p, _)| *p == program) else {
+        return false;
+    };
+    let abbreviates = matches!(
+        program,
+        "npm" | "pnpm" | "yarn" | "bun" | "uv" | "poetry" | "git" | "curl" | "wget"
+    );
+    let args = words.get(from..).unwrap_or_default();
+    // Programs whose single-dash words are long flags (`-exec`, `-logger`), not clusters.
+    let long_single = matches!(program, "go" | "dotnet" | "swift");
+    let flagged = |word: &str| {
+        let mut word = word.to_owned();
+        if program == "go" {
+            // Go reads `--flag` as `-flag`, and `go test` its `-test.flag` forms.
+            if word.starts_with("--") {
+                word.remove(0);
+            }
+            if word.starts_with("-test.") {
+                word.replace_range(1..6, "");
+            }
+        }
+        if program == "dotnet" && word.starts_with('/') {
+            // MSBuild's switches: `/logger:X` is `-logger:X`.
+            word.replace_range(0..1, "-");
+        }
+        let name = match program {
+            "dotnet" => word.split([':', '=']).next().unwrap_or(&word),
+            _ => word.split('=').next().unwrap_or(&word),
+        };
+        // A cluster of short flags (`-iO…`): any of them, wherever it stands.
+        let cluster = !long_single && !word.starts_with("--") && word.starts_with('-');
+        flags.iter().any(|f| {
+            name == *f
+                || (f.len() == 2 && !f.starts_with("--") && word.starts_with(f))
+                || (cluster && f.len() == 2 && !f.starts_with("--") && word[1..].contains(&f[1..]))
+                || (abbreviates && name.len() > 3 && name.starts_with("--") && f.starts_with(name))
+        })
+    };
+    if program == "cargo" {
+        if let Some(dd) = words.iter().position(|w| w == "--") {
+            let sub = words.get(1).map(String::as_str).unwrap_or_default();
+            let after = &words[dd + 1..];
+            // The test harness's own flags, plain; any other word is a filter on test
+            // names, which names nothing.
+            let harness_ok = |w: &String| {
+                !w.starts_with("--logfile")
+                    && !w.starts_with("-Z")
+                    && (!w.starts_with('-')
+                        || w.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "_-=:.".contains(c)))
+            };
+            if !after.is_empty()
+                && (!matches!(sub, "test" | "bench") || !after.iter().all(harness_ok))
+            {
+                return true;
+            }
+            return args.iter().take_while(|w| *w != "--").any(|w| flagged(w));
+        }
+    }
+    args.iter().any(|w| flagged(w))
+        || (program == "curl" && curl_names_more(args))
+        || (program == "git" && git_runs_given(words, args))
+        || (program == "tar" && tar_names_a_host(words, args))
+}
+
+/// tar's archive on another host (`host:file`, `user@host:file`): GNU tar runs a remote
+/// shell for it, unless `--force-local`. Any word with a `:` counts (where the archive's
+/// name stands depends on clusters and the old form).
+fn tar_names_a_host(words: &[String], args: &[String]) -> bool {
+    !words.iter().any(|w| w == "--force-local") && args.iter().any(|w| w.contains(':'))
+}
+
+/// git's subcommands that run a command their words give: `submodule foreach CMD`,
+/// `bisect run CMD` (a rule whose prefix already holds the word is the user's choice).
+fn git_runs_given(words: &[String], args: &[String]) -> bool {
+    let sub = words[1..].iter().find(|w| !w.starts_with('-'));
+    let runs = match sub.map(String::as_str) {
+        Some("submodule") => "foreach",
+        Some("bisect") => "run",
+        _ => return false,
+    };
+    args.iter().any(|w| w == runs)
+}
+
+/// curl's ways of naming a file no word holds: any `--expand-*` option (curl 8.3: the
+/// option's value made from variables), `%output{FILE}` in a `-w` format, and `#N` in an
+/// output name (filled from a URL's glob: `'{/home/u/.confi}'` and `'#1g/…'`). Looked for
+/// in every word, whatever option or cluster it follows (`-so '#1x'`).
+fn curl_names_more(args: &[String]) -> bool {
+    args.iter().any(|w| {
+        w.starts_with("--expand-")
+            || w.contains("%output{")
+            || w.as_bytes()
+                .windows(2)
+                .any(|p| p[0] == b'#' && p[1].is_ascii_digit())
+    })
+}
