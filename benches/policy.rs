@@ -65,6 +65,7 @@ fn exec(cmd: &str) -> Call {
         paths: vec![],
         cwd: std::env::temp_dir(),
         shell: Default::default(),
+        unsaid: None,
     }
 }
 
@@ -81,6 +82,7 @@ fn read(path: &str) -> Call {
         paths: vec![PathBuf::from(path)],
         cwd: std::env::temp_dir(),
         shell: Default::default(),
+        unsaid: None,
     }
 }
 

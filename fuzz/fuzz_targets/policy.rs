@@ -217,6 +217,7 @@ fuzz_target!(|data: &[u8]| {
         paths: vec![],
         cwd: PathBuf::from("/"),
         shell: Default::default(),
+        unsaid: None,
     };
     let v = policy().decide(&call);
     let denied_part = parsed

@@ -63,6 +63,7 @@ fn exec(cmd: &str, cwd: &Path) -> Call {
         paths: vec![],
         cwd: cwd.to_owned(),
         shell: Default::default(),
+        unsaid: None,
     }
 }
 

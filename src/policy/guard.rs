@@ -51,6 +51,9 @@ impl Seen {
             Some(c) => (c.path, None),
             None => (call.cwd.clone(), Some(not_resolved(&call.cwd))),
         };
+        if let Some(why) = &call.unsaid {
+            unresolved.get_or_insert_with(|| why.clone());
+        }
         let mut paths = Vec::new();
         let mut folders = Vec::new();
         if call.paths.len() > MAX_PATHS {
@@ -552,6 +555,9 @@ pub fn own_file(p: &Path, own: &[PathBuf], cwd: &Path, above: bool) -> Option<St
             "{} is in a project's policy folder ({PROJECT_FOLDER})",
             p.display()
         ));
+    }
+    if let Some(why) = super::rc::agent_settings(p) {
+        return Some(why);
     }
     let holds = |f: &Path| f.starts_with(p) && (above || !cwd.starts_with(p));
     if let Some(f) = own.iter().find(|f| *f == p || holds(f)) {

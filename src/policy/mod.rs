@@ -136,6 +136,10 @@ pub struct Call {
     pub cwd: PathBuf,
     /// What moved the agent's shell before this call, where its shell keeps its folder.
     pub shell: Shell,
+    /// What the tool call may do that none of its fields says (a Codex patch's approval
+    /// that names only the files it changes, not where one moves): such a call is never
+    /// allowed.
+    pub unsaid: Option<String>,
 }
 
 /// The policy's answer for one call.

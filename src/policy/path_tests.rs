@@ -45,6 +45,7 @@ fn call(kind: &str, paths: &[&str], cwd: &Path) -> Call {
         paths: paths.iter().map(PathBuf::from).collect(),
         cwd: cwd.to_owned(),
         shell: Default::default(),
+        unsaid: None,
     }
 }
 
@@ -786,6 +787,65 @@ fn a_path_with_whitespace_at_its_ends_is_read_trimmed_and_never_allowed() {
             let v = p.decide(&call("read", &[" ~/.ssh/id_rsa"], &d));
             assert_eq!(v.decision, Decision::Deny, "{}", v.why);
         }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// What a twentieth review found the agents do beyond what a tool call's fields say: a
+/// Codex patch's approval names only the files it changes, not where one moves; Claude's
+/// Glob searches from an absolute pattern's folder, whatever its `path`; and an agent's own
+/// permission settings (`.claude/settings.local.json`) let it run anything unasked.
+#[test]
+fn moves_codex_leaves_unsaid_glob_patterns_and_agents_settings_are_never_allowed() {
+    let d = scratch("twentieth");
+    std::fs::create_dir_all(d.join("src")).unwrap();
+    std::fs::create_dir_all(d.join("secret")).unwrap();
+    std::fs::write(d.join("secret/key"), "k\n").unwrap();
+    let p = policy(
+        &format!(
+            "[[rule]]\nid = \"all\"\ndecision = \"allow\"\npaths = [\"{0}/**\"]\n\n\
+             [[rule]]\nid = \"no-secret\"\ndecision = \"deny\"\npaths = [\"{0}/secret/**\"]\n",
+            d.display()
+        ),
+        "",
+    );
+    let file = format!("{}/src/a.rs", d.display());
+    let decide =
+        |agent: &str, tc: serde_json::Value| p.decide(&Call::from_tool_call(&tc, agent, &d));
+    // codex-acp's approval: locations only.
+    let v = decide(
+        "codex-acp",
+        serde_json::json!({"kind": "edit", "title": "Edit files", "locations": [{"path": file}]}),
+    );
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+    assert!(v.why.contains("Codex"), "{}", v.why);
+    // With its changes, each move is read, tagged by its type too.
+    let moved = serde_json::json!({"kind": "edit", "locations": [{"path": file}],
+        "rawInput": {"changes": {&file: {"update": {"move_path": format!("{}/secret/key", d.display())}}}}});
+    assert_eq!(decide("codex-acp", moved).decision, Decision::Deny);
+    let inside = serde_json::json!({"kind": "edit", "locations": [{"path": file}],
+        "rawInput": {"changes": {&file: {"type": "update"}}}});
+    assert_eq!(decide("codex-acp", inside).decision, Decision::Allow);
+    // Claude's Glob of an absolute pattern searches its folder, not `path`.
+    let glob = serde_json::json!({"kind": "search", "name": "Glob", "locations": [{"path": "src"}],
+        "rawInput": {"pattern": format!("{}/secret/*", d.display()), "path": "src"}});
+    assert_ne!(decide("claude-agent-acp", glob).decision, Decision::Allow);
+    let glob = serde_json::json!({"kind": "search", "name": "Glob", "locations": [{"path": "src"}],
+        "rawInput": {"pattern": "**/*.rs", "path": "src"}});
+    assert_eq!(decide("claude-agent-acp", glob).decision, Decision::Allow);
+    // An agent's own permission settings are the policy's files too.
+    for settings in [
+        ".claude/settings.local.json",
+        ".claude/settings.json",
+        ".mcp.json",
+        ".gemini/settings.json",
+    ] {
+        let path = format!("{}/{settings}", d.display());
+        let write = serde_json::json!({"kind": "edit", "name": "Write",
+            "rawInput": {"file_path": path, "content": "{}"}, "locations": [{"path": path}]});
+        let v = decide("claude-agent-acp", write);
+        assert_eq!(v.decision, Decision::Ask, "{settings}: {}", v.why);
+        assert!(v.why.contains("permission settings"), "{}", v.why);
     }
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -1,6 +1,9 @@
-//! Programs that read a configuration file of their own from the user's folders, with
-//! options no word of the command shows: curl's `.curlrc` (`output = "…"`, `url =
-//! "file:///…/.ssh/id_rsa"`) and wget's `.wgetrc` (`output_document`, `use_askpass`).
+//! Configuration files that change what a program or an agent does, which no word of a
+//! command or field of a tool call shows. The agents' own permission settings
+//! ([`agent_settings`]) are the policy's files too. And programs that read a configuration
+//! file of their own from the user's folders, with options no word of the command shows:
+//! curl's `.curlrc` (`output = "…"`, `url = "file:///…/.ssh/id_rsa"`) and wget's `.wgetrc`
+//! (`output_document`, `use_askpass`).
 //! While such a file exists, an allowed command of one is asked: an earlier allowed
 //! `curl -o ~/.curlrc URL` would otherwise make the next `curl URL` write the policy's own
 //! file, or print what a `Read` deny forbids (a fifteenth hostile review).
@@ -8,7 +11,7 @@
 //! Invariant: only ever turns an allow into an ask.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The environment a lookup reads (the bridge's, which its agent inherits).
 pub(super) type Env<'a> = &'a dyn Fn(&str) -> Option<OsString>;
@@ -65,4 +68,35 @@ fn wgetrc(env: Env<'_>) -> Vec<PathBuf> {
     files.extend(home.map(|h| h.join(".wgetrc")));
     files.extend(config.map(|c| c.join("wget/wgetrc")));
     files
+}
+
+/// The agents' own permission settings, in a project or the home folder: a rule there
+/// (`permissions.allow`, a hook, an MCP server) lets the agent run what it wants without
+/// asking the bridge at all (a twentieth review: `Write .claude/settings.local.json`), so
+/// they are the policy's files too. Each is (folder, files in it); the folder itself counts
+/// (moved or replaced whole).
+const AGENT_SETTINGS: &[(&str, &[&str])] = &[
+    (".claude", &["settings.json", "settings.local.json"]),
+    (".gemini", &["settings.json"]),
+    (".codex", &["config.toml"]),
+];
+
+/// Why `p` is an agent's own permission settings ([`AGENT_SETTINGS`], `.mcp.json`), or a
+/// folder of them.
+pub(super) fn agent_settings(p: &Path) -> Option<String> {
+    let name = p.file_name()?.to_str()?;
+    let parent = p
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str());
+    let settings = name == ".mcp.json"
+        || AGENT_SETTINGS.iter().any(|(folder, files)| {
+            name == *folder || (parent == Some(*folder) && files.contains(&name))
+        });
+    settings.then(|| {
+        format!(
+            "{} is an agent's own permission settings (what it runs without asking)",
+            p.display()
+        )
+    })
 }

@@ -336,6 +336,7 @@ mod tests {
             paths: vec![],
             cwd: PathBuf::from("/"),
             shell: Default::default(),
+            unsaid: None,
         }
     }
 

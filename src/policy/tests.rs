@@ -84,6 +84,7 @@ fn exec(cmd: &str) -> Call {
         paths: vec![],
         cwd: cwd(),
         shell: Default::default(),
+        unsaid: None,
     }
 }
 
@@ -99,6 +100,7 @@ fn read(path: &str) -> Call {
         paths: vec![PathBuf::from(path)],
         cwd: cwd(),
         shell: Default::default(),
+        unsaid: None,
     }
 }
 

@@ -10,7 +10,9 @@ impl Call {
     /// title and kind, the command in its `rawInput` ([`command::from_raw_input`]), and the
     /// paths of its `locations` and of its `rawInput` (`file_path`, `path`, `filePath`,
     /// `filepath`, `notebook_path`, `paths`; the files of a Codex patch's `changes` and
-    /// where each moves).
+    /// where each moves; the folder of Claude's Glob's absolute `pattern`). A Codex
+    /// approval that may write and gives no `changes` leaves unsaid where a file moves
+    /// ([`Call::unsaid`]).
     pub fn from_tool_call(tool_call: &serde_json::Value, agent: &str, cwd: &Path) -> Call {
         let raw = &tool_call["rawInput"];
         let mut paths: Vec<PathBuf> = tool_call["locations"]
@@ -26,16 +28,28 @@ impl Call {
             }
         }
         // Codex's patch: each file it changes (the keys of `changes`), and where one moves
-        // (`move_path`): `locations` names only the destination of a move, whose source the
-        // patch reads and removes.
-        if let Some(changes) = raw["changes"].as_object() {
-            for (file, change) in changes {
-                paths.push(PathBuf::from(file));
-                if let Some(to) = change["move_path"].as_str() {
+        // (`move_path`, also inside a change tagged by its type: `{"update": {...}}`).
+        let changes = raw["changes"].as_object();
+        for (file, change) in changes.into_iter().flatten() {
+            paths.push(PathBuf::from(file));
+            let nested = change.as_object().into_iter().flat_map(|c| c.values());
+            for to in std::iter::once(change).chain(nested) {
+                if let Some(to) = to["move_path"].as_str() {
                     paths.push(PathBuf::from(to));
                 }
             }
         }
+        // codex-acp's approval of a patch gives only the files it changes (`locations`), not
+        // where one moves (`*** Move to:`): what it writes is not all said (a twentieth
+        // review moved `src/a.rs` to `~/.bashrc` under `Edit(./**)`).
+        let codex = agent.to_ascii_lowercase().contains("codex");
+        let writes = !matches!(
+            tool_call["kind"].as_str(),
+            Some("read" | "search" | "fetch" | "think" | "execute")
+        );
+        let unsaid = (codex && writes && changes.is_none()).then(|| {
+            "a Codex patch's approval names the files it changes, not where one moves".to_owned()
+        });
         paths.extend(
             raw["paths"]
                 .as_array()
@@ -44,12 +58,28 @@ impl Call {
                 .filter_map(|p| p.as_str())
                 .map(PathBuf::from),
         );
-        paths.sort();
-        paths.dedup();
         let tool = tool_call["name"]
             .as_str()
             .or_else(|| tool_call["_meta"]["claudeCode"]["toolName"].as_str())
             .map(str::to_owned);
+        // Claude's Glob searches from an absolute pattern's own folder, whatever `path` says
+        // (`/home/u/.ssh/*` lists `~/.ssh`): the folder before its first glob character.
+        if let (Some("Glob"), Some(pattern)) = (tool.as_deref(), raw["pattern"].as_str()) {
+            if pattern.starts_with(['/', '~']) {
+                let fixed = pattern
+                    .split(['*', '?', '[', '{'])
+                    .next()
+                    .unwrap_or(pattern);
+                let folder = match fixed.rsplit_once('/') {
+                    Some(("", _)) => "/",
+                    Some((folder, _)) => folder,
+                    None => fixed,
+                };
+                paths.push(PathBuf::from(folder));
+            }
+        }
+        paths.sort();
+        paths.dedup();
         Call {
             agent: agent.to_owned(),
             tool,
@@ -61,6 +91,7 @@ impl Call {
             paths,
             cwd: cwd.to_owned(),
             shell: Default::default(),
+            unsaid,
         }
     }
 }

@@ -270,6 +270,7 @@ pub fn main(args: PolicyArgs) -> ExitCode {
                     paths,
                     cwd: cwd.clone(),
                     shell: Default::default(),
+                    unsaid: None,
                 },
                 (None, Some(j)) => match serde_json::from_str::<serde_json::Value>(&j) {
                     Ok(v) => Call::from_tool_call(&v, &agent, &cwd),

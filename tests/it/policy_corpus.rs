@@ -73,6 +73,7 @@ fn ordinary_commands_are_allowed_and_risky_ones_never_are() {
             paths: vec![],
             cwd: cwd.clone(),
             shell: Default::default(),
+            unsaid: None,
         };
         let v = p.decide(&call);
         match label.as_str() {
