@@ -71,11 +71,7 @@ impl Seen {
             .paths
             .iter()
             .take(MAX_PATHS)
-            .filter_map(|p| {
-                let text = p.to_str()?;
-                let t = text.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
-                (t != text && !t.is_empty()).then(|| PathBuf::from(t))
-            })
+            .filter_map(|p| super::tool_call::trimmed(p))
             .collect();
         if let Some(t) = trimmed.first() {
             unresolved.get_or_insert_with(|| {
@@ -85,7 +81,18 @@ impl Seen {
                 )
             });
         }
-        for p in call.paths.iter().take(MAX_PATHS).chain(&trimmed) {
+        // A relative path from every folder the agent's shell may be in, where it follows it.
+        let elsewhere = super::moves::relative_elsewhere(call).unwrap_or_else(|why| {
+            unresolved.get_or_insert(why);
+            Vec::new()
+        });
+        for p in call
+            .paths
+            .iter()
+            .take(MAX_PATHS)
+            .chain(&trimmed)
+            .chain(&elsewhere)
+        {
             if path::decision_spent() {
                 unresolved.get_or_insert_with(too_much_work);
                 break;

@@ -22,6 +22,31 @@ pub fn keeps_its_folder(tool: Option<&str>) -> bool {
     tool == Some("Bash")
 }
 
+/// Whether a tool of this name takes a relative path from the folder Claude Code's Bash
+/// last moved to: its file tools (a twenty-first review: after `cd .claude && ls`, a Write
+/// of `settings.local.json` wrote `.claude/settings.local.json`).
+pub fn follows_its_shell(tool: Option<&str>) -> bool {
+    matches!(
+        tool,
+        Some("Read" | "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "Glob" | "Grep" | "LS")
+    )
+}
+
+/// The paths a file tool call's relative `paths` may name from the other folders its
+/// agent's shell may be in ([`follows_its_shell`]); `Err` when where that is cannot be told.
+pub(super) fn relative_elsewhere(call: &super::Call) -> Result<Vec<std::path::PathBuf>, String> {
+    let relative: Vec<_> = call.paths.iter().filter(|p| p.is_relative()).collect();
+    if call.command.is_some() || relative.is_empty() || call.shell == Shell::default() {
+        return Ok(Vec::new());
+    }
+    let folders = super::decide::shell_folders(call)?;
+    Ok(folders
+        .iter()
+        .filter(|f| **f != call.cwd)
+        .flat_map(|f| relative.iter().map(move |p| f.join(p)))
+        .collect())
+}
+
 /// Whether `command` may move a shell (`cd`, `pushd`, `popd`, or a builtin that runs other
 /// words as a command, `eval`, `source`, `.`, `exec`, `builtin`, `command`, among its
 /// words, quotes and escapes aside, or an expansion that could spell one): a cheap test

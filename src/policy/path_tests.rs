@@ -849,3 +849,39 @@ fn moves_codex_leaves_unsaid_glob_patterns_and_agents_settings_are_never_allowed
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Claude's file tools take a relative path from where its Bash shell last moved: after an
+/// allowed `cd .claude && ls`, a Write of `settings.local.json` is a write of the agent's
+/// own settings, and after `cd secret` a Read of `key` is a read of the denied file.
+#[test]
+fn a_relative_path_of_a_file_tool_is_decided_where_the_agents_shell_may_be() {
+    let d = scratch("relative-after-cd");
+    std::fs::create_dir_all(d.join(".claude")).unwrap();
+    std::fs::create_dir_all(d.join("secret")).unwrap();
+    let p = policy(
+        &format!(
+            "[[rule]]\nid = \"all\"\ndecision = \"allow\"\npaths = [\"{0}/**\"]\n\n\
+             [[rule]]\nid = \"no-secret\"\ndecision = \"deny\"\npaths = [\"{0}/secret/**\"]\n",
+            d.display()
+        ),
+        "",
+    );
+    let after = |moved: &str, kind: &str, tool: &str, path: &str| {
+        let mut c = call(kind, &[path], &d);
+        c.tool = Some(tool.into());
+        c.shell = Shell {
+            moved_by: vec![moved.into()],
+            lost: false,
+        };
+        p.decide(&c)
+    };
+    let v = after("cd .claude && ls", "edit", "Write", "settings.local.json");
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+    assert!(v.why.contains("permission settings"), "{}", v.why);
+    let v = after("cd secret && ls", "read", "Read", "key");
+    assert_eq!(v.decision, Decision::Deny, "{}", v.why);
+    // Where the shell did not move, the session's folder decides as before.
+    let v = after("ls", "edit", "Write", "notes.txt");
+    assert_eq!(v.decision, Decision::Allow, "{}", v.why);
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -95,3 +95,11 @@ impl Call {
         }
     }
 }
+
+/// `p` without the whitespace at its start and end (JavaScript's `trim`: Unicode white
+/// space and U+FEFF), as Claude Code opens a tool's path; `None` when there is none.
+pub(super) fn trimmed(p: &Path) -> Option<PathBuf> {
+    let text = p.to_str()?;
+    let t = text.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
+    (t != text && !t.is_empty()).then(|| PathBuf::from(t))
+}

@@ -967,6 +967,18 @@ fn an_approval_of_a_bash_command_is_decided_with_what_moved_its_shell_before() {
     ));
     assert_eq!(shell_of(&t.out.effects), crate::policy::Shell::default());
     t.run_effects();
+    // Claude's file tools take a relative path from where its Bash shell is: they are
+    // decided with what moved it too.
+    t.agent(&ask(
+        json!(8),
+        json!({"toolCallId": "w1", "kind": "edit", "_meta": {"claudeCode": {"toolName": "Write"}},
+               "rawInput": {"file_path": "notes.txt", "content": "x"}}),
+    ));
+    assert_eq!(
+        shell_of(&t.out.effects).moved_by,
+        ["cd sub && ls", "git status", "cd docs && git fetch", "make"]
+    );
+    t.run_effects();
     // A tool call too long to read (a long `description`, twice in Claude's line): its
     // command is not known, so neither is where the shell is.
     let long = json!({"sessionUpdate": "tool_call_update", "toolCallId": "t5",

@@ -24,7 +24,8 @@ const KNOWN_CYCLES: &[&str] = &[
     "bridge <-> bridge::event_loop <-> bridge::services",
     "control <-> control::gate <-> control::v1",
     "inbox::nats <-> inbox::nats::follower <-> inbox::nats::publisher",
-    "policy <-> policy::guard <-> policy::named <-> policy::path",
+    "policy <-> policy::decide <-> policy::guard <-> policy::moves <-> policy::named \
+     <-> policy::path <-> policy::tool_call",
     "policy::file <-> policy::file::rules",
     "policy::args <-> policy::args::build <-> policy::args::files <-> policy::args::git \
      <-> policy::args::script <-> policy::args::search <-> policy::args::text <-> policy::args::tools",

@@ -101,7 +101,8 @@ impl Router {
         // This call's own command moves the shell for the next one.
         self.shells.seen(&session, tool_call);
         let mut call = self.policy_call(tool_call, cwd.as_deref());
-        if crate::policy::keeps_its_folder(call.tool.as_deref()) {
+        let tool = call.tool.as_deref();
+        if crate::policy::keeps_its_folder(tool) || crate::policy::follows_its_shell(tool) {
             call.shell = self
                 .shells
                 .before(&session, tool_call["toolCallId"].as_str());
