@@ -801,14 +801,7 @@ fn moves_codex_leaves_unsaid_glob_patterns_and_agents_settings_are_never_allowed
     std::fs::create_dir_all(d.join("src")).unwrap();
     std::fs::create_dir_all(d.join("secret")).unwrap();
     std::fs::write(d.join("secret/key"), "k\n").unwrap();
-    let p = policy(
-        &format!(
-            "[[rule]]\nid = \"all\"\ndecision = \"allow\"\npaths = [\"{0}/**\"]\n\n\
-             [[rule]]\nid = \"no-secret\"\ndecision = \"deny\"\npaths = [\"{0}/secret/**\"]\n",
-            d.display()
-        ),
-        "",
-    );
+    let p = all_but_secret(&d);
     let file = format!("{}/src/a.rs", d.display());
     let decide =
         |agent: &str, tc: serde_json::Value| p.decide(&Call::from_tool_call(&tc, agent, &d));
@@ -858,14 +851,7 @@ fn a_relative_path_of_a_file_tool_is_decided_where_the_agents_shell_may_be() {
     let d = scratch("relative-after-cd");
     std::fs::create_dir_all(d.join(".claude")).unwrap();
     std::fs::create_dir_all(d.join("secret")).unwrap();
-    let p = policy(
-        &format!(
-            "[[rule]]\nid = \"all\"\ndecision = \"allow\"\npaths = [\"{0}/**\"]\n\n\
-             [[rule]]\nid = \"no-secret\"\ndecision = \"deny\"\npaths = [\"{0}/secret/**\"]\n",
-            d.display()
-        ),
-        "",
-    );
+    let p = all_but_secret(&d);
     let after = |moved: &str, kind: &str, tool: &str, path: &str| {
         let mut c = call(kind, &[path], &d);
         c.tool = Some(tool.into());
@@ -884,4 +870,16 @@ fn a_relative_path_of_a_file_tool_is_decided_where_the_agents_shell_may_be() {
     let v = after("ls", "edit", "Write", "notes.txt");
     assert_eq!(v.decision, Decision::Allow, "{}", v.why);
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Everything in `d` allowed but its `secret` folder, denied.
+fn all_but_secret(d: &Path) -> Policy {
+    policy(
+        &format!(
+            "[[rule]]\nid = \"all\"\ndecision = \"allow\"\npaths = [\"{0}/**\"]\n\n\
+             [[rule]]\nid = \"no-secret\"\ndecision = \"deny\"\npaths = [\"{0}/secret/**\"]\n",
+            d.display()
+        ),
+        "",
+    )
 }
