@@ -1746,3 +1746,28 @@ fn a_command_name_after_an_equals_sign_is_not_plain_as_zsh_may_expand_it() {
     allowed(&p, &d, &["echo foo==1.2.3", "sort -o out.txt a.txt"]);
     // (What real zsh with the option does with such a word: tests/it/policy_cli.rs.)
 }
+
+#[test]
+fn a_cd_a_rule_allows_is_still_followed_by_the_parts_after_it() {
+    let d = scratch("twenty-second");
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    std::fs::create_dir_all(d.join(".git")).unwrap();
+    std::fs::write(d.join(".env"), "K=1\n").unwrap();
+    let p = rules(&[
+        "Bash(cd:*)",
+        "Bash(cat:*)",
+        "Bash(sort:*)",
+        "Bash(ls:*)",
+        "!Read(.env)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "cd sub && cat ../.env",
+            "cd .git && sort -o config ../a.txt",
+            "cd /tmp && sort -o x ../a.txt",
+        ],
+    );
+    allowed(&p, &d, &["cd sub && ls", "cd sub"]);
+}

@@ -124,10 +124,13 @@ impl Policy {
                 Vec::new()
             };
             let outcome = self.decide_part(call, paths, &inner, &named, Some(&part.words));
-            let moved = match &outcome {
-                None => named::cd_inside(&part.words, &folders, &call.cwd),
-                Some(_) => None,
-            };
+            // Followed whether a rule covers it or not ([`super::moves::unfollowed`]).
+            let moved = named::cd_inside(&part.words, &folders, &call.cwd);
+            if moved.is_none() && outcome.is_some() && i + 1 < parts.len() {
+                if let Some(why) = super::moves::unfollowed(&part.words) {
+                    refused.get_or_insert(why);
+                }
+            }
             let is_move = moved.is_some();
             for dir in moved.into_iter().flatten() {
                 if !folders.contains(&dir) {

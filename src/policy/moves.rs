@@ -47,6 +47,20 @@ pub(super) fn relative_elsewhere(call: &super::Call) -> Result<Vec<std::path::Pa
         .collect())
 }
 
+/// Why the parts after `words`, a move a rule allows (`Bash(cd:*)`) that cannot be followed
+/// (`cd` out of the session, `pushd`), cannot be decided where they run: a rule allows the
+/// move, not what comes after it elsewhere (a twenty-second review: `cd .git && sort -o
+/// config x` under `Bash(cd:*)`). `None`: `words` moves no shell.
+pub(super) fn unfollowed(words: &[String]) -> Option<String> {
+    let program = super::args::base(words.first()?);
+    moves_a_shell(program).then(|| {
+        format!(
+            "`{}` moves the shell where the parts after it cannot be followed",
+            words.join(" ").escape_debug()
+        )
+    })
+}
+
 /// Whether `command` may move a shell (`cd`, `pushd`, `popd`, or a builtin that runs other
 /// words as a command, `eval`, `source`, `.`, `exec`, `builtin`, `command`, among its
 /// words, quotes and escapes aside, or an expansion that could spell one): a cheap test

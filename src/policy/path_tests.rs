@@ -823,6 +823,10 @@ fn moves_codex_leaves_unsaid_glob_patterns_and_agents_settings_are_never_allowed
     let glob = serde_json::json!({"kind": "search", "name": "Glob", "locations": [{"path": "src"}],
         "rawInput": {"pattern": format!("{}/secret/*", d.display()), "path": "src"}});
     assert_ne!(decide("claude-agent-acp", glob).decision, Decision::Allow);
+    // claude-agent-acp's approvals name no tool: a search's absolute pattern counts too.
+    let glob = serde_json::json!({"kind": "search", "locations": [{"path": "src"}],
+        "rawInput": {"pattern": format!("{}/secret/*", d.display()), "path": "src"}});
+    assert_ne!(decide("claude-agent-acp", glob).decision, Decision::Allow);
     let glob = serde_json::json!({"kind": "search", "name": "Glob", "locations": [{"path": "src"}],
         "rawInput": {"pattern": "**/*.rs", "path": "src"}});
     assert_eq!(decide("claude-agent-acp", glob).decision, Decision::Allow);

@@ -64,7 +64,12 @@ impl Call {
             .map(str::to_owned);
         // Claude's Glob searches from an absolute pattern's own folder, whatever `path` says
         // (`/home/u/.ssh/*` lists `~/.ssh`): the folder before its first glob character.
-        if let (Some("Glob"), Some(pattern)) = (tool.as_deref(), raw["pattern"].as_str()) {
+        // (claude-agent-acp's approvals name no tool: any search's absolute pattern counts.)
+        let glob = match tool.as_deref() {
+            Some(t) => t == "Glob",
+            None => tool_call["kind"] == "search",
+        };
+        if let (true, Some(pattern)) = (glob, raw["pattern"].as_str()) {
             if pattern.starts_with(['/', '~']) {
                 let fixed = pattern
                     .split(['*', '?', '[', '{'])

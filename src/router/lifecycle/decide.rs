@@ -102,7 +102,11 @@ impl Router {
         self.shells.seen(&session, tool_call);
         let mut call = self.policy_call(tool_call, cwd.as_deref());
         let tool = call.tool.as_deref();
-        if crate::policy::keeps_its_folder(tool) || crate::policy::follows_its_shell(tool) {
+        // claude-agent-acp's approvals name no tool (only its announcements do): every call
+        // of Claude's is decided with what moved its shell.
+        let claude = tool.is_none() && call.agent.to_ascii_lowercase().contains("claude");
+        if crate::policy::keeps_its_folder(tool) || crate::policy::follows_its_shell(tool) || claude
+        {
             call.shell = self
                 .shells
                 .before(&session, tool_call["toolCallId"].as_str());
