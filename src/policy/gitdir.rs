@@ -138,9 +138,8 @@ pub fn hooks(
     });
     let mut dirs: Vec<PathBuf> = repo.iter().map(|r| r.join("hooks")).collect();
     dirs.extend(common.as_ref().map(|c| c.join("hooks")));
+    let (home, xdg) = super::rc::home_and_config(env);
     let env = |k: &str| env(k).map(PathBuf::from);
-    let home = env("HOME");
-    let xdg = env("XDG_CONFIG_HOME").or_else(|| home.as_ref().map(|h| h.join(".config")));
     let mut files: Vec<PathBuf> = Vec::new();
     files.extend(repo.map(|r| r.join("config")));
     files.extend(common.map(|c| c.join("config")));

@@ -45,7 +45,7 @@ pub mod wrappers;
 use std::path::{Path, PathBuf};
 
 use command::Command;
-pub use moves::{follows_its_shell, keeps_its_folder, may_move_a_shell, Shell};
+pub use moves::{keeps_its_folder, may_move_a_shell, with_its_shell, Shell};
 
 /// What a rule decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize)]

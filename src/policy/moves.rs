@@ -25,17 +25,31 @@ pub fn keeps_its_folder(tool: Option<&str>) -> bool {
 /// Whether a tool of this name takes a relative path from the folder Claude Code's Bash
 /// last moved to: its file tools (a twenty-first review: after `cd .claude && ls`, a Write
 /// of `settings.local.json` wrote `.claude/settings.local.json`).
-pub fn follows_its_shell(tool: Option<&str>) -> bool {
+fn follows_its_shell(tool: Option<&str>) -> bool {
     matches!(
         tool,
         Some("Read" | "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "Glob" | "Grep" | "LS")
     )
 }
 
+/// Whether a call of `tool` from `agent` is decided with what moved the agent's shell:
+/// Claude's Bash and file tools, and any call of Claude's that names no tool
+/// (claude-agent-acp's approvals carry the tool's name only in its announcements).
+pub fn with_its_shell(tool: Option<&str>, agent: &str) -> bool {
+    keeps_its_folder(tool)
+        || follows_its_shell(tool)
+        || (tool.is_none() && agent.to_ascii_lowercase().contains("claude"))
+}
+
 /// The paths a file tool call's relative `paths` may name from the other folders its
 /// agent's shell may be in ([`follows_its_shell`]); `Err` when where that is cannot be told.
 pub(super) fn relative_elsewhere(call: &super::Call) -> Result<Vec<std::path::PathBuf>, String> {
-    let relative: Vec<_> = call.paths.iter().filter(|p| p.is_relative()).collect();
+    let relative: Vec<_> = call
+        .paths
+        .iter()
+        .take(super::guard::MAX_PATHS)
+        .filter(|p| p.is_relative())
+        .collect();
     if call.command.is_some() || relative.is_empty() || call.shell == Shell::default() {
         return Ok(Vec::new());
     }

@@ -45,12 +45,19 @@ fn env_dir(env: Env<'_>, name: &str) -> Option<PathBuf> {
     env(name).map(PathBuf::from).filter(|p| p.is_absolute())
 }
 
-/// Where curl looks for its `.curlrc` (curl's `tool_findfile`: `$CURL_HOME`,
-/// `$XDG_CONFIG_HOME`, `$HOME`, each as `.curlrc` and as `_curlrc`).
-fn curlrc(env: Env<'_>) -> Vec<PathBuf> {
+/// The user's home folder and configuration folder (`$XDG_CONFIG_HOME`, else
+/// `~/.config`), as `env` says.
+pub(super) fn home_and_config(env: Env<'_>) -> (Option<PathBuf>, Option<PathBuf>) {
     let home = env_dir(env, "HOME");
     let config =
         env_dir(env, "XDG_CONFIG_HOME").or_else(|| home.as_ref().map(|h| h.join(".config")));
+    (home, config)
+}
+
+/// Where curl looks for its `.curlrc` (curl's `tool_findfile`: `$CURL_HOME`,
+/// `$XDG_CONFIG_HOME`, `$HOME`, each as `.curlrc` and as `_curlrc`).
+fn curlrc(env: Env<'_>) -> Vec<PathBuf> {
+    let (home, config) = home_and_config(env);
     [env_dir(env, "CURL_HOME"), config, home]
         .into_iter()
         .flatten()
@@ -61,9 +68,7 @@ fn curlrc(env: Env<'_>) -> Vec<PathBuf> {
 /// Where wget looks for the user's file (`$WGETRC`, else `~/.wgetrc`), and wget2's
 /// (`$XDG_CONFIG_HOME/wget/wgetrc`).
 fn wgetrc(env: Env<'_>) -> Vec<PathBuf> {
-    let home = env_dir(env, "HOME");
-    let config =
-        env_dir(env, "XDG_CONFIG_HOME").or_else(|| home.as_ref().map(|h| h.join(".config")));
+    let (home, config) = home_and_config(env);
     let mut files: Vec<PathBuf> = env("WGETRC").map(PathBuf::from).into_iter().collect();
     files.extend(home.map(|h| h.join(".wgetrc")));
     files.extend(config.map(|c| c.join("wget/wgetrc")));

@@ -101,12 +101,7 @@ impl Router {
         // This call's own command moves the shell for the next one.
         self.shells.seen(&session, tool_call);
         let mut call = self.policy_call(tool_call, cwd.as_deref());
-        let tool = call.tool.as_deref();
-        // claude-agent-acp's approvals name no tool (only its announcements do): every call
-        // of Claude's is decided with what moved its shell.
-        let claude = tool.is_none() && call.agent.to_ascii_lowercase().contains("claude");
-        if crate::policy::keeps_its_folder(tool) || crate::policy::follows_its_shell(tool) || claude
-        {
+        if crate::policy::with_its_shell(call.tool.as_deref(), &call.agent) {
             call.shell = self
                 .shells
                 .before(&session, tool_call["toolCallId"].as_str());
