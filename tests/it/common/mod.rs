@@ -539,8 +539,12 @@ pub fn system_pid(inner: u32, ancestor: u32) -> u32 {
         .unwrap_or(inner)
 }
 
-/// A temporary directory for one test.
+/// A temporary directory for one test. The first call of a test run removes the ones
+/// earlier runs left (their process is gone): a failed test keeps its folder to be read,
+/// and the npm peers' folders alone are about 100 MiB a run.
 pub fn temp_dir(name: &str) -> PathBuf {
+    static SWEEP: std::sync::Once = std::sync::Once::new();
+    SWEEP.call_once(sweep_temp_dirs);
     let dir = std::env::temp_dir().join(format!(
         "acp-qb-{}-{}-{}",
         name,
@@ -552,6 +556,29 @@ pub fn temp_dir(name: &str) -> PathBuf {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// Removes `acp-qb-NAME-PID-NANOS` folders whose process has ended.
+fn sweep_temp_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("acp-qb-")) else {
+            continue;
+        };
+        let mut parts = rest.rsplitn(3, '-');
+        let (Some(nanos), Some(pid), Some(_)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let stamped = nanos.len() >= 18 && nanos.bytes().all(|b| b.is_ascii_digit());
+        if let (true, Ok(pid)) = (stamped, pid.parse::<u32>()) {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
 }
 
 /// The lines of `text` that are whole (ended by a newline). A child's output read as it
