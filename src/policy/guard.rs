@@ -221,7 +221,7 @@ impl Policy {
     }
 
     /// Why command `cmd`, run in `cwd` (resolved), may change one of the policy's own files:
-    /// - it makes a symbolic link ([`makes_link`]) and does something else too: what it does
+    /// - it makes a symbolic link ([`super::links::makes_link`]) and does something else too: what it does
     ///   next may go through a link that does not exist yet;
     /// - a word of it names one of them ([`own_file`]), or a folder holding one other than
     ///   the session's folder and the folders above it, or a folder above a file of the
@@ -239,7 +239,7 @@ impl Policy {
         cmd: &super::command::Command,
         cwd: &Path,
     ) -> Option<String> {
-        if let Some(why) = links_then_more(cmd) {
+        if let Some(why) = super::links::links_then_more(cmd) {
             return Some(why);
         }
         let moves = Moves::of(&cmd.seen, cwd);
@@ -284,8 +284,12 @@ impl Policy {
                     continue;
                 }
                 for (base, folder) in &folders {
-                    // A plain name not in the folder names nothing.
-                    if folder.as_ref().is_some_and(|f| f.lacks(w)) {
+                    // A plain name not in the folder names nothing, unless it is the name
+                    // of one of the policy's files by name (`cp -r x .claude`, `tee
+                    // .mcp.json` make one).
+                    let by_name = super::rc::agent_settings(Path::new(w)).is_some()
+                        || w.eq_ignore_ascii_case(PROJECT_FOLDER);
+                    if !by_name && folder.as_ref().is_some_and(|f| f.lacks(w)) {
                         continue;
                     }
                     // Bounded work on the bridge's loop: past the budget, asked.
@@ -347,51 +351,6 @@ fn above_user_file(p: &Path, user: &[&Path]) -> Option<String> {
         p.display(),
         f.display()
     ))
-}
-
-/// Whether `words` make a symbolic link: `ln` with `-s` or `--symbolic`, `cp` with `-s` or
-/// `--symbolic-link` (a long option by any prefix of it GNU accepts, a short one in a
-/// cluster: `-sf`).
-pub fn makes_link(words: &[String]) -> bool {
-    let program = words
-        .first()
-        .map(|w| w.rsplit('/').next().unwrap_or(w))
-        .unwrap_or("");
-    let long = match program {
-        "ln" => "symbolic",
-        "cp" => "symbolic-link",
-        _ => return false,
-    };
-    words.iter().skip(1).any(|w| match w.strip_prefix("--") {
-        Some(name) => {
-            let name = name.split('=').next().unwrap_or(name);
-            name.len() >= 2 && long.starts_with(name)
-        }
-        None => w.starts_with('-') && w[1..].contains('s'),
-    })
-}
-
-/// Why command `cmd` is asked for making a symbolic link: one of its commands makes one
-/// ([`makes_link`]) and it has another part, or another command in that part than the
-/// wrappers it stands in (`env ln -s a b` alone is one command). Its links do not exist
-/// when it is decided, so a later word cannot be resolved through them.
-fn links_then_more(cmd: &super::command::Command) -> Option<String> {
-    let parts = cmd.parts().map_or(1, <[_]>::len);
-    for (i, c) in cmd.seen.iter().enumerate() {
-        if !makes_link(c) {
-            continue;
-        }
-        let range = cmd.by_part.iter().find(|r| r.contains(&i));
-        let more = parts > 1
-            || range.is_none_or(|r| r.clone().any(|j| j != i && !cmd.seen[j].ends_with(c)));
-        if more {
-            return Some(format!(
-                "{} makes a symbolic link, and the command does more: a later word may go through the link, which does not exist yet",
-                c.join(" ")
-            ));
-        }
-    }
-    None
 }
 
 /// The folders a command may run its words in, as far as its words tell.
@@ -557,7 +516,12 @@ pub fn own_files(files: impl Iterator<Item = PathBuf>, project: Option<&Path>) -
 /// command's words, where the session's folder and those above it do not).
 pub fn own_file(p: &Path, own: &[PathBuf], cwd: &Path, above: bool) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
-    if p.components().any(|c| c.as_os_str() == PROJECT_FOLDER) {
+    // Names compared in either case: a file system that ignores case (macOS's, a
+    // casefolded ext4 folder) opens `.Acp-Question-Bridge/policy.toml` or
+    // `.CLAUDE/settings.json` as the policy's own.
+    let folded = |p: &Path| PathBuf::from(p.to_string_lossy().to_lowercase());
+    let (lower, lower_cwd) = (folded(p), folded(cwd));
+    if lower.components().any(|c| c.as_os_str() == PROJECT_FOLDER) {
         return Some(format!(
             "{} is in a project's policy folder ({PROJECT_FOLDER})",
             p.display()
@@ -566,9 +530,12 @@ pub fn own_file(p: &Path, own: &[PathBuf], cwd: &Path, above: bool) -> Option<St
     if let Some(why) = super::rc::agent_settings(p) {
         return Some(why);
     }
-    let holds = |f: &Path| f.starts_with(p) && (above || !cwd.starts_with(p));
-    if let Some(f) = own.iter().find(|f| *f == p || holds(f)) {
-        return Some(if f == p {
+    let holds = |f: &Path| f.starts_with(&lower) && (above || !lower_cwd.starts_with(&lower));
+    if let Some(f) = own.iter().find(|f| {
+        let f = folded(f);
+        f == lower || holds(&f)
+    }) {
+        return Some(if folded(f) == lower {
             format!("{} is a file of the policy", p.display())
         } else {
             format!(

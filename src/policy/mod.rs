@@ -30,6 +30,7 @@ mod forms;
 mod gitdir;
 pub mod glob;
 mod guard;
+mod links;
 pub mod live;
 mod moves;
 mod named;
@@ -114,6 +115,8 @@ pub struct PathGlobs {
     pub session_folder: bool,
     /// Where each pattern's literal part ends ([`PathGlobs::reaches_beneath`]).
     pub starts: Vec<path::GlobStart>,
+    /// Letters match in either case (a deny's or an ask's patterns).
+    pub fold: bool,
 }
 
 /// A tool approval, as the policy reads it.

@@ -486,9 +486,10 @@ pub struct GlobStart {
 
 /// A glob with the policy's options: `*` stays within one component, `./` is the session's
 /// folder.
-fn glob(pattern: &str) -> Result<globset::Glob, String> {
+fn glob(pattern: &str, fold: bool) -> Result<globset::Glob, String> {
     globset::GlobBuilder::new(pattern)
         .literal_separator(true)
+        .case_insensitive(fold)
         .build()
         .map_err(|e| format!("paths {pattern:?}: {e}"))
 }
@@ -496,8 +497,9 @@ fn glob(pattern: &str) -> Result<globset::Glob, String> {
 impl PathGlobs {
     /// The globs of a rule's `paths`: absolute ones and ones relative to the session's
     /// folder; for each `dir/**`, also `dir` itself (for a deny or ask rule); and where each
-    /// one's literal part ends.
-    pub fn new(patterns: &[String]) -> Result<PathGlobs, String> {
+    /// one's literal part ends. `fold` (a deny's or an ask's): in either case, as a file
+    /// system that ignores case (macOS's) opens `.ENV` for `.env`.
+    pub fn new(patterns: &[String], fold: bool) -> Result<PathGlobs, String> {
         let mut absolute = globset::GlobSetBuilder::new();
         let mut relative = globset::GlobSetBuilder::new();
         let mut dirs_absolute = globset::GlobSetBuilder::new();
@@ -511,18 +513,18 @@ impl PathGlobs {
             } else {
                 p.trim_start_matches("./")
             };
-            let g = glob(pat)?;
+            let g = glob(pat, fold)?;
             let dir = pat.strip_suffix("/**");
             if is_abs {
                 absolute.add(g);
                 if let Some(d) = dir {
-                    dirs_absolute.add(glob(if d.is_empty() { "/" } else { d })?);
+                    dirs_absolute.add(glob(if d.is_empty() { "/" } else { d }, fold)?);
                 }
             } else {
                 relative.add(g);
                 match dir {
                     Some(d) if !d.is_empty() => {
-                        dirs_relative.add(glob(d)?);
+                        dirs_relative.add(glob(d, fold)?);
                     }
                     _ if pat == "**" => session_folder = true,
                     _ => {}
@@ -559,6 +561,7 @@ impl PathGlobs {
             dirs_relative: built(dirs_relative)?,
             session_folder,
             starts,
+            fold,
         })
     }
 
@@ -580,13 +583,17 @@ impl PathGlobs {
     /// literal part starts at `cwd`, so one starting with `**` can match beneath any folder
     /// inside the session's folder, and beneath any folder above it.
     pub fn reaches_beneath(&self, dir: &Path, cwd: &Path) -> bool {
+        let fold = |p: PathBuf| match self.fold {
+            true => PathBuf::from(p.to_string_lossy().to_lowercase()),
+            false => p,
+        };
+        let dir = fold(dir.to_owned());
         self.starts.iter().any(|s| {
-            let at = if s.absolute {
-                s.literal.clone()
-            } else {
-                cwd.join(&s.literal)
-            };
-            at.starts_with(dir) || (s.wild && dir.starts_with(&at))
+            let at = fold(match s.absolute {
+                true => s.literal.clone(),
+                false => cwd.join(&s.literal),
+            });
+            at.starts_with(&dir) || (s.wild && dir.starts_with(&at))
         })
     }
 }
@@ -826,7 +833,7 @@ mod tests {
 
     #[test]
     fn finding_4_a_dir_glob_covers_the_dir_itself_for_a_deny_or_ask() {
-        let g = PathGlobs::new(&["./secrets/**".into(), "/etc/**".into()]).unwrap();
+        let g = PathGlobs::new(&["./secrets/**".into(), "/etc/**".into()], false).unwrap();
         let cwd = Path::new("/p");
         assert!(g.covers(Path::new("/p/secrets/key"), cwd, false));
         assert!(!g.covers(Path::new("/p/secrets"), cwd, false));
@@ -834,7 +841,7 @@ mod tests {
         assert!(g.covers(Path::new("/etc"), cwd, true));
         assert!(!g.covers(Path::new("/p/secretsx"), cwd, true));
         assert!(!g.covers(Path::new("/p"), cwd, true));
-        let all = PathGlobs::new(&["**".into()]).unwrap();
+        let all = PathGlobs::new(&["**".into()], false).unwrap();
         assert!(all.covers(Path::new("/p"), cwd, true));
         assert!(!all.covers(Path::new("/q"), cwd, true));
     }
@@ -842,19 +849,19 @@ mod tests {
     #[test]
     fn finding_4_what_a_pattern_reaches_beneath_a_folder() {
         let cwd = Path::new("/p");
-        let g = PathGlobs::new(&["src/secrets/**".into()]).unwrap();
+        let g = PathGlobs::new(&["src/secrets/**".into()], false).unwrap();
         for above in ["/", "/p", "/p/src", "/p/src/secrets", "/p/src/secrets/a"] {
             assert!(g.reaches_beneath(Path::new(above), cwd), "{above}");
         }
         for beside in ["/p/docs", "/p/src/other", "/q"] {
             assert!(!g.reaches_beneath(Path::new(beside), cwd), "{beside}");
         }
-        let env = PathGlobs::new(&["**/.env".into()]).unwrap();
+        let env = PathGlobs::new(&["**/.env".into()], false).unwrap();
         for any in ["/", "/p", "/p/src/deep/er"] {
             assert!(env.reaches_beneath(Path::new(any), cwd), "{any}");
         }
         assert!(!env.reaches_beneath(Path::new("/q/x"), cwd));
-        let lit = PathGlobs::new(&["/etc/shadow".into()]).unwrap();
+        let lit = PathGlobs::new(&["/etc/shadow".into()], false).unwrap();
         assert!(lit.reaches_beneath(Path::new("/etc"), cwd));
         assert!(!lit.reaches_beneath(Path::new("/etc/ssh"), cwd));
     }

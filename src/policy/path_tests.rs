@@ -842,7 +842,7 @@ fn moves_codex_leaves_unsaid_glob_patterns_and_agents_settings_are_never_allowed
             "rawInput": {"file_path": path, "content": "{}"}, "locations": [{"path": path}]});
         let v = decide("claude-agent-acp", write);
         assert_eq!(v.decision, Decision::Ask, "{settings}: {}", v.why);
-        assert!(v.why.contains("permission settings"), "{}", v.why);
+        assert!(v.why.contains("an agent's own"), "{}", v.why);
     }
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -867,12 +867,69 @@ fn a_relative_path_of_a_file_tool_is_decided_where_the_agents_shell_may_be() {
     };
     let v = after("cd .claude && ls", "edit", "Write", "settings.local.json");
     assert_eq!(v.decision, Decision::Ask, "{}", v.why);
-    assert!(v.why.contains("permission settings"), "{}", v.why);
+    assert!(v.why.contains("an agent's own"), "{}", v.why);
     let v = after("cd secret && ls", "read", "Read", "key");
     assert_eq!(v.decision, Decision::Deny, "{}", v.why);
     // Where the shell did not move, the session's folder decides as before.
     let v = after("ls", "edit", "Write", "notes.txt");
     assert_eq!(v.decision, Decision::Allow, "{}", v.why);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A file system that ignores case (macOS's, a casefolded ext4 folder) opens `.ENV` for
+/// `.env` and `.CLAUDE/settings.json` for `.claude/settings.json`: a deny or an ask of
+/// paths matches in either case, and so do the policy's own files. And what is in an
+/// agent's own folder decides what it runs unasked: its commands', skills' and subagents'
+/// `allowed-tools` as much as its settings.
+#[test]
+fn denies_and_the_policys_files_match_in_either_case_and_agents_folders_are_whole() {
+    let d = scratch("either-case");
+    std::fs::create_dir_all(d.join("secret")).unwrap();
+    std::fs::create_dir_all(d.join("src")).unwrap();
+    let p = policy(
+        "[[rule]]\nid = \"ed\"\ndecision = \"allow\"\nclaude = \"Edit(./**)\"\n\n\
+         [[rule]]\nid = \"rd\"\ndecision = \"allow\"\nclaude = \"Read(./**)\"\n\n\
+         [[rule]]\nid = \"cat\"\ndecision = \"allow\"\nclaude = \"Bash(cat:*)\"\n\n\
+         [[rule]]\nid = \"grep\"\ndecision = \"allow\"\nclaude = \"Bash(grep:*)\"\n\n\
+         [[rule]]\nid = \"tee\"\ndecision = \"allow\"\nclaude = \"Bash(tee:*)\"\n\n\
+         [[rule]]\nid = \"cp\"\ndecision = \"allow\"\nclaude = \"Bash(cp:*)\"\n\n\
+         [[rule]]\nid = \"echo\"\ndecision = \"allow\"\nclaude = \"Bash(echo:*)\"\n\n\
+         [[rule]]\nid = \"nenv\"\ndecision = \"deny\"\nclaude = \"Read(.env)\"\n\n\
+         [[rule]]\nid = \"nsecret\"\ndecision = \"deny\"\nclaude = \"Read(./secret/**)\"\n",
+        "",
+    );
+    for cmd in ["cat .ENV", "cat .Env", "cat SECRET/key", "grep -r x Secret"] {
+        assert_ne!(decision(&p, &exec(cmd, &d)), Decision::Allow, "{cmd}");
+    }
+    for path in [".ENV", "SECRET/key"] {
+        let read = call("read", &[&format!("{}/{path}", d.display())], &d);
+        assert_ne!(decision(&p, &read), Decision::Allow, "{path}");
+    }
+    // An allow stays as written: the project's own files are still read and written.
+    assert_eq!(decision(&p, &exec("cat src/a.rs", &d)), Decision::Allow);
+    for path in [
+        ".CLAUDE/settings.local.json",
+        ".claude/Settings.Local.json",
+        ".claude/commands/review",
+        ".claude/agents/helper",
+        ".claude/skills/x/SKILL",
+        ".Gemini/settings.json",
+        ".CODEX/config.toml",
+        ".MCP.json",
+        ".Acp-Question-Bridge/policy.toml",
+    ] {
+        let write = call("edit", &[&format!("{}/{path}", d.display())], &d);
+        let v = p.decide(&write);
+        assert_eq!(v.decision, Decision::Ask, "{path}: {}", v.why);
+        let cmd = format!("echo x | tee {path}");
+        assert_ne!(decision(&p, &exec(&cmd, &d)), Decision::Allow, "{cmd}");
+    }
+    // One made whole, where none is yet.
+    for cmd in ["tee .mcp.json", "cp -r src .claude", "cp -r src .Codex"] {
+        assert_ne!(decision(&p, &exec(cmd, &d)), Decision::Allow, "{cmd}");
+    }
+    let write = call("edit", &[&format!("{}/src/a.rs", d.display())], &d);
+    assert_eq!(decision(&p, &write), Decision::Allow);
     let _ = std::fs::remove_dir_all(&d);
 }
 

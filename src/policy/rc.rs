@@ -75,32 +75,31 @@ fn wgetrc(env: Env<'_>) -> Vec<PathBuf> {
     files
 }
 
-/// The agents' own permission settings, in a project or the home folder: a rule there
-/// (`permissions.allow`, a hook, an MCP server) lets the agent run what it wants without
-/// asking the bridge at all (a twentieth review: `Write .claude/settings.local.json`), so
-/// they are the policy's files too. Each is (folder, files in it); the folder itself counts
-/// (moved or replaced whole).
-const AGENT_SETTINGS: &[(&str, &[&str])] = &[
-    (".claude", &["settings.json", "settings.local.json"]),
-    (".gemini", &["settings.json"]),
-    (".codex", &["config.toml"]),
-];
+/// The agents' own folders, in a project or the home folder: what is in them decides what
+/// the agent runs without asking the bridge at all: a settings file's `permissions.allow`,
+/// a hook or an MCP server (a twentieth review: `Write .claude/settings.local.json`), a
+/// command's, a skill's or a subagent's `allowed-tools` (a twenty-third). Everything in
+/// them, and each folder itself (moved or replaced whole), is the policy's too.
+const AGENT_FOLDERS: &[&str] = &[".claude", ".gemini", ".codex"];
 
-/// Why `p` is an agent's own permission settings ([`AGENT_SETTINGS`], `.mcp.json`), or a
-/// folder of them.
+/// Why `p` is in an agent's own folder ([`AGENT_FOLDERS`]) or is `.mcp.json`.
 pub(super) fn agent_settings(p: &Path) -> Option<String> {
-    let name = p.file_name()?.to_str()?;
-    let parent = p
-        .parent()
-        .and_then(Path::file_name)
-        .and_then(|n| n.to_str());
-    let settings = name == ".mcp.json"
-        || AGENT_SETTINGS.iter().any(|(folder, files)| {
-            name == *folder || (parent == Some(*folder) && files.contains(&name))
-        });
-    settings.then(|| {
+    // In either case: a file system that ignores case (macOS's, a casefolded ext4 folder)
+    // opens `.CLAUDE/Settings.json` as `.claude/settings.json`.
+    let lower = PathBuf::from(p.to_string_lossy().to_lowercase());
+    let mcp = lower.file_name().is_some_and(|n| n == ".mcp.json");
+    let folder = lower
+        .components()
+        .find_map(|c| AGENT_FOLDERS.iter().find(|f| c.as_os_str() == **f).copied());
+    if mcp {
+        return Some(format!(
+            "{} is an agent's own MCP servers (programs it runs without asking)",
+            p.display()
+        ));
+    }
+    folder.map(|f| {
         format!(
-            "{} is an agent's own permission settings (what it runs without asking)",
+            "{} is in {f}, an agent's own settings, commands and skills (what it runs without asking)",
             p.display()
         )
     })

@@ -666,3 +666,61 @@ async fn what_curl_and_zsh_read_beyond_the_words_is_asked() {
         "{said}"
     );
 }
+
+/// A session at the home folder: under prefix rules for `tee`, `cp` and `mkdir`, nothing
+/// of the user's own configuration is written, named or not: rustup's settings (which make
+/// `cargo tree` run another cargo), the version managers', the login's, programs' settings
+/// that name a program, and a folder of `PATH` (whose programs run by name). What is the
+/// project's is still allowed.
+#[test]
+fn a_session_at_home_never_writes_the_users_configuration_under_a_prefix() {
+    let home = temp_dir("policy-home-config");
+    let config = home.join(".config");
+    std::fs::create_dir_all(config.join("acp-question-bridge")).unwrap();
+    std::fs::create_dir_all(home.join("bin")).unwrap();
+    std::fs::create_dir_all(home.join("notes")).unwrap();
+    let rules: String = ["tee", "cp", "mkdir", "echo", "cargo tree"]
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            format!("[[rule]]\nid = \"r{i}\"\ndecision = \"allow\"\nclaude = \"Bash({r}:*)\"\n\n")
+        })
+        .collect();
+    std::fs::write(config.join("acp-question-bridge/policy.toml"), rules).unwrap();
+    let path = format!(
+        "{}:{}",
+        home.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let explain = |command: &str| {
+        let out = common::output_within(
+            Command::new(BRIDGE)
+                .args(["policy", "explain", "--command", command])
+                .current_dir(&home)
+                .env("XDG_CONFIG_HOME", &config)
+                .env("HOME", &home)
+                .env("PATH", &path),
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for command in [
+        "mkdir -p .rustup/toolchains/evil/bin",
+        "cp /bin/sh .rustup/toolchains/evil/bin/cargo",
+        "echo 'default_toolchain = \"evil\"' | tee -a .rustup/settings.toml",
+        "echo GOFLAGS=-toolexec=sh | tee .config/go/env",
+        "echo evil | tee .pyenv/version",
+        "echo 'import os' | tee .local/lib/python3.11/site-packages/x.pth",
+        "echo sh | tee .xsessionrc",
+        "echo x | tee .pam_environment",
+        "echo x | tee .kube/config",
+        "echo x | tee -a .gitconfig.local",
+        "cp /bin/sh bin/ls",
+    ] {
+        let said = explain(command);
+        assert!(said.starts_with("ask"), "{command}: {said}");
+    }
+    let said = explain("echo hi | tee notes/today.txt");
+    assert!(said.starts_with("allow"), "{said}");
+    let said = explain("cargo tree");
+    assert!(said.starts_with("allow"), "{said}");
+}

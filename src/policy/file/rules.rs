@@ -83,9 +83,11 @@ fn globs(patterns: &[String], what: &str) -> Result<globset::GlobSet, String> {
     set.build().map_err(|e| format!("{what}: {e}"))
 }
 
-/// Path patterns, split into absolute and relative ones.
-fn path_globs(patterns: &[String]) -> Result<PathGlobs, String> {
-    PathGlobs::new(patterns)
+/// Path patterns, split into absolute and relative ones; a deny's or an ask's match in
+/// either case (a file system that ignores case opens `.ENV` for `.env`), an allow's only
+/// as written.
+fn path_globs(patterns: &[String], decision: Decision) -> Result<PathGlobs, String> {
+    PathGlobs::new(patterns, decision != Decision::Allow)
 }
 
 fn rule(mut r: RawRule, path: &Path, line: usize) -> Result<Rule, String> {
@@ -148,7 +150,11 @@ fn rule(mut r: RawRule, path: &Path, line: usize) -> Result<Rule, String> {
         agent: r.agent.as_deref().map(|a| globs(a, "agent")).transpose()?,
         kind: r.kind.unwrap_or_default(),
         command,
-        paths: r.paths.as_deref().map(path_globs).transpose()?,
+        paths: r
+            .paths
+            .as_deref()
+            .map(|p| path_globs(p, r.decision))
+            .transpose()?,
         cwd: r.cwd.as_deref().map(|p| globs(p, "cwd")).transpose()?,
         tool: r.tool.as_deref().map(|p| globs(p, "tool")).transpose()?,
         domain: r
