@@ -1771,3 +1771,45 @@ fn a_cd_a_rule_allows_is_still_followed_by_the_parts_after_it() {
     );
     allowed(&p, &d, &["cd sub && ls", "cd sub"]);
 }
+
+/// A twenty-fourth review: `go build` and `go list` run `hg` to stamp the build, which runs
+/// `.hg/hgrc`'s hooks, and npx runs a package's program from `node_modules/.bin` first,
+/// whatever `PATH` says: no prefix rule writes either.
+#[test]
+fn other_version_controls_and_node_modules_bin_are_never_written_under_a_prefix() {
+    let d = scratch("twenty-fourth");
+    std::fs::write(d.join("a.txt"), "a").unwrap();
+    let p = rules(&[
+        "Bash(mkdir:*)",
+        "Bash(tee:*)",
+        "Bash(cp:*)",
+        "Bash(go build:*)",
+        "Bash(npx cowsay:*)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "mkdir -p .hg",
+            "tee .hg/hgrc",
+            "cp a.txt .HG/hgrc",
+            "cp -r src .hg",
+            "tee .svn/x",
+            "tee .jj/repo/config.toml",
+            "mkdir -p node_modules/.bin",
+            "cp /bin/sh node_modules/.bin/cowsay",
+            "cp -r src node_modules",
+            "tee sub/node_modules/.bin/tsc",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "cp a.txt b.txt",
+            "mkdir -p node_modules/cowsay",
+            "go build",
+            "npx cowsay hi",
+        ],
+    );
+}

@@ -332,50 +332,6 @@ const SHELL_START: &[&str] = &[
     ".bash_aliases",
 ];
 
-/// Why `p` (resolved) is the user's own configuration or one of their programs, wherever
-/// the session is: a hidden file or folder of the home folder, anything in the
-/// configuration folder (`$XDG_CONFIG_HOME`). (A folder of `PATH` is `super::on_path`'s.) What reads
-/// them and what they start is open-ended: toolchains (`.rustup/settings.toml` makes
-/// `cargo tree` run another cargo), interpreters (`.pyenv/version`, a `.pth` in
-/// `.local/lib`), login files (`.xsessionrc`, `.pam_environment`), programs' settings that
-/// name a program (`.kube/config`, `.aws/config`, `.gnupg`, `.vimrc`). So none is named:
-/// all are refused.
-fn user_configuration(p: &Path) -> Option<String> {
-    user_configuration_in(p, &|k| std::env::var_os(k))
-}
-
-/// [`user_configuration`], with the environment `env`.
-pub(super) fn user_configuration_in(p: &Path, env: super::rc::Env<'_>) -> Option<String> {
-    let (home, config) = super::rc::home_and_config(env);
-    let as_opened = |d: PathBuf| {
-        super::path::resolve(&d, Path::new("/"))
-            .map(|r| r.path)
-            .unwrap_or(d)
-    };
-    if let Some(home) = home.map(as_opened) {
-        let hidden = p
-            .strip_prefix(&home)
-            .ok()
-            .and_then(|r| r.components().next());
-        if hidden.is_some_and(|c| c.as_os_str().as_encoded_bytes().starts_with(b".")) {
-            return Some(format!(
-                "it writes {}, a hidden file or folder of the home folder (the user's own configuration)",
-                p.display()
-            ));
-        }
-    }
-    if let Some(config) = config.map(as_opened) {
-        if p.starts_with(&config) {
-            return Some(format!(
-                "it writes {}, in the user's configuration folder {}",
-                p.display(),
-                config.display()
-            ));
-        }
-    }
-    None
-}
-
 /// Files from which a program that looks read-only picks the program it runs, in any folder
 /// of the session: rustup's toolchain file (`path = "/x"` makes `cargo tree` run
 /// `/x/bin/cargo`), npm's and yarn's settings (`script-shell`), the version managers'
@@ -412,10 +368,26 @@ pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
     // `.GIT/config` for `.git/config`.
     let is =
         |c: &std::ffi::OsStr, name: &str| c.to_str().is_some_and(|c| c.eq_ignore_ascii_case(name));
-    if rel.components().any(|c| is(c.as_os_str(), ".git")) {
+    // And the other version controls' folders: `go build` and `go list` run `hg` (or
+    // `svn`, `bzr`, `fossil`) to stamp the build, which reads `.hg/hgrc`'s hooks.
+    let vcs = [
+        ".git",
+        ".hg",
+        ".svn",
+        ".bzr",
+        ".fslckout",
+        "_FOSSIL_",
+        ".jj",
+        "_darcs",
+    ];
+    if let Some(c) = rel
+        .components()
+        .find(|c| vcs.iter().any(|v| is(c.as_os_str(), v)))
+    {
         return Some(format!(
-            "it writes {}, inside a .git folder (its config and hooks run programs)",
-            p.display()
+            "it writes {}, inside a {} folder (its config and hooks run programs)",
+            p.display(),
+            c.as_os_str().to_string_lossy()
         ));
     }
     // A `.cargo` folder, made whole (`mv cfg .cargo`) or written into: its config names
@@ -448,7 +420,7 @@ pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
             ));
         }
     }
-    if let Some(why) = user_configuration(p) {
+    if let Some(why) = super::rc::user_configuration(p) {
         return Some(why);
     }
     if name == ".gitconfig" {

@@ -111,9 +111,26 @@ pub(super) fn program_refused(prog: &str, folders: &[PathBuf], session: &Path) -
 
 /// Why writing `written` (resolved) may plant a program: it is a folder on `PATH` inside
 /// the session's folder, a folder above one (`cp -r x/. .venv/bin`, `cp -r y/bin .venv`),
-/// or a file in one, there yet or not.
+/// or a file in one, there yet or not; or the same of a `node_modules/.bin`.
 pub(super) fn write_refused(written: &Path, folders: &[PathBuf], session: &Path) -> Option<String> {
     let written = resolved(written);
+    // npx, `npm exec`, pnpm and yarn run a package's program from the project's
+    // `node_modules/.bin` first, whatever `PATH` says (a twenty-fourth review: `cp /bin/sh
+    // node_modules/.bin/cowsay`, then `npx cowsay -c …` under `Bash(npx cowsay:*)`).
+    let rel = written
+        .strip_prefix(session)
+        .ok()
+        .filter(|_| session.parent().is_some());
+    let names: Vec<&std::ffi::OsStr> = rel.iter().flat_map(|r| r.iter()).collect();
+    let in_bin = names
+        .windows(2)
+        .any(|w| w[0] == "node_modules" && w[1] == ".bin");
+    if in_bin || names.last().is_some_and(|n| *n == "node_modules") {
+        return Some(format!(
+            "it writes {}, in or above a node_modules/.bin folder, whose programs npx, npm exec, pnpm and yarn run by name",
+            written.display()
+        ));
+    }
     let on_path = folders.iter().flat_map(|at| path_folders(at)).find(|d| {
         let d = resolved(d);
         inside(&d, session) && (d.starts_with(&written) || written.parent() == Some(d.as_path()))

@@ -933,6 +933,29 @@ fn denies_and_the_policys_files_match_in_either_case_and_agents_folders_are_whol
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A search's relative pattern that climbs (`../secret/*`) searches above its `path`, as
+/// an absolute one does: that folder is decided; a `..` after a glob character is asked.
+#[test]
+fn a_search_pattern_that_climbs_is_decided_where_it_searches() {
+    let d = scratch("glob-climbs");
+    std::fs::create_dir_all(d.join("src/a")).unwrap();
+    std::fs::create_dir_all(d.join("secret")).unwrap();
+    let p = all_but_secret(&d);
+    let src = format!("{}/src", d.display());
+    let search = |pattern: &str| {
+        let tc = serde_json::json!({"kind": "search", "locations": [{"path": src}],
+            "rawInput": {"pattern": pattern, "path": src}});
+        p.decide(&Call::from_tool_call(&tc, "claude-agent-acp", &d))
+    };
+    assert_eq!(search("../secret/*").decision, Decision::Deny);
+    assert_eq!(search("a/../../secret/*").decision, Decision::Deny);
+    let v = search("*/../../secret/*");
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+    assert_eq!(search("**/*.rs").decision, Decision::Allow);
+    assert_eq!(search("../src/*.rs").decision, Decision::Allow);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// Everything in `d` allowed but its `secret` folder, denied.
 fn all_but_secret(d: &Path) -> Policy {
     policy(

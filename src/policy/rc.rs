@@ -1,12 +1,13 @@
 //! Configuration files that change what a program or an agent does, which no word of a
-//! command or field of a tool call shows. The agents' own permission settings
+//! command or field of a tool call shows. The agents' own folders
 //! ([`agent_settings`]) are the policy's files too. And programs that read a configuration
 //! file of their own from the user's folders, with options no word of the command shows:
 //! curl's `.curlrc` (`output = "…"`, `url = "file:///…/.ssh/id_rsa"`) and wget's `.wgetrc`
 //! (`output_document`, `use_askpass`).
 //! While such a file exists, an allowed command of one is asked: an earlier allowed
 //! `curl -o ~/.curlrc URL` would otherwise make the next `curl URL` write the policy's own
-//! file, or print what a `Read` deny forbids (a fifteenth hostile review).
+//! file, or print what a `Read` deny forbids (a fifteenth hostile review). And the user's
+//! own configuration ([`user_configuration`]), which no prefix rule writes.
 //!
 //! Invariant: only ever turns an allow into an ask.
 
@@ -103,4 +104,44 @@ pub(super) fn agent_settings(p: &Path) -> Option<String> {
             p.display()
         )
     })
+}
+
+/// Why `p` (resolved) is the user's own configuration or one of their programs, wherever
+/// the session is: a hidden file or folder of the home folder, anything in the
+/// configuration folder (`$XDG_CONFIG_HOME`). (A folder of `PATH` is `super::on_path`'s.) What reads
+/// them and what they start is open-ended: toolchains (`.rustup/settings.toml` makes
+/// `cargo tree` run another cargo), interpreters (`.pyenv/version`, a `.pth` in
+/// `.local/lib`), login files (`.xsessionrc`, `.pam_environment`), programs' settings that
+/// name a program (`.kube/config`, `.aws/config`, `.gnupg`, `.vimrc`). So none is named:
+/// all are refused.
+pub(super) fn user_configuration(p: &Path) -> Option<String> {
+    user_configuration_in(p, &|k| std::env::var_os(k))
+}
+
+/// [`user_configuration`], with the environment `env`.
+fn user_configuration_in(p: &Path, env: Env<'_>) -> Option<String> {
+    let (home, config) = home_and_config(env);
+    let as_opened = |d: PathBuf| std::fs::canonicalize(&d).unwrap_or(d);
+    if let Some(home) = home.map(as_opened) {
+        let hidden = p
+            .strip_prefix(&home)
+            .ok()
+            .and_then(|r| r.components().next());
+        if hidden.is_some_and(|c| c.as_os_str().as_encoded_bytes().starts_with(b".")) {
+            return Some(format!(
+                "it writes {}, a hidden file or folder of the home folder (the user's own configuration)",
+                p.display()
+            ));
+        }
+    }
+    if let Some(config) = config.map(as_opened) {
+        if p.starts_with(&config) {
+            return Some(format!(
+                "it writes {}, in the user's configuration folder {}",
+                p.display(),
+                config.display()
+            ));
+        }
+    }
+    None
 }

@@ -47,7 +47,7 @@ impl Call {
             tool_call["kind"].as_str(),
             Some("read" | "search" | "fetch" | "think" | "execute")
         );
-        let unsaid = (codex && writes && changes.is_none()).then(|| {
+        let mut unsaid = (codex && writes && changes.is_none()).then(|| {
             "a Codex patch's approval names the files it changes, not where one moves".to_owned()
         });
         paths.extend(
@@ -69,18 +69,30 @@ impl Call {
             Some(t) => t == "Glob",
             None => tool_call["kind"] == "search",
         };
+        // A relative pattern that climbs (`../home/u/.ssh/*`) searches above `path` the
+        // same way: its folder, from `path`, is decided; a `..` after a glob character
+        // leaves where it searches unsaid.
         if let (true, Some(pattern)) = (glob, raw["pattern"].as_str()) {
+            let fixed = pattern
+                .split(['*', '?', '[', '{'])
+                .next()
+                .unwrap_or(pattern);
+            let folder = match fixed.rsplit_once('/') {
+                Some(("", _)) => "/",
+                Some((folder, _)) => folder,
+                None => fixed,
+            };
+            let climbs = |p: &str| p.split('/').any(|c| c == "..");
             if pattern.starts_with(['/', '~']) {
-                let fixed = pattern
-                    .split(['*', '?', '[', '{'])
-                    .next()
-                    .unwrap_or(pattern);
-                let folder = match fixed.rsplit_once('/') {
-                    Some(("", _)) => "/",
-                    Some((folder, _)) => folder,
-                    None => fixed,
-                };
                 paths.push(PathBuf::from(folder));
+            } else if climbs(folder) {
+                let base = raw["path"].as_str().map_or(cwd, Path::new);
+                paths.push(base.join(folder));
+            }
+            if climbs(&pattern[fixed.len()..]) {
+                unsaid.get_or_insert_with(|| {
+                    "the search's pattern climbs (`..`) after a glob character: where it searches cannot be told".into()
+                });
             }
         }
         paths.sort();
