@@ -1813,3 +1813,58 @@ fn other_version_controls_and_node_modules_bin_are_never_written_under_a_prefix(
         ],
     );
 }
+
+/// A twenty-fifth review: a response file (`strings @list`) or a list of files (`md5sum -c`, `file -f`) names
+/// files no word shows; less's key files and sdiff's `--diff-program` run programs; uv
+/// runs the project's `.venv/bin/python` whatever `PATH` says.
+#[test]
+fn response_files_lists_of_files_and_virtual_environments_are_never_allowed_by_a_prefix() {
+    let d = scratch("twenty-fifth");
+    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
+    std::fs::write(d.join("a.txt"), "a").unwrap();
+    let p = rules(&[
+        "Bash(strings:*)",
+        "Bash(md5sum:*)",
+        "Bash(file:*)",
+        "Bash(less:*)",
+        "Bash(sdiff:*)",
+        "Bash(diff3:*)",
+        "Bash(mkdir:*)",
+        "Bash(install:*)",
+        "Bash(tee:*)",
+        "Bash(uv tree:*)",
+        "!Read(.env)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "strings @.gitignore",
+            "strings -a @list",
+            "md5sum -c list",
+            "file -f list",
+            "less --lesskey-src=lk a.txt",
+            "less -k lk a.txt",
+            "sdiff --diff-program=./dp a.txt a.txt",
+            "diff3 --diff-program=./dp a.txt a.txt a.txt",
+            "mkdir -p .venv/bin",
+            "install -m 755 a.txt .venv/bin/python",
+            "tee .venv/lib/python3.12/site-packages/x.pth",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "strings a.txt",
+            "md5sum a.txt",
+            "file a.txt",
+            "less a.txt",
+            "uv tree",
+        ],
+    );
+    // A virtual environment by any name: the folder that holds `pyvenv.cfg`.
+    std::fs::create_dir_all(d.join("env/bin")).unwrap();
+    std::fs::write(d.join("env/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    not_allowed(&p, &d, &["install -m 755 a.txt env/bin/python"]);
+}

@@ -111,6 +111,34 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
         "man",
         &["-C", "--config-file", "-P", "--pager", "-H", "--html"],
     ),
+    // less's key files set `LESSOPEN`, a program it runs on each file; `-o` writes a log.
+    (
+        "less",
+        &[
+            "-k",
+            "--lesskey-file",
+            "--lesskey-src",
+            "--lesskey-content",
+            "-o",
+            "-O",
+            "--log-file",
+            "--LOG-FILE",
+            "-T",
+            "--tag-file",
+        ],
+    ),
+    ("sdiff", &["--diff-program", "-o", "--output"]),
+    ("diff3", &["--diff-program"]),
+    // A list of files read from a file: what it names is not seen.
+    ("md5sum", &["-c", "--check"]),
+    ("sha1sum", &["-c", "--check"]),
+    ("sha224sum", &["-c", "--check"]),
+    ("sha256sum", &["-c", "--check"]),
+    ("sha384sum", &["-c", "--check"]),
+    ("sha512sum", &["-c", "--check"]),
+    ("b2sum", &["-c", "--check"]),
+    ("cksum", &["-c", "--check"]),
+    ("file", &["-f", "--files-from", "-m", "--magic-file"]),
     ("npm", NPM_FLAGS),
     ("pnpm", NPM_FLAGS),
     ("yarn", NPM_FLAGS),
@@ -219,6 +247,34 @@ const NPM_FLAGS: &[&str] = &[
     "-w",
 ];
 
+/// Programs that read their arguments from a file named `@FILE` (a response file): what
+/// it names (`strings @list`, a list holding `.env`) is not seen.
+const RESPONSE_FILES: &[&str] = &[
+    "strings",
+    "nm",
+    "objdump",
+    "readelf",
+    "size",
+    "c++filt",
+    "ar",
+    "ranlib",
+    "objcopy",
+    "strip",
+    "addr2line",
+    "elfedit",
+    "as",
+    "ld",
+    "gcc",
+    "g++",
+    "cc",
+    "c++",
+    "clang",
+    "clang++",
+    "cpp",
+    "javac",
+    "java",
+];
+
 /// Whether `words` (a command) has, from index `from` on, an argument of
 /// [`NEVER_UNDER_A_PREFIX`]: alone, with `=VALUE`, a short flag with its value joined
 /// (`-Zflag`), an abbreviation of a long one (npm and its kin take `--node-opt` for
@@ -230,6 +286,11 @@ pub fn names_more(words: &[String], from: usize) -> bool {
         return false;
     };
     let program = first.rsplit('/').next().unwrap_or(first);
+    // `@FILE`: the arguments are read from FILE (binutils, compilers, javac).
+    let rest = words.get(from..).unwrap_or_default();
+    if RESPONSE_FILES.contains(&program) && rest.iter().any(|w| w.starts_with('@')) {
+        return true;
+    }
     let Some((_, flags)) = NEVER_UNDER_A_PREFIX.iter().find(|(p, _)| *p == program) else {
         return false;
     };

@@ -111,7 +111,8 @@ pub(super) fn program_refused(prog: &str, folders: &[PathBuf], session: &Path) -
 
 /// Why writing `written` (resolved) may plant a program: it is a folder on `PATH` inside
 /// the session's folder, a folder above one (`cp -r x/. .venv/bin`, `cp -r y/bin .venv`),
-/// or a file in one, there yet or not; or the same of a `node_modules/.bin`.
+/// or a file in one, there yet or not; or the same of a `node_modules/.bin`; or anything in
+/// a virtual environment (`.venv`, or a folder holding `pyvenv.cfg`).
 pub(super) fn write_refused(written: &Path, folders: &[PathBuf], session: &Path) -> Option<String> {
     let written = resolved(written);
     // npx, `npm exec`, pnpm and yarn run a package's program from the project's
@@ -128,6 +129,21 @@ pub(super) fn write_refused(written: &Path, folders: &[PathBuf], session: &Path)
     if in_bin || names.last().is_some_and(|n| *n == "node_modules") {
         return Some(format!(
             "it writes {}, in or above a node_modules/.bin folder, whose programs npx, npm exec, pnpm and yarn run by name",
+            written.display()
+        ));
+    }
+    // A virtual environment: uv, poetry, pdm and hatch run the project's `.venv/bin/python`
+    // whatever `PATH` says, and it runs the `.pth` files of its `site-packages` (a
+    // twenty-fifth review: `install -m 755 x .venv/bin/python`, then `uv tree` ran it).
+    let venv = names.iter().any(|n| *n == ".venv" || *n == "pyvenv.cfg")
+        || written
+            .ancestors()
+            .skip(1)
+            .take_while(|d| d.starts_with(session) && *d != session)
+            .any(|d| d.join("pyvenv.cfg").is_file());
+    if rel.is_some() && venv {
+        return Some(format!(
+            "it writes {}, in a virtual environment (its python and what it loads run when a tool starts it)",
             written.display()
         ));
     }
