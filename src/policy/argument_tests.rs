@@ -1868,3 +1868,41 @@ fn response_files_lists_of_files_and_virtual_environments_are_never_allowed_by_a
     std::fs::write(d.join("env/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
     not_allowed(&p, &d, &["install -m 755 a.txt env/bin/python"]);
 }
+
+/// A twenty-fifth review: `git diff` with no path after `--` and `git status -v` show the
+/// working copy of every tracked file that changed: where the index tracks a denied file,
+/// they are not allowed; where it does not (the usual ignored `.env`), they are.
+#[test]
+fn a_diff_of_the_whole_tree_is_not_allowed_where_a_denied_file_is_tracked() {
+    let d = scratch("tracked-diff");
+    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
+    std::fs::write(d.join("a.txt"), "a").unwrap();
+    let _ = std::fs::remove_dir_all(d.join(".git"));
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&*d)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "a.txt"]);
+    let p = rules(&["Bash(git diff:*)", "Bash(git status:*)", "!Read(.env)"]);
+    let whole = [
+        "git diff",
+        "git diff HEAD",
+        "git diff origin/main",
+        "git status -v",
+    ];
+    allowed(&p, &d, &whole);
+    git(&["add", "-f", ".env"]);
+    not_allowed(&p, &d, &whole);
+    allowed(
+        &p,
+        &d,
+        &["git diff --cached", "git diff -- a.txt", "git status"],
+    );
+}

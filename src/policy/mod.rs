@@ -28,6 +28,7 @@ pub mod desk;
 pub mod file;
 mod forms;
 mod gitdir;
+mod gitindex;
 pub mod glob;
 mod guard;
 mod links;

@@ -83,7 +83,10 @@ impl Named {
         for (access, word) in placed {
             if let Some(rs) = named.resolve(&word, cwd, &mut left) {
                 for p in rs {
-                    if matches!(
+                    if access == Access::Tracked {
+                        let under = super::gitindex::tracked(&p);
+                        named.beneath.push((p.clone(), under));
+                    } else if matches!(
                         access,
                         Access::Tree | Access::TreeShown | Access::TreeFollowed
                     ) {
@@ -505,7 +508,7 @@ impl Rule {
         for (access, p) in &named.paths {
             let tree = matches!(
                 access,
-                Access::Tree | Access::TreeShown | Access::TreeFollowed
+                Access::Tree | Access::TreeShown | Access::TreeFollowed | Access::Tracked
             );
             let hit = match access {
                 Access::Read => reads && globs.covers(p, &call.cwd, true),
@@ -518,7 +521,8 @@ impl Rule {
             if hit {
                 return Some(self.decision);
             }
-            if tree && searches && globs.reaches_beneath(p, &call.cwd) {
+            let tracked = *access == Access::Tracked;
+            if tree && searches && (tracked || globs.reaches_beneath(p, &call.cwd)) {
                 // What is beneath, as the program walks it: a path the rule covers is read.
                 let under = named
                     .beneath

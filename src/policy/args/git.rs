@@ -38,8 +38,12 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let from = sub + 1;
     match name {
         "status" => {
-            let (_, ops) = options(w, from, STATUS, true, e)?;
+            let (met, ops) = options(w, from, STATUS, true, e)?;
             pathspecs(w, &ops, Access::Read, e);
+            // `-v` shows the staged diff, `-vv` the working tree's too.
+            if has(&met, &["-v", "--verbose"]) && ops.is_empty() {
+                e.paths.push((Access::Tracked, ".".into()));
+            }
         }
         "diff" | "log" | "show" | "whatchanged" => {
             let mut table: Vec<&str> = DIFF.to_vec();
@@ -62,6 +66,14 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                 Access::Read
             };
             pathspecs(w, &ops, access, e);
+            // With no path after `--` (an operand may be a revision: `git diff origin/main`)
+            // and not of the index (`--cached`: what git holds), a diff shows the working
+            // copy of every tracked file that changed.
+            let paths_given = ops.iter().any(|&o| w[from..o].iter().any(|x| x == "--"));
+            let stored = has(&met, &["--cached", "--staged", "--no-index"]);
+            if name == "diff" && !stored && !paths_given {
+                e.paths.push((Access::Tracked, ".".into()));
+            }
         }
         "branch" => {
             let (met, ops) = options(w, from, BRANCH, true, e)?;

@@ -40,6 +40,9 @@ pub enum Access {
     TreeShown,
     /// The same, following the links beneath it (`grep -R`, `rg -L`).
     TreeFollowed,
+    /// A folder whose tracked files' working copies are read, as git's index lists them
+    /// (`git diff` with no path, `git status -v`).
+    Tracked,
     /// Written, created or replaced (`sort -o F`, `cp x F`, `tee F`, `sed -i … F`).
     Write,
     /// Removed or moved away (`rm F`, `mv F x`).

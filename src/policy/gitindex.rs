@@ -1,0 +1,176 @@
+//! The files git tracks, read from the repository's index (gitformat-index(5)): `git diff`
+//! with no path and `git status -v` show the working copy of every tracked file that
+//! changed, so a `Read` deny beneath the repository covers them when, and only when, a
+//! file it covers is tracked (an untracked `.env`, the usual case, is never in a diff).
+//!
+//! Invariant: `None` whenever the index cannot be read whole and exactly (a version or
+//! extension not known, a split index, more than [`MAX_TRACKED`] entries, a file larger
+//! than [`MAX_INDEX_BYTES`]): the caller then asks.
+
+use std::path::{Path, PathBuf};
+
+/// The most tracked files looked at for one folder; a bigger repository is asked.
+pub const MAX_TRACKED: usize = 65_536;
+/// The largest index read.
+const MAX_INDEX_BYTES: u64 = 16 << 20;
+
+/// The files tracked by the repository of folder `dir` (absolute, resolved), all of them
+/// (a diff from a subfolder shows the whole repository's), as absolute paths; `Some` of
+/// none outside a repository or in one with no index yet.
+pub fn tracked(dir: &Path) -> Option<Vec<PathBuf>> {
+    let Some(root) = dir.ancestors().find(|d| d.join(".git").exists()) else {
+        return Some(Vec::new());
+    };
+    let gitdir = super::gitdir::discover(root)?;
+    let index = gitdir.join("index");
+    let bytes = match std::fs::metadata(&index) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Vec::new()),
+        Err(_) => return None,
+        Ok(m) if m.len() > MAX_INDEX_BYTES => return None,
+        Ok(_) => std::fs::read(&index).ok()?,
+    };
+    let config = std::fs::read_to_string(gitdir.join("config")).unwrap_or_default();
+    let sha256 = config
+        .to_ascii_lowercase()
+        .lines()
+        .any(|l| l.replace(' ', "").contains("objectformat=sha256"));
+    let names = entries(&bytes, if sha256 { 32 } else { 20 })?;
+    use std::os::unix::ffi::OsStrExt;
+    Some(
+        names
+            .iter()
+            .map(|n| root.join(std::ffi::OsStr::from_bytes(n)))
+            .collect(),
+    )
+}
+
+/// The paths of an index's entries (versions 2, 3 and 4), with `hash` bytes per object
+/// name; `None` for anything else.
+fn entries(b: &[u8], hash: usize) -> Option<Vec<Vec<u8>>> {
+    let be32 = |at: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    };
+    if b.get(..4)? != b"DIRC" {
+        return None;
+    }
+    let version = be32(4)?;
+    let count = be32(8)? as usize;
+    if !(2..=4).contains(&version) || count > MAX_TRACKED {
+        return None;
+    }
+    let mut at = 12;
+    let mut names: Vec<Vec<u8>> = Vec::with_capacity(count);
+    let mut last: Vec<u8> = Vec::new();
+    for _ in 0..count {
+        let start = at;
+        // ctime, mtime, dev, ino, mode, uid, gid, size: 40 bytes; then the object name.
+        at += 40 + hash;
+        let flags = u16::from_be_bytes(b.get(at..at + 2)?.try_into().ok()?);
+        at += 2;
+        if version >= 3 && flags & 0x4000 != 0 {
+            at += 2;
+        }
+        let name = if version == 4 {
+            // The number of bytes of the previous name left off, then the rest.
+            let (strip, used) = varint(b.get(at..)?)?;
+            at += used;
+            let end = at + b.get(at..)?.iter().position(|&c| c == 0)?;
+            let keep = last.len().checked_sub(strip)?;
+            let mut n = last[..keep].to_vec();
+            n.extend_from_slice(&b[at..end]);
+            at = end + 1;
+            n
+        } else {
+            let end = at + b.get(at..)?.iter().position(|&c| c == 0)?;
+            let n = b[at..end].to_vec();
+            // NUL-padded to a multiple of 8 bytes from the entry's start.
+            at = start + (end - start + 8) / 8 * 8;
+            n
+        };
+        last.clone_from(&name);
+        names.push(name);
+    }
+    // Extensions, then the checksum: a split index keeps entries elsewhere.
+    while b.len() >= at + 8 + hash {
+        let sig = b.get(at..at + 4)?;
+        if sig == b"link" {
+            return None;
+        }
+        at += 8 + be32(at + 4)? as usize;
+    }
+    Some(names)
+}
+
+/// Git's offset varint (the index's version 4): each byte's low 7 bits, and for each byte
+/// after the first, one added before the shift.
+fn varint(b: &[u8]) -> Option<(usize, usize)> {
+    let mut value: usize = 0;
+    for (i, &c) in b.iter().enumerate().take(8) {
+        value = if i == 0 {
+            usize::from(c & 0x7f)
+        } else {
+            value.checked_add(1)?.checked_shl(7)? | usize::from(c & 0x7f)
+        };
+        if c & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each index version real git writes, read as `git ls-files` lists it.
+    #[test]
+    fn the_tracked_files_are_those_git_lists_in_every_index_version() {
+        let d = std::env::temp_dir().join(format!("acp-qb-gitindex-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("src/deep")).unwrap();
+        for f in [
+            ".env",
+            "src/a.rs",
+            "src/deep/b.rs",
+            "src/deep/c.rs",
+            "untracked",
+        ] {
+            std::fs::write(d.join(f), "x").unwrap();
+        }
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(args)
+                .current_dir(&d)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        git(&["init", "-q"]);
+        git(&["add", ".env", "src"]);
+        let d = d.canonicalize().unwrap();
+        for version in ["2", "3", "4"] {
+            git(&["update-index", "--index-version", version]);
+            let listed: Vec<PathBuf> = git(&["ls-files"]).lines().map(|l| d.join(l)).collect();
+            let mut read = tracked(&d).expect(version);
+            read.sort();
+            assert_eq!(read, listed, "version {version}");
+            let mut from_below = tracked(&d.join("src/deep")).unwrap();
+            from_below.sort();
+            assert_eq!(from_below, listed, "version {version}, from a subfolder");
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn an_index_not_read_whole_is_none() {
+        assert_eq!(entries(b"DIRC\0\0\0\x05\0\0\0\0", 20), None);
+        assert_eq!(entries(b"DIRC\0\0\0\x02\0\0\0\x01", 20), None);
+        assert_eq!(entries(b"XXXX", 20), None);
+        assert_eq!(
+            entries(b"DIRC\0\0\0\x02\0\0\0\0", 20),
+            Some(Vec::new()),
+            "an empty index"
+        );
+    }
+}
