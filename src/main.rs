@@ -250,7 +250,7 @@ fn e_with_dash_hint(e: clap::Error) -> clap::Error {
 /// `bench/results.md`, "Figures moved from code comments").
 ///
 /// - One arena for all threads. The bridge's buffers are allocated on one thread and freed
-///   on another (reader, scan thread, writer; tasks move between workers), and glibc keeps
+///   on another (reader, writer, the blocking pool; tasks move between workers), and glibc keeps
 ///   what is freed in the arena that made it: with an arena per thread, each kept its own
 ///   share of freed long-line buffers and the peak RSS swung from run to run.
 /// - Fixed mmap and trim thresholds. By default glibc moves both as big blocks come and go,
@@ -511,8 +511,7 @@ fn main() -> ExitCode {
     };
     // The loop runs as a task on a worker, not on this thread: a request then goes from
     // the reader to the loop to the writer on one worker, with no thread to wake on the
-    // way (it halved the added round-trip latency: bench/results.md). Streaming input
-    // still uses the second core through the readers' scan threads (`bridge::reader`).
+    // way (it halved the added round-trip latency: bench/results.md).
     let run = async move {
         if holding {
             bridge::run_held(config).await

@@ -2,10 +2,9 @@
 //! per read. It knows nothing of what the lines mean.
 //!
 //! Invariants: at most [`IN_FLIGHT_BYTES`] of its lines are between their read and their
-//! write or drop (a longer line waits until nothing else is in flight); order is kept,
-//! whether a chunk is scanned here or on the input's scan thread.
+//! write or drop (a longer line waits until nothing else is in flight); order is kept (one
+//! batch per read, sent in the order read).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +16,9 @@ use super::hangup::peer_gone;
 use crate::codec::LineCodec;
 use crate::scan::{Batch, Memo};
 
-const READ_BUFFER: usize = 64 * 1024;
+/// As much as `cat` reads at once (coreutils' `io_blksize`): a streaming agent's pipe (grown
+/// to 256 KiB) is drained in fewer reads, each one batch.
+const READ_BUFFER: usize = 128 * 1024;
 /// How often a client reader that is held back checks whether the client hung up.
 const HUP_POLL: Duration = Duration::from_millis(100);
 
@@ -26,12 +27,11 @@ const HUP_POLL: Duration = Duration::from_millis(100);
 /// away. With `hup`, while a batch waits for room it also watches the input's file
 /// descriptor and reports once that the peer hung up (its unread data stays where it is).
 ///
-/// Where the scan runs: a chunk of a few lines (a message or two: the interactive case; or a
-/// few long lines) is scanned here, so it reaches the loop with no thread to wake. A chunk of
-/// many lines (a full read: the input is streaming) goes to this input's scan thread, so
-/// scanning one read overlaps with reading the next and with the loop and writer, on the
-/// other core (the runtime's tasks otherwise run one after another on one worker). Order is
-/// kept: while the scan thread holds chunks, every chunk goes through it.
+/// Every chunk is scanned here, on the reader's task: a chunk of lines goes from the read
+/// buffer to the loop, and on to the writer, with no other thread to wake (a scan thread
+/// per input, which overlapped the scan with the next read, cost a `futex` wake-up and two
+/// context switches per read, more than the scan it moved: `bench/results.md`, "Scanning
+/// on the reader").
 pub(super) async fn read_frames<R: AsyncRead + Unpin>(
     mut input: R,
     max_line: usize,
@@ -43,9 +43,6 @@ pub(super) async fn read_frames<R: AsyncRead + Unpin>(
     let mut codec = LineCodec::new(max_line);
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
     let mut pieces = Vec::new();
-    // Started at the first long chunk.
-    let mut scanner: Option<ScanThread> = None;
-    // The reader's own (the scan thread has one too: each skeleton is only a cache).
     let mut memo = Memo::default();
     loop {
         if buf.capacity() - buf.len() < READ_BUFFER / 4 {
@@ -62,80 +59,15 @@ pub(super) async fn read_frames<R: AsyncRead + Unpin>(
         let data = codec.decode_chunk(&mut buf, n, eof, &mut pieces);
         if !pieces.is_empty() {
             let data = budget.hold(data, &mut hup).await;
-            let many = pieces.len() >= SCAN_THREAD_LINES;
-            if many && scanner.is_none() {
-                scanner = ScanThread::start(tx.clone(), name);
-            }
-            let sent = match scanner.as_ref().filter(|s| many || s.busy()) {
-                Some(scanner) => {
-                    scanner.in_flight.fetch_add(1, Ordering::Relaxed);
-                    send_batch(&scanner.tx, (data, std::mem::take(&mut pieces)), &mut hup).await
-                }
-                None => {
-                    let batch = Batch::scan(data, &pieces, &mut memo);
-                    pieces.clear();
-                    send_batch(&tx, batch, &mut hup).await
-                }
-            };
-            if !sent {
+            let batch = Batch::scan(data, &pieces, &mut memo);
+            pieces.clear();
+            if !send_batch(&tx, batch, &mut hup).await {
                 return;
             }
         }
         if eof {
             return;
         }
-    }
-}
-
-/// A chunk of at least this many lines is scanned on the input's scan thread (see
-/// [`read_frames`]). The scan's cost is mostly per line: a chunk of a few long lines costs
-/// less to scan than to hand over (more buffers in flight, more page faults).
-const SCAN_THREAD_LINES: usize = 32;
-
-/// An input's scan thread: scans the chunks it is given, in order, and sends the batches to
-/// the loop. It ends when the reader drops its sender or the loop goes away.
-struct ScanThread {
-    tx: mpsc::Sender<(Bytes, Vec<crate::codec::Piece>)>,
-    /// Chunks given to the thread and not yet sent on to the loop.
-    in_flight: Arc<AtomicUsize>,
-}
-
-impl ScanThread {
-    /// `None` when the thread cannot be started (the reader then scans everything itself).
-    fn start(out: mpsc::Sender<Batch>, name: &'static str) -> Option<Self> {
-        // One chunk waiting plus the one being scanned: the memory bound grows by two reads.
-        let (tx, mut rx) = mpsc::channel::<(Bytes, Vec<crate::codec::Piece>)>(1);
-        let in_flight = Arc::new(AtomicUsize::new(0));
-        let done = in_flight.clone();
-        let started = std::thread::Builder::new()
-            .name(format!("scan-{name}"))
-            .spawn(move || {
-                let mut memo = Memo::default();
-                while let Some((data, pieces)) = rx.blocking_recv() {
-                    if out
-                        .blocking_send(Batch::scan(data, &pieces, &mut memo))
-                        .is_err()
-                    {
-                        return;
-                    }
-                    // After the send: a reader that sees 0 sends after this batch.
-                    done.fetch_sub(1, Ordering::Release);
-                }
-            });
-        match started {
-            Ok(_) => {
-                tracing::debug!(input = name, "streaming: scanning on a scan thread");
-                Some(Self { tx, in_flight })
-            }
-            Err(e) => {
-                tracing::warn!(input = name, error = %e, "cannot start a scan thread; scanning on the reader");
-                None
-            }
-        }
-    }
-
-    fn busy(&self) -> bool {
-        self.in_flight.load(Ordering::Acquire) > 0
     }
 }
 
