@@ -1800,6 +1800,8 @@ fn other_version_controls_and_node_modules_bin_are_never_written_under_a_prefix(
             "cp /bin/sh node_modules/.bin/cowsay",
             "cp -r src node_modules",
             "tee sub/node_modules/.bin/tsc",
+            "tee Node_Modules/.BIN/tsc",
+            "tee .VENV/bin/python",
         ],
     );
     allowed(
@@ -1905,4 +1907,85 @@ fn a_diff_of_the_whole_tree_is_not_allowed_where_a_denied_file_is_tracked() {
         &d,
         &["git diff --cached", "git diff -- a.txt", "git status"],
     );
+}
+
+/// A twenty-sixth review: `git status -vv .` shows the tracked files beneath its path; a
+/// submodule's files are in its own index; a sparse index and a linked worktree of a
+/// SHA-256 repository are read exactly or not at all; cpio and zip read the names of the
+/// files from stdin, and rustc a response file.
+#[test]
+fn tracked_files_are_read_beneath_paths_in_submodules_sparse_and_linked_worktrees() {
+    let d = scratch("twenty-sixth");
+    let git = |dir: &Path, args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    let _ = std::fs::remove_dir_all(d.join(".git"));
+    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
+    std::fs::write(d.join("a.txt"), "a").unwrap();
+    git(&d, &["init", "-q"]);
+    git(&d, &["add", "-f", ".env", "a.txt"]);
+    let p = rules(&[
+        "Bash(git diff:*)",
+        "Bash(git status:*)",
+        "Bash(ls:*)",
+        "Bash(cpio:*)",
+        "Bash(zip:*)",
+        "Bash(rustc:*)",
+        "!Read(.env)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "git status -vv .",
+            "git status -v -- .",
+            "ls -a | cpio -o",
+            "ls -a | zip -0 -@ -",
+            "rustc @.gitignore",
+        ],
+    );
+    allowed(&p, &d, &["ls -a", "zip x.zip a.txt", "rustc a.rs"]);
+    // A submodule's tracked `.env`, in its own index.
+    let sub = d.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(sub.join(".env"), "SUB=1").unwrap();
+    git(&sub, &["init", "-q"]);
+    git(&sub, &["add", "-f", ".env"]);
+    git(&sub, &["commit", "-qm", "s"]);
+    git(&d, &["rm", "-q", "--cached", ".env"]);
+    let in_sub = rules(&["Bash(git diff:*)", "!Read(sub/.env)"]);
+    allowed(&in_sub, &d, &["git diff"]);
+    git(&d, &["add", "sub"]);
+    not_allowed(&in_sub, &d, &["git diff", "git diff --submodule=diff"]);
+    // A sparse index lists a folder, not its files: asked.
+    let sparse = d.join("sparse");
+    std::fs::create_dir_all(sparse.join("secret")).unwrap();
+    std::fs::create_dir_all(sparse.join("keep")).unwrap();
+    std::fs::write(sparse.join("secret/.env"), "S=1").unwrap();
+    std::fs::write(sparse.join("keep/k"), "k").unwrap();
+    git(&sparse, &["init", "-q"]);
+    git(&sparse, &["add", "-f", "."]);
+    git(&sparse, &["commit", "-qm", "s"]);
+    git(
+        &sparse,
+        &["sparse-checkout", "init", "--cone", "--sparse-index"],
+    );
+    git(&sparse, &["sparse-checkout", "set", "keep"]);
+    let deny_all = rules(&["Bash(git diff:*)", "!Read(./secret/**)"]);
+    not_allowed(&deny_all, &sparse, &["git diff"]);
+    // A linked worktree of a SHA-256 repository: the hash is the main repository's.
+    let main = d.join("r256");
+    std::fs::create_dir_all(&main).unwrap();
+    std::fs::write(main.join(".env"), "W=1").unwrap();
+    git(&main, &["init", "-q", "--object-format=sha256"]);
+    git(&main, &["add", "-f", ".env"]);
+    git(&main, &["commit", "-qm", "w"]);
+    git(&main, &["worktree", "add", "-q", "../wt256"]);
+    not_allowed(&p, &d.join("wt256"), &["git diff", "git status -v"]);
 }

@@ -21,32 +21,66 @@ pub fn tracked(dir: &Path) -> Option<Vec<PathBuf>> {
     let Some(root) = dir.ancestors().find(|d| d.join(".git").exists()) else {
         return Some(Vec::new());
     };
+    let mut out = Vec::new();
+    in_repository(root, SUBMODULE_DEPTH, &mut out)?;
+    Some(out)
+}
+
+/// How deep submodules are followed; deeper, the command is asked.
+const SUBMODULE_DEPTH: usize = 4;
+
+/// The tracked files of the repository whose worktree is `root`, and of its submodules
+/// (a gitlink's files are in the submodule's own index: `git diff --submodule=diff`).
+fn in_repository(root: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Option<()> {
     let gitdir = super::gitdir::discover(root)?;
     let index = gitdir.join("index");
     let bytes = match std::fs::metadata(&index) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(()),
         Err(_) => return None,
         Ok(m) if m.len() > MAX_INDEX_BYTES => return None,
         Ok(_) => std::fs::read(&index).ok()?,
     };
-    let config = std::fs::read_to_string(gitdir.join("config")).unwrap_or_default();
+    // A linked worktree's config is the main repository's (its `commondir`).
+    let common = std::fs::read_to_string(gitdir.join("commondir"))
+        .map(|c| gitdir.join(c.trim()))
+        .unwrap_or_else(|_| gitdir.clone());
+    let config = std::fs::read_to_string(common.join("config")).unwrap_or_default();
     let sha256 = config
         .to_ascii_lowercase()
         .lines()
-        .any(|l| l.replace(' ', "").contains("objectformat=sha256"));
-    let names = entries(&bytes, if sha256 { 32 } else { 20 })?;
+        .any(|l| l.replace([' ', '\t'], "").contains("objectformat=sha256"));
+    let found = entries(&bytes, if sha256 { 32 } else { 20 })?;
     use std::os::unix::ffi::OsStrExt;
-    Some(
-        names
-            .iter()
-            .map(|n| root.join(std::ffi::OsStr::from_bytes(n)))
-            .collect(),
-    )
+    for (mode, name) in found {
+        let p = root.join(std::ffi::OsStr::from_bytes(&name));
+        if out.len() >= MAX_TRACKED {
+            return None;
+        }
+        match mode & 0o170000 {
+            // A gitlink: a submodule, whose files its own index lists.
+            0o160000 if p.join(".git").exists() => {
+                in_repository(&p, depth.checked_sub(1)?, out)?;
+            }
+            0o160000 => {}
+            // A sparse index's folder entry: its files are not listed here.
+            0o040000 => return None,
+            _ => {}
+        }
+        out.push(p);
+    }
+    Some(())
 }
 
-/// The paths of an index's entries (versions 2, 3 and 4), with `hash` bytes per object
-/// name; `None` for anything else.
-fn entries(b: &[u8], hash: usize) -> Option<Vec<Vec<u8>>> {
+/// Extensions that do not change which files are listed (gitformat-index(5)): the cache
+/// tree, the resolve undo, the untracked cache, the fsmonitor's, the end of entries and
+/// the entry offsets. Any other (a split index's `link`, a sparse index's `sdir`, one not
+/// known) leaves the listing unsure.
+const KNOWN_EXTENSIONS: &[&[u8; 4]] = &[b"TREE", b"REUC", b"UNTR", b"FSMN", b"EOIE", b"IEOT"];
+
+/// The modes and paths of an index's entries (versions 2, 3 and 4), with `hash` bytes per
+/// object name; `None` for anything else, or for bytes that do not end exactly with the
+/// extensions and the checksum.
+fn entries(b: &[u8], hash: usize) -> Option<Vec<(u32, Vec<u8>)>> {
     let be32 = |at: usize| -> Option<u32> {
         Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
     };
@@ -59,10 +93,11 @@ fn entries(b: &[u8], hash: usize) -> Option<Vec<Vec<u8>>> {
         return None;
     }
     let mut at = 12;
-    let mut names: Vec<Vec<u8>> = Vec::with_capacity(count);
+    let mut names: Vec<(u32, Vec<u8>)> = Vec::with_capacity(count);
     let mut last: Vec<u8> = Vec::new();
     for _ in 0..count {
         let start = at;
+        let mode = be32(start + 24)?;
         // ctime, mtime, dev, ino, mode, uid, gid, size: 40 bytes; then the object name.
         at += 40 + hash;
         let flags = u16::from_be_bytes(b.get(at..at + 2)?.try_into().ok()?);
@@ -88,17 +123,17 @@ fn entries(b: &[u8], hash: usize) -> Option<Vec<Vec<u8>>> {
             n
         };
         last.clone_from(&name);
-        names.push(name);
+        names.push((mode, name));
     }
-    // Extensions, then the checksum: a split index keeps entries elsewhere.
+    // Extensions, then the checksum, exactly.
     while b.len() >= at + 8 + hash {
         let sig = b.get(at..at + 4)?;
-        if sig == b"link" {
+        if !KNOWN_EXTENSIONS.iter().any(|k| k.as_slice() == sig) {
             return None;
         }
-        at += 8 + be32(at + 4)? as usize;
+        at = at.checked_add(8 + be32(at + 4)? as usize)?;
     }
-    Some(names)
+    (at + hash == b.len()).then_some(names)
 }
 
 /// Git's offset varint (the index's version 4): each byte's low 7 bits, and for each byte
@@ -167,10 +202,9 @@ mod tests {
         assert_eq!(entries(b"DIRC\0\0\0\x05\0\0\0\0", 20), None);
         assert_eq!(entries(b"DIRC\0\0\0\x02\0\0\0\x01", 20), None);
         assert_eq!(entries(b"XXXX", 20), None);
-        assert_eq!(
-            entries(b"DIRC\0\0\0\x02\0\0\0\0", 20),
-            Some(Vec::new()),
-            "an empty index"
-        );
+        let mut empty = b"DIRC\0\0\0\x02\0\0\0\0".to_vec();
+        empty.extend([0u8; 20]);
+        assert_eq!(entries(&empty, 20), Some(Vec::new()), "an empty index");
+        assert_eq!(entries(&empty, 32), None, "read with the wrong hash");
     }
 }

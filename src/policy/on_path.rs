@@ -122,7 +122,12 @@ pub(super) fn write_refused(written: &Path, folders: &[PathBuf], session: &Path)
         .strip_prefix(session)
         .ok()
         .filter(|_| session.parent().is_some());
-    let names: Vec<&std::ffi::OsStr> = rel.iter().flat_map(|r| r.iter()).collect();
+    // In either case: a file system that ignores case opens `Node_Modules/.BIN` too.
+    let names: Vec<String> = rel
+        .iter()
+        .flat_map(|r| r.iter())
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .collect();
     let in_bin = names
         .windows(2)
         .any(|w| w[0] == "node_modules" && w[1] == ".bin");
@@ -135,7 +140,7 @@ pub(super) fn write_refused(written: &Path, folders: &[PathBuf], session: &Path)
     // A virtual environment: uv, poetry, pdm and hatch run the project's `.venv/bin/python`
     // whatever `PATH` says, and it runs the `.pth` files of its `site-packages` (a
     // twenty-fifth review: `install -m 755 x .venv/bin/python`, then `uv tree` ran it).
-    let venv = names.iter().any(|n| *n == ".venv" || *n == "pyvenv.cfg")
+    let venv = names.iter().any(|n| n == ".venv" || n == "pyvenv.cfg")
         || written
             .ancestors()
             .skip(1)

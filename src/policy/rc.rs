@@ -123,13 +123,16 @@ fn user_configuration_in(p: &Path, env: Env<'_>) -> Option<String> {
     let (home, config) = home_and_config(env);
     let as_opened = |d: PathBuf| std::fs::canonicalize(&d).unwrap_or(d);
     if let Some(home) = home.map(as_opened) {
-        let hidden = p
+        // And `~/bin`, which Debian's and Ubuntu's `~/.profile` put on `PATH` once it
+        // exists: Codex runs each command with `bash -lc` (a twenty-sixth review).
+        let first = p
             .strip_prefix(&home)
             .ok()
             .and_then(|r| r.components().next());
-        if hidden.is_some_and(|c| c.as_os_str().as_encoded_bytes().starts_with(b".")) {
+        let bytes = first.map(|c| c.as_os_str().as_encoded_bytes());
+        if bytes.is_some_and(|b| b.starts_with(b".") || b == b"bin") {
             return Some(format!(
-                "it writes {}, a hidden file or folder of the home folder (the user's own configuration)",
+                "it writes {}, a hidden file or folder of the home folder, or its bin (the user's own configuration and programs)",
                 p.display()
             ));
         }

@@ -670,8 +670,8 @@ async fn what_curl_and_zsh_read_beyond_the_words_is_asked() {
 /// A session at the home folder: under prefix rules for `tee`, `cp` and `mkdir`, nothing
 /// of the user's own configuration is written, named or not: rustup's settings (which make
 /// `cargo tree` run another cargo), the version managers', the login's, programs' settings
-/// that name a program, and a folder of `PATH` (whose programs run by name). What is the
-/// project's is still allowed.
+/// that name a program, and `~/bin` (Debian's `~/.profile` puts it on `PATH` for the next
+/// `bash -lc`). What is the project's is still allowed.
 #[test]
 fn a_session_at_home_never_writes_the_users_configuration_under_a_prefix() {
     let home = temp_dir("policy-home-config");
@@ -687,11 +687,8 @@ fn a_session_at_home_never_writes_the_users_configuration_under_a_prefix() {
         })
         .collect();
     std::fs::write(config.join("acp-question-bridge/policy.toml"), rules).unwrap();
-    let path = format!(
-        "{}:{}",
-        home.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    // `~/bin` not on `PATH` yet: the login shell puts it there once it exists.
+    let path = std::env::var("PATH").unwrap_or_default();
     let explain = |command: &str| {
         let out = common::output_within(
             Command::new(BRIDGE)

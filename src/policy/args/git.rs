@@ -40,8 +40,9 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         "status" => {
             let (met, ops) = options(w, from, STATUS, true, e)?;
             pathspecs(w, &ops, Access::Read, e);
-            // `-v` shows the staged diff, `-vv` the working tree's too.
-            if has(&met, &["-v", "--verbose"]) && ops.is_empty() {
+            // `-v` shows the staged diff, `-vv` the working tree's too (of the tracked
+            // files beneath its paths, `.` among them).
+            if has(&met, &["-v", "--verbose"]) {
                 e.paths.push((Access::Tracked, ".".into()));
             }
         }
