@@ -527,8 +527,14 @@ pub fn own_file(p: &Path, own: &[PathBuf], cwd: &Path, above: bool) -> Option<St
             p.display()
         ));
     }
-    if let Some(why) = super::rc::agent_settings(p) {
-        return Some(why);
+    // The agents' folders below the session's only: a session may itself be in one (Codex
+    // keeps its worktrees in `~/.codex/worktrees`).
+    let below = p
+        .strip_prefix(cwd)
+        .ok()
+        .filter(|r| !r.as_os_str().is_empty());
+    if super::rc::agent_settings(below.unwrap_or(p)).is_some() {
+        return super::rc::agent_settings(p);
     }
     let holds = |f: &Path| f.starts_with(&lower) && (above || !lower_cwd.starts_with(&lower));
     if let Some(f) = own.iter().find(|f| {

@@ -423,7 +423,7 @@ pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
             ));
         }
     }
-    if let Some(why) = super::rc::user_configuration(p) {
+    if let Some(why) = super::rc::user_configuration(p, cwd) {
         return Some(why);
     }
     if name == ".gitconfig" {

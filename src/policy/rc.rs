@@ -114,15 +114,22 @@ pub(super) fn agent_settings(p: &Path) -> Option<String> {
 /// `.local/lib`), login files (`.xsessionrc`, `.pam_environment`), programs' settings that
 /// name a program (`.kube/config`, `.aws/config`, `.gnupg`, `.vimrc`). So none is named:
 /// all are refused.
-pub(super) fn user_configuration(p: &Path) -> Option<String> {
-    user_configuration_in(p, &|k| std::env::var_os(k))
+/// A session whose folder is itself inside one (a Codex worktree in
+/// `~/.codex/worktrees`, `~/.config/nvim`) writes its own files as any project does.
+pub(super) fn user_configuration(p: &Path, cwd: &Path) -> Option<String> {
+    user_configuration_in(p, cwd, &|k| std::env::var_os(k))
 }
 
 /// [`user_configuration`], with the environment `env`.
-fn user_configuration_in(p: &Path, env: Env<'_>) -> Option<String> {
+fn user_configuration_in(p: &Path, cwd: &Path, env: Env<'_>) -> Option<String> {
     let (home, config) = home_and_config(env);
     let as_opened = |d: PathBuf| std::fs::canonicalize(&d).unwrap_or(d);
-    if let Some(home) = home.map(as_opened) {
+    let (home, config) = (home.map(as_opened), config.map(as_opened));
+    let holds_home = home.as_ref().is_some_and(|h| h.starts_with(cwd));
+    if !holds_home && p.starts_with(cwd) {
+        return None;
+    }
+    if let Some(home) = home {
         // And `~/bin`, which Debian's and Ubuntu's `~/.profile` put on `PATH` once it
         // exists: Codex runs each command with `bash -lc` (a twenty-sixth review).
         let first = p
@@ -137,7 +144,7 @@ fn user_configuration_in(p: &Path, env: Env<'_>) -> Option<String> {
             ));
         }
     }
-    if let Some(config) = config.map(as_opened) {
+    if let Some(config) = config {
         if p.starts_with(&config) {
             return Some(format!(
                 "it writes {}, in the user's configuration folder {}",

@@ -720,4 +720,18 @@ fn a_session_at_home_never_writes_the_users_configuration_under_a_prefix() {
     assert!(said.starts_with("allow"), "{said}");
     let said = explain("cargo tree");
     assert!(said.starts_with("allow"), "{said}");
+    // A session inside a hidden folder of the home folder (Codex's worktrees) writes its
+    // own files as any project does.
+    let worktree = home.join(".codex/worktrees/w1/repo");
+    std::fs::create_dir_all(&worktree).unwrap();
+    let out = common::output_within(
+        Command::new(BRIDGE)
+            .args(["policy", "explain", "--command", "echo hi | tee notes.txt"])
+            .current_dir(&worktree)
+            .env("XDG_CONFIG_HOME", &config)
+            .env("HOME", &home)
+            .env("PATH", &path),
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.starts_with("allow"), "{said}");
 }
