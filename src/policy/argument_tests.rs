@@ -1989,3 +1989,24 @@ fn tracked_files_are_read_beneath_paths_in_submodules_sparse_and_linked_worktree
     git(&main, &["worktree", "add", "-q", "../wt256"]);
     not_allowed(&p, &d.join("wt256"), &["git diff", "git status -v"]);
 }
+
+/// A twenty-seventh review: `mv --exchange a.txt .env` swaps the two files (coreutils 9.5
+/// and later), so a later `cat a.txt` prints `.env`: the option is not one a prefix allows.
+#[test]
+fn mv_exchange_is_never_allowed_by_a_prefix() {
+    let d = scratch("exchange");
+    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
+    std::fs::write(d.join("a.txt"), "a").unwrap();
+    let p = rules(&["Bash(mv:*)", "!Read(.env)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "mv --exchange a.txt .env",
+            "mv -f --exchange a.txt .env",
+            "mv --exchange -- a.txt .env",
+            "mv --exchange a.txt b.txt",
+        ],
+    );
+    allowed(&p, &d, &["mv a.txt b.txt"]);
+}

@@ -271,9 +271,11 @@ fn sources_and_destination(
     Ok(())
 }
 
+/// `--exchange` is not among them: it swaps the two files (`renameat2`'s
+/// `RENAME_EXCHANGE`), so the destination is read as well (`mv --exchange a.txt .env`, then
+/// `cat a.txt`: a twenty-seventh review).
 const MV: &[&str] = &[
     "--debug",
-    "--exchange",
     "-f|--force",
     "-i|--interactive",
     "-n|--no-clobber",
