@@ -17,12 +17,13 @@ const MAX_INDEX_BYTES: u64 = 16 << 20;
 /// The files tracked by the repository of folder `dir` (absolute, resolved), all of them
 /// (a diff from a subfolder shows the whole repository's), as absolute paths; `Some` of
 /// none outside a repository or in one with no index yet.
-pub fn tracked(dir: &Path) -> Option<Vec<PathBuf>> {
+/// `step` takes one step of the decision's work per index read (`false`: spent, asked).
+pub fn tracked(dir: &Path, step: &mut dyn FnMut() -> bool) -> Option<Vec<PathBuf>> {
     let Some(root) = dir.ancestors().find(|d| d.join(".git").exists()) else {
         return Some(Vec::new());
     };
     let mut out = Vec::new();
-    in_repository(root, SUBMODULE_DEPTH, &mut out)?;
+    in_repository(root, SUBMODULE_DEPTH, step, &mut out)?;
     Some(out)
 }
 
@@ -31,7 +32,17 @@ const SUBMODULE_DEPTH: usize = 4;
 
 /// The tracked files of the repository whose worktree is `root`, and of its submodules
 /// (a gitlink's files are in the submodule's own index: `git diff --submodule=diff`).
-fn in_repository(root: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Option<()> {
+fn in_repository(
+    root: &Path,
+    depth: usize,
+    step: &mut dyn FnMut() -> bool,
+    out: &mut Vec<PathBuf>,
+) -> Option<()> {
+    // Each index read is a step of the decision's work: a repository of many submodules
+    // spends it, and is asked.
+    if !step() {
+        return None;
+    }
     let gitdir = super::gitdir::discover(root)?;
     let index = gitdir.join("index");
     let bytes = match std::fs::metadata(&index) {
@@ -59,7 +70,7 @@ fn in_repository(root: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Option<()
         match mode & 0o170000 {
             // A gitlink: a submodule, whose files its own index lists.
             0o160000 if p.join(".git").exists() => {
-                in_repository(&p, depth.checked_sub(1)?, out)?;
+                in_repository(&p, depth.checked_sub(1)?, step, out)?;
             }
             0o160000 => {}
             // A sparse index's folder entry: its files are not listed here.
@@ -187,10 +198,10 @@ mod tests {
         for version in ["2", "3", "4"] {
             git(&["update-index", "--index-version", version]);
             let listed: Vec<PathBuf> = git(&["ls-files"]).lines().map(|l| d.join(l)).collect();
-            let mut read = tracked(&d).expect(version);
+            let mut read = tracked(&d, &mut || true).expect(version);
             read.sort();
             assert_eq!(read, listed, "version {version}");
-            let mut from_below = tracked(&d.join("src/deep")).unwrap();
+            let mut from_below = tracked(&d.join("src/deep"), &mut || true).unwrap();
             from_below.sort();
             assert_eq!(from_below, listed, "version {version}, from a subfolder");
         }

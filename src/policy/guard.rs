@@ -287,7 +287,7 @@ impl Policy {
                     // A plain name not in the folder names nothing, unless it is the name
                     // of one of the policy's files by name (`cp -r x .claude`, `tee
                     // .mcp.json` make one).
-                    let by_name = super::rc::agent_settings(Path::new(w)).is_some()
+                    let by_name = super::rc::agent_settings(Path::new(w), Path::new(w)).is_some()
                         || w.eq_ignore_ascii_case(PROJECT_FOLDER);
                     if !by_name && folder.as_ref().is_some_and(|f| f.lacks(w)) {
                         continue;
@@ -533,8 +533,8 @@ pub fn own_file(p: &Path, own: &[PathBuf], cwd: &Path, above: bool) -> Option<St
         .strip_prefix(cwd)
         .ok()
         .filter(|r| !r.as_os_str().is_empty());
-    if super::rc::agent_settings(below.unwrap_or(p)).is_some() {
-        return super::rc::agent_settings(p);
+    if let Some(why) = super::rc::agent_settings(below.unwrap_or(p), p) {
+        return Some(why);
     }
     let holds = |f: &Path| f.starts_with(&lower) && (above || !lower_cwd.starts_with(&lower));
     if let Some(f) = own.iter().find(|f| {

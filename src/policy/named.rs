@@ -84,7 +84,7 @@ impl Named {
             if let Some(rs) = named.resolve(&word, cwd, &mut left) {
                 for p in rs {
                     if access == Access::Tracked {
-                        let under = super::gitindex::tracked(&p);
+                        let under = super::gitindex::tracked(&p, &mut path::take_step);
                         named.beneath.push((p.clone(), under));
                     } else if matches!(
                         access,

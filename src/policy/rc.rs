@@ -83,8 +83,9 @@ fn wgetrc(env: Env<'_>) -> Vec<PathBuf> {
 /// them, and each folder itself (moved or replaced whole), is the policy's too.
 const AGENT_FOLDERS: &[&str] = &[".claude", ".gemini", ".codex"];
 
-/// Why `p` is in an agent's own folder ([`AGENT_FOLDERS`]) or is `.mcp.json`.
-pub(super) fn agent_settings(p: &Path) -> Option<String> {
+/// Why `p` is in an agent's own folder ([`AGENT_FOLDERS`]) or is `.mcp.json` (said of
+/// `shown`: the whole path `p` is part of).
+pub(super) fn agent_settings(p: &Path, shown: &Path) -> Option<String> {
     // In either case: a file system that ignores case (macOS's, a casefolded ext4 folder)
     // opens `.CLAUDE/Settings.json` as `.claude/settings.json`.
     let lower = PathBuf::from(p.to_string_lossy().to_lowercase());
@@ -95,13 +96,13 @@ pub(super) fn agent_settings(p: &Path) -> Option<String> {
     if mcp {
         return Some(format!(
             "{} is an agent's own MCP servers (programs it runs without asking)",
-            p.display()
+            shown.display()
         ));
     }
     folder.map(|f| {
         format!(
             "{} is in {f}, an agent's own settings, commands and skills (what it runs without asking)",
-            p.display()
+            shown.display()
         )
     })
 }
@@ -117,12 +118,7 @@ pub(super) fn agent_settings(p: &Path) -> Option<String> {
 /// A session whose folder is itself inside one (a Codex worktree in
 /// `~/.codex/worktrees`, `~/.config/nvim`) writes its own files as any project does.
 pub(super) fn user_configuration(p: &Path, cwd: &Path) -> Option<String> {
-    user_configuration_in(p, cwd, &|k| std::env::var_os(k))
-}
-
-/// [`user_configuration`], with the environment `env`.
-fn user_configuration_in(p: &Path, cwd: &Path, env: Env<'_>) -> Option<String> {
-    let (home, config) = home_and_config(env);
+    let (home, config) = home_and_config(&|k| std::env::var_os(k));
     let as_opened = |d: PathBuf| std::fs::canonicalize(&d).unwrap_or(d);
     let (home, config) = (home.map(as_opened), config.map(as_opened));
     let holds_home = home.as_ref().is_some_and(|h| h.starts_with(cwd));
