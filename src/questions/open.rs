@@ -4,18 +4,23 @@
 //! What was asked is fixed when the agent asks: the question, its source, what the agent
 //! was doing, its deadline. A delivery is how one client is shown it: the dialect, the id
 //! of the request the client shows, the permission prompt being asked, or held for the
-//! control server. Today a question has one delivery; the policy and every ending read what
-//! was asked, the dialects and the client's prompts work on the delivery.
+//! control server. A question has one delivery per client shown it: the attached client's
+//! ([`Open::delivery`]) and, with `--linger`, one per client that joined its session
+//! ([`Open::joined`]); the policy and every ending read what was asked, the dialects and the
+//! clients' prompts work on the deliveries.
 //!
 //! The store's lookups are O(1) by the agent's exact JSON id, by the id the client sees,
-//! and by (session, questionId); a session's questions are listed without scanning other
-//! sessions; deadlines sit in an ordered set so the next one is found in O(log n).
+//! and by (session, questionId); a joined client's prompt is found by (client, id) in
+//! O(log n); a session's questions are listed without scanning other sessions; deadlines
+//! sit in an ordered set so the next one is found in O(log n).
 //!
 //! Invariants: a question is in all indexes or in none; taking a question removes it from
-//! all of them and remembers its client id among the recently resolved ones (bounded), so
-//! a late or duplicate answer can be recognized and dropped instead of forwarded.
+//! all of them (its deliveries go with it, so whoever ends it tells each client once) and
+//! remembers its client id among the recently resolved ones (bounded), so a late or
+//! duplicate answer can be recognized and dropped instead of forwarded; a joined client is
+//! shown a question at most once at a time.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Instant, SystemTime};
 
 use super::model::Question;
@@ -106,6 +111,9 @@ impl Delivery {
 pub struct Open {
     pub asked: Pending,
     pub delivery: Delivery,
+    /// `--linger`: how each client that joined its session is shown it (by the router's
+    /// number of the client), at most one each.
+    pub joined: Vec<(u32, Delivery)>,
     /// Its `requested` event has been made.
     pub announced: bool,
     /// The paired device that answered or rejected it through the inbox's remote listener
@@ -121,6 +129,7 @@ impl Open {
     pub fn new(asked: Pending) -> Self {
         Open {
             delivery: Delivery::new(asked.agent_id.clone()),
+            joined: Vec::new(),
             asked,
             announced: false,
             device: None,
@@ -142,6 +151,8 @@ impl std::ops::Deref for Open {
 pub struct OpenQuestions {
     by_agent_id: IdMap<RequestId, Open>,
     client_to_agent: IdMap<RequestId, RequestId>,
+    /// A joined client's prompt: (client, the id it shows) to the agent's id.
+    joined_to_agent: BTreeMap<(u32, RequestId), RequestId>,
     by_key: IdMap<(Box<str>, Box<str>), RequestId>,
     by_session: IdMap<Box<str>, Vec<RequestId>>,
     deadlines: BTreeSet<(Instant, RequestId)>,
@@ -210,6 +221,10 @@ impl OpenQuestions {
         self.resolved.remove(&p.delivery.client_id);
         self.client_to_agent
             .insert(p.delivery.client_id.clone(), agent_id.clone());
+        for (client, d) in &p.joined {
+            self.joined_to_agent
+                .insert((*client, d.client_id.clone()), agent_id.clone());
+        }
         self.by_key.insert(
             (session.clone(), p.question.question_id.as_str().into()),
             agent_id.clone(),
@@ -234,6 +249,9 @@ impl OpenQuestions {
     pub fn take(&mut self, agent_id: &RequestId) -> Option<Open> {
         let p = self.by_agent_id.remove(agent_id)?;
         self.client_to_agent.remove(&p.delivery.client_id);
+        for (client, d) in &p.joined {
+            self.joined_to_agent.remove(&(*client, d.client_id.clone()));
+        }
         let session: &str = &p.question.session_id;
         self.by_key.remove(&(
             Box::from(session),
@@ -286,6 +304,49 @@ impl OpenQuestions {
 
     pub fn next_deadline(&self) -> Option<Instant> {
         self.deadlines.first().map(|(d, _)| *d)
+    }
+
+    /// Whether joined client `client` is shown the question of `agent_id`.
+    pub fn is_shown_to(&self, client: u32, agent_id: &RequestId) -> bool {
+        self.by_agent_id
+            .get(agent_id)
+            .is_some_and(|o| o.joined.iter().any(|(c, _)| *c == client))
+    }
+
+    /// Joined client `client` is shown the open question of `agent_id` as `delivery` says
+    /// (under `delivery.client_id`); false when it is not open, or already shown to it.
+    pub fn show_joined(&mut self, agent_id: &RequestId, client: u32, delivery: Delivery) -> bool {
+        let Some(open) = self.by_agent_id.get_mut(agent_id) else {
+            return false;
+        };
+        if open.joined.iter().any(|(c, _)| *c == client) {
+            return false;
+        }
+        self.joined_to_agent
+            .insert((client, delivery.client_id.clone()), agent_id.clone());
+        open.joined.push((client, delivery));
+        true
+    }
+
+    /// The prompt joined client `client` answered under `id`: the question's agent id and
+    /// how it was shown, taken (the question stays open for the others).
+    pub fn take_joined(&mut self, client: u32, id: &RequestId) -> Option<(RequestId, Delivery)> {
+        let agent_id = self.joined_to_agent.remove(&(client, id.clone()))?;
+        let open = self.by_agent_id.get_mut(&agent_id)?;
+        let at = open
+            .joined
+            .iter()
+            .position(|(c, d)| *c == client && &d.client_id == id)?;
+        let (_, delivery) = open.joined.remove(at);
+        Some((agent_id, delivery))
+    }
+
+    /// Joined client `client` left: nothing is shown to it any more.
+    pub fn forget_client(&mut self, client: u32) {
+        self.joined_to_agent.retain(|(c, _), _| *c != client);
+        for open in self.by_agent_id.values_mut() {
+            open.joined.retain(|(c, _)| *c != client);
+        }
     }
 }
 
@@ -341,6 +402,34 @@ mod tests {
         assert_eq!(due.len(), 1);
         assert!(r.is_empty());
         assert_eq!(r.next_deadline(), None);
+    }
+
+    #[test]
+    fn a_joined_clients_delivery_is_the_questions_and_goes_with_it() {
+        let mut r = OpenQuestions::default();
+        r.insert(pending("s", "q", "1", None));
+        let agent = RequestId::string("1");
+        let shown = RequestId::string("b-7");
+        assert!(r.show_joined(&agent, 4, Delivery::new(shown.clone())));
+        assert!(
+            !r.show_joined(&agent, 4, Delivery::new(RequestId::string("b-8"))),
+            "shown once at a time"
+        );
+        assert!(!r.show_joined(&RequestId::string("9"), 4, Delivery::new(shown.clone())));
+        assert!(r.is_shown_to(4, &agent) && !r.is_shown_to(5, &agent));
+        // Answered: taken from the question, which stays open for the others.
+        let (of, d) = r.take_joined(4, &shown).expect("shown to 4");
+        assert_eq!((of, d.client_id), (agent.clone(), shown.clone()));
+        assert!(r.take_joined(4, &shown).is_none() && r.has_agent_id(&agent));
+        // Taken whole: its deliveries leave the indexes with it, and come back with it.
+        r.show_joined(&agent, 5, Delivery::new(shown.clone()));
+        let p = r.take(&agent).expect("open");
+        assert_eq!(p.joined.len(), 1);
+        assert!(r.take_joined(5, &shown).is_none(), "not open any more");
+        r.insert(p);
+        assert!(r.is_shown_to(5, &agent));
+        r.forget_client(5);
+        assert!(!r.is_shown_to(5, &agent) && r.take_joined(5, &shown).is_none());
     }
 
     #[test]

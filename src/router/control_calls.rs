@@ -78,8 +78,8 @@ impl Router {
         p.device = device.map(str::to_owned);
         let result: Value =
             serde_json::from_str(&outcome.to_result(&Vec::new())).unwrap_or(Value::Null);
-        self.close_at_client(&p, &outcome, By::Control, true, out);
-        self.finish(&p, outcome, &Vec::new(), By::Control, out);
+        self.close_at_client(&mut p, &outcome, By::Control, true, out);
+        self.finish(&mut p, outcome, &Vec::new(), By::Control, out);
         Ok(result)
     }
 

@@ -31,7 +31,6 @@ use crate::envelope::{self, Kind, RequestId};
 use crate::jsonrpc::{self, code};
 use crate::methods;
 use crate::questions::chat;
-use crate::questions::open::Open;
 use crate::rawjson::{self, Existing};
 use crate::scan::Batch;
 
@@ -59,6 +58,7 @@ impl Router {
     /// agent are answered to nobody.
     pub fn on_joined_left(&mut self, client: u32) {
         self.joined.leave(client);
+        self.questions.forget_client(client);
         tracing::info!(client, "a joined client left");
     }
 
@@ -332,18 +332,17 @@ impl Router {
         if let Some(c) = self.joined.client_mut(client) {
             c.sessions.insert(session.into());
         }
-        let pending: Vec<Open> = self
+        let pending: Vec<RequestId> = self
             .questions
             .iter()
             .filter(|o| o.question.session_id == session)
-            .filter(|o| !self.joined.is_shown(client, &o.agent_id))
-            .cloned()
+            .map(|o| o.agent_id.clone())
             .collect();
         // The user opened the session in an editor that shows them its questions: at the
         // desk, as after a prompt (nothing rings for a while).
         out.at_desk |= !pending.is_empty();
-        for open in pending {
-            self.show_joined(client, &open, out);
+        for agent_id in pending {
+            self.show_open_to_joined(client, &agent_id, out);
         }
         // The agent's requests of the session that no client was sent (the attached one does
         // not have it): this one's too.

@@ -49,7 +49,7 @@ impl Router {
                 out,
             );
         }
-        let Some(mut shown) = self.joined.take_shown(client, id) else {
+        let Some((agent_id, mut delivery)) = self.questions.take_joined(client, id) else {
             let pressed = outcome.is_ok_and(|r| !super::lifecycle::is_cancelled(r));
             match self.joined.stale(client, id) {
                 Some((session, note)) if pressed => {
@@ -60,9 +60,6 @@ impl Router {
                     tracing::warn!(client, %id, "a joined client's response to nothing it was asked; dropped")
                 }
             }
-            return;
-        };
-        let Some(open) = self.questions.get(&shown.agent_id).cloned() else {
             return;
         };
         let result = match outcome {
@@ -77,75 +74,93 @@ impl Router {
         let Some(style) = self.joined.client(client).map(|c| c.view.prompt_style()) else {
             return;
         };
-        match read_answer(style, &open.asked, &mut shown.delivery, result) {
+        let Some(asked) = self.questions.get(&agent_id).map(|o| o.asked.clone()) else {
+            return;
+        };
+        match read_answer(style, &asked, &mut delivery, result) {
             Read::Native => {
-                let Some(p) = self.questions.take(&open.agent_id) else {
+                let Some(mut p) = self.questions.take(&agent_id) else {
                     return;
                 };
                 let read = p.origin.read(&p.question, result);
                 let ended = read.unwrap_or(Outcome::Rejected(Reason::Cancelled));
-                self.close_at_client(&p, &ended, By::Client, true, out);
+                self.close_at_client(&mut p, &ended, By::Client, true, out);
                 // The client's result, under the agent's own id, goes to the agent as it is.
                 self.native_answer(p, result, line, out);
             }
             Read::Ask(at) => {
-                shown.delivery.at = at;
+                delivery.at = at;
                 let id = self.bridge_id();
-                if let Some(lines) =
-                    render::permission_step(&open.asked, &mut shown.delivery, id.clone())
-                {
+                if let Some(lines) = render::permission_step(&asked, &mut delivery, id) {
                     send(out, client, lines);
-                    self.joined
-                        .show(client, id, open.agent_id.clone(), shown.delivery);
+                    self.questions.show_joined(&agent_id, client, delivery);
                 }
             }
             Read::Done(outcome, extras) => {
-                let Some(p) = self.questions.take(&open.agent_id) else {
+                let Some(mut p) = self.questions.take(&agent_id) else {
                     return;
                 };
                 if let Some(c) = self.joined.client(client) {
-                    let own = closing(&c.view, &p, &shown.delivery, &outcome, By::Client, false);
+                    let own = closing(&c.view, &p, &delivery, &outcome, By::Client, false);
                     send(
                         out,
                         client,
                         own.lines.into_iter().map(Line::Notification).collect(),
                     );
                 }
-                self.close_at_client(&p, &outcome, By::Client, true, out);
-                self.finish(&p, outcome, &extras, By::Client, out);
+                self.close_at_client(&mut p, &outcome, By::Client, true, out);
+                self.finish(&mut p, outcome, &extras, By::Client, out);
             }
             Read::Invalid(why) => {
                 tracing::warn!(client, %id, "a joined client's answer is not valid; shown to it again");
                 let text =
                     format!("Your answer could not be used ({why}); the question is asked again.");
-                out.joined(client, session_note(&open.question.session_id, &text));
-                self.show_joined(client, &open, out);
+                out.joined(client, session_note(&asked.question.session_id, &text));
+                self.show_open_to_joined(client, &agent_id, out);
             }
         }
     }
 
     /// A question is shown (or held): each joined client that has its session and is not
     /// shown it yet is shown it in its dialect.
-    pub(in crate::router) fn show_to_joined(&mut self, p: &Open, out: &mut Outbox) {
+    pub(in crate::router) fn show_to_joined(&mut self, p: &mut Open, out: &mut Outbox) {
         if !self.joined.any() {
             return;
         }
         for client in self.joined.having(&p.question.session_id) {
-            if !self.joined.is_shown(client, &p.agent_id) {
-                self.show_joined(client, p, out);
+            if p.joined.iter().any(|(c, _)| *c == client) {
+                continue;
+            }
+            if let Some(d) = self.render_for_joined(client, p, out) {
+                p.joined.push((client, d));
             }
         }
     }
 
-    /// Shows `p` to joined client `client` in its dialect; one it cannot show is pointed at
-    /// the other surfaces in its chat.
-    pub(super) fn show_joined(&mut self, client: u32, p: &Open, out: &mut Outbox) {
-        let Some(c) = self.joined.client(client) else {
-            return;
-        };
-        if c.view.support().is_none() {
+    /// Shows the open question of `agent_id` to joined client `client`, unless it is shown
+    /// it already.
+    pub(super) fn show_open_to_joined(
+        &mut self,
+        client: u32,
+        agent_id: &RequestId,
+        out: &mut Outbox,
+    ) {
+        if self.questions.is_shown_to(client, agent_id) {
             return;
         }
+        let Some(open) = self.questions.get(agent_id).cloned() else {
+            return;
+        };
+        if let Some(d) = self.render_for_joined(client, &open, out) {
+            self.questions.show_joined(agent_id, client, d);
+        }
+    }
+
+    /// Sends `p` to joined client `client` in its dialect, and returns how it was shown;
+    /// one it cannot show is pointed at the other surfaces in its chat.
+    fn render_for_joined(&mut self, client: u32, p: &Open, out: &mut Outbox) -> Option<Delivery> {
+        let c = self.joined.client(client)?;
+        c.view.support()?;
         let (dialect, as_sent) = c.view.pick(&p.choose);
         let style = c.view.prompt_style();
         let original = p.original.as_ref().filter(|_| as_sent);
@@ -159,8 +174,7 @@ impl Router {
         match rendered {
             Rendered::Lines(lines) => {
                 send(out, client, lines);
-                self.joined
-                    .show(client, d.client_id.clone(), p.agent_id.clone(), d);
+                Some(d)
             }
             Rendered::Obstacle(_) | Rendered::Unsupported => {
                 // As the attached client's `hold`: a pending tool call that points at the
@@ -183,35 +197,37 @@ impl Router {
                 );
                 let said = chat::waiting_text(&p.question, page).replace('\n', " ");
                 out.joined(client, session_note(&p.question.session_id, &said));
-                let mut d = Delivery::new(id.clone());
+                let mut d = Delivery::new(id);
                 d.held = true;
                 d.tool_call_id = Some(tool_call_id);
-                self.joined.show(client, id, p.agent_id.clone(), d);
+                Some(d)
             }
         }
     }
 
     /// `p` is over: each joined client shown it is told, as of an answer from the page, and
-    /// a later press there is told it had no effect.
+    /// a later press there is told it had no effect. Its deliveries are taken: told once,
+    /// whichever ending calls this first.
     pub(in crate::router) fn joined_over(
         &mut self,
-        p: &Open,
+        p: &mut Open,
         outcome: &Outcome,
         by: By,
         out: &mut Outbox,
     ) {
-        for (client, id, shown) in self.joined.take_question(&p.agent_id) {
+        for (client, delivery) in std::mem::take(&mut p.joined) {
             let Some(c) = self.joined.client(client) else {
                 continue;
             };
-            let told = closing(&c.view, p, &shown.delivery, outcome, by, true);
+            let told = closing(&c.view, p, &delivery, outcome, by, true);
             send(
                 out,
                 client,
                 told.lines.into_iter().map(Line::Notification).collect(),
             );
             if let Some(note) = told.stale {
-                self.joined.ended(client, id, &p.question.session_id, note);
+                let session = &p.question.session_id;
+                self.joined.ended(client, delivery.client_id, session, note);
             }
         }
     }

@@ -82,7 +82,7 @@ impl Router {
                 if self.ask_permission_step(&mut p, out) {
                     self.register(p);
                 } else {
-                    self.unsupported(&p, out);
+                    self.unsupported(&mut p, out);
                 }
                 return;
             }
@@ -91,8 +91,8 @@ impl Router {
         };
         match normalized {
             Ok((o, extras)) => {
-                self.close_at_client(&p, &o, By::Client, false, out);
-                self.finish(&p, o, &extras, By::Client, out);
+                self.close_at_client(&mut p, &o, By::Client, false, out);
+                self.finish(&mut p, o, &extras, By::Client, out);
             }
             Err(msg) => {
                 self.counters.questions_invalid += 1;
@@ -106,7 +106,7 @@ impl Router {
                 tracing::trace!(error = %msg, "invalid answer (details)");
                 // The question is over: a permission prompt's tool call is closed too.
                 let cancelled = Outcome::Rejected(Reason::Cancelled);
-                self.close_at_client(&p, &cancelled, By::Client, false, out);
+                self.close_at_client(&mut p, &cancelled, By::Client, false, out);
                 self.resolved(
                     &p,
                     By::Client,
@@ -127,7 +127,7 @@ impl Router {
     /// gets it unchanged (the two agree on their shape); observers get what it stands for.
     pub(in crate::router) fn native_answer(
         &mut self,
-        p: Open,
+        mut p: Open,
         result: &RawValue,
         line: &Bytes,
         out: &mut Outbox,
@@ -136,7 +136,7 @@ impl Router {
         let ended = outcome
             .clone()
             .unwrap_or(Outcome::Rejected(Reason::Cancelled));
-        self.joined_over(&p, &ended, By::Client, out);
+        self.joined_over(&mut p, &ended, By::Client, out);
         self.count_outcome(&p, outcome.as_ref().ok(), By::Client);
         if self.cfg.events {
             let event = match &outcome {
@@ -161,7 +161,7 @@ impl Router {
     /// The client answered a question's request with an error.
     pub(super) fn client_error(
         &mut self,
-        p: Open,
+        mut p: Open,
         error: &RawValue,
         line: &Bytes,
         out: &mut Outbox,
@@ -211,15 +211,15 @@ impl Router {
                         "the client cannot show questions (-32601); rejected as unsupported"
                     );
                     let unsupported = Outcome::Rejected(Reason::Unsupported);
-                    self.close_at_client(&p, &unsupported, By::Bridge, false, out);
-                    self.unsupported(&p, out);
+                    self.close_at_client(&mut p, &unsupported, By::Bridge, false, out);
+                    self.unsupported(&mut p, out);
                 }
             }
             return;
         }
         // The prompt's tool call, if the bridge showed one, is over too.
         let cancelled = Outcome::Rejected(Reason::Cancelled);
-        self.close_at_client(&p, &cancelled, By::Client, false, out);
+        self.close_at_client(&mut p, &cancelled, By::Client, false, out);
         if self.cfg.events {
             let error = serde_json::from_str(error.get()).unwrap_or(Value::Null);
             self.resolved(

@@ -28,7 +28,7 @@ impl Router {
     /// in the chat instead.
     pub(in crate::router) fn close_at_client(
         &mut self,
-        p: &Open,
+        p: &mut Open,
         outcome: &Outcome,
         by: By,
         withdraw: bool,
@@ -53,7 +53,7 @@ impl Router {
     /// Sends the agent its one response for `p`.
     pub(in crate::router) fn finish(
         &mut self,
-        p: &Open,
+        p: &mut Open,
         outcome: Outcome,
         extras: &Extras,
         by: By,
@@ -104,7 +104,7 @@ impl Router {
     /// Ends `p` with a bridge-made rejection, closing it at the client when asked.
     pub(super) fn end(
         &mut self,
-        p: &Open,
+        p: &mut Open,
         reason: Reason,
         by: By,
         withdraw: bool,
@@ -120,8 +120,8 @@ impl Router {
     /// `session/cancel`: the session's questions are rejected (`cancelled`) and the client
     /// is told to close them.
     pub(in crate::router) fn cancel_session_questions(&mut self, session: &str, out: &mut Outbox) {
-        for p in self.questions.take_session(session) {
-            self.end(&p, Reason::Cancelled, By::Cancel, true, out);
+        for mut p in self.questions.take_session(session) {
+            self.end(&mut p, Reason::Cancelled, By::Cancel, true, out);
         }
         let of_session = |p: &Pending| p.question.session_id == session;
         self.end_deciding(of_session, Some(Reason::Cancelled), By::Cancel, out);
@@ -138,7 +138,7 @@ impl Router {
         let Some(rid) = cancelled_request_id(params) else {
             return false;
         };
-        let Some(p) = self.questions.take(&rid) else {
+        let Some(mut p) = self.questions.take(&rid) else {
             return self.cancel_deciding(&rid, out);
         };
         tracing::info!(question_id = ?p.question.question_id, "agent cancelled its question");
@@ -153,7 +153,12 @@ impl Router {
             out.to_client
                 .push_back(crate::router::Out::Line(line.clone()));
             // The clients that joined its session are told, as of any other ending.
-            self.joined_over(&p, &Outcome::Rejected(Reason::Cancelled), By::Cancel, out);
+            self.joined_over(
+                &mut p,
+                &Outcome::Rejected(Reason::Cancelled),
+                By::Cancel,
+                out,
+            );
             self.resolved(
                 &p,
                 By::Cancel,
@@ -168,10 +173,10 @@ impl Router {
             out.to_client
                 .push_back(crate::router::Out::Line(line.clone()));
             let cancelled = Outcome::Rejected(Reason::Cancelled);
-            self.close_at_client(&p, &cancelled, By::Cancel, false, out);
+            self.close_at_client(&mut p, &cancelled, By::Cancel, false, out);
         } else {
             let cancelled = Outcome::Rejected(Reason::Cancelled);
-            self.close_at_client(&p, &cancelled, By::Cancel, true, out);
+            self.close_at_client(&mut p, &cancelled, By::Cancel, true, out);
         }
         self.resolved(
             &p,
@@ -199,15 +204,21 @@ impl Router {
 
     /// Questions past their deadline: rejected (`timeout`), and the client closes them.
     pub(in crate::router) fn expire_questions(&mut self, now: Instant, out: &mut Outbox) {
-        for p in self.questions.take_due(now) {
-            self.end(&p, Reason::Timeout, By::Timeout, true, out);
+        for mut p in self.questions.take_due(now) {
+            self.end(&mut p, Reason::Timeout, By::Timeout, true, out);
         }
     }
 
     /// The client is gone: every question is rejected (`client_disconnected`).
     pub(in crate::router) fn reject_all_questions(&mut self, out: &mut Outbox) {
-        for p in self.questions.take_all() {
-            self.end(&p, Reason::ClientDisconnected, By::Disconnect, false, out);
+        for mut p in self.questions.take_all() {
+            self.end(
+                &mut p,
+                Reason::ClientDisconnected,
+                By::Disconnect,
+                false,
+                out,
+            );
         }
         let reason = Some(Reason::ClientDisconnected);
         self.end_deciding(|_| true, reason, By::Disconnect, out);
@@ -216,9 +227,9 @@ impl Router {
     /// The agent is gone: the client closes every question it still shows.
     pub(in crate::router) fn withdraw_all_questions(&mut self, out: &mut Outbox) {
         self.end_deciding(|_| true, None, By::Disconnect, out);
-        for p in self.questions.take_all() {
+        for mut p in self.questions.take_all() {
             let cancelled = Outcome::Rejected(Reason::Cancelled);
-            self.close_at_client(&p, &cancelled, By::Disconnect, true, out);
+            self.close_at_client(&mut p, &cancelled, By::Disconnect, true, out);
             self.resolved(&p, By::Disconnect, json!({ "status": "withdrawn" }), out);
         }
     }

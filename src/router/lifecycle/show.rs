@@ -47,7 +47,7 @@ impl Router {
         );
         match rendered {
             render::Rendered::Lines(lines) => self.send_lines(lines, out),
-            render::Rendered::Unsupported => return self.unsupported(&p, out),
+            render::Rendered::Unsupported => return self.unsupported(&mut p, out),
             render::Rendered::Obstacle(why) => {
                 if !self.client.holds_unsupported() {
                     self.announce(&mut p, out);
@@ -65,7 +65,7 @@ impl Router {
                     question_id = ?p.question.question_id,
                     "the client can only show a permission prompt, which cannot express {why}; rejected as unsupported"
                 );
-                self.unsupported(&p, out);
+                self.unsupported(&mut p, out);
                 return;
             }
         }
@@ -118,7 +118,7 @@ impl Router {
 
     /// The client has no way to show `p`: the agent gets `rejected` / `unsupported`, the
     /// bridge's decision.
-    pub(super) fn unsupported(&mut self, p: &Open, out: &mut Outbox) {
+    pub(super) fn unsupported(&mut self, p: &mut Open, out: &mut Outbox) {
         let outcome = Outcome::Rejected(Reason::Unsupported);
         self.finish(p, outcome, &Vec::new(), By::Bridge, out);
     }

@@ -1,18 +1,17 @@
 //! `--linger`: the clients that joined a session another client has (RFD #533's shared
 //! sessions), beside the attached one: what each can show, the sessions it has, the
-//! requests it sent to the agent (under bridge ids), and the questions shown to it.
+//! requests it sent to the agent (under bridge ids), and the agent's requests sent to it.
+//! How each is shown a question is the question's own (`Open::joined`).
 //!
 //! Bounds: at most [`MAX_JOINED`] clients; the ended prompts remembered for a late press
 //! are the last [`RECENT`].
 //!
-//! Invariants: a question is shown to a joined client at most once at a time (one entry in
-//! `shown` per client and question); a request a joined client sent is in `requests` until
-//! the agent answers it, and is answered to that client only, under its own id.
+//! Invariants: a request a joined client sent is in `requests` until the agent answers it,
+//! and is answered to that client only, under its own id.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::envelope::{IdMap, IdSet, RequestId};
-use crate::questions::open::Delivery;
 use crate::router::client::ClientView;
 
 /// How many clients may join sessions of one holder at once, beside the attached one.
@@ -38,20 +37,10 @@ pub struct Sent {
     pub method: Box<str>,
 }
 
-/// A question shown to a joined client.
-#[derive(Debug)]
-pub struct Shown {
-    pub agent_id: RequestId,
-    pub delivery: Delivery,
-}
-
 #[derive(Debug, Default)]
 pub struct Joined {
     clients: BTreeMap<u32, Client>,
     requests: IdMap<RequestId, Sent>,
-    shown: BTreeMap<(u32, RequestId), Shown>,
-    /// The prompts shown for each question: (client, id shown under).
-    by_agent: IdMap<RequestId, Vec<(u32, RequestId)>>,
     /// The agent's requests (`fs/*`, `terminal/*`, ...) sent to a joined client, because the
     /// attached client does not have their session: by the agent's id.
     asked: IdMap<RequestId, u32>,
@@ -102,19 +91,10 @@ impl Joined {
         self.clients.values().any(|c| c.sessions.contains(session))
     }
 
-    /// Client `id` left: it is forgotten, with its prompts; its requests at the agent are
-    /// answered to nobody.
+    /// Client `id` left: it is forgotten, with its late prompts; its requests at the agent
+    /// are answered to nobody.
     pub fn leave(&mut self, id: u32) {
         self.clients.remove(&id);
-        let gone: Vec<(u32, RequestId)> = self
-            .shown
-            .keys()
-            .filter(|(c, _)| *c == id)
-            .cloned()
-            .collect();
-        for key in gone {
-            self.unshow(&key);
-        }
         self.recent.retain(|((c, _), _, _)| *c != id);
         self.asked.retain(|_, c| *c != id);
     }
@@ -173,50 +153,6 @@ impl Joined {
     /// Every request of joined clients at the agent (the agent is gone).
     pub fn take_requests(&mut self) -> Vec<Sent> {
         self.requests.drain().map(|(_, s)| s).collect()
-    }
-
-    /// Whether client `client` is shown the question of `agent_id`.
-    pub fn is_shown(&self, client: u32, agent_id: &RequestId) -> bool {
-        self.by_agent
-            .get(agent_id)
-            .is_some_and(|v| v.iter().any(|(c, _)| *c == client))
-    }
-
-    /// Client `client` is shown the question of `agent_id` under `id`.
-    pub fn show(&mut self, client: u32, id: RequestId, agent_id: RequestId, delivery: Delivery) {
-        self.by_agent
-            .entry(agent_id.clone())
-            .or_default()
-            .push((client, id.clone()));
-        self.shown
-            .insert((client, id), Shown { agent_id, delivery });
-    }
-
-    /// The prompt client `client` answered under `id`, taken.
-    pub fn take_shown(&mut self, client: u32, id: &RequestId) -> Option<Shown> {
-        self.unshow(&(client, id.clone()))
-    }
-
-    fn unshow(&mut self, key: &(u32, RequestId)) -> Option<Shown> {
-        let shown = self.shown.remove(key)?;
-        if let Some(v) = self.by_agent.get_mut(&shown.agent_id) {
-            v.retain(|k| k != key);
-            if v.is_empty() {
-                self.by_agent.remove(&shown.agent_id);
-            }
-        }
-        Some(shown)
-    }
-
-    /// Every prompt of the question of `agent_id`, taken: it is over.
-    pub fn take_question(&mut self, agent_id: &RequestId) -> Vec<(u32, RequestId, Shown)> {
-        let keys = self.by_agent.remove(agent_id).unwrap_or_default();
-        keys.into_iter()
-            .filter_map(|k| {
-                let shown = self.shown.remove(&k)?;
-                Some((k.0, k.1, shown))
-            })
-            .collect()
     }
 
     /// A prompt that ended unanswered: a late press on it is told `note`.
