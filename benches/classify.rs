@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use acp_question_bridge::codec::Frame;
 use acp_question_bridge::envelope::classify;
-use acp_question_bridge::router::{Outbox, Router, RouterConfig};
+use acp_question_bridge::router::{Input, Outbox, Router, RouterConfig, Side};
 use acp_question_bridge::scan::{scan, Memo};
 use bytes::Bytes;
 
@@ -93,7 +93,11 @@ fn router_forward(bencher: divan::Bencher, size: usize) {
     bencher
         .counter(divan::counter::BytesCount::new(line.len()))
         .bench_local(|| {
-            router.on_agent_frame(Frame::Line(line.clone()), now, &mut out);
+            router.handle(
+                Input::Frame(Side::Agent, Frame::Line(line.clone())),
+                now,
+                &mut out,
+            );
             out.take_client().len()
         });
 }

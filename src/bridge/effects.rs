@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use crate::control::{self, AnswerParams, Reply};
 use crate::envelope::RequestId;
 use crate::policy::desk::{Desk, Ruling, DECIDE_WITHIN};
-use crate::router::{Effect, Outbox, Router};
+use crate::router::{Control, Effect, Input, Outbox, Router};
 
 /// An effect carried out.
 #[derive(Debug)]
@@ -117,10 +117,13 @@ impl Effects {
 
     /// What a finished effect means for the router.
     pub fn finish(&mut self, done: Done, router: &mut Router, outbox: &mut Outbox) {
+        let now = std::time::Instant::now();
         match done {
-            Done::Decided(id, ticket, ruling) => router.on_ruling(&id, ticket, ruling, outbox),
+            Done::Decided(id, ticket, ruling) => {
+                router.handle(Input::Ruling { id, ticket, ruling }, now, outbox);
+            }
             Done::Kept(id, holder) => {
-                router.on_kept_elsewhere(&id, holder, std::time::Instant::now(), outbox)
+                router.handle(Input::KeptElsewhere { id, holder }, now, outbox);
             }
             Done::Written(token, written) => {
                 let Some((a, reply)) = self.writes.remove(&token) else {
@@ -128,16 +131,19 @@ impl Effects {
                 };
                 // A caller that went away just misses its reply.
                 let _ = reply.send(match written {
-                    Ok(()) => router
-                        .control_answer_remembered(
+                    Ok(()) => {
+                        let call = Control::AnswerRemembered {
                             token,
-                            &a.session_id,
-                            &a.question_id,
-                            &a.answers,
-                            a.device.as_deref(),
-                            outbox,
-                        )
-                        .map_err(control::control_error),
+                            session: &a.session_id,
+                            question_id: &a.question_id,
+                            answers: &a.answers,
+                            device: a.device.as_deref(),
+                        };
+                        router
+                            .handle(Input::Control(call), now, outbox)
+                            .answered()
+                            .map_err(control::control_error)
+                    }
                     Err(e) => Err(control::invalid_params(format!("remember: {e}"))),
                 });
             }

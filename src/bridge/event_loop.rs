@@ -24,7 +24,7 @@ use super::services::{Agent, Ends, Surfaces};
 use super::shutdown::Ladder;
 use crate::child;
 use crate::control::{self, Call, Control};
-use crate::router::{Out, Outbox, Router, Side};
+use crate::router::{Control as Ask, Input, Out, Outbox, Router, Side};
 use crate::scan::Batch;
 
 /// How many bridge-made replies may wait for a stalled peer before its input is paused.
@@ -227,7 +227,7 @@ impl Shell {
                     ),
                 }
                 if as_eof {
-                    self.router.on_client_eof(now, &mut self.outbox);
+                    self.router.handle(Input::ClientEof, now, &mut self.outbox);
                 }
                 if let Some(h) = &mut self.holding {
                     // Stopping: no front attaches any more.
@@ -238,7 +238,7 @@ impl Shell {
             Event::Room => {}
             Event::Timer => {
                 self.surfaces.observers.ring(now);
-                self.router.on_timer(now, &mut self.outbox);
+                self.router.handle(Input::Timer, now, &mut self.outbox);
                 self.linger_over(now);
                 self.step_ladder(now);
             }
@@ -272,8 +272,8 @@ impl Shell {
                 .effects
                 .finish(done, &mut self.router, &mut self.outbox),
             Event::AgentInput(Some(batch)) => {
-                self.router
-                    .on_batch(Side::Agent, batch, now, &mut self.outbox)
+                let input = Input::Batch(Side::Agent, batch);
+                self.router.handle(input, now, &mut self.outbox);
             }
             Event::AgentInput(None) => {
                 self.agent_open = false;
@@ -299,8 +299,8 @@ impl Shell {
                 }
             }
             Event::ClientInput(Some(batch)) => {
-                self.router
-                    .on_batch(Side::Client, batch, now, &mut self.outbox)
+                let input = Input::Batch(Side::Client, batch);
+                self.router.handle(input, now, &mut self.outbox);
             }
             Event::ClientInput(None) if self.lingers() => {
                 tracing::info!("client closed stdin");
@@ -321,7 +321,7 @@ impl Shell {
             Event::ClientInput(None) => {
                 tracing::info!("client closed stdin");
                 self.client_open = false;
-                self.router.on_client_eof(now, &mut self.outbox);
+                self.router.handle(Input::ClientEof, now, &mut self.outbox);
                 self.ladder.client_eof(now, self.taken());
             }
         }
@@ -341,6 +341,7 @@ impl Shell {
     /// Runs one control-server call against the router.
     fn on_call(&mut self, call: Call) {
         let (router, outbox) = (&mut self.router, &mut self.outbox);
+        let now = Instant::now();
         // A caller that went away (timeout, closed connection) just misses its reply.
         match call {
             Call::List(reply) => {
@@ -359,13 +360,15 @@ impl Shell {
                 if let Some(choice) = a.remember.take() {
                     // The router checks the rule and asks for its write (off the loop: a
                     // lock, a read, a sync, a rename); the answer waits for it.
-                    let asked = router.control_remember(
-                        &a.session_id,
-                        &a.question_id,
-                        &a.answers,
-                        choice,
-                        outbox,
-                    );
+                    let call = Ask::Remember {
+                        session: &a.session_id,
+                        question_id: &a.question_id,
+                        answers: &a.answers,
+                        remember: choice,
+                    };
+                    let asked = router
+                        .handle(Input::Control(call), now, outbox)
+                        .remembering();
                     match asked {
                         Ok(token) => self.effects.wait_for_write(token, a, reply),
                         Err(e) => {
@@ -374,14 +377,15 @@ impl Shell {
                     }
                     return;
                 }
+                let call = Ask::Answer {
+                    session: &a.session_id,
+                    question_id: &a.question_id,
+                    answers: &a.answers,
+                    device: a.device.as_deref(),
+                };
                 let r = router
-                    .control_answer(
-                        &a.session_id,
-                        &a.question_id,
-                        &a.answers,
-                        a.device.as_deref(),
-                        outbox,
-                    )
+                    .handle(Input::Control(call), now, outbox)
+                    .answered()
                     .map_err(control::control_error);
                 let _ = reply.send(r);
             }
@@ -391,15 +395,18 @@ impl Shell {
                     r.bridge.as_deref(),
                 ) {
                     Some(e) => Err(e),
-                    None => router
-                        .control_reject(
-                            &r.session_id,
-                            &r.question_id,
-                            r.reason.as_deref(),
-                            r.device.as_deref(),
-                            outbox,
-                        )
-                        .map_err(control::control_error),
+                    None => {
+                        let call = Ask::Reject {
+                            session: &r.session_id,
+                            question_id: &r.question_id,
+                            reason: r.reason.as_deref(),
+                            device: r.device.as_deref(),
+                        };
+                        router
+                            .handle(Input::Control(call), now, outbox)
+                            .answered()
+                            .map_err(control::control_error)
+                    }
                 };
                 let _ = reply.send(result);
             }

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::event_loop::Shell;
-use crate::router::Side;
+use crate::router::{Input, Side};
 
 /// What the clients of a holder stopped with `sessions stop` are told.
 const STOPPED: &str = "the session was stopped with `acp-question-bridge sessions stop`";
@@ -31,8 +31,8 @@ impl Shell {
         // What the client wrote and the reader read before it left is the client's last
         // word: handled before it goes (a `session/cancel` sent just before the editor quit).
         while let Ok(batch) = self.ends.client_frames.try_recv() {
-            self.router
-                .on_batch(Side::Client, batch, now, &mut self.outbox);
+            let input = Input::Batch(Side::Client, batch);
+            self.router.handle(input, now, &mut self.outbox);
         }
         self.ends.detach();
         if let Some(h) = &mut self.holding {
@@ -42,7 +42,8 @@ impl Shell {
                 h.pause();
             }
         }
-        self.router.on_client_detached(now, &mut self.outbox);
+        self.router
+            .handle(Input::ClientDetached, now, &mut self.outbox);
     }
 
     /// A front attaches its client, unless one is attached or the bridge is ending.
@@ -88,10 +89,10 @@ impl Shell {
         if let Some(c) = self.surfaces.control.as_ref().filter(|_| h.reattached()) {
             c.announce_again();
         }
-        self.router.on_client_attached(now, &mut self.outbox);
-        if got.initialized {
-            self.router.front_answered_initialize();
-        }
+        let attached = Input::ClientAttached {
+            front_answered: got.initialized,
+        };
+        self.router.handle(attached, now, &mut self.outbox);
     }
 
     /// Whether `a`'s client may join a session beside the attached client: it loads or
@@ -105,7 +106,11 @@ impl Shell {
     /// `a`'s client joins a held session beside the attached one.
     fn join(&mut self, a: crate::linger::holder::Attachment, now: Instant) {
         let id = self.guests.next_id();
-        if !self.router.on_client_joined(id, a.initialized) {
+        let joined = Input::ClientJoined {
+            client: id,
+            front_answered: a.initialized,
+        };
+        if !self.router.handle(joined, now, &mut self.outbox).taken() {
             tracing::info!(
                 front = a.front_pid,
                 "a front's client would join a session, and there is no room"
@@ -127,7 +132,8 @@ impl Shell {
             prefix: a.prefix,
         };
         if !self.guests.join(front, client.input, client.output, max) {
-            self.router.on_joined_left(id);
+            self.router
+                .handle(Input::JoinedLeft(id), now, &mut self.outbox);
             self.alone(now);
         }
     }
@@ -135,12 +141,14 @@ impl Shell {
     /// What a joined client's tasks report: its lines, or its end.
     pub(super) fn on_joined(&mut self, (id, batch): super::joined::JoinedEvent, now: Instant) {
         match batch {
-            Some(batch) => self
-                .router
-                .on_joined_batch(id, batch, now, &mut self.outbox),
+            Some(batch) => {
+                let input = Input::JoinedBatch(id, batch);
+                self.router.handle(input, now, &mut self.outbox);
+            }
             None => {
                 if self.guests.leave(id, 0) {
-                    self.router.on_joined_left(id);
+                    self.router
+                        .handle(Input::JoinedLeft(id), now, &mut self.outbox);
                     self.alone(now);
                 }
             }
@@ -155,7 +163,8 @@ impl Shell {
         let queued = std::mem::take(&mut self.outbox.to_joined);
         let gone = self.guests.send(queued);
         for id in &gone {
-            self.router.on_joined_left(*id);
+            self.router
+                .handle(Input::JoinedLeft(*id), now, &mut self.outbox);
         }
         if !gone.is_empty() {
             self.alone(now);
@@ -185,7 +194,7 @@ impl Shell {
         h.close();
         if self.client_open && !self.ladder.is_started() {
             self.client_open = false;
-            self.router.on_client_eof(now, &mut self.outbox);
+            self.router.handle(Input::ClientEof, now, &mut self.outbox);
             self.ladder
                 .client_eof(now, self.ends.agent_taken.load(Ordering::Relaxed));
         }

@@ -32,7 +32,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use crate::child;
 use crate::control::{self, ControlConfig};
 use crate::policy::desk::Desk;
-use crate::router::{AgentExit, Outbox, Router, RouterConfig};
+use crate::router::{AgentExit, Input, Outbox, Router, RouterConfig};
 use effects::Effects;
 pub use event_loop::REPLY_BACKLOG;
 use event_loop::{Shell, Signals};
@@ -328,7 +328,11 @@ async fn stop(shell: Shell, grace: Duration) -> i32 {
         }
     }
     let stopped = holding.as_ref().and_then(|h| h.stopped());
-    router.on_agent_gone(&exit, stopped, &mut outbox);
+    let gone = Input::AgentGone {
+        exit: &exit,
+        stopped,
+    };
+    router.handle(gone, std::time::Instant::now(), &mut outbox);
     guests.send(std::mem::take(&mut outbox.to_joined));
     surfaces.observers.publish(&mut outbox.events);
     ends.finish(outbox.take_client(), grace).await;

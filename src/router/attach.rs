@@ -30,7 +30,7 @@ impl Router {
     /// The client left (its front died, or its input ended) and the agent is kept: its
     /// questions wait on the other surfaces, the agent's requests wait for the next client,
     /// and its requests still at the agent are answered to nobody.
-    pub fn on_client_detached(&mut self, _now: Instant, out: &mut Outbox) {
+    pub(in crate::router) fn on_client_detached(&mut self, _now: Instant, out: &mut Outbox) {
         let in_flight: Vec<(RequestId, Box<str>, Option<Box<str>>)> = self
             .requests
             .from(Side::Client)
@@ -74,7 +74,7 @@ impl Router {
 
     /// The shell's answer to [`super::Effect::WhoKeeps`]: the pid of the other holder that
     /// keeps the session the client's request `id` loads, or `None`.
-    pub fn on_kept_elsewhere(
+    pub(in crate::router) fn on_kept_elsewhere(
         &mut self,
         id: &RequestId,
         holder: Option<u32>,
@@ -85,7 +85,7 @@ impl Router {
     }
 
     /// A client attached: it is initialized and given sessions as it asks.
-    pub fn on_client_attached(&mut self, _now: Instant, _out: &mut Outbox) {
+    pub(in crate::router) fn on_client_attached(&mut self, _now: Instant, _out: &mut Outbox) {
         self.held.attach();
         self.client = super::client::ClientView::new(&self.cfg);
         tracing::info!(generation = self.held.generation, "a client attached");
@@ -133,7 +133,7 @@ impl Router {
     /// The attached client's `initialize` was answered by its front with this holder's
     /// result (as the holder would have): the holder sets the client view from it when it
     /// reads it, and does not answer it again.
-    pub fn front_answered_initialize(&mut self) {
+    pub(in crate::router) fn front_answered_initialize(&mut self) {
         self.held.front_answered = true;
     }
 

@@ -14,7 +14,7 @@ impl Router {
     /// `questions.answer` through the control server: `answers` is checked exactly like a
     /// client's; the agent gets the canonical result and the client is told to close the
     /// request it still shows. Returns the result the agent got.
-    pub fn control_answer(
+    pub(in crate::router) fn control_answer(
         &mut self,
         session: &str,
         question_id: &str,
@@ -37,7 +37,7 @@ impl Router {
     }
 
     /// `questions.reject` through the control server (`reason` defaults to `declined`).
-    pub fn control_reject(
+    pub(in crate::router) fn control_reject(
         &mut self,
         session: &str,
         question_id: &str,

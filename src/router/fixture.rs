@@ -17,7 +17,9 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
 
-use super::{AgentExit, Effect, Out, Outbox, Router, RouterConfig, Side};
+use super::{
+    AgentExit, Control, ControlError, Effect, Input, Out, Outbox, Router, RouterConfig, Side,
+};
 use crate::codec::{Frame, LineCodec};
 use crate::events::Event;
 use crate::policy::desk::Ruling;
@@ -115,13 +117,14 @@ impl Fixture {
                             },
                             None => Ruling::ask("no approval policy in the fixture"),
                         };
-                        self.r.on_ruling(&id, ticket, ruling, &mut self.out);
+                        let ruled = Input::Ruling { id, ticket, ruling };
+                        self.r.handle(ruled, self.now, &mut self.out);
                     }
                     Effect::Remember { rule, said, .. } => self.remembered.push((rule, said)),
                     Effect::WhoKeeps { id, session } => {
                         let holder = self.kept_elsewhere.get(&session).copied();
-                        self.r
-                            .on_kept_elsewhere(&id, holder, self.now, &mut self.out);
+                        let kept = Input::KeptElsewhere { id, holder };
+                        self.r.handle(kept, self.now, &mut self.out);
                     }
                 }
             }
@@ -161,14 +164,15 @@ impl Fixture {
     /// One frame from `from`, scanned first (the fast path where the scan decides).
     pub fn feed(&mut self, from: Side, frame: Frame) {
         self.r
-            .on_scanned(from, Scanned::new(frame), self.now, &mut self.out);
+            .handle(Input::Frame(from, frame), self.now, &mut self.out);
         self.settle();
     }
 
     /// One frame from `from`, not scanned: the router classifies it (the slow path).
     pub fn feed_unscanned(&mut self, from: Side, frame: Frame) {
         let scanned = Scanned { frame, shape: None };
-        self.r.on_scanned(from, scanned, self.now, &mut self.out);
+        self.r
+            .handle(Input::Scanned(from, scanned), self.now, &mut self.out);
         self.settle();
     }
 
@@ -180,26 +184,27 @@ impl Fixture {
         let mut pieces = Vec::new();
         let data = self.codecs[i].decode_chunk(&mut buf, raw.len(), false, &mut pieces);
         let batch = Batch::scan(data, &pieces, &mut self.memos[i]);
-        self.r.on_batch(from, batch, self.now, &mut self.out);
+        self.r
+            .handle(Input::Batch(from, batch), self.now, &mut self.out);
         self.settle();
     }
 
     /// Moves the clock by `by` and runs the timer.
     pub fn tick(&mut self, by: Duration) {
         self.now += by;
-        self.r.on_timer(self.now, &mut self.out);
+        self.r.handle(Input::Timer, self.now, &mut self.out);
     }
 
     /// Sets the clock to `since_start` after the start and runs the timer.
     pub fn timer_at(&mut self, since_start: Duration) {
         self.now = self.start + since_start;
-        self.r.on_timer(self.now, &mut self.out);
+        self.r.handle(Input::Timer, self.now, &mut self.out);
     }
 
     /// One line from joined client `client` (`--linger`).
     pub fn joined(&mut self, client: u32, line: &str) {
-        self.r
-            .on_joined_frame(client, frame(line), self.now, &mut self.out);
+        let input = Input::JoinedFrame(client, frame(line));
+        self.r.handle(input, self.now, &mut self.out);
         self.settle();
     }
 
@@ -217,12 +222,78 @@ impl Fixture {
 
     /// The client's stdin ends.
     pub fn client_eof(&mut self) {
-        self.r.on_client_eof(self.now, &mut self.out);
+        self.r.handle(Input::ClientEof, self.now, &mut self.out);
+    }
+
+    /// `--linger`: the client leaves, and the agent is kept.
+    pub fn detach(&mut self) {
+        self.r
+            .handle(Input::ClientDetached, self.now, &mut self.out);
+    }
+
+    /// `--linger`: a client attaches (its front did not answer its `initialize`).
+    pub fn attach(&mut self) {
+        let attached = Input::ClientAttached {
+            front_answered: false,
+        };
+        self.r.handle(attached, self.now, &mut self.out);
+    }
+
+    /// `--linger`: a client joins as `client`; whether it was taken.
+    pub fn join(&mut self, client: u32) -> bool {
+        let joined = Input::ClientJoined {
+            client,
+            front_answered: false,
+        };
+        self.r.handle(joined, self.now, &mut self.out).taken()
+    }
+
+    /// `--linger`: joined client `client` leaves.
+    pub fn leave(&mut self, client: u32) {
+        self.r
+            .handle(Input::JoinedLeft(client), self.now, &mut self.out);
+    }
+
+    /// `questions.answer` through the control server.
+    pub fn control_answer(
+        &mut self,
+        session: &str,
+        question_id: &str,
+        answers: &Value,
+    ) -> Result<Value, ControlError> {
+        let call = Control::Answer {
+            session,
+            question_id,
+            answers,
+            device: None,
+        };
+        let input = Input::Control(call);
+        self.r.handle(input, self.now, &mut self.out).answered()
+    }
+
+    /// `questions.reject` through the control server, with the default reason.
+    pub fn control_reject(
+        &mut self,
+        session: &str,
+        question_id: &str,
+    ) -> Result<Value, ControlError> {
+        let call = Control::Reject {
+            session,
+            question_id,
+            reason: None,
+            device: None,
+        };
+        let input = Input::Control(call);
+        self.r.handle(input, self.now, &mut self.out).answered()
     }
 
     /// The agent is gone, the way `exit` says.
     pub fn agent_gone(&mut self, exit: &AgentExit) {
-        self.r.on_agent_gone(exit, None, &mut self.out);
+        let gone = Input::AgentGone {
+            exit,
+            stopped: None,
+        };
+        self.r.handle(gone, self.now, &mut self.out);
     }
 
     /// Everything queued for the agent, as lines (`<close>` for the close).

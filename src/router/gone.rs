@@ -32,7 +32,7 @@ impl AgentExit {
 impl Router {
     /// The client closed its output: every pending question is rejected with
     /// `client_disconnected`, then the agent's stdin is closed after what is queued.
-    pub fn on_client_eof(&mut self, _now: Instant, out: &mut Outbox) {
+    pub(in crate::router) fn on_client_eof(&mut self, _now: Instant, out: &mut Outbox) {
         self.reject_all_questions(out);
         self.answer_agent_requests(None, false, out);
         self.held.agent_requests_ended();
@@ -79,7 +79,12 @@ impl Router {
     /// The agent is gone (exited and its stdout drained): every client request still
     /// waiting on it gets one `-32603` error naming the exit, after how the user stopped it
     /// when they did (`stopped`: `sessions stop`).
-    pub fn on_agent_gone(&mut self, exit: &AgentExit, stopped: Option<&str>, out: &mut Outbox) {
+    pub(in crate::router) fn on_agent_gone(
+        &mut self,
+        exit: &AgentExit,
+        stopped: Option<&str>,
+        out: &mut Outbox,
+    ) {
         if self.agent_gone {
             return;
         }

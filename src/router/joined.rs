@@ -37,7 +37,11 @@ use crate::scan::Batch;
 impl Router {
     /// A client joins the held sessions while another is attached (`--linger`): it is
     /// `client` from now on. False when it may not (no `--linger`, or too many joined).
-    pub fn on_client_joined(&mut self, client: u32, front_answered: bool) -> bool {
+    pub(in crate::router) fn on_client_joined(
+        &mut self,
+        client: u32,
+        front_answered: bool,
+    ) -> bool {
         if !self.cfg.linger || !self.joined.room() {
             return false;
         }
@@ -56,7 +60,7 @@ impl Router {
 
     /// A joined client left: forgotten, with what it was shown; its requests still at the
     /// agent are answered to nobody.
-    pub fn on_joined_left(&mut self, client: u32) {
+    pub(in crate::router) fn on_joined_left(&mut self, client: u32) {
         self.joined.leave(client);
         self.questions.forget_client(client);
         tracing::info!(client, "a joined client left");
@@ -93,14 +97,26 @@ impl Router {
     }
 
     /// The lines of one read from joined client `client`.
-    pub fn on_joined_batch(&mut self, client: u32, batch: Batch, now: Instant, out: &mut Outbox) {
+    pub(in crate::router) fn on_joined_batch(
+        &mut self,
+        client: u32,
+        batch: Batch,
+        now: Instant,
+        out: &mut Outbox,
+    ) {
         for (piece, _) in batch.lines {
             self.on_joined_frame(client, piece.frame(&batch.data), now, out);
         }
     }
 
     /// A frame read from joined client `client`.
-    pub fn on_joined_frame(&mut self, client: u32, frame: Frame, now: Instant, out: &mut Outbox) {
+    pub(in crate::router) fn on_joined_frame(
+        &mut self,
+        client: u32,
+        frame: Frame,
+        now: Instant,
+        out: &mut Outbox,
+    ) {
         match frame {
             Frame::Line(line) => self.on_joined_line(client, line, now, out),
             Frame::TooLong { bytes } => tracing::warn!(

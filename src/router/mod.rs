@@ -39,6 +39,7 @@ pub mod fixture;
 mod gone;
 mod handlers;
 mod history;
+mod input;
 mod joined;
 mod joined_asks;
 mod lifecycle;
@@ -52,6 +53,7 @@ mod stores;
 pub use crate::questions::answer::ControlError;
 pub use config::{Counters, PolicyFiles, RouterConfig};
 pub use gone::AgentExit;
+pub use input::{Control, Handled, Input};
 pub use outbox::{Effect, Out, Outbox, Side};
 pub use stores::joined::MAX_JOINED;
 pub use stores::requests::InFlight;
@@ -242,18 +244,8 @@ impl Router {
     }
 
     /// Runs what is due at `now`: questions past their deadline are rejected.
-    pub fn on_timer(&mut self, now: Instant, out: &mut Outbox) {
+    pub(in crate::router) fn on_timer(&mut self, now: Instant, out: &mut Outbox) {
         self.expire_questions(now, out);
-    }
-
-    /// A frame read from the client's stdout (our stdin).
-    pub fn on_client_frame(&mut self, frame: Frame, now: Instant, out: &mut Outbox) {
-        self.on_scanned(Side::Client, Scanned::new(frame), now, out);
-    }
-
-    /// A frame read from the agent's stdout.
-    pub fn on_agent_frame(&mut self, frame: Frame, now: Instant, out: &mut Outbox) {
-        self.on_scanned(Side::Agent, Scanned::new(frame), now, out);
     }
 
     /// The lines of one read, scanned where they were read. Runs of neighbouring lines
@@ -261,7 +253,13 @@ impl Router {
     /// they are written) go out as one [`Out::Run`] slice of the read's chunk: no per-line
     /// buffer handle, and no copy in the writer. Every other line takes
     /// [`Router::on_scanned`]. The bytes written are the same as line by line.
-    pub fn on_batch(&mut self, from: Side, batch: Batch, now: Instant, out: &mut Outbox) {
+    pub(in crate::router) fn on_batch(
+        &mut self,
+        from: Side,
+        batch: Batch,
+        now: Instant,
+        out: &mut Outbox,
+    ) {
         let data = batch.data;
         if from == Side::Agent {
             // The end of each read, read back only when a question is asked.
@@ -318,7 +316,13 @@ impl Router {
     /// A frame already scanned where it was read (the bridge scans on its reader tasks, so
     /// the routing loop does only the lookups). A line the scan decided takes
     /// [`Router::route`] from its offsets; any other is classified first ([`Router::on_kind`]).
-    pub fn on_scanned(&mut self, from: Side, scanned: Scanned, now: Instant, out: &mut Outbox) {
+    pub(in crate::router) fn on_scanned(
+        &mut self,
+        from: Side,
+        scanned: Scanned,
+        now: Instant,
+        out: &mut Outbox,
+    ) {
         let line = match scanned.frame {
             Frame::Line(line) => line,
             Frame::TooLong { bytes } => {

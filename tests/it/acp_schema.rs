@@ -148,12 +148,10 @@ fn what_the_agent_gets_for_its_own_requests_fits_the_official_schema() {
     let shown = t.take_client();
     let ext_id = parse(&shown[0])["id"].clone();
     t.client(&msg::answered(ext_id, json!([["DuckDB"]])));
-    t.r.control_reject("s1", "elicitation:2", None, None, &mut t.out)
+    t.control_reject("s1", "elicitation:2").unwrap();
+    t.control_answer("s1", "permission:4", &json!([["allow"]]))
         .unwrap();
-    t.r.control_answer("s1", "permission:4", &json!([["allow"]]), None, &mut t.out)
-        .unwrap();
-    t.r.control_reject("s1", "permission:5", None, None, &mut t.out)
-        .unwrap();
+    t.control_reject("s1", "permission:5").unwrap();
     t.agent(&permission(6));
     t.client_eof();
     let mut results = 0;

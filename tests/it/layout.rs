@@ -38,7 +38,7 @@ const KNOWN_CYCLES: &[&str] = &[
      <-> router::handlers::cancel <-> router::handlers::client_tools <-> router::handlers::elicitation \
      <-> router::handlers::initialize <-> router::handlers::permission \
      <-> router::handlers::prompt <-> router::handlers::question <-> router::handlers::session \
-     <-> router::handlers::tool_call <-> router::handlers::vendor <-> router::lifecycle \
+     <-> router::handlers::tool_call <-> router::handlers::vendor <-> router::input <-> router::lifecycle \
      <-> router::lifecycle::answers <-> router::lifecycle::ask <-> router::lifecycle::decide \
      <-> router::lifecycle::endings <-> router::stores::joined <-> router::stores::requests",
     "scan <-> scan::json <-> scan::memo",

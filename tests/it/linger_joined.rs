@@ -30,7 +30,7 @@ fn attached() -> Fixture {
 /// A client with capabilities `caps` attaches to `f`, and the agent gives it session `s0`
 /// (in `/p`); what it was sent is taken.
 pub(crate) fn attach_with_session(f: &mut Fixture, caps: Value) {
-    f.r.on_client_attached(f.now, &mut f.out);
+    f.attach();
     f.client(&msg::initialize(caps));
     let id = parse(&f.take_agent()[0])["id"].clone();
     f.agent(&msg::result(
@@ -49,7 +49,7 @@ pub(crate) fn attach_with_session(f: &mut Fixture, caps: Value) {
 
 /// Client 7 joins and loads `s0`: it renders forms.
 fn join(f: &mut Fixture) -> Vec<Value> {
-    assert!(f.r.on_client_joined(7, false));
+    assert!(f.join(7));
     f.joined(
         7,
         &msg::request(
@@ -234,7 +234,7 @@ fn a_joined_client_that_left_is_sent_nothing_and_the_agent_still_gets_its_answer
     );
     let sent = parse(&f.take_agent()[0]);
     f.agent(&question(70));
-    f.r.on_joined_left(7);
+    f.leave(7);
     f.out.to_joined.clear();
     f.agent(&update("more"));
     f.agent(&msg::result(
@@ -247,7 +247,7 @@ fn a_joined_client_that_left_is_sent_nothing_and_the_agent_still_gets_its_answer
         "its result goes to nobody"
     );
     // The question is the attached client's still.
-    f.r.control_answer("s0", "q70", &json!([["pg"]]), None, &mut f.out)
+    f.control_answer("s0", "q70", &json!([["pg"]]))
         .expect("answered");
     assert_eq!(f.take_agent(), [msg::answered(json!(70), json!([["pg"]]))]);
     assert!(f.out.to_joined.is_empty());
@@ -284,7 +284,7 @@ fn when_the_agent_is_gone_a_joined_clients_requests_get_one_error_each() {
 #[test]
 fn a_joined_client_may_load_only_a_held_session_and_sees_nothing_of_others() {
     let mut f = attached();
-    assert!(f.r.on_client_joined(7, false));
+    assert!(f.join(7));
     f.joined(7, &msg::initialize(json!({})));
     f.take_joined(7);
     f.joined(
@@ -312,9 +312,9 @@ fn a_joined_client_may_load_only_a_held_session_and_sees_nothing_of_others() {
 fn the_agents_requests_of_a_session_only_a_joined_client_has_go_to_that_client() {
     let mut f = attached();
     // The first editor leaves; another attaches and has not loaded s0.
-    f.r.on_client_detached(f.now, &mut f.out);
+    f.detach();
     f.take_client();
-    f.r.on_client_attached(f.now, &mut f.out);
+    f.attach();
     f.client(&msg::initialize(json!({})));
     f.take_client();
     // A request that waits for a client, then one asked after the joined client has s0.
@@ -363,7 +363,7 @@ fn the_agents_requests_of_a_session_only_a_joined_client_has_go_to_that_client()
 #[test]
 fn a_joined_client_may_not_prompt_or_cancel_a_session_it_has_not_loaded() {
     let mut f = attached();
-    assert!(f.r.on_client_joined(7, false));
+    assert!(f.join(7));
     f.joined(7, &msg::initialize(json!({})));
     f.take_joined(7);
     f.agent(&question(90));

@@ -37,7 +37,7 @@ fn attached() -> Fixture {
 
 /// Client `c` joins and loads `s0` with capabilities `caps`; what it was sent.
 fn join_with(f: &mut Fixture, c: u32, caps: Value) -> Vec<Value> {
-    assert!(f.r.on_client_joined(c, false));
+    assert!(f.join(c));
     f.joined(
         c,
         &msg::request(
@@ -166,7 +166,7 @@ fn j3_a_session_begun_by_a_joined_client_that_left_is_not_sent_to_the_attached_c
     );
     let sent = parse(&f.take_agent()[0]);
     assert_eq!(sent["method"], "session/new");
-    f.r.on_joined_left(7);
+    f.leave(7);
     f.agent(&msg::result(
         sent["id"].clone(),
         json!({"sessionId":"s-guest"}),

@@ -248,7 +248,7 @@ impl World {
 
     fn attach(&mut self) {
         drop(self.f.take_client());
-        self.f.r.on_client_attached(self.f.now, &mut self.f.out);
+        self.f.attach();
         self.attached = true;
         self.in_flight.clear();
         self.sessions.clear();
@@ -260,7 +260,7 @@ impl World {
 
     fn detach(&mut self) -> Result<(), String> {
         self.settle()?;
-        self.f.r.on_client_detached(self.f.now, &mut self.f.out);
+        self.f.detach();
         self.attached = false;
         Ok(())
     }
@@ -455,10 +455,7 @@ impl World {
             }
             Op::ControlAnswer { pick } => {
                 if let Some((s, q)) = self.pending(pick) {
-                    let _ =
-                        self.f
-                            .r
-                            .control_answer(&s, &q, &json!([["allow"]]), None, &mut self.f.out);
+                    let _ = self.f.control_answer(&s, &q, &json!([["allow"]]));
                 }
             }
             Op::AgentCancel { pick } => {
@@ -488,7 +485,7 @@ impl World {
             }
             Op::ControlReject { pick } => {
                 if let Some((s, q)) = self.pending(pick) {
-                    let _ = self.f.r.control_reject(&s, &q, None, None, &mut self.f.out);
+                    let _ = self.f.control_reject(&s, &q);
                 }
             }
             Op::Tick => self.f.tick(std::time::Duration::from_secs(3)),
@@ -508,7 +505,7 @@ impl World {
                 if self.attached && self.guests.len() < 8 {
                     let c = self.next_guest;
                     self.next_guest += 1;
-                    if !self.f.r.on_client_joined(c, false) {
+                    if !self.f.join(c) {
                         return Err("a client could not join".into());
                     }
                     self.guests.insert(c, Guest::default());
@@ -607,7 +604,7 @@ impl World {
             Op::GuestLeave { g } => {
                 if let Some(c) = self.guest(g) {
                     self.settle()?;
-                    self.f.r.on_joined_left(c);
+                    self.f.leave(c);
                     self.guests.remove(&c);
                     self.left.insert(c);
                 }

@@ -20,10 +20,10 @@ fn parse(l: &str) -> Value {
 
 fn attach(f: &mut Fixture) {
     drop(f.take_client());
-    f.r.on_client_attached(f.now, &mut f.out);
+    f.attach();
 }
 fn detach(f: &mut Fixture) {
-    f.r.on_client_detached(f.now, &mut f.out);
+    f.detach();
     drop(f.take_client());
 }
 
@@ -264,7 +264,7 @@ fn a_client_that_comes_back_or_joins_and_is_shown_the_question_is_the_user_at_th
 
     // A second editor joins the session, and is shown the same question.
     f.out.at_desk = false;
-    assert!(f.r.on_client_joined(7, false));
+    assert!(f.join(7));
     f.joined(7, &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}).to_string());
     f.take_joined(7);
     f.joined(7, &json!({"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"s0","cwd":"/p","mcpServers":[]}}).to_string());

@@ -136,7 +136,13 @@ impl Router {
     /// The shell's ruling on the tool approval the agent asked with `id`, decided under
     /// `ticket`: answered by the policy, or asked. A ruling for an approval that has ended
     /// since is dropped, also when the agent has asked another one under the same id.
-    pub fn on_ruling(&mut self, id: &RequestId, ticket: u64, ruling: Ruling, out: &mut Outbox) {
+    pub(in crate::router) fn on_ruling(
+        &mut self,
+        id: &RequestId,
+        ticket: u64,
+        ruling: Ruling,
+        out: &mut Outbox,
+    ) {
         let state = self.policy.as_mut();
         let Some(parked) = state.and_then(|s| match s.deciding.get(id) {
             Some(p) if p.ticket == ticket => s.deciding.remove(id),
@@ -206,7 +212,7 @@ impl Router {
     /// for `remember` (the answer must pick one option that allows) and asks the shell to
     /// write it ([`Effect::Remember`]); the answer waits for the write under the token
     /// returned.
-    pub fn control_remember(
+    pub(in crate::router) fn control_remember(
         &mut self,
         session: &str,
         question_id: &str,
@@ -236,7 +242,7 @@ impl Router {
     /// The answer of [`Router::control_remember`] once its rule is written (`token`): given
     /// only to the question that was checked. One the agent ended and asked again under the
     /// same id since (another command, the same question id) is not answered.
-    pub fn control_answer_remembered(
+    pub(in crate::router) fn control_answer_remembered(
         &mut self,
         token: u64,
         session: &str,
