@@ -2010,3 +2010,67 @@ fn mv_exchange_is_never_allowed_by_a_prefix() {
     );
     allowed(&p, &d, &["mv a.txt b.txt"]);
 }
+
+#[test]
+fn a_folder_moved_or_landed_whole_is_decided_by_what_is_beneath_it() {
+    let d = scratch("trees");
+    for (f, text) in [
+        ("config/master.key", "KEY=1"),
+        ("config/app.yml", "a: 1"),
+        (".github/workflows/ci.yml", "run: make"),
+        ("gh/workflows/ci.yml", "run: ./pwn.sh"),
+        ("pl/workflows/ci.yml", "run: ./pwn.sh"),
+        ("src/main.rs", "fn main() {}"),
+        ("tmpl/.git/config", "[core]\n\tfsmonitor = ./x\n"),
+        ("crate/.cargo/config.toml", "[build]\nrustc = \"./x\"\n"),
+        ("a.txt", "a"),
+    ] {
+        let p = d.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let p = rules(&[
+        "Bash(mv:*)",
+        "Bash(cp:*)",
+        "Bash(rm:*)",
+        "!Read(./config/master.key)",
+        "!Edit(./.github/workflows/**)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            // The folder above a denied file moved away: the file is read under a new name.
+            "mv config cfg",
+            "mv config/ cfg",
+            "mv ./config cfg",
+            "mv -t src config",
+            "rm -r config",
+            // The folder above denied writes moved away, written there, and moved back.
+            "mv .github gh",
+            "mv gh .github",
+            "mv -T gh .github",
+            // A tree copied whole over them.
+            "cp -rT pl .github",
+            "cp -r pl/. .github",
+            "cp -a pl/. .github/",
+            // Under a prefix rule, a tree lands nothing a prefix rule never writes.
+            "cp -r tmpl/. src",
+            "cp -rT tmpl src",
+            "mv crate/.cargo src/",
+            "cp -r crate/. src",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "mv src lib",
+            "cp -r src lib",
+            "cp -r pl/workflows src/",
+            "mv a.txt b.txt",
+            "cp config/app.yml src/",
+            "rm -r src",
+        ],
+    );
+}

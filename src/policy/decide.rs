@@ -220,6 +220,7 @@ impl Policy {
                                         .flatten()
                                 })
                             })
+                            .or_else(|| named::tree_landing_refused(&own, &call.cwd))
                     });
                 }
                 _ => {}

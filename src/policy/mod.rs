@@ -43,6 +43,7 @@ pub mod remember;
 pub mod shell;
 mod tool_call;
 pub mod wrappers;
+mod writes;
 
 use std::path::{Path, PathBuf};
 

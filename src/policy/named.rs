@@ -18,6 +18,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub use super::writes::prefix_write_refused;
+
 use super::args::{self, Access, Reading};
 use super::forms;
 use super::{path, Call, Decision, Rule};
@@ -43,6 +45,11 @@ pub struct Named {
     /// For each of them that is a folder, when no model read the command (`diff -r x .`):
     /// what is beneath it, as for [`Access::Tree`], or `None` when that cannot be told.
     pub unplaced_beneath: Vec<(PathBuf, Option<Vec<PathBuf>>)>,
+    /// Folders a command removes or moves away whole ([`Access::Remove`]: `mv D x`,
+    /// `rm -r D`), and where a move or a copy lands whole trees ([`Access::Write`]: `mv x D`,
+    /// `cp -rT x D`): every path beneath that it takes away or writes (links as names, not
+    /// followed), or `None` when that cannot be told within [`MAX_WALK`] entries.
+    pub trees: Vec<(Access, PathBuf, Option<Vec<PathBuf>>)>,
     /// Why some path could not be resolved, or some were left unresolved.
     pub unresolved: Option<String>,
 }
@@ -67,8 +74,8 @@ impl Named {
                 ));
             }
         }
-        let (placed, unplaced): (Vec<(Access, String)>, Vec<String>) = match reading {
-            Reading::Understood(e) => (e.paths, e.unplaced),
+        let (placed, unplaced, places) = match reading {
+            Reading::Understood(e) => (e.paths, e.unplaced, e.places),
             // No model, or one that stopped: any word may be a path.
             _ => (
                 Vec::new(),
@@ -77,6 +84,7 @@ impl Named {
                     .skip(1)
                     .flat_map(|w| candidates(w).flat_map(forms::file_forms))
                     .collect(),
+                Vec::new(),
             ),
         };
         let mut walked = 0;
@@ -92,10 +100,16 @@ impl Named {
                     ) {
                         let under = walk(&p, access, &mut walked);
                         named.beneath.push((p.clone(), under));
+                    } else if access == Access::Remove && is_folder(&p) {
+                        let under = walk(&p, Access::Remove, &mut walked);
+                        named.trees.push((Access::Remove, p.clone(), under));
                     }
                     named.paths.push((access, p));
                 }
             }
+        }
+        for (sources, lands) in places {
+            named.landing(&sources, &lands, cwd, (&mut left, &mut walked));
         }
         for word in unplaced {
             if let Some(rs) = named.resolve(&word, cwd, &mut left) {
@@ -122,11 +136,53 @@ impl Named {
             all.beneath.extend(n.beneath);
             all.unplaced.extend(n.unplaced);
             all.unplaced_beneath.extend(n.unplaced_beneath);
+            all.trees.extend(n.trees);
             if all.unresolved.is_none() {
                 all.unresolved = n.unresolved;
             }
         }
         all
+    }
+
+    /// What lands beneath each of `lands` when `sources` (words) are moved or copied there
+    /// whole: each entry beneath a source that is a folder, at the same place beneath each
+    /// landing (both readings of a destination, as for its write).
+    fn landing(
+        &mut self,
+        sources: &[String],
+        lands: &[String],
+        cwd: &Path,
+        (left, walked): (&mut usize, &mut usize),
+    ) {
+        let mut trees = Vec::new();
+        for word in sources {
+            for s in self.resolve(word, cwd, left).unwrap_or_default() {
+                if is_folder(&s) {
+                    let under = walk(&s, Access::Remove, walked);
+                    trees.push((s, under));
+                }
+            }
+        }
+        if trees.is_empty() {
+            return;
+        }
+        for word in lands {
+            for d in self.resolve(word, cwd, left).unwrap_or_default() {
+                let mut all = Some(Vec::new());
+                for (s, under) in &trees {
+                    all = all.zip(under.as_ref()).map(|(mut all, under)| {
+                        all.extend(
+                            under
+                                .iter()
+                                .filter_map(|e| e.strip_prefix(s).ok())
+                                .map(|rel| d.join(rel)),
+                        );
+                        all
+                    });
+                }
+                self.trees.push((Access::Write, d, all));
+            }
+        }
     }
 
     fn resolve(&mut self, word: &str, cwd: &Path, left: &mut usize) -> Option<Vec<PathBuf>> {
@@ -151,6 +207,11 @@ impl Named {
             }
         }
     }
+}
+
+/// Whether `p` is a folder itself (not a link to one: a move takes the link).
+fn is_folder(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
 }
 
 /// What is beneath folder `dir` as a program that searches it whole walks it: hidden
@@ -203,6 +264,11 @@ fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> 
             }
             let kind = entry.file_type().ok()?;
             if kind.is_symlink() {
+                if access == Access::Remove {
+                    // Moved or copied as a name.
+                    out.push(entry.path());
+                    continue;
+                }
                 if access == Access::TreeFollowed {
                     return None;
                 }
@@ -311,166 +377,21 @@ pub fn cd_inside(words: &[String], folders: &[PathBuf], session: &Path) -> Optio
     Some(to)
 }
 
-/// The files a shell reads when it starts, in the home folder: never written under a
-/// prefix rule (`sort -o ~/.profile x` runs `x` at the next `bash -lc`).
-const SHELL_START: &[&str] = &[
-    ".profile",
-    ".bash_profile",
-    ".bash_login",
-    ".bashrc",
-    ".bash_logout",
-    ".zshrc",
-    ".zprofile",
-    ".zshenv",
-    ".zlogin",
-    ".zlogout",
-    ".kshrc",
-    ".mkshrc",
-    ".cshrc",
-    ".tcshrc",
-    ".login",
-    ".inputrc",
-    ".envrc",
-    // Debian's `.bashrc` sources it.
-    ".bash_aliases",
-];
-
-/// Files from which a program that looks read-only picks the program it runs, in any folder
-/// of the session: rustup's toolchain file (`path = "/x"` makes `cargo tree` run
-/// `/x/bin/cargo`), npm's and yarn's settings (`script-shell`), the version managers'
-/// files. Never written under a prefix rule; `.cargo/config(.toml)` neither
-/// ([`prefix_write_refused`]).
-const TOOL_CONFIG: &[&str] = &[
-    "rust-toolchain",
-    "rust-toolchain.toml",
-    ".npmrc",
-    ".yarnrc",
-    ".yarnrc.yml",
-    ".tool-versions",
-    ".mise.toml",
-    "mise.toml",
-    ".python-version",
-    ".node-version",
-    ".nvmrc",
-    "uv.toml",
-];
-
-/// Why a prefix rule may not allow writing `p` (resolved) from a session in `cwd`: outside
-/// the session's folder, the folder itself, inside a `.git` folder, or a shell's start file.
-pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
-    let Ok(rel) = p.strip_prefix(cwd) else {
-        return Some(format!(
-            "it writes {}, outside the session's folder",
-            p.display()
-        ));
-    };
-    if rel.as_os_str().is_empty() {
-        return Some("it writes the session's folder itself".into());
-    }
-    // Names compared in either case: a file system that ignores case (macOS's) takes
-    // `.GIT/config` for `.git/config`.
-    let is =
-        |c: &std::ffi::OsStr, name: &str| c.to_str().is_some_and(|c| c.eq_ignore_ascii_case(name));
-    // And the other version controls' folders: `go build` and `go list` run `hg` (or
-    // `svn`, `bzr`, `fossil`) to stamp the build, which reads `.hg/hgrc`'s hooks.
-    let vcs = [
-        ".git",
-        ".hg",
-        ".svn",
-        ".bzr",
-        ".fslckout",
-        "_FOSSIL_",
-        ".jj",
-        "_darcs",
-    ];
-    if let Some(c) = rel
-        .components()
-        .find(|c| vcs.iter().any(|v| is(c.as_os_str(), v)))
-    {
-        return Some(format!(
-            "it writes {}, inside a {} folder (its config and hooks run programs)",
-            p.display(),
-            c.as_os_str().to_string_lossy()
-        ));
-    }
-    // A `.cargo` folder, made whole (`mv cfg .cargo`) or written into: its config names
-    // the compiler cargo runs (`build.rustc`) for `cargo metadata` too.
-    if rel.components().any(|c| is(c.as_os_str(), ".cargo")) {
-        return Some(format!(
-            "it writes {}, a .cargo folder (its config names the programs cargo runs)",
-            p.display()
-        ));
-    }
-    let name = p
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let name = name.as_str();
-    // The user's own configuration that runs programs, where the session is the home
-    // folder: git's (`core.fsmonitor`, for every repository), ssh's (`rc`, `config`'s
-    // `ProxyCommand`, keys let in), the services and programs started at login.
-    for folder in [
-        ".config/git",
-        ".ssh",
-        ".config/systemd",
-        ".config/autostart",
-    ] {
-        if rel.starts_with(folder) {
-            return Some(format!(
-                "it writes {}, in {folder}, whose files name programs that run",
-                p.display()
-            ));
-        }
-    }
-    if let Some(why) = super::rc::user_configuration(p, cwd) {
-        return Some(why);
-    }
-    if name == ".gitconfig" {
-        return Some(format!(
-            "it writes {}, git's own configuration (`core.fsmonitor` runs a program in every repository)",
-            p.display()
-        ));
-    }
-    if SHELL_START.contains(&name) || rel.starts_with(".config/fish") {
-        return Some(format!(
-            "it writes {}, a file a shell runs when it starts",
-            p.display()
-        ));
-    }
-    if TOOL_CONFIG.contains(&name) {
-        return Some(format!(
-            "it writes {}, a file from which a tool picks the program it runs",
-            p.display()
-        ));
-    }
-    // A file of more names than one: a write in place writes them all (`ln .git/config x`
-    // then `tee -a x`), and no path tells where the others are.
-    use std::os::unix::fs::MetadataExt;
-    if std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.nlink() > 1) {
-        return Some(format!(
-            "it writes {}, a file with other names (a hard link), which may be anywhere",
-            p.display()
-        ));
-    }
-    // A folder git takes for a repository by what it holds, whatever its name (`cp -r
-    // .git/. x`, then `tee -a x/config`, then `cd x && git status`).
-    let mut at = p.parent();
-    while let Some(d) = at.filter(|d| d.starts_with(cwd)) {
-        if d.join("HEAD").is_file()
-            && ["objects", "refs", "commondir"]
-                .iter()
-                .any(|n| d.join(n).exists())
-        {
-            return Some(format!(
-                "it writes {}, inside {}, which git takes for a repository's own folder",
-                p.display(),
+/// Why a whole tree a move or a copy lands (`mv x sub`, `cp -r tmpl/. sub`) is not written
+/// under a prefix rule: a path beneath its destination that a prefix rule never writes
+/// (`sub/.git/config`, `sub/.cargo/config.toml`), or more beneath it than can be told.
+pub fn tree_landing_refused(named: &Named, cwd: &Path) -> Option<String> {
+    named
+        .trees
+        .iter()
+        .filter(|(a, _, _)| *a == Access::Write)
+        .find_map(|(_, d, under)| match under {
+            None => Some(format!(
+                "it lands a whole tree at {}, beneath which more than can be looked at is written",
                 d.display()
-            ));
-        }
-        at = d.parent();
-    }
-    None
+            )),
+            Some(es) => es.iter().find_map(|e| prefix_write_refused(e, cwd)),
+        })
 }
 
 /// Why a copy of a whole tree into `p` may write elsewhere: `p` is a folder with a link
@@ -545,6 +466,22 @@ impl Rule {
                 .any(|p| globs.covers(p, &call.cwd, true))
         {
             found = Some(Decision::Ask);
+        }
+        // A folder moved or removed whole takes what is beneath it along (a file moved
+        // away can be read under its new name: `mv config cfg && cat cfg/master.key`); a
+        // tree landing whole writes beneath its destination (`mv gh .github`).
+        for (access, d, under) in &named.trees {
+            let kind = match access {
+                Access::Remove => reads || removes,
+                _ => edits,
+            };
+            if kind && globs.reaches_beneath(d, &call.cwd) {
+                match under {
+                    Some(es) if !es.iter().any(|e| globs.covers(e, &call.cwd, true)) => {}
+                    Some(_) => return Some(self.decision),
+                    None => found = Some(Decision::Ask),
+                }
+            }
         }
         // A folder word of a program no model reads may be read whole (`diff -r x .`).
         for (d, under) in &named.unplaced_beneath {

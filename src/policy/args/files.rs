@@ -243,10 +243,12 @@ fn sources_and_destination(
         .iter()
         .find(|m| m.name == "-t" || m.name == "--target-directory")
         .and_then(|m| m.value.clone());
+    let mut lands = Vec::new();
     let (dest, sources): (String, &[usize]) = match (target, ops.split_last()) {
         (Some(dir), _) => (dir, ops),
         (None, Some((dest, sources))) if !sources.is_empty() => {
             e.paths.push((Access::Write, w[*dest].clone()));
+            lands.push(w[*dest].clone());
             (w[*dest].clone(), sources)
         }
         _ => {
@@ -263,10 +265,15 @@ fn sources_and_destination(
     for &s in sources {
         let name = w[s].trim_end_matches('/').rsplit('/').next().unwrap_or("");
         let name = if name.is_empty() { "." } else { name };
-        e.paths.push((
-            Access::Write,
-            format!("{}/{name}", dest.trim_end_matches('/')),
-        ));
+        let at = format!("{}/{name}", dest.trim_end_matches('/'));
+        lands.push(at.clone());
+        e.paths.push((Access::Write, at));
+    }
+    // A move, or a copy of whole trees: a folder among the sources lands whole (`mv gh
+    // .github`, `cp -rT x .github`), beneath the destination.
+    if matches!(source, Access::Remove | Access::Tree | Access::TreeFollowed) {
+        let from = sources.iter().map(|&s| w[s].clone()).collect();
+        e.places.push((from, lands));
     }
     Ok(())
 }
@@ -421,39 +428,6 @@ const TEE: &[&str] = &[
 pub(super) fn tee(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let (_, ops) = options(w, 1, TEE, true, e)?;
     paths(w, &ops, Access::Write, e);
-    Ok(())
-}
-
-const SORT: &[&str] = &[
-    "-b|--ignore-leading-blanks",
-    "-d|--dictionary-order",
-    "-f|--ignore-case",
-    "-g|--general-numeric-sort",
-    "-i|--ignore-nonprinting",
-    "-M|--month-sort",
-    "-h|--human-numeric-sort",
-    "-n|--numeric-sort",
-    "-R|--random-sort",
-    "--random-source=R",
-    "-r|--reverse",
-    "--sort=",
-    "-V|--version-sort",
-    "-c|-C|--check?",
-    "--debug",
-    "-k|--key=",
-    "-m|--merge",
-    "-o|--output=W",
-    "-s|--stable",
-    "-S|--buffer-size=",
-    "-t|--field-separator=",
-    "--parallel=",
-    "-u|--unique",
-    "-z|--zero-terminated",
-];
-
-pub(super) fn sort(w: &[String], e: &mut Effects) -> Result<(), Stop> {
-    let (_, ops) = options(w, 1, SORT, true, e)?;
-    paths(w, &ops, Access::Read, e);
     Ok(())
 }
 

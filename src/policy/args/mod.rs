@@ -57,6 +57,10 @@ pub struct Effects {
     /// Words the model passes on to a program it does not know (`npx prettier --write x`:
     /// prettier's words): any of them may name a path.
     pub unplaced: Vec<String>,
+    /// Whole trees moved or copied (`mv D x`, `cp -r D x`): the source words, and the words
+    /// of where they land (each written too, in `paths`): what is beneath a source that is
+    /// a folder lands beneath each of them.
+    pub places: Vec<(Vec<String>, Vec<String>)>,
 }
 
 /// A command read by its program's model.
@@ -94,7 +98,7 @@ const MODELS: &[(&str, Model)] = &[
     ("install", files::install),
     ("tee", files::tee),
     ("rm", files::rm),
-    ("sort", files::sort),
+    ("sort", text::sort),
     ("uniq", text::uniq),
     ("xxd", text::xxd),
     ("mkdir", text::mkdir),

@@ -1,7 +1,8 @@
 //! Models of programs that write what an operand names (docs/POLICY.md, "Programs read by
 //! their arguments"): `uniq [INPUT [OUTPUT]]` and `xxd [INFILE [OUTFILE]]` write their
 //! second operand (`echo … | xxd -r -p - ~/.gitconfig` wrote a `core.fsmonitor`), `mkdir`
-//! and `touch` every operand (`mkdir -p ~/.cargo`).
+//! and `touch` every operand (`mkdir -p ~/.cargo`); `sort` reads its operands and writes
+//! `-o`'s value.
 
 use super::{has, options, paths, stop, Access, Effects, Stop};
 
@@ -138,5 +139,38 @@ const TOUCH: &[&str] = &[
 pub(super) fn touch(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let (_, ops) = options(w, 1, TOUCH, true, e)?;
     paths(w, &ops, Access::Write, e);
+    Ok(())
+}
+
+const SORT: &[&str] = &[
+    "-b|--ignore-leading-blanks",
+    "-d|--dictionary-order",
+    "-f|--ignore-case",
+    "-g|--general-numeric-sort",
+    "-i|--ignore-nonprinting",
+    "-M|--month-sort",
+    "-h|--human-numeric-sort",
+    "-n|--numeric-sort",
+    "-R|--random-sort",
+    "--random-source=R",
+    "-r|--reverse",
+    "--sort=",
+    "-V|--version-sort",
+    "-c|-C|--check?",
+    "--debug",
+    "-k|--key=",
+    "-m|--merge",
+    "-o|--output=W",
+    "-s|--stable",
+    "-S|--buffer-size=",
+    "-t|--field-separator=",
+    "--parallel=",
+    "-u|--unique",
+    "-z|--zero-terminated",
+];
+
+pub(super) fn sort(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let (_, ops) = options(w, 1, SORT, true, e)?;
+    paths(w, &ops, Access::Read, e);
     Ok(())
 }

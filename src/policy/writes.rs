@@ -1,0 +1,171 @@
+//! What a prefix rule never writes, whatever its program's model allows: outside the
+//! session's folder, the folder itself, inside a version control's folder or a folder git
+//! takes for a repository, a `.cargo` folder, the user's own configuration, a shell's start
+//! file, a file from which a tool picks the program it runs, a file with other names.
+//!
+//! Invariant: a write a prefix rule allows is checked here, resolved (`super::named`), and
+//! a refusal is asked, never allowed.
+
+use std::path::Path;
+
+/// The files a shell reads when it starts, in the home folder: never written under a
+/// prefix rule (`sort -o ~/.profile x` runs `x` at the next `bash -lc`).
+const SHELL_START: &[&str] = &[
+    ".profile",
+    ".bash_profile",
+    ".bash_login",
+    ".bashrc",
+    ".bash_logout",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".zlogin",
+    ".zlogout",
+    ".kshrc",
+    ".mkshrc",
+    ".cshrc",
+    ".tcshrc",
+    ".login",
+    ".inputrc",
+    ".envrc",
+    // Debian's `.bashrc` sources it.
+    ".bash_aliases",
+];
+
+/// Files from which a program that looks read-only picks the program it runs, in any folder
+/// of the session: rustup's toolchain file (`path = "/x"` makes `cargo tree` run
+/// `/x/bin/cargo`), npm's and yarn's settings (`script-shell`), the version managers'
+/// files. Never written under a prefix rule; `.cargo/config(.toml)` neither
+/// ([`prefix_write_refused`]).
+const TOOL_CONFIG: &[&str] = &[
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".tool-versions",
+    ".mise.toml",
+    "mise.toml",
+    ".python-version",
+    ".node-version",
+    ".nvmrc",
+    "uv.toml",
+];
+
+/// Why a prefix rule may not allow writing `p` (resolved) from a session in `cwd`: outside
+/// the session's folder, the folder itself, inside a `.git` folder, or a shell's start file.
+pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
+    let Ok(rel) = p.strip_prefix(cwd) else {
+        return Some(format!(
+            "it writes {}, outside the session's folder",
+            p.display()
+        ));
+    };
+    if rel.as_os_str().is_empty() {
+        return Some("it writes the session's folder itself".into());
+    }
+    // Names compared in either case: a file system that ignores case (macOS's) takes
+    // `.GIT/config` for `.git/config`.
+    let is =
+        |c: &std::ffi::OsStr, name: &str| c.to_str().is_some_and(|c| c.eq_ignore_ascii_case(name));
+    // And the other version controls' folders: `go build` and `go list` run `hg` (or
+    // `svn`, `bzr`, `fossil`) to stamp the build, which reads `.hg/hgrc`'s hooks.
+    let vcs = [
+        ".git",
+        ".hg",
+        ".svn",
+        ".bzr",
+        ".fslckout",
+        "_FOSSIL_",
+        ".jj",
+        "_darcs",
+    ];
+    if let Some(c) = rel
+        .components()
+        .find(|c| vcs.iter().any(|v| is(c.as_os_str(), v)))
+    {
+        return Some(format!(
+            "it writes {}, inside a {} folder (its config and hooks run programs)",
+            p.display(),
+            c.as_os_str().to_string_lossy()
+        ));
+    }
+    // A `.cargo` folder, made whole (`mv cfg .cargo`) or written into: its config names
+    // the compiler cargo runs (`build.rustc`) for `cargo metadata` too.
+    if rel.components().any(|c| is(c.as_os_str(), ".cargo")) {
+        return Some(format!(
+            "it writes {}, a .cargo folder (its config names the programs cargo runs)",
+            p.display()
+        ));
+    }
+    let name = p
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let name = name.as_str();
+    // The user's own configuration that runs programs, where the session is the home
+    // folder: git's (`core.fsmonitor`, for every repository), ssh's (`rc`, `config`'s
+    // `ProxyCommand`, keys let in), the services and programs started at login.
+    for folder in [
+        ".config/git",
+        ".ssh",
+        ".config/systemd",
+        ".config/autostart",
+    ] {
+        if rel.starts_with(folder) {
+            return Some(format!(
+                "it writes {}, in {folder}, whose files name programs that run",
+                p.display()
+            ));
+        }
+    }
+    if let Some(why) = super::rc::user_configuration(p, cwd) {
+        return Some(why);
+    }
+    if name == ".gitconfig" {
+        return Some(format!(
+            "it writes {}, git's own configuration (`core.fsmonitor` runs a program in every repository)",
+            p.display()
+        ));
+    }
+    if SHELL_START.contains(&name) || rel.starts_with(".config/fish") {
+        return Some(format!(
+            "it writes {}, a file a shell runs when it starts",
+            p.display()
+        ));
+    }
+    if TOOL_CONFIG.contains(&name) {
+        return Some(format!(
+            "it writes {}, a file from which a tool picks the program it runs",
+            p.display()
+        ));
+    }
+    // A file of more names than one: a write in place writes them all (`ln .git/config x`
+    // then `tee -a x`), and no path tells where the others are.
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.nlink() > 1) {
+        return Some(format!(
+            "it writes {}, a file with other names (a hard link), which may be anywhere",
+            p.display()
+        ));
+    }
+    // A folder git takes for a repository by what it holds, whatever its name (`cp -r
+    // .git/. x`, then `tee -a x/config`, then `cd x && git status`).
+    let mut at = p.parent();
+    while let Some(d) = at.filter(|d| d.starts_with(cwd)) {
+        if d.join("HEAD").is_file()
+            && ["objects", "refs", "commondir"]
+                .iter()
+                .any(|n| d.join(n).exists())
+        {
+            return Some(format!(
+                "it writes {}, inside {}, which git takes for a repository's own folder",
+                p.display(),
+                d.display()
+            ));
+        }
+        at = d.parent();
+    }
+    None
+}
