@@ -10,13 +10,13 @@ use serde_json::value::RawValue;
 
 use super::joined::{send, session_note};
 use super::lifecycle::render::{self, Line, Rendered};
-use super::lifecycle::{closing, read_answer, Read};
+use super::lifecycle::{closing, Who};
 use super::{Outbox, Router, Side};
 use crate::envelope::RequestId;
 use crate::events::By;
 use crate::jsonrpc;
 use crate::methods;
-use crate::questions::answer::{Outcome, Reason};
+use crate::questions::answer::Outcome;
 use crate::questions::chat;
 use crate::questions::open::{Delivery, Open};
 use crate::questions::Dialect;
@@ -49,7 +49,7 @@ impl Router {
                 out,
             );
         }
-        let Some((agent_id, mut delivery)) = self.questions.take_joined(client, id) else {
+        let Some((agent_id, delivery)) = self.questions.take_joined(client, id) else {
             let pressed = outcome.is_ok_and(|r| !super::lifecycle::is_cancelled(r));
             match self.joined.stale(client, id) {
                 Some((session, note)) if pressed => {
@@ -62,63 +62,33 @@ impl Router {
             }
             return;
         };
-        let result = match outcome {
-            Ok(result) => result,
-            Err(_) => {
-                tracing::info!(client, %id, "a joined client did not show a question; it waits for the others");
-                return;
-            }
+        let Some(p) = self.questions.take(&agent_id) else {
+            return;
         };
         // The user answered in that editor: at the desk (its own cancel is not the user).
-        out.at_desk |= !super::lifecycle::is_cancelled(result);
-        let Some(style) = self.joined.client(client).map(|c| c.view.prompt_style()) else {
-            return;
-        };
-        let Some(asked) = self.questions.get(&agent_id).map(|o| o.asked.clone()) else {
-            return;
-        };
-        match read_answer(style, &asked, &mut delivery, result) {
-            Read::Native => {
-                let Some(mut p) = self.questions.take(&agent_id) else {
-                    return;
-                };
-                let read = p.origin.read(&p.question, result);
-                let ended = read.unwrap_or(Outcome::Rejected(Reason::Cancelled));
-                self.close_at_client(&mut p, &ended, By::Client, true, out);
-                // The client's result, under the agent's own id, goes to the agent as it is.
-                self.native_answer(p, result, line, out);
-            }
-            Read::Ask(at) => {
-                delivery.at = at;
-                let id = self.bridge_id();
-                if let Some(lines) = render::permission_step(&asked, &mut delivery, id) {
-                    send(out, client, lines);
-                    self.questions.show_joined(&agent_id, client, delivery);
-                }
-            }
-            Read::Done(outcome, extras) => {
-                let Some(mut p) = self.questions.take(&agent_id) else {
-                    return;
-                };
-                if let Some(c) = self.joined.client(client) {
-                    let own = closing(&c.view, &p, &delivery, &outcome, By::Client, false);
-                    send(
-                        out,
-                        client,
-                        own.lines.into_iter().map(Line::Notification).collect(),
-                    );
-                }
-                self.close_at_client(&mut p, &outcome, By::Client, true, out);
-                self.finish(&mut p, outcome, &extras, By::Client, out);
-            }
-            Read::Invalid(why) => {
-                tracing::warn!(client, %id, "a joined client's answer is not valid; shown to it again");
-                let text =
-                    format!("Your answer could not be used ({why}); the question is asked again.");
-                out.joined(client, session_note(&asked.question.session_id, &text));
-                self.show_open_to_joined(client, &agent_id, out);
-            }
-        }
+        out.at_desk |= outcome.is_ok_and(|r| !super::lifecycle::is_cancelled(r));
+        self.answer_from(Who::Joined(client), p, delivery, outcome, line, out);
+    }
+
+    /// Sends joined client `client` a prompt's lines.
+    pub(in crate::router) fn send_to_joined(
+        &self,
+        client: u32,
+        lines: Vec<Line>,
+        out: &mut Outbox,
+    ) {
+        send(out, client, lines);
+    }
+
+    /// Tells joined client `client` `text` in `session`'s chat.
+    pub(in crate::router) fn note_to_joined(
+        &self,
+        client: u32,
+        session: &str,
+        text: &str,
+        out: &mut Outbox,
+    ) {
+        out.joined(client, session_note(session, text));
     }
 
     /// A question is shown (or held): each joined client that has its session and is not

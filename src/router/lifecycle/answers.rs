@@ -6,11 +6,13 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use super::render::{self, Line};
+use super::{closing, Who};
 use crate::envelope::RequestId;
 use crate::events::{By, Event};
 use crate::jsonrpc::{self, code};
 use crate::questions::answer::{self, Outcome, Reason};
-use crate::questions::open::Open;
+use crate::questions::open::{Delivery, Open};
 use crate::questions::prompts::{self, Next};
 use crate::questions::{chat, dialect, Dialect};
 use crate::router::{Outbox, Router};
@@ -25,11 +27,13 @@ impl Router {
         line: &Bytes,
         out: &mut Outbox,
     ) -> bool {
-        if let Some(p) = self.questions.take_by_client_id(id) {
+        if let Some(mut p) = self.questions.take_by_client_id(id) {
             // The user answered in the editor: they are at the desk (an error, or a client's
             // own cancel, is not the user).
             out.at_desk |= outcome.is_ok_and(|r| !is_cancelled(r));
-            self.answer_from_client(p, outcome, line, out);
+            let blank = Delivery::new(p.agent_id.clone());
+            let delivery = std::mem::replace(&mut p.delivery, blank);
+            self.answer_from(Who::Attached, p, delivery, outcome, line, out);
             return true;
         }
         if self.questions.was_resolved(id) && !self.requests.agent_waits_on(id) {
@@ -61,65 +65,144 @@ impl Router {
         false
     }
 
-    pub(super) fn answer_from_client(
+    /// The answer of client `who` to `p` (taken from the store), shown to it as `delivery`
+    /// says: one path for every client. The first answer wins; each other client shown it
+    /// is told it is over (as of an answer elsewhere), the answering one as answered. A
+    /// permission prompt's next step is shown to the same client, and `p` stays open.
+    pub(in crate::router) fn answer_from(
         &mut self,
-        p: Open,
+        who: Who,
+        mut p: Open,
+        mut delivery: Delivery,
         outcome: Result<&RawValue, &RawValue>,
         line: &Bytes,
         out: &mut Outbox,
     ) {
-        let result = match outcome {
-            Ok(result) => result,
-            Err(error) => return self.client_error(p, error, line, out),
-        };
-        let mut p = p;
-        let style = self.client.prompt_style();
-        let normalized = match read_answer(style, &p.asked, &mut p.delivery, result) {
-            Read::Native => return self.native_answer(p, result, line, out),
-            Read::Ask(at) => {
-                // The next prompt, on the same tool call.
-                p.delivery.at = at;
-                if self.ask_permission_step(&mut p, out) {
-                    self.register(p);
-                } else {
-                    self.unsupported(&mut p, out);
-                }
-                return;
+        let result = match (outcome, who) {
+            (Ok(result), _) => result,
+            (Err(error), Who::Attached) => {
+                p.delivery = delivery;
+                return self.client_error(p, error, line, out);
             }
-            Read::Done(outcome, extras) => Ok((outcome, extras)),
-            Read::Invalid(e) => Err(e),
+            (Err(_), Who::Joined(client)) => {
+                // It waits for the others (nothing more is shown to that client).
+                tracing::info!(
+                    client,
+                    "a joined client did not show a question; it waits for the others"
+                );
+                return self.questions.insert(p);
+            }
         };
-        match normalized {
-            Ok((o, extras)) => {
-                self.close_at_client(&mut p, &o, By::Client, false, out);
+        let Some(style) = self.style_of(who) else {
+            return self.questions.insert(p);
+        };
+        match read_answer(style, &p.asked, &mut delivery, result) {
+            Read::Native => {
+                if let Who::Joined(_) = who {
+                    // The attached client, shown it too, closes it.
+                    let read = p.origin.read(&p.question, result);
+                    let ended = read.unwrap_or(Outcome::Rejected(Reason::Cancelled));
+                    self.close_at_client(&mut p, &ended, By::Client, true, out);
+                }
+                // The client's result, under the agent's own id, goes to the agent as it is.
+                self.native_answer(p, result, line, out)
+            }
+            Read::Ask(at) => {
+                // The next prompt, on the same tool call, to the same client.
+                delivery.at = at;
+                let id = self.bridge_id();
+                match render::permission_step(&p.asked, &mut delivery, id) {
+                    Some(lines) => {
+                        self.send_to(who, lines, out);
+                        who.put_back(&mut p, delivery);
+                        self.register(p);
+                    }
+                    None if who == Who::Attached => {
+                        p.delivery = delivery;
+                        self.unsupported(&mut p, out);
+                    }
+                    None => self.questions.insert(p),
+                }
+            }
+            Read::Done(o, extras) => {
+                if let Who::Joined(client) = who {
+                    if let Some(c) = self.joined.client(client) {
+                        let own = closing(&c.view, &p, &delivery, &o, By::Client, false);
+                        let lines = own.lines.into_iter().map(Line::Notification).collect();
+                        self.send_to(who, lines, out);
+                    }
+                } else {
+                    p.delivery = delivery;
+                }
+                // The attached client is told as the one that answered, or as one shown it
+                // that did not.
+                let withdraw = who != Who::Attached;
+                self.close_at_client(&mut p, &o, By::Client, withdraw, out);
                 self.finish(&mut p, o, &extras, By::Client, out);
             }
-            Err(msg) => {
-                self.counters.questions_invalid += 1;
-                tracing::warn!(
-                    session_id = ?p.question.session_id,
-                    question_id = ?p.question.question_id,
-                    dialect = p.delivery.dialect.as_str(),
-                    field = ?super::field_of(&msg),
-                    "invalid answer from the client; the agent gets -32603 with it"
-                );
-                tracing::trace!(error = %msg, "invalid answer (details)");
-                // The question is over: a permission prompt's tool call is closed too.
-                let cancelled = Outcome::Rejected(Reason::Cancelled);
-                self.close_at_client(&mut p, &cancelled, By::Client, false, out);
-                self.resolved(
-                    &p,
-                    By::Client,
-                    json!({ "status": "invalid", "error": msg }),
-                    out,
-                );
-                out.agent(jsonrpc::error_with_raw_data(
-                    &p.agent_id,
-                    code::INTERNAL_ERROR,
-                    &format!("Invalid answer from the client: {msg}"),
-                    &format!("{{\"clientResult\":{}}}", result.get()),
-                ));
+            Read::Invalid(msg) if who == Who::Attached => {
+                p.delivery = delivery;
+                self.invalid_answer(p, &msg, result, out)
             }
+            Read::Invalid(why) => {
+                // Another client may still answer: this one is told, and asked again.
+                let Who::Joined(client) = who else { return };
+                tracing::warn!(
+                    client,
+                    "a joined client's answer is not valid; shown to it again"
+                );
+                let text =
+                    format!("Your answer could not be used ({why}); the question is asked again.");
+                self.note_to_joined(client, &p.question.session_id, &text, out);
+                let agent_id = p.agent_id.clone();
+                self.questions.insert(p);
+                self.show_open_to_joined(client, &agent_id, out);
+            }
+        }
+    }
+
+    /// The attached client's answer is not valid: the question is over, and the agent gets
+    /// `-32603` with what the client said.
+    fn invalid_answer(&mut self, mut p: Open, msg: &str, result: &RawValue, out: &mut Outbox) {
+        self.counters.questions_invalid += 1;
+        tracing::warn!(
+            session_id = ?p.question.session_id,
+            question_id = ?p.question.question_id,
+            dialect = p.delivery.dialect.as_str(),
+            field = ?super::field_of(msg),
+            "invalid answer from the client; the agent gets -32603 with it"
+        );
+        tracing::trace!(error = %msg, "invalid answer (details)");
+        // The question is over: a permission prompt's tool call is closed too.
+        let cancelled = Outcome::Rejected(Reason::Cancelled);
+        self.close_at_client(&mut p, &cancelled, By::Client, false, out);
+        self.resolved(
+            &p,
+            By::Client,
+            json!({ "status": "invalid", "error": msg }),
+            out,
+        );
+        out.agent(jsonrpc::error_with_raw_data(
+            &p.agent_id,
+            code::INTERNAL_ERROR,
+            &format!("Invalid answer from the client: {msg}"),
+            &format!("{{\"clientResult\":{}}}", result.get()),
+        ));
+    }
+
+    /// How client `who` shows permission prompts (`None`: a joined client that left).
+    fn style_of(&self, who: Who) -> Option<prompts::Style> {
+        match who {
+            Who::Attached => Some(self.client.prompt_style()),
+            Who::Joined(c) => self.joined.client(c).map(|c| c.view.prompt_style()),
+        }
+    }
+
+    /// Sends client `who` a prompt's lines.
+    fn send_to(&mut self, who: Who, lines: Vec<render::Line>, out: &mut Outbox) {
+        match who {
+            Who::Attached => self.send_lines(lines, out),
+            Who::Joined(c) => self.send_to_joined(c, lines, out),
         }
     }
 
@@ -248,7 +331,7 @@ impl Router {
 }
 
 /// What a client's result to a question's prompt says.
-pub(in crate::router) enum Read {
+enum Read {
     /// The agent's own request, shown as it was sent: its result goes to the agent as it is.
     Native,
     /// A permission prompt's answer, and the next prompt to ask.
@@ -261,7 +344,7 @@ pub(in crate::router) enum Read {
 
 /// Reads a client's `result` for `p` shown in `d` (a permission prompt's answers so far are
 /// collected in `d`): every dialect's answer is checked by the same rules.
-pub(in crate::router) fn read_answer(
+fn read_answer(
     style: prompts::Style,
     p: &crate::questions::open::Pending,
     d: &mut crate::questions::open::Delivery,

@@ -20,7 +20,7 @@ mod endings;
 pub(in crate::router) mod render;
 mod show;
 
-pub(in crate::router) use answers::{is_cancelled, read_answer, Read};
+pub(in crate::router) use answers::is_cancelled;
 pub(in crate::router) use ask::{Asked, NotAdmitted};
 pub(in crate::router) use decide::PolicyState;
 pub(in crate::router) use endings::closing;
@@ -40,6 +40,24 @@ use crate::questions::{model, Dialect};
 /// The longest deadline a question gets (a longer `timeoutMs` or `--question-timeout` is
 /// cut to this), so deadlines and `expiresAt` stay representable.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Which client a question is shown to or answered by: the attached one (whose pipes are
+/// the bridge's client side), or one that joined its session (`--linger`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::router) enum Who {
+    Attached,
+    Joined(u32),
+}
+
+impl Who {
+    /// Gives `p` back `who`'s delivery (taken to read its answer).
+    fn put_back(self, p: &mut Open, delivery: crate::questions::open::Delivery) {
+        match self {
+            Who::Attached => p.delivery = delivery,
+            Who::Joined(c) => p.joined.push((c, delivery)),
+        }
+    }
+}
 
 impl Router {
     /// The dialect new questions are shown in on this connection.

@@ -89,21 +89,8 @@ impl Router {
         self.register(p);
     }
 
-    /// Asks prompt `p.delivery.at` of `p` as a permission prompt under a new bridge id;
-    /// false when it cannot be asked so.
-    pub(super) fn ask_permission_step(&mut self, p: &mut Open, out: &mut Outbox) -> bool {
-        let id = self.bridge_id();
-        match render::permission_step(&p.asked, &mut p.delivery, id) {
-            Some(lines) => {
-                self.send_lines(lines, out);
-                true
-            }
-            None => false,
-        }
-    }
-
     /// Sends the attached client a prompt's lines.
-    fn send_lines(&mut self, lines: Vec<render::Line>, out: &mut Outbox) {
+    pub(super) fn send_lines(&mut self, lines: Vec<render::Line>, out: &mut Outbox) {
         for line in lines {
             match line {
                 render::Line::Forwarded(l) => {
