@@ -224,15 +224,11 @@ fn path_denies_cover_the_paths_a_command_names() {
         decide(&p, "rg --hidden SECRET", &d).decision,
         Decision::Deny
     );
-    // A link it would follow, or a word a model cannot place that names a denied path:
-    // asked.
+    // A link it would follow is followed (`src/up/.env` is `.env`); a word a model cannot
+    // place that names a denied path is asked.
     std::os::unix::fs::symlink("..", d.join("src/up")).unwrap();
-    decided(
-        &p,
-        &d,
-        Decision::Ask,
-        &["grep -R SECRET src", "mytool --input .env"],
-    );
+    decided(&p, &d, Decision::Deny, &["grep -R SECRET src"]);
+    decided(&p, &d, Decision::Ask, &["mytool --input .env"]);
     allowed(&p, &d, &["cat src/a.rs", "grep -n x src/a.rs", "ls"]);
     let v = decide(&p, "mytool --input src/a.rs", &d);
     assert_eq!(v.decision, Decision::Allow, "{}", v.why);
@@ -2011,24 +2007,32 @@ fn mv_exchange_is_never_allowed_by_a_prefix() {
     allowed(&p, &d, &["mv a.txt b.txt"]);
 }
 
-#[test]
-fn a_folder_moved_or_landed_whole_is_decided_by_what_is_beneath_it() {
-    let d = scratch("trees");
-    for (f, text) in [
-        ("config/master.key", "KEY=1"),
-        ("config/app.yml", "a: 1"),
-        (".github/workflows/ci.yml", "run: make"),
-        ("gh/workflows/ci.yml", "run: ./pwn.sh"),
-        ("pl/workflows/ci.yml", "run: ./pwn.sh"),
-        ("src/main.rs", "fn main() {}"),
-        ("tmpl/.git/config", "[core]\n\tfsmonitor = ./x\n"),
-        ("crate/.cargo/config.toml", "[build]\nrustc = \"./x\"\n"),
-        ("a.txt", "a"),
-    ] {
+/// Writes each (path, text) of `files` in `d`, with the folders above it.
+fn files(d: &Path, files: &[(&str, &str)]) {
+    for (f, text) in files {
         let p = d.join(f);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
     }
+}
+
+#[test]
+fn a_folder_moved_or_landed_whole_is_decided_by_what_is_beneath_it() {
+    let d = scratch("trees");
+    files(
+        &d,
+        &[
+            ("config/master.key", "KEY=1"),
+            ("config/app.yml", "a: 1"),
+            (".github/workflows/ci.yml", "run: make"),
+            ("gh/workflows/ci.yml", "run: ./pwn.sh"),
+            ("pl/workflows/ci.yml", "run: ./pwn.sh"),
+            ("src/main.rs", "fn main() {}"),
+            ("tmpl/.git/config", "[core]\n\tfsmonitor = ./x\n"),
+            ("crate/.cargo/config.toml", "[build]\nrustc = \"./x\"\n"),
+            ("a.txt", "a"),
+        ],
+    );
     let p = rules(&[
         "Bash(mv:*)",
         "Bash(cp:*)",
@@ -2071,6 +2075,68 @@ fn a_folder_moved_or_landed_whole_is_decided_by_what_is_beneath_it() {
             "mv a.txt b.txt",
             "cp config/app.yml src/",
             "rm -r src",
+        ],
+    );
+}
+
+#[test]
+fn a_folder_walked_through_its_links_is_decided_where_they_lead() {
+    let d = scratch("followed");
+    files(
+        &d,
+        &[
+            ("config/master.key", "KEY=1"),
+            (".env", "TOKEN=1"),
+            ("pl/x/f", "[core]\n\tfsmonitor = ./x\n"),
+            ("safe/a.txt", "a"),
+        ],
+    );
+    for dir in ["x", "w", "g/x", "safe/l"] {
+        std::fs::create_dir_all(d.join(dir)).unwrap();
+    }
+    let link = std::os::unix::fs::symlink;
+    link("../config", d.join("x/c")).unwrap();
+    std::os::unix::fs::symlink(&*d, d.join("w/p")).unwrap();
+    link("../../.git/config", d.join("g/x/f")).unwrap();
+    // Links that lead nowhere denied, and one to the folder itself (a loop).
+    link("../src", d.join("safe/l/s")).unwrap();
+    link("..", d.join("safe/l/up")).unwrap();
+    let p = rules(&[
+        "Bash(grep:*)",
+        "Bash(rg:*)",
+        "Bash(cp:*)",
+        "Bash(mkdir:*)",
+        "Bash(tee:*)",
+        "Bash(mv:*)",
+        "!Read(./config/master.key)",
+        "!Read(./.env)",
+        "!Edit(./.github/workflows/**)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            // Read where the links lead, as grep -R, rg -L and cp -L do.
+            "grep -R KEY x",
+            "rg -L KEY x",
+            "cp -rL x y",
+            "grep -R TOKEN w",
+            // A copy that follows links writes through one already in its destination.
+            "cp -rL pl/x g",
+            "cp -aL pl/x g",
+            "cp -r --dereference pl/x g",
+            // A tree made by an earlier part of the same command, then moved whole.
+            "mkdir -p gh/workflows && echo x | tee gh/workflows/ci.yml && mv gh .github",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "grep -R a safe",
+            "rg -L a safe",
+            "grep -r KEY x",
+            "mv safe/a.txt safe/b.txt",
         ],
     );
 }

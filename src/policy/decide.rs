@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use super::command::Command;
+use super::parts::{lands_trees, leaves, names_paths, searches_whole};
 use super::*;
 
 impl Policy {
@@ -206,7 +207,10 @@ impl Policy {
                     let own = named::Named::in_folders(&part.words, folders);
                     // A whole tree copied (`cp -r`) writes beneath its destination too,
                     // through any link already there.
-                    let copies_trees = own.paths.iter().any(|(a, _)| *a == args::Access::Tree);
+                    let copies_trees = own
+                        .paths
+                        .iter()
+                        .any(|(a, _)| matches!(a, args::Access::Tree | args::Access::TreeFollowed));
                     *refused = own.unresolved.clone().or_else(|| {
                         own.paths
                             .iter()
@@ -243,6 +247,13 @@ impl Policy {
                     if wrote && searches_whole(&part.words) {
                         *refused = Some(format!(
                             "`{}` searches a folder whole after a part that writes, which may have changed what it reads (an ignore file's `!.env`)",
+                            shown(&part.words)
+                        ));
+                        break;
+                    }
+                    if wrote && lands_trees(&part.words) {
+                        *refused = Some(format!(
+                            "`{}` moves or copies a folder whole after a part that writes, which may have made what lands",
                             shown(&part.words)
                         ));
                         break;
@@ -376,62 +387,6 @@ fn print_only_refused(rule: &Rule, part: &command::Part) -> Option<String> {
             Some("its rule is `sed -n` (print only), and this writes files (`-i`, `w`)".into())
         }
         _ => None,
-    }
-}
-
-/// What a part may leave behind for the parts after it: whether it writes or makes
-/// anything, and whether what it makes may be a link. A program no model reads may do
-/// both, but for the few that write nothing (`echo`) or make no link (`mkdir`).
-fn leaves(words: &[String]) -> (bool, bool) {
-    let base = args::base(&words[0]);
-    match args::read(words) {
-        args::Reading::Understood(e) => {
-            let writes = e
-                .paths
-                .iter()
-                .any(|(a, _)| matches!(a, args::Access::Write | args::Access::Remove));
-            // `cp` makes a link only with an option (`-P`, `-d`, `-a`, `-r`, `-s`). The text
-            // filters, `mkdir`, `touch`, `install` and `rm` never make one; every other
-            // writer may: `mv` moves one as it is, `ln` and `tar -x` make them, `git clone`
-            // checks out the links its repository holds, a build or an install makes its own.
-            let links = writes
-                && match base {
-                    "cp" => words.iter().skip(1).any(|w| w.starts_with('-') && w != "-"),
-                    "tee" | "sort" | "uniq" | "xxd" | "sed" | "awk" | "gawk" | "mawk" | "jq"
-                    | "mkdir" | "touch" | "install" | "rm" => false,
-                    _ => true,
-                };
-            (writes, links)
-        }
-        _ => match base {
-            "echo" | "printf" | "true" | "false" | "pwd" | "sleep" | "date" | "which"
-            | "whoami" | "cd" | "test" | "[" | ":" => (false, false),
-            "mkdir" | "touch" => (true, false),
-            _ => (true, true),
-        },
-    }
-}
-
-/// Whether a part searches a folder whole (`rg x`, `grep -r x .`): what it reads there
-/// depends on what an earlier part wrote (an ignore file that brings `.env` back in).
-fn searches_whole(words: &[String]) -> bool {
-    match args::read(words) {
-        args::Reading::Understood(e) => e.paths.iter().any(|(a, _)| {
-            matches!(
-                a,
-                args::Access::Tree | args::Access::TreeShown | args::Access::TreeFollowed
-            )
-        }),
-        _ => false,
-    }
-}
-
-/// Whether a part names any path: one its model places or cannot place, or any word of a
-/// program no model reads.
-fn names_paths(words: &[String]) -> bool {
-    match args::read(words) {
-        args::Reading::Understood(e) => !e.paths.is_empty() || !e.unplaced.is_empty(),
-        _ => words.len() > 1,
     }
 }
 

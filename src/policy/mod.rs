@@ -37,6 +37,7 @@ mod moves;
 mod named;
 mod never;
 mod on_path;
+mod parts;
 pub mod path;
 mod rc;
 pub mod remember;

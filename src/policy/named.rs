@@ -232,6 +232,11 @@ fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> 
     }
     let mut out = Vec::new();
     let mut stack = vec![dir.to_owned()];
+    // The folders links led to, each walked once (a link to a folder above it loops).
+    let mut seen = std::collections::HashSet::new();
+    if let Ok(real) = std::fs::canonicalize(dir) {
+        seen.insert(real);
+    }
     while let Some(d) = stack.pop() {
         if access == Access::TreeShown && lets_back_in(&d.join(".git/info/exclude")) {
             return None;
@@ -267,10 +272,18 @@ fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> 
                 if access == Access::Remove {
                     // Moved or copied as a name.
                     out.push(entry.path());
-                    continue;
-                }
-                if access == Access::TreeFollowed {
-                    return None;
+                } else if access == Access::TreeFollowed {
+                    // Followed, as the program does: what it reaches is read where it is
+                    // (`x/c -> ../config`: `config/master.key`). A link that leads nowhere
+                    // is read as nothing.
+                    let Ok(real) = std::fs::canonicalize(entry.path()) else {
+                        continue;
+                    };
+                    if real.is_dir() && seen.insert(real.clone()) {
+                        stack.push(real.clone());
+                    }
+                    out.push(entry.path());
+                    out.push(real);
                 }
                 continue;
             }
@@ -402,9 +415,15 @@ pub fn link_beneath(p: &Path) -> Option<String> {
         return None;
     }
     let mut walked = 0;
-    match walk(p, Access::TreeFollowed, &mut walked) {
-        Some(_) => None,
-        None => Some(format!(
+    // Every name beneath, links among them as names.
+    let under = walk(p, Access::Remove, &mut walked);
+    let linked = |es: &Vec<PathBuf>| {
+        es.iter()
+            .any(|e| std::fs::symlink_metadata(e).is_ok_and(|m| m.is_symlink()))
+    };
+    match under {
+        Some(es) if !linked(&es) => None,
+        _ => Some(format!(
             "it copies a tree into {}, beneath which a link (or more than can be looked at) may take a write elsewhere",
             p.display()
         )),
@@ -442,8 +461,9 @@ impl Rule {
             if hit {
                 return Some(self.decision);
             }
-            let tracked = *access == Access::Tracked;
-            if tree && searches && (tracked || globs.reaches_beneath(p, &call.cwd)) {
+            // Beneath a folder walked through its links, a path may be anywhere.
+            let anywhere = matches!(access, Access::Tracked | Access::TreeFollowed);
+            if tree && searches && (anywhere || globs.reaches_beneath(p, &call.cwd)) {
                 // What is beneath, as the program walks it: a path the rule covers is read.
                 let under = named
                     .beneath
@@ -484,8 +504,9 @@ impl Rule {
             }
         }
         // A folder word of a program no model reads may be read whole (`diff -r x .`).
-        for (d, under) in &named.unplaced_beneath {
-            if (reads || removes) && globs.reaches_beneath(d, &call.cwd) {
+        for (_, under) in &named.unplaced_beneath {
+            // Walked through its links: what is beneath may be anywhere.
+            if reads || removes {
                 match under {
                     Some(es) if !es.iter().any(|e| globs.covers(e, &call.cwd, true)) => {}
                     _ => found = Some(Decision::Ask),
