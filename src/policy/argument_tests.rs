@@ -2140,3 +2140,45 @@ fn a_folder_walked_through_its_links_is_decided_where_they_lead() {
         ],
     );
 }
+
+#[test]
+fn a_folder_a_walk_cannot_open_is_not_taken_for_an_empty_one() {
+    use nix::fcntl::{openat, OFlag, AT_FDCWD};
+    use nix::sys::stat::{mkdirat, Mode};
+    let d = scratch("unlisted");
+    files(
+        &d,
+        &[
+            ("config/master.key", "KEY=1"),
+            ("t/workflows/ci.yml", "on: push"),
+        ],
+    );
+    // `A` holds 21 folders of 200 letters, then a link to `config`: past PATH_MAX as an
+    // absolute path, which a program started deeper (`cd A/…`) never spells.
+    let dir = OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    let name = "d".repeat(200);
+    let mut fd = openat(AT_FDCWD, &*d, dir, Mode::empty()).unwrap();
+    for n in std::iter::once("A").chain(std::iter::repeat_n(name.as_str(), 21)) {
+        mkdirat(&fd, n, Mode::from_bits_truncate(0o755)).unwrap();
+        fd = openat(&fd, n, dir, Mode::empty()).unwrap();
+    }
+    nix::unistd::symlinkat(&d.join("config"), &fd, "c").unwrap();
+    // A folder that cannot be listed (by a user; root lists it anyway, and then sees what
+    // is beneath: either way the move is not allowed).
+    let t = d.join("t");
+    std::fs::set_permissions(&t, std::os::unix::fs::PermissionsExt::from_mode(0o300)).unwrap();
+    let p = rules(&[
+        "Bash(grep:*)",
+        "Bash(rg:*)",
+        "Bash(cp:*)",
+        "Bash(mv:*)",
+        "!Read(./config/master.key)",
+        "!Edit(./.github/workflows/**)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &["grep -R KEY A", "rg -L KEY A", "cp -rL A Z", "mv t .github"],
+    );
+    std::fs::set_permissions(&t, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+}

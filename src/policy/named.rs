@@ -209,6 +209,11 @@ impl Named {
     }
 }
 
+/// Whether a walk's error says only that nothing, or a file, is there (`ENOENT`, `ENOTDIR`).
+fn gone_or_file(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR)
+}
+
 /// Whether `p` is a folder itself (not a link to one: a move takes the link).
 fn is_folder(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
@@ -241,9 +246,15 @@ fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> 
         if access == Access::TreeShown && lets_back_in(&d.join(".git/info/exclude")) {
             return None;
         }
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            // A file, or a folder the program could not read either.
-            continue;
+        let entries = match std::fs::read_dir(&d) {
+            Ok(entries) => entries,
+            // A file, or nothing there: nothing beneath.
+            Err(e) if gone_or_file(&e) => continue,
+            // A folder that cannot be listed here, which a program may still go through
+            // (`mkdir -m 0300 t`, then `mv t .github`), or a path too long for this
+            // absolute spelling that a program opens relative to where it is: what is
+            // beneath cannot be told.
+            Err(_) => return None,
         };
         for entry in entries {
             let entry = entry.ok()?;
@@ -276,8 +287,10 @@ fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> 
                     // Followed, as the program does: what it reaches is read where it is
                     // (`x/c -> ../config`: `config/master.key`). A link that leads nowhere
                     // is read as nothing.
-                    let Ok(real) = std::fs::canonicalize(entry.path()) else {
-                        continue;
+                    let real = match std::fs::canonicalize(entry.path()) {
+                        Ok(real) => real,
+                        Err(e) if gone_or_file(&e) => continue,
+                        Err(_) => return None,
                     };
                     if real.is_dir() && seen.insert(real.clone()) {
                         stack.push(real.clone());
