@@ -2182,3 +2182,49 @@ fn a_folder_a_walk_cannot_open_is_not_taken_for_an_empty_one() {
     );
     std::fs::set_permissions(&t, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
 }
+
+#[test]
+fn a_file_git_includes_as_configuration_is_never_written_under_a_prefix() {
+    let d = scratch("included");
+    files(
+        &d,
+        &[
+            (
+                ".git/config",
+                "[core]\n\tbare = false\n[include]\n\tpath = ../.gitconfig.local\n[includeIf \"onbranch:main\"]\n\tpath = ../tools/git.inc\n",
+            ),
+            ("x", "[core]\n\tfsmonitor = sh tools-x.sh\n"),
+            ("dotfiles/git/other", "x"),
+        ],
+    );
+    let p = rules(&["Bash(tee:*)", "Bash(cp:*)", "Bash(sort:*)", "Bash(mkdir:*)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "tee .gitconfig.local",
+            "cp x .gitconfig.local",
+            "sort -o .GITCONFIG.local x",
+            "cp x tools/git.inc",
+            "mkdir -p tools && cp x tools/git.inc",
+        ],
+    );
+    allowed(&p, &d, &["tee notes.txt", "cp x tools.inc"]);
+    // The user's own file including a dotfiles repository's: a session there never writes it.
+    let home = d.join("home");
+    files(
+        &home,
+        &[(".gitconfig", "[include]\n\tpath = ~/dotfiles/git/config\n")],
+    );
+    std::fs::create_dir_all(home.join("dotfiles/git")).unwrap();
+    let env = |k: &str| (k == "HOME").then(|| home.clone().into_os_string());
+    let session = home.join("dotfiles");
+    let written = [session.join("git/config")];
+    let why = super::gitdir::config_written(&session, written.iter().map(|p| p.as_path()), &env);
+    assert!(why.is_some_and(|w| w.contains("git reads as configuration")));
+    let other = [session.join("git/other")];
+    assert_eq!(
+        super::gitdir::config_written(&session, other.iter().map(|p| p.as_path()), &env),
+        None
+    );
+}

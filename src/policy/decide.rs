@@ -225,6 +225,21 @@ impl Policy {
                                 })
                             })
                             .or_else(|| named::tree_landing_refused(&own, &call.cwd))
+                            .or_else(|| {
+                                // A file git includes as configuration, by any name.
+                                let written =
+                                    own.paths.iter().filter(|(a, _)| *a == args::Access::Write);
+                                let landed = own
+                                    .trees
+                                    .iter()
+                                    .filter(|(a, _, _)| *a == args::Access::Write);
+                                let all = written.map(|(_, p)| p.as_path()).chain(landed.flat_map(
+                                    |(_, _, u)| u.iter().flatten().map(PathBuf::as_path),
+                                ));
+                                super::gitdir::config_written(&call.cwd, all, &|k| {
+                                    std::env::var_os(k)
+                                })
+                            })
                     });
                 }
                 _ => {}

@@ -6,7 +6,9 @@
 //! status`).
 //!
 //! It also finds the hooks a repository has ([`hooks`]): a git subcommand is asked while
-//! there is one it may run, since hooks often run files of the worktree.
+//! there is one it may run, since hooks often run files of the worktree. And it reads every
+//! configuration file git reads, includes too ([`config_chain`]): none is written by a
+//! prefix rule, whatever its name ([`config_written`]).
 //!
 //! Invariant: a superset of what git takes for a repository (a `HEAD` file beside any of
 //! `objects`, `refs` or `commondir`; a `.git` folder or `gitdir:` file), so that where git
@@ -124,83 +126,37 @@ pub fn refused(session: &Path, folders: &[PathBuf], words: &[String]) -> Option<
 /// A hook of `names` (`None`: any) that git may run in repository `repo` (`None`: no
 /// repository, as for `clone`): a file in its `hooks` folder (or its common folder's, for
 /// a worktree) other than git's samples, or in a `core.hooksPath` folder set in any
-/// configuration file git reads (the repository's, the user's, the system's, and what they
-/// include); or a `[hook]` setting, or a `core.hooksPath` that cannot be placed, for any.
+/// configuration file git reads ([`config_chain`]); or a `[hook]` setting, or a
+/// `core.hooksPath` that cannot be placed, for any.
 pub fn hooks(
     repo: Option<&Path>,
     names: Option<&[&str]>,
     env: super::rc::Env<'_>,
 ) -> Option<String> {
-    let common = repo.map(|r| {
-        std::fs::read_to_string(r.join("commondir"))
-            .map(|c| r.join(c.trim()))
-            .unwrap_or_else(|_| r.to_path_buf())
-    });
+    let chain = match config_chain(repo, env) {
+        Ok(chain) => chain,
+        Err(why) => return Some(why),
+    };
+    let common = repo.map(common_of);
     let mut dirs: Vec<PathBuf> = repo.iter().map(|r| r.join("hooks")).collect();
     dirs.extend(common.as_ref().map(|c| c.join("hooks")));
-    let (home, xdg) = super::rc::home_and_config(env);
-    let env = |k: &str| env(k).map(PathBuf::from);
-    let mut files: Vec<PathBuf> = Vec::new();
-    files.extend(repo.map(|r| r.join("config")));
-    files.extend(common.map(|c| c.join("config")));
-    match env("GIT_CONFIG_GLOBAL") {
-        Some(g) => files.push(g),
-        None => {
-            files.extend(home.as_ref().map(|h| h.join(".gitconfig")));
-            files.extend(xdg.map(|x| x.join("git/config")));
-        }
-    }
-    files.push(env("GIT_CONFIG_SYSTEM").unwrap_or_else(|| PathBuf::from("/etc/gitconfig")));
     // A relative `core.hooksPath` is taken from the worktree's top.
     let top = repo.and_then(|r| match r.file_name() {
         Some(n) if n == ".git" => r.parent().map(Path::to_path_buf),
         _ => Some(r.to_path_buf()),
     });
-    let place = |value: &str, file: &Path, relative_to: Option<&Path>| -> Option<PathBuf> {
-        match value.strip_prefix("~/") {
-            Some(rest) => home.as_ref().map(|h| h.join(rest)),
-            None if Path::new(value).is_absolute() => Some(PathBuf::from(value)),
-            None => relative_to.or(file.parent()).map(|d| d.join(value)),
-        }
-    };
-    let mut read = 0;
-    while let Some(file) = files.pop() {
-        read += 1;
-        if read > MAX_CONFIG_FILES {
-            return Some("(more configuration files than are read for one decision)".into());
-        }
-        let text = match std::fs::read(&file) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Some(format!("({} cannot be read: {e})", file.display())),
-        };
-        let mut section = String::new();
-        for line in text.lines() {
-            let line = line.trim();
-            if let Some(rest) = line.strip_prefix('[') {
-                section = rest.to_ascii_lowercase();
-            }
-            // A key may follow its section's header on the same line (`[core] hooksPath = x`).
-            let body = line.rsplit_once(']').map_or(line, |(_, b)| b).trim();
-            let key = body
-                .split(['=', ' ', '\t'])
-                .next()
-                .unwrap_or("")
-                .to_ascii_lowercase();
-            let value = body
-                .split_once('=')
-                .map_or("", |(_, v)| v.trim().trim_matches('"'));
+    let (home, _) = super::rc::home_and_config(env);
+    for (file, text) in &chain {
+        for (section, key, value) in entries(text) {
             if section.starts_with("hook") {
                 return Some(format!("(set in {})", file.display()));
             }
             if key == "hookspath" {
-                match place(value, &file, top.as_deref()).filter(|_| !value.is_empty()) {
+                let dir = place(value, file, top.as_deref(), home.as_deref());
+                match dir.filter(|_| !value.is_empty()) {
                     Some(dir) => dirs.push(dir),
                     None => return Some(format!("(core.hooksPath in {})", file.display())),
                 }
-            }
-            if key == "path" && section.starts_with("include") && !value.is_empty() {
-                files.extend(place(value, &file, None));
             }
         }
     }
@@ -213,6 +169,154 @@ pub fn hooks(
             .find(|n| names.is_none_or(|names| names.contains(&n.as_str())))
             .map(|n| dir.join(n).display().to_string())
     })
+}
+
+/// Why a prefix rule may not write any of `written` (resolved) from a session in
+/// `session`: one is a file git reads as configuration, by a name no rule knows, because a
+/// configuration file includes it (`[include] path = ../.gitconfig.local` in `.git/config`,
+/// or the user's `~/.gitconfig` including a dotfiles repository's `git/config`): a
+/// `core.fsmonitor` there runs at the next `git status`. The chain is read once.
+pub fn config_written<'a>(
+    session: &Path,
+    mut written: impl Iterator<Item = &'a Path>,
+    env: super::rc::Env<'_>,
+) -> Option<String> {
+    let first = written.next()?;
+    let chain = match config_chain(discover(session).as_deref(), env) {
+        Ok(chain) => chain,
+        Err(why) => return Some(format!("git's configuration cannot be told {why}")),
+    };
+    let settled: Vec<String> = chain
+        .iter()
+        .map(|(f, _)| settle(f).to_string_lossy().to_lowercase())
+        .collect();
+    std::iter::once(first).chain(written).find_map(|p| {
+        let p = settle(p);
+        let name = p.to_string_lossy().to_lowercase();
+        settled.contains(&name).then(|| {
+            format!(
+                "it writes {}, a file git reads as configuration (a configuration file includes it)",
+                p.display()
+            )
+        })
+    })
+}
+
+/// Every configuration file git reads in repository `repo`: its own, its common folder's
+/// (a worktree's), the user's (`GIT_CONFIG_GLOBAL`, else `~/.gitconfig` and
+/// `$XDG_CONFIG_HOME/git/config`), the system's, and every file one of them includes
+/// (`include.path`, and `includeIf.*.path` whatever its condition), each with its text
+/// (empty where it is not there). `Err`: why that cannot be told (too many files, one that
+/// cannot be read).
+fn config_chain(
+    repo: Option<&Path>,
+    env: super::rc::Env<'_>,
+) -> Result<Vec<(PathBuf, String)>, String> {
+    let (home, xdg) = super::rc::home_and_config(env);
+    let var = |k: &str| env(k).map(PathBuf::from);
+    let mut files: Vec<PathBuf> = Vec::new();
+    files.extend(repo.map(|r| r.join("config")));
+    files.extend(repo.map(|r| common_of(r).join("config")));
+    match var("GIT_CONFIG_GLOBAL") {
+        Some(g) => files.push(g),
+        None => {
+            files.extend(home.as_ref().map(|h| h.join(".gitconfig")));
+            files.extend(xdg.map(|x| x.join("git/config")));
+        }
+    }
+    files.push(var("GIT_CONFIG_SYSTEM").unwrap_or_else(|| PathBuf::from("/etc/gitconfig")));
+    let mut chain = Vec::new();
+    while let Some(file) = files.pop() {
+        if chain.len() >= MAX_CONFIG_FILES {
+            return Err("(more configuration files than are read for one decision)".into());
+        }
+        let text = match std::fs::read(&file) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(format!("({} cannot be read: {e})", file.display())),
+        };
+        for (section, key, value) in entries(&text) {
+            if key == "path" && section.starts_with("include") && !value.is_empty() {
+                files.extend(place(value, &file, None, home.as_deref()));
+            }
+        }
+        chain.push((file, text));
+    }
+    Ok(chain)
+}
+
+/// The (section, key, value) of each line of a configuration file's `text`, section and
+/// key lowered (a key may follow its section's header on the same line: `[core]
+/// hooksPath = x`).
+fn entries(text: &str) -> impl Iterator<Item = (String, String, &str)> {
+    let mut section = String::new();
+    text.lines().map(move |line| {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix('[') {
+            section = rest.to_ascii_lowercase();
+        }
+        let body = line.rsplit_once(']').map_or(line, |(_, b)| b).trim();
+        let key = body
+            .split(['=', ' ', '\t'])
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let value = body
+            .split_once('=')
+            .map_or("", |(_, v)| v.trim().trim_matches('"'));
+        (section.clone(), key, value)
+    })
+}
+
+/// Where a path `value` set in configuration `file` points: `~/` from the home folder, a
+/// relative one from `relative_to` (else the file's folder).
+fn place(
+    value: &str,
+    file: &Path,
+    relative_to: Option<&Path>,
+    home: Option<&Path>,
+) -> Option<PathBuf> {
+    match value.strip_prefix("~/") {
+        Some(rest) => home.map(|h| h.join(rest)),
+        None if Path::new(value).is_absolute() => Some(PathBuf::from(value)),
+        None => relative_to.or(file.parent()).map(|d| d.join(value)),
+    }
+}
+
+/// The common folder of repository `repo` (a linked worktree's main repository).
+fn common_of(repo: &Path) -> PathBuf {
+    std::fs::read_to_string(repo.join("commondir"))
+        .map(|c| repo.join(c.trim()))
+        .unwrap_or_else(|_| repo.to_path_buf())
+}
+
+/// `p` resolved as the OS would as far as it is there, the rest (not there yet) taken by
+/// its words (`.git/../tools/git.inc` before `tools` is made is `tools/git.inc`).
+fn settle(p: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = p;
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            let mut out = real;
+            for c in rest.iter().rev() {
+                match c {
+                    std::path::Component::ParentDir => {
+                        out.pop();
+                    }
+                    std::path::Component::Normal(n) => out.push(n),
+                    _ => {}
+                }
+            }
+            return out;
+        }
+        match (at.parent(), at.components().next_back()) {
+            (Some(parent), Some(last)) => {
+                rest.push(last);
+                at = parent;
+            }
+            _ => return p.to_path_buf(),
+        }
+    }
 }
 
 /// Whether git may take folder `d` itself for a repository.
