@@ -2228,3 +2228,61 @@ fn a_file_git_includes_as_configuration_is_never_written_under_a_prefix() {
         None
     );
 }
+
+#[test]
+fn git_configuration_is_read_as_git_reads_it_and_guarded_above_too() {
+    let d = scratch("chain");
+    files(
+        &d,
+        &[
+            (
+                ".git/config",
+                "# a comment line goes on no further \\\n[include]\n\tpath = ../.gitconfig.local  # per-checkout\n[include \"x\"] path = \"../git/con\\\n\"fig ; quoted then joined\n[core]\n\texcludesFile = ../global-ignore # the team's\n",
+            ),
+            (".env", "SECRET=1"),
+            ("a.txt", "SECRET here"),
+            ("evil/config", "[core]\n\tfsmonitor = ./x\n"),
+            ("git/keep", "x"),
+        ],
+    );
+    let p = rules(&[
+        "Bash(tee:*)",
+        "Bash(ln:*)",
+        "Bash(mv:*)",
+        "Bash(mkdir:*)",
+        "Bash(rg:*)",
+        "!Read(./.env)",
+    ]);
+    allowed(&p, &d, &["rg SECRET", "tee notes.txt"]);
+    std::fs::write(d.join("global-ignore"), "!.env\n").unwrap();
+    not_allowed(
+        &p,
+        &d,
+        &[
+            // An include with a comment after its path.
+            "tee .gitconfig.local",
+            // A folder above an included file, made a link or a folder.
+            "ln -s evil git",
+            "mv evil git",
+            // The excludes file, and a search it lets `.env` back into.
+            "tee global-ignore",
+            "rg SECRET",
+        ],
+    );
+    // The same parse for the hooks: `core.hooksPath` with a comment after it.
+    let hp = scratch("hookspath");
+    files(
+        &hp,
+        &[
+            (
+                ".git/config",
+                "[core]\n\thooksPath = .githooks  # team hooks\n",
+            ),
+            (".githooks/pre-commit", "touch pwned\n"),
+        ],
+    );
+    let repo = super::gitdir::discover(&hp);
+    let no_env = |_: &str| None;
+    let found = super::gitdir::hooks(repo.as_deref(), None, &no_env).expect("found");
+    assert!(found.ends_with(".githooks/pre-commit"), "{found}");
+}

@@ -151,6 +151,9 @@ pub fn hooks(
             if section.starts_with("hook") {
                 return Some(format!("(set in {})", file.display()));
             }
+            // (Every value was read whole in the chain.)
+            let value = value.unwrap_or_default();
+            let value = value.as_str();
             if key == "hookspath" {
                 let dir = place(value, file, top.as_deref(), home.as_deref());
                 match dir.filter(|_| !value.is_empty()) {
@@ -175,31 +178,60 @@ pub fn hooks(
 /// `session`: one is a file git reads as configuration, by a name no rule knows, because a
 /// configuration file includes it (`[include] path = ../.gitconfig.local` in `.git/config`,
 /// or the user's `~/.gitconfig` including a dotfiles repository's `git/config`): a
-/// `core.fsmonitor` there runs at the next `git status`. The chain is read once.
+/// `core.fsmonitor` there runs at the next `git status`; or a folder above one (`ln -s evil
+/// git` where `git/config` is included); or the user's excludes file (a `!.env` there shows
+/// `.env` to `rg` in every repository). The chain is read once.
 pub fn config_written<'a>(
     session: &Path,
     mut written: impl Iterator<Item = &'a Path>,
     env: super::rc::Env<'_>,
 ) -> Option<String> {
     let first = written.next()?;
-    let chain = match config_chain(discover(session).as_deref(), env) {
-        Ok(chain) => chain,
+    let repo = discover(session);
+    let files = match config_chain(repo.as_deref(), env) {
+        Ok(chain) => {
+            let mut files: Vec<PathBuf> = chain.iter().map(|(f, _)| f.clone()).collect();
+            files.extend(excludes_of(&chain, env));
+            files
+        }
         Err(why) => return Some(format!("git's configuration cannot be told {why}")),
     };
-    let settled: Vec<String> = chain
-        .iter()
-        .map(|(f, _)| settle(f).to_string_lossy().to_lowercase())
-        .collect();
+    let lowered = |p: &Path| PathBuf::from(p.to_string_lossy().to_lowercase());
+    let settled: Vec<PathBuf> = files.iter().map(|f| lowered(&settle(f))).collect();
     std::iter::once(first).chain(written).find_map(|p| {
         let p = settle(p);
-        let name = p.to_string_lossy().to_lowercase();
-        settled.contains(&name).then(|| {
+        let name = lowered(&p);
+        settled.iter().find(|f| f.starts_with(&name)).map(|f| {
             format!(
-                "it writes {}, a file git reads as configuration (a configuration file includes it)",
-                p.display()
+                "it writes {}, {} git reads as configuration (a configuration file includes it, or names it as its excludes)",
+                p.display(),
+                if *f == name { "a file" } else { "a folder above a file" }
             )
         })
     })
+}
+
+/// The files of the user's excludes that ripgrep and git read in every repository, as
+/// found from `dir`: each `core.excludesFile` of git's configuration, and
+/// `$XDG_CONFIG_HOME/git/ignore` (else `~/.config/git/ignore`). `Err`: why that cannot be
+/// told.
+pub fn excludes(dir: &Path, env: super::rc::Env<'_>) -> Result<Vec<PathBuf>, String> {
+    let chain = config_chain(discover(dir).as_deref(), env)?;
+    Ok(excludes_of(&chain, env))
+}
+
+fn excludes_of(chain: &[(PathBuf, String)], env: super::rc::Env<'_>) -> Vec<PathBuf> {
+    let (home, xdg) = super::rc::home_and_config(env);
+    let mut files: Vec<PathBuf> = xdg.map(|x| x.join("git/ignore")).into_iter().collect();
+    for (file, text) in chain {
+        for (section, key, value) in entries(text) {
+            let value = value.unwrap_or_default();
+            if section.starts_with("core") && key == "excludesfile" && !value.is_empty() {
+                files.extend(place(&value, file, None, home.as_deref()));
+            }
+        }
+    }
+    files
 }
 
 /// Every configuration file git reads in repository `repo`: its own, its common folder's
@@ -236,8 +268,17 @@ fn config_chain(
             Err(e) => return Err(format!("({} cannot be read: {e})", file.display())),
         };
         for (section, key, value) in entries(&text) {
+            let Some(value) = value else {
+                return Err(format!(
+                    "(a line of {} is not read as git reads it)",
+                    file.display()
+                ));
+            };
             if key == "path" && section.starts_with("include") && !value.is_empty() {
-                files.extend(place(value, &file, None, home.as_deref()));
+                match place(&value, &file, None, home.as_deref()) {
+                    Some(f) => files.push(f),
+                    None => return Err(format!("(an include in {})", file.display())),
+                }
             }
         }
         chain.push((file, text));
@@ -245,27 +286,102 @@ fn config_chain(
     Ok(chain)
 }
 
-/// The (section, key, value) of each line of a configuration file's `text`, section and
-/// key lowered (a key may follow its section's header on the same line: `[core]
-/// hooksPath = x`).
-fn entries(text: &str) -> impl Iterator<Item = (String, String, &str)> {
+/// The (section, key, value) of each setting of a configuration file's `text`, read as
+/// git's own parser reads it (`config.c`): section and key lowered; a `#` or `;` outside
+/// quotes starts a comment to the line's end (`path = x  # note` is `x`); a value's `\` at
+/// a line's end goes on to the next line (a multi-line alias); `"…"` joined and `\"`, `\\`,
+/// `\n`, `\t`, `\b` unescaped. A value is `None` where git would refuse the file (an
+/// unknown escape, an unclosed quote).
+fn entries(text: &str) -> Vec<(String, String, Option<String>)> {
+    let mut out = Vec::new();
     let mut section = String::new();
-    text.lines().map(move |line| {
-        let line = line.trim();
-        if let Some(rest) = line.strip_prefix('[') {
-            section = rest.to_ascii_lowercase();
+    let mut chars = text.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        match c {
+            '#' | ';' => while chars.next_if(|c| *c != '\n').is_some() {},
+            '[' => {
+                chars.next();
+                let mut header = String::new();
+                let mut quoted = false;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' if quoted => header.extend(chars.next()),
+                        '"' => quoted = !quoted,
+                        ']' if !quoted => break,
+                        '\n' => break,
+                        c => header.push(c),
+                    }
+                }
+                section = header.trim().to_ascii_lowercase();
+            }
+            c if c.is_alphanumeric() => {
+                let mut key = String::new();
+                while let Some(c) = chars.next_if(|c| c.is_alphanumeric() || *c == '-') {
+                    key.push(c.to_ascii_lowercase());
+                }
+                while chars.next_if(|c| *c == ' ' || *c == '\t').is_some() {}
+                let value = match chars.next_if_eq(&'=') {
+                    Some(_) => value_of(&mut chars),
+                    None => Some(String::new()),
+                };
+                out.push((section.clone(), key, value));
+            }
+            _ => {
+                chars.next();
+            }
         }
-        let body = line.rsplit_once(']').map_or(line, |(_, b)| b).trim();
-        let key = body
-            .split(['=', ' ', '\t'])
-            .next()
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        let value = body
-            .split_once('=')
-            .map_or("", |(_, v)| v.trim().trim_matches('"'));
-        (section.clone(), key, value)
-    })
+    }
+    out
+}
+
+/// A value, read from after its `=` to the end of its (logical) line.
+fn value_of(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<String> {
+    let mut out = String::new();
+    let mut quoted = false;
+    let mut pending = String::new();
+    let mut started = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' => break,
+            '\\' => match chars.next() {
+                // The value goes on to the next line.
+                Some('\n') => continue,
+                Some('\r') if chars.next_if_eq(&'\n').is_some() => continue,
+                Some(e) => {
+                    out.push_str(&std::mem::take(&mut pending));
+                    started = true;
+                    match e {
+                        'n' => out.push('\n'),
+                        't' => out.push('\t'),
+                        'b' => out.push('\u{8}'),
+                        '"' | '\\' => out.push(e),
+                        _ => return None,
+                    }
+                }
+                None => return None,
+            },
+            '"' => {
+                out.push_str(&std::mem::take(&mut pending));
+                started = true;
+                quoted = !quoted;
+            }
+            '#' | ';' if !quoted => {
+                while chars.next_if(|c| *c != '\n').is_some() {}
+                break;
+            }
+            c if c.is_whitespace() && !quoted => {
+                if started {
+                    pending.push(c);
+                }
+            }
+            c => {
+                out.push_str(&std::mem::take(&mut pending));
+                started = true;
+                out.push(c);
+            }
+        }
+    }
+    (!quoted).then_some(out)
 }
 
 /// Where a path `value` set in configuration `file` points: `~/` from the home folder, a
@@ -278,6 +394,8 @@ fn place(
 ) -> Option<PathBuf> {
     match value.strip_prefix("~/") {
         Some(rest) => home.map(|h| h.join(rest)),
+        // Another user's home, git's own prefix: not placed here.
+        None if value.starts_with('~') || value.starts_with("%(") => None,
         None if Path::new(value).is_absolute() => Some(PathBuf::from(value)),
         None => relative_to.or(file.parent()).map(|d| d.join(value)),
     }
@@ -334,6 +452,38 @@ fn canonical(p: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_are_read_as_git_reads_them() {
+        let d = std::env::temp_dir().join(format!("acp-qb-gitcfg-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let file = d.join("config");
+        let text = "# a comment \\\n[include]\n\tpath = ../a  # note\n[include \"x\"] path = \"../b c\" ; note\n[core]\n\thooksPath = .githooks;x\n\texcludesFile = \"q\\\"r\"\n[alias]\n\tlg = log \\\n\t  --oneline\n\tt = \"a\\tb\"\n[includeIf \"gitdir:/w/\"]\n\tpath = ~/c\n\tbare\n";
+        std::fs::write(&file, text).unwrap();
+        let ours: Vec<String> = entries(text)
+            .into_iter()
+            .map(|(s, k, v)| format!("{}.{k}={}", s.replace(' ', "."), v.expect("a value")))
+            .map(|l| l.trim_end_matches('=').to_owned())
+            .collect();
+        let out = std::process::Command::new("git")
+            .args(["config", "--no-includes", "-f"])
+            .arg(&file)
+            .arg("--list")
+            .output()
+            .expect("git runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let git: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(ours, git);
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn git_uses_the_nearest_repository_a_folder_that_is_one_included() {

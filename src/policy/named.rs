@@ -227,11 +227,13 @@ fn is_folder(p: &Path) -> bool {
 fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> {
     // ripgrep reads the ignore files of the folders above where it starts too (`rg x sub`
     // with `!.env` in `./.ignore`).
+    // And the user's excludes, for every repository (`core.excludesFile`).
     if access == Access::TreeShown
-        && dir.ancestors().skip(1).any(|a| {
+        && (dir.ancestors().skip(1).any(|a| {
             IGNORE_FILES.iter().any(|f| lets_back_in(&a.join(f)))
                 || lets_back_in(&a.join(".git/info/exclude"))
-        })
+        }) || super::gitdir::excludes(dir, &|k| std::env::var_os(k))
+            .map_or(true, |fs| fs.iter().any(|f| lets_back_in(f))))
     {
         return None;
     }
