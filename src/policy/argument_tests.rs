@@ -2286,3 +2286,77 @@ fn git_configuration_is_read_as_git_reads_it_and_guarded_above_too() {
     let found = super::gitdir::hooks(repo.as_deref(), None, &no_env).expect("found");
     assert!(found.ends_with(".githooks/pre-commit"), "{found}");
 }
+
+#[test]
+fn what_a_later_call_makes_cannot_change_what_an_allowed_one_reads_or_runs() {
+    let d = scratch("later");
+    files(&d, &[(".env", "SECRET=1"), ("a.txt", "a")]);
+    let p = rules(&[
+        "Bash(tail:*)",
+        "Bash(git status:*)",
+        "Bash(git diff:*)",
+        "!Read(./.env)",
+    ]);
+    // `tail` that opens its name again (a link made meanwhile leads it elsewhere).
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "tail -F d/.env",
+            "tail --follow=name d/.env",
+            "tail -f --retry d/.env",
+            "tail --retry d/.env",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &["tail -f a.txt", "tail -n 5 a.txt", "tail --follow a.txt"],
+    );
+    // A submodule whose repository is in its own folder (file tools may write one there).
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(&*d)
+            .output()
+            .expect("git runs")
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    std::fs::remove_dir_all(d.join(".git")).unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "a.txt"]);
+    git(&["commit", "-qm", "a"]);
+    allowed(&p, &d, &["git status", "git diff"]);
+    // A submodule as git makes one (its repository in `.git/modules`) stays allowed.
+    let up = d.join("up");
+    std::fs::create_dir_all(&up).unwrap();
+    git(&["-C", "up", "init", "-q"]);
+    git(&["-C", "up", "commit", "-q", "--allow-empty", "-m", "u"]);
+    let url = up.to_string_lossy().into_owned();
+    git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        &url,
+        "sm",
+    ]);
+    std::fs::remove_dir_all(&up).unwrap();
+    allowed(&p, &d, &["git status", "git diff"]);
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    git(&["-C", "sub", "init", "-q"]);
+    git(&["-C", "sub", "commit", "-q", "--allow-empty", "-m", "s"]);
+    git(&["add", "sub"]);
+    not_allowed(&p, &d, &["git status", "git diff --stat"]);
+}

@@ -194,6 +194,7 @@ impl Policy {
             if let Some(why) = on_path_refused(part, folders, &call.cwd)
                 .or_else(|| super::rc::refused(&part.words))
                 .or_else(|| super::gitdir::refused(&call.cwd, folders, &part.words))
+                .or_else(|| super::gitindex::foreign_submodule(&call.cwd, &part.words))
             {
                 *refused = Some(why);
                 break;

@@ -43,24 +43,7 @@ fn in_repository(
     if !step() {
         return None;
     }
-    let gitdir = super::gitdir::discover(root)?;
-    let index = gitdir.join("index");
-    let bytes = match std::fs::metadata(&index) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(()),
-        Err(_) => return None,
-        Ok(m) if m.len() > MAX_INDEX_BYTES => return None,
-        Ok(_) => std::fs::read(&index).ok()?,
-    };
-    // A linked worktree's config is the main repository's (its `commondir`).
-    let common = std::fs::read_to_string(gitdir.join("commondir"))
-        .map(|c| gitdir.join(c.trim()))
-        .unwrap_or_else(|_| gitdir.clone());
-    let config = std::fs::read_to_string(common.join("config")).unwrap_or_default();
-    let sha256 = config
-        .to_ascii_lowercase()
-        .lines()
-        .any(|l| l.replace([' ', '\t'], "").contains("objectformat=sha256"));
-    let found = entries(&bytes, if sha256 { 32 } else { 20 })?;
+    let found = index_entries(root)?;
     use std::os::unix::ffi::OsStrExt;
     for (mode, name) in found {
         let p = root.join(std::ffi::OsStr::from_bytes(&name));
@@ -80,6 +63,69 @@ fn in_repository(
         out.push(p);
     }
     Some(())
+}
+
+/// The entries (modes and paths) of the index of the repository whose worktree is `root`;
+/// none where it has no index yet, `None` where it cannot be read exactly.
+fn index_entries(root: &Path) -> Option<Vec<(u32, Vec<u8>)>> {
+    let gitdir = super::gitdir::discover(root)?;
+    let index = gitdir.join("index");
+    let bytes = match std::fs::metadata(&index) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Vec::new()),
+        Err(_) => return None,
+        Ok(m) if m.len() > MAX_INDEX_BYTES => return None,
+        Ok(_) => std::fs::read(&index).ok()?,
+    };
+    // A linked worktree's config is the main repository's (its `commondir`).
+    let config = std::fs::read_to_string(common_of(&gitdir).join("config")).unwrap_or_default();
+    let sha256 = config
+        .to_ascii_lowercase()
+        .lines()
+        .any(|l| l.replace([' ', '\t'], "").contains("objectformat=sha256"));
+    entries(&bytes, if sha256 { 32 } else { 20 })
+}
+
+fn common_of(gitdir: &Path) -> PathBuf {
+    std::fs::read_to_string(gitdir.join("commondir"))
+        .map(|c| gitdir.join(c.trim()))
+        .unwrap_or_else(|_| gitdir.to_path_buf())
+}
+
+/// Why `words`, a git command from a session in `session`, may not be allowed: the
+/// session's repository has a submodule whose repository is not one git made for it in
+/// its own folder (`.git/modules/…`) but one in the submodule's working folder, or where
+/// its `gitdir:` file points (`sub/.git/config` written by a file tool, then `git add
+/// sub`): `git status` and `git diff` run git there, with that repository's configuration
+/// (`core.fsmonitor`). An index that cannot be read is asked too.
+pub fn foreign_submodule(session: &Path, words: &[String]) -> Option<String> {
+    if super::args::base(words.first()?) != "git" {
+        return None;
+    }
+    let root = session.ancestors().find(|d| d.join(".git").exists())?;
+    let Some(found) = index_entries(root) else {
+        return Some(format!(
+            "the index of {} cannot be read, so its submodules cannot be told",
+            root.display()
+        ));
+    };
+    let modules = super::gitdir::discover(root).map(|g| common_of(&g).join("modules"))?;
+    let modules = modules.canonicalize().unwrap_or(modules);
+    use std::os::unix::ffi::OsStrExt;
+    found
+        .into_iter()
+        .filter(|(mode, _)| mode & 0o170000 == 0o160000)
+        .map(|(_, name)| root.join(std::ffi::OsStr::from_bytes(&name)))
+        .find_map(|sub| {
+            let repo = super::gitdir::discover(&sub).filter(|_| sub.join(".git").exists())?;
+            (!repo.starts_with(&modules)).then(|| {
+                format!(
+                    "git may run in the submodule {} with the repository {}, which is not one git keeps in {} (allowed writes could have made it)",
+                    sub.display(),
+                    repo.display(),
+                    modules.display()
+                )
+            })
+        })
 }
 
 /// Extensions that do not change which files are listed (gitformat-index(5)): the cache

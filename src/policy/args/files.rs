@@ -34,11 +34,11 @@ const HEAD_TAIL: &[&str] = &[
     "-q|--quiet|--silent",
     "-v|--verbose",
     "-z|--zero-terminated",
-    "-f|--follow?",
-    "-F",
+    // Following by descriptor only: `-F`, `--follow=name` and `--retry` open the name
+    // again and again, so a link made later points a running `tail` at a denied file.
+    "-f|--follow",
     "-s|--sleep-interval=",
     "--pid=",
-    "--retry",
     "--max-unchanged-stats=",
     "-0|-1|-2|-3|-4|-5|-6|-7|-8|-9",
 ];
