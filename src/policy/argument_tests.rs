@@ -2360,3 +2360,30 @@ fn what_a_later_call_makes_cannot_change_what_an_allowed_one_reads_or_runs() {
     git(&["add", "sub"]);
     not_allowed(&p, &d, &["git status", "git diff --stat"]);
 }
+
+#[test]
+fn a_symbolic_link_is_decided_as_a_second_name_for_what_it_points_to() {
+    let d = scratch("second-name");
+    files(
+        &d,
+        &[
+            (".env", "SECRET=1"),
+            ("src/lib/a.rs", "x"),
+            (".git/config", "[core]\n"),
+        ],
+    );
+    let p = rules(&["Bash(ln:*)", "!Read(./.env)", "!Edit(.git/**)"]);
+    // A command still running (decided when `z` and `y` were not there) goes through them.
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "ln -s . z",
+            "ln -s .git/config y",
+            "ln -s .git/hooks y",
+            "ln -sr .git/config y",
+            "ln -s ../.git/config src/y",
+        ],
+    );
+    allowed(&p, &d, &["ln -s src/lib lib", "ln -s lib/a.rs src/b.rs"]);
+}

@@ -370,9 +370,23 @@ pub(super) fn ln(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             if !w[t].starts_with('/') {
                 for f in &folders {
                     e.paths.push((Access::Read, format!("{f}/{}", w[t])));
+                    // A second name for the target: a command already running that goes
+                    // through the name (one decided before the link was there) reaches the
+                    // target and what is beneath it, to read or to write. Checked as if
+                    // it were moved away: a deny beneath it, or a prefix rule's refusal.
+                    e.paths.push((Access::Remove, format!("{f}/{}", w[t])));
                 }
+            } else {
+                e.paths.push((Access::Remove, w[t].clone()));
             }
         }
+    }
+    if has(&met, &["-s", "--symbolic"]) && has(&met, &["-r", "--relative"]) {
+        let targets = match ops.split_last() {
+            Some((_, t)) if !t.is_empty() && !has(&met, &["-t", "--target-directory"]) => t,
+            _ => &ops[..],
+        };
+        paths(w, targets, Access::Remove, e);
     }
     if has(&met, &["-t", "--target-directory"]) {
         return sources_and_destination(w, &met, &ops, Access::Read, e);
