@@ -219,11 +219,14 @@ fn is_folder(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
 }
 
-/// What is beneath folder `dir` as a program that searches it whole walks it: hidden
-/// names left out for [`Access::TreeShown`] (and `None` where an ignore file, or
-/// `.git/info/exclude`, lets a name back in: `!.env`); links not followed (they are left out), but
-/// for [`Access::TreeFollowed`], where a link makes it `None`. `None` too past [`MAX_WALK`]
-/// entries in all (`walked` counts them across one command's folders).
+/// What is beneath folder `dir` as a program that walks it whole walks it: hidden names
+/// left out for [`Access::TreeShown`] (and `None` where an ignore file, `.git/info/exclude`
+/// or the user's excludes lets a name back in: `!.env`); links left out, but followed for
+/// [`Access::TreeFollowed`] (each target where it is, each folder once) and listed as
+/// names for [`Access::Remove`] (a move or copy takes them as they are). `None` past
+/// [`MAX_WALK`] entries in all (`walked` counts them across one command's folders), and
+/// where a folder or a link cannot be opened for any reason but nothing, or a file, being
+/// there.
 fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> {
     // ripgrep reads the ignore files of the folders above where it starts too (`rg x sub`
     // with `!.env` in `./.ignore`).
