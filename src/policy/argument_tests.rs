@@ -2383,6 +2383,9 @@ fn a_symbolic_link_is_decided_as_a_second_name_for_what_it_points_to() {
             "ln -s .git/hooks y",
             "ln -sr .git/config y",
             "ln -s ../.git/config src/y",
+            // With no name, the link is made here under the target's last name.
+            "ln -s .git/config",
+            "ln -sf .git/hooks",
         ],
     );
     allowed(&p, &d, &["ln -s src/lib lib", "ln -s lib/a.rs src/b.rs"]);

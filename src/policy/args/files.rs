@@ -364,7 +364,8 @@ pub(super) fn ln(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                     .unwrap_or_else(|| ".".into());
                 (t, vec![d.to_owned(), parent])
             }
-            _ => (&ops[..], Vec::new()),
+            // `ln -s TARGET`: the link is made here, under the target's last name.
+            _ => (&ops[..], vec![".".to_owned()]),
         };
         for &t in targets {
             if !w[t].starts_with('/') {
