@@ -138,6 +138,13 @@ impl Open {
     }
 }
 
+impl Open {
+    /// Whether joined client `client` is shown it.
+    pub fn is_shown_to(&self, client: u32) -> bool {
+        self.joined.iter().any(|(c, _)| *c == client)
+    }
+}
+
 /// What an open question is read through: what was asked.
 impl std::ops::Deref for Open {
     type Target = Pending;
@@ -310,7 +317,7 @@ impl OpenQuestions {
     pub fn is_shown_to(&self, client: u32, agent_id: &RequestId) -> bool {
         self.by_agent_id
             .get(agent_id)
-            .is_some_and(|o| o.joined.iter().any(|(c, _)| *c == client))
+            .is_some_and(|o| o.is_shown_to(client))
     }
 
     /// Joined client `client` is shown the open question of `agent_id` as `delivery` says
@@ -319,7 +326,7 @@ impl OpenQuestions {
         let Some(open) = self.by_agent_id.get_mut(agent_id) else {
             return false;
         };
-        if open.joined.iter().any(|(c, _)| *c == client) {
+        if open.is_shown_to(client) {
             return false;
         }
         self.joined_to_agent

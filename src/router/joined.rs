@@ -22,7 +22,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::client::ClientView;
-use super::lifecycle::render::Line;
+use super::lifecycle::render::note_line;
 use super::stores::joined::{Client, Sent};
 use super::{Out, Outbox, Router};
 use crate::capabilities::ClientSupport;
@@ -30,7 +30,6 @@ use crate::codec::Frame;
 use crate::envelope::{self, Kind, RequestId};
 use crate::jsonrpc::{self, code};
 use crate::methods;
-use crate::questions::chat;
 use crate::rawjson::{self, Existing};
 use crate::scan::Batch;
 
@@ -337,7 +336,7 @@ impl Router {
             let shared = self.held.client_has(session) || self.joined.has(session);
             if shared {
                 let text = "This session is open in another editor too: from here on, its updates, questions and prompts are shared.";
-                out.joined(client, session_note(session, text));
+                out.joined(client, note_line(session, text));
             }
             for line in self.replay(session, history) {
                 out.joined(client, line);
@@ -479,19 +478,6 @@ impl Router {
             at = stop + 1;
         }
     }
-}
-
-/// Sends joined client `client` a prompt's lines.
-pub(super) fn send(out: &mut Outbox, client: u32, lines: Vec<Line>) {
-    for line in lines {
-        let (Line::Forwarded(l) | Line::Request(l) | Line::Notification(l)) = line;
-        out.joined(client, l);
-    }
-}
-
-/// A chat note in `session`, as a `session/update`.
-pub(super) fn session_note(session: &str, text: &str) -> Bytes {
-    jsonrpc::notification(methods::SESSION_UPDATE, &chat::note(session, text))
 }
 
 /// `line` with the id at `path`/`key` set to `id`.

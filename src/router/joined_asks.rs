@@ -8,8 +8,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use serde_json::value::RawValue;
 
-use super::joined::{send, session_note};
-use super::lifecycle::render::{self, Line, Rendered};
+use super::lifecycle::render::{self, note_line, Line, Rendered};
 use super::lifecycle::{closing, Who};
 use super::{Outbox, Router, Side};
 use crate::envelope::RequestId;
@@ -52,9 +51,7 @@ impl Router {
         let Some((agent_id, delivery)) = self.questions.take_joined(client, id) else {
             let pressed = outcome.is_ok_and(|r| !super::lifecycle::is_cancelled(r));
             match self.joined.stale(client, id) {
-                Some((session, note)) if pressed => {
-                    out.joined(client, session_note(&session, &note))
-                }
+                Some((session, note)) if pressed => out.joined(client, note_line(&session, &note)),
                 Some(_) => {}
                 None => {
                     tracing::warn!(client, %id, "a joined client's response to nothing it was asked; dropped")
@@ -70,27 +67,6 @@ impl Router {
         self.answer_from(Who::Joined(client), p, delivery, outcome, line, out);
     }
 
-    /// Sends joined client `client` a prompt's lines.
-    pub(in crate::router) fn send_to_joined(
-        &self,
-        client: u32,
-        lines: Vec<Line>,
-        out: &mut Outbox,
-    ) {
-        send(out, client, lines);
-    }
-
-    /// Tells joined client `client` `text` in `session`'s chat.
-    pub(in crate::router) fn note_to_joined(
-        &self,
-        client: u32,
-        session: &str,
-        text: &str,
-        out: &mut Outbox,
-    ) {
-        out.joined(client, session_note(session, text));
-    }
-
     /// A question is shown (or held): each joined client that has its session and is not
     /// shown it yet is shown it in its dialect.
     pub(in crate::router) fn show_to_joined(&mut self, p: &mut Open, out: &mut Outbox) {
@@ -98,7 +74,7 @@ impl Router {
             return;
         }
         for client in self.joined.having(&p.question.session_id) {
-            if p.joined.iter().any(|(c, _)| *c == client) {
+            if p.is_shown_to(client) {
                 continue;
             }
             if let Some(d) = self.render_for_joined(client, p, out) {
@@ -143,7 +119,7 @@ impl Router {
         };
         match rendered {
             Rendered::Lines(lines) => {
-                send(out, client, lines);
+                out.joined_lines(client, lines.into_iter().map(Line::into_bytes));
                 Some(d)
             }
             Rendered::Obstacle(_) | Rendered::Unsupported => {
@@ -166,7 +142,7 @@ impl Router {
                     jsonrpc::notification(methods::SESSION_UPDATE, &waiting),
                 );
                 let said = chat::waiting_text(&p.question, page).replace('\n', " ");
-                out.joined(client, session_note(&p.question.session_id, &said));
+                out.joined(client, note_line(&p.question.session_id, &said));
                 let mut d = Delivery::new(id);
                 d.held = true;
                 d.tool_call_id = Some(tool_call_id);
@@ -190,11 +166,7 @@ impl Router {
                 continue;
             };
             let told = closing(&c.view, p, &delivery, outcome, by, true);
-            send(
-                out,
-                client,
-                told.lines.into_iter().map(Line::Notification).collect(),
-            );
+            out.joined_lines(client, told.lines);
             if let Some(note) = told.stale {
                 let session = &p.question.session_id;
                 self.joined.ended(client, delivery.client_id, session, note);

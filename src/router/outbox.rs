@@ -112,6 +112,11 @@ impl Outbox {
     pub(super) fn joined(&mut self, client: u32, line: Bytes) {
         self.to_joined.push((client, line));
     }
+    /// Lines for joined client `client`, in order.
+    pub(super) fn joined_lines(&mut self, client: u32, lines: impl IntoIterator<Item = Bytes>) {
+        self.to_joined
+            .extend(lines.into_iter().map(|line| (client, line)));
+    }
     pub(super) fn reply(&mut self, to: Side, line: Bytes) {
         match to {
             Side::Client => self.client(line),

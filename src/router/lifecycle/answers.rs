@@ -128,8 +128,7 @@ impl Router {
                 if let Who::Joined(client) = who {
                     if let Some(c) = self.joined.client(client) {
                         let own = closing(&c.view, &p, &delivery, &o, By::Client, false);
-                        let lines = own.lines.into_iter().map(Line::Notification).collect();
-                        self.send_to(who, lines, out);
+                        out.joined_lines(client, own.lines);
                     }
                 } else {
                     p.delivery = delivery;
@@ -140,24 +139,26 @@ impl Router {
                 self.close_at_client(&mut p, &o, By::Client, withdraw, out);
                 self.finish(&mut p, o, &extras, By::Client, out);
             }
-            Read::Invalid(msg) if who == Who::Attached => {
-                p.delivery = delivery;
-                self.invalid_answer(p, &msg, result, out)
-            }
-            Read::Invalid(why) => {
-                // Another client may still answer: this one is told, and asked again.
-                let Who::Joined(client) = who else { return };
-                tracing::warn!(
-                    client,
-                    "a joined client's answer is not valid; shown to it again"
-                );
-                let text =
-                    format!("Your answer could not be used ({why}); the question is asked again.");
-                self.note_to_joined(client, &p.question.session_id, &text, out);
-                let agent_id = p.agent_id.clone();
-                self.questions.insert(p);
-                self.show_open_to_joined(client, &agent_id, out);
-            }
+            Read::Invalid(msg) => match who {
+                Who::Attached => {
+                    p.delivery = delivery;
+                    self.invalid_answer(p, &msg, result, out)
+                }
+                Who::Joined(client) => {
+                    // Another client may still answer: this one is told, and asked again.
+                    tracing::warn!(
+                        client,
+                        "a joined client's answer is not valid; shown to it again"
+                    );
+                    let text = format!(
+                        "Your answer could not be used ({msg}); the question is asked again."
+                    );
+                    out.joined(client, render::note_line(&p.question.session_id, &text));
+                    let agent_id = p.agent_id.clone();
+                    self.questions.insert(p);
+                    self.show_open_to_joined(client, &agent_id, out);
+                }
+            },
         }
     }
 
@@ -202,7 +203,7 @@ impl Router {
     fn send_to(&mut self, who: Who, lines: Vec<render::Line>, out: &mut Outbox) {
         match who {
             Who::Attached => self.send_lines(lines, out),
-            Who::Joined(c) => self.send_to_joined(c, lines, out),
+            Who::Joined(c) => out.joined_lines(c, lines.into_iter().map(Line::into_bytes)),
         }
     }
 

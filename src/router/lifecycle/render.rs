@@ -23,6 +23,22 @@ pub(in crate::router) enum Line {
     Notification(Bytes),
 }
 
+impl Line {
+    /// The line as it is sent, whatever it is to the client.
+    pub(in crate::router) fn into_bytes(self) -> Bytes {
+        let (Line::Forwarded(l) | Line::Request(l) | Line::Notification(l)) = self;
+        l
+    }
+}
+
+/// A chat note in `session`, as a `session/update` line.
+pub(in crate::router) fn note_line(session: &str, text: &str) -> Bytes {
+    jsonrpc::notification(
+        crate::methods::SESSION_UPDATE,
+        &crate::questions::chat::note(session, text),
+    )
+}
+
 /// A question's prompt for one client.
 pub(in crate::router) enum Rendered {
     Lines(Vec<Line>),
