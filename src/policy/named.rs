@@ -88,8 +88,13 @@ impl Named {
             ),
         };
         let mut walked = 0;
+        // Each word resolved once, and each folder moved whole walked once: a move's or a
+        // copy's landing reads them again.
+        let mut resolved = std::collections::HashMap::new();
+        let mut removed = std::collections::HashMap::new();
         for (access, word) in placed {
             if let Some(rs) = named.resolve(&word, cwd, &mut left) {
+                resolved.insert(word, rs.clone());
                 for p in rs {
                     if access == Access::Tracked {
                         let under = super::gitindex::tracked(&p, &mut path::take_step);
@@ -102,6 +107,7 @@ impl Named {
                         named.beneath.push((p.clone(), under));
                     } else if access == Access::Remove && is_folder(&p) {
                         let under = walk(&p, Access::Remove, &mut walked);
+                        removed.insert(p.clone(), under.clone());
                         named.trees.push((Access::Remove, p.clone(), under));
                     }
                     named.paths.push((access, p));
@@ -109,7 +115,24 @@ impl Named {
             }
         }
         for (sources, lands) in places {
-            named.landing(&sources, &lands, cwd, (&mut left, &mut walked));
+            let paths = |words: &[String]| -> Vec<PathBuf> {
+                words
+                    .iter()
+                    .flat_map(|w| resolved.get(w).into_iter().flatten().cloned())
+                    .collect()
+            };
+            let trees: Vec<(PathBuf, Option<Vec<PathBuf>>)> = paths(&sources)
+                .into_iter()
+                .filter(|s| is_folder(s))
+                .map(|s| {
+                    let under = match removed.get(&s) {
+                        Some(under) => under.clone(),
+                        None => walk(&s, Access::Remove, &mut walked),
+                    };
+                    (s, under)
+                })
+                .collect();
+            named.landing(&trees, &paths(&lands));
         }
         for word in unplaced {
             if let Some(rs) = named.resolve(&word, cwd, &mut left) {
@@ -144,44 +167,27 @@ impl Named {
         all
     }
 
-    /// What lands beneath each of `lands` when `sources` (words) are moved or copied there
-    /// whole: each entry beneath a source that is a folder, at the same place beneath each
-    /// landing (both readings of a destination, as for its write).
-    fn landing(
-        &mut self,
-        sources: &[String],
-        lands: &[String],
-        cwd: &Path,
-        (left, walked): (&mut usize, &mut usize),
-    ) {
-        let mut trees = Vec::new();
-        for word in sources {
-            for s in self.resolve(word, cwd, left).unwrap_or_default() {
-                if is_folder(&s) {
-                    let under = walk(&s, Access::Remove, walked);
-                    trees.push((s, under));
-                }
-            }
-        }
+    /// What lands beneath each of `lands` (resolved) when `trees` (folders moved or copied
+    /// whole, with what is beneath each) go there: each entry beneath a source at the same
+    /// place beneath each landing (both readings of a destination, as for its write).
+    fn landing(&mut self, trees: &[(PathBuf, Option<Vec<PathBuf>>)], lands: &[PathBuf]) {
         if trees.is_empty() {
             return;
         }
-        for word in lands {
-            for d in self.resolve(word, cwd, left).unwrap_or_default() {
-                let mut all = Some(Vec::new());
-                for (s, under) in &trees {
-                    all = all.zip(under.as_ref()).map(|(mut all, under)| {
-                        all.extend(
-                            under
-                                .iter()
-                                .filter_map(|e| e.strip_prefix(s).ok())
-                                .map(|rel| d.join(rel)),
-                        );
-                        all
-                    });
-                }
-                self.trees.push((Access::Write, d, all));
+        for d in lands {
+            let mut all = Some(Vec::new());
+            for (s, under) in trees {
+                all = all.zip(under.as_ref()).map(|(mut all, under)| {
+                    all.extend(
+                        under
+                            .iter()
+                            .filter_map(|e| e.strip_prefix(s).ok())
+                            .map(|rel| d.join(rel)),
+                    );
+                    all
+                });
             }
+            self.trees.push((Access::Write, d.clone(), all));
         }
     }
 
