@@ -2390,3 +2390,21 @@ fn a_symbolic_link_is_decided_as_a_second_name_for_what_it_points_to() {
     );
     allowed(&p, &d, &["ln -s src/lib lib", "ln -s lib/a.rs src/b.rs"]);
 }
+
+#[test]
+fn an_ignore_file_that_is_a_fifo_is_not_waited_on() {
+    let d = scratch("ignore-fifo");
+    files(&d, &[(".env", "SECRET=1"), ("a.txt", "SECRET")]);
+    nix::unistd::mkfifo(&d.join(".ignore"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let p = rules(&["Bash(rg:*)", "!Read(./.env)"]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let dir = d.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(decide(&p, "rg SECRET", &dir).decision);
+    });
+    // Far above what it takes: a read of the FIFO would never end.
+    let got = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("decided without waiting on the FIFO");
+    assert_ne!(got, Decision::Allow);
+}

@@ -98,6 +98,28 @@ fn hooks_of(sub: &str) -> Option<&'static [&'static str]> {
 /// The most configuration files read for one decision, includes and all.
 const MAX_CONFIG_FILES: usize = 16;
 
+/// The largest configuration file read.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// A configuration file's bytes: only a regular file of at most [`MAX_CONFIG_BYTES`],
+/// opened without waiting (an include may name a FIFO the agent made, where a read would
+/// wait for ever).
+fn read_config(file: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(file)?;
+    let m = f.metadata()?;
+    if !m.is_file() || m.len() > MAX_CONFIG_BYTES {
+        return Err(std::io::Error::other("not a regular file of at most 1 MiB"));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_CONFIG_BYTES).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Why `words`, a `git` command run from any of `folders` in a session in `session`, may
 /// not be allowed: another repository than the session's ([`not_own`]), or a hook the
 /// repository has that its subcommand may run: hooks often run files of the worktree,
@@ -262,7 +284,7 @@ fn config_chain(
         if chain.len() >= MAX_CONFIG_FILES {
             return Err("(more configuration files than are read for one decision)".into());
         }
-        let text = match std::fs::read(&file) {
+        let text = match read_config(&file) {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(format!("({} cannot be read: {e})", file.display())),
@@ -452,6 +474,29 @@ fn canonical(p: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_include_naming_a_fifo_is_not_waited_on() {
+        let d = std::env::temp_dir().join(format!("acp-qb-gitfifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("repo/.git")).unwrap();
+        nix::unistd::mkfifo(&d.join("repo/inc"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::fs::write(d.join("repo/.git/config"), "[include]\n\tpath = ../inc\n").unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let session = d.join("repo");
+        std::thread::spawn(move || {
+            let written = [session.join("a.txt")];
+            let no_env = |_: &str| None;
+            let why = config_written(&session, written.iter().map(|p| p.as_path()), &no_env);
+            let _ = tx.send(why);
+        });
+        // Far above the microseconds it takes: a read of the FIFO would never end.
+        let why = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("decided without waiting on the FIFO");
+        assert!(why.is_some_and(|w| w.contains("cannot be told")));
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn settings_are_read_as_git_reads_them() {

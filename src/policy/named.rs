@@ -366,7 +366,8 @@ const IGNORE_FILES: &[&str] = &[".ignore", ".rgignore", ".gitignore"];
 /// read whole (over 64 KiB) counts as having one.
 fn lets_back_in(f: &Path) -> bool {
     match std::fs::metadata(f) {
-        Ok(m) if m.len() > 64 * 1024 => true,
+        // A FIFO or a device would be waited on: what it holds cannot be told.
+        Ok(m) if !m.is_file() || m.len() > 64 * 1024 => true,
         // Any `!` at all: ripgrep 15 drops a byte-order mark before a line's `!`, and what
         // another version or encoding skips cannot be told (an escaped `\!` only asks).
         Ok(_) => std::fs::read(f).map(|t| t.contains(&b'!')).unwrap_or(true),
