@@ -2408,3 +2408,55 @@ fn an_ignore_file_that_is_a_fifo_is_not_waited_on() {
         .expect("decided without waiting on the FIFO");
     assert_ne!(got, Decision::Allow);
 }
+
+#[test]
+fn a_command_run_in_the_background_is_allowed_only_by_a_rule_that_reads_no_paths() {
+    let d = scratch("background");
+    files(&d, &[(".env", "SECRET=1"), ("src/a.rs", "x")]);
+    let p = rules(&[
+        "Bash(grep:*)",
+        "Bash(npm run dev)",
+        "Bash(my-server:*)",
+        "!Read(./.env)",
+    ]);
+    let call = |command: &str, background: serde_json::Value| {
+        let tc = serde_json::json!({
+            "kind": "execute",
+            "title": command,
+            "rawInput": {"command": command, "run_in_background": background},
+            "_meta": {"claudeCode": {"toolName": "Bash"}},
+        });
+        p.decide(&Call::from_tool_call(&tc, "claude-agent-acp", &d))
+    };
+    // In the foreground a model decides the paths as they are, and the link made later is
+    // decided itself; a command left running goes on reading after both decisions.
+    assert_eq!(
+        call("grep -r x /usr z", false.into()).decision,
+        Decision::Allow
+    );
+    for flag in [
+        serde_json::json!(true),
+        serde_json::json!("true"),
+        serde_json::json!(1),
+    ] {
+        let v = call("grep -r x /usr z", flag.clone());
+        assert_eq!(v.decision, Decision::Ask, "{flag}: {}", v.why);
+        assert!(v.why.contains("in the background"), "{}", v.why);
+    }
+    // Gemini's and Qwen's field says the same.
+    let tc = serde_json::json!({
+        "kind": "execute",
+        "rawInput": {"command": "grep -r x src", "is_background": true},
+    });
+    let v = p.decide(&Call::from_tool_call(&tc, "gemini", &d));
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+    // A rule naming the whole command, or a program with no model, reads no paths: the
+    // user allowed it whatever the files are.
+    assert_eq!(call("npm run dev", true.into()).decision, Decision::Allow);
+    assert_eq!(
+        call("my-server --port 3000", true.into()).decision,
+        Decision::Allow
+    );
+    // A deny still speaks.
+    assert_eq!(call("grep x .env", true.into()).decision, Decision::Deny);
+}

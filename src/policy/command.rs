@@ -48,6 +48,9 @@ pub struct Command {
     source: String,
     /// The folder the agent says it runs in (`rawInput.cwd`, `workdir`), when it says one.
     pub runs_in: Option<std::path::PathBuf>,
+    /// The agent runs it in the background (Claude's `run_in_background`, Gemini's and
+    /// Qwen's `is_background`): it goes on running after it was decided.
+    pub background: bool,
 }
 
 impl Command {
@@ -74,6 +77,7 @@ impl Command {
                     unclear: self.unclear.clone().or(seen.unclear),
                     source: self.source.clone(),
                     runs_in: self.runs_in.clone(),
+                    background: self.background,
                 }
             }
             Err(why) => Command {
@@ -165,6 +169,11 @@ pub fn from_raw_input(raw: &Value) -> Option<Command> {
         .iter()
         .find_map(|k| raw[k].as_str())
         .map(std::path::PathBuf::from);
+    // Anything there but `false` is taken as "in the background": what the agent writes
+    // never makes a command look more harmless than it may be.
+    read.background = ["run_in_background", "is_background"]
+        .iter()
+        .any(|k| !matches!(raw.get(*k), None | Some(Value::Null | Value::Bool(false))));
     Some(read)
 }
 
@@ -204,6 +213,7 @@ fn unreadable(why: &str, source: String) -> Command {
         unclear: Some(why.into()),
         source,
         runs_in: None,
+        background: false,
     }
 }
 
@@ -251,6 +261,7 @@ pub fn from_argv(words: Vec<String>) -> Command {
         unclear: seen.unclear,
         source,
         runs_in: None,
+        background: false,
     }
 }
 
@@ -285,6 +296,7 @@ pub fn read(line: &str, depth: usize) -> Command {
             unclear: Some(why),
             source,
             runs_in: None,
+            background: false,
         };
     }
     let Some(tree) = shell::parse(line) else {
@@ -325,6 +337,7 @@ pub fn read(line: &str, depth: usize) -> Command {
         unclear: seen.unclear,
         source,
         runs_in: None,
+        background: false,
     }
 }
 

@@ -204,6 +204,12 @@ impl Policy {
                     "no model of `{}`: the rule allows any arguments",
                     args::base(&part.words[0])
                 )),
+                Ok(false) if r.command.is_some() && !r.exact && cmd.background => {
+                    *refused = Some(format!(
+                        "`{}` runs in the background: its model decides the paths it names as they are now, and a later command may change them while it runs",
+                        shown(&part.words)
+                    ));
+                }
                 Ok(false) if r.command.is_some() && !r.exact => {
                     let own = named::Named::in_folders(&part.words, folders);
                     // A whole tree copied (`cp -r`) writes beneath its destination too,

@@ -83,6 +83,12 @@ pub fn drafts(call: &Call) -> Option<Value> {
     let (subject, condition) = match &call.command {
         Some(cmd) if cmd.not_allowable().is_none() && cmd.parts().is_some_and(|p| p.len() == 1) => {
             let (words, exact) = prefix(&cmd.parts()?[0].words)?;
+            // A prefix never allows a command left running in the background (its model
+            // decides paths as they are when it starts): remembered exactly, it is.
+            let (words, exact) = match cmd.background {
+                true => (cmd.parts()?[0].words.clone(), true),
+                false => (words, exact),
+            };
             let toml_words: Vec<String> = words.iter().map(|w| quote(w)).collect();
             let mut condition = format!("command = [{}]\n", toml_words.join(", "));
             if exact {
@@ -400,6 +406,25 @@ mod tests {
         // Compound or unreadable: nothing to remember.
         assert!(drafts(&call("cargo test && git push")).is_none());
         assert!(drafts(&call("echo $(id)")).is_none());
+    }
+
+    #[test]
+    fn a_command_run_in_the_background_is_remembered_exactly() {
+        let mut bg = call("npm run dev --port 3000");
+        bg.command.as_mut().unwrap().background = true;
+        let d = drafts(&bg).unwrap();
+        assert_eq!(d["subject"], "npm run dev --port 3000");
+        let rule = d["rules"]["everyAgentEverywhere"].as_str().unwrap();
+        let p = crate::policy::Policy {
+            tiers: vec![crate::policy::Tier {
+                name: "user",
+                rules: crate::policy::file::parse_rules(rule, Path::new("p.toml")).unwrap(),
+            }],
+            broken: None,
+            protected: Vec::new(),
+        };
+        // The same command, again in the background, is allowed by what was remembered.
+        assert_eq!(p.decide(&bg).decision, Decision::Allow);
     }
 
     #[test]
