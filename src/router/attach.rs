@@ -87,7 +87,7 @@ impl Router {
     /// A client attached: it is initialized and given sessions as it asks.
     pub(in crate::router) fn on_client_attached(&mut self, _now: Instant, _out: &mut Outbox) {
         self.held.attach();
-        self.client = super::client::ClientView::new(&self.cfg);
+        *self.clients.attached_mut() = super::client::ClientView::new(&self.cfg);
         tracing::info!(generation = self.held.generation, "a client attached");
     }
 
@@ -101,13 +101,13 @@ impl Router {
     pub(super) fn held_status(&self) -> Value {
         let mut held = self.held.status();
         // The clients there now: the attached one and those that joined.
-        held["clients"] = (usize::from(self.held.attached) + self.joined.len()).into();
+        held["clients"] = (usize::from(self.held.attached) + self.clients.len()).into();
         for s in held["sessions"].as_array_mut().into_iter().flatten() {
             let id = s["sessionId"].as_str().unwrap_or_default().to_owned();
             s["pendingQuestions"] = self.questions.session_len(&id).into();
             s["clientHasIt"] = self.held.client_has(&id).into();
             s["clients"] =
-                (usize::from(self.held.client_has(&id)) + self.joined.having(&id).len()).into();
+                (usize::from(self.held.client_has(&id)) + self.clients.having(&id).len()).into();
         }
         held
     }
@@ -269,7 +269,7 @@ impl Router {
     /// question as the first delivery was (what it can choose among, the agent's request
     /// as it was for a dialect that sends it as sent), with a delivery of its own.
     fn show_again(&mut self, mut open: crate::questions::open::Open, out: &mut Outbox) {
-        let (dialect, as_sent) = self.client.pick(&open.choose);
+        let (dialect, as_sent) = self.clients.attached().pick(&open.choose);
         open.delivery = crate::questions::open::Delivery::new(open.agent_id.clone());
         let original = open.original.clone().filter(|_| as_sent);
         self.show(open, dialect, original.as_ref(), out);

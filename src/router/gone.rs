@@ -70,7 +70,7 @@ impl Router {
             tracing::info!(%id, method = ?req.method, "answered on the client's behalf");
             self.held.agent_answered(&id);
             out.agent(line);
-            if notify_client && self.client.sends_cancel_requests() {
+            if notify_client && self.clients.attached().sends_cancel_requests() {
                 self.notify_client(jsonrpc::cancel_request(&id), out);
             }
         }
@@ -139,7 +139,7 @@ impl Router {
         // Requests the agent sent can no longer be answered usefully: the client closes
         // what it still shows.
         let shown = self.requests.drain(Side::Agent);
-        if self.client.sends_cancel_requests() {
+        if self.clients.attached().sends_cancel_requests() {
             // (With `--linger`, only what the attached client was sent.)
             let shown: Vec<RequestId> = shown
                 .into_iter()

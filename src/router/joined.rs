@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use super::client::ClientView;
 use super::lifecycle::render::note_line;
-use super::stores::joined::{Client, Sent};
+use super::stores::clients::{Client, Sent};
 use super::{Out, Outbox, Router};
 use crate::capabilities::ClientSupport;
 use crate::codec::Frame;
@@ -41,11 +41,11 @@ impl Router {
         client: u32,
         front_answered: bool,
     ) -> bool {
-        if !self.cfg.linger || !self.joined.room() {
+        if !self.cfg.linger || !self.clients.room() {
             return false;
         }
         let view = ClientView::new(&self.cfg);
-        self.joined.join(
+        self.clients.join(
             client,
             Client {
                 view,
@@ -60,21 +60,21 @@ impl Router {
     /// A joined client left: forgotten, with what it was shown; its requests still at the
     /// agent are answered to nobody.
     pub(in crate::router) fn on_joined_left(&mut self, client: u32) {
-        self.joined.leave(client);
+        self.clients.leave(client);
         self.questions.forget_client(client);
         tracing::info!(client, "a joined client left");
     }
 
     /// Whether joined client `client` has `session`.
     fn joined_has(&self, client: u32, session: &str) -> bool {
-        self.joined
+        self.clients
             .client(client)
             .is_some_and(|c| c.sessions.contains(session))
     }
 
     /// How many clients joined.
     pub fn joined_clients(&self) -> usize {
-        self.joined.len()
+        self.clients.len()
     }
 
     /// Whether the bridge holds `session` (`--linger`): a client may join it.
@@ -88,7 +88,7 @@ impl Router {
         let mut ids: Vec<String> = self
             .held
             .session_ids()
-            .filter(|s| !self.held.client_has(s) && !self.joined.has(s))
+            .filter(|s| !self.held.client_has(s) && !self.clients.has(s))
             .map(str::to_owned)
             .collect();
         ids.sort();
@@ -127,7 +127,7 @@ impl Router {
     }
 
     fn on_joined_line(&mut self, client: u32, line: Bytes, now: Instant, out: &mut Outbox) {
-        if self.joined.client(client).is_none() {
+        if self.clients.client(client).is_none() {
             return;
         }
         let view = line.clone();
@@ -183,7 +183,7 @@ impl Router {
             methods::INITIALIZE => {
                 let raw = params.and_then(|p| serde_json::from_str::<&RawValue>(p).ok());
                 let support = ClientSupport::from_initialize(raw);
-                let Some(c) = self.joined.client_mut(client) else {
+                let Some(c) = self.clients.client_mut(client) else {
                     return;
                 };
                 c.view.initialized(support);
@@ -219,7 +219,7 @@ impl Router {
                 return out.joined(client, error);
             }
         }
-        if self.joined.requests_at_agent() >= self.cfg.max_in_flight {
+        if self.clients.requests_at_agent() >= self.cfg.max_in_flight {
             let msg = format!(
                 "too many requests in flight through the bridge (limit {})",
                 self.cfg.max_in_flight
@@ -245,7 +245,7 @@ impl Router {
             }
         }
         tracing::debug!(client, %id, %bridge, method, "a joined client's request goes to the agent under a bridge id");
-        self.joined.sent(
+        self.clients.sent(
             bridge,
             Sent {
                 client,
@@ -290,7 +290,7 @@ impl Router {
                     .and_then(|p| serde_json::from_str::<Value>(p).ok())
                     .and_then(|p| p.get("requestId").map(Value::to_string))
                     .map(|id| RequestId::from_json(&id));
-                let bridge = named.and_then(|n| self.joined.bridge_id_of(client, &n));
+                let bridge = named.and_then(|n| self.clients.bridge_id_of(client, &n));
                 match bridge.and_then(|b| with_id(&line, &["params"], "requestId", &b)) {
                     Some(line) => line,
                     None => return,
@@ -333,7 +333,7 @@ impl Router {
             "a joined client takes a held session"
         );
         if let Some(history) = history {
-            let shared = self.held.client_has(session) || self.joined.has(session);
+            let shared = self.held.client_has(session) || self.clients.has(session);
             if shared {
                 let text = "This session is open in another editor too: from here on, its updates, questions and prompts are shared.";
                 out.joined(client, note_line(session, text));
@@ -344,7 +344,7 @@ impl Router {
         }
         let result = self.held.session_result(session).unwrap_or("{}").to_owned();
         out.joined(client, jsonrpc::result_text(id, &result));
-        if let Some(c) = self.joined.client_mut(client) {
+        if let Some(c) = self.clients.client_mut(client) {
             c.sessions.insert(session.into());
         }
         let pending: Vec<RequestId> = self
@@ -362,9 +362,9 @@ impl Router {
         // The agent's requests of the session that no client was sent (the attached one does
         // not have it): this one's too.
         for (id, line) in self.held.unsent_of(session) {
-            if !self.joined.was_asked(&id) {
+            if !self.clients.was_asked(&id) {
                 out.joined(client, line);
-                self.joined.asked(id, client);
+                self.clients.asked(id, client);
             }
         }
     }
@@ -372,11 +372,11 @@ impl Router {
     /// The attached client answered the agent's request `id`: a joined client that was sent
     /// it too closes it.
     pub(super) fn joined_agent_request_over(&mut self, id: &RequestId, out: &mut Outbox) {
-        let Some(client) = self.joined.untake_asked(id) else {
+        let Some(client) = self.clients.untake_asked(id) else {
             return;
         };
         if self
-            .joined
+            .clients
             .client(client)
             .is_some_and(|c| c.view.sends_cancel_requests())
         {
@@ -394,9 +394,9 @@ impl Router {
         line: &Bytes,
         out: &mut Outbox,
     ) {
-        if let Some(&client) = self.joined.having(session).first() {
+        if let Some(&client) = self.clients.having(session).first() {
             out.joined(client, line.clone());
-            self.joined.asked(id.clone(), client);
+            self.clients.asked(id.clone(), client);
         }
     }
 
@@ -409,10 +409,10 @@ impl Router {
         line: &Bytes,
         out: &mut Outbox,
     ) -> bool {
-        let Some(sent) = self.joined.answered(id) else {
+        let Some(sent) = self.clients.answered(id) else {
             return false;
         };
-        let gone = self.joined.client(sent.client).is_none();
+        let gone = self.clients.client(sent.client).is_none();
         let folder = self.sessions.answered(id).map(|(cwd, _)| cwd);
         if ok && matches!(&*sent.method, methods::SESSION_NEW | methods::SESSION_FORK) {
             // A session it began: held, and its.
@@ -428,7 +428,7 @@ impl Router {
                 if let Some(cwd) = folder {
                     self.sessions.insert(s.to_owned(), cwd);
                 }
-                if let Some(c) = self.joined.client_mut(sent.client) {
+                if let Some(c) = self.clients.client_mut(sent.client) {
                     c.sessions.insert(s.into());
                 }
             }
@@ -445,8 +445,8 @@ impl Router {
 
     /// The agent is gone: each joined client's request still at it gets one error.
     pub(super) fn joined_agent_gone(&mut self, exit: &str, out: &mut Outbox) {
-        for sent in self.joined.take_requests() {
-            if self.joined.client(sent.client).is_some() {
+        for sent in self.clients.take_requests() {
+            if self.clients.client(sent.client).is_some() {
                 let message = format!("{exit} while handling {}", sent.method);
                 let error = jsonrpc::error(Some(&sent.id), code::INTERNAL_ERROR, &message, None);
                 out.joined(sent.client, error);
@@ -464,7 +464,7 @@ impl Router {
             // The agent's replay for the attached client's load: that client's, not news.
             return;
         }
-        for client in self.joined.having(&session) {
+        for client in self.clients.having(&session) {
             out.joined(client, line.clone());
         }
     }

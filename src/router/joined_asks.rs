@@ -8,17 +8,14 @@ use std::time::Instant;
 use bytes::Bytes;
 use serde_json::value::RawValue;
 
-use super::lifecycle::render::{self, note_line, Line, Rendered};
+use super::lifecycle::render::note_line;
 use super::lifecycle::{closing, Who};
 use super::{Outbox, Router, Side};
 use crate::envelope::RequestId;
 use crate::events::By;
 use crate::jsonrpc;
-use crate::methods;
 use crate::questions::answer::Outcome;
-use crate::questions::chat;
 use crate::questions::open::{Delivery, Open};
-use crate::questions::Dialect;
 
 impl Router {
     /// A joined client's response: its answer to a question it was shown (the first answer
@@ -32,11 +29,11 @@ impl Router {
         now: Instant,
         out: &mut Outbox,
     ) {
-        if self.joined.take_asked(client, id) {
+        if self.clients.take_asked(client, id) {
             // Its response to the agent's request sent to it: the agent's, as the attached
             // client's would be; an attached client that was sent it too closes it.
             let attached_has_it = self.held.waits(id) && self.held.sent(id);
-            if attached_has_it && self.client.sends_cancel_requests() {
+            if attached_has_it && self.clients.attached().sends_cancel_requests() {
                 self.notify_client(jsonrpc::cancel_request(id), out);
             }
             return self.on_response(
@@ -50,7 +47,7 @@ impl Router {
         }
         let Some((agent_id, delivery)) = self.questions.take_joined(client, id) else {
             let pressed = outcome.is_ok_and(|r| !super::lifecycle::is_cancelled(r));
-            match self.joined.stale(client, id) {
+            match self.clients.stale(client, id) {
                 Some((session, note)) if pressed => out.joined(client, note_line(&session, &note)),
                 Some(_) => {}
                 None => {
@@ -70,10 +67,10 @@ impl Router {
     /// A question is shown (or held): each joined client that has its session and is not
     /// shown it yet is shown it in its dialect.
     pub(in crate::router) fn show_to_joined(&mut self, p: &mut Open, out: &mut Outbox) {
-        if !self.joined.any() {
+        if !self.clients.any() {
             return;
         }
-        for client in self.joined.having(&p.question.session_id) {
+        for client in self.clients.having(&p.question.session_id) {
             if p.is_shown_to(client) {
                 continue;
             }
@@ -102,53 +99,38 @@ impl Router {
         }
     }
 
-    /// Sends `p` to joined client `client` in its dialect, and returns how it was shown;
-    /// one it cannot show is pointed at the other surfaces in its chat.
+    /// Shows `p` to joined client `client` in its dialect ([`Router::deliver`]), and
+    /// returns how it was shown; one it cannot show is pointed at the other surfaces in its
+    /// chat ([`Router::point_elsewhere`]), as the attached client's held question is.
     fn render_for_joined(&mut self, client: u32, p: &Open, out: &mut Outbox) -> Option<Delivery> {
-        let c = self.joined.client(client)?;
-        c.view.support()?;
-        let (dialect, as_sent) = c.view.pick(&p.choose);
-        let style = c.view.prompt_style();
-        let original = p.original.as_ref().filter(|_| as_sent);
+        let who = Who::Joined(client);
+        let view = self.client_of(who)?;
+        view.support()?;
+        let (dialect, as_sent) = view.pick(&p.choose);
+        let original = p.original.as_ref().filter(|_| as_sent).cloned();
         let mut d = Delivery::new(p.agent_id.clone());
-        let rendered = match dialect {
-            Dialect::Control => Rendered::Unsupported,
-            _ => render::render(&p.asked, &mut d, dialect, original, style, &mut || {
-                self.bridge_id()
-            }),
-        };
-        match rendered {
-            Rendered::Lines(lines) => {
-                out.joined_lines(client, lines.into_iter().map(Line::into_bytes));
-                Some(d)
-            }
-            Rendered::Obstacle(_) | Rendered::Unsupported => {
-                // As the attached client's `hold`: a pending tool call that points at the
-                // other surfaces, and the same in words; registered, so that the question's
-                // ending marks it done (and it is said once).
-                let id = self.bridge_id();
-                let page = self.cfg.page_url.as_deref();
-                let agent_tool_call = p
-                    .agent_tool_call
-                    .as_ref()
-                    .filter(|_| !p.origin.approves_a_tool());
-                let (tool_call_id, announce) = match agent_tool_call {
-                    Some(tc) => (tc.clone(), false),
-                    None => (format!("question-{}", id.as_json().trim_matches('"')), true),
-                };
-                let waiting = chat::waiting(&p.question, &tool_call_id, announce, page);
-                out.joined(
-                    client,
-                    jsonrpc::notification(methods::SESSION_UPDATE, &waiting),
-                );
-                let said = chat::waiting_text(&p.question, page).replace('\n', " ");
-                out.joined(client, note_line(&p.question.session_id, &said));
-                let mut d = Delivery::new(id);
-                d.held = true;
-                d.tool_call_id = Some(tool_call_id);
-                Some(d)
-            }
+        if self
+            .deliver(who, p, &mut d, dialect, original.as_ref(), out)
+            .is_ok()
+        {
+            return Some(d);
         }
+        // Registered, so that the question's ending marks the pointer done (and it is
+        // said once). A tool approval's tool call is the tool's own: never the pointer.
+        let id = self.bridge_id();
+        let agent_tool_call = p
+            .agent_tool_call
+            .as_ref()
+            .filter(|_| !p.origin.approves_a_tool());
+        let (tool_call_id, announce) = match agent_tool_call {
+            Some(tc) => (tc.clone(), false),
+            None => (format!("question-{}", id.as_json().trim_matches('"')), true),
+        };
+        self.point_elsewhere(who, p, &tool_call_id, announce, out);
+        let mut d = Delivery::new(id);
+        d.held = true;
+        d.tool_call_id = Some(tool_call_id);
+        Some(d)
     }
 
     /// `p` is over: each joined client shown it is told, as of an answer from the page, and
@@ -162,14 +144,15 @@ impl Router {
         out: &mut Outbox,
     ) {
         for (client, delivery) in std::mem::take(&mut p.joined) {
-            let Some(c) = self.joined.client(client) else {
+            let Some(c) = self.clients.client(client) else {
                 continue;
             };
             let told = closing(&c.view, p, &delivery, outcome, by, true);
             out.joined_lines(client, told.lines);
             if let Some(note) = told.stale {
                 let session = &p.question.session_id;
-                self.joined.ended(client, delivery.client_id, session, note);
+                self.clients
+                    .ended(client, delivery.client_id, session, note);
             }
         }
     }

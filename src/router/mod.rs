@@ -55,7 +55,7 @@ pub use config::{Counters, PolicyFiles, RouterConfig};
 pub use gone::AgentExit;
 pub use input::{Control, Handled, Input};
 pub use outbox::{Effect, Out, Outbox, Side};
-pub use stores::joined::MAX_JOINED;
+pub use stores::clients::MAX_JOINED;
 pub use stores::requests::InFlight;
 
 use std::time::{Instant, SystemTime};
@@ -82,8 +82,6 @@ pub struct Router {
     requests: stores::requests::Requests,
     /// Pending questions.
     questions: OpenQuestions,
-    /// What the client can show, and so how questions reach it.
-    client: client::ClientView,
     /// The ids of the requests the bridge sends.
     bridge_ids: stores::requests::BridgeIds,
     /// Maps the monotonic clock to wall time (for `expiresAt`), fixed at creation.
@@ -106,8 +104,9 @@ pub struct Router {
     policy: Option<lifecycle::PolicyState>,
     /// `--linger`: what is kept for the next client.
     held: stores::held::Held,
-    /// `--linger`: the clients that joined a session another has.
-    joined: stores::joined::Joined,
+    /// Every client: what each can show, and so how questions reach it; with `--linger`
+    /// the clients that joined a session another has.
+    clients: stores::clients::Clients,
     pub counters: Counters,
 }
 
@@ -120,8 +119,8 @@ impl Router {
             .as_ref()
             .map(|_| lifecycle::PolicyState::default());
         let linger = cfg.linger;
+        let attached = client::ClientView::new(&cfg);
         Self {
-            client: client::ClientView::new(&cfg),
             requests: stores::requests::Requests::new(cfg.max_in_flight),
             ledger: stores::ledger::Ledger::new(cfg.max_in_flight),
             bridge_ids: stores::requests::BridgeIds::with_prefix(&cfg.id_prefix),
@@ -137,7 +136,7 @@ impl Router {
             agent_info_name: None,
             policy,
             held: stores::held::Held::new(!linger),
-            joined: stores::joined::Joined::default(),
+            clients: stores::clients::Clients::new(attached),
             counters: Counters::default(),
         }
     }
@@ -167,7 +166,7 @@ impl Router {
     pub fn status(&self) -> Value {
         let mut v = json!({
             "dialect": self.dialect().as_str(),
-            "clientInitialized": self.client.support().is_some(),
+            "clientInitialized": self.clients.attached().support().is_some(),
             "sessions": self.ledger.sessions(),
             "pendingQuestions": self.questions.len(),
             "requestsInFlight": {
@@ -189,12 +188,12 @@ impl Router {
 
     /// What the client's `initialize` declared, once it has been seen.
     pub fn client_support(&self) -> Option<&ClientSupport> {
-        self.client.support()
+        self.clients.attached().support()
     }
 
     /// What the client can show (a handler's one way to it).
     pub(in crate::router) fn client_view(&mut self) -> &mut client::ClientView {
-        &mut self.client
+        self.clients.attached_mut()
     }
 
     /// The tool calls the agent announced (a handler's one way to them).
@@ -504,7 +503,7 @@ impl Router {
     ) {
         let mut line = line;
         if from == Side::Agent
-            && self.joined.requests_at_agent() > 0
+            && self.clients.requests_at_agent() > 0
             && self.joined_result(&id, result_ok, &line, out)
         {
             return;

@@ -17,7 +17,7 @@ impl Router {
         out: &mut Outbox,
     ) {
         let Some((start, end, n)) = run else { return };
-        if from == Side::Agent && self.joined.any() {
+        if from == Side::Agent && self.clients.any() {
             self.fan_out_run(data, start, end, out);
         }
         if from == Side::Agent && self.cfg.linger {
@@ -56,7 +56,7 @@ impl Router {
                 out.to_agent.push_back(Out::Line(line));
             }
             Side::Agent => {
-                if self.joined.any() {
+                if self.clients.any() {
                     self.fan_out(&line, out);
                 }
                 if self.cfg.linger && self.kept_instead(&line) {

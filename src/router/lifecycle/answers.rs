@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::render::{self, Line};
+use super::render;
 use super::{closing, Who};
 use crate::envelope::RequestId;
 use crate::events::{By, Event};
@@ -93,7 +93,7 @@ impl Router {
                 return self.questions.insert(p);
             }
         };
-        let Some(style) = self.style_of(who) else {
+        let Some(style) = self.client_of(who).map(|v| v.prompt_style()) else {
             return self.questions.insert(p);
         };
         match read_answer(style, &p.asked, &mut delivery, result) {
@@ -126,7 +126,7 @@ impl Router {
             }
             Read::Done(o, extras) => {
                 if let Who::Joined(client) = who {
-                    if let Some(c) = self.joined.client(client) {
+                    if let Some(c) = self.clients.client(client) {
                         let own = closing(&c.view, &p, &delivery, &o, By::Client, false);
                         out.joined_lines(client, own.lines);
                     }
@@ -192,21 +192,6 @@ impl Router {
     }
 
     /// How client `who` shows permission prompts (`None`: a joined client that left).
-    fn style_of(&self, who: Who) -> Option<prompts::Style> {
-        match who {
-            Who::Attached => Some(self.client.prompt_style()),
-            Who::Joined(c) => self.joined.client(c).map(|c| c.view.prompt_style()),
-        }
-    }
-
-    /// Sends client `who` a prompt's lines.
-    fn send_to(&mut self, who: Who, lines: Vec<render::Line>, out: &mut Outbox) {
-        match who {
-            Who::Attached => self.send_lines(lines, out),
-            Who::Joined(c) => out.joined_lines(c, lines.into_iter().map(Line::into_bytes)),
-        }
-    }
-
     /// The client's result for the agent's own request, shown as it was sent: the agent
     /// gets it unchanged (the two agree on their shape); observers get what it stands for.
     pub(in crate::router) fn native_answer(
@@ -258,7 +243,10 @@ impl Router {
             .ok()
             .and_then(|e| e.code);
         let own_answer = p.delivery.dialect == Dialect::Native && p.origin.standard();
-        if code == Some(code::METHOD_NOT_FOUND) && own_answer && self.client.holds_unsupported() {
+        if code == Some(code::METHOD_NOT_FOUND)
+            && own_answer
+            && self.clients.attached().holds_unsupported()
+        {
             // A standard request (a tool approval, a form) the client says it cannot show:
             // another surface can take it, so the error is not the user's answer.
             tracing::info!(
@@ -270,17 +258,17 @@ impl Router {
         }
         if code == Some(code::METHOD_NOT_FOUND) && !own_answer {
             let failed = p.delivery.dialect;
-            match self.client.next_dialect(failed, &p.origin) {
+            match self.clients.attached().next_dialect(failed, &p.origin) {
                 Some(next) => {
                     tracing::info!(
                         failed = failed.as_str(),
                         next = next.as_str(),
                         "the client does not know this dialect (-32601); falling back for this question and the rest of the connection"
                     );
-                    self.client.fall_back_to(next);
+                    self.clients.attached_mut().fall_back_to(next);
                     self.show(p, next, None, out);
                 }
-                None if self.client.holds_unsupported() => {
+                None if self.clients.attached().holds_unsupported() => {
                     tracing::info!(
                         question_id = ?p.question.question_id,
                         dialect = failed.as_str(),

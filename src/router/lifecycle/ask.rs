@@ -67,7 +67,7 @@ pub(in crate::router) struct Rest {
 impl Router {
     /// Asks `asked`, read from `req`.
     pub(in crate::router) fn ask(&mut self, req: Req<'_>, asked: Asked, out: &mut Outbox) {
-        let (dialect, as_sent) = self.client.pick(&asked.choose);
+        let (dialect, as_sent) = self.clients.attached().pick(&asked.choose);
         let mut p = self.new_pending(req.id.clone(), asked.question, asked.origin, req.now);
         p.choose = asked.choose;
         if self.cfg.linger {

@@ -39,7 +39,14 @@ impl Router {
             // `--linger`: no client has its session now; the next one is told by the replay.
             return;
         }
-        let closing = closing(&self.client, p, &p.delivery, outcome, by, withdraw);
+        let closing = closing(
+            self.clients.attached(),
+            p,
+            &p.delivery,
+            outcome,
+            by,
+            withdraw,
+        );
         if let Some(note) = closing.stale {
             // Kept for a while (the last 4,096): a few hundred bytes each.
             self.ledger

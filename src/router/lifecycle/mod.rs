@@ -43,10 +43,13 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// Which client a question is shown to or answered by: the attached one (whose pipes are
 /// the bridge's client side), or one that joined its session (`--linger`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::router) enum Who {
-    Attached,
-    Joined(u32),
+pub(in crate::router) use crate::router::stores::clients::Who;
+
+impl Router {
+    /// What `who` can show (`None`: a joined client that left).
+    pub(in crate::router) fn client_of(&self, who: Who) -> Option<&super::client::ClientView> {
+        self.clients.view(who)
+    }
 }
 
 impl Who {
@@ -62,7 +65,7 @@ impl Who {
 impl Router {
     /// The dialect new questions are shown in on this connection.
     pub fn dialect(&self) -> Dialect {
-        self.client.dialect()
+        self.clients.attached().dialect()
     }
 
     /// Refuses a question that is not valid (`-32602`); it never reaches the client.

@@ -7,8 +7,9 @@ use super::render;
 use crate::events::{By, Event};
 use crate::jsonrpc::{self};
 use crate::questions::answer::{Outcome, Reason};
-use crate::questions::open::Open;
+use crate::questions::open::{Delivery, Open};
 use crate::questions::{chat, Dialect};
+use crate::router::lifecycle::Who;
 use crate::router::{Outbox, Router};
 
 impl Router {
@@ -22,7 +23,7 @@ impl Router {
         original: Option<&Bytes>,
         out: &mut Outbox,
     ) {
-        if self.client.forced() == Some(Dialect::Control) {
+        if self.clients.attached().forced() == Some(Dialect::Control) {
             // `--client-dialect control`: whatever the source, the client is not shown it.
             p.delivery.dialect = Dialect::Control;
             return self.hold(p, out);
@@ -36,23 +37,18 @@ impl Router {
             // Only ever chosen by the flag, handled above.
             return self.hold(p, out);
         }
-        let style = self.client.prompt_style();
-        let rendered = render::render(
-            &p.asked,
-            &mut p.delivery,
-            dialect,
-            original,
-            style,
-            &mut || self.bridge_id(),
-        );
-        match rendered {
-            render::Rendered::Lines(lines) => self.send_lines(lines, out),
-            render::Rendered::Unsupported => return self.unsupported(&mut p, out),
-            render::Rendered::Obstacle(why) => {
-                if !self.client.holds_unsupported() {
+        let blank = Delivery::new(p.agent_id.clone());
+        let mut d = std::mem::replace(&mut p.delivery, blank);
+        let shown = self.deliver(Who::Attached, &p, &mut d, dialect, original, out);
+        p.delivery = d;
+        match shown {
+            Ok(()) => {}
+            Err(None) => return self.unsupported(&mut p, out),
+            Err(Some(why)) => {
+                if !self.clients.attached().holds_unsupported() {
                     self.announce(&mut p, out);
                 }
-                if self.client.holds_unsupported() {
+                if self.clients.attached().holds_unsupported() {
                     tracing::info!(
                         session_id = ?p.question.session_id,
                         question_id = ?p.question.question_id,
@@ -116,7 +112,7 @@ impl Router {
         // Never sent: it only keeps the registry's client-id index whole.
         p.delivery.client_id = self.bridge_id();
         p.delivery.held = true;
-        if self.client.forced() == Some(Dialect::Control)
+        if self.clients.attached().forced() == Some(Dialect::Control)
             || !self.client_sees(&p.question.session_id)
         {
             // `--client-dialect control`: the client is shown nothing at all (nor, with
@@ -141,19 +137,7 @@ impl Router {
                     true,
                 ),
             };
-            let page = self.cfg.page_url.as_deref();
-            let waiting = chat::waiting(&p.question, &tool_call_id, announce, page);
-            // And in words: some clients show no pending tool call (codecompanion.nvim).
-            let said = chat::waiting_text(&p.question, page).replace('\n', " ");
-            self.notify_client(
-                jsonrpc::notification(crate::methods::SESSION_UPDATE, &waiting),
-                out,
-            );
-            let note = chat::note(&p.question.session_id, &said);
-            self.notify_client(
-                jsonrpc::notification(crate::methods::SESSION_UPDATE, &note),
-                out,
-            );
+            self.point_elsewhere(Who::Attached, &p, &tool_call_id, announce, out);
             p.delivery.tool_call_id = Some(tool_call_id);
         }
         self.announce(&mut p, out);
@@ -165,5 +149,78 @@ impl Router {
             });
         }
         self.register(p);
+    }
+
+    /// Shows `p` to `who`: rendered from the question (not from a line the agent sent
+    /// earlier) in `dialect`, into `d`, and sent to `who`. The one rendering of a question,
+    /// for any client at any time: its first showing, a reattach, a join, a fallback after
+    /// a `-32601`. `original` is the agent's request, for a client that gets it as sent.
+    /// `Err(Some(why))`: a permission prompt cannot express it; `Err(None)`: the dialect
+    /// cannot show it at all. What then happens is the caller's (the attached client's
+    /// question is held or rejected; a joined client is pointed at the other surfaces).
+    pub(in crate::router) fn deliver(
+        &mut self,
+        who: Who,
+        p: &Open,
+        d: &mut Delivery,
+        dialect: Dialect,
+        original: Option<&Bytes>,
+        out: &mut Outbox,
+    ) -> Result<(), Option<&'static str>> {
+        let Some(view) = self.client_of(who) else {
+            return Err(None);
+        };
+        let style = view.prompt_style();
+        let rendered = match dialect {
+            Dialect::Control => render::Rendered::Unsupported,
+            _ => render::render(&p.asked, d, dialect, original, style, &mut || {
+                self.bridge_id()
+            }),
+        };
+        match rendered {
+            render::Rendered::Lines(lines) => {
+                self.send_to(who, lines, out);
+                Ok(())
+            }
+            render::Rendered::Obstacle(why) => Err(Some(why)),
+            render::Rendered::Unsupported => Err(None),
+        }
+    }
+
+    /// Tells `who` in its chat that the agent waits on `p` and where to answer it (no
+    /// invisible waits): the tool call `tool_call_id` pending (`announce`: a new one), and
+    /// the same in words, as some clients show no pending tool call (codecompanion.nvim).
+    pub(in crate::router) fn point_elsewhere(
+        &mut self,
+        who: Who,
+        p: &Open,
+        tool_call_id: &str,
+        announce: bool,
+        out: &mut Outbox,
+    ) {
+        let page = self.cfg.page_url.as_deref();
+        let waiting = chat::waiting(&p.question, tool_call_id, announce, page);
+        let said = chat::waiting_text(&p.question, page).replace('\n', " ");
+        let lines = vec![
+            render::Line::Notification(jsonrpc::notification(
+                crate::methods::SESSION_UPDATE,
+                &waiting,
+            )),
+            render::Line::Notification(render::note_line(&p.question.session_id, &said)),
+        ];
+        self.send_to(who, lines, out);
+    }
+
+    /// Sends `who` a prompt's lines.
+    pub(in crate::router) fn send_to(
+        &mut self,
+        who: Who,
+        lines: Vec<render::Line>,
+        out: &mut Outbox,
+    ) {
+        match who {
+            Who::Attached => self.send_lines(lines, out),
+            Who::Joined(c) => out.joined_lines(c, lines.into_iter().map(render::Line::into_bytes)),
+        }
     }
 }

@@ -15,10 +15,10 @@
 //!
 //! The open questions themselves are [`crate::questions::open::OpenQuestions`].
 
+pub(super) mod clients;
 pub(super) mod digest;
 pub(super) mod fit;
 pub(super) mod held;
-pub(super) mod joined;
 pub(super) mod ledger;
 pub(super) mod requests;
 pub(super) mod sessions;

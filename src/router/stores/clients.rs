@@ -1,7 +1,9 @@
-//! `--linger`: the clients that joined a session another client has (RFD #533's shared
-//! sessions), beside the attached one: what each can show, the sessions it has, the
-//! requests it sent to the agent (under bridge ids), and the agent's requests sent to it.
-//! How each is shown a question is the question's own (`Open::joined`).
+//! Every client of the router, in one store: the attached one (whose pipes are the
+//! bridge's client side) and, with `--linger`, those that joined a session another client
+//! has (RFD #533's shared sessions). What each can show is one [`ClientView`], found by
+//! [`Who`]; for the joined ones also the sessions each has, the requests it sent to the
+//! agent (under bridge ids), and the agent's requests sent to it. How each is shown a
+//! question is the question's own (`Open::delivery`, `Open::joined`).
 //!
 //! Bounds: at most [`MAX_JOINED`] clients; the ended prompts remembered for a late press
 //! are the last [`RECENT`].
@@ -13,6 +15,13 @@ use std::collections::{BTreeMap, VecDeque};
 
 use crate::envelope::{IdMap, IdSet, RequestId};
 use crate::router::client::ClientView;
+
+/// Which client: the attached one, or one that joined a session (`--linger`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Who {
+    Attached,
+    Joined(u32),
+}
 
 /// How many clients may join sessions of one holder at once, beside the attached one.
 pub const MAX_JOINED: usize = 8;
@@ -37,8 +46,11 @@ pub struct Sent {
     pub method: Box<str>,
 }
 
-#[derive(Debug, Default)]
-pub struct Joined {
+#[derive(Debug)]
+pub struct Clients {
+    /// What the attached client can show.
+    attached: ClientView,
+    /// The clients that joined, by their number.
     clients: BTreeMap<u32, Client>,
     requests: IdMap<RequestId, Sent>,
     /// The agent's requests (`fs/*`, `terminal/*`, ...) sent to a joined client, because the
@@ -49,7 +61,34 @@ pub struct Joined {
     recent: VecDeque<((u32, RequestId), Box<str>, String)>,
 }
 
-impl Joined {
+impl Clients {
+    pub fn new(attached: ClientView) -> Self {
+        Self {
+            attached,
+            clients: BTreeMap::new(),
+            requests: IdMap::default(),
+            asked: IdMap::default(),
+            recent: VecDeque::new(),
+        }
+    }
+
+    /// What `who` can show (`None`: a joined client that left).
+    pub fn view(&self, who: Who) -> Option<&ClientView> {
+        match who {
+            Who::Attached => Some(&self.attached),
+            Who::Joined(c) => self.clients.get(&c).map(|c| &c.view),
+        }
+    }
+
+    /// What the attached client can show.
+    pub fn attached(&self) -> &ClientView {
+        &self.attached
+    }
+
+    pub fn attached_mut(&mut self) -> &mut ClientView {
+        &mut self.attached
+    }
+
     /// Whether any client joined (the relay's one check).
     #[inline]
     pub fn any(&self) -> bool {
