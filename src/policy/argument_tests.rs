@@ -2460,3 +2460,64 @@ fn a_command_run_in_the_background_is_allowed_only_by_a_rule_that_reads_no_paths
     // A deny still speaks.
     assert_eq!(call("grep x .env", true.into()).decision, Decision::Deny);
 }
+
+#[test]
+fn the_parts_of_a_pipeline_run_at_once_so_a_move_beside_a_reader_is_asked() {
+    let d = scratch("pipeline-beside");
+    files(
+        &d,
+        &[(".env", "SECRET=1"), ("big.bin", "x"), ("c1/b/c/f", "x")],
+    );
+    std::fs::create_dir_all(d.join("a/b/c")).unwrap();
+    // `a/b/c/e` leads to `a/.env` from its folder; moved up one level it leads to `./.env`.
+    std::os::unix::fs::symlink("../../.env", d.join("a/b/c/e")).unwrap();
+    let p = rules(&[
+        "Bash(jq:*)",
+        "Bash(mv:*)",
+        "Bash(cp:*)",
+        "Bash(cat:*)",
+        "Bash(head:*)",
+        "!Read(./.env)",
+    ]);
+    // jq, still reading its first file, opens `b/c/e` after `mv` moved the link under it.
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "jq -n --rawfile a big.bin --rawfile k b/c/e '$k|error' | mv a/b b",
+            "jq -n --rawfile a big.bin --rawfile k b9/c/e '$k|error' | cp -r c1/b b9",
+            "cat big.bin b/c/e | head -1 | mv a/b b",
+        ],
+    );
+    // Not in one pipeline: the move is over before the reader starts, and the link is
+    // decided where it then leads.
+    allowed(&p, &d, &["cat big.bin | head -1", "mv a/b b"]);
+    let v = decide(&p, "cat big.bin b/c/e | mv a/b b", &d);
+    assert!(v.why.contains("beside"), "{}", v.why);
+}
+
+#[test]
+fn what_a_wrapped_command_leaves_or_reads_counts_as_its_own() {
+    let d = scratch("wrapped-parts");
+    files(&d, &[(".env", "SECRET=1"), ("a.txt", "SECRET")]);
+    let p = rules(&[
+        "Bash(timeout:*)",
+        "Bash(rg:*)",
+        "Bash(tee:*)",
+        "Bash(echo:*)",
+        "Bash(xargs:*)",
+        "!Read(./.env)",
+    ]);
+    // An ignore file written, then a search through a wrapper: rg reads what it brings in.
+    not_allowed(
+        &p,
+        &d,
+        &["echo '!.env' | tee .ignore && timeout 9 rg SECRET"],
+    );
+    // A wrapper running a program that leaves nothing behind leaves nothing behind.
+    allowed(
+        &p,
+        &d,
+        &["echo a | xargs -I F echo F", "timeout 9 rg SECRET"],
+    );
+}

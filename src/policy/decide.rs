@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use super::command::Command;
-use super::parts::{lands_trees, leaves, names_paths, searches_whole};
+use super::parts::{left_behind, Ran};
 use super::*;
 
 impl Policy {
@@ -252,46 +252,36 @@ impl Policy {
                 _ => {}
             }
         }
-        // What an earlier part leaves behind: a repository it completed, a link it made
-        // (`cp -P LINK x && sort -o x/f`): what a later part names is then not what the
-        // policy resolved.
+        // What an earlier part, or one beside it in a pipeline, leaves behind.
         if refused.is_none() {
-            let (mut wrote, mut linked) = (false, false);
-            for (part, outcome, _) in &decided {
-                if outcome.is_some() {
-                    if wrote && args::base(&part.words[0]) == "git" {
-                        *refused = Some(format!(
-                            "`{}` runs after a part that writes, which may have made the repository git uses",
-                            shown(&part.words)
-                        ));
-                        break;
+            let ran: Vec<Ran> = decided
+                .iter()
+                .enumerate()
+                .map(|(i, (p, outcome, _))| {
+                    // Each part as what it runs: a wrapper's command too.
+                    let seen = &cmd.seen[cmd.by_part.get(i).cloned().unwrap_or(0..0)];
+                    let mut runs: Vec<&[String]> = seen
+                        .iter()
+                        .filter(|w| !w.is_empty())
+                        .map(Vec::as_slice)
+                        .collect();
+                    if runs.is_empty() {
+                        runs.push(p.words.as_slice());
                     }
-                    if wrote && searches_whole(&part.words) {
-                        *refused = Some(format!(
-                            "`{}` searches a folder whole after a part that writes, which may have changed what it reads (an ignore file's `!.env`)",
-                            shown(&part.words)
-                        ));
-                        break;
+                    let own = runs
+                        .iter()
+                        .copied()
+                        .filter(|w| !super::wrappers::is_wrapper(w))
+                        .collect();
+                    Ran {
+                        runs,
+                        own,
+                        covered: outcome.is_some(),
+                        piped: p.op == Some("|"),
                     }
-                    if wrote && lands_trees(&part.words) {
-                        *refused = Some(format!(
-                            "`{}` moves or copies a folder whole after a part that writes, which may have made what lands",
-                            shown(&part.words)
-                        ));
-                        break;
-                    }
-                    if linked && names_paths(&part.words) {
-                        *refused = Some(format!(
-                            "`{}` names paths after a part that may make a link they go through",
-                            shown(&part.words)
-                        ));
-                        break;
-                    }
-                }
-                let (w, l) = leaves(&part.words);
-                wrote |= w;
-                linked |= l;
-            }
+                })
+                .collect();
+            *refused = left_behind(&ran, shown);
         }
         let first = decided.iter().find_map(|(_, v, _)| v.as_ref());
         match first {

@@ -1,7 +1,8 @@
-//! What one part of a command line leaves for the parts after it (a file written, a link
-//! made, a repository completed) and which later parts depend on it (a search of a folder
-//! whole, a move or copy of whole trees, any path named): `super::decide` asks a later part
-//! whose words the policy resolved before the earlier part ran.
+//! What one part of a command line leaves for the parts after it and beside it in a
+//! pipeline (a file written, a link made, a repository completed) and which of those depend
+//! on it (a search of a folder whole, a move or copy of whole trees, any path named):
+//! `super::decide` asks a part whose words the policy resolved before the other part ran
+//! ([`left_behind`]).
 
 use super::args;
 
@@ -65,8 +66,86 @@ pub(super) fn lands_trees(words: &[String]) -> bool {
 /// Whether a part names any path: one its model places or cannot place, or any word of a
 /// program no model reads.
 pub(super) fn names_paths(words: &[String]) -> bool {
+    if matches!(
+        args::base(&words[0]),
+        "echo" | "printf" | "true" | "false" | "pwd" | "sleep" | "date" | "whoami" | ":"
+    ) {
+        // They open no file, whatever their words.
+        return false;
+    }
     match args::read(words) {
         args::Reading::Understood(e) => !e.paths.is_empty() || !e.unplaced.is_empty(),
         _ => words.len() > 1,
     }
+}
+
+/// One part of a plain command line, as [`left_behind`] reads it.
+pub(super) struct Ran<'a> {
+    /// What it runs: its own words first, then each wrapper's command.
+    pub runs: Vec<&'a [String]>,
+    /// Those of `runs` that are not wrappers: what leaves anything behind.
+    pub own: Vec<&'a [String]>,
+    /// A rule covers it (a part no rule covers is asked anyway).
+    pub covered: bool,
+    /// A `|` joins it to the next part: they run at once.
+    pub piped: bool,
+}
+
+/// Why a part of `parts` is asked for what another part leaves behind: a repository it
+/// completed, a link it made (`cp -P LINK x && sort -o x/f`): what the part names is then
+/// not what the policy resolved. The other part is an earlier one, or one beside it in a
+/// pipeline on either side of the `|` (they run at once: a reader still busy with its
+/// first file opens its second after `| mv a/b b` moved a link under it). `shown` writes a
+/// part's words for the message.
+pub(super) fn left_behind(parts: &[Ran], shown: fn(&[String]) -> String) -> Option<String> {
+    let left: Vec<(bool, bool)> = parts
+        .iter()
+        .map(|p| {
+            p.own
+                .iter()
+                .map(|w| leaves(w))
+                .fold((false, false), |(a, b), (w, l)| (a || w, b || l))
+        })
+        .collect();
+    let mut pipeline = Vec::with_capacity(parts.len());
+    let mut n = 0;
+    for p in parts {
+        pipeline.push(n);
+        n += usize::from(!p.piped);
+    }
+    let (mut wrote, mut linked) = (false, false);
+    for (i, part) in parts.iter().enumerate() {
+        let beside = (i + 1..parts.len()).filter(|&j| pipeline[j] == pipeline[i]);
+        let (w_beside, l_beside) =
+            beside.fold((false, false), |(w, l), j| (w || left[j].0, l || left[j].1));
+        let (w, l) = (wrote || w_beside, linked || l_beside);
+        let any = |f: fn(&[String]) -> bool| part.runs.iter().any(|w| f(w));
+        let words = || shown(part.runs[0]);
+        let why = match () {
+            _ if !part.covered => None,
+            _ if w && part.runs.iter().any(|w| args::base(&w[0]) == "git") => Some(format!(
+                "`{}` runs after or beside (in a pipeline) a part that writes, which may have made the repository git uses",
+                words()
+            )),
+            _ if w && any(searches_whole) => Some(format!(
+                "`{}` searches a folder whole after or beside (in a pipeline) a part that writes, which may have changed what it reads (an ignore file's `!.env`)",
+                words()
+            )),
+            _ if w && any(lands_trees) => Some(format!(
+                "`{}` moves or copies a folder whole after or beside (in a pipeline) a part that writes, which may have made what lands",
+                words()
+            )),
+            _ if l && any(names_paths) => Some(format!(
+                "`{}` names paths after or beside (in a pipeline) a part that may make a link they go through",
+                words()
+            )),
+            _ => None,
+        };
+        if why.is_some() {
+            return why;
+        }
+        wrote |= left[i].0;
+        linked |= left[i].1;
+    }
+    None
 }
