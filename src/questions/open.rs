@@ -4,23 +4,23 @@
 //! What was asked is fixed when the agent asks: the question, its source, what the agent
 //! was doing, its deadline. A delivery is how one client is shown it: the dialect, the id
 //! of the request the client shows, the permission prompt being asked, or held for the
-//! control server. A question has one delivery per client shown it: the attached client's
-//! ([`Open::delivery`]) and, with `--linger`, one per client that joined its session
-//! ([`Open::joined`]); the policy and every ending read what was asked, the dialects and the
-//! clients' prompts work on the deliveries.
+//! control server. A question has one delivery per client ([`Who`]) shown it, in one list
+//! ([`Open::delivery`], [`Open::show_to`], [`Open::take_delivery`]): the attached
+//! client's, always there (held: under an id never sent), and, with `--linger`, one per
+//! client that joined its session; the policy and every ending read what was asked, the
+//! dialects and the clients' prompts work on the deliveries.
 //!
-//! The store's lookups are O(1) by the agent's exact JSON id, by the id the client sees,
-//! and by (session, questionId); a joined client's prompt is found by (client, id) in
-//! O(log n); a session's questions are listed without scanning other sessions; deadlines
-//! sit in an ordered set so the next one is found in O(log n).
+//! The store's lookups are O(1) by the agent's exact JSON id, by (client, the id it
+//! shows), and by (session, questionId); a session's questions are listed without scanning
+//! other sessions; deadlines sit in an ordered set so the next one is found in O(log n).
 //!
 //! Invariants: a question is in all indexes or in none; taking a question removes it from
 //! all of them (its deliveries go with it, so whoever ends it tells each client once) and
 //! remembers its client id among the recently resolved ones (bounded), so a late or
-//! duplicate answer can be recognized and dropped instead of forwarded; a joined client is
-//! shown a question at most once at a time.
+//! duplicate answer can be recognized and dropped instead of forwarded; a client is shown a
+//! question at most once at a time, and the attached client's delivery is always the first.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::{Instant, SystemTime};
 
 use super::model::Question;
@@ -106,14 +106,22 @@ impl Delivery {
     }
 }
 
-/// An open question: what was asked, its delivery, and what is known of its life so far.
+/// Which client a delivery is for: the attached one (whose pipes are the bridge's client
+/// side), or one that joined the question's session (`--linger`), by the router's number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Who {
+    Attached,
+    Joined(u32),
+}
+
+/// An open question: what was asked, how each client is shown it, and what is known of its
+/// life so far.
 #[derive(Debug, Clone)]
 pub struct Open {
     pub asked: Pending,
-    pub delivery: Delivery,
-    /// `--linger`: how each client that joined its session is shown it (by the router's
-    /// number of the client), at most one each.
-    pub joined: Vec<(u32, Delivery)>,
+    /// One delivery per client shown it: the attached client's first, always; then each
+    /// joined client's, at most one each.
+    deliveries: Vec<(Who, Delivery)>,
     /// Its `requested` event has been made.
     pub announced: bool,
     /// The paired device that answered or rejected it through the inbox's remote listener
@@ -125,23 +133,89 @@ pub struct Open {
 }
 
 impl Open {
-    /// `asked`, to be delivered (under the agent's id until a dialect gives it another).
+    /// `asked`, to be delivered (the attached client's under the agent's id until a
+    /// dialect gives it another).
     pub fn new(asked: Pending) -> Self {
         Open {
-            delivery: Delivery::new(asked.agent_id.clone()),
-            joined: Vec::new(),
+            deliveries: vec![(Who::Attached, Delivery::new(asked.agent_id.clone()))],
             asked,
             announced: false,
             device: None,
             serial: 0,
         }
     }
-}
 
-impl Open {
-    /// Whether joined client `client` is shown it.
-    pub fn is_shown_to(&self, client: u32) -> bool {
-        self.joined.iter().any(|(c, _)| *c == client)
+    /// How `who` is shown it, if it is.
+    pub fn delivery(&self, who: Who) -> Option<&Delivery> {
+        self.deliveries
+            .iter()
+            .find(|(w, _)| *w == who)
+            .map(|(_, d)| d)
+    }
+
+    /// The attached client's delivery (always there).
+    pub fn attached(&self) -> &Delivery {
+        &self.deliveries[0].1
+    }
+
+    pub fn attached_mut(&mut self) -> &mut Delivery {
+        &mut self.deliveries[0].1
+    }
+
+    /// Whether `who` is shown it.
+    pub fn is_shown_to(&self, who: Who) -> bool {
+        self.deliveries.iter().any(|(w, _)| *w == who)
+    }
+
+    /// `who` is shown it as `d` says: the attached client's delivery replaced, a joined
+    /// client's added (replaced if it had one).
+    pub fn show_to(&mut self, who: Who, d: Delivery) {
+        match self.deliveries.iter_mut().find(|(w, _)| *w == who) {
+            Some((_, old)) => *old = d,
+            None => self.deliveries.push((who, d)),
+        }
+    }
+
+    /// `who`'s delivery, taken (to read its answer; [`Open::show_to`] gives it back). The
+    /// attached client's is left as a delivery not made yet.
+    pub fn take_delivery(&mut self, who: Who) -> Option<Delivery> {
+        let at = self.deliveries.iter().position(|(w, _)| *w == who)?;
+        Some(match who {
+            Who::Attached => self.take_attached(),
+            Who::Joined(_) => self.deliveries.remove(at).1,
+        })
+    }
+
+    /// The attached client's delivery, taken (left as one not made yet).
+    pub fn take_attached(&mut self) -> Delivery {
+        let blank = Delivery::new(self.asked.agent_id.clone());
+        std::mem::replace(&mut self.deliveries[0].1, blank)
+    }
+
+    /// The joined clients' deliveries.
+    pub fn joined(&self) -> impl Iterator<Item = (u32, &Delivery)> {
+        self.deliveries.iter().filter_map(|(w, d)| match w {
+            Who::Joined(c) => Some((*c, d)),
+            Who::Attached => None,
+        })
+    }
+
+    /// The joined clients' deliveries, taken: each is told once, whoever takes them.
+    pub fn take_joined(&mut self) -> Vec<(u32, Delivery)> {
+        let all = std::mem::take(&mut self.deliveries);
+        let mut joined = Vec::new();
+        for (w, d) in all {
+            match w {
+                Who::Joined(c) => joined.push((c, d)),
+                Who::Attached => self.deliveries.push((w, d)),
+            }
+        }
+        joined
+    }
+
+    /// Every delivery, with whom it is for.
+    fn all(&self) -> impl Iterator<Item = (Who, &RequestId)> {
+        self.deliveries.iter().map(|(w, d)| (*w, &d.client_id))
     }
 }
 
@@ -157,9 +231,8 @@ impl std::ops::Deref for Open {
 #[derive(Debug, Default)]
 pub struct OpenQuestions {
     by_agent_id: IdMap<RequestId, Open>,
-    client_to_agent: IdMap<RequestId, RequestId>,
-    /// A joined client's prompt: (client, the id it shows) to the agent's id.
-    joined_to_agent: BTreeMap<(u32, RequestId), RequestId>,
+    /// Each client's prompt: (client, the id it shows) to the agent's id.
+    by_delivery: IdMap<(Who, RequestId), RequestId>,
     by_key: IdMap<(Box<str>, Box<str>), RequestId>,
     by_session: IdMap<Box<str>, Vec<RequestId>>,
     deadlines: BTreeSet<(Instant, RequestId)>,
@@ -190,7 +263,7 @@ impl OpenQuestions {
     }
 
     pub fn has_client_id(&self, id: &RequestId) -> bool {
-        self.client_to_agent.contains_key(id)
+        self.by_delivery.contains_key(&(Who::Attached, id.clone()))
     }
 
     pub fn get(&self, agent_id: &RequestId) -> Option<&Open> {
@@ -199,8 +272,8 @@ impl OpenQuestions {
 
     /// The pending question the client shows under `client_id`.
     pub fn get_by_client_id(&self, client_id: &RequestId) -> Option<&Open> {
-        self.client_to_agent
-            .get(client_id)
+        self.by_delivery
+            .get(&(Who::Attached, client_id.clone()))
             .and_then(|a| self.by_agent_id.get(a))
     }
 
@@ -225,12 +298,9 @@ impl OpenQuestions {
         let agent_id = p.agent_id.clone();
         let session: Box<str> = p.question.session_id.as_str().into();
         // An id the agent reuses is a new request: it is no longer "resolved".
-        self.resolved.remove(&p.delivery.client_id);
-        self.client_to_agent
-            .insert(p.delivery.client_id.clone(), agent_id.clone());
-        for (client, d) in &p.joined {
-            self.joined_to_agent
-                .insert((*client, d.client_id.clone()), agent_id.clone());
+        self.resolved.remove(&p.attached().client_id);
+        for (who, id) in p.all() {
+            self.by_delivery.insert((who, id.clone()), agent_id.clone());
         }
         self.by_key.insert(
             (session.clone(), p.question.question_id.as_str().into()),
@@ -248,16 +318,18 @@ impl OpenQuestions {
 
     /// Removes the question the client shows under `client_id`.
     pub fn take_by_client_id(&mut self, client_id: &RequestId) -> Option<Open> {
-        let agent_id = self.client_to_agent.get(client_id)?.clone();
+        let agent_id = self
+            .by_delivery
+            .get(&(Who::Attached, client_id.clone()))?
+            .clone();
         self.take(&agent_id)
     }
 
     /// Removes the question asked with the agent's request `agent_id`.
     pub fn take(&mut self, agent_id: &RequestId) -> Option<Open> {
         let p = self.by_agent_id.remove(agent_id)?;
-        self.client_to_agent.remove(&p.delivery.client_id);
-        for (client, d) in &p.joined {
-            self.joined_to_agent.remove(&(*client, d.client_id.clone()));
+        for (who, id) in p.all() {
+            self.by_delivery.remove(&(who, id.clone()));
         }
         let session: &str = &p.question.session_id;
         self.by_key.remove(&(
@@ -273,7 +345,7 @@ impl OpenQuestions {
         if let Some(d) = p.deadline {
             self.deadlines.remove(&(d, agent_id.clone()));
         }
-        self.resolved.insert(p.delivery.client_id.clone());
+        self.resolved.insert(p.attached().client_id.clone());
         Some(p)
     }
 
@@ -294,12 +366,12 @@ impl OpenQuestions {
         due.iter().filter_map(|id| self.take(id)).collect()
     }
 
-    /// Removes and returns every question, oldest first.
-    /// Every delivery, to change how it is shown (not what indexes it).
+    /// Every attached client's delivery, to change how it is shown (not what indexes it).
     pub fn deliveries_mut(&mut self) -> impl Iterator<Item = &mut Delivery> {
-        self.by_agent_id.values_mut().map(|o| &mut o.delivery)
+        self.by_agent_id.values_mut().map(|o| o.attached_mut())
     }
 
+    /// Removes and returns every question, oldest first.
     pub fn take_all(&mut self) -> Vec<Open> {
         let mut all: Vec<Open> = self.by_agent_id.values().cloned().collect();
         all.sort_by_key(|p| p.created);
@@ -317,42 +389,41 @@ impl OpenQuestions {
     pub fn is_shown_to(&self, client: u32, agent_id: &RequestId) -> bool {
         self.by_agent_id
             .get(agent_id)
-            .is_some_and(|o| o.is_shown_to(client))
+            .is_some_and(|o| o.is_shown_to(Who::Joined(client)))
     }
 
     /// Joined client `client` is shown the open question of `agent_id` as `delivery` says
     /// (under `delivery.client_id`); false when it is not open, or already shown to it.
     pub fn show_joined(&mut self, agent_id: &RequestId, client: u32, delivery: Delivery) -> bool {
+        let who = Who::Joined(client);
         let Some(open) = self.by_agent_id.get_mut(agent_id) else {
             return false;
         };
-        if open.is_shown_to(client) {
+        if open.is_shown_to(who) {
             return false;
         }
-        self.joined_to_agent
-            .insert((client, delivery.client_id.clone()), agent_id.clone());
-        open.joined.push((client, delivery));
+        self.by_delivery
+            .insert((who, delivery.client_id.clone()), agent_id.clone());
+        open.show_to(who, delivery);
         true
     }
 
     /// The prompt joined client `client` answered under `id`: the question's agent id and
     /// how it was shown, taken (the question stays open for the others).
     pub fn take_joined(&mut self, client: u32, id: &RequestId) -> Option<(RequestId, Delivery)> {
-        let agent_id = self.joined_to_agent.remove(&(client, id.clone()))?;
+        let who = Who::Joined(client);
+        let agent_id = self.by_delivery.remove(&(who, id.clone()))?;
         let open = self.by_agent_id.get_mut(&agent_id)?;
-        let at = open
-            .joined
-            .iter()
-            .position(|(c, d)| *c == client && &d.client_id == id)?;
-        let (_, delivery) = open.joined.remove(at);
+        let delivery = open.take_delivery(who)?;
         Some((agent_id, delivery))
     }
 
     /// Joined client `client` left: nothing is shown to it any more.
     pub fn forget_client(&mut self, client: u32) {
-        self.joined_to_agent.retain(|(c, _), _| *c != client);
+        let who = Who::Joined(client);
+        self.by_delivery.retain(|(w, _), _| *w != who);
         for open in self.by_agent_id.values_mut() {
-            open.joined.retain(|(c, _)| *c != client);
+            open.take_delivery(who);
         }
     }
 }
@@ -431,7 +502,7 @@ mod tests {
         // Taken whole: its deliveries leave the indexes with it, and come back with it.
         r.show_joined(&agent, 5, Delivery::new(shown.clone()));
         let p = r.take(&agent).expect("open");
-        assert_eq!(p.joined.len(), 1);
+        assert_eq!(p.joined().count(), 1);
         assert!(r.take_joined(5, &shown).is_none(), "not open any more");
         r.insert(p);
         assert!(r.is_shown_to(5, &agent));

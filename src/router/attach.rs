@@ -270,7 +270,8 @@ impl Router {
     /// as it was for a dialect that sends it as sent), with a delivery of its own.
     fn show_again(&mut self, mut open: crate::questions::open::Open, out: &mut Outbox) {
         let (dialect, as_sent) = self.clients.attached().pick(&open.choose);
-        open.delivery = crate::questions::open::Delivery::new(open.agent_id.clone());
+        let blank = crate::questions::open::Delivery::new(open.agent_id.clone());
+        open.show_to(crate::questions::open::Who::Attached, blank);
         let original = open.original.clone().filter(|_| as_sent);
         self.show(open, dialect, original.as_ref(), out);
     }

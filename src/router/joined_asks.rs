@@ -71,11 +71,11 @@ impl Router {
             return;
         }
         for client in self.clients.having(&p.question.session_id) {
-            if p.is_shown_to(client) {
+            if p.is_shown_to(Who::Joined(client)) {
                 continue;
             }
             if let Some(d) = self.render_for_joined(client, p, out) {
-                p.joined.push((client, d));
+                p.show_to(Who::Joined(client), d);
             }
         }
     }
@@ -143,7 +143,7 @@ impl Router {
         by: By,
         out: &mut Outbox,
     ) {
-        for (client, delivery) in std::mem::take(&mut p.joined) {
+        for (client, delivery) in p.take_joined() {
             let Some(c) = self.clients.client(client) else {
                 continue;
             };

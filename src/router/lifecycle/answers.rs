@@ -31,8 +31,7 @@ impl Router {
             // The user answered in the editor: they are at the desk (an error, or a client's
             // own cancel, is not the user).
             out.at_desk |= outcome.is_ok_and(|r| !is_cancelled(r));
-            let blank = Delivery::new(p.agent_id.clone());
-            let delivery = std::mem::replace(&mut p.delivery, blank);
+            let delivery = p.take_attached();
             self.answer_from(Who::Attached, p, delivery, outcome, line, out);
             return true;
         }
@@ -81,7 +80,7 @@ impl Router {
         let result = match (outcome, who) {
             (Ok(result), _) => result,
             (Err(error), Who::Attached) => {
-                p.delivery = delivery;
+                p.show_to(Who::Attached, delivery);
                 return self.client_error(p, error, line, out);
             }
             (Err(_), Who::Joined(client)) => {
@@ -118,7 +117,7 @@ impl Router {
                         self.register(p);
                     }
                     None if who == Who::Attached => {
-                        p.delivery = delivery;
+                        p.show_to(Who::Attached, delivery);
                         self.unsupported(&mut p, out);
                     }
                     None => self.questions.insert(p),
@@ -131,7 +130,7 @@ impl Router {
                         out.joined_lines(client, own.lines);
                     }
                 } else {
-                    p.delivery = delivery;
+                    p.show_to(Who::Attached, delivery);
                 }
                 // The attached client is told as the one that answered, or as one shown it
                 // that did not.
@@ -141,7 +140,7 @@ impl Router {
             }
             Read::Invalid(msg) => match who {
                 Who::Attached => {
-                    p.delivery = delivery;
+                    p.show_to(Who::Attached, delivery);
                     self.invalid_answer(p, &msg, result, out)
                 }
                 Who::Joined(client) => {
@@ -169,7 +168,7 @@ impl Router {
         tracing::warn!(
             session_id = ?p.question.session_id,
             question_id = ?p.question.question_id,
-            dialect = p.delivery.dialect.as_str(),
+            dialect = p.attached().dialect.as_str(),
             field = ?super::field_of(msg),
             "invalid answer from the client; the agent gets -32603 with it"
         );
@@ -242,7 +241,7 @@ impl Router {
         let code = serde_json::from_str::<E>(error.get())
             .ok()
             .and_then(|e| e.code);
-        let own_answer = p.delivery.dialect == Dialect::Native && p.origin.standard();
+        let own_answer = p.attached().dialect == Dialect::Native && p.origin.standard();
         if code == Some(code::METHOD_NOT_FOUND)
             && own_answer
             && self.clients.attached().holds_unsupported()
@@ -257,7 +256,7 @@ impl Router {
             return self.hold(p, out);
         }
         if code == Some(code::METHOD_NOT_FOUND) && !own_answer {
-            let failed = p.delivery.dialect;
+            let failed = p.attached().dialect;
             match self.clients.attached().next_dialect(failed, &p.origin) {
                 Some(next) => {
                     tracing::info!(
@@ -301,7 +300,7 @@ impl Router {
                 out,
             );
         }
-        if p.delivery.client_id == p.agent_id {
+        if p.attached().client_id == p.agent_id {
             self.counters.forwarded_to_agent += 1;
             out.to_agent
                 .push_back(crate::router::Out::Line(line.clone()));

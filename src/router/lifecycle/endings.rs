@@ -42,7 +42,7 @@ impl Router {
         let closing = closing(
             self.clients.attached(),
             p,
-            &p.delivery,
+            p.attached(),
             outcome,
             by,
             withdraw,
@@ -50,7 +50,7 @@ impl Router {
         if let Some(note) = closing.stale {
             // Kept for a while (the last 4,096): a few hundred bytes each.
             self.ledger
-                .withdrawn(&p.delivery.client_id, &p.question.session_id, note);
+                .withdrawn(&p.attached().client_id, &p.question.session_id, note);
         }
         for line in closing.lines {
             self.notify_client(line, out);
@@ -151,8 +151,8 @@ impl Router {
         tracing::info!(question_id = ?p.question.question_id, "agent cancelled its question");
         // (`--linger`: a question the client that has its session is not showing, because
         // the one that showed it left, is ended here, as one held for the control server.)
-        let at_client = !p.delivery.held && self.client_sees(&p.question.session_id);
-        if at_client && p.delivery.dialect == Dialect::Native {
+        let at_client = !p.attached().held && self.client_sees(&p.question.session_id);
+        if at_client && p.attached().dialect == Dialect::Native {
             // The agent's own request, which the client shows as it was sent: the
             // cancellation is between the two (the client still answers the request, with
             // -32800 or a result), and the bridge steps back to tracking it as a request.
@@ -175,7 +175,7 @@ impl Router {
             self.track_shown(&p);
             return true;
         }
-        if at_client && p.delivery.client_id == p.agent_id {
+        if at_client && p.attached().client_id == p.agent_id {
             self.counters.forwarded_to_client += 1;
             out.to_client
                 .push_back(crate::router::Out::Line(line.clone()));

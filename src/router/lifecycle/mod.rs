@@ -55,10 +55,7 @@ impl Router {
 impl Who {
     /// Gives `p` back `who`'s delivery (taken to read its answer).
     fn put_back(self, p: &mut Open, delivery: crate::questions::open::Delivery) {
-        match self {
-            Who::Attached => p.delivery = delivery,
-            Who::Joined(c) => p.joined.push((c, delivery)),
-        }
+        p.show_to(self, delivery)
     }
 }
 
@@ -86,7 +83,7 @@ impl Router {
 
     /// Registers `p` as open under its client id.
     fn register(&mut self, p: Open) {
-        self.ledger.reused(&p.delivery.client_id);
+        self.ledger.reused(&p.attached().client_id);
         self.questions.insert(p);
     }
 
@@ -201,7 +198,7 @@ impl Router {
 
     /// An open question as observers see it.
     fn view(&self, p: &Open) -> QuestionView {
-        let d = &p.delivery;
+        let d = p.attached();
         self.view_as(
             p,
             if !self.client_sees(&p.question.session_id) {
@@ -241,7 +238,7 @@ impl Router {
             return;
         }
         let (s, q) = (&p.question.session_id, &p.question.question_id);
-        self.ledger.resolved(&p.delivery.client_id, s, q, by);
+        self.ledger.resolved(&p.attached().client_id, s, q, by);
         out.events.push(Event::Resolved {
             session_id: s.clone(),
             question_id: q.clone(),

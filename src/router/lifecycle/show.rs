@@ -25,7 +25,7 @@ impl Router {
     ) {
         if self.clients.attached().forced() == Some(Dialect::Control) {
             // `--client-dialect control`: whatever the source, the client is not shown it.
-            p.delivery.dialect = Dialect::Control;
+            p.attached_mut().dialect = Dialect::Control;
             return self.hold(p, out);
         }
         if !self.client_sees(&p.question.session_id) {
@@ -37,10 +37,9 @@ impl Router {
             // Only ever chosen by the flag, handled above.
             return self.hold(p, out);
         }
-        let blank = Delivery::new(p.agent_id.clone());
-        let mut d = std::mem::replace(&mut p.delivery, blank);
+        let mut d = p.take_attached();
         let shown = self.deliver(Who::Attached, &p, &mut d, dialect, original, out);
-        p.delivery = d;
+        p.show_to(Who::Attached, d);
         match shown {
             Ok(()) => {}
             Err(None) => return self.unsupported(&mut p, out),
@@ -110,14 +109,14 @@ impl Router {
     /// through the control server, or its deadline, cancel, or disconnect.
     pub(in crate::router) fn hold(&mut self, mut p: Open, out: &mut Outbox) {
         // Never sent: it only keeps the registry's client-id index whole.
-        p.delivery.client_id = self.bridge_id();
-        p.delivery.held = true;
+        p.attached_mut().client_id = self.bridge_id();
+        p.attached_mut().held = true;
         if self.clients.attached().forced() == Some(Dialect::Control)
             || !self.client_sees(&p.question.session_id)
         {
             // `--client-dialect control`: the client is shown nothing at all (nor, with
             // `--linger`, one that does not have the session).
-            p.delivery.tool_call_id = None;
+            p.attached_mut().tool_call_id = None;
         } else {
             // No invisible waits: the chat says that the agent waits, and where to answer.
             // The tool call is the prompt's shown before a `-32601`, else the agent's own,
@@ -127,18 +126,18 @@ impl Router {
                 .agent_tool_call
                 .as_ref()
                 .filter(|_| !p.origin.approves_a_tool());
-            let (tool_call_id, announce) = match (&p.delivery.tool_call_id, agent_tool_call) {
+            let (tool_call_id, announce) = match (&p.attached().tool_call_id, agent_tool_call) {
                 (Some(tc), _) | (None, Some(tc)) => (tc.clone(), false),
                 (None, None) => (
                     format!(
                         "question-{}",
-                        p.delivery.client_id.as_json().trim_matches('"')
+                        p.attached().client_id.as_json().trim_matches('"')
                     ),
                     true,
                 ),
             };
             self.point_elsewhere(Who::Attached, &p, &tool_call_id, announce, out);
-            p.delivery.tool_call_id = Some(tool_call_id);
+            p.attached_mut().tool_call_id = Some(tool_call_id);
         }
         self.announce(&mut p, out);
         if self.cfg.events {

@@ -16,12 +16,7 @@ use std::collections::{BTreeMap, VecDeque};
 use crate::envelope::{IdMap, IdSet, RequestId};
 use crate::router::client::ClientView;
 
-/// Which client: the attached one, or one that joined a session (`--linger`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Who {
-    Attached,
-    Joined(u32),
-}
+pub use crate::questions::open::Who;
 
 /// How many clients may join sessions of one holder at once, beside the attached one.
 pub const MAX_JOINED: usize = 8;
