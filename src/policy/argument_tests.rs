@@ -2521,3 +2521,75 @@ fn what_a_wrapped_command_leaves_or_reads_counts_as_its_own() {
         &["echo a | xargs -I F echo F", "timeout 9 rg SECRET"],
     );
 }
+
+#[test]
+fn a_rule_that_begins_with_a_wrapper_reads_the_program_it_runs_by_its_model() {
+    let d = scratch("wrapper-rule");
+    files(
+        &d,
+        &[(".env", "SECRET=1"), ("src/a.txt", "x"), ("src/p.txt", "x")],
+    );
+    let p = rules(&[
+        "Bash(timeout 30 rg:*)",
+        "Bash(timeout 60 git diff:*)",
+        "Bash(nice sort:*)",
+        "Bash(xargs grep:*)",
+        "Bash(timeout:*)",
+        "Bash(find:*)",
+        "!Read(./.env)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "timeout 30 rg --pre sh RAN src/a.txt",
+            "nice sort -o ~/.profile src/p.txt",
+            "nice sort -o .git/config src/a.txt",
+            "timeout 60 git diff --output=/tmp/x/.bashrc",
+            "timeout 9 sort -o .git/config src/a.txt",
+            // What xargs adds comes from its input: no model reads it.
+            "find . -name '.e*' | xargs grep SECRET",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "timeout 30 rg -n x src",
+            "nice sort src/a.txt",
+            "timeout 60 git diff",
+            "timeout 9 sort src/a.txt",
+        ],
+    );
+    // Run in the background, the program's model decides: asked.
+    let tc = serde_json::json!({
+        "kind": "execute",
+        "rawInput": {"command": "timeout 30 rg -r x hello", "run_in_background": true},
+        "_meta": {"claudeCode": {"toolName": "Bash"}},
+    });
+    let v = p.decide(&Call::from_tool_call(&tc, "claude-agent-acp", &d));
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+}
+
+#[test]
+fn a_copy_or_move_never_reads_a_source_beneath_where_another_of_its_sources_lands() {
+    let d = scratch("source-beneath");
+    files(&d, &[("sec/key", "TOPSECRET"), ("a/x", "x"), ("b/y", "y")]);
+    std::fs::create_dir_all(d.join("a/b/s/x")).unwrap();
+    std::fs::create_dir_all(d.join("out")).unwrap();
+    // From where it is made the link leads to `a/sec`; landed as `out/s/x/l`, to `./sec`.
+    std::os::unix::fs::symlink("../../../sec", d.join("a/b/s/x/l")).unwrap();
+    std::os::unix::fs::symlink("out", d.join("o2")).unwrap();
+    let p = rules(&["Bash(cp:*)", "Bash(mv:*)", "!Read(./sec/**)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "cp -r a/b/s out/s/x/l/key out/",
+            "mv a/b/s out/s/x/l/key out/",
+            // The same place by another spelling.
+            "cp -r a/b/s o2/s/x/l/key out/",
+        ],
+    );
+    allowed(&p, &d, &["cp a/x b/y out/", "cp -r a/b b/y out/"]);
+}

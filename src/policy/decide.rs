@@ -191,10 +191,17 @@ impl Policy {
                 *refused = Some(why);
                 break;
             }
+            // What a wrapper runs is checked as that program ([`super::wrapped`]).
+            let pattern = r.command.as_ref().map_or(0, Vec::len);
+            let words = match super::wrapped::inner(&part.words, pattern) {
+                super::wrapped::Inner::Runs { words, .. } => words,
+                _ => &part.words[..],
+            };
             if let Some(why) = on_path_refused(part, folders, &call.cwd)
                 .or_else(|| super::rc::refused(&part.words))
-                .or_else(|| super::gitdir::refused(&call.cwd, folders, &part.words))
-                .or_else(|| super::gitindex::foreign_submodule(&call.cwd, &part.words))
+                .or_else(|| super::rc::refused(words))
+                .or_else(|| super::gitdir::refused(&call.cwd, folders, words))
+                .or_else(|| super::gitindex::foreign_submodule(&call.cwd, words))
             {
                 *refused = Some(why);
                 break;
@@ -211,7 +218,7 @@ impl Policy {
                     ));
                 }
                 Ok(false) if r.command.is_some() && !r.exact => {
-                    let own = named::Named::in_folders(&part.words, folders);
+                    let own = named::Named::in_folders(words, folders);
                     // A whole tree copied (`cp -r`) writes beneath its destination too,
                     // through any link already there.
                     let copies_trees = own
@@ -232,6 +239,7 @@ impl Policy {
                                 })
                             })
                             .or_else(|| named::tree_landing_refused(&own, &call.cwd))
+                            .or_else(|| named::source_beneath_a_landing(words, folders))
                             .or_else(|| {
                                 // A file git includes as configuration, by any name.
                                 let written =

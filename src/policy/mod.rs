@@ -43,6 +43,7 @@ mod rc;
 pub mod remember;
 pub mod shell;
 mod tool_call;
+mod wrapped;
 pub mod wrappers;
 mod writes;
 
@@ -299,7 +300,13 @@ impl Rule {
         if self.decision != Decision::Allow || self.exact {
             return Ok(false);
         }
-        match args::under_prefix(words, pattern.len()) {
+        // A wrapper's program is read by its own model ([`wrapped`]).
+        let (words, prefix) = match wrapped::inner(words, pattern.len()) {
+            wrapped::Inner::Itself => (words, pattern.len()),
+            wrapped::Inner::Runs { words, prefix } => (words, prefix),
+            wrapped::Inner::Unread(why) => return Err(why),
+        };
+        match args::under_prefix(words, prefix) {
             args::Reading::Understood(_) => Ok(false),
             args::Reading::Unknown { at, why } => Err(format!(
                 "its model of `{}` does not know {} as harmless: {why}",
@@ -309,11 +316,11 @@ impl Rule {
                     .map(|w| format!("`{}`", escape_words(std::slice::from_ref(w))))
                     .unwrap_or_else(|| "the end".into())
             )),
-            args::Reading::NoModel if never::names_more(words, pattern.len()) => Err(format!(
+            args::Reading::NoModel if never::names_more(words, prefix) => Err(format!(
                 "`{}` takes an argument that names a program, a file or another place",
                 args::base(&words[0])
             )),
-            args::Reading::NoModel => Ok(words.len() > pattern.len()),
+            args::Reading::NoModel => Ok(words.len() > prefix),
         }
     }
 }

@@ -547,3 +547,35 @@ impl Rule {
 pub fn any_path_rule<'a>(mut rules: impl Iterator<Item = &'a Rule>) -> bool {
     rules.any(|r| r.paths.is_some() && r.command.is_none() && r.decision != Decision::Allow)
 }
+
+/// Why one copy, move or link may go through what it has just made: GNU `cp`, `mv` and
+/// `ln` take their sources in order, so a source at or beneath where another of them lands
+/// (`cp -r a/b/s out/s/x/l/key out/`: `a/b/s` lands a link at `out/s/x/l`, and the key is
+/// then read through it) is not what the policy resolved. Compared as the OS resolves
+/// them, from each folder the command may run in.
+pub fn source_beneath_a_landing(words: &[String], folders: &[PathBuf]) -> Option<String> {
+    let Reading::Understood(e) = args::read(words) else {
+        return None;
+    };
+    if e.lands.len() < 2 {
+        return None;
+    }
+    for cwd in folders {
+        let at = |w: &str| path::resolve(Path::new(w), cwd).map(|r| r.path);
+        for (i, (_, landing)) in e.lands.iter().enumerate() {
+            let Some(landing) = at(landing) else {
+                return Some(format!("where `{landing}` lands cannot be resolved"));
+            };
+            for (j, (source, _)) in e.lands.iter().enumerate() {
+                let beneath = at(source).is_none_or(|s| s.starts_with(&landing));
+                if i != j && beneath {
+                    return Some(format!(
+                        "`{source}` is at or beneath {}, where another source of the same command lands first",
+                        landing.display()
+                    ));
+                }
+            }
+        }
+    }
+    None
+}

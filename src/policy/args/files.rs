@@ -267,6 +267,7 @@ fn sources_and_destination(
         let name = if name.is_empty() { "." } else { name };
         let at = format!("{}/{name}", dest.trim_end_matches('/'));
         lands.push(at.clone());
+        e.lands.push((w[s].clone(), at.clone()));
         e.paths.push((Access::Write, at));
     }
     // A move, or a copy of whole trees: a folder among the sources lands whole (`mv gh

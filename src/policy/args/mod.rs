@@ -61,6 +61,9 @@ pub struct Effects {
     /// of where they land (each written too, in `paths`): what is beneath a source that is
     /// a folder lands beneath each of them.
     pub places: Vec<(Vec<String>, Vec<String>)>,
+    /// Each source of a copy, move or link with a destination, and where it lands in it
+    /// (`cp a/x b/y d` lands `a/x` at `d/x`): the program takes its sources in order.
+    pub lands: Vec<(String, String)>,
 }
 
 /// A command read by its program's model.

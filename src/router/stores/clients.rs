@@ -3,7 +3,7 @@
 //! has (RFD #533's shared sessions). What each can show is one [`ClientView`], found by
 //! [`Who`]; for the joined ones also the sessions each has, the requests it sent to the
 //! agent (under bridge ids), and the agent's requests sent to it. How each is shown a
-//! question is the question's own (`Open::delivery`, `Open::joined`).
+//! question is the question's own (`Open::delivery(who)`).
 //!
 //! Bounds: at most [`MAX_JOINED`] clients; the ended prompts remembered for a late press
 //! are the last [`RECENT`].
