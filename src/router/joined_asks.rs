@@ -9,7 +9,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 
 use super::lifecycle::render::note_line;
-use super::lifecycle::{closing, Who};
+use super::lifecycle::Who;
 use super::{Outbox, Router, Side};
 use crate::envelope::RequestId;
 use crate::events::By;
@@ -133,9 +133,9 @@ impl Router {
         Some(d)
     }
 
-    /// `p` is over: each joined client shown it is told, as of an answer from the page, and
-    /// a later press there is told it had no effect. Its deliveries are taken: told once,
-    /// whichever ending calls this first.
+    /// `p` is over: each joined client shown it is told ([`Router::tell_over`]), as of an
+    /// answer elsewhere. Its deliveries are taken: told once, whichever ending calls this
+    /// first.
     pub(in crate::router) fn joined_over(
         &mut self,
         p: &mut Open,
@@ -144,16 +144,7 @@ impl Router {
         out: &mut Outbox,
     ) {
         for (client, delivery) in p.take_joined() {
-            let Some(c) = self.clients.client(client) else {
-                continue;
-            };
-            let told = closing(&c.view, p, &delivery, outcome, by, true);
-            out.joined_lines(client, told.lines);
-            if let Some(note) = told.stale {
-                let session = &p.question.session_id;
-                self.clients
-                    .ended(client, delivery.client_id, session, note);
-            }
+            self.tell_over(Who::Joined(client), p, &delivery, outcome, by, true, out);
         }
     }
 }

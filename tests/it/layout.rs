@@ -40,7 +40,7 @@ const KNOWN_CYCLES: &[&str] = &[
      <-> router::handlers::prompt <-> router::handlers::question <-> router::handlers::session \
      <-> router::handlers::tool_call <-> router::handlers::vendor <-> router::input <-> router::lifecycle \
      <-> router::lifecycle::answers <-> router::lifecycle::ask <-> router::lifecycle::decide \
-     <-> router::lifecycle::endings <-> router::lifecycle::render <-> router::stores::clients \
+     <-> router::lifecycle::render <-> router::stores::clients \
      <-> router::stores::requests",
     "scan <-> scan::json <-> scan::memo",
 ];

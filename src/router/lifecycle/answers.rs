@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::render;
-use super::{closing, Who};
+use super::Who;
 use crate::envelope::RequestId;
 use crate::events::{By, Event};
 use crate::jsonrpc::{self, code};
@@ -124,11 +124,8 @@ impl Router {
                 }
             }
             Read::Done(o, extras) => {
-                if let Who::Joined(client) = who {
-                    if let Some(c) = self.clients.client(client) {
-                        let own = closing(&c.view, &p, &delivery, &o, By::Client, false);
-                        out.joined_lines(client, own.lines);
-                    }
+                if let Who::Joined(_) = who {
+                    self.tell_over(who, &p, &delivery, &o, By::Client, false, out);
                 } else {
                     p.show_to(Who::Attached, delivery);
                 }

@@ -8,11 +8,12 @@ use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
+use super::render;
 use crate::envelope::RequestId;
 use crate::events::By;
 use crate::jsonrpc::{self, code};
 use crate::questions::answer::{Extras, Outcome, Reason};
-use crate::questions::open::{Open, Pending};
+use crate::questions::open::{Delivery, Open, Pending, Who};
 use crate::questions::prompts::{self};
 use crate::questions::sources::Reply;
 use crate::questions::{chat, Dialect};
@@ -39,22 +40,43 @@ impl Router {
             // `--linger`: no client has its session now; the next one is told by the replay.
             return;
         }
-        let closing = closing(
-            self.clients.attached(),
-            p,
-            p.attached(),
-            outcome,
-            by,
-            withdraw,
-        );
-        if let Some(note) = closing.stale {
-            // Kept for a while (the last 4,096): a few hundred bytes each.
-            self.ledger
-                .withdrawn(&p.attached().client_id, &p.question.session_id, note);
+        let attached = p.attached().clone();
+        self.tell_over(Who::Attached, p, &attached, outcome, by, withdraw, out);
+    }
+
+    /// Tells client `who`, shown `p` as `d` says, that it is over ([`closing`]): one way
+    /// for every client. A later press on a prompt it still shows (`withdraw`) is told it
+    /// had no effect.
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::router) fn tell_over(
+        &mut self,
+        who: Who,
+        p: &Open,
+        d: &Delivery,
+        outcome: &Outcome,
+        by: By,
+        withdraw: bool,
+        out: &mut Outbox,
+    ) {
+        let Some(view) = self.client_of(who) else {
+            return;
+        };
+        let told = closing(view, p, d, outcome, by, withdraw);
+        let session = &p.question.session_id;
+        if let Some(note) = told.stale {
+            // Kept for a while (the attached client's last 4,096, a joined one's last
+            // 256): a few hundred bytes each.
+            match who {
+                Who::Attached => self.ledger.withdrawn(&d.client_id, session, note),
+                Who::Joined(c) => self.clients.ended(c, d.client_id.clone(), session, note),
+            }
         }
-        for line in closing.lines {
-            self.notify_client(line, out);
-        }
+        let lines = told
+            .lines
+            .into_iter()
+            .map(render::Line::Notification)
+            .collect();
+        self.send_to(who, lines, out);
     }
 
     /// Sends the agent its one response for `p`.
@@ -267,7 +289,7 @@ pub(in crate::router) struct Closing {
 /// withdrawn, the agent's own) is marked done with what was answered and where; the
 /// client gets `$/cancel_request` only when it is known to handle it, and a question shown
 /// without a tool call gets a note in the chat instead.
-pub(in crate::router) fn closing(
+fn closing(
     view: &crate::router::client::ClientView,
     p: &Pending,
     d: &crate::questions::open::Delivery,

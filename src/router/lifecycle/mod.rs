@@ -23,7 +23,6 @@ mod show;
 pub(in crate::router) use answers::is_cancelled;
 pub(in crate::router) use ask::{Asked, NotAdmitted};
 pub(in crate::router) use decide::PolicyState;
-pub(in crate::router) use endings::closing;
 
 use std::time::{Duration, Instant};
 
