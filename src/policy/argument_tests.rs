@@ -2592,4 +2592,19 @@ fn a_copy_or_move_never_reads_a_source_beneath_where_another_of_its_sources_land
         ],
     );
     allowed(&p, &d, &["cp a/x b/y out/", "cp -r a/b b/y out/"]);
+    // Two sources that land at one place: the first lands a link the second is written
+    // through (`a/b/c/x/y -> ../../../.env` leads to `./.env` from `out/x`).
+    std::fs::create_dir_all(d.join("a/b/c/x")).unwrap();
+    std::fs::create_dir_all(d.join("b/x")).unwrap();
+    std::os::unix::fs::symlink("../../.env", d.join("a/b/c/x/y")).unwrap();
+    std::fs::write(d.join("b/x/y"), "hello").unwrap();
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "cp -r a/b/c/x b/x out/",
+            "cp -a -t out a/b/c/x b/x",
+            "mv a/b/c/x b/x out/",
+        ],
+    );
 }

@@ -551,8 +551,10 @@ pub fn any_path_rule<'a>(mut rules: impl Iterator<Item = &'a Rule>) -> bool {
 /// Why one copy, move or link may go through what it has just made: GNU `cp`, `mv` and
 /// `ln` take their sources in order, so a source at or beneath where another of them lands
 /// (`cp -r a/b/s out/s/x/l/key out/`: `a/b/s` lands a link at `out/s/x/l`, and the key is
-/// then read through it) is not what the policy resolved. Compared as the OS resolves
-/// them, from each folder the command may run in.
+/// then read through it), or two sources that land at or beneath each other (`cp -r a/x
+/// b/x out/`: both land at `out/x`, and a link the first lands there takes the second's
+/// file elsewhere), is not what the policy resolved. Compared as the OS resolves them,
+/// from each folder the command may run in.
 pub fn source_beneath_a_landing(words: &[String], folders: &[PathBuf]) -> Option<String> {
     let Reading::Understood(e) = args::read(words) else {
         return None;
@@ -562,15 +564,27 @@ pub fn source_beneath_a_landing(words: &[String], folders: &[PathBuf]) -> Option
     }
     for cwd in folders {
         let at = |w: &str| path::resolve(Path::new(w), cwd).map(|r| r.path);
-        for (i, (_, landing)) in e.lands.iter().enumerate() {
-            let Some(landing) = at(landing) else {
-                return Some(format!("where `{landing}` lands cannot be resolved"));
-            };
+        let mut landed = Vec::with_capacity(e.lands.len());
+        for (_, landing) in &e.lands {
+            match at(landing) {
+                Some(l) => landed.push(l),
+                None => return Some(format!("where `{landing}` lands cannot be resolved")),
+            }
+        }
+        for (i, landing) in landed.iter().enumerate() {
             for (j, (source, _)) in e.lands.iter().enumerate() {
-                let beneath = at(source).is_none_or(|s| s.starts_with(&landing));
-                if i != j && beneath {
+                if i == j {
+                    continue;
+                }
+                if at(source).is_none_or(|s| s.starts_with(landing)) {
                     return Some(format!(
                         "`{source}` is at or beneath {}, where another source of the same command lands first",
+                        landing.display()
+                    ));
+                }
+                if landed[j].starts_with(landing) {
+                    return Some(format!(
+                        "two of its sources land at or beneath {}: what the first lands there (a link) takes the second elsewhere",
                         landing.display()
                     ));
                 }
