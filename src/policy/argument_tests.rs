@@ -2607,4 +2607,17 @@ fn a_copy_or_move_never_reads_a_source_beneath_where_another_of_its_sources_land
             "mv a/b/c/x b/x out/",
         ],
     );
+    // Through a landing and back out: `out/l` is the link `a/l` lands, then `out/l/..`.
+    files(&d, &[(".env", "SECRET=2"), ("sub/f", "x")]);
+    std::os::unix::fs::symlink("../sub", d.join("a/l")).unwrap();
+    let p = rules(&["Bash(cp:*)", "Bash(mv:*)", "!Read(./.env)", "!Edit(./.env)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "cp -r a/l out/l/../.env out/",
+            "mv a/l out/l/../.env out/",
+            "cp -r -t out a/l out/l/.././.env",
+        ],
+    );
 }

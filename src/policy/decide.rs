@@ -239,7 +239,13 @@ impl Policy {
                                 })
                             })
                             .or_else(|| named::tree_landing_refused(&own, &call.cwd))
-                            .or_else(|| named::source_beneath_a_landing(words, folders))
+                            .or_else(|| {
+                                super::landings::source_beneath_a_landing(
+                                    words,
+                                    folders,
+                                    &|p, c| path::resolve(p, c).map(|r| r.path),
+                                )
+                            })
                             .or_else(|| {
                                 // A file git includes as configuration, by any name.
                                 let written =

@@ -31,6 +31,7 @@ mod gitdir;
 mod gitindex;
 pub mod glob;
 mod guard;
+mod landings;
 mod links;
 pub mod live;
 mod moves;
@@ -291,8 +292,8 @@ impl Rule {
     }
 
     /// Whether this rule, an allow that is a prefix, admits the words after its pattern: a
-    /// modelled program's only if its model knows them as harmless ([`args`]), another's
-    /// only without an argument of `NEVER_UNDER_A_PREFIX`. `Ok(true)`: no model, more words.
+    /// modelled program's (a wrapper's: [`wrapped`]) only if its model knows them as harmless,
+    /// another's only without an argument of `NEVER_UNDER_A_PREFIX`. `Ok(true)`: no model, more words.
     fn admits(&self, words: &[String]) -> Result<bool, String> {
         let Some(pattern) = &self.command else {
             return Ok(false);
@@ -300,7 +301,6 @@ impl Rule {
         if self.decision != Decision::Allow || self.exact {
             return Ok(false);
         }
-        // A wrapper's program is read by its own model ([`wrapped`]).
         let (words, prefix) = match wrapped::inner(words, pattern.len()) {
             wrapped::Inner::Itself => (words, pattern.len()),
             wrapped::Inner::Runs { words, prefix } => (words, prefix),

@@ -1,0 +1,74 @@
+//! One copy, move or link whose operands change each other: GNU `cp`, `mv` and `ln` take
+//! their sources in order, so what an earlier source lands is there when a later one is
+//! opened ([`source_beneath_a_landing`]). Paths are resolved by the caller's resolver (as
+//! the OS would), so this module reads no file itself.
+
+use std::path::{Path, PathBuf};
+
+use super::args::{self, Reading};
+
+/// Why one copy, move or link may go through what it has just made: GNU `cp`, `mv` and
+/// `ln` take their sources in order, so a source at or beneath where another of them lands
+/// (`cp -r a/b/s out/s/x/l/key out/`: `a/b/s` lands a link at `out/s/x/l`, and the key is
+/// then read through it), or two sources that land at or beneath each other (`cp -r a/x
+/// b/x out/`: both land at `out/x`, and a link the first lands there takes the second's
+/// file elsewhere), is not what the policy resolved; nor is a source that goes through a
+/// landing and back out (`cp -r a/x out/x/../.env out/`: `out/x` is the link `a/x` lands).
+/// Compared as the OS resolves them, from each folder the command may run in.
+pub(super) fn source_beneath_a_landing(
+    words: &[String],
+    folders: &[PathBuf],
+    resolve: &dyn Fn(&Path, &Path) -> Option<PathBuf>,
+) -> Option<String> {
+    let Reading::Understood(e) = args::read(words) else {
+        return None;
+    };
+    if e.lands.len() < 2 {
+        return None;
+    }
+    for cwd in folders {
+        let at = |w: &str| resolve(Path::new(w), cwd);
+        let mut landed = Vec::with_capacity(e.lands.len());
+        for (_, landing) in &e.lands {
+            match at(landing) {
+                Some(l) => landed.push(l),
+                None => return Some(format!("where `{landing}` lands cannot be resolved")),
+            }
+        }
+        for (i, landing) in landed.iter().enumerate() {
+            for (j, (source, _)) in e.lands.iter().enumerate() {
+                if i == j {
+                    continue;
+                }
+                // Each leading part as written, before a `..` after it is applied: the
+                // OS walks `out/x/../.env` through what `out/x` is once another source
+                // landed there.
+                let mut through = leading_parts(source).map(|w| at(&w));
+                if through.any(|s| s.is_none_or(|s| s.starts_with(landing))) {
+                    return Some(format!(
+                        "`{source}` is at or beneath {}, where another source of the same command lands first",
+                        landing.display()
+                    ));
+                }
+                if landed[j].starts_with(landing) {
+                    return Some(format!(
+                        "two of its sources land at or beneath {}: what the first lands there (a link) takes the second elsewhere",
+                        landing.display()
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Each leading part of path word `w`, as written (`out/x/../.env`: `out`, `out/x`,
+/// `out/x/..`, `out/x/../.env`).
+fn leading_parts(w: &str) -> impl Iterator<Item = String> + '_ {
+    let ends = w
+        .char_indices()
+        .filter(|&(i, c)| c == '/' && i > 0)
+        .map(|(i, _)| i)
+        .chain(std::iter::once(w.len()));
+    ends.map(|e| w[..e].to_owned())
+}
