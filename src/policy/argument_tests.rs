@@ -2620,4 +2620,19 @@ fn a_copy_or_move_never_reads_a_source_beneath_where_another_of_its_sources_land
             "cp -r -t out a/l out/l/.././.env",
         ],
     );
+    // A source that is a link through a name another source lands: not there now.
+    std::fs::create_dir_all(d.join("d1/d2")).unwrap();
+    std::fs::create_dir_all(d.join("a/dd")).unwrap();
+    std::os::unix::fs::symlink("../../d1/d2", d.join("a/dd/lnk")).unwrap();
+    std::os::unix::fs::symlink("out/dd/lnk/../../.env", d.join("s")).unwrap();
+    std::os::unix::fs::symlink("out/lnk/../.env", d.join("t")).unwrap();
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "cp -rH a/dd s out/",
+            "cp -rH -t out/ a/dd ./s",
+            "mv a/dd t out/",
+        ],
+    );
 }

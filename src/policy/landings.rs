@@ -1,7 +1,7 @@
 //! One copy, move or link whose operands change each other: GNU `cp`, `mv` and `ln` take
 //! their sources in order, so what an earlier source lands is there when a later one is
 //! opened ([`source_beneath_a_landing`]). Paths are resolved by the caller's resolver (as
-//! the OS would), so this module reads no file itself.
+//! the OS would); whether a source is there now is asked of the OS itself ([`is_there`]).
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +14,7 @@ use super::args::{self, Reading};
 /// b/x out/`: both land at `out/x`, and a link the first lands there takes the second's
 /// file elsewhere), is not what the policy resolved; nor is a source that goes through a
 /// landing and back out (`cp -r a/x out/x/../.env out/`: `out/x` is the link `a/x` lands).
+/// Nor is a source that is not there now (a link through a name another source lands).
 /// Compared as the OS resolves them, from each folder the command may run in.
 pub(super) fn source_beneath_a_landing(
     words: &[String],
@@ -27,6 +28,15 @@ pub(super) fn source_beneath_a_landing(
         return None;
     }
     for cwd in folders {
+        // A source that is not there now, as the OS walks it (a link followed, and a `..`
+        // after a name that does not exist failing as it does, never cancelled), can only
+        // be there when the command reaches it if an earlier source made it: a link
+        // `s -> out/dd/lnk/../../.env`, with `out/dd/lnk` landed by the first source.
+        if let Some((source, _)) = e.lands.iter().find(|(s, _)| !is_there(s, cwd)) {
+            return Some(format!(
+                "`{source}` is not there now as the OS walks it: only another source of the same command could make it"
+            ));
+        }
         let at = |w: &str| resolve(Path::new(w), cwd);
         let mut landed = Vec::with_capacity(e.lands.len());
         for (_, landing) in &e.lands {
@@ -71,4 +81,17 @@ fn leading_parts(w: &str) -> impl Iterator<Item = String> + '_ {
         .map(|(i, _)| i)
         .chain(std::iter::once(w.len()));
     ends.map(|e| w[..e].to_owned())
+}
+
+/// Whether source word `w` is there now, from `cwd`, as the OS walks it: itself, and what
+/// it leads to if it is a link.
+fn is_there(w: &str, cwd: &Path) -> bool {
+    let p = match w.strip_prefix("~/") {
+        Some(rest) => match std::env::var_os("HOME") {
+            Some(home) => PathBuf::from(home).join(rest),
+            None => return false,
+        },
+        None => cwd.join(w),
+    };
+    std::fs::symlink_metadata(&p).is_ok() && std::fs::metadata(&p).is_ok()
 }
