@@ -282,11 +282,15 @@ impl Policy {
                     if runs.is_empty() {
                         runs.push(p.words.as_slice());
                     }
-                    let own = runs
+                    let mut own: Vec<&[String]> = runs
                         .iter()
                         .copied()
                         .filter(|w| !super::wrappers::is_wrapper(w))
                         .collect();
+                    if own.is_empty() {
+                        // A wrapper whose command is not seen leaves what it may.
+                        own.push(p.words.as_slice());
+                    }
                     Ran {
                         runs,
                         own,
