@@ -104,7 +104,7 @@ impl Router {
     /// chat ([`Router::point_elsewhere`]), as the attached client's held question is.
     fn render_for_joined(&mut self, client: u32, p: &Open, out: &mut Outbox) -> Option<Delivery> {
         let who = Who::Joined(client);
-        let view = self.client_of(who)?;
+        let view = self.clients.view(who)?;
         view.support()?;
         let (dialect, as_sent) = view.pick(&p.choose);
         let original = p.original.as_ref().filter(|_| as_sent).cloned();

@@ -92,7 +92,7 @@ impl Router {
                 return self.questions.insert(p);
             }
         };
-        let Some(style) = self.client_of(who).map(|v| v.prompt_style()) else {
+        let Some(style) = self.clients.view(who).map(|v| v.prompt_style()) else {
             return self.questions.insert(p);
         };
         match read_answer(style, &p.asked, &mut delivery, result) {
@@ -113,7 +113,7 @@ impl Router {
                 match render::permission_step(&p.asked, &mut delivery, id) {
                     Some(lines) => {
                         self.send_to(who, lines, out);
-                        who.put_back(&mut p, delivery);
+                        p.show_to(who, delivery);
                         self.register(p);
                     }
                     None if who == Who::Attached => {

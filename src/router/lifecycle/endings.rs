@@ -58,7 +58,7 @@ impl Router {
         withdraw: bool,
         out: &mut Outbox,
     ) {
-        let Some(view) = self.client_of(who) else {
+        let Some(view) = self.clients.view(who) else {
             return;
         };
         let told = closing(view, p, d, outcome, by, withdraw);

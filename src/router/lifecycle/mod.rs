@@ -45,20 +45,6 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 pub(in crate::router) use crate::router::stores::clients::Who;
 
 impl Router {
-    /// What `who` can show (`None`: a joined client that left).
-    pub(in crate::router) fn client_of(&self, who: Who) -> Option<&super::client::ClientView> {
-        self.clients.view(who)
-    }
-}
-
-impl Who {
-    /// Gives `p` back `who`'s delivery (taken to read its answer).
-    fn put_back(self, p: &mut Open, delivery: crate::questions::open::Delivery) {
-        p.show_to(self, delivery)
-    }
-}
-
-impl Router {
     /// The dialect new questions are shown in on this connection.
     pub fn dialect(&self) -> Dialect {
         self.clients.attached().dialect()

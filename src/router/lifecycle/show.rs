@@ -166,7 +166,7 @@ impl Router {
         original: Option<&Bytes>,
         out: &mut Outbox,
     ) -> Result<(), Option<&'static str>> {
-        let Some(view) = self.client_of(who) else {
+        let Some(view) = self.clients.view(who) else {
             return Err(None);
         };
         let style = view.prompt_style();
