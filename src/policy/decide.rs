@@ -243,6 +243,7 @@ impl Policy {
                                 super::landings::source_beneath_a_landing(
                                     words,
                                     folders,
+                                    path::home().as_deref(),
                                     &|p, c| path::resolve(p, c).map(|r| r.path),
                                 )
                             })

@@ -1,7 +1,8 @@
 //! One copy, move or link whose operands change each other: GNU `cp`, `mv` and `ln` take
 //! their sources in order, so what an earlier source lands is there when a later one is
 //! opened ([`source_beneath_a_landing`]). Paths are resolved by the caller's resolver (as
-//! the OS would); whether a source is there now is asked of the OS itself ([`is_there`]).
+//! the OS would, `~` from the caller's home); whether a source is there now is asked of the
+//! OS itself ([`is_there`]).
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +20,7 @@ use super::args::{self, Reading};
 pub(super) fn source_beneath_a_landing(
     words: &[String],
     folders: &[PathBuf],
+    home: Option<&Path>,
     resolve: &dyn Fn(&Path, &Path) -> Option<PathBuf>,
 ) -> Option<String> {
     let Reading::Understood(e) = args::read(words) else {
@@ -32,7 +34,7 @@ pub(super) fn source_beneath_a_landing(
         // after a name that does not exist failing as it does, never cancelled), can only
         // be there when the command reaches it if an earlier source made it: a link
         // `s -> out/dd/lnk/../../.env`, with `out/dd/lnk` landed by the first source.
-        if let Some((source, _)) = e.lands.iter().find(|(s, _)| !is_there(s, cwd)) {
+        if let Some((source, _)) = e.lands.iter().find(|(s, _)| !is_there(s, cwd, home)) {
             return Some(format!(
                 "`{source}` is not there now as the OS walks it: only another source of the same command could make it"
             ));
@@ -83,15 +85,13 @@ fn leading_parts(w: &str) -> impl Iterator<Item = String> + '_ {
     ends.map(|e| w[..e].to_owned())
 }
 
-/// Whether source word `w` is there now, from `cwd`, as the OS walks it: itself, and what
-/// it leads to if it is a link.
-fn is_there(w: &str, cwd: &Path) -> bool {
-    let p = match w.strip_prefix("~/") {
-        Some(rest) => match std::env::var_os("HOME") {
-            Some(home) => PathBuf::from(home).join(rest),
-            None => return false,
-        },
-        None => cwd.join(w),
+/// Whether source word `w` is there now, from `cwd` (`~/` from `home`), as the OS walks it:
+/// itself, and what it leads to if it is a link.
+fn is_there(w: &str, cwd: &Path, home: Option<&Path>) -> bool {
+    let p = match (w.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        (Some(_), None) => return false,
+        (None, _) => cwd.join(w),
     };
     std::fs::symlink_metadata(&p).is_ok() && std::fs::metadata(&p).is_ok()
 }

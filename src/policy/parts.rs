@@ -6,6 +6,11 @@
 
 use super::args;
 
+/// Programs that open no file and make nothing, whatever their words.
+const OPENS_NOTHING: &[&str] = &[
+    "echo", "printf", "true", "false", "pwd", "sleep", "date", "whoami", ":",
+];
+
 /// What a part may leave behind for the parts after it: whether it writes or makes
 /// anything, and whether what it makes may be a link. A program no model reads may do
 /// both, but for the few that write nothing (`echo`) or make no link (`mkdir`).
@@ -31,8 +36,8 @@ pub(super) fn leaves(words: &[String]) -> (bool, bool) {
             (writes, links)
         }
         _ => match base {
-            "echo" | "printf" | "true" | "false" | "pwd" | "sleep" | "date" | "which"
-            | "whoami" | "cd" | "test" | "[" | ":" => (false, false),
+            _ if OPENS_NOTHING.contains(&base) => (false, false),
+            "which" | "cd" | "test" | "[" => (false, false),
             "mkdir" | "touch" => (true, false),
             _ => (true, true),
         },
@@ -66,11 +71,7 @@ pub(super) fn lands_trees(words: &[String]) -> bool {
 /// Whether a part names any path: one its model places or cannot place, or any word of a
 /// program no model reads.
 pub(super) fn names_paths(words: &[String]) -> bool {
-    if matches!(
-        args::base(&words[0]),
-        "echo" | "printf" | "true" | "false" | "pwd" | "sleep" | "date" | "whoami" | ":"
-    ) {
-        // They open no file, whatever their words.
+    if OPENS_NOTHING.contains(&args::base(&words[0])) {
         return false;
     }
     match args::read(words) {

@@ -185,7 +185,7 @@ pub fn readings(path: &Path, cwd: &Path) -> Option<Vec<Resolved>> {
 }
 
 /// The home folder: `$HOME`, absolute and not empty.
-fn home() -> Option<PathBuf> {
+pub(super) fn home() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .map(PathBuf::from)
         .filter(|h| h.is_absolute())
