@@ -2551,6 +2551,22 @@ fn a_rule_that_begins_with_a_wrapper_reads_the_program_it_runs_by_its_model() {
             "find . -name '.e*' | xargs grep SECRET",
         ],
     );
+    // Run in another folder, the program's paths are not what its model reads from here.
+    let env = rules(&["Bash(env:*)"]);
+    not_allowed(
+        &env,
+        &d,
+        &[
+            "env --chdir=/tmp sort -o z src/p.txt",
+            "env -C /tmp sort -o z src/p.txt",
+            "env -iC /tmp sort -o z src/p.txt",
+        ],
+    );
+    allowed(
+        &env,
+        &d,
+        &["env sort -o z src/p.txt", "env LC_ALL=C sort src/p.txt"],
+    );
     allowed(
         &p,
         &d,

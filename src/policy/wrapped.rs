@@ -60,6 +60,19 @@ pub(super) fn inner(words: &[String], pattern: usize) -> Inner<'_> {
         ));
     }
     let k = words.len() - run.len();
+    // A wrapper that runs the program in another folder (`env -C DIR`, `--chdir`, `nsenter
+    // --wd`, `chroot`): its paths are not where the session's folder says.
+    let elsewhere = |w: &String| {
+        w.starts_with("--chdir")
+            || w.starts_with("--wd")
+            || w.starts_with("--working-directory")
+            || (w.starts_with('-') && !w.starts_with("--") && w.contains('C'))
+    };
+    if words[..k].iter().any(elsewhere) || words[..k].iter().any(|w| args::base(w) == "chroot") {
+        return Inner::Unread(format!(
+            "`{wrapper}` runs `{program}` in another folder than the session's, where its paths are not what its model reads"
+        ));
+    }
     Inner::Runs {
         words: &words[k..],
         prefix: pattern.saturating_sub(k).max(1),
