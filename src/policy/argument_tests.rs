@@ -2560,6 +2560,10 @@ fn a_rule_that_begins_with_a_wrapper_reads_the_program_it_runs_by_its_model() {
             "env --chdir=/tmp sort -o z src/p.txt",
             "env -C /tmp sort -o z src/p.txt",
             "env -iC /tmp sort -o z src/p.txt",
+            // getopt takes any beginning of a long option.
+            "env --ch=/tmp sort -o z src/p.txt",
+            "env --c /tmp sort -o z src/p.txt",
+            "env --chd=.git cp ../payload config",
         ],
     );
     allowed(
@@ -2651,4 +2655,31 @@ fn a_copy_or_move_never_reads_a_source_beneath_where_another_of_its_sources_land
             "mv a/dd t out/",
         ],
     );
+    // A source through a link an earlier source replaces: `q -> out/x/../.` leads to
+    // `sub2` while `out/x` is a link to `sub2/d1`; once `a/x` takes its place, to `.`.
+    std::fs::create_dir_all(d.join("sub2/d1")).unwrap();
+    std::fs::create_dir_all(d.join("sub3")).unwrap();
+    files(&d, &[("sub2/.env", "decoy")]);
+    std::os::unix::fs::symlink("../sub2/d1", d.join("out/x")).unwrap();
+    std::os::unix::fs::symlink("../sub3", d.join("a/x2")).unwrap();
+    std::os::unix::fs::symlink("out/x/../.", d.join("q")).unwrap();
+    std::fs::rename(d.join("a/x2"), d.join("a/x")).unwrap();
+    let p = rules(&[
+        "Bash(cp:*)",
+        "Bash(mv:*)",
+        "Bash(ln:*)",
+        "!Read(./.env)",
+        "!Edit(./.env)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "mv a/x q/.env out/",
+            "cp -P --remove-destination a/x q/.env out/",
+            "cp -df a/x q/.env out/",
+            "ln -f a/x q/.env out/",
+        ],
+    );
+    allowed(&p, &d, &["cp sub2/.env b/y out/"]);
 }

@@ -41,16 +41,51 @@ pub(super) fn source_beneath_a_landing(
         }
         let at = |w: &str| resolve(Path::new(w), cwd);
         let mut landed = Vec::with_capacity(e.lands.len());
+        // Each landing's own name, its folder resolved: a link there is replaced, not
+        // followed (`mv`, `cp -P --remove-destination`, `ln -f`).
+        let mut named = Vec::with_capacity(e.lands.len());
         for (_, landing) in &e.lands {
-            match at(landing) {
-                Some(l) => landed.push(l),
-                None => return Some(format!("where `{landing}` lands cannot be resolved")),
+            let name = match (Path::new(landing).parent(), Path::new(landing).file_name()) {
+                (Some(dir), Some(name)) if !dir.as_os_str().is_empty() => {
+                    resolve(dir, cwd).map(|d| d.join(name))
+                }
+                (Some(_), Some(name)) => resolve(Path::new("."), cwd).map(|d| d.join(name)),
+                _ => at(landing),
+            };
+            match (at(landing), name) {
+                (Some(l), Some(n)) => {
+                    landed.push(l);
+                    named.push(n);
+                }
+                _ => return Some(format!("where `{landing}` lands cannot be resolved")),
+            }
+        }
+        // Every link each source goes through now, where it is: an earlier source landing
+        // there replaces it (`mv a/x q/.env out/` with `q -> out/x/../.`, `out/x` a link:
+        // `a/x` put in its place takes `q` elsewhere).
+        let mut passed = Vec::with_capacity(e.lands.len());
+        for (source, _) in &e.lands {
+            match links_passed(source, cwd, home) {
+                Some(links) => passed.push(links),
+                None => {
+                    return Some(format!(
+                        "`{source}` goes through more links than the OS follows"
+                    ))
+                }
             }
         }
         for (i, landing) in landed.iter().enumerate() {
             for (j, (source, _)) in e.lands.iter().enumerate() {
                 if i == j {
                     continue;
+                }
+                let replaced = |l: &&PathBuf| l.starts_with(landing) || l.starts_with(&named[i]);
+                if let Some(link) = passed[j].iter().find(replaced) {
+                    return Some(format!(
+                        "`{source}` goes through the link {}, at or beneath {}, where another source of the same command lands first",
+                        link.display(),
+                        landing.display()
+                    ));
                 }
                 // Each leading part as written, before a `..` after it is applied: the
                 // OS walks `out/x/../.env` through what `out/x` is once another source
@@ -85,13 +120,64 @@ fn leading_parts(w: &str) -> impl Iterator<Item = String> + '_ {
     ends.map(|e| w[..e].to_owned())
 }
 
+/// Where source word `w` is, from `cwd` (`~/` from `home`).
+fn joined(w: &str, cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    match (w.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => Some(home.join(rest)),
+        (Some(_), None) => None,
+        (None, _) => Some(cwd.join(w)),
+    }
+}
+
+/// The most links the kernel follows in one path (`ELOOP` past it).
+const MOST_LINKS: usize = 40;
+
+/// Every link the OS goes through to reach source word `w` now, each where it is (its own
+/// name, the folders above it resolved), the source itself included when it is one; `None`
+/// past [`MOST_LINKS`] or with no home for `~/`. A `..` goes up from where the walk has
+/// got to, as in the kernel; a name that is not there ends nothing (what is beneath it is
+/// not there either).
+fn links_passed(w: &str, cwd: &Path, home: Option<&Path>) -> Option<Vec<PathBuf>> {
+    use std::collections::VecDeque;
+    use std::path::Component;
+    let start = joined(w, cwd, home)?;
+    let owned = |p: &Path| -> Vec<std::ffi::OsString> {
+        p.components().map(|c| c.as_os_str().to_owned()).collect()
+    };
+    let mut todo: VecDeque<std::ffi::OsString> = owned(&start).into();
+    let mut at = PathBuf::from("/");
+    let mut links = Vec::new();
+    while let Some(part) = todo.pop_front() {
+        match Path::new(&part).components().next() {
+            Some(Component::RootDir) => at = PathBuf::from("/"),
+            Some(Component::ParentDir) => {
+                at.pop();
+            }
+            Some(Component::Normal(name)) => {
+                let next = at.join(name);
+                match std::fs::symlink_metadata(&next) {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        if links.len() == MOST_LINKS {
+                            return None;
+                        }
+                        let target = std::fs::read_link(&next).ok()?;
+                        links.push(next);
+                        for c in owned(&target).into_iter().rev() {
+                            todo.push_front(c);
+                        }
+                    }
+                    _ => at = next,
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(links)
+}
+
 /// Whether source word `w` is there now, from `cwd` (`~/` from `home`), as the OS walks it:
 /// itself, and what it leads to if it is a link.
 fn is_there(w: &str, cwd: &Path, home: Option<&Path>) -> bool {
-    let p = match (w.strip_prefix("~/"), home) {
-        (Some(rest), Some(home)) => home.join(rest),
-        (Some(_), None) => return false,
-        (None, _) => cwd.join(w),
-    };
-    std::fs::symlink_metadata(&p).is_ok() && std::fs::metadata(&p).is_ok()
+    joined(w, cwd, home)
+        .is_some_and(|p| std::fs::symlink_metadata(&p).is_ok() && std::fs::metadata(&p).is_ok())
 }

@@ -62,13 +62,7 @@ pub(super) fn inner(words: &[String], pattern: usize) -> Inner<'_> {
     let k = words.len() - run.len();
     // A wrapper that runs the program in another folder (`env -C DIR`, `--chdir`, `nsenter
     // --wd`, `chroot`): its paths are not where the session's folder says.
-    let elsewhere = |w: &String| {
-        w.starts_with("--chdir")
-            || w.starts_with("--wd")
-            || w.starts_with("--working-directory")
-            || (w.starts_with('-') && !w.starts_with("--") && w.contains('C'))
-    };
-    if words[..k].iter().any(elsewhere) || words[..k].iter().any(|w| args::base(w) == "chroot") {
+    if words[..k].iter().any(|w| args::base(w) == "chroot") || elsewhere(&words[..k]) {
         return Inner::Unread(format!(
             "`{wrapper}` runs `{program}` in another folder than the session's, where its paths are not what its model reads"
         ));
@@ -77,6 +71,43 @@ pub(super) fn inner(words: &[String], pattern: usize) -> Inner<'_> {
         words: &words[k..],
         prefix: pattern.saturating_sub(k).max(1),
     }
+}
+
+/// The long options by which a wrapper runs its program in another folder or root. A
+/// word names one when it is any beginning of one of them (`--ch=DIR`): getopt takes an
+/// abbreviation, and one that could be another option too is at worst asked.
+const ELSEWHERE_LONG: &[&str] = &["chdir", "wd", "wdns", "working-directory", "root", "chroot"];
+
+/// Each wrapper's short options that do the same (`env -C`, `sudo -D`/`-R`, `unshare
+/// -w`/`-R`, `nsenter -w`/`-W`/`-r`), in any cluster; `-C` of any wrapper, to be sure.
+fn elsewhere_short(wrapper: &str) -> &'static str {
+    match wrapper {
+        "sudo" => "CDR",
+        "unshare" => "CwR",
+        "nsenter" => "CwWr",
+        _ => "C",
+    }
+}
+
+/// Whether the wrappers' words (each wrapper's name, then its options) ask for another
+/// folder or root.
+fn elsewhere(words: &[String]) -> bool {
+    let mut wrapper = "";
+    for w in words {
+        if let Some(long) = w.strip_prefix("--") {
+            let name = long.split('=').next().unwrap_or_default();
+            if !name.is_empty() && ELSEWHERE_LONG.iter().any(|o| o.starts_with(name)) {
+                return true;
+            }
+        } else if let Some(short) = w.strip_prefix('-') {
+            if short.chars().any(|c| elsewhere_short(wrapper).contains(c)) {
+                return true;
+            }
+        } else if wrappers::is_wrapper(std::slice::from_ref(w)) {
+            wrapper = args::base(w);
+        }
+    }
+    false
 }
 
 /// A shell's script under a wrapper: not read here.
