@@ -16,7 +16,9 @@
 //! - `run [--quick] [--out FILE]`: the driver: runs every workload through the bridge and
 //!   through `cat` (or directly, for latency) and prints the table;
 //! - `counts [SMALL_MIB] [MIXED_MIB] [RUNS]`: the system calls by kind and the context
-//!   switches of the bridge and of a `cat` relay, per MiB ([`counts`]).
+//!   switches of the bridge and of a `cat` relay, per MiB ([`counts`]);
+//! - `pending [N] [SESSIONS]`: the memory the bridge holds per pending question beyond its
+//!   payload, with N pending at once (the figure `run` reports).
 //!
 //! No Python or Node anywhere in the measuring path.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // denied in src/router/ only (clippy.toml)
@@ -773,6 +775,14 @@ fn main() {
             let (rate, _) = questions(num(1, 10_000), num(2, 1_000), false);
             let _ = writeln!(std::io::stdout(), "{rate:.0} questions/s");
         }
+        "pending" => {
+            // The memory figure alone: N questions pending at once over SESSIONS sessions.
+            let (_, per) = questions(num(1, 10_000), num(2, 1_000), true);
+            let _ = writeln!(
+                std::io::stdout(),
+                "{per:.0} B per pending question beyond its payload"
+            );
+        }
         "run" => {
             let quick = args.iter().any(|a| a == "--quick");
             let out = args
@@ -784,7 +794,7 @@ fn main() {
         _ => {
             let _ = writeln!(
                 std::io::stderr(),
-                "usage: bench run [--quick] [--out FILE] | relay KIND BYTES [RUNS] [SESSIONS] [--naive] | counts [SMALL_MIB] [MIXED_MIB] [RUNS] | naive AGENT... | latency [ROUNDS] | questions N SESSIONS | emit KIND BYTES [SESSIONS] | echo | ask N SESSIONS [hold] | ask-timed N FILE"
+                "usage: bench run [--quick] [--out FILE] | relay KIND BYTES [RUNS] [SESSIONS] [--naive] | counts [SMALL_MIB] [MIXED_MIB] [RUNS] | naive AGENT... | latency [ROUNDS] | questions N SESSIONS | pending N SESSIONS | emit KIND BYTES [SESSIONS] | echo | ask N SESSIONS [hold] | ask-timed N FILE"
             );
             std::process::exit(2);
         }

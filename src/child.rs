@@ -234,7 +234,7 @@ pub const AGENT_PIPE_BYTES: i32 = 256 * 1024;
 /// bridge's wall time on the mixed benchmark (2 MiB image lines; `bench/results.md`). The
 /// pipes are the bridge's own; a refusal (the user's pipe quota is spent, or not Linux)
 /// only costs that speed.
-fn widen_pipe(pipe: &impl std::os::fd::AsFd, name: &str) {
+pub(crate) fn widen_pipe(pipe: &impl std::os::fd::AsFd, name: &str) {
     #[cfg(target_os = "linux")]
     if let Err(e) = nix::fcntl::fcntl(pipe, nix::fcntl::FcntlArg::F_SETPIPE_SZ(AGENT_PIPE_BYTES)) {
         tracing::debug!(pipe = name, error = %e, "cannot grow the agent's pipe; keeping its size");

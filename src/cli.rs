@@ -223,8 +223,20 @@ impl ClientDialect {
     }
 }
 
-/// The runtime of the bridge and of the inbox: two workers whatever the number of cores,
-/// so their threads (and memory) do not grow with the machine; with I/O and timers.
+/// The bridge's runtime: one thread, with I/O and timers, as `cat` is one thread. A line
+/// goes from the read to the router to the write on the thread that read it, with no
+/// other thread to wake and no lock between them: two workers handed each read across
+/// threads, at several futex calls and context switches per MiB relayed (docs/BENCHMARKS.md,
+/// "Counts"). What may take long runs elsewhere already: the policy on its own thread, files
+/// written on the blocking pool.
+pub fn bridge_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+}
+
+/// The inbox's runtime: two workers whatever the number of cores, so its threads (and
+/// memory) do not grow with the machine; with I/O and timers.
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

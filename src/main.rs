@@ -505,13 +505,10 @@ fn main() -> ExitCode {
             ..RouterConfig::default()
         },
     };
-    let runtime = match acp_question_bridge::cli::runtime() {
+    let runtime = match acp_question_bridge::cli::bridge_runtime() {
         Ok(rt) => rt,
         Err(e) => return fail(1, &format!("cannot start runtime: {e}")),
     };
-    // The loop runs as a task on a worker, not on this thread: a request then goes from
-    // the reader to the loop to the writer on one worker, with no thread to wake on the
-    // way (it halved the added round-trip latency: bench/results.md).
     let run = async move {
         if holding {
             bridge::run_held(config).await

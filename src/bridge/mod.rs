@@ -40,7 +40,7 @@ pub use reader::IN_FLIGHT_BYTES;
 use services::{Agent, ClientSide, Ends, Surfaces};
 use shutdown::Ladder;
 pub use shutdown::QuitReason;
-use writer::Bulk;
+use writer::Widen;
 
 /// Batches buffered between a reader and the loop, and between the loop and a writer. A
 /// batch is what one read produced (at most one read buffer of lines plus one line up to
@@ -112,7 +112,7 @@ impl RunError {
 
 /// Runs the bridge on the process's stdin/stdout. Returns the exit code.
 pub async fn run(cfg: Config) -> Result<i32, RunError> {
-    let (input, output, bulk) = client_stdio();
+    let (input, output, widen) = client_stdio();
     // A second handle on stdin, only to see the client hang up while its input waits.
     let probe = {
         use std::os::fd::AsFd;
@@ -122,7 +122,7 @@ pub async fn run(cfg: Config) -> Result<i32, RunError> {
         input,
         output,
         probe,
-        bulk,
+        widen,
     };
     run_inner(cfg, Some(client), Host::Binary).await
 }
@@ -138,8 +138,8 @@ pub(super) type ClientOut = Box<dyn AsyncWrite + Unpin + Send>;
 
 /// Our stdin and stdout: as non-blocking pipes when they are pipes (the usual case, and far
 /// cheaper: no thread hop per read or write), else tokio's blocking-pool stdio; and, for a
-/// stdout pipe, the [`Bulk`] handle its long writes go through.
-fn client_stdio() -> (ClientIn, ClientOut, Option<Bulk>) {
+/// stdout pipe, the [`Widen`] that grows it once it fills.
+fn client_stdio() -> (ClientIn, ClientOut, Option<Widen>) {
     use std::os::fd::AsFd;
     use tokio::net::unix::pipe;
     let dup_in = std::io::stdin()
@@ -154,15 +154,15 @@ fn client_stdio() -> (ClientIn, ClientOut, Option<Bulk>) {
         .as_fd()
         .try_clone_to_owned()
         .map(std::fs::File::from);
-    let mut bulk = None;
+    let mut widen = None;
     let output: ClientOut = match dup_out.and_then(pipe::Sender::from_file) {
         Ok(tx) => {
-            bulk = Bulk::of(&tx);
+            widen = Widen::of(&tx);
             Box::new(tx)
         }
         Err(_) => Box::new(tokio::io::stdout()),
     };
-    (input, output, bulk)
+    (input, output, widen)
 }
 
 /// A client's pipes handed over by a front: as non-blocking pipes when they are pipes,
@@ -179,10 +179,10 @@ fn client_of(
         Ok(rx) => Box::new(rx),
         Err(_) => Box::new(tokio::fs::File::from_std(input)),
     };
-    let mut bulk = None;
+    let mut widen = None;
     let output: ClientOut = match output.try_clone().and_then(pipe::Sender::from_file) {
         Ok(tx) => {
-            bulk = Bulk::of(&tx);
+            widen = Widen::of(&tx);
             Box::new(tx)
         }
         Err(_) => Box::new(tokio::fs::File::from_std(output)),
@@ -191,7 +191,7 @@ fn client_of(
         input,
         output,
         probe,
-        bulk,
+        widen,
     }
 }
 
@@ -205,19 +205,17 @@ where
         input: client_in,
         output: client_out,
         probe: None,
-        bulk: None,
+        widen: None,
     };
     run_inner(cfg, Some(client), Host::Library).await
 }
 
-/// Where the bridge runs, which decides two things the library cannot do.
+/// Where the bridge runs, which decides what the library cannot do.
 enum Host {
-    /// `run_with`, inside someone else's runtime and process: long pieces go through the
-    /// async writers (a runtime being dropped would wait for a pool thread blocked in a
-    /// write), and there is no binary to start as the agent's guard.
+    /// `run_with`, inside someone else's runtime and process: there is no binary to start
+    /// as the agent's guard.
     Library,
-    /// The binary: blocking writes of long pieces to the agent's stdin, and to our stdout
-    /// when it is a pipe ([`Bulk`]); and a [`child::guard`].
+    /// The binary, which starts a [`child::guard`].
     Binary,
 }
 
@@ -246,7 +244,7 @@ where
         }
     };
     let attached = client.is_some();
-    let ends = Ends::start(&cfg, client, agent_pipes, &host);
+    let ends = Ends::start(&cfg, client, agent_pipes);
     // The holder listens only once the agent runs: a front that saw it fail to start
     // exits with its code.
     let holding = match &cfg.hold {

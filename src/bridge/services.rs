@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::observers::Observers;
 use super::reader::read_frames;
-use super::writer::{write_lines, AgentInput, Bulk};
+use super::writer::{write_lines, AgentInput, Widen};
 use super::{Config, Host, RunError, CHANNEL_CAPACITY};
 use crate::child::{self, StderrTail};
 use crate::control::{self, ControlConfig};
@@ -294,13 +294,13 @@ pub(super) struct ClientTasks {
     writer: JoinHandle<()>,
 }
 
-/// A client's two pipes, and what the binary writes long pieces to it with.
+/// A client's two pipes, and what grows its output pipe once it fills.
 pub(super) struct ClientSide<R, W> {
     pub input: R,
     pub output: W,
     /// A second handle on the input, only to see the client hang up while it waits.
     pub probe: Option<OwnedFd>,
-    pub bulk: Option<Bulk>,
+    pub widen: Option<Widen>,
 }
 
 impl Ends {
@@ -325,7 +325,7 @@ impl Ends {
             to_client_rx,
             "client",
             None,
-            client.bulk,
+            client.widen,
         ));
         self.client_frames = frames;
         self.to_client = Some(to_client);
@@ -359,17 +359,11 @@ impl Ends {
         cfg: &Config,
         client: Option<ClientSide<R, W>>,
         agent: AgentPipes,
-        host: &Host,
     ) -> Self
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        // The binary writes long pieces to the agent with blocking writes ([`Bulk`]).
-        let agent_bulk = match host {
-            Host::Binary => Bulk::of(&agent.stdin),
-            Host::Library => None,
-        };
         let (agent_frames_tx, agent_frames) = mpsc::channel(CHANNEL_CAPACITY);
         tokio::spawn(read_frames(
             agent.stdout,
@@ -394,7 +388,8 @@ impl Ends {
             to_agent_rx,
             "agent",
             Some(agent_input),
-            agent_bulk,
+            // The agent's pipes were grown when it started.
+            None,
         ));
         let mut ends = Ends {
             client_frames: mpsc::channel(1).1,

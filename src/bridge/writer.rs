@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
@@ -24,20 +23,21 @@ const WRITE_BUFFER: usize = 64 * 1024;
 /// per line costs more than the copy); a line as long as the buffer, and a run of 16 KiB or
 /// more, is written straight from its own bytes, so nothing is copied more than once.
 ///
-/// The agent's stdin is written with an [`AgentInput`]: see there.
+/// The agent's stdin is written with an [`AgentInput`]: see there. A client's stdout pipe
+/// comes with a [`Widen`].
 pub(super) async fn write_lines<W: AsyncWrite + Unpin>(
     output: W,
     mut rx: mpsc::Receiver<Vec<Out>>,
     name: &'static str,
     agent: Option<AgentInput>,
-    bulk: Option<Bulk>,
+    widen: Option<Widen>,
 ) {
     let taken = agent.as_ref().map(|a| a.taken.clone());
     let mut output = Counted {
         inner: output,
-        count: taken.clone(),
+        count: taken,
+        widen,
     };
-    let bulk = bulk.map(|b| b.counting(taken.clone()));
     let mut buf: Vec<u8> = Vec::with_capacity(WRITE_BUFFER);
     let result: std::io::Result<()> = async {
         while let Some(mut batch) = rx.recv().await {
@@ -50,7 +50,7 @@ pub(super) async fn write_lines<W: AsyncWrite + Unpin>(
                                 buf.clear();
                             }
                             if line.len() >= WRITE_BUFFER {
-                                write_big(&mut output, line, bulk.as_ref()).await?;
+                                output.write_all(&line).await?;
                             } else {
                                 buf.extend_from_slice(&line);
                             }
@@ -65,7 +65,7 @@ pub(super) async fn write_lines<W: AsyncWrite + Unpin>(
                                 buf.clear();
                             }
                             if long {
-                                write_big(&mut output, run, bulk.as_ref()).await?;
+                                output.write_all(&run).await?;
                             } else {
                                 buf.extend_from_slice(&run);
                             }
@@ -100,7 +100,7 @@ pub(super) async fn write_lines<W: AsyncWrite + Unpin>(
     }
     .await;
     // Every handle on the output is closed before the agent is said to have its EOF.
-    drop((output, bulk));
+    drop(output);
     match result {
         Ok(()) => tracing::debug!(output = name, "output closed"),
         // The agent gone (it was signalled, or it exited: the loop says so) is no surprise.
@@ -151,10 +151,12 @@ async fn wait_drained(pipe: &std::os::fd::OwnedFd, taken: &AtomicU64) {
     }
 }
 
-/// An output that counts the bytes it accepts (see [`write_lines`]).
+/// An output that counts the bytes it accepts (see [`write_lines`]), and grows its pipe
+/// the first time it is full ([`Widen`]).
 struct Counted<W> {
     inner: W,
     count: Option<Arc<AtomicU64>>,
+    widen: Option<Widen>,
 }
 
 impl<W: AsyncWrite + Unpin> AsyncWrite for Counted<W> {
@@ -166,6 +168,13 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for Counted<W> {
         let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
         if let (std::task::Poll::Ready(Ok(n)), Some(count)) = (&polled, &self.count) {
             count.fetch_add(*n as u64, Ordering::Relaxed);
+        }
+        if let Some(widen) = &self.widen {
+            if widen.full(&polled, buf.len()) {
+                if let Some(widen) = self.widen.take() {
+                    widen.grow();
+                }
+            }
         }
         polled
     }
@@ -185,185 +194,142 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for Counted<W> {
     }
 }
 
-/// Writes `data`, which is long: with a [`Bulk`] handle and at least [`BULK_BYTES`], from a
-/// blocking-pool thread in blocking writes; else like any write.
-async fn write_big<W: AsyncWrite + Unpin>(
-    output: &mut W,
-    data: Bytes,
-    bulk: Option<&Bulk>,
-) -> std::io::Result<()> {
-    match bulk {
-        Some(bulk) if data.len() >= BULK_BYTES => bulk.write(data).await,
-        _ => output.write_all(&data).await,
-    }
-}
+/// A second handle on an output pipe that is not the bridge's own (a client's stdout),
+/// to grow it to [`crate::child::AGENT_PIPE_BYTES`], as the agent's pipes are grown, the
+/// first time a write finds it full. A pipe of Linux's default 64 KiB takes half of a
+/// 128 KiB read: the rest then costs a wait for the poller and a second write, where `cat`
+/// makes one of each (bench/results.md, "One thread"). Only a pipe that fills is grown, so
+/// a bridge that streams little spends none of the user's pipe allowance
+/// (`/proc/sys/fs/pipe-user-pages-soft`); a refusal only costs that speed.
+pub(super) struct Widen(std::os::fd::OwnedFd);
 
-/// A piece this long goes out through [`Bulk`].
-const BULK_BYTES: usize = 256 * 1024;
-/// The most one blocking write of [`Bulk`] hands the kernel at once, so that the bytes an
-/// agent takes are counted while a long piece goes out (a blocking pipe write returns only
-/// when all it was given is in the pipe).
-const BULK_STEP: usize = 64 * 1024;
-
-/// A second handle on an output pipe, for long writes (a 0.2-2 MiB image line): blocking
-/// `write`s from a blocking-pool thread, which the kernel wakes each time the reader makes
-/// room, instead of a non-blocking write per pipe-full, each followed by a trip through the
-/// runtime's poller and scheduler. The writer task waits for it, so its output's order is
-/// kept; the pipe is put back in non-blocking mode before the next write of the task's own.
-pub(super) struct Bulk {
-    file: Arc<std::fs::File>,
-    /// Where the bytes written are counted, as they are written.
-    count: Option<Arc<AtomicU64>>,
-}
-
-impl Bulk {
-    /// A handle on `pipe`'s file descriptor; `None` when it cannot be had, or when the
-    /// descriptor is open for reading too (stdin and stdout one FIFO opened read-write,
-    /// `<>fifo`): blocking mode is a property of the open file, and the reader on it must
-    /// never block a runtime worker.
+impl Widen {
+    /// A handle on `pipe`; `None` when it cannot be had (then the pipe keeps its size).
     pub(super) fn of(pipe: &impl std::os::fd::AsFd) -> Option<Self> {
-        use nix::fcntl::{fcntl, FcntlArg, OFlag};
-        let mode = fcntl(pipe.as_fd(), FcntlArg::F_GETFL).map(OFlag::from_bits_truncate);
-        if !mode.is_ok_and(|m| m & OFlag::O_ACCMODE == OFlag::O_WRONLY) {
-            tracing::debug!(
-                "output not a write-only descriptor; long lines are written like short ones"
-            );
-            return None;
-        }
-        match pipe.as_fd().try_clone_to_owned() {
-            Ok(fd) => Some(Self {
-                file: Arc::new(std::fs::File::from(fd)),
-                count: None,
-            }),
-            Err(e) => {
-                tracing::debug!(error = %e, "no second handle on an output; long lines are written like short ones");
-                None
-            }
+        pipe.as_fd().try_clone_to_owned().ok().map(Self)
+    }
+
+    /// Whether a write of `len` bytes that came back `polled` found the pipe full: it took
+    /// part of them (a write longer than the room left), or none while bytes wait unread (a
+    /// short write is all or nothing; a new pipe is not yet known to be writable either).
+    fn full(&self, polled: &std::task::Poll<std::io::Result<usize>>, len: usize) -> bool {
+        match polled {
+            std::task::Poll::Ready(Ok(n)) => *n < len,
+            std::task::Poll::Pending => rustix::io::ioctl_fionread(&self.0).is_ok_and(|n| n > 0),
+            std::task::Poll::Ready(Err(_)) => false,
         }
     }
 
-    fn counting(self, count: Option<Arc<AtomicU64>>) -> Self {
-        Self { count, ..self }
-    }
-
-    async fn write(&self, data: Bytes) -> std::io::Result<()> {
-        let file = self.file.clone();
-        let count = self.count.clone();
-        let wrote = tokio::task::spawn_blocking(move || {
-            use std::io::Write as _;
-            let blocking = Blocking::set(&file)?;
-            for step in data.chunks(BULK_STEP) {
-                (&*blocking.0).write_all(step)?;
-                if let Some(count) = &count {
-                    count.fetch_add(step.len() as u64, Ordering::Relaxed);
-                }
-            }
-            blocking.restore()
-        })
-        .await;
-        wrote.unwrap_or_else(|e| Err(std::io::Error::other(e)))
-    }
-}
-
-/// A file switched to blocking mode, switched back when dropped, on every path (an error
-/// of the write included); [`Blocking::restore`] does it and reports a failure.
-struct Blocking<'a>(&'a std::fs::File, nix::fcntl::OFlag);
-
-impl<'a> Blocking<'a> {
-    fn set(file: &'a std::fs::File) -> std::io::Result<Self> {
-        use nix::fcntl::{fcntl, FcntlArg, OFlag};
-        let flags = OFlag::from_bits_truncate(fcntl(file, FcntlArg::F_GETFL)?);
-        fcntl(file, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK))?;
-        Ok(Self(file, flags))
-    }
-
-    fn restore(self) -> std::io::Result<()> {
-        let this = std::mem::ManuallyDrop::new(self);
-        Self::put_back(this.0, this.1)
-    }
-
-    fn put_back(file: &std::fs::File, flags: nix::fcntl::OFlag) -> std::io::Result<()> {
-        use nix::fcntl::{fcntl, FcntlArg};
-        fcntl(file, FcntlArg::F_SETFL(flags))
-            .map(drop)
-            .map_err(std::io::Error::from)
-    }
-}
-
-impl Drop for Blocking<'_> {
-    fn drop(&mut self) {
-        if let Err(e) = Self::put_back(self.0, self.1) {
-            tracing::warn!(error = %e, "cannot put an output pipe back in non-blocking mode");
-        }
+    fn grow(self) {
+        crate::child::widen_pipe(&self.0, "client's stdout");
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
-    const WAIT: Duration = Duration::from_secs(5);
+    const WAIT: Duration = Duration::from_secs(30);
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_bulk_write_is_whole_and_leaves_the_pipe_non_blocking() {
-        use nix::fcntl::{fcntl, FcntlArg, OFlag};
-        use std::io::Read as _;
-        let (rx, tx) = nix::unistd::pipe().unwrap();
-        fcntl(&tx, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).unwrap();
-        let count = Arc::new(AtomicU64::new(0));
-        let bulk = Bulk::of(&tx)
-            .expect("a second handle")
-            .counting(Some(count.clone()));
-        let data: Bytes = (0..3 << 20)
-            .map(|i: u32| (i % 251) as u8)
-            .collect::<Vec<_>>()
-            .into();
-        // 3 MiB through a 64 KiB pipe: the write blocks and is woken many times over.
-        let reader = std::thread::spawn(move || {
-            let mut rx = std::fs::File::from(rx);
-            let mut got = Vec::new();
-            let mut chunk = [0u8; 4096];
-            loop {
-                match rx.read(&mut chunk) {
-                    Ok(0) | Err(_) => return got,
-                    Ok(n) => got.extend_from_slice(&chunk[..n]),
-                }
-            }
-        });
-        tokio::time::timeout(WAIT, bulk.write(data.clone()))
-            .await
-            .expect("written in time")
-            .expect("written");
-        let flags = OFlag::from_bits_truncate(fcntl(&tx, FcntlArg::F_GETFL).unwrap());
-        assert!(flags.contains(OFlag::O_NONBLOCK));
-        assert_eq!(count.load(Ordering::Relaxed), data.len() as u64);
-        drop((bulk, tx));
-        let got = reader.join().unwrap();
-        assert!(
-            got == data[..],
-            "{} of {} bytes, or not in order",
-            got.len(),
-            data.len()
-        );
+    fn pipe_bytes(fd: &impl std::os::fd::AsFd) -> i32 {
+        nix::fcntl::fcntl(fd.as_fd(), nix::fcntl::FcntlArg::F_GETPIPE_SZ).expect("a pipe")
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_failed_bulk_write_leaves_the_pipe_non_blocking() {
-        use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    /// A pipe's two ends: the read end blocking, the write end as the runtime's.
+    fn pipe() -> (std::fs::File, tokio::net::unix::pipe::Sender) {
         let (rx, tx) = nix::unistd::pipe().unwrap();
-        fcntl(&tx, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).unwrap();
-        let bulk = Bulk::of(&tx).expect("a second handle");
-        // Nobody will read: the write fails with EPIPE (the test harness ignores SIGPIPE,
-        // as every Rust program does).
-        drop(rx);
-        let wrote = tokio::time::timeout(WAIT, bulk.write(Bytes::from(vec![b'x'; 1 << 20])))
+        let tx = tokio::net::unix::pipe::Sender::from_file(std::fs::File::from(tx)).unwrap();
+        (std::fs::File::from(rx), tx)
+    }
+
+    /// Writes `batches` through [`write_lines`] to `tx`, and returns what a reader got.
+    async fn through(
+        tx: tokio::net::unix::pipe::Sender,
+        mut rx: std::fs::File,
+        widen: Option<Widen>,
+        batches: Vec<Vec<Out>>,
+    ) -> Vec<u8> {
+        let reader = std::thread::spawn(move || {
+            use std::io::Read as _;
+            let mut got = Vec::new();
+            rx.read_to_end(&mut got).map(|_| got)
+        });
+        let (to, from) = mpsc::channel(4);
+        let writer = tokio::spawn(write_lines(tx, from, "test", None, widen));
+        for batch in batches {
+            tokio::time::timeout(WAIT, to.send(batch))
+                .await
+                .expect("queued in time")
+                .expect("the writer is there");
+        }
+        drop(to);
+        tokio::time::timeout(WAIT, writer)
             .await
-            .expect("fails in time");
-        assert!(wrote.is_err());
-        let flags = OFlag::from_bits_truncate(fcntl(&tx, FcntlArg::F_GETFL).unwrap());
+            .expect("written in time")
+            .expect("no panic");
+        let read = tokio::task::spawn_blocking(move || reader.join().unwrap().expect("read"));
+        tokio::time::timeout(WAIT, read)
+            .await
+            .expect("read to the end in time")
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_client_pipe_that_fills_is_grown_once_and_nothing_is_lost() {
+        let (rx, tx) = pipe();
+        // The read end: a second write end would keep the reader from its end of file.
+        let probe = rx.try_clone().unwrap();
+        let before = pipe_bytes(&probe);
+        let widen = Widen::of(&tx);
+        // 3 MiB in runs of a read's length, and lines long and short between them.
+        let run: Bytes = (0..128 << 10)
+            .map(|i: u32| {
+                if i % 97 == 96 {
+                    b'\n'
+                } else {
+                    b'a' + (i % 26) as u8
+                }
+            })
+            .collect::<Vec<_>>()
+            .into();
+        let mut batches = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..24 {
+            let line = Bytes::from(vec![
+                b'0' + (i % 10) as u8;
+                if i % 3 == 0 { 200 << 10 } else { 90 }
+            ]);
+            batches.push(vec![Out::Run(run.clone()), Out::Line(line.clone())]);
+            want.extend_from_slice(&run);
+            want.extend_from_slice(&line);
+            want.push(b'\n');
+        }
+        let got = through(tx, rx, widen, batches).await;
         assert!(
-            flags.contains(OFlag::O_NONBLOCK),
-            "restored after the error"
+            got == want,
+            "{} of {} bytes, or not in order",
+            got.len(),
+            want.len()
+        );
+        let after = pipe_bytes(&probe);
+        assert_eq!(after, crate::child::AGENT_PIPE_BYTES, "grown from {before}");
+    }
+
+    #[tokio::test]
+    async fn a_client_pipe_that_never_fills_keeps_its_size() {
+        let (rx, tx) = pipe();
+        let probe = rx.try_clone().unwrap();
+        let before = pipe_bytes(&probe);
+        let widen = Widen::of(&tx);
+        let line = Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}");
+        let batches = vec![vec![Out::Line(line.clone())]; 100];
+        let got = through(tx, rx, widen, batches).await;
+        assert_eq!(got.len(), 100 * (line.len() + 1));
+        assert_eq!(
+            pipe_bytes(&probe),
+            before,
+            "a pipe that never filled is not grown"
         );
     }
 }
