@@ -2098,9 +2098,14 @@ fn a_folder_walked_through_its_links_is_decided_where_they_lead() {
     link("../config", d.join("x/c")).unwrap();
     std::os::unix::fs::symlink(&*d, d.join("w/p")).unwrap();
     link("../../.git/config", d.join("g/x/f")).unwrap();
-    // Links that lead nowhere denied, and one to the folder itself (a loop).
-    link("../src", d.join("safe/l/s")).unwrap();
+    // A link to the folder itself (a loop), and one that leads nowhere now.
     link("..", d.join("safe/l/up")).unwrap();
+    std::fs::create_dir_all(d.join("dang")).unwrap();
+    link("../nowhere", d.join("dang/s")).unwrap();
+    // It leads to `./.env` once the copy has made `out/a/x` (from `a/x`).
+    std::fs::create_dir_all(d.join("ca/x")).unwrap();
+    std::fs::create_dir_all(d.join("cout")).unwrap();
+    link("../cout/ca/x/../../../.env", d.join("ca/l")).unwrap();
     let p = rules(&[
         "Bash(grep:*)",
         "Bash(rg:*)",
@@ -2127,6 +2132,11 @@ fn a_folder_walked_through_its_links_is_decided_where_they_lead() {
             "cp -r --dereference pl/x g",
             // A tree made by an earlier part of the same command, then moved whole.
             "mkdir -p gh/workflows && echo x | tee gh/workflows/ci.yml && mv gh .github",
+            // A link that leads nowhere now may lead somewhere when it is reached.
+            "grep -R a dang",
+            "cp -rL dang z",
+            "cp -rL ca cout/",
+            "cp -R --dereference ca cout/",
         ],
     );
     allowed(
@@ -2550,6 +2560,48 @@ fn a_rule_that_begins_with_a_wrapper_reads_the_program_it_runs_by_its_model() {
             // What xargs adds comes from its input: no model reads it.
             "find . -name '.e*' | xargs grep SECRET",
         ],
+    );
+    // What the wrapper does of its own: a file it writes, a variable that changes what
+    // the program runs or reads.
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "timeout 5 time -o ~/.bashrc sort src/a.txt",
+            "timeout 5 strace -o ~/.profile sort src/a.txt",
+            "timeout 5 flock .git/hooks/pre-commit sort src/a.txt",
+            "timeout 5 valgrind --log-file=x sort src/a.txt",
+            "timeout 5 nohup sort src/a.txt",
+            "timeout --foo 5 sort src/a.txt",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "timeout -s KILL -k 5 30 sort src/a.txt",
+            "timeout --signal=TERM 5 nice -n 5 sort src/a.txt",
+            "timeout 5 time -p sort src/a.txt",
+            "timeout 5 stdbuf -oL sort src/a.txt",
+        ],
+    );
+    let env_git = rules(&["Bash(env:*)", "Bash(git status)", "Bash(git diff:*)"]);
+    not_allowed(
+        &env_git,
+        &d,
+        &[
+            "env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0=x git status",
+            "env GIT_EXTERNAL_DIFF=./x.sh git diff",
+            "env GIT_TRACE=/tmp/x/.bashrc git diff",
+            "env LD_PRELOAD=./x.so git diff",
+            "env PATH=./bin git diff",
+            "env RUST_LOG=../../x git diff",
+        ],
+    );
+    allowed(
+        &env_git,
+        &d,
+        &["env LC_ALL=C git diff", "env -u PAGER NO_COLOR=1 git diff"],
     );
     // Run in another folder, the program's paths are not what its model reads from here.
     let env = rules(&["Bash(env:*)"]);

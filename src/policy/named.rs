@@ -297,11 +297,11 @@ fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> 
                 } else if access == Access::TreeFollowed {
                     // Followed, as the program does: what it reaches is read where it is
                     // (`x/c -> ../config`: `config/master.key`). A link that leads nowhere
-                    // is read as nothing.
-                    let real = match std::fs::canonicalize(entry.path()) {
-                        Ok(real) => real,
-                        Err(e) if gone_or_file(&e) => continue,
-                        Err(_) => return None,
+                    // now may lead somewhere when the program reaches it: a copy makes
+                    // names as it goes (`cp -rL a out/`, with `a/l -> ../out/a/x/../..`,
+                    // reads through `out/a/x` once it has copied `a/x`). Not known.
+                    let Ok(real) = std::fs::canonicalize(entry.path()) else {
+                        return None;
                     };
                     if real.is_dir() && seen.insert(real.clone()) {
                         stack.push(real.clone());

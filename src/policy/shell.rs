@@ -30,7 +30,7 @@ use tree_sitter::{Node, Parser, Tree};
 
 mod words;
 use words::*;
-pub use words::{glob_word, HARMLESS_ENV};
+pub use words::{glob_word, harmless_assignment, HARMLESS_ENV};
 
 /// One command of a plain command line, and the operator written after it.
 #[derive(Debug, Clone, PartialEq, Eq)]

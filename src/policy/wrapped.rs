@@ -67,10 +67,112 @@ pub(super) fn inner(words: &[String], pattern: usize) -> Inner<'_> {
             "`{wrapper}` runs `{program}` in another folder than the session's, where its paths are not what its model reads"
         ));
     }
+    if let Some(why) = own_words(&words[..k]) {
+        return Inner::Unread(format!(
+            "{why}: what the wrapper does of its own is not read by `{program}`'s model"
+        ));
+    }
     Inner::Runs {
         words: &words[k..],
         prefix: pattern.saturating_sub(k).max(1),
     }
+}
+
+/// The wrappers whose own words may stand before a modelled program under a prefix rule,
+/// each with the options it takes that write, read and run nothing of their own (getopt's
+/// spelling: a letter, `:` after one that takes a value; a long name, `=` after one that
+/// takes a value, written whole). Its other words are values and operands of the same
+/// kind (a duration, a mask, a niceness) or, for `env`, assignments of harmless variables.
+/// Any other option of these, and any word at all of another wrapper (`time -o FILE`,
+/// `strace -o FILE`, `flock FILE`, `valgrind --log-file=FILE`, `env GIT_DIR=x`), leaves
+/// the program unread: a list of what is harmless, never of what is not.
+const OWN_WORDS: &[OwnWords] = &[
+    (
+        "timeout",
+        "fk:ps:v",
+        &[
+            "foreground",
+            "kill-after=",
+            "preserve-status",
+            "signal=",
+            "verbose",
+        ],
+    ),
+    ("nice", "n:", &["adjustment="]),
+    ("env", "0iu:v", &["null", "ignore-environment", "unset="]),
+    ("stdbuf", "i:o:e:", &["input=", "output=", "error="]),
+    ("ionice", "c:n:t", &["class=", "classdata=", "ignore"]),
+    ("setsid", "cfw", &["ctty", "fork", "wait"]),
+    ("taskset", "ac", &["all-tasks", "cpu-list"]),
+    ("time", "pvq", &["portability", "verbose", "quiet"]),
+    ("command", "p", &[]),
+];
+
+/// A wrapper's name, its harmless short options and its harmless long ones.
+type OwnWords = (&'static str, &'static str, &'static [&'static str]);
+
+/// Wrappers that write a file of their own with no option asking for it: `nohup` writes
+/// `nohup.out` (in the folder, or the home folder) when its output is a terminal.
+const WRITE_ALONE: &[&str] = &["nohup"];
+
+/// Why the wrappers' own words (each wrapper's name, then its words) may do more than run
+/// the program, if they may.
+fn own_words(words: &[String]) -> Option<String> {
+    let mut wrapper: Option<(&str, Option<&OwnWords>)> = None;
+    for w in words {
+        let name = args::base(w);
+        if wrappers::is_wrapper(std::slice::from_ref(w)) {
+            if WRITE_ALONE.contains(&name) {
+                return Some(format!("`{name}` may write a file of its own"));
+            }
+            wrapper = Some((name, OWN_WORDS.iter().find(|(n, ..)| *n == name)));
+            continue;
+        }
+        let Some((name, known)) = wrapper else {
+            continue;
+        };
+        let Some((_, short, long)) = known else {
+            return Some(format!(
+                "`{name} {w}`: no word of `{name}`'s is known harmless"
+            ));
+        };
+        if !own_word(name, w, short, long) {
+            return Some(format!("`{name} {w}` is not known harmless"));
+        }
+    }
+    None
+}
+
+/// Whether `w`, a word of wrapper `name` with the harmless options `short` and `long`, is
+/// one of them, a value, or (for `env`) a harmless assignment.
+fn own_word(name: &str, w: &str, short: &str, long: &[&str]) -> bool {
+    if w == "--" {
+        return true;
+    }
+    if let Some(l) = w.strip_prefix("--") {
+        return match l.split_once('=') {
+            Some((l, _)) => long.iter().any(|o| o.strip_suffix('=') == Some(l)),
+            None => long.iter().any(|o| o.trim_end_matches('=') == l),
+        };
+    }
+    if let Some(cluster) = w.strip_prefix('-') {
+        if name == "nice" && !cluster.is_empty() && cluster.bytes().all(|b| b.is_ascii_digit()) {
+            return true;
+        }
+        // Each letter harmless, up to one that takes a value (the rest is that value).
+        for c in cluster.chars() {
+            match short.find(c) {
+                Some(at) if short[at + c.len_utf8()..].starts_with(':') => return true,
+                Some(_) if c != ':' => {}
+                _ => return false,
+            }
+        }
+        return !cluster.is_empty();
+    }
+    if name == "env" && w.contains('=') {
+        return super::shell::harmless_assignment(w);
+    }
+    true
 }
 
 /// The long options by which a wrapper runs its program in another folder or root. A

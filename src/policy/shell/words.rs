@@ -61,6 +61,13 @@ pub(super) fn harmless_value(name: &str, value: &str) -> bool {
         && !(tz && (zone.starts_with('/') || zone.contains("..")))
 }
 
+/// Whether `word` is `NAME=VALUE` of a harmless variable and value, as a plain command may
+/// assign before its program (and as `env NAME=VALUE` sets it).
+pub fn harmless_assignment(word: &str) -> bool {
+    word.split_once('=')
+        .is_some_and(|(name, value)| HARMLESS_ENV.contains(&name) && harmless_value(name, value))
+}
+
 /// Whether the unquoted word `t` is a pattern this reading accepts, to be put in place by
 /// the names it matches (`super::super::glob`): plain characters, and `*` or `?` in its
 /// last component only, after a folder written out (`src/*.rs`, `./?.txt`, `/etc/*.conf`).
