@@ -2420,6 +2420,30 @@ fn an_ignore_file_that_is_a_fifo_is_not_waited_on() {
 }
 
 #[test]
+fn an_ignore_file_that_is_a_link_is_a_read_of_where_it_leads() {
+    let d = scratch("ignore-link");
+    files(
+        &d,
+        &[
+            (".env", "API_KEY=sk-{live"),
+            ("src/a.txt", "x"),
+            ("q/x", "x"),
+        ],
+    );
+    // Made while they led nowhere (`q` came later): ripgrep reads `.env` as ignore rules
+    // and prints a line that is not a glob.
+    std::os::unix::fs::symlink("q/.env", d.join(".ignore")).unwrap();
+    std::fs::remove_dir_all(d.join("q")).unwrap();
+    std::os::unix::fs::symlink(".", d.join("q")).unwrap();
+    std::os::unix::fs::symlink("../.env", d.join("src/.gitignore")).unwrap();
+    let p = rules(&["Bash(rg:*)", "!Read(./.env)"]);
+    not_allowed(&p, &d, &["rg xyz", "rg xyz src", "rg xyz src/a.txt q/src"]);
+    std::fs::remove_file(d.join(".ignore")).unwrap();
+    std::fs::remove_file(d.join("src/.gitignore")).unwrap();
+    allowed(&p, &d, &["rg xyz src"]);
+}
+
+#[test]
 fn a_command_run_in_the_background_is_allowed_only_by_a_rule_that_reads_no_paths() {
     let d = scratch("background");
     files(&d, &[(".env", "SECRET=1"), ("src/a.rs", "x")]);

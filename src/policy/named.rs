@@ -103,10 +103,14 @@ impl Named {
                         access,
                         Access::Tree | Access::TreeShown | Access::TreeFollowed
                     ) {
-                        let under = walk(&p, access, &mut walked);
+                        let mut read = Vec::new();
+                        let under = walk(&p, access, &mut walked, &mut read);
                         named.beneath.push((p.clone(), under));
+                        named
+                            .paths
+                            .extend(read.into_iter().map(|r| (Access::Read, r)));
                     } else if access == Access::Remove && is_folder(&p) {
-                        let under = walk(&p, Access::Remove, &mut walked);
+                        let under = walk(&p, Access::Remove, &mut walked, &mut Vec::new());
                         removed.insert(p.clone(), under.clone());
                         named.trees.push((Access::Remove, p.clone(), under));
                     }
@@ -127,7 +131,7 @@ impl Named {
                 .map(|s| {
                     let under = match removed.get(&s) {
                         Some(under) => under.clone(),
-                        None => walk(&s, Access::Remove, &mut walked),
+                        None => walk(&s, Access::Remove, &mut walked, &mut Vec::new()),
                     };
                     (s, under)
                 })
@@ -140,7 +144,7 @@ impl Named {
                     // Followed through its links: a program with no model may (`diff -r`
                     // compares what a link in the folder points to).
                     if !modelled && p.is_dir() {
-                        let under = walk(p, Access::TreeFollowed, &mut walked);
+                        let under = walk(p, Access::TreeFollowed, &mut walked, &mut Vec::new());
                         named.unplaced_beneath.push((p.clone(), under));
                     }
                 }
@@ -233,7 +237,12 @@ fn is_folder(p: &Path) -> bool {
 /// [`MAX_WALK`] entries in all (`walked` counts them across one command's folders), and
 /// where a folder or a link cannot be opened for any reason but nothing, or a file, being
 /// there.
-fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> {
+fn walk(
+    dir: &Path,
+    access: Access,
+    walked: &mut usize,
+    links_read: &mut Vec<PathBuf>,
+) -> Option<Vec<PathBuf>> {
     // ripgrep reads the ignore files of the folders above where it starts too (`rg x sub`
     // with `!.env` in `./.ignore`).
     // And the user's excludes, for every repository (`core.excludesFile`).
@@ -247,6 +256,15 @@ fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> 
         return None;
     }
     let mut out = Vec::new();
+    // An ignore file that is a link is read where it leads (`.ignore -> q/.env`: ripgrep
+    // prints a line of `.env` that is not a glob): that path is a read of its own.
+    if access == Access::TreeShown {
+        for a in dir.ancestors().skip(1) {
+            for f in IGNORE_FILES {
+                links_read.extend(ignore_link(&a.join(f))?);
+            }
+        }
+    }
     let mut stack = vec![dir.to_owned()];
     // The folders links led to, each walked once (a link to a folder above it loops).
     let mut seen = std::collections::HashSet::new();
@@ -286,6 +304,9 @@ fn walk(dir: &Path, access: Access, walked: &mut usize) -> Option<Vec<PathBuf>> 
                     .any(|f| name.to_str().is_some_and(|n| n.eq_ignore_ascii_case(f)));
                 if ignore_file && lets_back_in(&entry.path()) {
                     return None;
+                }
+                if ignore_file {
+                    links_read.extend(ignore_link(&entry.path())?);
                 }
                 continue;
             }
@@ -361,6 +382,19 @@ pub fn candidates(word: &str) -> impl Iterator<Item = &str> {
 
 /// The files ripgrep reads its ignore rules from, in each folder.
 const IGNORE_FILES: &[&str] = &[".ignore", ".rgignore", ".gitignore"];
+
+/// Where ignore file `f` leads when it is a link (`Some(None)` when it is not one, or
+/// leads nowhere: ripgrep reads nothing there); `None` when that cannot be told.
+fn ignore_link(f: &Path) -> Option<Option<PathBuf>> {
+    match std::fs::symlink_metadata(f) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(f) {
+            Ok(real) => Some(Some(real)),
+            Err(e) if gone_or_file(&e) => Some(None),
+            Err(_) => None,
+        },
+        _ => Some(None),
+    }
+}
 
 /// Whether ignore file `f` has a line that lets a name back in (`!…`); one that cannot be
 /// read whole (over 64 KiB) counts as having one.
@@ -441,7 +475,7 @@ pub fn link_beneath(p: &Path) -> Option<String> {
     }
     let mut walked = 0;
     // Every name beneath, links among them as names.
-    let under = walk(p, Access::Remove, &mut walked);
+    let under = walk(p, Access::Remove, &mut walked, &mut Vec::new());
     let linked = |es: &Vec<PathBuf>| {
         es.iter()
             .any(|e| std::fs::symlink_metadata(e).is_ok_and(|m| m.is_symlink()))
