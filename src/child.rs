@@ -125,11 +125,12 @@ pub fn spawn(
         command: program.clone(),
         source,
     })?;
+    // The agent's stdout is where streams flow: grown now. At Linux's 64 KiB until it
+    // fills, the bridge read the session flood written one message per write in twice as
+    // many reads, 5-10% slower (bench/results.md, "Pipes grown once they fill"). Its stdin
+    // is grown once a write finds it full (`bridge/writer.rs`, `Widen`).
     if let Some(out) = &child.stdout {
-        widen_pipe(out, "stdout");
-    }
-    if let Some(input) = &child.stdin {
-        widen_pipe(input, "stdin");
+        widen_pipe(out, "agent's stdout");
     }
     Ok(child)
 }
@@ -225,19 +226,25 @@ pub fn agent_name(argv: &[&str]) -> String {
     }
 }
 
-/// The size asked for the agent's stdin and stdout pipes (Linux's default is 64 KiB).
+/// The size a pipe of the bridge's is grown to once it fills (Linux's default is 64 KiB).
 pub const AGENT_PIPE_BYTES: i32 = 256 * 1024;
 
-/// Grows one of the agent's pipes to [`AGENT_PIPE_BYTES`]. A bigger pipe lets the agent
-/// write ahead while the bridge is busy with a long line (it would otherwise block every
-/// 64 KiB, and each block and wake-up costs both sides a context switch): it shortens the
-/// bridge's wall time on the mixed benchmark (2 MiB image lines; `bench/results.md`). The
-/// pipes are the bridge's own; a refusal (the user's pipe quota is spent, or not Linux)
-/// only costs that speed.
+/// Grows a pipe to [`AGENT_PIPE_BYTES`]. A bigger pipe lets the agent write ahead while
+/// the bridge is busy with a long line (it would otherwise block every 64 KiB, and each
+/// block and wake-up costs both sides a context switch): it shortens the bridge's wall time
+/// on the mixed benchmark (2 MiB image lines; `bench/results.md`). Each grown pipe spends
+/// 256 KiB of the user's pipe allowance (`/proc/sys/fs/pipe-user-pages-soft`: 64 MiB by
+/// default; past it every new pipe of the user's gets two pages), so the bridge grows only
+/// the agent's stdout at once, and its stdin and a client's stdout once a write finds them
+/// full (`bridge/writer.rs`, `Widen`). A refusal (the allowance spent, or not Linux) only
+/// costs that speed.
 pub(crate) fn widen_pipe(pipe: &impl std::os::fd::AsFd, name: &str) {
     #[cfg(target_os = "linux")]
-    if let Err(e) = nix::fcntl::fcntl(pipe, nix::fcntl::FcntlArg::F_SETPIPE_SZ(AGENT_PIPE_BYTES)) {
-        tracing::debug!(pipe = name, error = %e, "cannot grow the agent's pipe; keeping its size");
+    match nix::fcntl::fcntl(pipe, nix::fcntl::FcntlArg::F_SETPIPE_SZ(AGENT_PIPE_BYTES)) {
+        Ok(_) => tracing::debug!(pipe = name, bytes = AGENT_PIPE_BYTES, "pipe grown"),
+        Err(e) => {
+            tracing::debug!(pipe = name, error = %e, "cannot grow the pipe; keeping its size")
+        }
     }
     #[cfg(not(target_os = "linux"))]
     let _ = (pipe, name);
@@ -432,13 +439,14 @@ mod tests {
 
     #[cfg(target_os = "linux")]
     #[tokio::test]
-    async fn the_agents_pipes_are_widened() {
+    async fn the_agents_stdout_is_widened_and_its_stdin_is_not_yet() {
         let mut child = spawn(&["cat".to_string()], &[], None, None).expect("cat starts");
         let size = |fd: &dyn std::os::fd::AsFd| {
             nix::fcntl::fcntl(fd.as_fd(), nix::fcntl::FcntlArg::F_GETPIPE_SZ).expect("a pipe")
         };
         assert_eq!(size(child.stdout.as_ref().unwrap()), AGENT_PIPE_BYTES);
-        assert_eq!(size(child.stdin.as_ref().unwrap()), AGENT_PIPE_BYTES);
+        // Grown only once it fills (`bridge/writer.rs`, `Widen`).
+        assert!(size(child.stdin.as_ref().unwrap()) < AGENT_PIPE_BYTES);
         child.start_kill().unwrap();
         tokio::time::timeout(std::time::Duration::from_secs(5), child.wait())
             .await

@@ -383,13 +383,14 @@ impl Ends {
                 agent.stdin.as_fd().try_clone_to_owned().ok()
             },
         };
+        let widen_stdin = Widen::of(&agent.stdin);
         tokio::spawn(write_lines(
             agent.stdin,
             to_agent_rx,
             "agent",
             Some(agent_input),
-            // The agent's pipes were grown when it started.
-            None,
+            // Its stdout was grown when it started; its stdin is grown once it fills.
+            widen_stdin,
         ));
         let mut ends = Ends {
             client_frames: mpsc::channel(1).1,

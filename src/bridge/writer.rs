@@ -23,8 +23,8 @@ const WRITE_BUFFER: usize = 64 * 1024;
 /// per line costs more than the copy); a line as long as the buffer, and a run of 16 KiB or
 /// more, is written straight from its own bytes, so nothing is copied more than once.
 ///
-/// The agent's stdin is written with an [`AgentInput`]: see there. A client's stdout pipe
-/// comes with a [`Widen`].
+/// The agent's stdin is written with an [`AgentInput`]: see there. The agent's stdin and a
+/// client's stdout come with a [`Widen`].
 pub(super) async fn write_lines<W: AsyncWrite + Unpin>(
     output: W,
     mut rx: mpsc::Receiver<Vec<Out>>,
@@ -37,6 +37,7 @@ pub(super) async fn write_lines<W: AsyncWrite + Unpin>(
         inner: output,
         count: taken,
         widen,
+        name,
     };
     let mut buf: Vec<u8> = Vec::with_capacity(WRITE_BUFFER);
     let result: std::io::Result<()> = async {
@@ -157,6 +158,7 @@ struct Counted<W> {
     inner: W,
     count: Option<Arc<AtomicU64>>,
     widen: Option<Widen>,
+    name: &'static str,
 }
 
 impl<W: AsyncWrite + Unpin> AsyncWrite for Counted<W> {
@@ -172,7 +174,7 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for Counted<W> {
         if let Some(widen) = &self.widen {
             if widen.full(&polled, buf.len()) {
                 if let Some(widen) = self.widen.take() {
-                    widen.grow();
+                    widen.grow(self.name);
                 }
             }
         }
@@ -194,9 +196,9 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for Counted<W> {
     }
 }
 
-/// A second handle on an output pipe that is not the bridge's own (a client's stdout),
-/// to grow it to [`crate::child::AGENT_PIPE_BYTES`], as the agent's pipes are grown, the
-/// first time a write finds it full. A pipe of Linux's default 64 KiB takes half of a
+/// A second handle on an output pipe (the agent's stdin, a client's stdout), to grow it to
+/// [`crate::child::AGENT_PIPE_BYTES`], as the agent's stdout is grown, the first time a
+/// write finds it full. A pipe of Linux's default 64 KiB takes half of a
 /// 128 KiB read: the rest then costs a wait for the poller and a second write, where `cat`
 /// makes one of each (bench/results.md, "One thread"). Only a pipe that fills is grown, so
 /// a bridge that streams little spends none of the user's pipe allowance
@@ -220,8 +222,8 @@ impl Widen {
         }
     }
 
-    fn grow(self) {
-        crate::child::widen_pipe(&self.0, "client's stdout");
+    fn grow(self, name: &str) {
+        crate::child::widen_pipe(&self.0, name);
     }
 }
 
