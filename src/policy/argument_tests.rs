@@ -2444,6 +2444,100 @@ fn an_ignore_file_that_is_a_link_is_a_read_of_where_it_leads() {
 }
 
 #[test]
+fn every_search_that_reads_ignore_files_reads_where_they_lead() {
+    let d = scratch("ignore-every");
+    files(
+        &d,
+        &[
+            (".env", "API_KEY=sk-{live"),
+            ("sub/a.txt", "x"),
+            ("q/x", "x"),
+            (".git/info/attributes", ""),
+        ],
+    );
+    // `.ignore -> q/.env`, made while it led nowhere; `q -> .` came later.
+    std::os::unix::fs::symlink("q/.env", d.join(".ignore")).unwrap();
+    std::fs::remove_dir_all(d.join("q")).unwrap();
+    std::os::unix::fs::symlink(".", d.join("q")).unwrap();
+    let p = rules(&["Bash(rg:*)", "!Read(./.env)"]);
+    // Hidden names in, a glob, a type, links followed: ripgrep reads the ignore files
+    // above `sub` all the same.
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "rg --hidden xyz sub",
+            "rg -g '*.txt' xyz sub",
+            "rg --iglob '*.txt' xyz sub",
+            "rg -t txt xyz sub",
+            "rg --type-add 'x:*.txt' -tx xyz sub",
+            "rg -L xyz sub",
+            "rg --no-ignore --ignore xyz sub",
+        ],
+    );
+    // Told to read none, it reads none.
+    allowed(
+        &p,
+        &d,
+        &["rg -u xyz sub", "rg --no-ignore --hidden xyz sub"],
+    );
+    std::fs::remove_file(d.join(".ignore")).unwrap();
+    allowed(&p, &d, &["rg --hidden xyz sub", "rg -L xyz sub", "rg xyz"]);
+    // A repository's excludes file is one of them.
+    std::os::unix::fs::symlink("../../.env", d.join(".git/info/exclude")).unwrap();
+    not_allowed(&p, &d, &["rg xyz", "rg --hidden xyz sub"]);
+    // The user's excludes file (`core.excludesFile`) shows its lines to `--debug` and
+    // `--trace` only: they are asked.
+    std::fs::remove_file(d.join(".git/info/exclude")).unwrap();
+    not_allowed(&p, &d, &["rg --debug xyz sub", "rg --trace xyz sub"]);
+    allowed(&p, &d, &["rg xyz sub"]);
+}
+
+#[test]
+fn a_search_program_with_no_model_searches_the_current_folder_and_runs_nothing_more() {
+    let d = scratch("no-model-search");
+    files(&d, &[(".env", "SECRET=1"), ("src/a.txt", "x")]);
+    let p = rules(&[
+        "Bash(ag:*)",
+        "Bash(ack:*)",
+        "Bash(fd:*)",
+        "Bash(fdfind:*)",
+        "Bash(ugrep:*)",
+        "!Read(.env)",
+    ]);
+    // No folder named: the current one is searched, `.env` with it.
+    not_allowed(
+        &p,
+        &d,
+        &["ag -u SECRET", "ack SECRET", "fdfind -H", "ugrep -r SECRET"],
+    );
+    let runs = [
+        "fdfind -x sh -c id",
+        "fd -Hx cat",
+        "fd --exec cat",
+        "fd -X cat",
+        "fd --exec-batch=cat",
+        "ag --pager 'tee x' SECRET src",
+        "ag --pag=less SECRET src",
+        "ack --pager=less SECRET src",
+        "ugrep --filter='*:sh' x src",
+    ];
+    not_allowed(&p, &d, &runs);
+    std::fs::remove_file(d.join(".env")).unwrap();
+    allowed(
+        &p,
+        &d,
+        &[
+            "ag -u SECRET",
+            "ack SECRET src",
+            "fd -H a",
+            "fdfind txt src",
+        ],
+    );
+    not_allowed(&p, &d, &runs);
+}
+
+#[test]
 fn a_command_run_in_the_background_is_allowed_only_by_a_rule_that_reads_no_paths() {
     let d = scratch("background");
     files(&d, &[(".env", "SECRET=1"), ("src/a.rs", "x")]);

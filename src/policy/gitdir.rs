@@ -424,7 +424,7 @@ fn place(
 }
 
 /// The common folder of repository `repo` (a linked worktree's main repository).
-fn common_of(repo: &Path) -> PathBuf {
+pub(super) fn common_of(repo: &Path) -> PathBuf {
     std::fs::read_to_string(repo.join("commondir"))
         .map(|c| repo.join(c.trim()))
         .unwrap_or_else(|_| repo.to_path_buf())

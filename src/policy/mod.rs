@@ -15,10 +15,9 @@
 //!   and a `deny` or `ask` of `dir/**` covers `dir` too.
 //! - A read or search of a folder is never allowed while a deny or ask rule (of the allowing
 //!   rule's tier or a higher one) could match something beneath it: it is asked.
-//! - The policy's own files ([`Policy::protected`], and every `.acp-question-bridge` folder)
-//!   are never changed on an allow: a call that may change them, or a command that names
-//!   them, is asked (a command naming the session's folder itself may still remove that
-//!   project's policy folder: docs/POLICY.md says why that is left).
+//! - The policy's own files ([`Policy::protected`], every `.acp-question-bridge` folder) are
+//!   never changed on an allow: a call that may change them, or a command naming them, is
+//!   asked (one naming the session's folder may still remove its policy folder: POLICY.md).
 
 pub mod args;
 pub mod claude;
@@ -31,6 +30,7 @@ mod gitdir;
 mod gitindex;
 pub mod glob;
 mod guard;
+mod ignores;
 mod landings;
 mod links;
 pub mod live;

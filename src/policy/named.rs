@@ -22,6 +22,7 @@ pub use super::writes::prefix_write_refused;
 
 use super::args::{self, Access, Reading};
 use super::forms;
+use super::ignores::{self, gone_or_file, lets_back_in};
 use super::{path, Call, Decision, Rule};
 
 /// The most path words of one command resolved; a command that names more is asked.
@@ -74,17 +75,21 @@ impl Named {
                 ));
             }
         }
-        let (placed, unplaced, places) = match reading {
-            Reading::Understood(e) => (e.paths, e.unplaced, e.places),
-            // No model, or one that stopped: any word may be a path.
+        let (placed, unplaced, places, ignore_files) = match reading {
+            Reading::Understood(e) => (e.paths, e.unplaced, e.places, e.ignore_files),
+            // No model, or one that stopped: any word may be a path, and a program that
+            // searches the current folder when no folder is named may search it (`ag -u
+            // KEY`, `fd -H`).
             _ => (
                 Vec::new(),
                 words
                     .iter()
                     .skip(1)
                     .flat_map(|w| candidates(w).flat_map(forms::file_forms))
+                    .chain(ignores::searches_here(words).then(|| ".".to_owned()))
                     .collect(),
                 Vec::new(),
+                true,
             ),
         };
         let mut walked = 0;
@@ -104,13 +109,14 @@ impl Named {
                         Access::Tree | Access::TreeShown | Access::TreeFollowed
                     ) {
                         let mut read = Vec::new();
-                        let under = walk(&p, access, &mut walked, &mut read);
+                        let under =
+                            walk(&p, access, &mut walked, ignore_files.then_some(&mut read));
                         named.beneath.push((p.clone(), under));
                         named
                             .paths
                             .extend(read.into_iter().map(|r| (Access::Read, r)));
                     } else if access == Access::Remove && is_folder(&p) {
-                        let under = walk(&p, Access::Remove, &mut walked, &mut Vec::new());
+                        let under = walk(&p, Access::Remove, &mut walked, None);
                         removed.insert(p.clone(), under.clone());
                         named.trees.push((Access::Remove, p.clone(), under));
                     }
@@ -131,7 +137,7 @@ impl Named {
                 .map(|s| {
                     let under = match removed.get(&s) {
                         Some(under) => under.clone(),
-                        None => walk(&s, Access::Remove, &mut walked, &mut Vec::new()),
+                        None => walk(&s, Access::Remove, &mut walked, None),
                     };
                     (s, under)
                 })
@@ -140,15 +146,18 @@ impl Named {
         }
         for word in unplaced {
             if let Some(rs) = named.resolve(&word, cwd, &mut left) {
+                let mut read = Vec::new();
                 for p in &rs {
                     // Followed through its links: a program with no model may (`diff -r`
-                    // compares what a link in the folder points to).
+                    // compares what a link in the folder points to), and read the ignore
+                    // files there and above (`fd`, `ag`).
                     if !modelled && p.is_dir() {
-                        let under = walk(p, Access::TreeFollowed, &mut walked, &mut Vec::new());
+                        let under = walk(p, Access::TreeFollowed, &mut walked, Some(&mut read));
                         named.unplaced_beneath.push((p.clone(), under));
                     }
                 }
                 named.unplaced.extend(rs);
+                named.unplaced.extend(read);
             }
         }
         named
@@ -219,11 +228,6 @@ impl Named {
     }
 }
 
-/// Whether a walk's error says only that nothing, or a file, is there (`ENOENT`, `ENOTDIR`).
-fn gone_or_file(e: &std::io::Error) -> bool {
-    e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR)
-}
-
 /// Whether `p` is a folder itself (not a link to one: a move takes the link).
 fn is_folder(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
@@ -233,38 +237,24 @@ fn is_folder(p: &Path) -> bool {
 /// left out for [`Access::TreeShown`] (and `None` where an ignore file, `.git/info/exclude`
 /// or the user's excludes lets a name back in: `!.env`); links left out, but followed for
 /// [`Access::TreeFollowed`] (each target where it is, each folder once) and listed as
-/// names for [`Access::Remove`] (a move or copy takes them as they are). `None` past
-/// [`MAX_WALK`] entries in all (`walked` counts them across one command's folders), and
-/// where a folder or a link cannot be opened for any reason but nothing, or a file, being
-/// there.
+/// names for [`Access::Remove`] (a move or copy takes them as they are). With `ignores`,
+/// the program reads the ignore files of `dir`, of the folders above it and of those it
+/// walks: where each leads is added there ([`ignores`]). `None` past [`MAX_WALK`] entries
+/// in all (`walked` counts them across one command's folders), and where a folder or a
+/// link cannot be opened for any reason but nothing, or a file, being there.
 fn walk(
     dir: &Path,
     access: Access,
     walked: &mut usize,
-    links_read: &mut Vec<PathBuf>,
+    mut ignores: Option<&mut Vec<PathBuf>>,
 ) -> Option<Vec<PathBuf>> {
-    // ripgrep reads the ignore files of the folders above where it starts too (`rg x sub`
-    // with `!.env` in `./.ignore`).
-    // And the user's excludes, for every repository (`core.excludesFile`).
-    if access == Access::TreeShown
-        && (dir.ancestors().skip(1).any(|a| {
-            IGNORE_FILES.iter().any(|f| lets_back_in(&a.join(f)))
-                || lets_back_in(&a.join(".git/info/exclude"))
-        }) || super::gitdir::excludes(dir, &|k| std::env::var_os(k))
-            .map_or(true, |fs| fs.iter().any(|f| lets_back_in(f))))
-    {
+    if access == Access::TreeShown && ignores::back_in_above(dir) {
         return None;
     }
-    let mut out = Vec::new();
-    // An ignore file that is a link is read where it leads (`.ignore -> q/.env`: ripgrep
-    // prints a line of `.env` that is not a glob): that path is a read of its own.
-    if access == Access::TreeShown {
-        for a in dir.ancestors().skip(1) {
-            for f in IGNORE_FILES {
-                links_read.extend(ignore_link(&a.join(f))?);
-            }
-        }
+    if let Some(reads) = ignores.as_deref_mut() {
+        ignores::read_above(dir, reads)?;
     }
+    let mut out = Vec::new();
     let mut stack = vec![dir.to_owned()];
     // The folders links led to, each walked once (a link to a folder above it loops).
     let mut seen = std::collections::HashSet::new();
@@ -272,8 +262,12 @@ fn walk(
         seen.insert(real);
     }
     while let Some(d) = stack.pop() {
-        if access == Access::TreeShown && lets_back_in(&d.join(".git/info/exclude")) {
+        let exclude = ignores::exclude_of(&d);
+        if access == Access::TreeShown && exclude.as_ref().is_some_and(|x| lets_back_in(x)) {
             return None;
+        }
+        if let (Some(reads), Some(x)) = (ignores.as_deref_mut(), &exclude) {
+            ignores::read(x, reads)?;
         }
         let entries = match std::fs::read_dir(&d) {
             Ok(entries) => entries,
@@ -295,18 +289,15 @@ fn walk(
                 return None;
             }
             let name = entry.file_name();
+            let ignore_file = ignores::is_ignore_file(&name);
+            if let (true, Some(reads)) = (ignore_file, ignores.as_deref_mut()) {
+                ignores::read(&entry.path(), reads)?;
+            }
             if access == Access::TreeShown && name.as_encoded_bytes().starts_with(b".") {
                 // An ignore file that lets a name back in (`!.env`) may bring hidden ones
                 // in: what ripgrep searches then cannot be told.
-                // In any case: a file system that ignores case reads `.IGNORE` too.
-                let ignore_file = IGNORE_FILES
-                    .iter()
-                    .any(|f| name.to_str().is_some_and(|n| n.eq_ignore_ascii_case(f)));
                 if ignore_file && lets_back_in(&entry.path()) {
                     return None;
-                }
-                if ignore_file {
-                    links_read.extend(ignore_link(&entry.path())?);
                 }
                 continue;
             }
@@ -380,35 +371,6 @@ pub fn candidates(word: &str) -> impl Iterator<Item = &str> {
     std::iter::once(word).chain(value).chain(joined)
 }
 
-/// The files ripgrep reads its ignore rules from, in each folder.
-const IGNORE_FILES: &[&str] = &[".ignore", ".rgignore", ".gitignore"];
-
-/// Where ignore file `f` leads when it is a link (`Some(None)` when it is not one, or
-/// leads nowhere: ripgrep reads nothing there); `None` when that cannot be told.
-fn ignore_link(f: &Path) -> Option<Option<PathBuf>> {
-    match std::fs::symlink_metadata(f) {
-        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(f) {
-            Ok(real) => Some(Some(real)),
-            Err(e) if gone_or_file(&e) => Some(None),
-            Err(_) => None,
-        },
-        _ => Some(None),
-    }
-}
-
-/// Whether ignore file `f` has a line that lets a name back in (`!…`); one that cannot be
-/// read whole (over 64 KiB) counts as having one.
-fn lets_back_in(f: &Path) -> bool {
-    match std::fs::metadata(f) {
-        // A FIFO or a device would be waited on: what it holds cannot be told.
-        Ok(m) if !m.is_file() || m.len() > 64 * 1024 => true,
-        // Any `!` at all: ripgrep 15 drops a byte-order mark before a line's `!`, and what
-        // another version or encoding skips cannot be told (an escaped `\!` only asks).
-        Ok(_) => std::fs::read(f).map(|t| t.contains(&b'!')).unwrap_or(true),
-        Err(_) => false,
-    }
-}
-
 /// The folders `cd DIR` moves to from each of `folders`, when it is a move into an existing
 /// folder inside the session's folder `session` from every one of them (no option, no
 /// `$CDPATH` that could find another, no `-`): such a part needs no rule, and the parts
@@ -475,7 +437,7 @@ pub fn link_beneath(p: &Path) -> Option<String> {
     }
     let mut walked = 0;
     // Every name beneath, links among them as names.
-    let under = walk(p, Access::Remove, &mut walked, &mut Vec::new());
+    let under = walk(p, Access::Remove, &mut walked, None);
     let linked = |es: &Vec<PathBuf>| {
         es.iter()
             .any(|e| std::fs::symlink_metadata(e).is_ok_and(|m| m.is_symlink()))

@@ -255,8 +255,21 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
     ("sftp", &["-S", "-o", "-F"]),
     ("rsync", &["-e", "--rsh", "--rsync-path"]),
     ("mix", &["--exec"]),
+    // Searchers: fd runs a command per file found, ag and ack a pager, ugrep filters and a
+    // viewer (and writes or reads a configuration).
+    ("fd", FD_RUNS),
+    ("fdfind", FD_RUNS),
+    ("ag", &["--pager"]),
+    ("ack", ACK_RUNS),
+    ("ack-grep", ACK_RUNS),
+    ("ugrep", UGREP_RUNS),
+    ("ug", UGREP_RUNS),
     ("gh", &["-R", "--repo", "--hostname"]),
 ];
+
+const FD_RUNS: &[&str] = &["-x", "--exec", "-X", "--exec-batch"];
+const ACK_RUNS: &[&str] = &["--pager", "--output", "--ackrc"];
+const UGREP_RUNS: &[&str] = &["--filter", "--pager", "--view", "--save-config", "--config"];
 
 const NPM_FLAGS: &[&str] = &[
     "--prefix",
@@ -339,7 +352,20 @@ pub fn names_more(words: &[String], from: usize) -> bool {
     };
     let abbreviates = matches!(
         program,
-        "npm" | "pnpm" | "yarn" | "bun" | "uv" | "poetry" | "git" | "curl" | "wget"
+        "npm"
+            | "pnpm"
+            | "yarn"
+            | "bun"
+            | "uv"
+            | "poetry"
+            | "git"
+            | "curl"
+            | "wget"
+            | "ag"
+            | "ack"
+            | "ack-grep"
+            | "ugrep"
+            | "ug"
     );
     let args = words.get(from..).unwrap_or_default();
     // Programs whose single-dash words are long flags (`-exec`, `-logger`), not clusters.

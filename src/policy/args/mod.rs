@@ -64,6 +64,10 @@ pub struct Effects {
     /// Each source of a copy, move or link with a destination, and where it lands in it
     /// (`cp a/x b/y d` lands `a/x` at `d/x`): the program takes its sources in order.
     pub lands: Vec<(String, String)>,
+    /// The program reads the ignore files of the folders it searches and of those above
+    /// them (ripgrep: `.ignore`, `.rgignore`, `.gitignore`, a repository's `info/exclude`),
+    /// and prints their lines that are not globs: each is a read of where it leads.
+    pub ignore_files: bool,
 }
 
 /// A command read by its program's model.

@@ -110,8 +110,8 @@ const RG: &[&str] = &[
     "--no-context-separator",
     "--crlf",
     "--no-crlf",
-    "--debug",
-    "--trace",
+    // `--debug` and `--trace` are not: they print the lines of the user's excludes file
+    // that are not globs (`core.excludesFile`, a link to anything).
     "--dfa-size-limit=",
     "-E|--encoding=",
     "--no-encoding",
@@ -258,6 +258,17 @@ pub(super) fn rg(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         Access::Tree
     } else {
         Access::TreeShown
+    };
+    // Its ignore files are read, and their lines that are not globs printed, with any
+    // access but `--no-ignore` (`-u`) without `--ignore` after it.
+    let no_ignore = met
+        .iter()
+        .rposition(|m| matches!(m.name.as_str(), "-u" | "--unrestricted" | "--no-ignore"));
+    let ignore = met.iter().rposition(|m| m.name == "--ignore");
+    e.ignore_files = match (no_ignore, ignore) {
+        (Some(n), Some(i)) => i > n,
+        (Some(_), None) => false,
+        _ => true,
     };
     paths(w, files, access, e);
     if files.is_empty() {
