@@ -245,6 +245,7 @@ impl Policy {
                                     folders,
                                     path::home().as_deref(),
                                     &|p, c| path::resolve(p, c).map(|r| r.path),
+                                    &path::take_step,
                                 )
                             })
                             .or_else(|| {

@@ -16,12 +16,15 @@ use super::args::{self, Reading};
 /// file elsewhere), is not what the policy resolved; nor is a source that goes through a
 /// landing and back out (`cp -r a/x out/x/../.env out/`: `out/x` is the link `a/x` lands).
 /// Nor is a source that is not there now (a link through a name another source lands).
-/// Compared as the OS resolves them, from each folder the command may run in.
+/// Compared as the OS resolves them, from each folder the command may run in. Each name
+/// the OS would look at takes one of the decision's steps (`step`: `false` once spent, and
+/// the command is then asked).
 pub(super) fn source_beneath_a_landing(
     words: &[String],
     folders: &[PathBuf],
     home: Option<&Path>,
     resolve: &dyn Fn(&Path, &Path) -> Option<PathBuf>,
+    step: &dyn Fn() -> bool,
 ) -> Option<String> {
     let Reading::Understood(e) = args::read(words) else {
         return None;
@@ -65,11 +68,11 @@ pub(super) fn source_beneath_a_landing(
         // `a/x` put in its place takes `q` elsewhere).
         let mut passed = Vec::with_capacity(e.lands.len());
         for (source, _) in &e.lands {
-            match links_passed(source, cwd, home) {
+            match links_passed(source, cwd, home, step) {
                 Some(links) => passed.push(links),
                 None => {
                     return Some(format!(
-                        "`{source}` goes through more links than the OS follows"
+                        "`{source}` goes through more links than the OS follows, or more than the decision may look at"
                     ))
                 }
             }
@@ -134,10 +137,15 @@ const MOST_LINKS: usize = 40;
 
 /// Every link the OS goes through to reach source word `w` now, each where it is (its own
 /// name, the folders above it resolved), the source itself included when it is one; `None`
-/// past [`MOST_LINKS`] or with no home for `~/`. A `..` goes up from where the walk has
-/// got to, as in the kernel; a name that is not there ends nothing (what is beneath it is
-/// not there either).
-fn links_passed(w: &str, cwd: &Path, home: Option<&Path>) -> Option<Vec<PathBuf>> {
+/// past [`MOST_LINKS`], with no home for `~/`, or once `step` says the decision's work is
+/// spent. A `..` goes up from where the walk has got to, as in the kernel; a name that is
+/// not there ends nothing (what is beneath it is not there either).
+fn links_passed(
+    w: &str,
+    cwd: &Path,
+    home: Option<&Path>,
+    step: &dyn Fn() -> bool,
+) -> Option<Vec<PathBuf>> {
     use std::collections::VecDeque;
     use std::path::Component;
     let start = joined(w, cwd, home)?;
@@ -154,6 +162,9 @@ fn links_passed(w: &str, cwd: &Path, home: Option<&Path>) -> Option<Vec<PathBuf>
                 at.pop();
             }
             Some(Component::Normal(name)) => {
+                if !step() {
+                    return None;
+                }
                 let next = at.join(name);
                 match std::fs::symlink_metadata(&next) {
                     Ok(m) if m.file_type().is_symlink() => {
@@ -180,4 +191,37 @@ fn links_passed(w: &str, cwd: &Path, home: Option<&Path>) -> Option<Vec<PathBuf>
 fn is_there(w: &str, cwd: &Path, home: Option<&Path>) -> bool {
     joined(w, cwd, home)
         .is_some_and(|p| std::fs::symlink_metadata(&p).is_ok() && std::fs::metadata(&p).is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_source_is_walked_only_while_the_decision_has_work_left() {
+        let d = std::env::temp_dir().join(format!("landings-steps-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        for f in ["a/x", "b/y"] {
+            std::fs::create_dir_all(d.join(f).parent().unwrap()).unwrap();
+            std::fs::write(d.join(f), "x").unwrap();
+        }
+        std::fs::create_dir_all(d.join("out")).unwrap();
+        let d = std::fs::canonicalize(&d).unwrap();
+        let words: Vec<String> = ["cp", "a/x", "b/y", "out/"].map(String::from).into();
+        let resolve =
+            |p: &Path, c: &Path| Some(std::fs::canonicalize(c.join(p)).unwrap_or(c.join(p)));
+        let folders = [d.clone()];
+        assert_eq!(
+            source_beneath_a_landing(&words, &folders, None, &resolve, &|| true),
+            None
+        );
+        let spent = source_beneath_a_landing(&words, &folders, None, &resolve, &|| false);
+        assert!(
+            spent
+                .as_deref()
+                .is_some_and(|w| w.contains("more than the decision may look at")),
+            "{spent:?}"
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 }
