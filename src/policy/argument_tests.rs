@@ -1447,22 +1447,23 @@ fn curl_and_wget_are_asked_while_their_own_configuration_files_exist() {
     };
     let words = |c: &str| c.split(' ').map(str::to_owned).collect::<Vec<_>>();
     assert_eq!(
-        super::rc::refused_in(&words("curl -s https://example.com"), &env),
+        super::rc::refused_in(&words("curl -s https://example.com"), &[], &env),
         None
     );
     // (What real curl does with it: tests/it/policy_cli.rs.)
     std::fs::write(home.join(".curlrc"), "output = \"x\"\n").unwrap();
-    let why = super::rc::refused_in(&words("curl -s https://example.com"), &env).expect("asked");
+    let why =
+        super::rc::refused_in(&words("curl -s https://example.com"), &[], &env).expect("asked");
     assert!(why.contains(".curlrc"), "{why}");
     assert_eq!(
-        super::rc::refused_in(&words("curl -q -s https://example.com"), &env),
+        super::rc::refused_in(&words("curl -q -s https://example.com"), &[], &env),
         None
     );
     // wget's, in the home folder or where `$WGETRC` says.
     std::fs::write(home.join(".wgetrc"), "use_askpass = ./evil\n").unwrap();
-    assert!(super::rc::refused_in(&words("wget -q https://example.com"), &env).is_some());
+    assert!(super::rc::refused_in(&words("wget -q https://example.com"), &[], &env).is_some());
     assert_eq!(
-        super::rc::refused_in(&words("wget --no-config -q https://example.com"), &env),
+        super::rc::refused_in(&words("wget --no-config -q https://example.com"), &[], &env),
         None
     );
 }
@@ -2535,6 +2536,83 @@ fn a_search_program_with_no_model_searches_the_current_folder_and_runs_nothing_m
         ],
     );
     not_allowed(&p, &d, &runs);
+}
+
+#[test]
+fn searchers_are_asked_while_a_configuration_file_of_theirs_exists() {
+    let d = scratch("searcher-rc");
+    let home = d.join("home");
+    let proj = d.join("proj");
+    std::fs::create_dir_all(home.join(".config")).unwrap();
+    std::fs::create_dir_all(proj.join("sub")).unwrap();
+    let env = |k: &str| match k {
+        "HOME" => Some(home.clone().into_os_string()),
+        _ => None,
+    };
+    let words = |c: &str| c.split(' ').map(str::to_owned).collect::<Vec<_>>();
+    let at = [proj.join("sub")];
+    let asked = |c: &str| super::rc::refused_in(&words(c), &at, &env);
+    for c in ["ack SECRET", "ug SECRET", "pt x", "sift x", "rga x"] {
+        assert_eq!(asked(c), None, "{c}");
+    }
+    // ack reads `.ackrc` in the folder it runs in and every folder above (a
+    // `--files-from=` there names files no word shows), unless `--noenv`.
+    std::fs::write(proj.join(".ackrc"), "--files-from=list\n").unwrap();
+    assert!(asked("ack SECRET").is_some_and(|w| w.contains(".ackrc")));
+    assert_eq!(asked("ack --noenv SECRET"), None);
+    std::fs::remove_file(proj.join(".ackrc")).unwrap();
+    std::fs::write(home.join(".ackrc"), "--files-from=list\n").unwrap();
+    assert!(asked("ack-grep SECRET").is_some());
+    // `ug` reads `.ugrep` where it runs or in the home folder (`filter=` runs a program).
+    std::fs::write(proj.join("sub/.ugrep"), "filter=txt:sh -c id\n").unwrap();
+    assert!(asked("ug SECRET").is_some_and(|w| w.contains(".ugrep")));
+    std::fs::remove_file(proj.join("sub/.ugrep")).unwrap();
+    std::fs::write(home.join(".ugrep"), "filter=txt:sh -c id\n").unwrap();
+    assert!(asked("ug SECRET").is_some());
+    std::fs::create_dir_all(home.join(".config/ripgrep-all")).unwrap();
+    std::fs::write(home.join(".config/ripgrep-all/config.jsonc"), "{}").unwrap();
+    assert!(asked("rga x").is_some());
+}
+
+#[test]
+fn search_programs_never_read_a_list_of_files_or_a_configuration_under_a_prefix() {
+    let d = scratch("searcher-lists");
+    files(&d, &[("list", "../home/.ssh/id_rsa"), ("src/a.txt", "x")]);
+    let p = rules(&["Bash(ack:*)", "Bash(ugrep:*)", "Bash(tree:*)", "Bash(fd:*)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "ack --files-from=list .",
+            "ack --files-from list .",
+            "ack -x .",
+            "ugrep ---cfg SECRET src",
+            "ugrep -Q",
+            "tree -R -H x -L 1 src",
+            "fd -l . src",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "ack SECRET src",
+            "ugrep -r SECRET src",
+            "tree -L 1 src",
+            "fd txt src",
+        ],
+    );
+    // Nor is one written to be read next.
+    let p = rules(&["Bash(echo:*)", "Bash(tee:*)", "Bash(ug:*)", "Bash(cp:*)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "echo filter=txt:sh | tee .ugrep && ug SECRET src",
+            "tee src/.ackrc",
+            "cp list _ackrc",
+        ],
+    );
 }
 
 #[test]

@@ -198,8 +198,8 @@ impl Policy {
                 _ => &part.words[..],
             };
             if let Some(why) = on_path_refused(part, folders, &call.cwd)
-                .or_else(|| super::rc::refused(&part.words))
-                .or_else(|| super::rc::refused(words))
+                .or_else(|| super::rc::refused(&part.words, folders))
+                .or_else(|| super::rc::refused(words, folders))
                 .or_else(|| super::gitdir::refused(&call.cwd, folders, words))
                 .or_else(|| super::gitindex::foreign_submodule(&call.cwd, words))
             {

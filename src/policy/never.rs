@@ -160,8 +160,9 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
     ("yarn", NPM_FLAGS),
     ("bun", NPM_FLAGS),
     ("docker", &["-H", "--host", "--context", "--config"]),
-    // `tree -o FILE` writes FILE (`-o ~/.profile`), `--fromfile` reads a list of names.
-    ("tree", &["-o", "--fromfile"]),
+    // `tree -o FILE` writes FILE (`-o ~/.profile`), `-R` writes `00Tree.html` in every
+    // folder, `--fromfile` reads a list of names.
+    ("tree", &["-o", "-R", "--fromfile"]),
     ("podman", &["-H", "--host", "--url", "--connection"]),
     (
         "kubectl",
@@ -267,9 +268,20 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
     ("gh", &["-R", "--repo", "--hostname"]),
 ];
 
-const FD_RUNS: &[&str] = &["-x", "--exec", "-X", "--exec-batch"];
-const ACK_RUNS: &[&str] = &["--pager", "--output", "--ackrc"];
-const UGREP_RUNS: &[&str] = &["--filter", "--pager", "--view", "--save-config", "--config"];
+// fd's `-l` is `--exec-batch ls -l`.
+const FD_RUNS: &[&str] = &["-x", "--exec", "-X", "--exec-batch", "-l", "--list-details"];
+// `--files-from` and `-x` (names on stdin): a list of files whose names no word shows.
+const ACK_RUNS: &[&str] = &["--pager", "--output", "--ackrc", "--files-from", "-x"];
+// `-Q` is a text interface that opens files in `--view`'s program (`$PAGER`).
+const UGREP_RUNS: &[&str] = &[
+    "--filter",
+    "--pager",
+    "--view",
+    "--save-config",
+    "--config",
+    "-Q",
+    "--query",
+];
 
 const NPM_FLAGS: &[&str] = &[
     "--prefix",
@@ -420,6 +432,8 @@ pub fn names_more(words: &[String], from: usize) -> bool {
         }
     }
     args.iter().any(|w| flagged(w))
+        // ugrep's `---FILE` is `--config=FILE`.
+        || (matches!(program, "ugrep" | "ug") && args.iter().any(|w| w.starts_with("---")))
         || (program == "curl" && curl_names_more(args))
         || (program == "git" && git_runs_given(words, args))
         || (program == "tar" && tar_names_a_host(words, args))

@@ -2,8 +2,9 @@
 //! command or field of a tool call shows. The agents' own folders
 //! ([`agent_settings`]) are the policy's files too. And programs that read a configuration
 //! file of their own from the user's folders, with options no word of the command shows:
-//! curl's `.curlrc` (`output = "…"`, `url = "file:///…/.ssh/id_rsa"`) and wget's `.wgetrc`
-//! (`output_document`, `use_askpass`).
+//! curl's `.curlrc` (`output = "…"`, `url = "file:///…/.ssh/id_rsa"`), wget's `.wgetrc`
+//! (`output_document`, `use_askpass`), and searchers' (ack's `.ackrc` in the folder or
+//! above: `--files-from`; ugrep's `.ugrep`, which `ug` reads: `filter=` runs a program).
 //! While such a file exists, an allowed command of one is asked: an earlier allowed
 //! `curl -o ~/.curlrc URL` would otherwise make the next `curl URL` write the policy's own
 //! file, or print what a `Read` deny forbids (a fifteenth hostile review). And the user's
@@ -17,14 +18,30 @@ use std::path::{Path, PathBuf};
 /// The environment a lookup reads (the bridge's, which its agent inherits).
 pub(super) type Env<'a> = &'a dyn Fn(&str) -> Option<OsString>;
 
-/// Why `words` (one part of a command) may read options from a file no word names.
-pub(super) fn refused(words: &[String]) -> Option<String> {
-    refused_in(words, &|k| std::env::var_os(k))
+/// Why `words` (one part of a command, run in any of `folders`) may read options from a
+/// file no word names.
+pub(super) fn refused(words: &[String], folders: &[PathBuf]) -> Option<String> {
+    refused_in(words, folders, &|k| std::env::var_os(k))
 }
 
 /// [`refused`], with the environment `env`.
-pub(super) fn refused_in(words: &[String], env: Env<'_>) -> Option<String> {
+pub(super) fn refused_in(words: &[String], folders: &[PathBuf], env: Env<'_>) -> Option<String> {
     let program = super::args::base(words.first()?);
+    let (home, config) = home_and_config(env);
+    // Searchers' files, in the folder they run in (ack: and every folder above it) or the
+    // user's: ack's `--files-from` (a list of files to read), ugrep's `filter=` (a program
+    // run per file).
+    let here = |names: &[&str], above: bool| -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = folders
+            .iter()
+            .flat_map(|f| f.ancestors().take(if above { usize::MAX } else { 1 }))
+            .map(Path::to_path_buf)
+            .collect();
+        dirs.extend(home.clone());
+        dirs.iter()
+            .flat_map(|d| names.iter().map(move |n| d.join(n)))
+            .collect()
+    };
     let files = match program {
         // `-q` (`--disable`) as the first argument: curl reads no `.curlrc`.
         "curl" if matches!(words.get(1).map(String::as_str), Some("-q" | "--disable")) => {
@@ -33,11 +50,26 @@ pub(super) fn refused_in(words: &[String], env: Env<'_>) -> Option<String> {
         "curl" => curlrc(env),
         "wget" | "wget2" if words.iter().any(|w| w == "--no-config") => return None,
         "wget" | "wget2" => wgetrc(env),
+        "ack" | "ack-grep" if words.iter().any(|w| w == "--noenv") => return None,
+        "ack" | "ack-grep" => {
+            let mut files = here(&[".ackrc", "_ackrc"], true);
+            files.extend(env("ACKRC").map(PathBuf::from));
+            files.push(PathBuf::from("/etc/ackrc"));
+            files
+        }
+        // `ug` is `ugrep --config`: it reads `.ugrep` with no word saying so.
+        "ug" => here(&[".ugrep"], false),
+        "pt" => here(&[".ptconfig.toml"], false),
+        "sift" => here(&[".sift.conf"], false),
+        "rga" => config
+            .map(|c| c.join("ripgrep-all/config.jsonc"))
+            .into_iter()
+            .collect(),
         _ => return None,
     };
     let found = files.into_iter().find(|f| f.exists())?;
     Some(format!(
-        "`{program}` reads {}, whose options no word of the command shows (give `-q` first to curl, `--no-config` to wget, or remove the file)",
+        "`{program}` reads {}, whose options no word of the command shows (give `-q` first to curl, `--no-config` to wget, `--noenv` to ack, or remove the file)",
         found.display()
     ))
 }

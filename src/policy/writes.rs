@@ -50,6 +50,13 @@ const TOOL_CONFIG: &[&str] = &[
     ".node-version",
     ".nvmrc",
     "uv.toml",
+    // Searchers' own files, read with no word saying so: ack's (`--files-from`), ugrep's
+    // (`filter=` runs a program), pt's and sift's.
+    ".ackrc",
+    "_ackrc",
+    ".ugrep",
+    ".ptconfig.toml",
+    ".sift.conf",
 ];
 
 /// Why a prefix rule may not allow writing `p` (resolved) from a session in `cwd`: outside
