@@ -1466,6 +1466,12 @@ fn curl_and_wget_are_asked_while_their_own_configuration_files_exist() {
         super::rc::refused_in(&words("wget --no-config -q https://example.com"), &[], &env),
         None
     );
+    for c in [
+        "wget -q https://example.com -- --no-config",
+        "wget -O --no-config https://example.com",
+    ] {
+        assert!(super::rc::refused_in(&words(c), &[], &env).is_some(), "{c}");
+    }
 }
 
 #[test]
@@ -2560,6 +2566,9 @@ fn searchers_are_asked_while_a_configuration_file_of_theirs_exists() {
     std::fs::write(proj.join(".ackrc"), "--files-from=list\n").unwrap();
     assert!(asked("ack SECRET").is_some_and(|w| w.contains(".ackrc")));
     assert_eq!(asked("ack --noenv SECRET"), None);
+    // Only first: after `--` it is a name, after an option its value.
+    assert!(asked("ack SECRET -- --noenv").is_some());
+    assert!(asked("ack --match --noenv SECRET").is_some());
     std::fs::remove_file(proj.join(".ackrc")).unwrap();
     std::fs::write(home.join(".ackrc"), "--files-from=list\n").unwrap();
     assert!(asked("ack-grep SECRET").is_some());
@@ -2572,6 +2581,12 @@ fn searchers_are_asked_while_a_configuration_file_of_theirs_exists() {
     std::fs::create_dir_all(home.join(".config/ripgrep-all")).unwrap();
     std::fs::write(home.join(".config/ripgrep-all/config.jsonc"), "{}").unwrap();
     assert!(asked("rga x").is_some());
+    // Universal Ctags's option folders; cscope's list of files.
+    assert_eq!(asked("ctags -R ."), None);
+    std::fs::create_dir_all(proj.join("sub/.ctags.d")).unwrap();
+    assert!(asked("ctags -R .").is_some());
+    std::fs::write(proj.join("sub/cscope.files"), "../home/.ssh/id_rsa\n").unwrap();
+    assert!(asked("cscope -L -6 KEY").is_some());
 }
 
 #[test]
@@ -2590,6 +2605,39 @@ fn search_programs_never_read_a_list_of_files_or_a_configuration_under_a_prefix(
             "ugrep -Q",
             "tree -R -H x -L 1 src",
             "fd -l . src",
+        ],
+    );
+    // Programs no model reads, whose options run another program.
+    let cc = rules(&[
+        "Bash(gcc:*)",
+        "Bash(bat:*)",
+        "Bash(cloc:*)",
+        "Bash(ctags:*)",
+    ]);
+    not_allowed(
+        &cc,
+        &d,
+        &[
+            "gcc -wrapper sh,-c,id -c src/a.c",
+            "gcc -B/tmp/x -c src/a.c",
+            "gcc -fplugin=./p.so -c src/a.c",
+            "gcc -specs=x -c src/a.c",
+            "bat --paging=always --pager 'tee x' src/a.txt",
+            "cloc --extract-with='id' src",
+            "cloc --vcs='id; echo'",
+            "cloc --ext=id src",
+            "ctags -f ~/.bashrc -R src",
+            "ctags -L list",
+        ],
+    );
+    allowed(
+        &cc,
+        &d,
+        &[
+            "gcc -DBUILD=1 -O2 -c src/a.c",
+            "bat src/a.txt",
+            "cloc src",
+            "ctags -R src",
         ],
     );
     allowed(

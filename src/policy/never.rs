@@ -261,12 +261,46 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
     ("fd", FD_RUNS),
     ("fdfind", FD_RUNS),
     ("ag", &["--pager"]),
+    ("bat", &["--pager"]),
+    ("batcat", &["--pager"]),
+    (
+        "cloc",
+        &[
+            "--extract-with",
+            "--vcs",
+            "--out",
+            "--report-file",
+            "--sql",
+            "--write-lang-def",
+            "--write-lang-def-incl-dup",
+            "--categorized",
+            "--counted",
+            "--ignored",
+            "--found",
+            "--list-file",
+            "--exclude-list-file",
+            "--read-lang-def",
+            "--force-lang-def",
+        ],
+    ),
+    ("ctags", &["-f", "-o", "-L", "--options", "--options-maybe"]),
+    ("cscope", &["-i", "-f", "-F"]),
+    // The compilers' ways of running another program (`-wrapper sh,-c,…`, a plugin, a
+    // specs file, a folder of their own programs).
+    ("gcc", CC_RUNS),
+    ("g++", CC_RUNS),
+    ("cc", CC_RUNS),
+    ("c++", CC_RUNS),
+    ("clang", CC_RUNS),
+    ("clang++", CC_RUNS),
     ("ack", ACK_RUNS),
     ("ack-grep", ACK_RUNS),
     ("ugrep", UGREP_RUNS),
     ("ug", UGREP_RUNS),
     ("gh", &["-R", "--repo", "--hostname"]),
 ];
+
+const CC_RUNS: &[&str] = &["-wrapper", "-B", "-fplugin", "-specs", "--specs"];
 
 // fd's `-l` is `--exec-batch ls -l`.
 const FD_RUNS: &[&str] = &["-x", "--exec", "-X", "--exec-batch", "-l", "--list-details"];
@@ -378,10 +412,14 @@ pub fn names_more(words: &[String], from: usize) -> bool {
             | "ack-grep"
             | "ugrep"
             | "ug"
+            | "cloc"
     );
     let args = words.get(from..).unwrap_or_default();
     // Programs whose single-dash words are long flags (`-exec`, `-logger`), not clusters.
-    let long_single = matches!(program, "go" | "dotnet" | "swift");
+    let long_single = matches!(
+        program,
+        "go" | "dotnet" | "swift" | "gcc" | "g++" | "cc" | "c++" | "clang" | "clang++"
+    );
     let flagged = |word: &str| {
         let mut word = word.to_owned();
         if program == "go" {

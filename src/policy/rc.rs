@@ -48,9 +48,10 @@ pub(super) fn refused_in(words: &[String], folders: &[PathBuf], env: Env<'_>) ->
             return None
         }
         "curl" => curlrc(env),
-        "wget" | "wget2" if words.iter().any(|w| w == "--no-config") => return None,
+        // Only first: after `--` it is a name, and after `-O` that option's value.
+        "wget" | "wget2" if words.get(1).is_some_and(|w| w == "--no-config") => return None,
         "wget" | "wget2" => wgetrc(env),
-        "ack" | "ack-grep" if words.iter().any(|w| w == "--noenv") => return None,
+        "ack" | "ack-grep" if words.get(1).is_some_and(|w| w == "--noenv") => return None,
         "ack" | "ack-grep" => {
             let mut files = here(&[".ackrc", "_ackrc"], true);
             files.extend(env("ACKRC").map(PathBuf::from));
@@ -65,11 +66,15 @@ pub(super) fn refused_in(words: &[String], folders: &[PathBuf], env: Env<'_>) ->
             .map(|c| c.join("ripgrep-all/config.jsonc"))
             .into_iter()
             .collect(),
+        // Universal Ctags reads every `*.ctags` of these folders (`-f ~/.bashrc`); cscope
+        // the list of files it indexes and prints.
+        "ctags" => here(&[".ctags.d", "ctags.d"], false),
+        "cscope" => here(&["cscope.files"], false),
         _ => return None,
     };
     let found = files.into_iter().find(|f| f.exists())?;
     Some(format!(
-        "`{program}` reads {}, whose options no word of the command shows (give `-q` first to curl, `--no-config` to wget, `--noenv` to ack, or remove the file)",
+        "`{program}` reads {}, whose options no word of the command shows (give `-q` first to curl, `--no-config` first to wget, `--noenv` first to ack, or remove the file)",
         found.display()
     ))
 }
