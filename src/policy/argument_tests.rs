@@ -2664,6 +2664,41 @@ fn search_programs_never_read_a_list_of_files_or_a_configuration_under_a_prefix(
 }
 
 #[test]
+fn a_program_with_no_model_never_names_a_file_that_runs_programs_under_a_prefix() {
+    let d = scratch("no-model-writes");
+    files(&d, &[("src/a.c", "int main(){}"), ("src/p.txt", "x")]);
+    let p = rules(&[
+        "Bash(gcc:*)",
+        "Bash(iconv:*)",
+        "Bash(diff:*)",
+        "Bash(timeout:*)",
+    ]);
+    // Any word may be a written path: a shell's start file, the user's configuration, a
+    // tool's file, a `.git` folder's (made or not).
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "gcc -E -P -x c -o ~/.bashrc src/p.txt",
+            "iconv -o .ackrc src/p.txt",
+            "iconv -o src/.envrc src/p.txt",
+            "diff --output=.git/hooks/pre-commit src/a.c src/p.txt",
+            "gcc -o .git/config src/a.c",
+            "timeout 5 iconv -o .npmrc src/p.txt",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "gcc -O2 -o app src/a.c",
+            "iconv -f utf8 -t ascii src/p.txt",
+            "diff src/a.c src/p.txt",
+        ],
+    );
+}
+
+#[test]
 fn a_command_run_in_the_background_is_allowed_only_by_a_rule_that_reads_no_paths() {
     let d = scratch("background");
     files(&d, &[(".env", "SECRET=1"), ("src/a.rs", "x")]);

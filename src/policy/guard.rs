@@ -275,12 +275,16 @@ impl Policy {
             .collect();
         let mut looked = std::collections::HashSet::new();
         let mut resolved = 0;
-        // A move changes no file: its folder is followed instead.
-        let changing = cmd.seen.iter().filter(|c| !is_move(c));
-        for word in changing.flatten() {
+        // A move changes no file: its folder is followed instead. A part whose program no
+        // model reads may write what any of its words names.
+        let changing = cmd.seen.iter().filter(|c| !is_move(c)).flat_map(|c| {
+            let unmodelled = c.first().is_some_and(|p| !super::args::has_model(p));
+            c.iter().map(move |w| (w, unmodelled))
+        });
+        for (word, unmodelled) in changing {
             for w in super::named::candidates(word) {
                 // Each word once; an empty one names no path (the OS says ENOENT).
-                if w.is_empty() || !looked.insert(w) {
+                if w.is_empty() || !looked.insert((w, unmodelled)) {
                     continue;
                 }
                 for (base, folder) in &folders {
@@ -288,7 +292,8 @@ impl Policy {
                     // of one of the policy's files by name (`cp -r x .claude`, `tee
                     // .mcp.json` make one).
                     let by_name = super::rc::agent_settings(Path::new(w), Path::new(w)).is_some()
-                        || w.eq_ignore_ascii_case(PROJECT_FOLDER);
+                        || w.eq_ignore_ascii_case(PROJECT_FOLDER)
+                        || (unmodelled && super::writes::runs_by_name(w));
                     if !by_name && folder.as_ref().is_some_and(|f| f.lacks(w)) {
                         continue;
                     }
@@ -320,6 +325,14 @@ impl Policy {
                             .or_else(|| above_user_file(&r.path, &user))
                         {
                             return Some(format!("the command names one: {why}"));
+                        }
+                        if let Some(why) = unmodelled
+                            .then(|| super::writes::named_runs_programs(&r.path, cwd))
+                            .flatten()
+                        {
+                            return Some(format!(
+                                "a program no model reads may write what its words name, and {why}"
+                            ));
                         }
                     }
                 }

@@ -32,6 +32,20 @@ const SHELL_START: &[&str] = &[
     ".bash_aliases",
 ];
 
+/// The version controls' folders (`go build` and `go list` run `hg`, `svn`, `bzr` or
+/// `fossil` to stamp the build, which reads `.hg/hgrc`'s hooks); lower case, compared in
+/// either case.
+const VCS: &[&str] = &[
+    ".git",
+    ".hg",
+    ".svn",
+    ".bzr",
+    ".fslckout",
+    "_fossil_",
+    ".jj",
+    "_darcs",
+];
+
 /// Files from which a program that looks read-only picks the program it runs, in any folder
 /// of the session: rustup's toolchain file (`path = "/x"` makes `cargo tree` run
 /// `/x/bin/cargo`), npm's and yarn's settings (`script-shell`), the version managers'
@@ -71,25 +85,73 @@ pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
     if rel.as_os_str().is_empty() {
         return Some("it writes the session's folder itself".into());
     }
+    if let Some(why) = runs_programs(p, rel, cwd) {
+        return Some(why);
+    }
+    // A file of more names than one: a write in place writes them all (`ln .git/config x`
+    // then `tee -a x`), and no path tells where the others are.
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.nlink() > 1) {
+        return Some(format!(
+            "it writes {}, a file with other names (a hard link), which may be anywhere",
+            p.display()
+        ));
+    }
+    // A folder git takes for a repository by what it holds, whatever its name (`cp -r
+    // .git/. x`, then `tee -a x/config`, then `cd x && git status`).
+    let mut at = p.parent();
+    while let Some(d) = at.filter(|d| d.starts_with(cwd)) {
+        if d.join("HEAD").is_file()
+            && ["objects", "refs", "commondir"]
+                .iter()
+                .any(|n| d.join(n).exists())
+        {
+            return Some(format!(
+                "it writes {}, inside {}, which git takes for a repository's own folder",
+                p.display(),
+                d.display()
+            ));
+        }
+        at = d.parent();
+    }
+    None
+}
+
+/// Why a word of a program no model reads, resolved to `p`, may name a file that makes
+/// programs run once written (a word may be a written path: `gcc -o ~/.bashrc`, `iconv -o
+/// .ackrc`): one inside the session's folder that [`prefix_write_refused`] refuses by its
+/// name or place, or the user's own configuration outside it. A hard link is not counted
+/// here (a read of one is common: pnpm's `node_modules`).
+pub fn named_runs_programs(p: &Path, cwd: &Path) -> Option<String> {
+    match p.strip_prefix(cwd) {
+        Ok(rel) if !rel.as_os_str().is_empty() => runs_programs(p, rel, cwd),
+        _ => super::rc::user_configuration(p, cwd),
+    }
+}
+
+/// Whether a file named `name` (one name, in any case) makes programs run once written
+/// wherever it is made: a shell's start file, a tool's, git's configuration, a version
+/// control's or cargo's folder.
+pub fn runs_by_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    let name = name.as_str();
+    SHELL_START.contains(&name)
+        || TOOL_CONFIG.contains(&name)
+        || VCS.contains(&name)
+        || matches!(name, ".gitconfig" | ".cargo")
+}
+
+/// Why writing `p` (inside the session's folder `cwd`, `rel` beneath it) may make programs
+/// run: by its place or its name (see [`prefix_write_refused`]).
+fn runs_programs(p: &Path, rel: &Path, cwd: &Path) -> Option<String> {
     // Names compared in either case: a file system that ignores case (macOS's) takes
     // `.GIT/config` for `.git/config`.
     let is =
         |c: &std::ffi::OsStr, name: &str| c.to_str().is_some_and(|c| c.eq_ignore_ascii_case(name));
-    // And the other version controls' folders: `go build` and `go list` run `hg` (or
-    // `svn`, `bzr`, `fossil`) to stamp the build, which reads `.hg/hgrc`'s hooks.
-    let vcs = [
-        ".git",
-        ".hg",
-        ".svn",
-        ".bzr",
-        ".fslckout",
-        "_FOSSIL_",
-        ".jj",
-        "_darcs",
-    ];
+    // And the other version controls' folders ([`VCS`]).
     if let Some(c) = rel
         .components()
-        .find(|c| vcs.iter().any(|v| is(c.as_os_str(), v)))
+        .find(|c| VCS.iter().any(|v| is(c.as_os_str(), v)))
     {
         return Some(format!(
             "it writes {}, inside a {} folder (its config and hooks run programs)",
@@ -147,32 +209,6 @@ pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
             "it writes {}, a file from which a tool picks the program it runs",
             p.display()
         ));
-    }
-    // A file of more names than one: a write in place writes them all (`ln .git/config x`
-    // then `tee -a x`), and no path tells where the others are.
-    use std::os::unix::fs::MetadataExt;
-    if std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.nlink() > 1) {
-        return Some(format!(
-            "it writes {}, a file with other names (a hard link), which may be anywhere",
-            p.display()
-        ));
-    }
-    // A folder git takes for a repository by what it holds, whatever its name (`cp -r
-    // .git/. x`, then `tee -a x/config`, then `cd x && git status`).
-    let mut at = p.parent();
-    while let Some(d) = at.filter(|d| d.starts_with(cwd)) {
-        if d.join("HEAD").is_file()
-            && ["objects", "refs", "commondir"]
-                .iter()
-                .any(|n| d.join(n).exists())
-        {
-            return Some(format!(
-                "it writes {}, inside {}, which git takes for a repository's own folder",
-                p.display(),
-                d.display()
-            ));
-        }
-        at = d.parent();
     }
     None
 }
