@@ -3014,3 +3014,132 @@ fn a_copy_or_move_never_reads_a_source_beneath_where_another_of_its_sources_land
     );
     allowed(&p, &d, &["cp sub2/.env b/y out/"]);
 }
+
+#[test]
+fn a_program_with_no_model_never_makes_a_name_that_runs_programs_from_parts() {
+    let d = scratch("no-model-parts");
+    files(
+        &d,
+        &[
+            ("src/a.c", "int main(){}"),
+            ("p.txt", "x\ny\n"),
+            ("big.csv", "a\nb\n"),
+            ("in.png", "x"),
+            ("pkg/x", "x"),
+        ],
+    );
+    let p = rules(&[
+        "Bash(gcc:*)",
+        "Bash(iconv:*)",
+        "Bash(csplit:*)",
+        "Bash(split:*)",
+        "Bash(convert:*)",
+        "Bash(ld:*)",
+        "Bash(zip:*)",
+        "Bash(diff3:*)",
+        "Bash(file:*)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            // A name made of a prefix and a format or a suffix.
+            "csplit -k -f .gi -b %.0dt/config p.txt 2",
+            "csplit -f .env -b %.0drc p.txt 2",
+            "csplit --prefix=x --suffix-format=%d.txt p.txt 2",
+            "split -a1 -n1 --hex-suffixes=c p.txt .envr",
+            "split --additional-suffix=rc p.txt .env",
+            "split -n 445 p.txt .bashr",
+            "split -l 1 p.txt src/.zlog",
+            // A path inside a word of a list, or after a format's name.
+            "convert in.png -format x info:.git/config",
+            "convert in.png -format x info:~/.bashrc",
+            "convert in.png info:.cargo/config.toml",
+            "gcc src/a.c -Wl,-o,.git/hooks/pre-commit",
+            // What the linker runs: a plugin, through the compiler or not.
+            "gcc src/a.c -Wl,-plugin,./p.so",
+            "gcc src/a.c -Xlinker -plugin -Xlinker ./p.so",
+            "gcc src/a.c -fuse-ld=/tmp/x",
+            "clang src/a.c -Xclang -load -Xclang ./p.so",
+            "ld -plugin ./p.so a.o",
+            "ld -plug ./p.so a.o",
+            "ld --plugin=./p.so a.o",
+            // Any beginning of a long option, a single-dash one with its value joined.
+            "split --filt=sh p.txt",
+            "split --f=sh p.txt",
+            "zip -T -TTsh a.zip p.txt",
+            "zip -T --unzip-comm=sh a.zip p.txt",
+            "diff3 --diff-prog=./d.sh p.txt p.txt p.txt",
+            "file --magic ./m p.txt",
+            // A tool's files by folder.
+            "iconv -o .mise/config.toml p.txt",
+            "iconv -o .config/mise/config.toml p.txt",
+            "iconv -o .yarn/releases/yarn.cjs p.txt",
+            "iconv -o .pnpmfile.cjs p.txt",
+        ],
+    );
+    // From a package folder of a repository: its `.git` is above the session.
+    std::fs::create_dir_all(d.join(".git/hooks")).unwrap();
+    not_allowed(
+        &p,
+        &d.join("pkg"),
+        &[
+            "gcc ../src/a.c -o ../.git/hooks/pre-commit",
+            "iconv -o ../.envrc ../p.txt",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "gcc -Wall -O2 -o app src/a.c",
+            "split -l 1000 big.csv part_",
+            "csplit p.txt 2",
+            "convert in.png out.png",
+            "zip -r a.zip src",
+            "iconv -f utf8 -t ascii -o out.txt p.txt",
+        ],
+    );
+}
+
+#[test]
+fn sqlite3_is_allowed_under_a_prefix_only_in_safe_mode_with_sql_that_prints() {
+    let d = scratch("sqlite3");
+    files(&d, &[("app.db", "")]);
+    let p = rules(&["Bash(sqlite3:*)", "!Read(./.env)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            // Without safe mode its language runs programs and writes any file.
+            "sqlite3 :memory: '.shell id'",
+            "sqlite3 app.db 'select 1'",
+            "sqlite3 app.db \"select writefile('.bashrc', 'x')\"",
+            // Safe mode lets `.trace` write; standard input's dot-commands are not seen.
+            "sqlite3 -safe app.db '.trace .bashrc' 'select 1'",
+            "sqlite3 -safe app.db",
+            "sqlite3 -safe -cmd '.shell id' app.db 'select 1'",
+            "sqlite3 -safe -init x.sql app.db 'select 1'",
+            // An option after the database is one too (`-init`'s file runs `.shell` in
+            // safe mode).
+            "sqlite3 -safe app.db -init x.sql 'select 1'",
+            "sqlite3 -safe app.db -cmd '.shell id' 'select 1'",
+            "sqlite3 -safe -nonce x app.db '.nonce x' '.shell id'",
+            // Its database is read and written as a path.
+            "sqlite3 -safe .git/config 'select 1'",
+            "sqlite3 -safe .env 'select 1'",
+            "sqlite3 -safe 'file:.git/config?mode=rwc' 'select 1'",
+            "sqlite3 -safe ~/.bashrc 'select 1'",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "sqlite3 -safe app.db 'select * from t'",
+            "sqlite3 -safe -json app.db .tables 'select 1'",
+            "sqlite3 --safe -header -csv app.db '.mode json' 'select 1'",
+            "sqlite3 -safe :memory: 'select 1'",
+        ],
+    );
+}

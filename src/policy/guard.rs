@@ -282,7 +282,14 @@ impl Policy {
             c.iter().map(move |w| (w, unmodelled))
         });
         for (word, unmodelled) in changing {
-            for w in super::named::candidates(word) {
+            // A program no model reads may take a path from inside a word of a list
+            // (`-Wl,-o,FILE`) or after a format's name (ImageMagick's `info:FILE`).
+            let pieces = word
+                .split([',', ':'])
+                .filter(|_| unmodelled && word.contains([',', ':']));
+            let mut words: Vec<&str> = super::named::candidates(word).collect();
+            words.extend(pieces.flat_map(super::named::candidates));
+            for w in words {
                 // Each word once; an empty one names no path (the OS says ENOENT).
                 if w.is_empty() || !looked.insert((w, unmodelled)) {
                     continue;
@@ -295,6 +302,9 @@ impl Policy {
                         || w.eq_ignore_ascii_case(PROJECT_FOLDER)
                         || (unmodelled && super::writes::runs_by_name(w));
                     if !by_name && folder.as_ref().is_some_and(|f| f.lacks(w)) {
+                        if unmodelled && super::writes::begins_runs_name(w) {
+                            return Some(begun(w));
+                        }
                         continue;
                     }
                     // Bounded work on the bridge's loop: past the budget, asked.
@@ -326,6 +336,15 @@ impl Policy {
                         {
                             return Some(format!("the command names one: {why}"));
                         }
+                        let begins = |p: &Path| {
+                            std::fs::symlink_metadata(p).is_err()
+                                && p.file_name()
+                                    .and_then(|n| n.to_str())
+                                    .is_some_and(super::writes::begins_runs_name)
+                        };
+                        if unmodelled && begins(&r.path) {
+                            return Some(begun(w));
+                        }
                         if let Some(why) = unmodelled
                             .then(|| super::writes::named_runs_programs(&r.path, cwd))
                             .flatten()
@@ -340,6 +359,16 @@ impl Policy {
         }
         None
     }
+}
+
+/// Why a word of a program no model reads that names nothing yet is asked: it begins a
+/// name that makes programs run, which the program may finish (`split … .envr` makes
+/// `.envrc` with a suffix).
+fn begun(w: &str) -> String {
+    let shown: String = w.chars().take(200).collect();
+    format!(
+        "a program no model reads may make a file's name from a word, and {shown:?} begins a name that makes programs run once written (a shell's, a tool's or a version control's)"
+    )
 }
 
 /// The most words of one command resolved as paths (all within one [`path::Decision`]); a

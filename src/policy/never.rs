@@ -239,7 +239,30 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
         ],
     ),
     // Each runs a program its words name.
-    ("split", &["--filter"]),
+    // split names its files PREFIX + a suffix: its options that shape the suffix make any
+    // name (`-a1 --hex-suffixes=c x .envr` wrote `.envrc`); csplit's `-f` PREFIX and `-b`
+    // FORMAT (`-f .gi -b %.0dt/config` wrote `.git/config`). Its PREFIX operand is the
+    // guard's (`super::guard`, a word begun as a name that runs programs).
+    (
+        "split",
+        &[
+            "--filter",
+            "-a",
+            "--suffix-length",
+            "--additional-suffix",
+            "-d",
+            "--numeric-suffixes",
+            "-x",
+            "--hex-suffixes",
+        ],
+    ),
+    ("csplit", &["-f", "--prefix", "-b", "--suffix-format"]),
+    // The linker loads a plugin (`-plugin ./p.so` runs its code).
+    ("ld", LD_RUNS),
+    ("ld.bfd", LD_RUNS),
+    ("ld.gold", LD_RUNS),
+    ("ld.lld", LD_RUNS),
+    ("mold", LD_RUNS),
     (
         "zip",
         &[
@@ -300,7 +323,28 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
     ("gh", &["-R", "--repo", "--hostname"]),
 ];
 
-const CC_RUNS: &[&str] = &["-wrapper", "-B", "-fplugin", "-specs", "--specs"];
+/// Also what a compiler passes on to the programs it runs, which no word of it reads: the
+/// linker's (`-Wl,-plugin,./p.so`, `-Wl,-o,.git/hooks/pre-commit`), the assembler's and
+/// the preprocessor's; and clang's ways of loading code or naming a linker.
+const CC_RUNS: &[&str] = &[
+    "-wrapper",
+    "-B",
+    "-fplugin",
+    "-specs",
+    "--specs",
+    "-Wl,",
+    "-Xlinker",
+    "-Wa,",
+    "-Xassembler",
+    "-Wp,",
+    "-Xpreprocessor",
+    "-Xclang",
+    "-fpass-plugin",
+    "-fuse-ld",
+    "--ld-path",
+];
+
+const LD_RUNS: &[&str] = &["-plugin", "--plugin", "-plugin-opt", "--plugin-opt"];
 
 // fd's `-l` is `--exec-batch ls -l`.
 const FD_RUNS: &[&str] = &["-x", "--exec", "-X", "--exec-batch", "-l", "--list-details"];
@@ -379,8 +423,9 @@ const RESPONSE_FILES: &[&str] = &[
 
 /// Whether `words` (a command) has, from index `from` on, an argument of
 /// [`NEVER_UNDER_A_PREFIX`]: alone, with `=VALUE`, a short flag with its value joined
-/// (`-Zflag`), an abbreviation of a long one (npm and its kin take `--node-opt` for
-/// `--node-options`), or Go's `--exec` for `-exec`. For `cargo`, any argument after `--`
+/// (`-Zflag`, `-TTcmd`), any beginning of a long one (getopt_long takes `--filt` for
+/// `--filter`, npm `--node-opt` for `--node-options`; a linker `-plug` for `-plugin`), or
+/// Go's `--exec` for `-exec`. For `cargo`, any argument after `--`
 /// of a subcommand other than `test` and `bench` (it goes to rustc, clippy or rustfmt), and
 /// for those two any after `--` that names a file (`--logfile`) or is not plain.
 pub fn names_more(words: &[String], from: usize) -> bool {
@@ -396,30 +441,14 @@ pub fn names_more(words: &[String], from: usize) -> bool {
     let Some((_, flags)) = NEVER_UNDER_A_PREFIX.iter().find(|(p, _)| *p == program) else {
         return false;
     };
-    let abbreviates = matches!(
-        program,
-        "npm"
-            | "pnpm"
-            | "yarn"
-            | "bun"
-            | "uv"
-            | "poetry"
-            | "git"
-            | "curl"
-            | "wget"
-            | "ag"
-            | "ack"
-            | "ack-grep"
-            | "ugrep"
-            | "ug"
-            | "cloc"
-    );
     let args = words.get(from..).unwrap_or_default();
     // Programs whose single-dash words are long flags (`-exec`, `-logger`), not clusters.
     let long_single = matches!(
         program,
         "go" | "dotnet" | "swift" | "gcc" | "g++" | "cc" | "c++" | "clang" | "clang++"
-    );
+    ) || LD_RUNS == *flags;
+    // getopt_long_only (the linkers): a long option after one dash, abbreviated too.
+    let only_long = LD_RUNS == *flags;
     let flagged = |word: &str| {
         let mut word = word.to_owned();
         if program == "go" {
@@ -441,11 +470,18 @@ pub fn names_more(words: &[String], from: usize) -> bool {
         };
         // A cluster of short flags (`-iO…`): any of them, wherever it stands.
         let cluster = !long_single && !word.starts_with("--") && word.starts_with('-');
+        let bare = |n: &str| n.trim_start_matches('-').to_owned();
         flags.iter().any(|f| {
+            let single = f.starts_with('-') && !f.starts_with("--");
             name == *f
-                || (f.len() == 2 && !f.starts_with("--") && word.starts_with(f))
-                || (cluster && f.len() == 2 && !f.starts_with("--") && word[1..].contains(&f[1..]))
-                || (abbreviates && name.len() > 3 && name.starts_with("--") && f.starts_with(name))
+                // A single-dash option with its value joined (`-Zflag`, zip's `-TTcmd`,
+                // `-Wl,…`).
+                || (single && word.starts_with(f))
+                || (cluster && f.len() == 2 && single && word[1..].contains(&f[1..]))
+                // getopt_long takes any unambiguous beginning of a long option (`split
+                // --filt=`, `zip --unzip-comm`): any beginning counts.
+                || (name.len() > 2 && name.starts_with("--") && f.starts_with(name))
+                || (only_long && name.len() > 2 && name.starts_with('-') && bare(f).starts_with(&bare(name)))
         })
     };
     if program == "cargo" {
@@ -475,6 +511,12 @@ pub fn names_more(words: &[String], from: usize) -> bool {
         || (program == "curl" && curl_names_more(args))
         || (program == "git" && git_runs_given(words, args))
         || (program == "tar" && tar_names_a_host(words, args))
+        // split's PREFIX is finished by a suffix: one that begins a name that runs
+        // programs (`.zlog` + `in`) may make it, existing or not.
+        || (program == "split"
+            && args.iter().any(|w| {
+                !w.starts_with('-') && super::writes::begins_runs_name(w.rsplit('/').next().unwrap_or(w))
+            }))
 }
 
 /// tar's archive on another host (`host:file`, `user@host:file`): GNU tar runs a remote

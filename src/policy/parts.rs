@@ -29,8 +29,8 @@ pub(super) fn leaves(words: &[String]) -> (bool, bool) {
             let links = writes
                 && match base {
                     "cp" => words.iter().skip(1).any(|w| w.starts_with('-') && w != "-"),
-                    "tee" | "sort" | "uniq" | "xxd" | "sed" | "awk" | "gawk" | "mawk" | "jq"
-                    | "mkdir" | "touch" | "install" | "rm" => false,
+                    "tee" | "sort" | "uniq" | "xxd" | "sqlite3" | "sed" | "awk" | "gawk"
+                    | "mawk" | "jq" | "mkdir" | "touch" | "install" | "rm" => false,
                     _ => true,
                 };
             (writes, links)

@@ -70,6 +70,8 @@ pub(super) fn refused_in(words: &[String], folders: &[PathBuf], env: Env<'_>) ->
         // the list of files it indexes and prints.
         "ctags" => here(&[".ctags.d", "ctags.d"], false),
         "cscope" => here(&["cscope.files"], false),
+        // Dot-commands run before any other (`-safe` is not said to cover them).
+        "sqlite3" => home.iter().map(|h| h.join(".sqliterc")).collect(),
         _ => return None,
     };
     let found = files.into_iter().find(|f| f.exists())?;

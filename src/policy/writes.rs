@@ -60,6 +60,10 @@ const TOOL_CONFIG: &[&str] = &[
     ".tool-versions",
     ".mise.toml",
     "mise.toml",
+    ".mise.local.toml",
+    "mise.local.toml",
+    // pnpm runs it at every install.
+    ".pnpmfile.cjs",
     ".python-version",
     ".node-version",
     ".nvmrc",
@@ -125,8 +129,47 @@ pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
 pub fn named_runs_programs(p: &Path, cwd: &Path) -> Option<String> {
     match p.strip_prefix(cwd) {
         Ok(rel) if !rel.as_os_str().is_empty() => runs_programs(p, rel, cwd),
-        _ => super::rc::user_configuration(p, cwd),
+        // Outside: the user's own, and by place or name what another repository or the
+        // one above the session runs (`../.git/hooks/pre-commit` from a package folder, a
+        // parent's `.envrc`).
+        _ => super::rc::user_configuration(p, cwd).or_else(|| {
+            let by_place = p.components().any(|c| {
+                c.as_os_str()
+                    .to_str()
+                    .is_some_and(|c| VCS.contains(&c.to_ascii_lowercase().as_str()) || c.eq_ignore_ascii_case(".cargo"))
+            });
+            let by_name = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(runs_by_name);
+            (by_place || by_name).then(|| {
+                format!(
+                    "it may write {}, which makes programs run (a version control's or cargo's folder, a shell's or a tool's file)",
+                    p.display()
+                )
+            })
+        }),
     }
+}
+
+/// Whether `name` (one name, in any case) is the beginning of a name [`runs_by_name`]
+/// knows, and not the whole of it: a program that makes a name by adding to a word (split's
+/// suffixes: `.envr` + `c`) may make it. A name of one dot and one character or more, or of
+/// three characters or more.
+pub fn begins_runs_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    let long_enough = if name.starts_with('.') {
+        name.len() >= 2 && name != ".."
+    } else {
+        name.len() >= 3
+    };
+    long_enough
+        && SHELL_START
+            .iter()
+            .chain(TOOL_CONFIG)
+            .chain(VCS)
+            .chain(&[".gitconfig", ".cargo"])
+            .any(|n| n.len() > name.len() && n.starts_with(name.as_str()))
 }
 
 /// Whether a file named `name` (one name, in any case) makes programs run once written
@@ -195,6 +238,25 @@ fn runs_programs(p: &Path, rel: &Path, cwd: &Path) -> Option<String> {
     if name == ".gitconfig" {
         return Some(format!(
             "it writes {}, git's own configuration (`core.fsmonitor` runs a program in every repository)",
+            p.display()
+        ));
+    }
+    // Folders of files a tool runs: mise's (`[hooks]`, `_.source`), yarn's own releases
+    // and plugins (`yarnPath`), in any folder of the session.
+    let comps: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().to_ascii_lowercase())
+        .collect();
+    let runs_folder = comps.iter().any(|c| c == ".mise")
+        || comps.windows(2).any(|w| {
+            matches!(
+                (w[0].as_str(), w[1].as_str()),
+                (".config", "mise") | ("mise", "config.toml") | (".yarn", "releases" | "plugins")
+            )
+        });
+    if runs_folder {
+        return Some(format!(
+            "it writes {}, in a folder whose files a tool runs (mise's, yarn's releases and plugins)",
             p.display()
         ));
     }

@@ -108,6 +108,7 @@ const MODELS: &[(&str, Model)] = &[
     ("sort", text::sort),
     ("uniq", text::uniq),
     ("xxd", text::xxd),
+    ("sqlite3", text::sqlite3),
     ("mkdir", text::mkdir),
     ("touch", text::touch),
     ("tar", files::tar),

@@ -2,7 +2,7 @@
 //! their arguments"): `uniq [INPUT [OUTPUT]]` and `xxd [INFILE [OUTFILE]]` write their
 //! second operand (`echo … | xxd -r -p - ~/.gitconfig` wrote a `core.fsmonitor`), `mkdir`
 //! and `touch` every operand (`mkdir -p ~/.cargo`); `sort` reads its operands and writes
-//! `-o`'s value.
+//! `-o`'s value. `sqlite3` is understood only in its safe mode.
 
 use super::{has, options, paths, stop, Access, Effects, Stop};
 
@@ -172,5 +172,135 @@ const SORT: &[&str] = &[
 pub(super) fn sort(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let (_, ops) = options(w, 1, SORT, true, e)?;
     paths(w, &ops, Access::Read, e);
+    Ok(())
+}
+
+/// sqlite3's options (one dash or two, whole words, anywhere: after the database too), and
+/// whether each takes a value. Not here, so asked: `-cmd` and `-init` (dot-commands run
+/// before any other; `-init`'s even in safe mode), `-nonce` (lifts
+/// safe mode for one command), `-A` (an archive command), `-append`, `-deserialize`,
+/// `-vfs`, `-zip` (other ways of opening the file).
+const SQLITE3: &[(&str, bool)] = &[
+    ("ascii", false),
+    ("bail", false),
+    ("batch", false),
+    ("box", false),
+    ("column", false),
+    ("csv", false),
+    ("echo", false),
+    ("header", false),
+    ("noheader", false),
+    ("html", false),
+    ("json", false),
+    ("line", false),
+    ("list", false),
+    ("markdown", false),
+    ("newline", true),
+    ("nofollow", false),
+    ("nullvalue", true),
+    ("quote", false),
+    ("readonly", false),
+    ("safe", false),
+    ("separator", true),
+    ("stats", false),
+    ("table", false),
+    ("tabs", false),
+    ("version", false),
+];
+
+/// The dot-commands that only print, or set how sqlite3 prints.
+const SQLITE3_DOT: &[&str] = &[
+    "tables",
+    "schema",
+    "fullschema",
+    "indexes",
+    "indices",
+    "databases",
+    "dbinfo",
+    "dump",
+    "mode",
+    "headers",
+    "header",
+    "separator",
+    "nullvalue",
+    "width",
+    "show",
+    "timer",
+    "changes",
+    "eqp",
+    "bail",
+    "echo",
+    "print",
+    "stats",
+];
+
+/// `sqlite3`: its SQL and dot-commands are a language that runs programs and writes any
+/// file (`.shell`, `.output F`, `writefile()`, `ATTACH`, `VACUUM INTO`, `load_extension()`),
+/// on its command line or its standard input. Understood only in safe mode (`-safe`), where
+/// sqlite3 itself refuses those, with SQL given (so no standard input is read), and only
+/// dot-commands that print (safe mode lets `.trace FILE` write); the database file is read
+/// and written.
+pub(super) fn sqlite3(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let mut db = None;
+    let mut safe = false;
+    let mut sql = false;
+    let mut i = 1;
+    while i < w.len() {
+        let word = w[i].as_str();
+        if db.is_some() && !word.starts_with('-') {
+            // SQL (`-safe` checked below), or a dot-command: safe mode does not refuse all
+            // that write (`.trace FILE` writes any file, the SQL it runs its text).
+            if let Some(dot) = word.strip_prefix('.') {
+                let name = dot.split_ascii_whitespace().next().unwrap_or("");
+                if !SQLITE3_DOT.contains(&name) {
+                    return Err(stop(
+                        i,
+                        "a sqlite3 dot-command that is not known as harmless",
+                    ));
+                }
+            }
+            sql = true;
+            i += 1;
+            continue;
+        }
+        if !word.starts_with('-') {
+            db = Some(i);
+            i += 1;
+            continue;
+        }
+        let name = word.strip_prefix("--").unwrap_or(&word[1..]);
+        match SQLITE3.iter().find(|(n, _)| *n == name) {
+            Some((_, true)) if i + 1 < w.len() => i += 2,
+            Some((_, false)) => {
+                safe |= name == "safe";
+                i += 1
+            }
+            _ => return Err(stop(i, "a sqlite3 option that is not known as harmless")),
+        }
+    }
+    if !safe {
+        return Err(stop(
+            // At the end: whatever a rule's prefix holds, its words are not what decides.
+            w.len(),
+            "sqlite3 without `-safe`: its SQL and dot-commands, given or on its standard input, run programs and write files",
+        ));
+    }
+    // With no SQL word it reads its standard input, whose dot-commands no word shows.
+    if !sql {
+        return Err(stop(
+            w.len(),
+            "sqlite3 with no SQL given reads its standard input, whose dot-commands no word shows",
+        ));
+    }
+    if let Some(d) = db {
+        // `:memory:` is no file; any other name with a `:` may be a URI (`file:…`).
+        if w[d] != ":memory:" {
+            if w[d].contains(':') {
+                return Err(stop(d, "a database named by a URI, which is not read"));
+            }
+            paths(w, &[d], Access::Read, e);
+            paths(w, &[d], Access::Write, e);
+        }
+    }
     Ok(())
 }

@@ -23,7 +23,8 @@
 //! shape is judged again like any other.
 //!
 //! The real programs come from Debian (installed once, under the install lock, when the
-//! tests run as root: `strace`, `ripgrep`, `python3-pytest`, `jq`, `make`, `mawk`); git is
+//! tests run as root: `strace`, `ripgrep`, `python3-pytest`, `jq`, `make`, `mawk`,
+//! `sqlite3`); git is
 //! the one on `PATH`. gawk is tested when installed (installing it would change which
 //! program `/usr/bin/awk` is for every other test).
 
@@ -108,6 +109,8 @@ const REQUIRED: &[&str] = &[
     "make",
     "pytest -q",
     "python3 -m pytest -q test_a.py",
+    "sqlite3 -safe db.sqlite 'create table t(a); insert into t values(1);' .tables 'select * from t'",
+    "sqlite3 -safe -json :memory: 'select 1 as a'",
 ];
 
 /// The tools, installed once.
@@ -139,6 +142,7 @@ async fn setup() -> &'static Setup {
     let make = install::debian_program("make", &["/usr/bin/make"]).await;
     let mawk = install::debian_program("mawk", &["/usr/bin/mawk"]).await;
     let tar = install::debian_program("tar", &["/usr/bin/tar", "/bin/tar"]).await;
+    let sqlite3 = install::debian_program("sqlite3", &["/usr/bin/sqlite3"]).await;
     let git = match on_path("git") {
         Some(g) => g,
         None => install::debian_program("git", &["/usr/bin/git"]).await,
@@ -171,6 +175,7 @@ async fn setup() -> &'static Setup {
                 make,
                 mawk,
                 gawk,
+                sqlite3,
             });
             Setup { tools, programs }
         })

@@ -114,6 +114,7 @@ pub struct Paths {
     pub make: PathBuf,
     pub mawk: PathBuf,
     pub gawk: Option<PathBuf>,
+    pub sqlite3: PathBuf,
 }
 
 /// Every program under test, its options read from its help.
@@ -239,6 +240,16 @@ pub fn all(p: &Paths) -> Vec<Program> {
         subs: BTreeMap::new(),
         weight: 8,
         make,
+    });
+    out.push(Program {
+        name: "sqlite3",
+        opts: Vec::new(),
+        exe: p.sqlite3.clone(),
+        helpers: Helpers::Nothing,
+        own: Own::Nothing,
+        subs: BTreeMap::new(),
+        weight: 8,
+        make: sqlite3,
     });
     let pytest_opts = opts_of(&p.pytest, &["--help"], &[]);
     out.push(Program {
@@ -556,6 +567,115 @@ fn tar_command(rng: &mut Rng, p: &Program) -> Vec<String> {
             ops.truncate(2);
             w.extend(mix(rng, rest, ops));
         }
+    }
+    w
+}
+
+/// sqlite3's options (its help's, one dash or two): those that print, and those that run
+/// or read more (`-cmd`, `-init`, `-nonce`, `-A`).
+const SQLITE3_OPTS: &[&str] = &[
+    "-json",
+    "-csv",
+    "-header",
+    "-noheader",
+    "-bail",
+    "-batch",
+    "-box",
+    "-line",
+    "-readonly",
+    "-nofollow",
+    "-echo",
+    "-stats",
+    "-separator ,",
+    "-nullvalue NULL",
+    "-newline x",
+    "-cmd .shell touch pwned",
+    "-init init.sql",
+    "-nonce x",
+    "-A -c x",
+    "-append",
+    "-zip",
+    "-deserialize",
+    "-interactive",
+    "-vfs unix-none",
+];
+
+/// Statements and dot-commands, `{w}` a path to write, `{r}` one to read.
+const SQLITE3_SQL: &[&str] = &[
+    "select 1",
+    "create table if not exists t(a); insert into t values('x')",
+    "select * from t",
+    ".tables",
+    ".schema",
+    ".dump",
+    ".mode json",
+    ".headers on",
+    ".print hi",
+    ".show",
+    ".shell touch pwned",
+    ".system touch pwned",
+    ".output {w}",
+    ".once {w}",
+    ".output |touch pwned",
+    ".trace {w}",
+    ".log {w}",
+    ".save {w}",
+    ".backup {w}",
+    ".clone {w}",
+    ".open {w}",
+    ".read {r}",
+    ".import {r} t",
+    ".restore {r}",
+    ".load ./x",
+    ".cd ..",
+    ".excel",
+    ".testctrl",
+    ".session s attach t",
+    ".nonce x",
+    "select writefile('{w}', 'x')",
+    "select readfile('{r}')",
+    "select edit('x', 'touch pwned')",
+    "select load_extension('./x')",
+    "attach '{w}' as a; create table a.t(a)",
+    "vacuum into '{w}'",
+    "pragma journal_mode=wal",
+];
+
+/// sqlite3: options (some `-safe`), a database, statements and dot-commands naming paths.
+fn sqlite3(rng: &mut Rng, _: &Program) -> Vec<String> {
+    let mut w = vec!["sqlite3".to_owned()];
+    if rng.chance(80) {
+        w.push(rng.word(&["-safe", "--safe"]));
+    }
+    for _ in 0..rng.below(3) {
+        let o = rng.word(SQLITE3_OPTS);
+        let mut parts = o.splitn(2, ' ');
+        let name = parts.next().unwrap_or_default();
+        w.push(if rng.chance(20) {
+            format!("-{name}")
+        } else {
+            name.to_owned()
+        });
+        w.extend(parts.next().map(str::to_owned));
+    }
+    if !rng.chance(5) {
+        w.push(if rng.chance(30) {
+            rng.word(&[":memory:", "db.sqlite", "file:db.sqlite?mode=rwc"])
+        } else {
+            path_write(rng)
+        });
+    }
+    // sqlite3 reads an option anywhere, after the database too.
+    for _ in 0..rng.below(2) {
+        let o = rng.word(SQLITE3_OPTS);
+        w.extend(o.splitn(2, ' ').map(str::to_owned));
+    }
+    for _ in 0..1 + rng.below(3) {
+        let sql = rng
+            .word(SQLITE3_SQL)
+            .replace("{w}", &path_write(rng))
+            .replace("{r}", &path_read(rng));
+        w.push(sql);
     }
     w
 }
