@@ -3076,6 +3076,10 @@ fn a_program_with_no_model_never_makes_a_name_that_runs_programs_from_parts() {
             "iconv -o .config/mise/config.toml p.txt",
             "iconv -o .yarn/releases/yarn.cjs p.txt",
             "iconv -o .pnpmfile.cjs p.txt",
+            "iconv -o .husky/pre-commit p.txt",
+            "iconv -o mise.production.toml p.txt",
+            "iconv -o .vscode/tasks.json p.txt",
+            "iconv -o lefthook.yml p.txt",
         ],
     );
     // From a package folder of a repository: its `.git` is above the session.
@@ -3125,6 +3129,10 @@ fn sqlite3_is_allowed_under_a_prefix_only_in_safe_mode_with_sql_that_prints() {
             "sqlite3 -safe app.db -init x.sql 'select 1'",
             "sqlite3 -safe app.db -cmd '.shell id' 'select 1'",
             "sqlite3 -safe -nonce x app.db '.nonce x' '.shell id'",
+            // The shell's own table reads files (`fsdir`), which safe mode leaves.
+            "sqlite3 -safe :memory: \"select data from fsdir('.env')\"",
+            "sqlite3 -safe :memory: 'select data from FSDIR where path=\".env\"'",
+            "sqlite3 -safe :memory: 'select data from [fsdir](\"x\")'",
             // Its database is read and written as a path.
             "sqlite3 -safe .git/config 'select 1'",
             "sqlite3 -safe .env 'select 1'",
@@ -3140,6 +3148,80 @@ fn sqlite3_is_allowed_under_a_prefix_only_in_safe_mode_with_sql_that_prints() {
             "sqlite3 -safe -json app.db .tables 'select 1'",
             "sqlite3 --safe -header -csv app.db '.mode json' 'select 1'",
             "sqlite3 -safe :memory: 'select 1'",
+        ],
+    );
+}
+
+#[test]
+fn a_program_with_no_model_is_read_in_every_piece_and_long_form_of_its_words() {
+    let d = scratch("no-model-pieces");
+    files(
+        &d,
+        &[
+            ("src/a.c", "int main(){}"),
+            ("m.o", "x"),
+            ("in.png", "x"),
+            (".env", "SECRET=1"),
+            ("big.csv", "a\n"),
+            ("p.txt", "a\n"),
+        ],
+    );
+    let p = rules(&[
+        "Bash(gcc:*)",
+        "Bash(ld:*)",
+        "Bash(ar:*)",
+        "Bash(objcopy:*)",
+        "Bash(convert:*)",
+        "Bash(wget:*)",
+        "Bash(split:*)",
+        "Bash(csplit:*)",
+        "!Read(./.env)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            // gcc's long forms of -B and -Xlinker; a second compile with other options.
+            "gcc --prefix=./ src/a.c",
+            "gcc src/a.c --for-linker=-plugin --for-linker=./p.so",
+            "gcc src/a.c --for-linker=--output=.git/hooks/pre-commit",
+            "gcc -fcompare-debug=-fplugin=./p.so -c src/a.c",
+            // A linker script names the output.
+            "gcc -nostdlib -static -T out.ld m.o",
+            "ld -T out.ld m.o",
+            "ld --script=out.ld m.o",
+            "ar --plugin ./p.so rc x.a m.o",
+            "ar --plug ./p.so rc x.a m.o",
+            // A path after a second `=`, read or written.
+            "objcopy --dump-section=.p=.git/config m.o",
+            "objcopy --add-section=.x=.env m.o",
+            // A denied path in a piece of a word.
+            "convert -size 100x20 text:.env out.png",
+            "convert in.png -write info:.env out.png",
+            // A name filled at run time from ImageMagick's escapes.
+            "convert in.png -scene 12 -format x info:.envr%x",
+            "convert in.png -set filename:f '.gi%c/config' -format x 'info:%[filename:f]'",
+            // wget's name from the URL, decoded, or the server's.
+            "wget http://h/%2eenvrc",
+            "wget http://h/.envr%63",
+            "wget 'http://h/.envrc#x'",
+            "wget -r -nH http://h/",
+            "wget --content-disposition http://h/x",
+            "wget --trust-server-names http://h/x",
+            "wget -i http://h/list",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "gcc -Wl,--as-needed -O2 -o app src/a.c",
+            "gcc -Wl,-rpath,/opt/lib -Wl,-z,relro -Wl,-O1 -o app src/a.c",
+            "split -d -l 1000 big.csv part_",
+            "csplit -f chunk_ p.txt 2",
+            "wget https://example.com/archive.tar.gz",
+            "objcopy --only-keep-debug m.o m.debug",
+            "convert in.png -resize 50% out.png",
         ],
     );
 }

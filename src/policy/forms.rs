@@ -89,7 +89,7 @@ pub(super) fn curl_globs(word: &str, left: usize) -> Option<Vec<String>> {
 }
 
 /// `word` with each `%XX` decoded; `None` when that is not UTF-8.
-fn percent_decoded(word: &str) -> Option<String> {
+pub(super) fn percent_decoded(word: &str) -> Option<String> {
     let b = word.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

@@ -284,11 +284,11 @@ impl Policy {
         for (word, unmodelled) in changing {
             // A program no model reads may take a path from inside a word of a list
             // (`-Wl,-o,FILE`) or after a format's name (ImageMagick's `info:FILE`).
-            let pieces = word
-                .split([',', ':'])
-                .filter(|_| unmodelled && word.contains([',', ':']));
-            let mut words: Vec<&str> = super::named::candidates(word).collect();
-            words.extend(pieces.flat_map(super::named::candidates));
+            let words: Vec<&str> = if unmodelled {
+                super::named::pieces(word)
+            } else {
+                super::named::candidates(word).collect()
+            };
             for w in words {
                 // Each word once; an empty one names no path (the OS says ENOENT).
                 if w.is_empty() || !looked.insert((w, unmodelled)) {

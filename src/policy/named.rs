@@ -85,7 +85,7 @@ impl Named {
                 words
                     .iter()
                     .skip(1)
-                    .flat_map(|w| candidates(w).flat_map(forms::file_forms))
+                    .flat_map(|w| pieces(w).into_iter().flat_map(forms::file_forms))
                     .chain(ignores::searches_here(words).then(|| ".".to_owned()))
                     .collect(),
                 Vec::new(),
@@ -355,12 +355,13 @@ pub fn flag_letters(word: &str) -> usize {
     }
 }
 
-/// What a word of a command may name: the word; the value after its first `=`; and for a
+/// What a word of a command may name: the word; the rest after each `=`; and for a
 /// word of one `-` and two characters or more (`-oFILE`, `-C..`, `-xvC..`), the rest after
 /// each of its leading flag letters (`FILE`, `ILE`, `LE`, `E`; `..`; `vC..`, `C..`, `..`),
 /// where a short flag's value joined to it would begin.
 pub fn candidates(word: &str) -> impl Iterator<Item = &str> {
-    let value = word.split_once('=').map(|(_, v)| v);
+    // After each `=`: a value may hold another (`--dump-section=.p=.git/config`).
+    let value = word.match_indices('=').map(|(i, _)| &word[i + 1..]);
     let letters = flag_letters(word).min(MAX_FLAG_LETTERS);
     // Past `-` and each flag letter but the last (a letter is ASCII): where a value may
     // start.
@@ -369,6 +370,16 @@ pub fn candidates(word: &str) -> impl Iterator<Item = &str> {
         .into_iter()
         .flatten();
     std::iter::once(word).chain(value).chain(joined)
+}
+
+/// What a word of a program no model reads may name: its [`candidates`], and those of each
+/// piece of it split at `,` and `:` (`-Wl,-o,FILE`, ImageMagick's `text:FILE`).
+pub fn pieces(word: &str) -> Vec<&str> {
+    let mut all: Vec<&str> = candidates(word).collect();
+    if word.contains([',', ':']) {
+        all.extend(word.split([',', ':']).flat_map(candidates));
+    }
+    all
 }
 
 /// The folders `cd DIR` moves to from each of `folders`, when it is a move into an existing

@@ -236,13 +236,26 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
             "-x",
             "--force-directories",
             "--use-askpass",
+            // Names the server chooses: links followed, a header's, a redirect's, a list's.
+            "-r",
+            "--recursive",
+            "-m",
+            "--mirror",
+            "-p",
+            "--page-requisites",
+            "--content-disposition",
+            "--trust-server-names",
+            "-i",
+            "--input-file",
+            "-B",
+            "--base",
         ],
     ),
     // Each runs a program its words name.
     // split names its files PREFIX + a suffix: its options that shape the suffix make any
-    // name (`-a1 --hex-suffixes=c x .envr` wrote `.envrc`); csplit's `-f` PREFIX and `-b`
-    // FORMAT (`-f .gi -b %.0dt/config` wrote `.git/config`). Its PREFIX operand is the
-    // guard's (`super::guard`, a word begun as a name that runs programs).
+    // name (`-a1 --hex-suffixes=c x .envr` wrote `.envrc`; digits end no such name);
+    // csplit's `-b` FORMAT (`-f .gi -b %.0dt/config` wrote `.git/config`). A PREFIX is the
+    // guard's (`super::guard`: a word that begins a name that runs programs is asked).
     (
         "split",
         &[
@@ -250,13 +263,15 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
             "-a",
             "--suffix-length",
             "--additional-suffix",
-            "-d",
-            "--numeric-suffixes",
             "-x",
             "--hex-suffixes",
         ],
     ),
-    ("csplit", &["-f", "--prefix", "-b", "--suffix-format"]),
+    ("csplit", &["-b", "--suffix-format"]),
+    // binutils that load a plugin.
+    ("ar", &["--plugin"]),
+    ("nm", &["--plugin"]),
+    ("ranlib", &["--plugin"]),
     // The linker loads a plugin (`-plugin ./p.so` runs its code).
     ("ld", LD_RUNS),
     ("ld.bfd", LD_RUNS),
@@ -342,9 +357,30 @@ const CC_RUNS: &[&str] = &[
     "-fpass-plugin",
     "-fuse-ld",
     "--ld-path",
+    // gcc's long forms: `--prefix` is `-B`, `--for-linker` `-Xlinker`.
+    "--prefix",
+    "--for-linker",
+    "--for-assembler",
+    // Compiles again with the options it names (`-fcompare-debug=-fplugin=./p.so`).
+    "-fcompare-debug",
+    // A linker script names its output (`OUTPUT(.git/hooks/pre-commit)`).
+    "-T",
 ];
 
-const LD_RUNS: &[&str] = &["-plugin", "--plugin", "-plugin-opt", "--plugin-opt"];
+/// The linkers' plugins, and their scripts, which name the output (`OUTPUT(…)`) and more
+/// inputs.
+const LD_RUNS: &[&str] = &[
+    "-plugin",
+    "--plugin",
+    "-plugin-opt",
+    "--plugin-opt",
+    "-T",
+    "--script",
+    "-dT",
+    "--default-script",
+    "-c",
+    "--mri-script",
+];
 
 // fd's `-l` is `--exec-batch ls -l`.
 const FD_RUNS: &[&str] = &["-x", "--exec", "-X", "--exec-batch", "-l", "--list-details"];
@@ -438,6 +474,9 @@ pub fn names_more(words: &[String], from: usize) -> bool {
     if RESPONSE_FILES.contains(&program) && rest.iter().any(|w| w.starts_with('@')) {
         return true;
     }
+    if IMAGEMAGICK.contains(&program) && rest.iter().any(|w| has_escape(w)) {
+        return true;
+    }
     let Some((_, flags)) = NEVER_UNDER_A_PREFIX.iter().find(|(p, _)| *p == program) else {
         return false;
     };
@@ -505,18 +544,118 @@ pub fn names_more(words: &[String], from: usize) -> bool {
             return args.iter().take_while(|w| *w != "--").any(|w| flagged(w));
         }
     }
-    args.iter().any(|w| flagged(w))
+    args.iter()
+        .filter(|w| !(CC_RUNS == *flags && harmless_linker_word(w)))
+        .any(|w| flagged(w))
         // ugrep's `---FILE` is `--config=FILE`.
         || (matches!(program, "ugrep" | "ug") && args.iter().any(|w| w.starts_with("---")))
         || (program == "curl" && curl_names_more(args))
         || (program == "git" && git_runs_given(words, args))
         || (program == "tar" && tar_names_a_host(words, args))
+        || (matches!(program, "wget" | "wget2") && wget_names_a_file(args))
         // split's PREFIX is finished by a suffix: one that begins a name that runs
         // programs (`.zlog` + `in`) may make it, existing or not.
         || (program == "split"
             && args.iter().any(|w| {
                 !w.starts_with('-') && super::writes::begins_runs_name(w.rsplit('/').next().unwrap_or(w))
             }))
+}
+
+/// Whether `word` is a compiler's `-Wl,…` of linker options that name nothing and load
+/// nothing (`-Wl,--as-needed`, `-Wl,-O1`, `-Wl,-z,relro`, `-Wl,-rpath,DIR`: a folder the
+/// built program looks in when it runs).
+fn harmless_linker_word(word: &str) -> bool {
+    let Some(list) = word.strip_prefix("-Wl,") else {
+        return false;
+    };
+    let mut pieces = list.split(',');
+    while let Some(p) = pieces.next() {
+        match p {
+            "--as-needed"
+            | "--no-as-needed"
+            | "-O1"
+            | "-O2"
+            | "--gc-sections"
+            | "--no-gc-sections"
+            | "--start-group"
+            | "--end-group"
+            | "-Bstatic"
+            | "-Bdynamic"
+            | "--export-dynamic"
+            | "-E"
+            | "--build-id"
+            | "-s"
+            | "--strip-all"
+            | "-S"
+            | "--strip-debug"
+            | "--no-undefined"
+            | "--hash-style=gnu"
+            | "--hash-style=both"
+            | "--enable-new-dtags"
+            | "--disable-new-dtags"
+            | "--fatal-warnings"
+            | "--warn-common"
+            | "--icf=all"
+            | "-x" => {}
+            "-z" => {
+                if !matches!(
+                    pieces.next(),
+                    Some("relro" | "now" | "noexecstack" | "defs" | "origin" | "lazy" | "norelro")
+                ) {
+                    return false;
+                }
+            }
+            "-rpath" | "-rpath-link" => {
+                if !pieces
+                    .next()
+                    .is_some_and(|d| !d.is_empty() && !d.starts_with('-'))
+                {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// ImageMagick's programs: a name they write may hold escapes filled at run time
+/// (`info:.envr%x` with `-scene 12`, `-set filename:f '.gi%c/config'` then
+/// `info:%[filename:f]`).
+const IMAGEMAGICK: &[&str] = &[
+    "convert",
+    "magick",
+    "mogrify",
+    "montage",
+    "composite",
+    "compare",
+    "conjure",
+    "stream",
+    "import",
+    "animate",
+    "display",
+];
+
+/// Whether `word` holds a `%` escape (`%d`, `%[name]`), not a percentage (`50%`).
+fn has_escape(word: &str) -> bool {
+    word.as_bytes()
+        .windows(2)
+        .any(|p| p[0] == b'%' && (p[1].is_ascii_alphabetic() || p[1] == b'['))
+}
+
+/// wget's file named by a URL's last part, decoded (`http://h/%2eenvrc` writes `.envrc`):
+/// a hidden name, or one that makes programs run, is the server's choice of a file.
+fn wget_names_a_file(args: &[String]) -> bool {
+    args.iter().filter(|w| w.contains("://")).any(|url| {
+        let path = url.split(['?', '#']).next().unwrap_or(url);
+        let last = path.rsplit('/').next().unwrap_or("");
+        let Some(name) = super::forms::percent_decoded(last) else {
+            return true;
+        };
+        name.starts_with('.')
+            || super::writes::runs_by_name(&name)
+            || super::writes::begins_runs_name(&name)
+    })
 }
 
 /// tar's archive on another host (`host:file`, `user@host:file`): GNU tar runs a remote

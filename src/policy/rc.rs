@@ -71,7 +71,11 @@ pub(super) fn refused_in(words: &[String], folders: &[PathBuf], env: Env<'_>) ->
         "ctags" => here(&[".ctags.d", "ctags.d"], false),
         "cscope" => here(&["cscope.files"], false),
         // Dot-commands run before any other (`-safe` is not said to cover them).
-        "sqlite3" => home.iter().map(|h| h.join(".sqliterc")).collect(),
+        "sqlite3" => home
+            .iter()
+            .map(|h| h.join(".sqliterc"))
+            .chain(config.iter().map(|c| c.join("sqlite3/sqliterc")))
+            .collect(),
         _ => return None,
     };
     let found = files.into_iter().find(|f| f.exists())?;

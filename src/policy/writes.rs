@@ -62,8 +62,19 @@ const TOOL_CONFIG: &[&str] = &[
     "mise.toml",
     ".mise.local.toml",
     "mise.local.toml",
-    // pnpm runs it at every install.
+    ".rtx.toml",
+    // pnpm runs it at every install; yarn's Plug'n'Play loaders run with node.
     ".pnpmfile.cjs",
+    ".pnpmfile.mjs",
+    ".pnp.cjs",
+    ".pnp.loader.mjs",
+    // bun's `preload`; the git hook managers' lists of commands.
+    "bunfig.toml",
+    "lefthook.yml",
+    "lefthook.yaml",
+    ".lefthook.yml",
+    ".lefthook.yaml",
+    ".pre-commit-config.yaml",
     ".python-version",
     ".node-version",
     ".nvmrc",
@@ -181,7 +192,13 @@ pub fn runs_by_name(name: &str) -> bool {
     SHELL_START.contains(&name)
         || TOOL_CONFIG.contains(&name)
         || VCS.contains(&name)
-        || matches!(name, ".gitconfig" | ".cargo")
+        || matches!(name, ".gitconfig" | ".cargo" | ".husky")
+        || mise_environment(name)
+}
+
+/// mise's file of an environment (`mise.production.toml`, `.mise.local.toml`).
+fn mise_environment(name: &str) -> bool {
+    (name.starts_with("mise.") || name.starts_with(".mise.")) && name.ends_with(".toml")
 }
 
 /// Why writing `p` (inside the session's folder `cwd`, `rel` beneath it) may make programs
@@ -247,16 +264,19 @@ fn runs_programs(p: &Path, rel: &Path, cwd: &Path) -> Option<String> {
         .components()
         .map(|c| c.as_os_str().to_string_lossy().to_ascii_lowercase())
         .collect();
-    let runs_folder = comps.iter().any(|c| c == ".mise")
+    let runs_folder = comps.iter().any(|c| c == ".mise" || c == ".husky")
         || comps.windows(2).any(|w| {
             matches!(
                 (w[0].as_str(), w[1].as_str()),
-                (".config", "mise") | ("mise", "config.toml") | (".yarn", "releases" | "plugins")
+                (".config", "mise")
+                    | ("mise", "config.toml")
+                    | (".yarn", "releases" | "plugins")
+                    | (".vscode", "tasks.json")
             )
         });
     if runs_folder {
         return Some(format!(
-            "it writes {}, in a folder whose files a tool runs (mise's, yarn's releases and plugins)",
+            "it writes {}, in a folder whose files a tool runs (mise's, husky's hooks, yarn's releases and plugins, an editor's tasks)",
             p.display()
         ));
     }
@@ -266,7 +286,7 @@ fn runs_programs(p: &Path, rel: &Path, cwd: &Path) -> Option<String> {
             p.display()
         ));
     }
-    if TOOL_CONFIG.contains(&name) {
+    if TOOL_CONFIG.contains(&name) || mise_environment(name) {
         return Some(format!(
             "it writes {}, a file from which a tool picks the program it runs",
             p.display()

@@ -208,6 +208,35 @@ const SQLITE3: &[(&str, bool)] = &[
     ("version", false),
 ];
 
+/// The names of the sqlite3 shell's own tables and functions (sqlite3 3.40's `pragma
+/// module_list` and `pragma function_list`, read whole) that read or write files or run
+/// SQL given as text, whether safe mode refuses them or not.
+const SQLITE3_FILES: &[&str] = &[
+    "fsdir",
+    "zipfile",
+    "zipfile_cds",
+    "sqlar",
+    "readfile",
+    "writefile",
+    "edit",
+    "lsmode",
+    "load_extension",
+    "fts3_tokenizer",
+    "fts3tokenize",
+    "sha3_query",
+    "sqlite_dbdata",
+    "sqlite_dbptr",
+    "sqlite_dbpage",
+    "shell_module_schema",
+];
+
+/// The words of SQL text, lower case: each run of letters, digits, `_` and `$`.
+fn sql_words(sql: &str) -> impl Iterator<Item = String> + '_ {
+    sql.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
+        .filter(|t| !t.is_empty())
+        .map(str::to_ascii_lowercase)
+}
+
 /// The dot-commands that only print, or set how sqlite3 prints.
 const SQLITE3_DOT: &[&str] = &[
     "tables",
@@ -258,6 +287,15 @@ pub(super) fn sqlite3(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                         "a sqlite3 dot-command that is not known as harmless",
                     ));
                 }
+            }
+            // Safe mode leaves the shell's own table `fsdir` (every file's content beneath
+            // a path): any word of a name that reads or writes files is asked, quoted,
+            // in a string or in a comment too.
+            if let Some(name) = sql_words(word).find(|t| SQLITE3_FILES.contains(&t.as_str())) {
+                return Err(stop(
+                    i,
+                    format!("SQL naming `{name}`, which reads or writes files"),
+                ));
             }
             sql = true;
             i += 1;
