@@ -3110,7 +3110,7 @@ fn a_program_with_no_model_never_makes_a_name_that_runs_programs_from_parts() {
 fn sqlite3_is_allowed_under_a_prefix_only_in_safe_mode_with_sql_that_prints() {
     let d = scratch("sqlite3");
     files(&d, &[("app.db", "")]);
-    let p = rules(&["Bash(sqlite3:*)", "!Read(./.env)"]);
+    let p = rules(&["Bash(sqlite3:*)", "!Read(./.env)", "!Read(~/.ssh/**)"]);
     not_allowed(
         &p,
         &d,
@@ -3130,24 +3130,32 @@ fn sqlite3_is_allowed_under_a_prefix_only_in_safe_mode_with_sql_that_prints() {
             "sqlite3 -safe app.db -cmd '.shell id' 'select 1'",
             "sqlite3 -safe -nonce x app.db '.nonce x' '.shell id'",
             // The shell's own table reads files (`fsdir`), which safe mode leaves.
-            "sqlite3 -safe :memory: \"select data from fsdir('.env')\"",
-            "sqlite3 -safe :memory: 'select data from FSDIR where path=\".env\"'",
-            "sqlite3 -safe :memory: 'select data from [fsdir](\"x\")'",
-            // Its database is read and written as a path.
-            "sqlite3 -safe .git/config 'select 1'",
-            "sqlite3 -safe .env 'select 1'",
-            "sqlite3 -safe 'file:.git/config?mode=rwc' 'select 1'",
-            "sqlite3 -safe ~/.bashrc 'select 1'",
+            "sqlite3 -safe -readonly :memory: \"select data from fsdir('.env')\"",
+            "sqlite3 -safe -readonly :memory: 'select data from FSDIR where path=\".env\"'",
+            "sqlite3 -safe -readonly :memory: 'select data from [fsdir](\"x\")'",
+            // Its database is read as a path.
+            "sqlite3 -safe -readonly .env 'select 1'",
+            "sqlite3 -safe -readonly 'file:.env?mode=ro' 'select 1'",
+            "sqlite3 -safe -readonly ~/.ssh/id_rsa 'select 1'",
+        ],
+    );
+    // Read-only too: a table the database holds may write its own file (`zipfile`).
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "sqlite3 -safe app.db 'insert into z(name, data) values (1, 2)'",
+            "sqlite3 -safe :memory: 'pragma writable_schema=on'",
         ],
     );
     allowed(
         &p,
         &d,
         &[
-            "sqlite3 -safe app.db 'select * from t'",
-            "sqlite3 -safe -json app.db .tables 'select 1'",
-            "sqlite3 --safe -header -csv app.db '.mode json' 'select 1'",
-            "sqlite3 -safe :memory: 'select 1'",
+            "sqlite3 -safe -readonly app.db 'select * from t'",
+            "sqlite3 -readonly -safe -json app.db .tables 'select 1'",
+            "sqlite3 --safe --readonly -header -csv app.db '.mode json' 'select 1'",
+            "sqlite3 -safe -readonly :memory: 'select 1'",
         ],
     );
 }
@@ -3201,6 +3209,14 @@ fn a_program_with_no_model_is_read_in_every_piece_and_long_form_of_its_words() {
             // A name filled at run time from ImageMagick's escapes.
             "convert in.png -scene 12 -format x info:.envr%x",
             "convert in.png -set filename:f '.gi%c/config' -format x 'info:%[filename:f]'",
+            // What ImageMagick reads itself: a frame after a name, its own patterns.
+            "convert in.png -format x 'info:.envrc[0]'",
+            "convert 'text:.env[0]' out.png",
+            "convert 'text:.en?' out.png",
+            // A name not there yet, in a place that runs what it holds.
+            "cd .git/hooks && gcc -o pre-commit ../../src/a.c",
+            "gcc -o .venv/bin/python src/a.c",
+            "gcc -o node_modules/.bin/x src/a.c",
             // wget's name from the URL, decoded, or the server's.
             "wget http://h/%2eenvrc",
             "wget http://h/.envr%63",

@@ -302,8 +302,15 @@ impl Policy {
                         || w.eq_ignore_ascii_case(PROJECT_FOLDER)
                         || (unmodelled && super::writes::runs_by_name(w));
                     if !by_name && folder.as_ref().is_some_and(|f| f.lacks(w)) {
-                        if unmodelled && super::writes::begins_runs_name(w) {
-                            return Some(begun(w));
+                        // Not there yet, but begun as a name that runs programs, or made
+                        // in a place that runs what it holds (`cd .git/hooks && gcc -o
+                        // pre-commit x.c`).
+                        if unmodelled {
+                            let at = base.join(w);
+                            let why = super::writes::unmodelled_refused(&at, &moves.folders, cwd);
+                            if why.is_some() {
+                                return why;
+                            }
                         }
                         continue;
                     }
@@ -336,22 +343,12 @@ impl Policy {
                         {
                             return Some(format!("the command names one: {why}"));
                         }
-                        let begins = |p: &Path| {
-                            std::fs::symlink_metadata(p).is_err()
-                                && p.file_name()
-                                    .and_then(|n| n.to_str())
-                                    .is_some_and(super::writes::begins_runs_name)
-                        };
-                        if unmodelled && begins(&r.path) {
-                            return Some(begun(w));
-                        }
-                        if let Some(why) = unmodelled
-                            .then(|| super::writes::named_runs_programs(&r.path, cwd))
-                            .flatten()
-                        {
-                            return Some(format!(
-                                "a program no model reads may write what its words name, and {why}"
-                            ));
+                        if unmodelled {
+                            let why =
+                                super::writes::unmodelled_refused(&r.path, &moves.folders, cwd);
+                            if why.is_some() {
+                                return why;
+                            }
                         }
                     }
                 }
@@ -359,16 +356,6 @@ impl Policy {
         }
         None
     }
-}
-
-/// Why a word of a program no model reads that names nothing yet is asked: it begins a
-/// name that makes programs run, which the program may finish (`split … .envr` makes
-/// `.envrc` with a suffix).
-fn begun(w: &str) -> String {
-    let shown: String = w.chars().take(200).collect();
-    format!(
-        "a program no model reads may make a file's name from a word, and {shown:?} begins a name that makes programs run once written (a shell's, a tool's or a version control's)"
-    )
 }
 
 /// The most words of one command resolved as paths (all within one [`path::Decision`]); a

@@ -5,6 +5,8 @@
 //!
 //! Invariant: only ever turns an allow into an ask, and a remembered rule into an exact one.
 
+mod words;
+
 /// Arguments that, under a prefix, would name a program to run, a file to write, or
 /// another place or configuration to act on, per program (`cargo test --config
 /// 'target.….runner="…"'`, `go test -exec prog`, `git -c alias.x='!…' x`, `npm test
@@ -474,7 +476,7 @@ pub fn names_more(words: &[String], from: usize) -> bool {
     if RESPONSE_FILES.contains(&program) && rest.iter().any(|w| w.starts_with('@')) {
         return true;
     }
-    if IMAGEMAGICK.contains(&program) && rest.iter().any(|w| has_escape(w)) {
+    if words::IMAGEMAGICK.contains(&program) && rest.iter().any(|w| words::has_escape(w)) {
         return true;
     }
     let Some((_, flags)) = NEVER_UNDER_A_PREFIX.iter().find(|(p, _)| *p == program) else {
@@ -545,148 +547,18 @@ pub fn names_more(words: &[String], from: usize) -> bool {
         }
     }
     args.iter()
-        .filter(|w| !(CC_RUNS == *flags && harmless_linker_word(w)))
+        .filter(|w| !(CC_RUNS == *flags && words::harmless_linker_word(w)))
         .any(|w| flagged(w))
         // ugrep's `---FILE` is `--config=FILE`.
         || (matches!(program, "ugrep" | "ug") && args.iter().any(|w| w.starts_with("---")))
-        || (program == "curl" && curl_names_more(args))
-        || (program == "git" && git_runs_given(words, args))
-        || (program == "tar" && tar_names_a_host(words, args))
-        || (matches!(program, "wget" | "wget2") && wget_names_a_file(args))
+        || (program == "curl" && words::curl_names_more(args))
+        || (program == "git" && words::git_runs_given(words, args))
+        || (program == "tar" && words::tar_names_a_host(words, args))
+        || (matches!(program, "wget" | "wget2") && words::wget_names_a_file(args))
         // split's PREFIX is finished by a suffix: one that begins a name that runs
         // programs (`.zlog` + `in`) may make it, existing or not.
         || (program == "split"
             && args.iter().any(|w| {
                 !w.starts_with('-') && super::writes::begins_runs_name(w.rsplit('/').next().unwrap_or(w))
             }))
-}
-
-/// Whether `word` is a compiler's `-Wl,…` of linker options that name nothing and load
-/// nothing (`-Wl,--as-needed`, `-Wl,-O1`, `-Wl,-z,relro`, `-Wl,-rpath,DIR`: a folder the
-/// built program looks in when it runs).
-fn harmless_linker_word(word: &str) -> bool {
-    let Some(list) = word.strip_prefix("-Wl,") else {
-        return false;
-    };
-    let mut pieces = list.split(',');
-    while let Some(p) = pieces.next() {
-        match p {
-            "--as-needed"
-            | "--no-as-needed"
-            | "-O1"
-            | "-O2"
-            | "--gc-sections"
-            | "--no-gc-sections"
-            | "--start-group"
-            | "--end-group"
-            | "-Bstatic"
-            | "-Bdynamic"
-            | "--export-dynamic"
-            | "-E"
-            | "--build-id"
-            | "-s"
-            | "--strip-all"
-            | "-S"
-            | "--strip-debug"
-            | "--no-undefined"
-            | "--hash-style=gnu"
-            | "--hash-style=both"
-            | "--enable-new-dtags"
-            | "--disable-new-dtags"
-            | "--fatal-warnings"
-            | "--warn-common"
-            | "--icf=all"
-            | "-x" => {}
-            "-z" => {
-                if !matches!(
-                    pieces.next(),
-                    Some("relro" | "now" | "noexecstack" | "defs" | "origin" | "lazy" | "norelro")
-                ) {
-                    return false;
-                }
-            }
-            "-rpath" | "-rpath-link" => {
-                if !pieces
-                    .next()
-                    .is_some_and(|d| !d.is_empty() && !d.starts_with('-'))
-                {
-                    return false;
-                }
-            }
-            _ => return false,
-        }
-    }
-    true
-}
-
-/// ImageMagick's programs: a name they write may hold escapes filled at run time
-/// (`info:.envr%x` with `-scene 12`, `-set filename:f '.gi%c/config'` then
-/// `info:%[filename:f]`).
-const IMAGEMAGICK: &[&str] = &[
-    "convert",
-    "magick",
-    "mogrify",
-    "montage",
-    "composite",
-    "compare",
-    "conjure",
-    "stream",
-    "import",
-    "animate",
-    "display",
-];
-
-/// Whether `word` holds a `%` escape (`%d`, `%[name]`), not a percentage (`50%`).
-fn has_escape(word: &str) -> bool {
-    word.as_bytes()
-        .windows(2)
-        .any(|p| p[0] == b'%' && (p[1].is_ascii_alphabetic() || p[1] == b'['))
-}
-
-/// wget's file named by a URL's last part, decoded (`http://h/%2eenvrc` writes `.envrc`):
-/// a hidden name, or one that makes programs run, is the server's choice of a file.
-fn wget_names_a_file(args: &[String]) -> bool {
-    args.iter().filter(|w| w.contains("://")).any(|url| {
-        let path = url.split(['?', '#']).next().unwrap_or(url);
-        let last = path.rsplit('/').next().unwrap_or("");
-        let Some(name) = super::forms::percent_decoded(last) else {
-            return true;
-        };
-        name.starts_with('.')
-            || super::writes::runs_by_name(&name)
-            || super::writes::begins_runs_name(&name)
-    })
-}
-
-/// tar's archive on another host (`host:file`, `user@host:file`): GNU tar runs a remote
-/// shell for it, unless `--force-local`. Any word with a `:` counts (where the archive's
-/// name stands depends on clusters and the old form).
-fn tar_names_a_host(words: &[String], args: &[String]) -> bool {
-    !words.iter().any(|w| w == "--force-local") && args.iter().any(|w| w.contains(':'))
-}
-
-/// git's subcommands that run a command their words give: `submodule foreach CMD`,
-/// `bisect run CMD` (a rule whose prefix already holds the word is the user's choice).
-fn git_runs_given(words: &[String], args: &[String]) -> bool {
-    let sub = words[1..].iter().find(|w| !w.starts_with('-'));
-    let runs = match sub.map(String::as_str) {
-        Some("submodule") => "foreach",
-        Some("bisect") => "run",
-        _ => return false,
-    };
-    args.iter().any(|w| w == runs)
-}
-
-/// curl's ways of naming a file no word holds: any `--expand-*` option (curl 8.3: the
-/// option's value made from variables), `%output{FILE}` in a `-w` format, and `#N` in an
-/// output name (filled from a URL's glob: `'{/home/u/.confi}'` and `'#1g/…'`). Looked for
-/// in every word, whatever option or cluster it follows (`-so '#1x'`).
-fn curl_names_more(args: &[String]) -> bool {
-    args.iter().any(|w| {
-        w.starts_with("--expand-")
-            || w.contains("%output{")
-            || w.as_bytes()
-                .windows(2)
-                .any(|p| p[0] == b'#' && p[1].is_ascii_digit())
-    })
 }

@@ -163,6 +163,32 @@ pub fn named_runs_programs(p: &Path, cwd: &Path) -> Option<String> {
     }
 }
 
+/// Why a word of a program no model reads that names nothing yet is asked: it begins a
+/// name that makes programs run, which the program may finish (`split … .envr` makes
+/// `.envrc` with a suffix).
+fn begun(w: &str) -> String {
+    let shown: String = w.chars().take(200).collect();
+    format!(
+        "a program no model reads may make a file's name from a word, and {shown:?} begins a name that makes programs run once written (a shell's, a tool's or a version control's)"
+    )
+}
+
+/// Why a word of a program no model reads, resolved to `p` (there or not), may write a file
+/// that makes programs run: one that begins such a name and is not there yet (the program
+/// may finish it), one [`named_runs_programs`] refuses, or a program put where it is run by
+/// name (`super::on_path`: a `.venv`, a `node_modules/.bin`).
+pub fn unmodelled_refused(p: &Path, folders: &[std::path::PathBuf], cwd: &Path) -> Option<String> {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if std::fs::symlink_metadata(p).is_err() && begins_runs_name(name) {
+        return Some(begun(name));
+    }
+    let why =
+        named_runs_programs(p, cwd).or_else(|| super::on_path::write_refused(p, folders, cwd))?;
+    Some(format!(
+        "a program no model reads may write what its words name, and {why}"
+    ))
+}
+
 /// Whether `name` (one name, in any case) is the beginning of a name [`runs_by_name`]
 /// knows, and not the whole of it: a program that makes a name by adding to a word (split's
 /// suffixes: `.envr` + `c`) may make it. A name of one dot and one character or more, or of

@@ -266,12 +266,14 @@ const SQLITE3_DOT: &[&str] = &[
 /// `sqlite3`: its SQL and dot-commands are a language that runs programs and writes any
 /// file (`.shell`, `.output F`, `writefile()`, `ATTACH`, `VACUUM INTO`, `load_extension()`),
 /// on its command line or its standard input. Understood only in safe mode (`-safe`), where
-/// sqlite3 itself refuses those, with SQL given (so no standard input is read), and only
-/// dot-commands that print (safe mode lets `.trace FILE` write); the database file is read
-/// and written.
+/// sqlite3 itself refuses those, and read-only (`-readonly`: a virtual table the database
+/// holds, `zipfile('~/.profile')`, writes its file on an insert), with SQL given (so no
+/// standard input is read), and only dot-commands that print (safe mode lets `.trace FILE`
+/// write); the database file is read.
 pub(super) fn sqlite3(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let mut db = None;
     let mut safe = false;
+    let mut readonly = false;
     let mut sql = false;
     let mut i = 1;
     while i < w.len() {
@@ -311,16 +313,17 @@ pub(super) fn sqlite3(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             Some((_, true)) if i + 1 < w.len() => i += 2,
             Some((_, false)) => {
                 safe |= name == "safe";
+                readonly |= name == "readonly";
                 i += 1
             }
             _ => return Err(stop(i, "a sqlite3 option that is not known as harmless")),
         }
     }
-    if !safe {
+    if !(safe && readonly) {
         return Err(stop(
             // At the end: whatever a rule's prefix holds, its words are not what decides.
             w.len(),
-            "sqlite3 without `-safe`: its SQL and dot-commands, given or on its standard input, run programs and write files",
+            "sqlite3 without `-safe` and `-readonly`: its SQL and dot-commands run programs and write files, and a table the database holds may write any file (`zipfile`)",
         ));
     }
     // With no SQL word it reads its standard input, whose dot-commands no word shows.
@@ -337,7 +340,6 @@ pub(super) fn sqlite3(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                 return Err(stop(d, "a database named by a URI, which is not read"));
             }
             paths(w, &[d], Access::Read, e);
-            paths(w, &[d], Access::Write, e);
         }
     }
     Ok(())

@@ -109,8 +109,8 @@ const REQUIRED: &[&str] = &[
     "make",
     "pytest -q",
     "python3 -m pytest -q test_a.py",
-    "sqlite3 -safe db.sqlite 'create table t(a); insert into t values(1);' .tables 'select * from t'",
-    "sqlite3 -safe -json :memory: 'select 1 as a'",
+    "sqlite3 -safe -readonly -json :memory: 'select 1 as a' .tables",
+    "sqlite3 --readonly --safe :memory: .schema 'select 2'",
 ];
 
 /// The tools, installed once.

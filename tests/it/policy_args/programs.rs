@@ -650,6 +650,9 @@ fn sqlite3(rng: &mut Rng, _: &Program) -> Vec<String> {
     if rng.chance(80) {
         w.push(rng.word(&["-safe", "--safe"]));
     }
+    if rng.chance(80) {
+        w.push(rng.word(&["-readonly", "--readonly"]));
+    }
     for _ in 0..rng.below(3) {
         let o = rng.word(SQLITE3_OPTS);
         let mut parts = o.splitn(2, ' ');
