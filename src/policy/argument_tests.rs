@@ -3080,6 +3080,19 @@ fn a_program_with_no_model_never_makes_a_name_that_runs_programs_from_parts() {
             "iconv -o mise.production.toml p.txt",
             "iconv -o .vscode/tasks.json p.txt",
             "iconv -o lefthook.yml p.txt",
+            "iconv -o lefthook.toml p.txt",
+            "iconv -o .lefthook-local.jsonc p.txt",
+            "iconv -o .rtx.local.toml p.txt",
+            "iconv -o mise/config.staging.toml p.txt",
+            "iconv -o .vscode/settings.json p.txt",
+            "iconv -o .Rprofile p.txt",
+            "iconv -o .irbrc p.txt",
+            "iconv -o .pdbrc p.txt",
+            "iconv -o .bazelrc p.txt",
+            // The beginning of such a name, which a suffix may finish.
+            "split -l 1 p.txt lefthook.ym",
+            "split -l 1 p.txt mise.prod",
+            "split -l 1 p.txt .hus",
         ],
     );
     // From a package folder of a repository: its `.git` is above the session.
@@ -3196,6 +3209,9 @@ fn a_program_with_no_model_is_read_in_every_piece_and_long_form_of_its_words() {
             "gcc -fcompare-debug=-fplugin=./p.so -c src/a.c",
             // A linker script names the output.
             "gcc -nostdlib -static -T out.ld m.o",
+            // A harmless linker option, then one that is not.
+            "gcc -shared -Wl,-soname,x,-plugin,./p.so -o x.so src/a.c",
+            "gcc -shared -Wl,--version-script,@opts -o x.so src/a.c",
             "ld -T out.ld m.o",
             "ld --script=out.ld m.o",
             "ar --plugin ./p.so rc x.a m.o",
@@ -3233,6 +3249,9 @@ fn a_program_with_no_model_is_read_in_every_piece_and_long_form_of_its_words() {
         &[
             "gcc -Wl,--as-needed -O2 -o app src/a.c",
             "gcc -Wl,-rpath,/opt/lib -Wl,-z,relro -Wl,-O1 -o app src/a.c",
+            "gcc -shared -Wl,-soname,libx.so.1 -o libx.so.1 src/a.c",
+            "gcc -Wl,--whole-archive m.o -Wl,--no-whole-archive -o app src/a.c",
+            "gcc -shared -Wl,--version-script=src/x.map -o x.so src/a.c",
             "split -d -l 1000 big.csv part_",
             "csplit -f chunk_ p.txt 2",
             "wget https://example.com/archive.tar.gz",

@@ -253,7 +253,6 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
             "--base",
         ],
     ),
-    // Each runs a program its words name.
     // split names its files PREFIX + a suffix: its options that shape the suffix make any
     // name (`-a1 --hex-suffixes=c x .envr` wrote `.envrc`; digits end no such name);
     // csplit's `-b` FORMAT (`-f .gi -b %.0dt/config` wrote `.git/config`). A PREFIX is the
@@ -484,12 +483,10 @@ pub fn names_more(words: &[String], from: usize) -> bool {
     };
     let args = words.get(from..).unwrap_or_default();
     // Programs whose single-dash words are long flags (`-exec`, `-logger`), not clusters.
-    let long_single = matches!(
-        program,
-        "go" | "dotnet" | "swift" | "gcc" | "g++" | "cc" | "c++" | "clang" | "clang++"
-    ) || LD_RUNS == *flags;
+    let compiler = matches!(program, "gcc" | "g++" | "cc" | "c++" | "clang" | "clang++");
     // getopt_long_only (the linkers): a long option after one dash, abbreviated too.
-    let only_long = LD_RUNS == *flags;
+    let only_long = matches!(program, "ld" | "ld.bfd" | "ld.gold" | "ld.lld" | "mold");
+    let long_single = matches!(program, "go" | "dotnet" | "swift") || compiler || only_long;
     let flagged = |word: &str| {
         let mut word = word.to_owned();
         if program == "go" {
@@ -547,7 +544,7 @@ pub fn names_more(words: &[String], from: usize) -> bool {
         }
     }
     args.iter()
-        .filter(|w| !(CC_RUNS == *flags && words::harmless_linker_word(w)))
+        .filter(|w| !(compiler && words::harmless_linker_word(w)))
         .any(|w| flagged(w))
         // ugrep's `---FILE` is `--config=FILE`.
         || (matches!(program, "ugrep" | "ug") && args.iter().any(|w| w.starts_with("---")))

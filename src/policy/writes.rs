@@ -68,12 +68,8 @@ const TOOL_CONFIG: &[&str] = &[
     ".pnpmfile.mjs",
     ".pnp.cjs",
     ".pnp.loader.mjs",
-    // bun's `preload`; the git hook managers' lists of commands.
+    // bun's `preload`; pre-commit's list of hooks (lefthook's: [`by_pattern`]).
     "bunfig.toml",
-    "lefthook.yml",
-    "lefthook.yaml",
-    ".lefthook.yml",
-    ".lefthook.yaml",
     ".pre-commit-config.yaml",
     ".python-version",
     ".node-version",
@@ -86,7 +82,57 @@ const TOOL_CONFIG: &[&str] = &[
     ".ugrep",
     ".ptconfig.toml",
     ".sift.conf",
+    // Files an interpreter or a debugger runs when it starts in the folder: R's, irb's and
+    // pry's, pdb's (`!` lines are Python), bazel's (`--run_under`), gdb's and lldb's, vim's
+    // and neovim's `exrc`.
+    ".rprofile",
+    ".irbrc",
+    "_irbrc",
+    "irb.rc",
+    ".pryrc",
+    ".pdbrc",
+    ".bazelrc",
+    ".gdbinit",
+    ".lldbinit",
+    ".exrc",
+    ".vimrc",
+    ".nvimrc",
+    ".nvim.lua",
 ];
+
+/// Names of files that run programs from one of several names, in no list:
+/// `(stem, endings)`: a name is one when it begins with the stem and ends with one of the
+/// endings. mise's files of an environment (`mise.production.toml`, `.mise.local.toml`),
+/// rtx's (its old name), lefthook's in every format and its local ones.
+const PATTERNS: &[(&str, &[&str])] = &[
+    ("mise.", &[".toml"]),
+    (".mise.", &[".toml"]),
+    (".rtx.", &[".toml"]),
+    ("lefthook.", LEFTHOOK),
+    (".lefthook.", LEFTHOOK),
+    ("lefthook-local.", LEFTHOOK),
+    (".lefthook-local.", LEFTHOOK),
+];
+const LEFTHOOK: &[&str] = &[".yml", ".yaml", ".toml", ".json", ".jsonc"];
+
+/// Every name listed as making programs run, lower case: shells' start files, tools'
+/// files, version controls' folders, git's own configuration, cargo's and the hook
+/// managers' folders.
+fn listed_names() -> impl Iterator<Item = &'static str> {
+    SHELL_START
+        .iter()
+        .chain(TOOL_CONFIG)
+        .chain(VCS)
+        .chain(&[".gitconfig", ".cargo", ".husky", ".mise"])
+        .copied()
+}
+
+/// Whether `name` (lower case) is one of [`PATTERNS`].
+fn by_pattern(name: &str) -> bool {
+    PATTERNS.iter().any(|(stem, ends)| {
+        name.len() > stem.len() && name.starts_with(stem) && ends.iter().any(|e| name.ends_with(e))
+    })
+}
 
 /// Why a prefix rule may not allow writing `p` (resolved) from a session in `cwd`: outside
 /// the session's folder, the folder itself, inside a `.git` folder, or a shell's start file.
@@ -195,18 +241,18 @@ pub fn unmodelled_refused(p: &Path, folders: &[std::path::PathBuf], cwd: &Path) 
 /// three characters or more.
 pub fn begins_runs_name(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
+    let name = name.as_str();
     let long_enough = if name.starts_with('.') {
         name.len() >= 2 && name != ".."
     } else {
         name.len() >= 3
     };
     long_enough
-        && SHELL_START
-            .iter()
-            .chain(TOOL_CONFIG)
-            .chain(VCS)
-            .chain(&[".gitconfig", ".cargo"])
-            .any(|n| n.len() > name.len() && n.starts_with(name.as_str()))
+        && (listed_names().any(|n| n.len() > name.len() && n.starts_with(name))
+            || PATTERNS.iter().any(|(stem, _)| {
+                (stem.len() > name.len() && stem.starts_with(name))
+                    || (name.starts_with(stem) && !by_pattern(name))
+            }))
 }
 
 /// Whether a file named `name` (one name, in any case) makes programs run once written
@@ -214,17 +260,7 @@ pub fn begins_runs_name(name: &str) -> bool {
 /// control's or cargo's folder.
 pub fn runs_by_name(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
-    let name = name.as_str();
-    SHELL_START.contains(&name)
-        || TOOL_CONFIG.contains(&name)
-        || VCS.contains(&name)
-        || matches!(name, ".gitconfig" | ".cargo" | ".husky")
-        || mise_environment(name)
-}
-
-/// mise's file of an environment (`mise.production.toml`, `.mise.local.toml`).
-fn mise_environment(name: &str) -> bool {
-    (name.starts_with("mise.") || name.starts_with(".mise.")) && name.ends_with(".toml")
+    listed_names().any(|n| n == name) || by_pattern(&name)
 }
 
 /// Why writing `p` (inside the session's folder `cwd`, `rel` beneath it) may make programs
@@ -292,17 +328,17 @@ fn runs_programs(p: &Path, rel: &Path, cwd: &Path) -> Option<String> {
         .collect();
     let runs_folder = comps.iter().any(|c| c == ".mise" || c == ".husky")
         || comps.windows(2).any(|w| {
+            let (a, b) = (w[0].as_str(), w[1].as_str());
             matches!(
-                (w[0].as_str(), w[1].as_str()),
+                (a, b),
                 (".config", "mise")
-                    | ("mise", "config.toml")
                     | (".yarn", "releases" | "plugins")
-                    | (".vscode", "tasks.json")
-            )
+                    | (".vscode", "tasks.json" | "settings.json")
+            ) || (a == "mise" && b.starts_with("config.") && b.ends_with(".toml"))
         });
     if runs_folder {
         return Some(format!(
-            "it writes {}, in a folder whose files a tool runs (mise's, husky's hooks, yarn's releases and plugins, an editor's tasks)",
+            "it writes {}, in a folder whose files a tool runs (mise's, husky's hooks, yarn's releases and plugins, an editor's tasks and settings)",
             p.display()
         ));
     }
@@ -312,7 +348,7 @@ fn runs_programs(p: &Path, rel: &Path, cwd: &Path) -> Option<String> {
             p.display()
         ));
     }
-    if TOOL_CONFIG.contains(&name) || mise_environment(name) {
+    if TOOL_CONFIG.contains(&name) || by_pattern(name) {
         return Some(format!(
             "it writes {}, a file from which a tool picks the program it runs",
             p.display()

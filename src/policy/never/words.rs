@@ -40,7 +40,27 @@ pub(super) fn harmless_linker_word(word: &str) -> bool {
             | "--fatal-warnings"
             | "--warn-common"
             | "--icf=all"
+            | "--whole-archive"
+            | "--no-whole-archive"
+            | "-Bsymbolic"
+            | "--sort-common"
             | "-x" => {}
+            // A name written into the output (`-soname,libx.so.1`), a version script (read
+            // as versions only: it names no output): a value that is no option.
+            "-soname" | "--soname" | "-h" | "--version-script" => {
+                if !pieces
+                    .next()
+                    .is_some_and(|v| !v.is_empty() && !v.starts_with('-') && !v.starts_with('@'))
+                {
+                    return false;
+                }
+            }
+            p if ["-soname=", "--soname=", "--version-script="]
+                .iter()
+                .any(|o| {
+                    p.strip_prefix(o)
+                        .is_some_and(|v| !v.is_empty() && !v.starts_with('@'))
+                }) => {}
             "-z" => {
                 if !matches!(
                     pieces.next(),
