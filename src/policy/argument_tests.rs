@@ -1910,6 +1910,70 @@ fn a_diff_of_the_whole_tree_is_not_allowed_where_a_denied_file_is_tracked() {
         &d,
         &["git diff --cached", "git diff -- a.txt", "git status"],
     );
+    // `git commit --dry-run -v` prints the staged diff, `-vv` the working tree's.
+    let c = rules(&["Bash(git commit:*)", "!Read(.env)"]);
+    not_allowed(
+        &c,
+        &d,
+        &[
+            "git commit --dry-run -vv -m x",
+            "git commit --dry-run --verbose -m x",
+        ],
+    );
+    allowed(&c, &d, &["git commit --dry-run -m x -- a.txt"]);
+}
+
+/// An editor's folder of the project names the programs the editor starts (Zed's language
+/// servers, `.vscode/mcp.json`, `.cursor/mcp.json`, tasks, a dev container's commands): the
+/// agent's own client would run what it writes there.
+#[test]
+fn an_editors_folder_of_the_project_is_never_written_under_a_prefix() {
+    let d = scratch("editor-folders");
+    std::fs::write(d.join("a.json"), "{}").unwrap();
+    let p = rules(&["Bash(tee:*)", "Bash(cp:*)", "Bash(mkdir:*)", "Bash(cat:*)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "cat a.json | tee .zed/settings.json",
+            "cat a.json | tee .vscode/mcp.json",
+            "cp a.json .cursor/mcp.json",
+            "cp a.json .devcontainer/devcontainer.json",
+            "mkdir -p .idea",
+            "cp -r x .helix",
+        ],
+    );
+    allowed(&p, &d, &["cat .vscode/settings.json", "cp a.json b.json"]);
+}
+
+/// What a search reads when a value is given apart (`rg --engine auto PAT`: `PAT` is the
+/// pattern, no folder given) or patterns are grouped (`git grep '(' -e PAT ')'`: `(` and
+/// `)` are options): the session's folder, denied files included.
+#[test]
+fn a_search_with_no_folder_given_searches_the_session_whatever_its_options_look_like() {
+    let d = scratch("search-options");
+    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
+    let p = rules(&["Bash(rg:*)", "Bash(git grep:*)", "!Read(.env)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "rg -uu --engine auto SECRET",
+            "rg -uu --engine default -e SECRET",
+            "rg -uu --engine -L SECRET",
+            "rg -uu --engine=auto SECRET",
+            "git grep --no-index '(' -e SECRET ')'",
+            "git grep --no-index ')' -e SECRET",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "rg --engine auto SECRET src",
+            "git grep '(' -e SECRET --or -e x ')' -- src",
+        ],
+    );
 }
 
 /// A twenty-sixth review: `git status -vv .` shows the tracked files beneath its path; a
@@ -2912,6 +2976,20 @@ fn a_rule_that_begins_with_a_wrapper_reads_the_program_it_runs_by_its_model() {
             "timeout 9 sort src/a.txt",
         ],
     );
+    // setsid returns at once when it forks (with `-f`, or leading its process group):
+    // the program runs on as in the background.
+    let bg = rules(&["Bash(setsid:*)"]);
+    not_allowed(
+        &bg,
+        &d,
+        &[
+            "setsid -f sort -o z src/p.txt",
+            "setsid --fork sort -o z src/p.txt",
+            "setsid sort -o z src/p.txt",
+            "setsid -w setsid sort -o z src/p.txt",
+        ],
+    );
+    allowed(&bg, &d, &["setsid -w sort -o z src/p.txt"]);
     // Run in the background, the program's model decides: asked.
     let tc = serde_json::json!({
         "kind": "execute",
@@ -3085,6 +3163,8 @@ fn a_program_with_no_model_never_makes_a_name_that_runs_programs_from_parts() {
             "iconv -o .rtx.local.toml p.txt",
             "iconv -o mise/config.staging.toml p.txt",
             "iconv -o .vscode/settings.json p.txt",
+            "iconv -o .zed/settings.json p.txt",
+            "iconv -o .cursor/mcp.json p.txt",
             "iconv -o .Rprofile p.txt",
             "iconv -o .irbrc p.txt",
             "iconv -o .pdbrc p.txt",

@@ -102,7 +102,8 @@ const OWN_WORDS: &[OwnWords] = &[
     ("env", "0iu:v", &["null", "ignore-environment", "unset="]),
     ("stdbuf", "i:o:e:", &["input=", "output=", "error="]),
     ("ionice", "c:n:t", &["class=", "classdata=", "ignore"]),
-    ("setsid", "cfw", &["ctty", "fork", "wait"]),
+    // Not `-f`: see [`own_words`].
+    ("setsid", "cw", &["ctty", "wait"]),
     ("taskset", "ac", &["all-tasks", "cpu-list"]),
     ("time", "pvq", &["portability", "verbose", "quiet"]),
     ("command", "p", &[]),
@@ -118,6 +119,27 @@ const WRITE_ALONE: &[&str] = &["nohup"];
 /// Why the wrappers' own words (each wrapper's name, then its words) may do more than run
 /// the program, if they may.
 fn own_words(words: &[String]) -> Option<String> {
+    // setsid forks when it leads its process group (an agent that starts each command in a
+    // group of its own), or with `-f`, and returns at once unless told to wait (`-w`):
+    // the program then runs on, as in the background, while later commands change what
+    // its paths name.
+    let waits = |w: &String| {
+        w == "--wait" || (w.starts_with('-') && !w.starts_with("--") && w.contains('w'))
+    };
+    for (k, _) in words
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| args::base(w) == "setsid")
+    {
+        let mut own = words[k + 1..]
+            .iter()
+            .take_while(|w| !wrappers::is_wrapper(std::slice::from_ref(*w)));
+        if !own.any(waits) {
+            return Some(
+                "`setsid` without `-w` may leave the program running after it returns".into(),
+            );
+        }
+    }
     let mut wrapper: Option<(&str, Option<&OwnWords>)> = None;
     for w in words {
         let name = args::base(w);

@@ -115,6 +115,20 @@ const PATTERNS: &[(&str, &[&str])] = &[
 ];
 const LEFTHOOK: &[&str] = &[".yml", ".yaml", ".toml", ".json", ".jsonc"];
 
+/// Editors' folders of a project: their settings and tasks name the programs the editor
+/// (the agent's own client among them) starts: language servers (Zed's `lsp.*.binary`),
+/// MCP servers (`.vscode/mcp.json`, `.cursor/mcp.json`), tasks, debuggers, a dev
+/// container's commands.
+const EDITORS: &[&str] = &[
+    ".vscode",
+    ".zed",
+    ".cursor",
+    ".idea",
+    ".fleet",
+    ".helix",
+    ".devcontainer",
+];
+
 /// Every name listed as making programs run, lower case: shells' start files, tools'
 /// files, version controls' folders, git's own configuration, cargo's and the hook
 /// managers' folders.
@@ -123,6 +137,7 @@ fn listed_names() -> impl Iterator<Item = &'static str> {
         .iter()
         .chain(TOOL_CONFIG)
         .chain(VCS)
+        .chain(EDITORS)
         .chain(&[".gitconfig", ".cargo", ".husky", ".mise"])
         .copied()
 }
@@ -326,19 +341,19 @@ fn runs_programs(p: &Path, rel: &Path, cwd: &Path) -> Option<String> {
         .components()
         .map(|c| c.as_os_str().to_string_lossy().to_ascii_lowercase())
         .collect();
-    let runs_folder = comps.iter().any(|c| c == ".mise" || c == ".husky")
+    let runs_folder = comps
+        .iter()
+        .any(|c| c == ".mise" || c == ".husky" || EDITORS.contains(&c.as_str()))
         || comps.windows(2).any(|w| {
             let (a, b) = (w[0].as_str(), w[1].as_str());
             matches!(
                 (a, b),
-                (".config", "mise")
-                    | (".yarn", "releases" | "plugins")
-                    | (".vscode", "tasks.json" | "settings.json")
+                (".config", "mise") | (".yarn", "releases" | "plugins")
             ) || (a == "mise" && b.starts_with("config.") && b.ends_with(".toml"))
         });
     if runs_folder {
         return Some(format!(
-            "it writes {}, in a folder whose files a tool runs (mise's, husky's hooks, yarn's releases and plugins, an editor's tasks and settings)",
+            "it writes {}, in a folder whose files a tool runs (mise's, husky's hooks, yarn's releases and plugins, an editor's or a dev container's settings)",
             p.display()
         ));
     }

@@ -115,9 +115,16 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         }
         "grep" => {
             let (met, ops) = options(w, from, GREP, true, e)?;
+            // `(` and `)` group patterns: options without a dash, before the first operand
+            // (git stops reading options there).
+            let first = ops
+                .iter()
+                .position(|&o| !matches!(w[o].as_str(), "(" | ")"))
+                .unwrap_or(ops.len());
+            let ops = &ops[first..];
             let given = has(&met, &["-e", "-f"]);
             let rest = if given {
-                &ops[..]
+                ops
             } else {
                 ops.get(1..).unwrap_or_default()
             };
@@ -178,6 +185,11 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             pathspecs(w, &ops, Access::Tree, e);
             if has(&met, &["-a", "--all"]) {
                 e.paths.push((Access::Tree, ".".into()));
+            }
+            // `--dry-run -v` prints the staged diff, `-vv` the working tree's too, as
+            // `git status -v` does.
+            if has(&met, &["-v", "--verbose"]) {
+                e.paths.push((Access::Tracked, ".".into()));
             }
         }
         "clone" => {

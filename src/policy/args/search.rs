@@ -115,8 +115,9 @@ const RG: &[&str] = &[
     "--dfa-size-limit=",
     "-E|--encoding=",
     "--no-encoding",
-    // ripgrep 13 takes `--engine -L` as `--follow`: its value, joined only.
-    "--engine?",
+    // Its value the next word too (`--engine auto`): ripgrep 13 takes `--engine -L` as
+    // `--follow`, so a separate value must be an engine's name (`rg`).
+    "--engine=",
     "-e|--regexp=",
     "-F|--fixed-strings",
     "--no-fixed-strings",
@@ -219,6 +220,15 @@ const RG: &[&str] = &[
 /// `rg`: a pattern (unless `-e`/`-f` gave it, or `--files`/`--type-list` take none), then
 /// folders searched whole (the current one when none is named).
 pub(super) fn rg(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    let end = w.iter().position(|a| a == "--").unwrap_or(w.len());
+    if let Some(k) = w[..end].iter().position(|a| a == "--engine") {
+        if !w
+            .get(k + 1)
+            .is_some_and(|v| matches!(v.as_str(), "default" | "pcre2" | "auto"))
+        {
+            return Err(stop(k, "`--engine` without an engine's name after it"));
+        }
+    }
     let (met, ops) = options(w, 1, RG, true, e)?;
     if has(&met, &["--type-list", "-h", "--help", "-V", "--version"]) {
         return Ok(());
