@@ -383,6 +383,31 @@ fn globs_and_ignore_files_that_bring_hidden_files_in_are_searched_whole() {
         ],
     );
     allowed(&p, &d, &["rg SECRET", "git show HEAD:src/a.rs"]);
+    // A positive glob of names leaves every other file out, hidden or not; one that may
+    // match a denied file, a file named, links followed, a glob with a folder do not.
+    std::os::unix::fs::symlink(".env", d.join("l.rs")).unwrap();
+    allowed(
+        &p,
+        &d,
+        &[
+            "rg -g '*.rs' fn",
+            "rg --glob='*.{rs,toml}' -g '!target' fn",
+            "rg -uu -g '*.md' fn",
+        ],
+    );
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "rg -g '*.rs' -g '.e*' SECRET",
+            "rg -g '*' SECRET",
+            "rg --iglob '*.ENV' SECRET",
+            "rg -g '[.]env' SECRET",
+            "rg -g '*.rs' SECRET .env",
+            "rg -L -g '*.rs' SECRET",
+            "rg -g 'src/*.rs' -g '.env' SECRET",
+        ],
+    );
     // An ignore file that lets a name back in: what ripgrep searches cannot be told.
     std::fs::write(d.join(".ignore"), "!.env\n").unwrap();
     assert_eq!(decide(&p, "rg SECRET", &d).decision, Decision::Ask);

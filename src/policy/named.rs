@@ -75,8 +75,12 @@ impl Named {
                 ));
             }
         }
+        let mut only = None;
         let (placed, unplaced, places, ignore_files) = match reading {
-            Reading::Understood(e) => (e.paths, e.unplaced, e.places, e.ignore_files),
+            Reading::Understood(e) => {
+                only = e.only_names.as_deref().and_then(name_globs);
+                (e.paths, e.unplaced, e.places, e.ignore_files)
+            }
             // No model, or one that stopped: any word may be a path, and a program that
             // searches the current folder when no folder is named may search it (`ag -u
             // KEY`, `fd -H`).
@@ -109,8 +113,15 @@ impl Named {
                         Access::Tree | Access::TreeShown | Access::TreeFollowed
                     ) {
                         let mut read = Vec::new();
-                        let under =
+                        let mut under =
                             walk(&p, access, &mut walked, ignore_files.then_some(&mut read));
+                        if let (Some(only), Some(under), false) =
+                            (&only, under.as_mut(), access == Access::TreeFollowed)
+                        {
+                            under.retain(|q| {
+                                is_folder(q) || q.file_name().is_some_and(|n| only.is_match(n))
+                            });
+                        }
                         named.beneath.push((p.clone(), under));
                         named
                             .paths
@@ -226,6 +237,22 @@ impl Named {
             }
         }
     }
+}
+
+/// Globs of a file's name alone ([`args::Effects::only_names`]), in any case, as ripgrep
+/// reads them (`\\` escapes; `{a,b}`); `None` if one is not a glob.
+fn name_globs(globs: &[String]) -> Option<globset::GlobSet> {
+    let mut set = globset::GlobSetBuilder::new();
+    for g in globs {
+        let glob = globset::GlobBuilder::new(g)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .case_insensitive(true)
+            .build()
+            .ok()?;
+        set.add(glob);
+    }
+    set.build().ok()
 }
 
 /// Whether `p` is a folder itself (not a link to one: a move takes the link).

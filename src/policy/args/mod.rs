@@ -68,6 +68,11 @@ pub struct Effects {
     /// them (ripgrep: `.ignore`, `.rgignore`, `.gitignore`, a repository's `info/exclude`),
     /// and prints their lines that are not globs: each is a read of where it leads.
     pub ignore_files: bool,
+    /// The names of the files the program reads beneath a folder it walks, when it reads
+    /// only those (ripgrep's `-g '*.rs'`: a file no positive glob matches is left out, an
+    /// override nothing brings back): globs matched on the name alone, in any case.
+    /// Folders are walked whole; links followed are not filtered.
+    pub only_names: Option<Vec<String>>,
 }
 
 /// A command read by its program's model.

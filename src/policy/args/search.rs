@@ -280,6 +280,17 @@ pub(super) fn rg(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         (Some(_), None) => false,
         _ => true,
     };
+    // A positive glob leaves out every file no positive glob matches, hidden or ignored
+    // (ripgrep's overrides come first): globs of a name alone (no `/`) are matched so.
+    let positive: Vec<String> = met
+        .iter()
+        .filter(|m| matches!(m.name.as_str(), "-g" | "--glob" | "--iglob"))
+        .filter_map(|m| m.value.clone())
+        .filter(|g| !g.starts_with('!'))
+        .collect();
+    if !positive.is_empty() && positive.iter().all(|g| !g.is_empty() && !g.contains('/')) {
+        e.only_names = Some(positive);
+    }
     paths(w, files, access, e);
     if files.is_empty() {
         e.paths.push((access, ".".into()));
