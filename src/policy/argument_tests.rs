@@ -392,7 +392,7 @@ fn globs_and_ignore_files_that_bring_hidden_files_in_are_searched_whole() {
         &[
             "rg -g '*.rs' fn",
             "rg --glob='*.{rs,toml}' -g '!target' fn",
-            "rg -uu -g '*.md' fn",
+            "rg -uu -g '*.toml' fn",
         ],
     );
     not_allowed(
@@ -1969,6 +1969,54 @@ fn an_editors_folder_of_the_project_is_never_written_under_a_prefix() {
         ],
     );
     allowed(&p, &d, &["cat .vscode/settings.json", "cp a.json b.json"]);
+    // And other agents' folders and files that name the servers they start.
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "cat a.json | tee .qwen/settings.json",
+            "cp a.json opencode.json",
+            "cp a.json .kiro/settings/mcp.json",
+            "cp a.json app.code-workspace",
+            "cp a.json .aider.conf.yml",
+        ],
+    );
+}
+
+/// A short option's value joined by `=` is read two ways (GNU getopt: `=x`; clap, lexopt,
+/// argparse: `x`: `rg -f=.env` read `.env`): asked. sed in place reads each file too: its
+/// backup is a copy (`sed -i.bak -n 1p .env`, then `cat .env.bak`), and GNU sed writes a
+/// new file where a link was (`sed -i p link`, then `cat link`).
+#[test]
+fn a_value_read_two_ways_is_asked_and_sed_in_place_reads_what_it_rewrites() {
+    let d = scratch("joined-equals");
+    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
+    std::fs::write(d.join("a.txt"), "a").unwrap();
+    std::os::unix::fs::symlink(".env", d.join("link")).unwrap();
+    let p = rules(&["Bash(rg:*)", "Bash(sed:*)", "Bash(head:*)", "!Read(.env)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "rg -f=.env -e x src",
+            "rg -nf=.env src",
+            "rg -g=.env SECRET",
+            "head -n=1 a.txt",
+            "sed -i.bak -n 1p .env",
+            "sed --in-place=.bak p .env",
+            "sed -i -n p link",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "rg -f a.txt src",
+            "rg -n x src",
+            "sed -i s/a/b/ a.txt",
+            "sed -i.bak s/a/b/ a.txt",
+        ],
+    );
 }
 
 /// What a search reads when a value is given apart (`rg --engine auto PAT`: `PAT` is the

@@ -124,7 +124,34 @@ fn wgetrc(env: Env<'_>) -> Vec<PathBuf> {
 /// a hook or an MCP server (a twentieth review: `Write .claude/settings.local.json`), a
 /// command's, a skill's or a subagent's `allowed-tools` (a twenty-third). Everything in
 /// them, and each folder itself (moved or replaced whole), is the policy's too.
-const AGENT_FOLDERS: &[&str] = &[".claude", ".gemini", ".codex"];
+/// Other agents' and their editors' folders too: their settings name the MCP servers and
+/// hooks they start (Qwen Code's, OpenCode's, Kiro's, Amazon Q's, Roo's, Windsurf's,
+/// Continue's, Cline's).
+const AGENT_FOLDERS: &[&str] = &[
+    ".claude",
+    ".gemini",
+    ".codex",
+    ".qwen",
+    ".opencode",
+    ".kiro",
+    ".amazonq",
+    ".roo",
+    ".windsurf",
+    ".continue",
+    ".cline",
+];
+
+/// Agents' files of a project that name programs they run: MCP servers (`.mcp.json`,
+/// OpenCode's and Crush's settings), aider's settings (`lint-cmd`, `test-cmd`); a VS Code
+/// workspace (`*.code-workspace`: its settings, tasks and launch) is matched by its ending.
+const AGENT_FILES: &[&str] = &[
+    ".mcp.json",
+    "opencode.json",
+    "opencode.jsonc",
+    "crush.json",
+    ".crush.json",
+    ".aider.conf.yml",
+];
 
 /// Why `p` is in an agent's own folder ([`AGENT_FOLDERS`]) or is `.mcp.json` (said of
 /// `shown`: the whole path `p` is part of).
@@ -132,13 +159,16 @@ pub(super) fn agent_settings(p: &Path, shown: &Path) -> Option<String> {
     // In either case: a file system that ignores case (macOS's, a casefolded ext4 folder)
     // opens `.CLAUDE/Settings.json` as `.claude/settings.json`.
     let lower = PathBuf::from(p.to_string_lossy().to_lowercase());
-    let mcp = lower.file_name().is_some_and(|n| n == ".mcp.json");
+    let mcp = lower
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| AGENT_FILES.contains(&n) || n.ends_with(".code-workspace"));
     let folder = lower
         .components()
         .find_map(|c| AGENT_FOLDERS.iter().find(|f| c.as_os_str() == **f).copied());
     if mcp {
         return Some(format!(
-            "{} is an agent's own MCP servers (programs it runs without asking)",
+            "{} names an agent's own MCP servers or commands, or an editor's tasks (programs they run without asking)",
             shown.display()
         ));
     }

@@ -278,8 +278,8 @@ impl Met {
 
 /// The options and operands of `words[from..]`, read by `table` as GNU getopt_long reads
 /// them: options anywhere (`permute`) or up to the first operand, `--` ending them, `-`
-/// an operand, short options clustered (`-rn`), a short option's value joined or in the
-/// next word, a long one's after `=` or in the next word. A long option must be written
+/// an operand, short options clustered (`-rn`), a short option's value joined (not after
+/// `=`, which parsers read two ways: stopped) or in the next word, a long one's after `=` or in the next word. A long option must be written
 /// whole (getopt_long takes any unambiguous prefix, and a prefix we do not know of could
 /// be another option: `--pre` is not `--pretty`). Path values go into `effects`.
 pub(crate) fn options(
@@ -359,6 +359,14 @@ pub(crate) fn options(
                 ));
             };
             let rest = &w[pos + c.len_utf8()..];
+            // `-f=x`: getopt reads the value `=x`, clap, lexopt and argparse read `x`
+            // (`rg -f=.env` read `.env`): which file it names depends on the parser.
+            if takes != Takes::Nothing && rest.starts_with('=') {
+                return Err(stop(
+                    at,
+                    format!("`{flag}` with a value joined by `=`, which programs read two ways"),
+                ));
+            }
             let value = match takes {
                 Takes::Nothing => None,
                 Takes::Optional => Some(rest.to_owned()).filter(|r| !r.is_empty()),

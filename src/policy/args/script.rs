@@ -79,6 +79,12 @@ pub(super) fn sed(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         Access::Read
     };
     for &i in files {
+        // In place, each file is read too: its content lands in the backup, and in place
+        // of a link (GNU sed writes a new file where the link was: `sed -i p link`, then
+        // `cat link`, printed what the link led to).
+        if in_place {
+            e.paths.push((Access::Read, w[i].clone()));
+        }
         e.paths.push((access, w[i].clone()));
         // The backup `-i.bak` keeps beside it.
         if in_place && !suffix.is_empty() {
