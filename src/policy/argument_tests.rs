@@ -406,6 +406,15 @@ fn globs_and_ignore_files_that_bring_hidden_files_in_are_searched_whole() {
             "rg -g '*.rs' SECRET .env",
             "rg -L -g '*.rs' SECRET",
             "rg -g 'src/*.rs' -g '.env' SECRET",
+            // What ripgrep reads otherwise: a glob trimmed as a gitignore line, a comment
+            // (no glob), a class that matches the `/` of a path.
+            "rg -g '.env ' SECRET",
+            "rg -g '#' --hidden SECRET",
+            "rg -g ' ' SECRET",
+            "rg -g '*[!x].env' SECRET",
+            "rg -g 'sub[.-0].env' SECRET",
+            "rg -g '\\.env' SECRET",
+            "rg -g '**.env' SECRET",
         ],
     );
     // An ignore file that lets a name back in: what ripgrep searches cannot be told.

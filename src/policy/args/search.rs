@@ -288,7 +288,7 @@ pub(super) fn rg(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         .filter_map(|m| m.value.clone())
         .filter(|g| !g.starts_with('!'))
         .collect();
-    if !positive.is_empty() && positive.iter().all(|g| !g.is_empty() && !g.contains('/')) {
+    if !positive.is_empty() && positive.iter().all(|g| plain_name_glob(g)) {
         e.only_names = Some(positive);
     }
     paths(w, files, access, e);
@@ -296,6 +296,18 @@ pub(super) fn rg(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         e.paths.push((access, ".".into()));
     }
     Ok(())
+}
+
+/// Whether ripgrep matches glob `g` on a file's name alone, as written: letters, digits,
+/// `.`, `_`, `-`, `+`, `*` and `?` (neither crosses a `/`), and `{a,b}`. Not a class
+/// (`[!x]` and `[.-0]` match a `/` of the path), an escape, `**`, a space (ripgrep
+/// trims a glob as a line of a gitignore file: `'.env '` is `.env`), a `#` (a comment:
+/// no glob at all), nor an empty glob.
+fn plain_name_glob(g: &str) -> bool {
+    !g.is_empty()
+        && !g.contains("**")
+        && g.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-_+*?{},".contains(&b))
 }
 
 /// `find`'s tests and actions that take no value.
