@@ -1993,7 +1993,7 @@ fn an_editors_folder_of_the_project_is_never_written_under_a_prefix() {
 }
 
 /// A short option's value joined by `=` is read two ways (GNU getopt: `=x`; clap, lexopt,
-/// argparse: `x`: `rg -f=.env` read `.env`): asked. sed in place reads each file too: its
+/// argparse: `x`: `rg -f=.env` read `.env`), as is uniq's `+N`: asked. sed in place reads each file too: its
 /// backup is a copy (`sed -i.bak -n 1p .env`, then `cat .env.bak`), and GNU sed writes a
 /// new file where a link was (`sed -i p link`, then `cat link`).
 #[test]
@@ -2002,11 +2002,22 @@ fn a_value_read_two_ways_is_asked_and_sed_in_place_reads_what_it_rewrites() {
     std::fs::write(d.join(".env"), "SECRET=1").unwrap();
     std::fs::write(d.join("a.txt"), "a").unwrap();
     std::os::unix::fs::symlink(".env", d.join("link")).unwrap();
-    let p = rules(&["Bash(rg:*)", "Bash(sed:*)", "Bash(head:*)", "!Read(.env)"]);
+    let p = rules(&[
+        "Bash(rg:*)",
+        "Bash(sed:*)",
+        "Bash(head:*)",
+        "Bash(uniq:*)",
+        "Bash(pytest:*)",
+        "!Read(.env)",
+    ]);
     not_allowed(
         &p,
         &d,
         &[
+            // GNU uniq reads `+N` as `-s N`: `.env` is its input, not its output.
+            "uniq +0 .env",
+            "uniq -c +5 .env",
+            "pytest --doctest-glob .env",
             "rg -f=.env -e x src",
             "rg -nf=.env src",
             "rg -g=.env SECRET",
@@ -2024,6 +2035,8 @@ fn a_value_read_two_ways_is_asked_and_sed_in_place_reads_what_it_rewrites() {
             "rg -n x src",
             "sed -i s/a/b/ a.txt",
             "sed -i.bak s/a/b/ a.txt",
+            "uniq -c a.txt",
+            "uniq a.txt out.txt",
         ],
     );
 }

@@ -239,8 +239,8 @@ impl Named {
     }
 }
 
-/// Globs of a file's name alone ([`args::Effects::only_names`]), in any case, as ripgrep
-/// reads them (`\\` escapes; `{a,b}`); `None` if one is not a glob.
+/// Globs of a file's name alone ([`args::Effects::only_names`], which holds no class nor
+/// escape), in any case, `{a,b}` read as ripgrep reads it; `None` if one is not a glob.
 fn name_globs(globs: &[String]) -> Option<globset::GlobSet> {
     let mut set = globset::GlobSetBuilder::new();
     for g in globs {

@@ -279,9 +279,10 @@ impl Met {
 /// The options and operands of `words[from..]`, read by `table` as GNU getopt_long reads
 /// them: options anywhere (`permute`) or up to the first operand, `--` ending them, `-`
 /// an operand, short options clustered (`-rn`), a short option's value joined (not after
-/// `=`, which parsers read two ways: stopped) or in the next word, a long one's after `=` or in the next word. A long option must be written
-/// whole (getopt_long takes any unambiguous prefix, and a prefix we do not know of could
-/// be another option: `--pre` is not `--pretty`). Path values go into `effects`.
+/// `=`, which parsers read two ways: stopped) or in the next word, a long one's after `=`
+/// or in the next word. A long option must be written whole (getopt_long takes any
+/// unambiguous prefix, and a prefix we do not know of could be another option: `--pre`
+/// is not `--pretty`). Path values go into `effects`.
 pub(crate) fn options(
     words: &[String],
     from: usize,

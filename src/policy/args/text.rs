@@ -23,6 +23,11 @@ const UNIQ: &[&str] = &[
 /// `uniq`: its input read, its output (the second operand) written.
 pub(super) fn uniq(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let (_, ops) = options(w, 1, UNIQ, true, e)?;
+    // GNU uniq reads `+N` as `-s N`: `uniq +0 .env` reads `.env`, which would be taken for
+    // the output (a write) after an input `+0`.
+    if let Some(&at) = ops.iter().find(|&&o| w[o].starts_with('+')) {
+        return Err(stop(at, "an operand `+N`, which uniq reads as `-s N`"));
+    }
     in_out(w, &ops, e)
 }
 

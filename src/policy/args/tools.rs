@@ -52,7 +52,7 @@ pub(super) const PYTEST: &[&str] = &[
     "--ignore-glob=",
     "--junitxml|--junit-xml=W",
     "--doctest-modules",
-    "--doctest-glob=",
+    // Not `--doctest-glob`: the files it matches are read as tests (`.env` among them).
     "--timeout=",
     "--no-cov",
     "--cov?",
