@@ -1993,9 +1993,9 @@ fn an_editors_folder_of_the_project_is_never_written_under_a_prefix() {
 }
 
 /// A short option's value joined by `=` is read two ways (GNU getopt: `=x`; clap, lexopt,
-/// argparse: `x`: `rg -f=.env` read `.env`), as is uniq's `+N`: asked. sed in place reads each file too: its
-/// backup is a copy (`sed -i.bak -n 1p .env`, then `cat .env.bak`), and GNU sed writes a
-/// new file where a link was (`sed -i p link`, then `cat link`).
+/// argparse: `x`: `rg -f=.env` read `.env`), as is uniq's `+N`: asked. sed in place reads
+/// each file too: its backup is a copy (`sed -i.bak -n 1p .env`, then `cat .env.bak`), and
+/// GNU sed writes a new file where a link was (`sed -i p link`, then `cat link`).
 #[test]
 fn a_value_read_two_ways_is_asked_and_sed_in_place_reads_what_it_rewrites() {
     let d = scratch("joined-equals");
