@@ -2043,7 +2043,8 @@ fn a_value_read_two_ways_is_asked_and_sed_in_place_reads_what_it_rewrites() {
 
 /// What a search reads when a value is given apart (`rg --engine auto PAT`: `PAT` is the
 /// pattern, no folder given) or patterns are grouped (`git grep '(' -e PAT ')'`: `(` and
-/// `)` are options): the session's folder, denied files included.
+/// `)` are options, until the `--` that ends them): the session's folder, denied files
+/// included.
 #[test]
 fn a_search_with_no_folder_given_searches_the_session_whatever_its_options_look_like() {
     let d = scratch("search-options");
@@ -2069,6 +2070,22 @@ fn a_search_with_no_folder_given_searches_the_session_whatever_its_options_look_
             "git grep '(' -e SECRET --or -e x ')' -- src",
         ],
     );
+    // After the `--` that ends git's options, `(` is a path (`git grep -e S -- '(' src`
+    // printed `(/.env`); a `--` that is `-e`'s value ends nothing (`-e -- '(' ... ')'`
+    // searched the folder).
+    std::fs::create_dir_all(d.join("(")).unwrap();
+    std::fs::write(d.join("(/.env"), "SECRET=2").unwrap();
+    let p = rules(&["Bash(git grep:*)", "!Read(**/.env)"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "git grep --no-index -e SECRET -- '(' src",
+            "git grep --no-index -e SECRET -- src ')' '('",
+            "git grep --no-index -e -- '(' -e SECRET ')'",
+        ],
+    );
+    allowed(&p, &d, &["git grep --no-index -e SECRET -- src"]);
 }
 
 /// A twenty-sixth review: `git status -vv .` shows the tracked files beneath its path; a

@@ -12,7 +12,7 @@
 //! transport helper (`ext::…`); creating, renaming or deleting a branch.
 
 use super::git_options::*;
-use super::{has, options, stop, Access, Effects, Met, Stop};
+use super::{has, options, options_to_end, stop, Access, Effects, Met, Stop};
 
 const GLOBAL: &[&str] = &[
     "--no-pager",
@@ -51,7 +51,7 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             if name != "diff" {
                 table.extend_from_slice(LOG);
             }
-            let (met, ops) = options(w, from, &table, true, e)?;
+            let (met, ops, dashes) = options_to_end(w, from, &table, true, e)?;
             no_signature(w, &met)?;
             // `-L START,END:FILE`, `-L :FUNC:FILE`: FILE is read.
             for m in met.iter().filter(|m| m.name == "-L") {
@@ -70,7 +70,7 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             // With no path after `--` (an operand may be a revision: `git diff origin/main`)
             // and not of the index (`--cached`: what git holds), a diff shows the working
             // copy of every tracked file that changed.
-            let paths_given = ops.iter().any(|&o| w[from..o].iter().any(|x| x == "--"));
+            let paths_given = ops.iter().any(|&o| dashes.is_some_and(|d| o > d));
             let stored = has(&met, &["--cached", "--staged", "--no-index"]);
             if name == "diff" && !stored && !paths_given {
                 e.paths.push((Access::Tracked, ".".into()));
@@ -114,12 +114,12 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             pathspecs(w, &ops, Access::Read, e);
         }
         "grep" => {
-            let (met, ops) = options(w, from, GREP, true, e)?;
+            let (met, ops, dashes) = options_to_end(w, from, GREP, true, e)?;
             // `(` and `)` group patterns: options without a dash, before the first operand
-            // (git stops reading options there).
+            // (git stops reading options there) and before `--` (after it they are paths).
             let first = ops
                 .iter()
-                .position(|&o| !matches!(w[o].as_str(), "(" | ")"))
+                .position(|&o| !matches!(w[o].as_str(), "(" | ")") || dashes.is_some_and(|d| o > d))
                 .unwrap_or(ops.len());
             let ops = &ops[first..];
             let given = has(&met, &["-e", "-f"]);

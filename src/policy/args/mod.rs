@@ -290,6 +290,22 @@ pub(crate) fn options(
     permute: bool,
     effects: &mut Effects,
 ) -> Result<(Vec<Met>, Vec<usize>), Stop> {
+    options_to_end(words, from, table, permute, effects).map(|(met, ops, _)| (met, ops))
+}
+
+/// The options met, the operands' places, and where the `--` that ends the options is.
+pub(crate) type Parsed = (Vec<Met>, Vec<usize>, Option<usize>);
+
+/// [`options`], and where the `--` that ends them is, if one does (not a `--` that is an
+/// option's value: `git grep -e --`).
+pub(crate) fn options_to_end(
+    words: &[String],
+    from: usize,
+    table: &[&str],
+    permute: bool,
+    effects: &mut Effects,
+) -> Result<Parsed, Stop> {
+    let mut end = None;
     let mut met = Vec::new();
     let mut operands = Vec::new();
     let mut i = from;
@@ -306,6 +322,7 @@ pub(crate) fn options(
         }
         if w == "--" {
             only_operands = true;
+            end = Some(i);
             i += 1;
             continue;
         }
@@ -397,7 +414,7 @@ pub(crate) fn options(
         }
         i += 1;
     }
-    Ok((met, operands))
+    Ok((met, operands, end))
 }
 
 pub(crate) fn stop(at: usize, why: impl Into<String>) -> Stop {
