@@ -417,6 +417,16 @@ fn globs_and_ignore_files_that_bring_hidden_files_in_are_searched_whole() {
             "rg -g '**.env' SECRET",
         ],
     );
+    // `--files` lists names, as `find` does, whatever it would search.
+    allowed(
+        &p,
+        &d,
+        &[
+            "rg --files",
+            "rg --files -uu -g '*.env' .",
+            "rg -L --files src",
+        ],
+    );
     // An ignore file that lets a name back in: what ripgrep searches cannot be told.
     std::fs::write(d.join(".ignore"), "!.env\n").unwrap();
     assert_eq!(decide(&p, "rg SECRET", &d).decision, Decision::Ask);

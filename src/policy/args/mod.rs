@@ -18,6 +18,7 @@
 //! - Bounded: linear in the words; no I/O.
 
 mod build;
+mod config;
 mod files;
 pub(crate) mod git;
 mod git_options;

@@ -4,7 +4,7 @@
 //! `--search-zip` (they run programs), `find -exec`, `-execdir`, `-ok`, `-okdir`, `-delete`,
 //! `-fprint*` and `-fls`, `jq -f`/`-L` and a filter that imports or includes a module.
 
-use super::{has, options, paths, stop, Access, Effects, Stop};
+use super::{config, has, options, paths, stop, Access, Effects, Stop};
 
 const GREP: &[&str] = &[
     "-A|--after-context=",
@@ -218,8 +218,45 @@ const RG: &[&str] = &[
 ];
 
 /// `rg`: a pattern (unless `-e`/`-f` gave it, or `--files`/`--type-list` take none), then
-/// folders searched whole (the current one when none is named).
+/// folders searched whole (the current one when none is named); unless `--no-config`,
+/// after the arguments of its configuration file (`RIPGREP_CONFIG_PATH`), read first.
 pub(super) fn rg(w: &[String], e: &mut Effects) -> Result<(), Stop> {
+    rg_in(w, e, &|k| std::env::var_os(k))
+}
+
+/// [`rg`] in the environment `env`. What the configuration brings that the model refuses
+/// is refused at the command's end, past any rule's prefix: the user's rule did not say it.
+pub(super) fn rg_in(w: &[String], e: &mut Effects, env: config::Env<'_>) -> Result<(), Stop> {
+    let (met, _) = options(w, 1, RG, true, &mut Effects::default())?;
+    let extra = if has(&met, &["--no-config"]) {
+        Vec::new()
+    } else {
+        config::ripgrep(env).map_err(|why| stop(w.len(), why))?
+    };
+    if extra.is_empty() {
+        return rg_words(w, e);
+    }
+    let n = extra.len();
+    let all: Vec<String> = w[..1]
+        .iter()
+        .chain(&extra)
+        .chain(&w[1..])
+        .cloned()
+        .collect();
+    rg_words(&all, e).map_err(|s| match s.at {
+        0 => s,
+        at if at <= n => stop(
+            w.len(),
+            format!(
+                "{} (from ripgrep's configuration file, RIPGREP_CONFIG_PATH)",
+                s.why
+            ),
+        ),
+        at => stop(at - n, s.why),
+    })
+}
+
+fn rg_words(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let end = w.iter().position(|a| a == "--").unwrap_or(w.len());
     if let Some(k) = w[..end].iter().position(|a| a == "--engine") {
         if !w
@@ -262,7 +299,11 @@ pub(super) fn rg(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                 "--ignore-file",
             ],
         );
-    let access = if has(&met, &["-L", "--follow"]) {
+    // `--files` prints the names of the files it would search, none of their content: the
+    // folders are listed, as `find` lists them.
+    let access = if has(&met, &["--files"]) {
+        Access::Read
+    } else if has(&met, &["-L", "--follow"]) {
         Access::TreeFollowed
     } else if hidden {
         Access::Tree

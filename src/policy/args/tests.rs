@@ -358,3 +358,48 @@ fn a_word_the_model_does_not_know_inside_the_prefix_is_the_users_choice() {
     assert!(matches!(under_prefix(&w, 1), Reading::Unknown { .. }));
     assert_eq!(under_prefix(&w, 2), Reading::NoModel);
 }
+
+/// ripgrep reads its configuration file's lines before the command's words: a user's
+/// `--hidden` there makes `rg SECRET` read `.env` (real ripgrep printed it), and what the
+/// model refuses there is refused past any prefix.
+#[test]
+fn ripgrep_reads_its_configuration_file_first() {
+    let d = std::env::temp_dir().join(format!("aqb-rgconfig-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join(".env"), "SECRET=1\n").unwrap();
+    let file = d.join("ripgreprc");
+    std::fs::write(&file, "# mine\n  --hidden  \n\n--smart-case\n").unwrap();
+    let env_of = |f: &std::path::Path| {
+        let f = f.as_os_str().to_owned();
+        move |k: &str| (k == "RIPGREP_CONFIG_PATH").then(|| f.clone())
+    };
+    let with = |line: &str, f: &std::path::Path| {
+        let mut e = Effects::default();
+        search::rg_in(&words(line), &mut e, &env_of(f)).map(|()| e)
+    };
+    // The real program: with the file, the hidden `.env` is searched.
+    if let Ok(out) = std::process::Command::new("rg")
+        .args(["SECRET", "."])
+        .env("RIPGREP_CONFIG_PATH", &file)
+        .current_dir(&d)
+        .output()
+    {
+        assert!(String::from_utf8_lossy(&out.stdout).contains(".env"));
+    }
+    let e = with("rg SECRET", &file).unwrap();
+    assert_eq!(e.paths, vec![(Access::Tree, ".".to_owned())]);
+    let e = with("rg --no-config SECRET", &file).unwrap();
+    assert_eq!(e.paths, vec![(Access::TreeShown, ".".to_owned())]);
+    let e = with("rg SECRET", &d.join("absent")).unwrap();
+    assert_eq!(e.paths, vec![(Access::TreeShown, ".".to_owned())]);
+    // A word the model refuses there: refused at the command's end.
+    std::fs::write(&file, "--pre=sh\n").unwrap();
+    let s = with("rg SECRET src", &file).unwrap_err();
+    assert_eq!(s.at, 3);
+    assert!(s.why.contains("RIPGREP_CONFIG_PATH"), "{}", s.why);
+    // An option of the command's own is refused where it stands.
+    assert_eq!(with("rg SECRET --pre x", &file).unwrap_err().at, 2);
+    // Not a regular file (a FIFO would be waited on): refused.
+    assert!(with("rg SECRET", &d).is_err());
+    std::fs::remove_dir_all(&d).unwrap();
+}
