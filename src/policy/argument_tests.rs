@@ -67,6 +67,18 @@ fn exec(cmd: &str, cwd: &Path) -> Call {
     }
 }
 
+/// Runs the real `git` with `args` in `dir`, which must succeed.
+fn git_in(dir: &Path, args: &[&str]) {
+    let ok = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+        .status
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
 fn decide(p: &Policy, cmd: &str, cwd: &Path) -> Verdict {
     p.decide(&exec(cmd, cwd))
 }
@@ -1927,16 +1939,7 @@ fn a_diff_of_the_whole_tree_is_not_allowed_where_a_denied_file_is_tracked() {
     std::fs::write(d.join(".env"), "SECRET=1").unwrap();
     std::fs::write(d.join("a.txt"), "a").unwrap();
     let _ = std::fs::remove_dir_all(d.join(".git"));
-    let git = |args: &[&str]| {
-        let ok = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&*d)
-            .output()
-            .unwrap()
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
-    };
+    let git = |args: &[&str]| git_in(&d, args);
     git(&["init", "-q"]);
     git(&["add", "a.txt"]);
     let p = rules(&["Bash(git diff:*)", "Bash(git status:*)", "!Read(.env)"]);
@@ -3459,6 +3462,72 @@ fn a_program_with_no_model_is_read_in_every_piece_and_long_form_of_its_words() {
             "wget https://example.com/archive.tar.gz",
             "objcopy --only-keep-debug m.o m.debug",
             "convert in.png -resize 50% out.png",
+        ],
+    );
+}
+
+/// Words git, npm and make read another way than they look (a fifty-third review, with the
+/// real programs): git cleans a path with a `:` of its `..` as text (`git grep -- x:/../.env`
+/// printed `.env`), reads `:0:PATH` from the index, drops a file URL's host and decodes its
+/// escapes (`git clone file://localhost/…/.password-store` copied a denied repository), and
+/// prints its configuration files (`git config --list`, `git remote -v`); npm runs the words
+/// after a `--` before its subcommand; make writes a target by a built-in rule with no
+/// Makefile (`make .envrc` of `.envrc.sh`).
+#[test]
+fn words_git_npm_and_make_read_another_way_are_decided_as_they_read_them() {
+    let d = scratch("read-another-way");
+    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
+    std::fs::write(d.join("a.txt"), "a").unwrap();
+    let _ = std::fs::remove_dir_all(d.join(".git"));
+    let git = |args: &[&str]| git_in(&d, args);
+    git(&["init", "-q"]);
+    git(&["add", "-f", ".env", "a.txt"]);
+    let p = rules(&[
+        "Bash(git grep:*)",
+        "Bash(git add:*)",
+        "Bash(git diff:*)",
+        "Bash(git blame:*)",
+        "Bash(git show:*)",
+        "Bash(git clone:*)",
+        "Bash(git config:*)",
+        "Bash(git remote:*)",
+        "Bash(make:*)",
+        "!Read(.env)",
+        "!Read(~/.gitconfig)",
+        "!Read(.git/config)",
+        "!Edit(Makefile)",
+        "!Read(/srv/vault/**)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "git grep --no-index -e SECRET -- x:/../.env",
+            "git add -f x:/../.env",
+            "git diff -- x:/../.env",
+            "git blame x:/../.env",
+            "git show :0:.env",
+            "git show :2:.env",
+            "git clone file://localhost/srv/vault v",
+            "git clone file:///srv/%76ault v",
+            "git config --list",
+            "git config --global --get github.token",
+            "git remote -v",
+            "make .envrc",
+            "make Makefile",
+            "make test .npmrc",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "git show HEAD:a.txt",
+            "git show :0:a.txt",
+            "git diff -- a.txt",
+            "git clone file:///srv/other o",
+            "make test",
+            "make -j4 build check",
         ],
     );
 }

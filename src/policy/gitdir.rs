@@ -233,6 +233,14 @@ pub fn config_written<'a>(
     })
 }
 
+/// Every configuration file git reads in the repository found from `dir` (or none), each
+/// `include.path` and `includeIf.*.path` too ([`config_chain`]). `Err`: why that cannot be
+/// told.
+pub fn config_files(dir: &Path, env: super::rc::Env<'_>) -> Result<Vec<PathBuf>, String> {
+    let chain = config_chain(discover(dir).as_deref(), env)?;
+    Ok(chain.into_iter().map(|(f, _)| f).collect())
+}
+
 /// The files of the user's excludes that ripgrep and git read in every repository, as
 /// found from `dir`: each `core.excludesFile` of git's configuration, and
 /// `$XDG_CONFIG_HOME/git/ignore` (else `~/.config/git/ignore`). `Err`: why that cannot be

@@ -77,8 +77,19 @@ impl Named {
         }
         let mut only = None;
         let (placed, unplaced, places, ignore_files) = match reading {
-            Reading::Understood(e) => {
+            Reading::Understood(mut e) => {
                 only = e.only_names.as_deref().and_then(name_globs);
+                // What git prints of its configuration: every file of it, includes too.
+                if e.git_config {
+                    match super::gitdir::config_files(cwd, &|k| std::env::var_os(k)) {
+                        Ok(files) => e.paths.extend(
+                            files
+                                .into_iter()
+                                .map(|f| (Access::Read, f.to_string_lossy().into_owned())),
+                        ),
+                        Err(why) => named.unresolved = Some(format!("git's configuration {why}")),
+                    }
+                }
                 (e.paths, e.unplaced, e.places, e.ignore_files)
             }
             // No model, or one that stopped: any word may be a path, and a program that

@@ -257,6 +257,14 @@ pub(super) fn npm(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let end = w.iter().position(|a| a == "--").unwrap_or(w.len());
     let (_, ops) = options(&w[..end], 1, NPM_FLAGS, true, e)?;
     let Some((&sub, rest)) = ops.split_first() else {
+        // `npm -- explore pkg sh`: its option reader ends at `--`, and the words after it
+        // are the command.
+        if end < w.len() {
+            return Err(stop(
+                end,
+                "`--` before the subcommand: the words after it are one",
+            ));
+        }
         return Ok(());
     };
     let operands_ok = match w[sub].as_str() {

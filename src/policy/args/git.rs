@@ -142,11 +142,14 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                     return Err(stop(k, "a `git remote` other than listing"));
                 }
             }
+            // The remotes' URLs, with any password in them.
+            e.git_config = true;
         }
         "config" => {
             // git config's options end at its first operand (`git config k --get` sets k).
             let (met, ops) = options(w, from, CONFIG_READ, false, e)?;
             config(w, &met, &ops)?;
+            e.git_config = true;
         }
         "add" => {
             // What it adds is read whole (`git add .` reads `.env` unless it is ignored).
@@ -225,8 +228,18 @@ fn pathspecs(w: &[String], ops: &[usize], access: Access, e: &mut Effects) {
             let p = p.strip_prefix(':').unwrap_or(p);
             let p = if p.is_empty() { "." } else { p };
             e.paths.push((Access::Tree, p.to_owned()));
+            // `:N:PATH`: PATH at stage N of the index (`git show :0:.env`).
+            if let Some(staged) = p
+                .strip_prefix(['0', '1', '2', '3'])
+                .and_then(|q| q.strip_prefix(':'))
+            {
+                e.paths.push((Access::Read, staged.to_owned()));
+            }
         } else if path != word {
+            // `REV:PATH`, or a path with a `:` in it, which git cleans of `..` as text
+            // (`x:/../.env` is `.env`): both.
             e.paths.push((Access::Read, path.to_owned()));
+            e.paths.push((access, word.to_owned()));
         } else {
             e.paths.push((access, word.to_owned()));
         }
@@ -301,6 +314,14 @@ fn clone(w: &[String], ops: &[usize], e: &mut Effects) -> Result<(), Stop> {
     }
     if !remote || u.starts_with("file:") {
         let local = u.strip_prefix("file://").unwrap_or(u);
+        // git drops a host (`file://localhost/p`, any host) and decodes `%XX` in a file
+        // URL's path: read only the plain form, `file:///p`.
+        if u.starts_with("file://") && (!local.starts_with('/') || local.contains('%')) {
+            return Err(stop(
+                url,
+                "a file URL with a host or an escape (git drops the one, decodes the other)",
+            ));
+        }
         e.paths.push((Access::Tree, local.to_owned()));
     }
     let target = match dir {

@@ -74,6 +74,9 @@ pub struct Effects {
     /// override nothing brings back): globs matched on the name alone, in any case.
     /// Folders are walked whole; links followed are not filtered.
     pub only_names: Option<Vec<String>>,
+    /// The program prints git's configuration (`git config --list`, `git remote -v`): each
+    /// configuration file git reads from the folder it runs in is read.
+    pub git_config: bool,
 }
 
 /// A command read by its program's model.

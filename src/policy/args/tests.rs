@@ -290,6 +290,10 @@ fn build_tools_take_their_plain_options_only() {
         "npm run test --node-options=--require=x",
         "npm --prefix /x test",
         "npm exec foo",
+        // npm's options end at `--`; the words after it are the command.
+        "npm -- explore leftpad touch pwned",
+        "npm --color=false -- config set script-shell=x",
+        "pnpm -- exec touch pwned",
         "npm install ../evil",
         "npm install git+https://x/y",
         "npx -c 'rm -rf x'",

@@ -239,6 +239,9 @@ pub(super) fn make(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         {
             return Err(stop(o, format!("`{t}` is not a plain target (a variable set on the command line changes what make runs)")));
         }
+        // A target is a file make may write, by the Makefile's rule or a built-in one, with
+        // no Makefile (`%: %.sh` made `.envrc` of `.envrc.sh`).
+        e.paths.push((Access::Write, t.clone()));
     }
     Ok(())
 }
