@@ -2888,7 +2888,7 @@ fn a_program_with_no_model_never_names_a_file_that_runs_programs_under_a_prefix(
 }
 
 #[test]
-fn a_command_run_in_the_background_is_allowed_only_by_a_rule_that_reads_no_paths() {
+fn a_command_run_in_the_background_is_allowed_only_by_a_rule_that_names_the_whole_command() {
     let d = scratch("background");
     files(&d, &[(".env", "SECRET=1"), ("src/a.rs", "x")]);
     let p = rules(&[
@@ -2928,12 +2928,40 @@ fn a_command_run_in_the_background_is_allowed_only_by_a_rule_that_reads_no_paths
     });
     let v = p.decide(&Call::from_tool_call(&tc, "gemini", &d));
     assert_eq!(v.decision, Decision::Ask, "{}", v.why);
-    // A rule naming the whole command, or a program with no model, reads no paths: the
-    // user allowed it whatever the files are.
+    // A rule naming the whole command reads no paths: the user allowed it whatever the
+    // files are. A prefix of a program with no model decides its words as paths as they
+    // are now: `nl … dir2/k/id_rsa`, left running, printed `~/.ssh/id_rsa` once two links
+    // made later (`dir2/x -> .`, `dir2/y -> .`) led `dir2/k -> x/y/../../.ssh` there.
     assert_eq!(call("npm run dev", true.into()).decision, Decision::Allow);
     assert_eq!(
-        call("my-server --port 3000", true.into()).decision,
+        call("my-server --port 3000", false.into()).decision,
         Decision::Allow
+    );
+    let v = call("my-server --port 3000", true.into());
+    assert_eq!(v.decision, Decision::Ask, "{}", v.why);
+    assert!(v.why.contains("in the background"), "{}", v.why);
+    // A program that goes into the background itself: wget's `-b`.
+    let w = rules(&["Bash(wget:*)", "Bash(install:*)", "Bash(git clone:*)"]);
+    not_allowed(
+        &w,
+        &d,
+        &[
+            "wget -b -q -N -P dir2/l http://127.0.0.1:1/policy.toml",
+            "wget -qb http://127.0.0.1:1/x",
+            "wget --background http://127.0.0.1:1/x",
+            // Folders made on the way, through `..`.
+            "install -Dt .git/x/../../y src/a.rs",
+            "install -D --target-directory=../made/../y src/a.rs",
+            "git clone https://example.com/r.git .git/x/../../y",
+        ],
+    );
+    allowed(
+        &w,
+        &d,
+        &[
+            "wget -q http://127.0.0.1:1/x.txt",
+            "install -Dt out/y src/a.rs",
+        ],
     );
     // A deny still speaks.
     assert_eq!(call("grep x .env", true.into()).decision, Decision::Deny);

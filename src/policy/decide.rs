@@ -207,6 +207,14 @@ impl Policy {
                 break;
             }
             match r.admits(&part.words) {
+                // A command that goes on while later ones run goes where they lead it (a
+                // link made in its way): its paths were decided as they are now.
+                Ok(true) if cmd.background => {
+                    *refused = Some(format!(
+                        "`{}` runs in the background, and a prefix rule on a program with no model decides its paths as they are now: a later command may change them while it runs",
+                        shown(&part.words)
+                    ));
+                }
                 Ok(true) => notes.push(format!(
                     "no model of `{}`: the rule allows any arguments",
                     args::base(&part.words[0])

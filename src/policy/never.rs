@@ -238,6 +238,10 @@ pub const NEVER_UNDER_A_PREFIX: &[(&str, &[&str])] = &[
             "-x",
             "--force-directories",
             "--use-askpass",
+            // It goes on in the background and returns at once: later commands change
+            // the paths it was decided by (a link made in its way) while it runs.
+            "-b",
+            "--background",
             // Names the server chooses: links followed, a header's, a redirect's, a list's.
             "-r",
             "--recursive",

@@ -423,8 +423,16 @@ pub(super) fn install(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let (met, ops) = options(w, 1, INSTALL, true, e)?;
     // `-d` and `-D` make every folder on the way (`newdir/../x` makes `newdir` too).
     if has(&met, &["-d", "--directory", "-D"]) {
-        if let Some(&o) = ops.iter().find(|&&o| w[o].split('/').any(|c| c == "..")) {
+        let dots = |v: &str| v.split('/').any(|c| c == "..");
+        if let Some(&o) = ops.iter().find(|&&o| dots(&w[o])) {
             return Err(stop(o, "a folder to make through `..`"));
+        }
+        // `-D -t DIR` makes DIR's folders too.
+        if let Some(m) = met.iter().find(|m| {
+            matches!(m.name.as_str(), "-t" | "--target-directory")
+                && m.value.as_deref().is_some_and(dots)
+        }) {
+            return Err(stop(m.value_at(w), "a folder to make through `..`"));
         }
     }
     if has(&met, &["-d", "--directory"]) {

@@ -325,6 +325,10 @@ fn clone(w: &[String], ops: &[usize], e: &mut Effects) -> Result<(), Stop> {
         e.paths.push((Access::Tree, local.to_owned()));
     }
     let target = match dir {
+        // git makes every folder on the way (`.git/x/../../y` makes `.git/x`).
+        Some(d) if w[d].split('/').any(|c| c == "..") => {
+            return Err(stop(d, "a folder to make through `..`"))
+        }
         Some(d) => w[d].clone(),
         None => guessed_folder(u).ok_or_else(|| stop(url, "a URL whose folder cannot be told"))?,
     };
