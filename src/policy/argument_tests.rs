@@ -1942,14 +1942,43 @@ fn a_diff_of_the_whole_tree_is_not_allowed_where_a_denied_file_is_tracked() {
     let git = |args: &[&str]| git_in(&d, args);
     git(&["init", "-q"]);
     git(&["add", "a.txt"]);
-    let p = rules(&["Bash(git diff:*)", "Bash(git status:*)", "!Read(.env)"]);
+    let p = rules(&[
+        "Bash(git diff:*)",
+        "Bash(git status:*)",
+        "Bash(git grep:*)",
+        "Bash(git add:*)",
+        "Bash(git commit:*)",
+        "!Read(.env)",
+    ]);
+    // git shows, searches, updates and commits only what it tracks: an untracked `.env`
+    // is never read by these (real git printed nothing of it).
     let whole = [
         "git diff",
         "git diff HEAD",
         "git diff origin/main",
         "git status -v",
+        "git diff -- .",
+        "git grep SECRET",
+        "git grep -e SECRET -- .",
+        "git add -u",
+        "git add -u .",
+        "git commit -am fix",
+        "git commit -m fix -- .",
     ];
     allowed(&p, &d, &whole);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "git grep --untracked SECRET",
+            "git grep --no-index SECRET",
+            "git diff --no-index /dev/null .env",
+            "git add -A",
+            "git add .",
+            // A denied file named is denied, tracked or not.
+            "git diff HEAD -- .env",
+        ],
+    );
     git(&["add", "-f", ".env"]);
     not_allowed(&p, &d, &whole);
     allowed(

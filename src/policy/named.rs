@@ -116,8 +116,13 @@ impl Named {
             if let Some(rs) = named.resolve(&word, cwd, &mut left) {
                 resolved.insert(word, rs.clone());
                 for p in rs {
-                    if access == Access::Tracked {
-                        let under = super::gitindex::tracked(&p, &mut path::take_step);
+                    if matches!(access, Access::Tracked | Access::TrackedBeneath) {
+                        let mut under = super::gitindex::tracked(&p, &mut path::take_step);
+                        if access == Access::TrackedBeneath {
+                            if let Some(u) = under.as_mut() {
+                                u.retain(|q| q.starts_with(&p));
+                            }
+                        }
                         named.beneath.push((p.clone(), under));
                     } else if matches!(
                         access,
@@ -518,7 +523,11 @@ impl Rule {
         for (access, p) in &named.paths {
             let tree = matches!(
                 access,
-                Access::Tree | Access::TreeShown | Access::TreeFollowed | Access::Tracked
+                Access::Tree
+                    | Access::TreeShown
+                    | Access::TreeFollowed
+                    | Access::Tracked
+                    | Access::TrackedBeneath
             );
             let hit = match access {
                 Access::Read => reads && globs.covers(p, &call.cwd, true),
@@ -532,7 +541,10 @@ impl Rule {
                 return Some(self.decision);
             }
             // Beneath a folder walked through its links, a path may be anywhere.
-            let anywhere = matches!(access, Access::Tracked | Access::TreeFollowed);
+            let anywhere = matches!(
+                access,
+                Access::Tracked | Access::TrackedBeneath | Access::TreeFollowed
+            );
             if tree && searches && (anywhere || globs.reaches_beneath(p, &call.cwd)) {
                 // What is beneath, as the program walks it: a path the rule covers is read.
                 let under = named

@@ -61,10 +61,14 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             }
             // Revisions and paths: a diff compares folders whole (outside the repository
             // with --no-index); a log's paths limit what it shows.
-            let access = if name == "diff" {
+            // `--no-index` compares two paths whole; any other diff shows the tracked files
+            // (git never shows an untracked one, ignored or not).
+            let access = if name != "diff" {
+                Access::Read
+            } else if has(&met, &["--no-index"]) {
                 Access::Tree
             } else {
-                Access::Read
+                Access::TrackedBeneath
             };
             pathspecs(w, &ops, access, e);
             // With no path after `--` (an operand may be a revision: `git diff origin/main`)
@@ -128,9 +132,15 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             } else {
                 ops.get(1..).unwrap_or_default()
             };
-            pathspecs(w, rest, Access::Tree, e);
+            // It searches the tracked files, unless told to search the folder.
+            let access = if has(&met, &["--no-index", "--untracked"]) {
+                Access::Tree
+            } else {
+                Access::TrackedBeneath
+            };
+            pathspecs(w, rest, access, e);
             if rest.is_empty() {
-                e.paths.push((Access::Tree, ".".into()));
+                e.paths.push((access, ".".into()));
             }
         }
         "describe" => {
@@ -154,14 +164,19 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         "add" => {
             // What it adds is read whole (`git add .` reads `.env` unless it is ignored).
             let (met, ops) = options(w, from, ADD, true, e)?;
-            pathspecs(w, &ops, Access::Tree, e);
-            if ops.is_empty()
-                && has(
-                    &met,
-                    &["-A", "--all", "--no-ignore-removal", "-u", "--update"],
-                )
-            {
+            // `-u` adds only what is tracked already.
+            let all = has(&met, &["-A", "--all", "--no-ignore-removal"]);
+            let update = !all && has(&met, &["-u", "--update"]);
+            let access = if update {
+                Access::TrackedBeneath
+            } else {
+                Access::Tree
+            };
+            pathspecs(w, &ops, access, e);
+            if ops.is_empty() && all {
                 e.paths.push((Access::Tree, ".".into()));
+            } else if ops.is_empty() && update {
+                e.paths.push((Access::Tracked, ".".into()));
             }
         }
         "commit" => {
@@ -185,9 +200,10 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                     "`git commit` without `-m`, `-F` or `--no-edit` starts an editor",
                 ));
             }
-            pathspecs(w, &ops, Access::Tree, e);
+            // Its paths, and `-a`, take only tracked files (git refuses any other).
+            pathspecs(w, &ops, Access::TrackedBeneath, e);
             if has(&met, &["-a", "--all"]) {
-                e.paths.push((Access::Tree, ".".into()));
+                e.paths.push((Access::Tracked, ".".into()));
             }
             // `--dry-run -v` prints the staged diff, `-vv` the working tree's too, as
             // `git status -v` does.
@@ -218,16 +234,22 @@ fn pathspecs(w: &[String], ops: &[usize], access: Access, e: &mut Effects) {
             Some((_, p)) if !magic => p.rsplit(':').next().unwrap_or(p),
             _ => word,
         };
+        // What may match any file: the folder whole, or its tracked files.
+        let whole = if access == Access::TrackedBeneath {
+            Access::Tracked
+        } else {
+            Access::Tree
+        };
         // A backslash is a glob character to git too (`'.e\nv'` matches `.env`).
         if magic || path.contains(['*', '?', '[', '\\']) {
-            e.paths.push((Access::Tree, ".".into()));
+            e.paths.push((whole, ".".into()));
         } else if let Some(p) = word.strip_prefix(':') {
             // `:PATH` (no revision before it): the index's, or a pathspec whose magic is
             // empty; to `git add` or `git grep` a folder (`:`, `:.`, `:src/..`) whole.
             // A second `:` ends the (empty) short magic (`::PATH`).
             let p = p.strip_prefix(':').unwrap_or(p);
             let p = if p.is_empty() { "." } else { p };
-            e.paths.push((Access::Tree, p.to_owned()));
+            e.paths.push((whole, p.to_owned()));
             // `:N:PATH`: PATH at stage N of the index (`git show :0:.env`).
             if let Some(staged) = p
                 .strip_prefix(['0', '1', '2', '3'])

@@ -44,6 +44,9 @@ pub enum Access {
     /// A folder whose tracked files' working copies are read, as git's index lists them
     /// (`git diff` with no path, `git status -v`).
     Tracked,
+    /// The tracked files beneath a path, of the repository it is in (`git diff -- src`,
+    /// `git grep x -- src`: a pathspec limits them).
+    TrackedBeneath,
     /// Written, created or replaced (`sort -o F`, `cp x F`, `tee F`, `sed -i … F`).
     Write,
     /// Removed or moved away (`rm F`, `mv F x`).

@@ -427,12 +427,33 @@ const FIND_VALUE: &[&str] = &[
     "-newermt",
     "-newerat",
     "-newerct",
-    "-newermm",
     "-newerBt",
 ];
 
-/// `find`'s tests whose value is a file it reads the times or identity of.
-const FIND_FILE: &[&str] = &["-newer", "-anewer", "-cnewer", "-samefile"];
+/// `find`'s tests whose value is a file it reads the times or identity of (`-newerXY` with
+/// `Y` other than `t`, a time, compares with FILE's).
+const FIND_FILE: &[&str] = &[
+    "-newer",
+    "-anewer",
+    "-cnewer",
+    "-samefile",
+    "-neweraa",
+    "-neweraB",
+    "-newerac",
+    "-neweram",
+    "-newerBa",
+    "-newerBB",
+    "-newerBc",
+    "-newerBm",
+    "-newerca",
+    "-newercB",
+    "-newercc",
+    "-newercm",
+    "-newerma",
+    "-newermB",
+    "-newermc",
+    "-newermm",
+];
 
 /// `find`: its starting points listed (names, sizes and times beneath them, never a file's
 /// content), and an expression of tests and the actions that only print.

@@ -126,6 +126,12 @@ fn search_programs_that_run_others_are_asked() {
         reads("find src -name '*.rs' -newer Cargo.toml -print").len(),
         2
     );
+    // `-newerXY FILE` compares with FILE's time unless `Y` is `t` (a date).
+    assert_eq!(
+        reads("find . -newermm /home/u/.ssh/id_rsa")[1],
+        (Access::Read, "/home/u/.ssh/id_rsa".into())
+    );
+    assert_eq!(reads("find . -newermt 2026-01-01").len(), 1);
 }
 
 #[test]
