@@ -157,9 +157,12 @@ fn covers(access: Access, listed: &Path, p: &Path, dir: bool) -> bool {
     match access {
         // A folder's names, and the folders beneath it (`ls -R`, `du`).
         Access::Read => dir,
-        Access::Tree | Access::TreeFollowed | Access::Tracked | Access::Write | Access::Remove => {
-            true
-        }
+        Access::Tree
+        | Access::TreeFollowed
+        | Access::Tracked
+        | Access::TrackedBeneath
+        | Access::Write
+        | Access::Remove => true,
         // Hidden names left out, but the ignore files ripgrep reads to know what to skip.
         Access::TreeShown => {
             let hidden = rel
