@@ -98,28 +98,6 @@ fn hooks_of(sub: &str) -> Option<&'static [&'static str]> {
 /// The most configuration files read for one decision, includes and all.
 const MAX_CONFIG_FILES: usize = 16;
 
-/// The largest configuration file read.
-const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
-/// A configuration file's bytes: only a regular file of at most [`MAX_CONFIG_BYTES`],
-/// opened without waiting (an include may name a FIFO the agent made, where a read would
-/// wait for ever).
-fn read_config(file: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(file)?;
-    let m = f.metadata()?;
-    if !m.is_file() || m.len() > MAX_CONFIG_BYTES {
-        return Err(std::io::Error::other("not a regular file of at most 1 MiB"));
-    }
-    let mut bytes = Vec::new();
-    f.take(MAX_CONFIG_BYTES).read_to_end(&mut bytes)?;
-    Ok(bytes)
-}
-
 /// Why `words`, a `git` command run from any of `folders` in a session in `session`, may
 /// not be allowed: another repository than the session's ([`not_own`]), or a hook the
 /// repository has that its subcommand may run: hooks often run files of the worktree,
@@ -236,9 +214,14 @@ pub fn config_written<'a>(
 /// Every configuration file git reads in the repository found from `dir` (or none), each
 /// `include.path` and `includeIf.*.path` too ([`config_chain`]). `Err`: why that cannot be
 /// told.
-pub fn config_files(dir: &Path, env: super::rc::Env<'_>) -> Result<Vec<PathBuf>, String> {
+pub fn config_files(
+    dir: &Path,
+    env: super::rc::Env<'_>,
+) -> Result<impl Iterator<Item = String>, String> {
     let chain = config_chain(discover(dir).as_deref(), env)?;
-    Ok(chain.into_iter().map(|(f, _)| f).collect())
+    Ok(chain
+        .into_iter()
+        .map(|(f, _)| f.to_string_lossy().into_owned()))
 }
 
 /// The files of the user's excludes that ripgrep and git read in every repository, as
@@ -292,7 +275,7 @@ fn config_chain(
         if chain.len() >= MAX_CONFIG_FILES {
             return Err("(more configuration files than are read for one decision)".into());
         }
-        let text = match read_config(&file) {
+        let text = match super::file::bounded::read_file(&file) {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(format!("({} cannot be read: {e})", file.display())),

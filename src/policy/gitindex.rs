@@ -15,15 +15,19 @@ pub const MAX_TRACKED: usize = 65_536;
 const MAX_INDEX_BYTES: u64 = 16 << 20;
 
 /// The files tracked by the repository of folder `dir` (absolute, resolved), all of them
-/// (a diff from a subfolder shows the whole repository's), as absolute paths; `Some` of
-/// none outside a repository or in one with no index yet.
+/// (a diff from a subfolder shows the whole repository's), or with `beneath` only those
+/// beneath `dir` (a pathspec), as absolute paths; `Some` of none outside a repository or
+/// in one with no index yet.
 /// `step` takes one step of the decision's work per index read (`false`: spent, asked).
-pub fn tracked(dir: &Path, step: &mut dyn FnMut() -> bool) -> Option<Vec<PathBuf>> {
+pub fn tracked(dir: &Path, beneath: bool, step: &mut dyn FnMut() -> bool) -> Option<Vec<PathBuf>> {
     let Some(root) = dir.ancestors().find(|d| d.join(".git").exists()) else {
         return Some(Vec::new());
     };
     let mut out = Vec::new();
     in_repository(root, SUBMODULE_DEPTH, step, &mut out)?;
+    if beneath {
+        out.retain(|q| q.starts_with(dir));
+    }
     Some(out)
 }
 
@@ -244,12 +248,18 @@ mod tests {
         for version in ["2", "3", "4"] {
             git(&["update-index", "--index-version", version]);
             let listed: Vec<PathBuf> = git(&["ls-files"]).lines().map(|l| d.join(l)).collect();
-            let mut read = tracked(&d, &mut || true).expect(version);
+            let mut read = tracked(&d, false, &mut || true).expect(version);
             read.sort();
             assert_eq!(read, listed, "version {version}");
-            let mut from_below = tracked(&d.join("src/deep"), &mut || true).unwrap();
+            let mut from_below = tracked(&d.join("src/deep"), false, &mut || true).unwrap();
             from_below.sort();
             assert_eq!(from_below, listed, "version {version}, from a subfolder");
+            // A pathspec's: only those beneath it.
+            let src = d.join("src");
+            let beneath = tracked(&src, true, &mut || true).unwrap();
+            let want: Vec<&PathBuf> = listed.iter().filter(|p| p.starts_with(&src)).collect();
+            assert_eq!(beneath.len(), want.len(), "version {version}, beneath src");
+            assert!(beneath.iter().all(|p| p.starts_with(&src)));
         }
         let _ = std::fs::remove_dir_all(&d);
     }

@@ -82,11 +82,7 @@ impl Named {
                 // What git prints of its configuration: every file of it, includes too.
                 if e.git_config {
                     match super::gitdir::config_files(cwd, &|k| std::env::var_os(k)) {
-                        Ok(files) => e.paths.extend(
-                            files
-                                .into_iter()
-                                .map(|f| (Access::Read, f.to_string_lossy().into_owned())),
-                        ),
+                        Ok(files) => e.paths.extend(files.map(|f| (Access::Read, f))),
                         Err(why) => named.unresolved = Some(format!("git's configuration {why}")),
                     }
                 }
@@ -117,12 +113,8 @@ impl Named {
                 resolved.insert(word, rs.clone());
                 for p in rs {
                     if matches!(access, Access::Tracked | Access::TrackedBeneath) {
-                        let mut under = super::gitindex::tracked(&p, &mut path::take_step);
-                        if access == Access::TrackedBeneath {
-                            if let Some(u) = under.as_mut() {
-                                u.retain(|q| q.starts_with(&p));
-                            }
-                        }
+                        let beneath = access == Access::TrackedBeneath;
+                        let under = super::gitindex::tracked(&p, beneath, &mut path::take_step);
                         named.beneath.push((p.clone(), under));
                     } else if matches!(
                         access,

@@ -20,7 +20,7 @@ pub(crate) fn ripgrep(env: Env<'_>) -> Result<Vec<String>, String> {
         return Ok(Vec::new());
     };
     let path = Path::new(&path);
-    let bytes = match crate::policy::file::read_file(path) {
+    let bytes = match crate::policy::file::bounded::read_file(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => {
