@@ -67,6 +67,17 @@ fn exec(cmd: &str, cwd: &Path) -> Call {
     }
 }
 
+/// A scratch folder made a repository by the real `git init`, holding `.env` and `a.txt`,
+/// neither added.
+fn scratch_repo(name: &str) -> Scratch {
+    let d = scratch(name);
+    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
+    std::fs::write(d.join("a.txt"), "a").unwrap();
+    let _ = std::fs::remove_dir_all(d.join(".git"));
+    git_in(&d, &["init", "-q"]);
+    d
+}
+
 /// Runs the real `git` with `args` in `dir`, which must succeed.
 fn git_in(dir: &Path, args: &[&str]) {
     let ok = std::process::Command::new("git")
@@ -1935,12 +1946,8 @@ fn response_files_lists_of_files_and_virtual_environments_are_never_allowed_by_a
 /// they are not allowed; where it does not (the usual ignored `.env`), they are.
 #[test]
 fn a_diff_of_the_whole_tree_is_not_allowed_where_a_denied_file_is_tracked() {
-    let d = scratch("tracked-diff");
-    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
-    std::fs::write(d.join("a.txt"), "a").unwrap();
-    let _ = std::fs::remove_dir_all(d.join(".git"));
+    let d = scratch_repo("tracked-diff");
     let git = |args: &[&str]| git_in(&d, args);
-    git(&["init", "-q"]);
     git(&["add", "a.txt"]);
     let p = rules(&[
         "Bash(git diff:*)",
@@ -1977,6 +1984,9 @@ fn a_diff_of_the_whole_tree_is_not_allowed_where_a_denied_file_is_tracked() {
             "git add .",
             // A denied file named is denied, tracked or not.
             "git diff HEAD -- .env",
+            // Two operands, one outside the repository: compared whole, as `--no-index`.
+            "git diff /tmp .",
+            "git diff -- /tmp .",
         ],
     );
     git(&["add", "-f", ".env"]);
@@ -3532,12 +3542,8 @@ fn a_program_with_no_model_is_read_in_every_piece_and_long_form_of_its_words() {
 /// Makefile (`make .envrc` of `.envrc.sh`).
 #[test]
 fn words_git_npm_and_make_read_another_way_are_decided_as_they_read_them() {
-    let d = scratch("read-another-way");
-    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
-    std::fs::write(d.join("a.txt"), "a").unwrap();
-    let _ = std::fs::remove_dir_all(d.join(".git"));
+    let d = scratch_repo("read-another-way");
     let git = |args: &[&str]| git_in(&d, args);
-    git(&["init", "-q"]);
     git(&["add", "-f", ".env", "a.txt"]);
     let p = rules(&[
         "Bash(git grep:*)",

@@ -12,11 +12,10 @@
 //!
 //! Invariant: only ever turns an allow into an ask.
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// The environment a lookup reads (the bridge's, which its agent inherits).
-pub(super) type Env<'a> = &'a dyn Fn(&str) -> Option<OsString>;
+pub(super) use super::args::Env;
 
 /// Why `words` (one part of a command, run in any of `folders`) may read options from a
 /// file no word names.

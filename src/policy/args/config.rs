@@ -6,7 +6,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-/// The environment a model reads.
+/// The environment a model or a lookup reads (the bridge's, which its agent inherits).
 pub(crate) type Env<'a> = &'a dyn Fn(&str) -> Option<OsString>;
 
 /// The arguments ripgrep reads from the file `RIPGREP_CONFIG_PATH` names, as ripgrep reads

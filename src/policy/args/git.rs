@@ -61,11 +61,13 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             }
             // Revisions and paths: a diff compares folders whole (outside the repository
             // with --no-index); a log's paths limit what it shows.
-            // `--no-index` compares two paths whole; any other diff shows the tracked files
-            // (git never shows an untracked one, ignored or not).
+            // `--no-index` compares two paths whole, and so does a diff of exactly two
+            // operands where one is outside the repository (`git diff /tmp/empty .`
+            // printed an untracked `.env`); any other diff shows the tracked files (git
+            // never shows an untracked one, ignored or not).
             let access = if name != "diff" {
                 Access::Read
-            } else if has(&met, &["--no-index"]) {
+            } else if has(&met, &["--no-index"]) || ops.len() == 2 {
                 Access::Tree
             } else {
                 Access::TrackedBeneath

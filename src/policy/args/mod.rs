@@ -19,6 +19,7 @@
 
 mod build;
 mod config;
+pub(crate) use config::Env;
 mod files;
 pub(crate) mod git;
 mod git_options;
