@@ -67,14 +67,20 @@ fn exec(cmd: &str, cwd: &Path) -> Call {
     }
 }
 
-/// A scratch folder made a repository by the real `git init`, holding `.env` and `a.txt`,
-/// neither added.
-fn scratch_repo(name: &str) -> Scratch {
+/// A scratch folder made a repository by the real `git init` (git passes over the bare
+/// `.git` of [`scratch`]: outside a repository it compares two paths whole).
+fn scratch_git(name: &str) -> Scratch {
     let d = scratch(name);
-    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
-    std::fs::write(d.join("a.txt"), "a").unwrap();
     let _ = std::fs::remove_dir_all(d.join(".git"));
     git_in(&d, &["init", "-q"]);
+    d
+}
+
+/// A [`scratch_git`] repository holding `.env` and `a.txt`, neither added.
+fn scratch_repo(name: &str) -> Scratch {
+    let d = scratch_git(name);
+    std::fs::write(d.join(".env"), "SECRET=1").unwrap();
+    std::fs::write(d.join("a.txt"), "a").unwrap();
     d
 }
 
@@ -260,7 +266,7 @@ fn path_denies_cover_the_paths_a_command_names() {
 
 #[test]
 fn false_asks_of_ordinary_commands_are_gone() {
-    let d = scratch("ordinary");
+    let d = scratch_git("ordinary");
     let p = rules(&[
         "Bash(cargo clippy:*)",
         "Bash(cargo fmt:*)",
@@ -379,6 +385,16 @@ fn a_folder_git_takes_for_a_repository_is_never_written_under_a_prefix() {
     assert_ne!(v.decision, Decision::Allow, "{}", v.why);
     assert!(v.why.contains("repository"), "{}", v.why);
     allowed(&p, &d, &["tee -a src/notes.txt"]);
+    // git takes a `HEAD` that is a link whose text begins `refs/`, leading nowhere too (a
+    // fifty-fourth review: `ln -s refs/heads gd/HEAD`, then `cd gd && git status` ran its
+    // config's fsmonitor).
+    std::fs::create_dir_all(d.join("gd/refs")).unwrap();
+    std::os::unix::fs::symlink("refs/heads/main", d.join("gd/HEAD")).unwrap();
+    not_allowed(&p, &d, &["tee -a gd/config"]);
+    let s = rules(&["Bash(git status:*)"]);
+    let v = decide(&s, "cd gd && git status", &d);
+    assert_ne!(v.decision, Decision::Allow, "{}", v.why);
+    assert!(v.why.contains("repository"), "{}", v.why);
 }
 
 #[test]
@@ -453,6 +469,73 @@ fn globs_and_ignore_files_that_bring_hidden_files_in_are_searched_whole() {
     // An ignore file that lets a name back in: what ripgrep searches cannot be told.
     std::fs::write(d.join(".ignore"), "!.env\n").unwrap();
     assert_eq!(decide(&p, "rg SECRET", &d).decision, Decision::Ask);
+}
+
+/// A folder named to a program with no model may be read whole, with the ignore files above
+/// it (`fd`, `ag` read them): those are read only, so an `Edit` deny of `.git` does not ask
+/// `tree src` in a real repository (git made `.git/info/exclude`), and a `Read` deny of where
+/// one leads asks (the program may not read it at all).
+#[test]
+fn the_ignore_files_above_a_folder_named_are_read_only() {
+    let d = scratch_git("ignore-read-only");
+    files(&d, &[(".env", "SECRET=1"), ("src/a.rs", "x")]);
+    let p = rules(&[
+        "Bash(tree:*)",
+        "Bash(echo:*)",
+        "Bash(ls:*)",
+        "!Edit(.git/**)",
+    ]);
+    allowed(&p, &d, &["tree src", "echo src", "cd src && ls"]);
+    std::os::unix::fs::symlink(".env", d.join(".ignore")).unwrap();
+    let r = rules(&["Bash(tree:*)", "!Read(.env)"]);
+    decided(&r, &d, Decision::Ask, &["tree src"]);
+}
+
+/// GNU grep reads beneath a folder only the files an `--include` glob names, when an
+/// `--include` comes before any `--exclude`: each allowed command is run by the real grep
+/// and prints no denied file.
+#[test]
+fn a_recursive_grep_of_included_names_reads_only_those_names() {
+    let d = scratch("grep-include");
+    std::fs::create_dir_all(d.join("x")).unwrap();
+    for f in [".env", "x/.env"] {
+        std::fs::write(d.join(f), "SECRET=hunter2").unwrap();
+    }
+    std::fs::write(d.join("src/a.rs"), "fn SECRET_a() {}").unwrap();
+    std::fs::write(d.join("x/b.toml"), "SECRET_b = 1").unwrap();
+    let p = rules(&["Bash(grep:*)", "!Read(**/.env)"]);
+    let ok = [
+        "grep -r --include='*.rs' SECRET .",
+        "grep -rn --include='*.rs' --include '*.toml' SECRET",
+        "grep -r --include='*.rs' --exclude='b*' SECRET x src",
+        "grep -ri --include='?.rs' secret .",
+    ];
+    allowed(&p, &d, &ok);
+    for cmd in ok {
+        let out = sh_output(cmd, &d);
+        assert!(out.contains("SECRET_"), "{cmd}: {out}");
+        assert!(!out.contains("hunter2"), "{cmd}: {out}");
+    }
+    not_allowed(
+        &p,
+        &d,
+        &[
+            // An `--exclude` first: a file no glob matches is read.
+            "grep -r --exclude=foo --include='*.rs' SECRET .",
+            "grep -r --exclude-from=/dev/null --include='*.rs' SECRET .",
+            // Globs that may match `.env`, or that grep reads otherwise than a name.
+            "grep -r --include='*env' SECRET .",
+            "grep -r --include='*' SECRET .",
+            "grep -r --include='*.rs' --include='.*' SECRET .",
+            "grep -r --include='[.]env' SECRET .",
+            "grep -r --include='*.{rs,x}' SECRET .",
+            "grep -r --include='\\.env' SECRET .",
+            // Links followed, a denied file named.
+            "grep -R --include='*.rs' SECRET .",
+            "grep -r --include='*.rs' SECRET .env",
+            "grep -r SECRET .",
+        ],
+    );
 }
 
 #[test]
@@ -978,7 +1061,7 @@ fn later_searches_argument_files_callables_and_tarballs_are_asked() {
 /// --output=F`); pytest reads `@FILE` in any word; a zone file named by `TZ=:PATH`.
 #[test]
 fn values_taken_only_joined_and_files_of_arguments_are_read_as_the_program_reads_them() {
-    let d = scratch("seventh");
+    let d = scratch_git("seventh");
     std::fs::write(d.join(".env"), "SECRET=1\n").unwrap();
     let p = rules(&[
         "Bash(git diff:*)",
@@ -1490,6 +1573,16 @@ fn what_unmodelled_programs_name_beyond_their_words_is_asked_under_a_prefix() {
     );
 }
 
+/// Runs `cmd` with `sh -c` in `cwd` (the real programs): what it prints.
+fn sh_output(cmd: &str, cwd: &Path) -> String {
+    let out = std::process::Command::new("sh")
+        .args(["-c", cmd])
+        .current_dir(cwd)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Runs `cmd` with `sh -c` in `cwd` with `envs` (the real programs): its status.
 fn run_sh(cmd: &str, cwd: &Path, envs: &[(&str, &Path)]) -> bool {
     let mut c = std::process::Command::new("sh");
@@ -1984,11 +2077,40 @@ fn a_diff_of_the_whole_tree_is_not_allowed_where_a_denied_file_is_tracked() {
             "git add .",
             // A denied file named is denied, tracked or not.
             "git diff HEAD -- .env",
-            // Two operands, one outside the repository: compared whole, as `--no-index`.
+            // Two operands, one outside the repository as written: compared whole, as
+            // `--no-index`.
             "git diff /tmp .",
             "git diff -- /tmp .",
+            "git diff ../x .",
+            "git diff src/.. .",
         ],
     );
+    // Two operands inside it are a revision and a path, or two paths: the tracked files
+    // (real git prints nothing of `.env`).
+    let two = ["git diff a.txt .", "git diff HEAD .", "git diff HEAD -- ."];
+    allowed(&p, &d, &two);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qm",
+        "a",
+        "--no-verify",
+    ]);
+    std::fs::write(d.join("a.txt"), "b").unwrap();
+    for cmd in two {
+        let out = sh_output(cmd, &d);
+        assert!(
+            out.contains("a.txt") && !out.contains("SECRET"),
+            "{cmd}: {out}"
+        );
+    }
+    // Outside any repository (a `.git` git passes over), git compares the two whole.
+    let nr = scratch("diff-no-repository");
+    std::fs::write(nr.join(".env"), "SECRET=1").unwrap();
+    not_allowed(&p, &nr, &["git diff src .", "git diff HEAD ."]);
     git(&["add", "-f", ".env"]);
     not_allowed(&p, &d, &whole);
     allowed(
@@ -2099,7 +2221,7 @@ fn a_value_read_two_ways_is_asked_and_sed_in_place_reads_what_it_rewrites() {
 /// included.
 #[test]
 fn a_search_with_no_folder_given_searches_the_session_whatever_its_options_look_like() {
-    let d = scratch("search-options");
+    let d = scratch_git("search-options");
     std::fs::write(d.join(".env"), "SECRET=1").unwrap();
     let p = rules(&["Bash(rg:*)", "Bash(git grep:*)", "!Read(.env)"]);
     not_allowed(
@@ -3065,11 +3187,31 @@ fn what_a_wrapped_command_leaves_or_reads_counts_as_its_own() {
         &d,
         &["echo a | xargs -I F echo F", "timeout 9 rg SECRET"],
     );
+    // The names xargs reads from its input may be denied ones, whatever program it runs (a
+    // fifty-fourth review: `ls -a | xargs nl` printed `.env` under `Bash(xargs nl:*)`).
+    let x = rules(&[
+        "Bash(ls:*)",
+        "Bash(xargs:*)",
+        "Bash(xargs nl:*)",
+        "!Read(./.env)",
+    ]);
+    not_allowed(
+        &x,
+        &d,
+        &[
+            "ls -a | xargs nl",
+            "ls -A | xargs base64",
+            "ls -a | xargs -I F nl F",
+            "ls -a | xargs -n1 od -c",
+            "ls -a | timeout 9 xargs nl",
+        ],
+    );
+    allowed(&x, &d, &["ls | xargs -n1 echo", "ls -a"]);
 }
 
 #[test]
 fn a_rule_that_begins_with_a_wrapper_reads_the_program_it_runs_by_its_model() {
-    let d = scratch("wrapper-rule");
+    let d = scratch_git("wrapper-rule");
     files(
         &d,
         &[(".env", "SECRET=1"), ("src/a.txt", "x"), ("src/p.txt", "x")],
@@ -3536,7 +3678,8 @@ fn a_program_with_no_model_is_read_in_every_piece_and_long_form_of_its_words() {
 /// Words git, npm and make read another way than they look (a fifty-third review, with the
 /// real programs): git cleans a path with a `:` of its `..` as text (`git grep -- x:/../.env`
 /// printed `.env`), reads `:0:PATH` from the index, drops a file URL's host and decodes its
-/// escapes (`git clone file://localhost/…/.password-store` copied a denied repository), and
+/// escapes (`git clone file://localhost/…/.password-store` copied a denied repository),
+/// clones `P.git` or `P.bundle` for `P` (a fifty-fourth review: `git clone ~/r/secret`), and
 /// prints its configuration files (`git config --list`, `git remote -v`); npm runs the words
 /// after a `--` before its subcommand; make writes a target by a built-in rule with no
 /// Makefile (`make .envrc` of `.envrc.sh`).
@@ -3560,7 +3703,16 @@ fn words_git_npm_and_make_read_another_way_are_decided_as_they_read_them() {
         "!Read(.git/config)",
         "!Edit(Makefile)",
         "!Read(/srv/vault/**)",
+        "!Read(vaults/secret.git/**)",
+        "!Read(vaults/b.bundle)",
     ]);
+    files(
+        &d,
+        &[
+            ("vaults/secret.git/HEAD", "ref: refs/heads/main"),
+            ("vaults/b.bundle", "x"),
+        ],
+    );
     not_allowed(
         &p,
         &d,
@@ -3573,6 +3725,10 @@ fn words_git_npm_and_make_read_another_way_are_decided_as_they_read_them() {
             "git show :2:.env",
             "git clone file://localhost/srv/vault v",
             "git clone file:///srv/%76ault v",
+            // git clones `P.git` or the bundle `P.bundle` for `P`.
+            "git clone vaults/secret v",
+            "git clone ./vaults/secret/ v",
+            "git clone vaults/b v",
             "git config --list",
             "git config --global --get github.token",
             "git remote -v",

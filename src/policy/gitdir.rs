@@ -10,9 +10,10 @@
 //! configuration file git reads, includes too ([`config_chain`]): none is written by a
 //! prefix rule, whatever its name ([`config_written`]).
 //!
-//! Invariant: a superset of what git takes for a repository (a `HEAD` file beside any of
-//! `objects`, `refs` or `commondir`; a `.git` folder or `gitdir:` file), so that where git
-//! would use another repository than the session's, so does this reading.
+//! Invariant: a superset of what git takes for a repository (a `HEAD` of any kind, a link
+//! too, beside any of `objects`, `refs` or `commondir`; a `.git` folder or `gitdir:` file),
+//! so that where git would use another repository than the session's, so does this
+//! reading.
 
 use std::path::{Path, PathBuf};
 
@@ -450,12 +451,27 @@ fn settle(p: &Path) -> PathBuf {
     }
 }
 
-/// Whether git may take folder `d` itself for a repository.
-fn is_repository(d: &Path) -> bool {
-    d.join("HEAD").is_file()
-        && ["objects", "refs", "commondir"]
-            .iter()
-            .any(|n| d.join(n).exists())
+/// Whether git may take folder `d` itself for a repository: it holds a `HEAD` of any kind
+/// (git takes a link whose text begins `refs/`, leading anywhere or nowhere: `HEAD ->
+/// refs/heads`, a folder, made one) and `objects`, `refs` or `commondir`, each of any kind.
+pub(super) fn is_repository(d: &Path) -> bool {
+    let there = |n: &str| std::fs::symlink_metadata(d.join(n)).is_ok();
+    there("HEAD") && ["objects", "refs", "commondir"].into_iter().any(there)
+}
+
+/// Whether git surely takes folder `d` for a repository (setup.c's `is_git_directory`): a
+/// `HEAD` file that names a ref or an object, and `objects` and `refs` folders. A `.git`
+/// that is not one is passed over: git looks further up, and outside any repository
+/// compares two paths whole (`git diff src .`).
+pub(super) fn surely_repository(d: &Path) -> bool {
+    let head = super::file::bounded::read_file(&d.join("HEAD")).unwrap_or_default();
+    let head = String::from_utf8_lossy(&head);
+    let head = head.trim_end();
+    let named = head
+        .strip_prefix("ref:")
+        .is_some_and(|r| r.trim_start().starts_with("refs/"))
+        || (matches!(head.len(), 40 | 64) && head.bytes().all(|b| b.is_ascii_hexdigit()));
+    named && d.join("objects").is_dir() && d.join("refs").is_dir()
 }
 
 fn canonical(p: &Path) -> PathBuf {
@@ -530,12 +546,21 @@ mod tests {
         std::fs::create_dir_all(d.join("src/made/refs")).unwrap();
         let own = discover(&d).unwrap();
         assert_eq!(discover(&d.join("src")).as_ref(), Some(&own));
-        // A folder the agent made look like a repository is one.
-        std::fs::write(d.join("src/made/HEAD"), "x").unwrap();
-        assert_eq!(
-            discover(&d.join("src/made")),
-            Some(d.join("src/made").canonicalize().unwrap())
-        );
+        // A folder the agent made look like a repository is one, whatever its `HEAD` is: git
+        // takes a link to `refs/…`, leading anywhere or nowhere.
+        for head in ["link", "file"] {
+            let _ = std::fs::remove_file(d.join("src/made/HEAD"));
+            match head {
+                "link" => std::os::unix::fs::symlink("refs/heads", d.join("src/made/HEAD")),
+                _ => std::fs::write(d.join("src/made/HEAD"), "x"),
+            }
+            .unwrap();
+            assert_eq!(
+                discover(&d.join("src/made")),
+                Some(d.join("src/made").canonicalize().unwrap()),
+                "{head}"
+            );
+        }
         // A `gitdir:` file points elsewhere.
         std::fs::create_dir_all(d.join("sub")).unwrap();
         std::fs::write(d.join("sub/.git"), "gitdir: ../src/made\n").unwrap();

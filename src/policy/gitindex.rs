@@ -16,13 +16,20 @@ const MAX_INDEX_BYTES: u64 = 16 << 20;
 
 /// The files tracked by the repository of folder `dir` (absolute, resolved), all of them
 /// (a diff from a subfolder shows the whole repository's), or with `beneath` only those
-/// beneath `dir` (a pathspec), as absolute paths; `Some` of none outside a repository or
-/// in one with no index yet.
+/// beneath `dir` (a pathspec), as absolute paths; `Some` of none in a repository with no
+/// index yet, and outside any of the whole repository's (git fails there). Beneath paths
+/// outside any, `None`: there `git diff A B` compares its two paths whole, as `--no-index`.
 /// `step` takes one step of the decision's work per index read (`false`: spent, asked).
 pub fn tracked(dir: &Path, beneath: bool, step: &mut dyn FnMut() -> bool) -> Option<Vec<PathBuf>> {
     let Some(root) = dir.ancestors().find(|d| d.join(".git").exists()) else {
-        return Some(Vec::new());
+        return (!beneath).then(Vec::new);
     };
+    // A `.git` folder git passes over (no `HEAD`, `objects` or `refs`): which repository
+    // git uses, if any, is not told.
+    let dot = root.join(".git");
+    if dot.is_dir() && !super::gitdir::surely_repository(&dot) {
+        return None;
+    }
     let mut out = Vec::new();
     in_repository(root, SUBMODULE_DEPTH, step, &mut out)?;
     if beneath {

@@ -51,6 +51,8 @@ pub struct Named {
     /// `cp -rT x D`): every path beneath that it takes away or writes (links as names, not
     /// followed), or `None` when that cannot be told within [`MAX_WALK`] entries.
     pub trees: Vec<(Access, PathBuf, Option<Vec<PathBuf>>)>,
+    /// The ignore files a program with no model may read there (`fd`, `ag`), read only.
+    pub maybe_read: Vec<PathBuf>,
     /// Why some path could not be resolved, or some were left unresolved.
     pub unresolved: Option<String>,
 }
@@ -78,7 +80,7 @@ impl Named {
         let mut only = None;
         let (placed, unplaced, places, ignore_files) = match reading {
             Reading::Understood(mut e) => {
-                only = e.only_names.as_deref().and_then(name_globs);
+                only = e.only_names();
                 // What git prints of its configuration: every file of it, includes too.
                 if e.git_config {
                     match super::gitdir::config_files(cwd, &|k| std::env::var_os(k)) {
@@ -103,11 +105,16 @@ impl Named {
                 true,
             ),
         };
+        // Words xargs reads from its input may name anything.
+        if super::wrapped::adds_words(words) {
+            named.unplaced_beneath.push((cwd.to_path_buf(), None));
+        }
         let mut walked = 0;
         // Each word resolved once, and each folder moved whole walked once: a move's or a
         // copy's landing reads them again.
         let mut resolved = std::collections::HashMap::new();
         let mut removed = std::collections::HashMap::new();
+        let (mut read, mut maybe) = (Vec::new(), Vec::new());
         for (access, word) in placed {
             if let Some(rs) = named.resolve(&word, cwd, &mut left) {
                 resolved.insert(word, rs.clone());
@@ -120,7 +127,6 @@ impl Named {
                         access,
                         Access::Tree | Access::TreeShown | Access::TreeFollowed
                     ) {
-                        let mut read = Vec::new();
                         let mut under =
                             walk(&p, access, &mut walked, ignore_files.then_some(&mut read));
                         if let (Some(only), Some(under), false) =
@@ -131,9 +137,6 @@ impl Named {
                             });
                         }
                         named.beneath.push((p.clone(), under));
-                        named
-                            .paths
-                            .extend(read.into_iter().map(|r| (Access::Read, r)));
                     } else if access == Access::Remove && is_folder(&p) {
                         let under = walk(&p, Access::Remove, &mut walked, None);
                         removed.insert(p.clone(), under.clone());
@@ -165,20 +168,23 @@ impl Named {
         }
         for word in unplaced {
             if let Some(rs) = named.resolve(&word, cwd, &mut left) {
-                let mut read = Vec::new();
                 for p in &rs {
                     // Followed through its links: a program with no model may (`diff -r`
                     // compares what a link in the folder points to), and read the ignore
                     // files there and above (`fd`, `ag`).
                     if !modelled && p.is_dir() {
-                        let under = walk(p, Access::TreeFollowed, &mut walked, Some(&mut read));
+                        let under = walk(p, Access::TreeFollowed, &mut walked, Some(&mut maybe));
                         named.unplaced_beneath.push((p.clone(), under));
                     }
                 }
                 named.unplaced.extend(rs);
-                named.unplaced.extend(read);
             }
         }
+        // The ignore files read are read only (`.git/info/exclude` under `Edit(.git/**)`).
+        named
+            .paths
+            .extend(read.into_iter().map(|r| (Access::Read, r)));
+        named.maybe_read = maybe;
         named
     }
 
@@ -191,10 +197,9 @@ impl Named {
             all.beneath.extend(n.beneath);
             all.unplaced.extend(n.unplaced);
             all.unplaced_beneath.extend(n.unplaced_beneath);
+            all.maybe_read.extend(n.maybe_read);
             all.trees.extend(n.trees);
-            if all.unresolved.is_none() {
-                all.unresolved = n.unresolved;
-            }
+            all.unresolved = all.unresolved.or(n.unresolved);
         }
         all
     }
@@ -245,22 +250,6 @@ impl Named {
             }
         }
     }
-}
-
-/// Globs of a file's name alone ([`args::Effects::only_names`], which holds no class nor
-/// escape), in any case, `{a,b}` read as ripgrep reads it; `None` if one is not a glob.
-fn name_globs(globs: &[String]) -> Option<globset::GlobSet> {
-    let mut set = globset::GlobSetBuilder::new();
-    for g in globs {
-        let glob = globset::GlobBuilder::new(g)
-            .literal_separator(true)
-            .backslash_escape(true)
-            .case_insensitive(true)
-            .build()
-            .ok()?;
-        set.add(glob);
-    }
-    set.build().ok()
 }
 
 /// Whether `p` is a folder itself (not a link to one: a move takes the link).
@@ -558,6 +547,11 @@ impl Rule {
                 .unplaced
                 .iter()
                 .any(|p| globs.covers(p, &call.cwd, true))
+            || reads
+                && named
+                    .maybe_read
+                    .iter()
+                    .any(|p| globs.covers(p, &call.cwd, true))
         {
             found = Some(Decision::Ask);
         }

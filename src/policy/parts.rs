@@ -7,8 +7,8 @@
 use super::args;
 
 /// Programs that open no file and make nothing, whatever their words.
-const OPENS_NOTHING: &[&str] = &[
-    "echo", "printf", "true", "false", "pwd", "sleep", "date", "whoami", ":",
+pub(super) const OPENS_NOTHING: &[&str] = &[
+    "echo", "printf", "true", "false", "pwd", "sleep", "whoami", ":",
 ];
 
 /// What a part may leave behind for the parts after it: whether it writes or makes
@@ -37,7 +37,8 @@ pub(super) fn leaves(words: &[String]) -> (bool, bool) {
         }
         _ => match base {
             _ if OPENS_NOTHING.contains(&base) => (false, false),
-            "which" | "cd" | "test" | "[" => (false, false),
+            // `date -f FILE` reads a file, but writes none.
+            "which" | "cd" | "test" | "[" | "date" => (false, false),
             "mkdir" | "touch" => (true, false),
             _ => (true, true),
         },

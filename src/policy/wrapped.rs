@@ -50,11 +50,7 @@ pub(super) fn inner(words: &[String], pattern: usize) -> Inner<'_> {
             "what `{wrapper}` runs cannot be told ({why}), and `{program}` is read by its model"
         ));
     }
-    let adds = seen.commands.iter().any(|w| {
-        w.first()
-            .is_some_and(|p| matches!(args::base(p), "xargs" | "parallel"))
-    });
-    if adds || !words.ends_with(run) {
+    if adds(&seen) || !words.ends_with(run) {
         return Inner::Unread(format!(
             "`{wrapper}` runs `{program}` with words that are not all written in the command (what it reads, or its own), which no model reads"
         ));
@@ -76,6 +72,30 @@ pub(super) fn inner(words: &[String], pattern: usize) -> Inner<'_> {
         words: &words[k..],
         prefix: pattern.saturating_sub(k).max(1),
     }
+}
+
+/// Whether `words` run a program that may open files through `xargs` or `parallel`, which
+/// add the words they read (`ls -a | xargs nl` printed `.env`): what those name cannot be
+/// told. `echo` and the like open none.
+pub(super) fn adds_words(words: &[String]) -> bool {
+    if words.is_empty() || !wrappers::is_wrapper(words) {
+        return false;
+    }
+    let mut seen = wrappers::Seen::default();
+    wrappers::see(words, 0, unread_script, &mut seen);
+    let run = seen
+        .commands
+        .iter()
+        .find(|w| !w.is_empty() && !wrappers::is_wrapper(w));
+    let opens = run.is_none_or(|w| !super::parts::OPENS_NOTHING.contains(&args::base(&w[0])));
+    opens && adds(&seen)
+}
+
+fn adds(seen: &wrappers::Seen) -> bool {
+    seen.commands.iter().any(|w| {
+        w.first()
+            .is_some_and(|p| matches!(args::base(p), "xargs" | "parallel"))
+    })
 }
 
 /// The wrappers whose own words may stand before a modelled program under a prefix rule,

@@ -177,11 +177,7 @@ pub fn prefix_write_refused(p: &Path, cwd: &Path) -> Option<String> {
     // .git/. x`, then `tee -a x/config`, then `cd x && git status`).
     let mut at = p.parent();
     while let Some(d) = at.filter(|d| d.starts_with(cwd)) {
-        if d.join("HEAD").is_file()
-            && ["objects", "refs", "commondir"]
-                .iter()
-                .any(|n| d.join(n).exists())
-        {
+        if super::gitdir::is_repository(d) {
             return Some(format!(
                 "it writes {}, inside {}, which git takes for a repository's own folder",
                 p.display(),

@@ -28,7 +28,8 @@ const KNOWN_CYCLES: &[&str] = &[
      <-> policy::path <-> policy::tool_call",
     "policy::file <-> policy::file::rules",
     "policy::args <-> policy::args::build <-> policy::args::files <-> policy::args::git \
-     <-> policy::args::script <-> policy::args::search <-> policy::args::text <-> policy::args::tools",
+     <-> policy::args::jq <-> policy::args::script <-> policy::args::search <-> policy::args::text \
+     <-> policy::args::tools",
     "policy::shell <-> policy::shell::words",
     "policy::wrappers <-> policy::wrappers::options <-> policy::wrappers::special \
      <-> policy::wrappers::table",

@@ -11,9 +11,16 @@ use acp_question_bridge::policy::{command, file, Call, Decision, Policy, Tier};
 fn project() -> PathBuf {
     let d = std::env::temp_dir().join(format!("acp-qb-corpus-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
-    for sub in ["src", "tests", ".git/hooks", "templates"] {
+    for sub in ["src", "tests", "templates"] {
         std::fs::create_dir_all(d.join(sub)).unwrap();
     }
+    // A repository made by the real git (`.env` untracked, as usual).
+    let init = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&d)
+        .status()
+        .unwrap();
+    assert!(init.success());
     for f in [
         ".env",
         "src/main.rs",

@@ -62,12 +62,16 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             // Revisions and paths: a diff compares folders whole (outside the repository
             // with --no-index); a log's paths limit what it shows.
             // `--no-index` compares two paths whole, and so does a diff of exactly two
-            // operands where one is outside the repository (`git diff /tmp/empty .`
-            // printed an untracked `.env`); any other diff shows the tracked files (git
-            // never shows an untracked one, ignored or not).
+            // operands where one is outside the repository as written (`git diff
+            // /tmp/empty .` printed an untracked `.env`; git does not resolve links for
+            // this), or run outside a repository (the tracked files are then not told);
+            // any other diff shows the tracked files (git never shows an untracked one,
+            // ignored or not): `git diff HEAD .` does.
+            let outside =
+                |&o: &usize| w[o].starts_with(['/', '~']) || w[o].split('/').any(|c| c == "..");
             let access = if name != "diff" {
                 Access::Read
-            } else if has(&met, &["--no-index"]) || ops.len() == 2 {
+            } else if has(&met, &["--no-index"]) || (ops.len() == 2 && ops.iter().any(outside)) {
                 Access::Tree
             } else {
                 Access::TrackedBeneath
@@ -346,7 +350,12 @@ fn clone(w: &[String], ops: &[usize], e: &mut Effects) -> Result<(), Stop> {
                 "a file URL with a host or an escape (git drops the one, decodes the other)",
             ));
         }
+        // git clones the first of `P/.git`, `P`, `P.git/.git`, `P.git` there is, or the
+        // bundle `P.bundle`: `git clone ~/r/secret` copies `~/r/secret.git`.
+        let bare = local.trim_end_matches('/');
         e.paths.push((Access::Tree, local.to_owned()));
+        e.paths.push((Access::Tree, format!("{bare}.git")));
+        e.paths.push((Access::Read, format!("{bare}.bundle")));
     }
     let target = match dir {
         // git makes every folder on the way (`.git/x/../../y` makes `.git/x`).

@@ -23,6 +23,7 @@ pub(crate) use config::Env;
 mod files;
 pub(crate) mod git;
 mod git_options;
+mod jq;
 mod script;
 pub use script::sed_quiet;
 mod search;
@@ -83,6 +84,24 @@ pub struct Effects {
     pub git_config: bool,
 }
 
+impl Effects {
+    /// [`Effects::only_names`] as globs of a file's name alone (they hold no class nor
+    /// escape), in any case, `{a,b}` read as ripgrep reads it; `None` if one is not a glob.
+    pub fn only_names(&self) -> Option<globset::GlobSet> {
+        let mut set = globset::GlobSetBuilder::new();
+        for g in self.only_names.as_ref()? {
+            let glob = globset::GlobBuilder::new(g)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .case_insensitive(true)
+                .build()
+                .ok()?;
+            set.add(glob);
+        }
+        set.build().ok()
+    }
+}
+
 /// A command read by its program's model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reading {
@@ -130,7 +149,7 @@ const MODELS: &[(&str, Model)] = &[
     ("fgrep", search::grep),
     ("rg", search::rg),
     ("find", search::find),
-    ("jq", search::jq),
+    ("jq", jq::jq),
     ("sed", script::sed),
     ("awk", script::awk),
     ("gawk", script::awk),

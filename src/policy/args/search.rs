@@ -1,8 +1,8 @@
-//! Models of the programs that search: `grep`, `rg`, `find`, and `jq`'s reading of JSON.
+//! Models of the programs that search: `grep`, `rg` and `find`.
 //!
 //! Left out on purpose (asked under a prefix): `rg --pre`, `--pre-glob` and `-z`/
 //! `--search-zip` (they run programs), `find -exec`, `-execdir`, `-ok`, `-okdir`, `-delete`,
-//! `-fprint*` and `-fls`, `jq -f`/`-L` and a filter that imports or includes a module.
+//! `-fprint*` and `-fls`.
 
 use super::{config, has, options, paths, stop, Access, Effects, Stop};
 
@@ -79,6 +79,29 @@ pub(super) fn grep(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         (true, false) => Access::Tree,
         _ => Access::Read,
     };
+    // A file GNU grep finds beneath a folder is read only if its name matches an
+    // `--include` glob, when the first of `--include`, `--exclude` and `--exclude-from`
+    // is an `--include` (otherwise a file no glob matches is read: `--exclude=x
+    // --include='*.rs'` read `.env`). Its globs are fnmatch's: `{a,b}` is literal.
+    let first = met.iter().find(|m| {
+        matches!(
+            m.name.as_str(),
+            "--include" | "--exclude" | "--exclude-from"
+        )
+    });
+    if first.is_some_and(|m| m.name == "--include") {
+        let globs: Vec<String> = met
+            .iter()
+            .filter(|m| m.name == "--include")
+            .filter_map(|m| m.value.clone())
+            .collect();
+        if globs
+            .iter()
+            .all(|g| plain_name_glob(g) && !g.contains(['{', '}']))
+        {
+            e.only_names = Some(globs);
+        }
+    }
     paths(w, files, access, e);
     if recursive && files.is_empty() {
         e.paths.push((access, ".".into()));
@@ -502,97 +525,5 @@ pub(super) fn find(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             ));
         }
     }
-    Ok(())
-}
-
-/// `jq`'s options that take nothing, short ones clustered as jq reads them.
-const JQ_BARE: &[&str] = &[
-    "-n|--null-input",
-    "-R|--raw-input",
-    "-s|--slurp",
-    "-r|--raw-output",
-    "--raw-output0",
-    "-j|--join-output",
-    "-a|--ascii-output",
-    "-c|--compact-output",
-    "-C|--color-output",
-    "-M|--monochrome-output",
-    "-S|--sort-keys",
-    "-e|--exit-status",
-    "--tab",
-    "--unbuffered",
-    "--stream",
-    "--stream-errors",
-    "--seq",
-    "-h|--help",
-    "-V|--version",
-];
-
-/// `jq`: a filter (with no `import` or `include`), then JSON files read; `--rawfile` and
-/// `--slurpfile` read theirs.
-pub(super) fn jq(w: &[String], e: &mut Effects) -> Result<(), Stop> {
-    let mut i = 1;
-    let mut filter = None;
-    let mut args_only = false;
-    let mut files = Vec::new();
-    while i < w.len() {
-        let a = w[i].as_str();
-        if !a.starts_with('-') || a == "-" {
-            if filter.is_none() {
-                filter = Some(i);
-            } else if !args_only {
-                files.push(i);
-            }
-            i += 1;
-            continue;
-        }
-        match a {
-            "--arg" | "--argjson" => i += 3,
-            "--slurpfile" | "--rawfile" => {
-                let f = w
-                    .get(i + 2)
-                    .ok_or_else(|| stop(i, format!("`{a}` without its file")))?;
-                e.paths.push((Access::Read, f.clone()));
-                i += 3;
-            }
-            "--indent" => i += 2,
-            "--args" | "--jsonargs" => {
-                args_only = true;
-                i += 1;
-            }
-            _ if super::lookup(JQ_BARE, a).is_some() => i += 1,
-            _ if !a.starts_with("--")
-                && a[1..]
-                    .chars()
-                    .all(|c| super::lookup(JQ_BARE, &format!("-{c}")).is_some()) =>
-            {
-                i += 1
-            }
-            _ => {
-                return Err(stop(
-                    i,
-                    format!("`{a}` is not an option of jq known as harmless"),
-                ))
-            }
-        }
-    }
-    if i > w.len() {
-        return Err(stop(w.len() - 1, "an option of jq without its values"));
-    }
-    if let Some(f) = filter {
-        if [
-            "import",
-            "include",
-            "modulemeta",
-            "get_search_list",
-            "$__loc__",
-        ]
-        .iter()
-        .any(|k| w[f].contains(k))
-        {
-            return Err(stop(f, "a jq filter that loads a module"));
-        }
-    }
-    paths(w, &files, Access::Read, e);
     Ok(())
 }
