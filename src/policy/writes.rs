@@ -74,7 +74,12 @@ const TOOL_CONFIG: &[&str] = &[
     ".python-version",
     ".node-version",
     ".nvmrc",
+    ".ruby-version",
     "uv.toml",
+    // Sourced by a shell that enters the folder, as direnv's `.envrc`: rvm's, zsh-autoenv's.
+    ".rvmrc",
+    ".autoenv.zsh",
+    ".autoenv_leave.zsh",
     // Searchers' own files, read with no word saying so: ack's (`--files-from`), ugrep's
     // (`filter=` runs a program), pt's and sift's.
     ".ackrc",

@@ -62,16 +62,14 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             // Revisions and paths: a diff compares folders whole (outside the repository
             // with --no-index); a log's paths limit what it shows.
             // `--no-index` compares two paths whole, and so does a diff of exactly two
-            // operands where one is outside the repository as written (`git diff
-            // /tmp/empty .` printed an untracked `.env`; git does not resolve links for
-            // this), or run outside a repository (the tracked files are then not told);
-            // any other diff shows the tracked files (git never shows an untracked one,
-            // ignored or not): `git diff HEAD .` does.
-            let outside =
-                |&o: &usize| w[o].starts_with(['/', '~']) || w[o].split('/').any(|c| c == "..");
+            // operands whenever git does not use the repository with them: one outside
+            // it (`git diff /tmp/empty .` printed an untracked `.env`), or a repository
+            // git refuses (another user's, an unknown format: `git diff src .` printed
+            // it), which the words cannot tell. Any other diff shows the tracked files
+            // (git never shows an untracked one, ignored or not).
             let access = if name != "diff" {
                 Access::Read
-            } else if has(&met, &["--no-index"]) || (ops.len() == 2 && ops.iter().any(outside)) {
+            } else if has(&met, &["--no-index"]) || ops.len() == 2 {
                 Access::Tree
             } else {
                 Access::TrackedBeneath
