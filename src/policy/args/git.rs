@@ -59,8 +59,7 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                     e.paths.push((Access::Read, file.to_owned()));
                 }
             }
-            // Revisions and paths: a diff compares folders whole (outside the repository
-            // with --no-index); a log's paths limit what it shows.
+            // Revisions and paths; a log's paths limit what it shows.
             // `--no-index` compares two paths whole, and so does a diff of exactly two
             // operands whenever git does not use the repository with them: one outside
             // it (`git diff /tmp/empty .` printed an untracked `.env`), or a repository
