@@ -880,8 +880,22 @@ fn a_cd_goes_where_bash_goes_and_the_agents_folder_is_the_sessions() {
     let p = rules(&["Bash(sort:*)", "Bash(ls:*)", "Bash(git status:*)"]);
     // bash's `cd evil/l/..` lands in `evil` (it takes `..` off the written path), where
     // `k` leads out of the session: not the folder the link's target would give.
-    not_allowed(&p, &d, &["cd evil/l/.. && sort -o k/pwn a.txt"]);
-    allowed(&p, &d, &["cd usr/.. && ls", "cd src && ls"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "cd evil/l/.. && sort -o k/pwn a.txt",
+            "cd -- evil/l/.. && sort -o k/pwn a.txt",
+            // After `--` a lone `-` is still `$OLDPWD`.
+            "cd -- - && ls",
+            "cd -- evil -- && ls",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &["cd usr/.. && ls", "cd src && ls", "cd -- usr/lib && ls"],
+    );
     // Codex's `workdir`: a command the agent runs in another folder is not plain.
     let call = |cwd: &str| {
         Call::from_tool_call(
@@ -942,13 +956,16 @@ fn a_command_is_decided_where_an_earlier_cd_left_the_shell() {
     };
     assert_eq!(after(&[], "git fetch").decision, Decision::Allow);
     // `cd sub && ls`, allowed, left the shell in `sub`: `git fetch` would use its config.
-    let v = after(&["cd sub && ls"], "git fetch");
-    assert_ne!(v.decision, Decision::Allow, "{}", v.why);
+    for earlier in ["cd sub && ls", "cd -- sub && ls"] {
+        let v = after(&[earlier], "git fetch");
+        assert_ne!(v.decision, Decision::Allow, "{earlier}: {}", v.why);
+    }
     // A move into a folder where git finds the session's own repository stays allowed, and
     // so do later commands that move no folder the shell may be in.
     std::fs::write(d.join("a.txt"), "x\n").unwrap();
     for earlier in [
         &["cd docs"][..],
+        &["cd -- docs"][..],
         &["ls -la"][..],
         &["cd docs", "cp ../a.txt b.txt", "ls"][..],
         // Not plain (the user answered it), but moving nothing.

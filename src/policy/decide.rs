@@ -126,7 +126,7 @@ impl Policy {
             };
             let outcome = self.decide_part(call, paths, &inner, &named, Some(&part.words));
             // Followed whether a rule covers it or not ([`super::moves::unfollowed`]).
-            let moved = named::cd_inside(&part.words, &folders, &call.cwd);
+            let moved = super::moves::cd_inside(&part.words, &folders, &call.cwd);
             if moved.is_none() && outcome.is_some() && i + 1 < parts.len() {
                 if let Some(why) = super::moves::unfollowed(&part.words) {
                     refused.get_or_insert(why);
@@ -438,7 +438,7 @@ const MAX_SHELL_STEPS: usize = 4096;
 
 /// The folders the agent's shell may be in when `call` runs ([`Shell`]): the session's, and
 /// every one a `cd` of an earlier command of the session may have left it in, as
-/// [`named::cd_inside`] follows a `cd` (inside the session, links as bash takes them).
+/// [`super::moves::cd_inside`] follows a `cd` (inside the session, links as bash takes them).
 /// `Err`: why that cannot be told: a `cd` elsewhere, into a folder not there now (it may
 /// have been renamed since), or one the policy cannot read (`cd -`, `eval`, a command named
 /// by an expansion), `pushd`, `popd`, a `cd` through a symbolic link (where it points may
@@ -489,14 +489,13 @@ pub(super) fn shell_folders(call: &Call) -> Result<Vec<PathBuf>, String> {
             // Through a link, the folder it reached is where the link pointed then, which a
             // later command may have changed: the words replayed would follow it now.
             if folders.iter().any(|from| {
-                part.words
-                    .get(1)
+                super::moves::cd_operand(&part.words)
                     .is_some_and(|d| super::moves::through_a_link(from, d))
             }) {
                 return lost();
             }
             for from in folders.clone() {
-                match named::cd_inside(&part.words, std::slice::from_ref(&from), &call.cwd) {
+                match super::moves::cd_inside(&part.words, std::slice::from_ref(&from), &call.cwd) {
                     Some(to) => {
                         for dir in to {
                             if !folders.contains(&dir) {

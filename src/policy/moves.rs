@@ -4,6 +4,8 @@
 //! commands that may have moved it ([`Shell`]); a call is decided in every folder they may
 //! have left the shell in (`decide::shell_folders`), and asked when that cannot be told.
 
+use std::path::{Path, PathBuf};
+
 /// The commands run before a call in its session whose `cd` may have left the agent's
 /// shell in another folder than the session's: Claude Code's Bash keeps its folder between
 /// calls, so after `cd sub && ls` its next command runs in `sub`. The policy decides a call
@@ -123,4 +125,54 @@ pub(super) fn through_a_link(from: &std::path::Path, dir: &str) -> bool {
         }
     }
     false
+}
+
+/// The folder of `cd DIR` or `cd -- DIR`, the only forms of `cd` followed.
+pub fn cd_operand(words: &[String]) -> Option<&str> {
+    match words {
+        [cd, dir] if cd == "cd" => Some(dir),
+        [cd, dashes, dir] if cd == "cd" && dashes == "--" => Some(dir),
+        _ => None,
+    }
+}
+
+/// The folders `cd DIR` moves to from each of `folders`, when it is a move into an existing
+/// folder inside the session's folder `session` from every one of them (no option, no
+/// `$CDPATH` that could find another, no `-`): such a part needs no rule, and the parts
+/// after it are decided there too.
+pub fn cd_inside(words: &[String], folders: &[PathBuf], session: &Path) -> Option<Vec<PathBuf>> {
+    let dir = cd_operand(words)?;
+    // After `--` too, bash and dash take a lone `-` for `$OLDPWD`.
+    if dir.is_empty() || dir.starts_with(['-', '~', '+']) {
+        return None;
+    }
+    let cdpath = std::env::var_os("CDPATH").is_some_and(|c| !c.is_empty());
+    let first = dir.split('/').next().unwrap_or("");
+    if cdpath && !dir.starts_with('/') && !matches!(first, "." | "..") {
+        return None;
+    }
+    let mut to = Vec::new();
+    for f in folders {
+        let r = super::path::resolve(Path::new(dir), f)?;
+        if !r.is_dir || !r.path.starts_with(session) {
+            return None;
+        }
+        // bash's `cd` takes `..` off the written path first (`cd l/..` with `l` a link
+        // stays here): a move that lands elsewhere so is not this one.
+        let mut logical = PathBuf::new();
+        for c in f.join(dir).components() {
+            match c {
+                std::path::Component::ParentDir => {
+                    logical.pop();
+                }
+                std::path::Component::CurDir => {}
+                other => logical.push(other),
+            }
+        }
+        if logical.canonicalize().ok()? != r.path {
+            return None;
+        }
+        to.push(r.path);
+    }
+    Some(to)
 }

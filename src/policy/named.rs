@@ -406,46 +406,6 @@ pub fn pieces(word: &str) -> Vec<&str> {
     all
 }
 
-/// The folders `cd DIR` moves to from each of `folders`, when it is a move into an existing
-/// folder inside the session's folder `session` from every one of them (no option, no
-/// `$CDPATH` that could find another, no `-`): such a part needs no rule, and the parts
-/// after it are decided there too.
-pub fn cd_inside(words: &[String], folders: &[PathBuf], session: &Path) -> Option<Vec<PathBuf>> {
-    let [cd, dir] = words else { return None };
-    if cd != "cd" || dir.is_empty() || dir.starts_with(['-', '~', '+']) {
-        return None;
-    }
-    let cdpath = std::env::var_os("CDPATH").is_some_and(|c| !c.is_empty());
-    let first = dir.split('/').next().unwrap_or("");
-    if cdpath && !dir.starts_with('/') && !matches!(first, "." | "..") {
-        return None;
-    }
-    let mut to = Vec::new();
-    for f in folders {
-        let r = path::resolve(Path::new(dir), f)?;
-        if !r.is_dir || !r.path.starts_with(session) {
-            return None;
-        }
-        // bash's `cd` takes `..` off the written path first (`cd l/..` with `l` a link
-        // stays here): a move that lands elsewhere so is not this one.
-        let mut logical = PathBuf::new();
-        for c in f.join(dir).components() {
-            match c {
-                std::path::Component::ParentDir => {
-                    logical.pop();
-                }
-                std::path::Component::CurDir => {}
-                other => logical.push(other),
-            }
-        }
-        if logical.canonicalize().ok()? != r.path {
-            return None;
-        }
-        to.push(r.path);
-    }
-    Some(to)
-}
-
 /// Why a whole tree a move or a copy lands (`mv x sub`, `cp -r tmpl/. sub`) is not written
 /// under a prefix rule: a path beneath its destination that a prefix rule never writes
 /// (`sub/.git/config`, `sub/.cargo/config.toml`), or more beneath it than can be told.
