@@ -3219,6 +3219,37 @@ fn what_a_wrapped_command_leaves_or_reads_counts_as_its_own() {
     allowed(&x, &d, &["ls | xargs -n1 echo", "ls -a"]);
 }
 
+/// xargs puts what it reads after its words: a runner there runs what it reads (a
+/// fifty-sixth review: `xargs -a cmds.txt env` removed `victim` under `Bash(xargs:*)` with
+/// `Bash(rm:*)` denied). Proven with the real xargs, then asked.
+#[test]
+fn a_runner_that_xargs_starts_runs_what_xargs_reads() {
+    let d = scratch("xargs-runner");
+    files(&d, &[("cmds.txt", "rm -f victim\n")]);
+    let p = rules(&["Bash(xargs:*)", "Bash(cat:*)", "!Bash(rm:*)"]);
+    let runners = [
+        "xargs -a cmds.txt env",
+        "xargs -a cmds.txt env X=1",
+        "xargs -a cmds.txt timeout 5",
+        "xargs -a cmds.txt nice",
+        "xargs -a cmds.txt stdbuf -o0",
+        "xargs -a cmds.txt xargs",
+        "xargs -a cmds.txt bash -c '\"$0\" \"$@\"'",
+        "cat cmds.txt | xargs env",
+    ];
+    for cmd in runners {
+        std::fs::write(d.join("victim"), "").unwrap();
+        sh_output(cmd, &d);
+        assert!(
+            !d.join("victim").exists(),
+            "{cmd}: the real xargs did not run rm"
+        );
+    }
+    not_allowed(&p, &d, &runners);
+    not_allowed(&p, &d, &["xargs -a cmds.txt ssh", "xargs -a cmds.txt rm"]);
+    allowed(&p, &d, &["xargs -a cmds.txt echo", "cat cmds.txt"]);
+}
+
 #[test]
 fn a_rule_that_begins_with_a_wrapper_reads_the_program_it_runs_by_its_model() {
     let d = scratch_git("wrapper-rule");

@@ -153,6 +153,10 @@ fn mark(seen: &mut Seen, why: String) {
 
 /// What script `s` runs, beside the commands seen.
 fn read_script(s: &str, depth: usize, script: ReadScript, seen: &mut Seen) {
+    // `xargs ssh`, `xargs sh -c`: the script is what it reads.
+    if s.contains(FROM_INPUT) {
+        mark(seen, "`xargs` runs what it reads as a script".into());
+    }
     let inner = script(s, depth + 1);
     seen.commands.extend(inner.commands);
     if let Some(why) = inner.unclear {
@@ -172,7 +176,7 @@ pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) 
         return;
     }
     if words[0].contains(FROM_INPUT) {
-        mark(seen, "`xargs -I` runs what it reads".into());
+        mark(seen, "`xargs` runs what it reads".into());
     }
     seen.commands.push(words.to_vec());
     if let Some(n) = normalized(words) {
@@ -333,6 +337,12 @@ fn run(
                     see(&filled, depth + 1, script, seen);
                     return;
                 }
+            } else {
+                // Without it, what it reads comes after the words: a runner's program
+                // (`xargs env`, `xargs timeout 5`, `xargs xargs`) is what it reads.
+                let mut added = rest.to_vec();
+                added.push(FROM_INPUT.to_owned());
+                see(&added, depth + 1, script, seen);
             }
         }
         _ => {}
@@ -804,6 +814,11 @@ mod tests {
             "entr /_",
             "xargs -I{} {} x",
             "xargs -i {} x",
+            // What it reads comes after its words.
+            "xargs env",
+            "xargs timeout 5",
+            "xargs xargs",
+            "xargs ssh",
             "gdb --args true",
             "gdb -ex run true",
             "perf record true",
@@ -835,6 +850,8 @@ mod tests {
         }
         for line in [
             "cargo test",
+            "xargs rm -f",
+            "xargs -I {} env x",
             "env",
             "sudo -l",
             "perf report",
