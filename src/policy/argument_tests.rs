@@ -2055,6 +2055,70 @@ fn response_files_lists_of_files_and_virtual_environments_are_never_allowed_by_a
     not_allowed(&p, &d, &["install -m 755 a.txt env/bin/python"]);
 }
 
+/// git reads `:/`, `:(top)`, a pathspec of only excludes and `git add -A` from the top of
+/// the worktree, wherever it runs (a fifty-sixth review: from a package folder of a
+/// repository, `git grep --untracked -e SECRET -- :/` printed the top's `.env`, and `git
+/// add -A` added it). Proven with real git, then asked.
+#[test]
+fn pathspecs_from_the_top_are_read_from_the_worktrees_top() {
+    let d = scratch_repo("top-magic");
+    let pkg = d.join("pkg");
+    files(&pkg, &[("a.txt", "a")]);
+    let p = rules(&[
+        "Bash(git grep:*)",
+        "Bash(git add:*)",
+        "Bash(git ls-files:*)",
+        &format!("!Read(/{})", d.join(".env").display()),
+    ]);
+    let leaks = [
+        "git grep --untracked -e SECRET -- :/",
+        "git grep --untracked -e SECRET -- ':(top)'",
+        "git grep --untracked -e SECRET -- ':(top,glob)*'",
+    ];
+    for cmd in leaks {
+        assert!(
+            sh_output(cmd, &pkg).contains("SECRET=1"),
+            "{cmd}: git did not read .env"
+        );
+    }
+    for cmd in [
+        "git add -A",
+        "git add -f ':(top).env'",
+        "git add -- ':!a.txt'",
+    ] {
+        git_in(&d, &["reset", "-q"]);
+        sh_output(cmd, &pkg);
+        let staged = sh_output("git diff --cached --name-only", &d);
+        assert!(
+            staged.lines().any(|l| l == ".env"),
+            "{cmd}: git did not add .env: {staged}"
+        );
+    }
+    git_in(&d, &["reset", "-q"]);
+    not_allowed(&p, &pkg, &leaks);
+    not_allowed(
+        &p,
+        &pkg,
+        &[
+            "git add -A",
+            "git add -f ':(top).env'",
+            "git add -- ':!a.txt'",
+            "git add --all",
+        ],
+    );
+    // Beneath the folder it runs in, and where the top holds nothing denied, they stay.
+    allowed(
+        &p,
+        &pkg,
+        &["git add .", "git grep --untracked -e x", "git add -u"],
+    );
+    let q = rules(&["Bash(git grep:*)", "Bash(git add:*)", "!Read(./.env)"]);
+    allowed(&q, &pkg, &["git add -A", "git grep --untracked -e x -- :/"]);
+    // Where the top cannot be told (a `core.worktree`), asked.
+    git_in(&d, &["config", "core.worktree", d.to_str().unwrap()]);
+    not_allowed(&q, &pkg, &["git add -A"]);
+}
+
 /// A twenty-fifth review: `git diff` with no path after `--` and `git status -v` show the
 /// working copy of every tracked file that changed: where the index tracks a denied file,
 /// they are not allowed; where it does not (the usual ignored `.env`), they are.

@@ -43,6 +43,31 @@ pub fn discover(dir: &Path) -> Option<PathBuf> {
     None
 }
 
+/// The top of the worktree git uses from `dir`, where `:/`, `:(top)` and `git add -A`
+/// begin: the first folder, from `dir` up, with a `.git` folder that is surely a
+/// repository or a `gitdir:` file. `None` where it cannot be told: no repository, a `.git`
+/// git may pass over, a repository with no worktree, or a `core.worktree` in any
+/// configuration file git reads.
+pub fn top(dir: &Path, env: super::rc::Env<'_>) -> Option<PathBuf> {
+    for d in dir.ancestors() {
+        let dot = d.join(".git");
+        let found = match std::fs::metadata(&dot) {
+            Ok(m) if m.is_dir() => surely_repository(&dot),
+            Ok(m) if m.is_file() => true,
+            _ if is_repository(d) => return None,
+            _ => continue,
+        };
+        let chain = config_chain(discover(d).as_deref(), env).ok()?;
+        let moved = chain.iter().any(|(_, text)| {
+            entries(text)
+                .iter()
+                .any(|(section, key, _)| section == "core" && key == "worktree")
+        });
+        return (found && !moved).then(|| d.to_path_buf());
+    }
+    None
+}
+
 /// Why git, run in any of `folders`, may not be allowed from a session in `session`: it
 /// would use another repository than the one it uses from the session's folder, or that
 /// one is a folder inside the session other than its `.git` (a bare repository the agent

@@ -88,6 +88,19 @@ impl Named {
                         Err(why) => named.unresolved = Some(format!("git's configuration {why}")),
                     }
                 }
+                for access in std::mem::take(&mut e.repo_top) {
+                    let env = |k: &str| std::env::var_os(k);
+                    match super::gitdir::top(cwd, &env)
+                        .as_deref()
+                        .and_then(Path::to_str)
+                    {
+                        Some(top) => e.paths.push((access, top.to_owned())),
+                        None => {
+                            named.unresolved =
+                                Some("the top of the repository git uses cannot be told".into())
+                        }
+                    }
+                }
                 (e.paths, e.unplaced, e.places, e.ignore_files)
             }
             // No model, or one that stopped: any word may be a path, and a program that

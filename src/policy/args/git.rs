@@ -177,7 +177,8 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             };
             pathspecs(w, &ops, access, e);
             if ops.is_empty() && all {
-                e.paths.push((Access::Tree, ".".into()));
+                // From git 2.0, the whole worktree's, wherever it runs.
+                e.repo_top.push(Access::Tree);
             } else if ops.is_empty() && update {
                 e.paths.push((Access::Tracked, ".".into()));
             }
@@ -244,7 +245,12 @@ fn pathspecs(w: &[String], ops: &[usize], access: Access, e: &mut Effects) {
             Access::Tree
         };
         // A backslash is a glob character to git too (`'.e\nv'` matches `.env`).
-        if magic || path.contains(['*', '?', '[', '\\']) {
+        if magic && whole == Access::Tree {
+            // Magic may begin at the top (`:/`, `:(top)`), and git takes a pathspec of
+            // only excludes (`:!x`) as the whole worktree's.
+            e.repo_top.push(whole);
+        } else if magic || path.contains(['*', '?', '[', '\\']) {
+            // The tracked files are all the repository's, wherever it runs.
             e.paths.push((whole, ".".into()));
         } else if let Some(p) = word.strip_prefix(':') {
             // `:PATH` (no revision before it): the index's, or a pathspec whose magic is

@@ -79,6 +79,10 @@ pub struct Effects {
     /// override nothing brings back): globs matched on the name alone, in any case.
     /// Folders are walked whole; links followed are not filtered.
     pub only_names: Option<Vec<String>>,
+    /// The whole worktree of the repository git uses, from its top, is used so (`git add
+    /// -A` with no path, a pathspec with magic: `:/`, `:(top)`, `:!x`), wherever in it the
+    /// command runs.
+    pub repo_top: Vec<Access>,
     /// The program prints git's configuration (`git config --list`, `git remote -v`): each
     /// configuration file git reads from the folder it runs in is read.
     pub git_config: bool,
