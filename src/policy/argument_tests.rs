@@ -3780,6 +3780,81 @@ fn a_program_with_no_model_is_read_in_every_piece_and_long_form_of_its_words() {
     );
 }
 
+/// A local `git clone P` follows a `gitdir:` file among the names it tries, and the links
+/// in the repository it copies (a fifty-sixth review: `git clone repo.txt out`, with
+/// `repo.txt` holding `gitdir: ~/secrets/.git`, copied the denied repository). Proven with
+/// real git, then asked; a plain clone of a folder in the session stays allowed.
+#[test]
+fn a_local_clone_reads_the_repository_a_gitdir_file_or_a_link_leads_to() {
+    let d = scratch("clone-gitfile");
+    let secret = d.join("secrets");
+    let proj = d.join("proj");
+    files(&secret, &[("token.txt", "TOKEN=hunter2")]);
+    git_in(&secret, &["init", "-q"]);
+    git_in(&secret, &["add", "token.txt"]);
+    git_in(
+        &secret,
+        &[
+            "-c",
+            "user.name=a",
+            "-c",
+            "user.email=a@b",
+            "commit",
+            "-qm",
+            "x",
+        ],
+    );
+    files(
+        &proj,
+        &[("repo.txt", &format!("gitdir: {}/.git\n", secret.display()))],
+    );
+    std::fs::create_dir_all(proj.join("w")).unwrap();
+    std::fs::write(
+        proj.join("w/.git"),
+        format!("gitdir: {}/.git\n", secret.display()),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(secret.join(".git"), proj.join("l.git")).unwrap();
+    // A repository whose folders are links into the secret one (`--no-local` goes through
+    // them; a local clone refuses a linked `objects`).
+    std::fs::create_dir_all(proj.join("r.git")).unwrap();
+    std::fs::copy(secret.join(".git/HEAD"), proj.join("r.git/HEAD")).unwrap();
+    for f in ["objects", "refs"] {
+        std::os::unix::fs::symlink(secret.join(".git").join(f), proj.join("r.git").join(f))
+            .unwrap();
+    }
+    let cases = [
+        "git clone -q repo.txt out",
+        "git clone -q w out",
+        "git clone -q l out",
+        "git clone -q --no-local r.git out",
+    ];
+    for cmd in cases {
+        let _ = std::fs::remove_dir_all(proj.join("out"));
+        sh_output(cmd, &proj);
+        let got = std::fs::read_to_string(proj.join("out/token.txt")).unwrap_or_default();
+        assert_eq!(got, "TOKEN=hunter2", "{cmd}: git did not copy the secret");
+    }
+    let _ = std::fs::remove_dir_all(proj.join("out"));
+    let p = rules(&[
+        "Bash(git clone:*)",
+        &format!("!Read(/{}/**)", secret.display()),
+    ]);
+    not_allowed(&p, &proj, &cases);
+    // Borrowed objects cannot be told.
+    git_in(&proj, &["init", "-q", "--bare", "b.git"]);
+    files(
+        &proj,
+        &[(
+            "b.git/objects/info/alternates",
+            &format!("{}/.git/objects\n", secret.display()),
+        )],
+    );
+    not_allowed(&p, &proj, &["git clone b.git o"]);
+    git_in(&proj, &["init", "-q", "--bare", "plain.git"]);
+    allowed(&p, &proj, &["git clone plain.git o", "git clone plain o"]);
+}
+
 /// Words git, npm and make read another way than they look (a fifty-third review, with the
 /// real programs): git cleans a path with a `:` of its `..` as text (`git grep -- x:/../.env`
 /// printed `.env`), reads `:0:PATH` from the index, drops a file URL's host and decodes its

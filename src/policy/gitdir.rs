@@ -440,6 +440,48 @@ fn place(
     }
 }
 
+/// What a local `git clone P` reads besides `p` (resolved) and `P.git`: where a name git
+/// tries (`P/.git`, `P`, `P.git/.git`, `P.git`) is a `gitdir:` file, the repository it names
+/// (`git clone repo.txt out` copied the repository `repo.txt` named), and each one's common
+/// folder (a linked worktree's). `Err` where a repository borrows another's objects
+/// (`objects/info/alternates`), or a `gitdir:` file cannot be read.
+pub fn clone_reads(p: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut name = p.as_os_str().to_owned();
+    name.push(".git");
+    let dotted = PathBuf::from(name);
+    let (mut out, mut repos) = (Vec::new(), Vec::new());
+    for c in [p.join(".git"), p.to_path_buf(), dotted.join(".git"), dotted] {
+        match std::fs::metadata(&c) {
+            Ok(m) if m.is_file() => {
+                let text = super::file::bounded::read_file(&c)
+                    .map_err(|e| format!("{}: {e}", c.display()))?;
+                let text = String::from_utf8_lossy(&text);
+                if let Some(t) = text.strip_prefix("gitdir:") {
+                    let t = t.lines().next().unwrap_or_default().trim();
+                    let target = c.parent().unwrap_or(Path::new("/")).join(t);
+                    out.push(target.clone());
+                    repos.push(target);
+                }
+            }
+            Ok(m) if m.is_dir() => repos.push(c),
+            _ => {}
+        }
+    }
+    for r in repos {
+        if std::fs::symlink_metadata(r.join("objects/info/alternates")).is_ok() {
+            return Err(format!(
+                "{} borrows another repository's objects (alternates)",
+                r.display()
+            ));
+        }
+        let common = common_of(&r);
+        if common != r {
+            out.push(common);
+        }
+    }
+    Ok(out)
+}
+
 /// The common folder of repository `repo` (a linked worktree's main repository).
 pub(super) fn common_of(repo: &Path) -> PathBuf {
     std::fs::read_to_string(repo.join("commondir"))

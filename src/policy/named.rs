@@ -101,6 +101,21 @@ impl Named {
                         }
                     }
                 }
+                for source in std::mem::take(&mut e.clone_sources) {
+                    for p in named.resolve(&source, cwd, &mut left).into_iter().flatten() {
+                        match super::gitdir::clone_reads(&p) {
+                            Ok(reads) => {
+                                for r in reads {
+                                    match r.to_str() {
+                                        Some(r) => e.paths.push((Access::TreeFollowed, r.into())),
+                                        None => named.unresolved = Some("a name not UTF-8".into()),
+                                    }
+                                }
+                            }
+                            Err(why) => named.unresolved = Some(why),
+                        }
+                    }
+                }
                 (e.paths, e.unplaced, e.places, e.ignore_files)
             }
             // No model, or one that stopped: any word may be a path, and a program that

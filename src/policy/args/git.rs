@@ -355,10 +355,13 @@ fn clone(w: &[String], ops: &[usize], e: &mut Effects) -> Result<(), Stop> {
         }
         // git clones the first of `P/.git`, `P`, `P.git/.git`, `P.git` there is, or the
         // bundle `P.bundle`: `git clone ~/r/secret` copies `~/r/secret.git`.
+        // It reads through the links in the repository (`refs -> ~/secrets/.git/refs`), and
+        // a `gitdir:` file there leads it elsewhere.
         let bare = local.trim_end_matches('/');
-        e.paths.push((Access::Tree, local.to_owned()));
-        e.paths.push((Access::Tree, format!("{bare}.git")));
+        e.paths.push((Access::TreeFollowed, local.to_owned()));
+        e.paths.push((Access::TreeFollowed, format!("{bare}.git")));
         e.paths.push((Access::Read, format!("{bare}.bundle")));
+        e.clone_sources.push(bare.to_owned());
     }
     let target = match dir {
         // git makes every folder on the way (`.git/x/../../y` makes `.git/x`).

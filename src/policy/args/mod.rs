@@ -83,6 +83,9 @@ pub struct Effects {
     /// -A` with no path, a pathspec with magic: `:/`, `:(top)`, `:!x`), wherever in it the
     /// command runs.
     pub repo_top: Vec<Access>,
+    /// The sources of a local `git clone`: a `gitdir:` file among the names git tries
+    /// leads it to another repository ([`crate::policy::gitdir::clone_reads`]).
+    pub clone_sources: Vec<String>,
     /// The program prints git's configuration (`git config --list`, `git remote -v`): each
     /// configuration file git reads from the folder it runs in is read.
     pub git_config: bool,
