@@ -255,7 +255,32 @@ const NPM_FLAGS: &[&str] = &[
 /// `install` of named packages from the registry, `ls`, `outdated`.
 pub(super) fn npm(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let end = w.iter().position(|a| a == "--").unwrap_or(w.len());
-    let (_, ops) = options(&w[..end], 1, NPM_FLAGS, true, e)?;
+    // Each reads its options its own way (a fifty-sixth review, with the real programs):
+    // pnpm's `--include` takes no value (`pnpm --include setup test` ran `pnpm setup`, which
+    // wrote `~/.bashrc`); yarn 1 takes its command from the first word after an option it
+    // does not know, and lets that option take the next word (`yarn --depth exec run
+    // canary` ran `canary`). So yarn gets no option before its command, and none that
+    // takes a value.
+    let program = super::base(&w[0]);
+    let table: Vec<&str> = NPM_FLAGS
+        .iter()
+        .copied()
+        .filter(|f| match program {
+            "pnpm" => *f != "--include=",
+            "yarn" => !f.ends_with(['=', '?']),
+            _ => true,
+        })
+        .collect();
+    let (_, ops) = options(&w[..end], 1, &table, true, e)?;
+    if program == "yarn" {
+        let first = ops.first().copied().unwrap_or(end);
+        if let Some(o) = (1..first).find(|&o| w[o].starts_with('-')) {
+            return Err(stop(
+                o,
+                "yarn reads an option before its command its own way (one it does not know takes the next word)",
+            ));
+        }
+    }
     let Some((&sub, rest)) = ops.split_first() else {
         // `npm -- explore pkg sh`: its option reader ends at `--`, and the words after it
         // are the command.

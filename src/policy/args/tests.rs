@@ -266,6 +266,11 @@ fn build_tools_take_their_plain_options_only() {
         "npm ci --ignore-scripts",
         "npm install -D typescript@^5",
         "pnpm install --frozen-lockfile",
+        "pnpm -s test",
+        "yarn test",
+        "yarn run build",
+        "yarn install --frozen-lockfile",
+        "npm --include dev ci",
         "npx prettier --check .",
         "pytest -x -q tests/test_a.py::test_b",
         "pytest -k 'a and not b' --junitxml=out.xml",
@@ -300,6 +305,15 @@ fn build_tools_take_their_plain_options_only() {
         "npm -- explore leftpad touch pwned",
         "npm --color=false -- config set script-shell=x",
         "pnpm -- exec touch pwned",
+        // pnpm's `--include` takes no value: `setup` is its command (it wrote ~/.bashrc).
+        "pnpm --include setup test",
+        // yarn 1 takes its command after an option it does not know, which takes the next
+        // word: real yarn 1.22 ran `canary`, and wrote `.git/config` by `git config`.
+        "yarn --depth exec run canary -- x",
+        "yarn --loglevel exec run git -- config core.fsmonitor canary",
+        "yarn --omit exec run canary",
+        "yarn -s run build",
+        "yarn run build --depth 1",
         "npm install ../evil",
         "npm install git+https://x/y",
         "npx -c 'rm -rf x'",
