@@ -1670,7 +1670,12 @@ fn git_subcommands_that_run_hooks_are_asked_while_the_repository_has_hooks() {
     let _ = std::fs::remove_dir_all(d.join(".git"));
     git(&["init", "-q"]);
     std::fs::write(d.join("notes.txt"), "n\n").unwrap();
-    let p = rules(&["Bash(git commit:*)", "Bash(git add:*)", "Bash(git log:*)"]);
+    let p = rules(&[
+        "Bash(git commit:*)",
+        "Bash(git add:*)",
+        "Bash(git log:*)",
+        "Bash(git describe:*)",
+    ]);
     let no_env = |_: &str| None;
     let repo = super::gitdir::discover(&d);
     // git's samples are no hooks.
@@ -1722,8 +1727,28 @@ fn git_subcommands_that_run_hooks_are_asked_while_the_repository_has_hooks() {
     assert!(super::gitdir::hooks(repo.as_deref(), None, &no_env).is_some());
     not_allowed(&p, &d, &["git commit -m notes"]);
     allowed(&p, &d, &["git add notes.txt"]);
-    std::fs::write(d.join(".git/hooks/post-index-change"), "#!/bin/sh\n").unwrap();
-    not_allowed(&p, &d, &["git add notes.txt"]);
+    allowed(&p, &d, &["git describe --dirty --always"]);
+    // `describe --dirty` refreshes the index, which runs `post-index-change` (a
+    // fifty-sixth review): real git ran it.
+    let ran = d.join("index-hook-ran");
+    std::fs::write(
+        d.join(".git/hooks/post-index-change"),
+        format!("#!/bin/sh\ntouch '{}'\n", ran.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        d.join(".git/hooks/post-index-change"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::write(d.join("notes.txt"), "changed\n").unwrap();
+    git(&["describe", "--dirty", "--always"]);
+    assert!(ran.exists(), "git describe --dirty ran post-index-change");
+    not_allowed(
+        &p,
+        &d,
+        &["git add notes.txt", "git describe --dirty --always"],
+    );
     std::fs::remove_file(d.join(".git/hooks/post-index-change")).unwrap();
     std::fs::remove_file(d.join(".git/hooks/pre-commit")).unwrap();
     let home = d.join("home");

@@ -93,15 +93,15 @@ pub fn not_own(session: &Path, folders: &[PathBuf]) -> Option<String> {
 
 /// The hooks each of the model's subcommands may run (githooks(5)); another subcommand
 /// (allowed by an exact rule: `git push`, `git pull`) may run any. The readers (`log`,
-/// `show`, `blame`, `grep`, `ls-files`, `rev-parse`, `describe`, `remote`, `config`,
-/// `branch`) run none.
+/// `show`, `blame`, `grep`, `ls-files`, `rev-parse`, `remote`, `config`, `branch`) run
+/// none.
 fn hooks_of(sub: &str) -> Option<&'static [&'static str]> {
     Some(match sub {
         "log" | "show" | "whatchanged" | "blame" | "grep" | "ls-files" | "ls-tree"
-        | "rev-parse" | "describe" | "remote" | "config" | "branch" | "cat-file" | "shortlog"
-        | "rev-list" | "version" | "help" => &[],
-        // They may write the index.
-        "status" | "diff" | "add" => &["post-index-change"],
+        | "rev-parse" | "remote" | "config" | "branch" | "cat-file" | "shortlog" | "rev-list"
+        | "version" | "help" => &[],
+        // They may write the index (`describe --dirty` refreshes it).
+        "status" | "diff" | "add" | "describe" => &["post-index-change"],
         "commit" => &[
             "pre-commit",
             "prepare-commit-msg",
