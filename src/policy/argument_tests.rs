@@ -1655,6 +1655,13 @@ fn curl_and_wget_are_asked_while_their_own_configuration_files_exist() {
     }
 }
 
+/// Writes at `f` a program that makes the file `canary`.
+fn toucher(f: &Path, canary: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::write(f, format!("#!/bin/sh\ntouch '{}'\n", canary.display())).unwrap();
+    std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 #[test]
 fn git_subcommands_that_run_hooks_are_asked_while_the_repository_has_hooks() {
     let d = scratch("git-hooks");
@@ -1688,16 +1695,7 @@ fn git_subcommands_that_run_hooks_are_asked_while_the_repository_has_hooks() {
     // husky's layout: hooks from a folder of the worktree, which allowed writes change.
     std::fs::create_dir_all(d.join(".husky/_")).unwrap();
     let canary = d.join("hook-ran");
-    std::fs::write(
-        d.join(".husky/_/pre-commit"),
-        format!("#!/bin/sh\ntouch '{}'\n", canary.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        d.join(".husky/_/pre-commit"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    toucher(&d.join(".husky/_/pre-commit"), &canary);
     git(&["config", "core.hooksPath", ".husky/_"]);
     let found = super::gitdir::hooks(repo.as_deref(), None, &no_env).expect("found");
     assert!(found.contains("pre-commit"), "{found}");
@@ -1731,16 +1729,7 @@ fn git_subcommands_that_run_hooks_are_asked_while_the_repository_has_hooks() {
     // `describe --dirty` refreshes the index, which runs `post-index-change` (a
     // fifty-sixth review): real git ran it.
     let ran = d.join("index-hook-ran");
-    std::fs::write(
-        d.join(".git/hooks/post-index-change"),
-        format!("#!/bin/sh\ntouch '{}'\n", ran.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        d.join(".git/hooks/post-index-change"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    toucher(&d.join(".git/hooks/post-index-change"), &ran);
     std::fs::write(d.join("notes.txt"), "changed\n").unwrap();
     git(&["describe", "--dirty", "--always"]);
     assert!(ran.exists(), "git describe --dirty ran post-index-change");
