@@ -2069,6 +2069,35 @@ fn response_files_lists_of_files_and_virtual_environments_are_never_allowed_by_a
     not_allowed(&p, &d, &["install -m 755 a.txt env/bin/python"]);
 }
 
+/// git reads a tracked file through a link in its folders (a fifty-sixth review: a tracked
+/// `x/d/id_rsa`, its folder replaced by a link to `~/.ssh`, and `git grep -e KEY` printed
+/// the key). Proven with real git, then asked.
+#[test]
+fn a_tracked_file_reached_through_a_linked_folder_is_not_read_as_tracked() {
+    let d = scratch_git("tracked-link");
+    let ssh = d.with_extension("ssh");
+    files(&ssh, &[("id_rsa", "KEY=hunter2")]);
+    files(&d, &[("x/d/id_rsa", ""), ("a.txt", "a")]);
+    git_in(&d, &["add", "x/d/id_rsa", "a.txt"]);
+    let p = rules(&[
+        "Bash(git grep:*)",
+        "Bash(git diff:*)",
+        &format!("!Read(/{}/**)", ssh.display()),
+    ]);
+    allowed(&p, &d, &["git grep -e KEY", "git diff"]);
+    std::fs::remove_dir_all(d.join("x/d")).unwrap();
+    std::os::unix::fs::symlink(&ssh, d.join("x/d")).unwrap();
+    assert!(
+        sh_output("git grep -e KEY", &d).contains("hunter2"),
+        "git did not follow"
+    );
+    not_allowed(
+        &p,
+        &d,
+        &["git grep -e KEY", "git grep -e KEY -- x", "git diff"],
+    );
+}
+
 /// git reads `:/`, `:(top)`, a pathspec of only excludes and `git add -A` from the top of
 /// the worktree, wherever it runs (a fifty-sixth review: from a package folder of a
 /// repository, `git grep --untracked -e SECRET -- :/` printed the top's `.env`, and `git

@@ -35,6 +35,20 @@ pub fn tracked(dir: &Path, beneath: bool, step: &mut dyn FnMut() -> bool) -> Opt
     if beneath {
         out.retain(|q| q.starts_with(dir));
     }
+    // git reads a tracked file through a link in its folders (`git grep` did, with a
+    // tracked `x/d` replaced by a link to `~/.ssh`): which file it reads is then not the
+    // index's path, and the command is asked.
+    let mut folders = std::collections::HashSet::new();
+    for q in &out {
+        for a in q.ancestors().skip(1) {
+            if a == root || !a.starts_with(root) || !folders.insert(a) {
+                break;
+            }
+            if std::fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink()) {
+                return None;
+            }
+        }
+    }
     Some(out)
 }
 
