@@ -1662,6 +1662,44 @@ fn toucher(f: &Path, canary: &Path) {
     std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// A filter or diff driver that may run the worktree's code makes git's subcommands asked
+/// (a fifty-sixth review: nbstripout's `clean = python3 -m nbstripout` imported a
+/// `nbstripout.py` the agent wrote, at `git add`). Proven with real git; git-lfs's filter
+/// (one program by its name) stays allowed.
+#[test]
+fn git_is_asked_where_a_driver_may_run_the_worktrees_code() {
+    let d = scratch_git("git-drivers");
+    let ran = d.join("driver-ran");
+    files(
+        &d,
+        &[
+            (".gitattributes", "*.ipynb filter=nb\n"),
+            ("a.ipynb", "{}"),
+            (
+                "nbstripout.py",
+                &format!(
+                    "open('{}', 'w')\nimport sys\nsys.stdout.write(sys.stdin.read())\n",
+                    ran.display()
+                ),
+            ),
+        ],
+    );
+    let p = rules(&["Bash(git add:*)", "Bash(git status:*)", "Bash(git diff:*)"]);
+    git_in(&d, &["config", "filter.lfs.clean", "git-lfs clean -- %f"]);
+    allowed(&p, &d, &["git add a.ipynb", "git status", "git diff"]);
+    git_in(&d, &["config", "filter.nb.clean", "python3 -m nbstripout"]);
+    sh_output("git add a.ipynb", &d);
+    assert!(ran.exists(), "git ran the worktree's nbstripout.py");
+    not_allowed(&p, &d, &["git add a.ipynb", "git status", "git diff"]);
+    for driver in ["./tools/clean.sh", "sh -c 'cat'", "cat | tee x"] {
+        git_in(&d, &["config", "filter.nb.clean", driver]);
+        not_allowed(&p, &d, &["git add a.ipynb"]);
+    }
+    git_in(&d, &["config", "--unset", "filter.nb.clean"]);
+    git_in(&d, &["config", "diff.nb.textconv", "node conv.js"]);
+    not_allowed(&p, &d, &["git diff"]);
+}
+
 #[test]
 fn git_subcommands_that_run_hooks_are_asked_while_the_repository_has_hooks() {
     let d = scratch("git-hooks");

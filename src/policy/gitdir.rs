@@ -141,12 +141,75 @@ pub fn refused(session: &Path, folders: &[PathBuf], words: &[String]) -> Option<
     if names.is_some_and(|n| n.is_empty()) {
         return None;
     }
-    let found = hooks(discover(session).as_deref(), names, &|k| {
-        std::env::var_os(k)
-    })?;
+    let env = |k: &str| std::env::var_os(k);
+    let repo = discover(session);
+    if !matches!(
+        sub.as_str(),
+        "rev-parse" | "remote" | "config" | "branch" | "ls-files"
+    ) {
+        if let Some(why) = drivers(repo.as_deref(), session, &env) {
+            return Some(format!("`git {sub}` may run {why}"));
+        }
+    }
+    let found = hooks(repo.as_deref(), names, &env)?;
     Some(format!(
         "`git {sub}` may run the repository's hook {found}, and what it runs may be files the agent writes"
     ))
+}
+
+/// Programs that run code the folder they run in may hold (`python3 -m nbstripout`
+/// imports `./nbstripout.py` first), or a script they are given.
+const RUNS_CODE: &[&str] = &[
+    "python", "python2", "python3", "node", "nodejs", "npx", "npm", "pnpm", "yarn", "deno", "bun",
+    "bunx", "ruby", "perl", "php", "lua", "sh", "bash", "dash", "zsh", "ksh", "fish", "env", "uv",
+    "uvx", "poetry", "pipx", "make", "cargo", "go", "java", "Rscript", "julia",
+];
+
+/// A filter or diff driver set in any configuration file git reads (`filter.*.clean`,
+/// `smudge`, `process`; `diff.*.textconv`, `command`; `diff.external`) that may run code
+/// of the worktree: a command that is not one plain program named by its name or by a
+/// path outside the worktree and the session's folder, or one of [`RUNS_CODE`]. git runs such a driver from the
+/// worktree's top for any file a `.gitattributes` (which the agent writes) names, so the
+/// nbstripout install's `python3 -m nbstripout` ran a `nbstripout.py` written there.
+fn drivers(repo: Option<&Path>, session: &Path, env: super::rc::Env<'_>) -> Option<String> {
+    let chain = match config_chain(repo, env) {
+        Ok(chain) => chain,
+        Err(why) => return Some(format!("what git's configuration sets {why}")),
+    };
+    let top = repo.and_then(Path::parent);
+    for (file, text) in &chain {
+        for (section, key, value) in entries(text) {
+            let driver = (section.starts_with("filter")
+                && matches!(key.as_str(), "clean" | "smudge" | "process"))
+                || (section.starts_with("diff") && matches!(key.as_str(), "textconv" | "command"))
+                || (section == "diff" && key == "external");
+            if !driver {
+                continue;
+            }
+            let value = value.unwrap_or_default();
+            let mut words = value.split_ascii_whitespace();
+            let program = words.next().unwrap_or_default();
+            let name = program.rsplit('/').next().unwrap_or_default();
+            let plain = value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || " \t-_.,/:=%+@".contains(c));
+            let runs_code = RUNS_CODE.contains(&name)
+                || name.starts_with("python")
+                || (program.contains('/')
+                    && (!program.starts_with('/')
+                        || [Some(session), top]
+                            .into_iter()
+                            .flatten()
+                            .any(|t| Path::new(program).starts_with(t))));
+            if !plain || runs_code {
+                return Some(format!(
+                    "the driver `{value}` ({section}.{key} in {}), which may run code the worktree holds",
+                    file.display()
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// A hook of `names` (`None`: any) that git may run in repository `repo` (`None`: no
