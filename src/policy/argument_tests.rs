@@ -1698,6 +1698,14 @@ fn git_is_asked_where_a_driver_may_run_the_worktrees_code() {
     git_in(&d, &["config", "--unset", "filter.nb.clean"]);
     git_in(&d, &["config", "diff.nb.textconv", "node conv.js"]);
     not_allowed(&p, &d, &["git diff"]);
+    // One program by its name, found first on a `PATH` of `.` where git runs it.
+    git_in(&d, &["config", "diff.nb.textconv", "xxd"]);
+    allowed(&p, &d, &["git diff"]);
+    toucher(&d.join("xxd"), &ran);
+    super::on_path::TEST_PATH.with(|t| *t.borrow_mut() = Some(".:/usr/bin:/bin".into()));
+    let v = decide(&p, "git diff", &d);
+    super::on_path::TEST_PATH.with(|t| *t.borrow_mut() = None);
+    assert_ne!(v.decision, Decision::Allow, "{}", v.why);
 }
 
 #[test]
@@ -2153,6 +2161,9 @@ fn pathspecs_from_the_top_are_read_from_the_worktrees_top() {
     ]);
     let leaks = [
         "git grep --untracked -e SECRET -- :/",
+        // A glob beneath the folder its words name: `..`.
+        "git grep --untracked -e SECRET -- '../.e[n]v'",
+        "git grep --untracked -e SECRET -- 'x*/../../.e?v'",
         "git grep --untracked -e SECRET -- ':(top)'",
         "git grep --untracked -e SECRET -- ':(top,glob)*'",
     ];
@@ -2166,6 +2177,7 @@ fn pathspecs_from_the_top_are_read_from_the_worktrees_top() {
         "git add -A",
         "git add -f ':(top).env'",
         "git add -- ':!a.txt'",
+        "git add '../.e?v'",
     ] {
         git_in(&d, &["reset", "-q"]);
         sh_output(cmd, &pkg);
@@ -2185,6 +2197,7 @@ fn pathspecs_from_the_top_are_read_from_the_worktrees_top() {
             "git add -f ':(top).env'",
             "git add -- ':!a.txt'",
             "git add --all",
+            "git add '../.e?v'",
         ],
     );
     // Beneath the folder it runs in, and where the top holds nothing denied, they stay.
@@ -3370,7 +3383,13 @@ fn what_a_wrapped_command_leaves_or_reads_counts_as_its_own() {
 #[test]
 fn a_runner_that_xargs_starts_runs_what_xargs_reads() {
     let d = scratch("xargs-runner");
-    files(&d, &[("cmds.txt", "rm -f victim\n")]);
+    files(
+        &d,
+        &[
+            ("cmds.txt", "rm -f victim\n"),
+            ("then.txt", "5 rm -f victim\n"),
+        ],
+    );
     let p = rules(&["Bash(xargs:*)", "Bash(cat:*)", "!Bash(rm:*)"]);
     let runners = [
         "xargs -a cmds.txt env",
@@ -3381,6 +3400,9 @@ fn a_runner_that_xargs_starts_runs_what_xargs_reads() {
         "xargs -a cmds.txt xargs",
         "xargs -a cmds.txt bash -c '\"$0\" \"$@\"'",
         "cat cmds.txt | xargs env",
+        // What it reads fills the runner's operands, then names its program.
+        "xargs -a then.txt timeout",
+        "xargs -a cmds.txt sh -c 'exec \"$@\"' sh",
     ];
     for cmd in runners {
         std::fs::write(d.join("victim"), "").unwrap();

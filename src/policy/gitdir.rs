@@ -43,31 +43,6 @@ pub fn discover(dir: &Path) -> Option<PathBuf> {
     None
 }
 
-/// The top of the worktree git uses from `dir`, where `:/`, `:(top)` and `git add -A`
-/// begin: the first folder, from `dir` up, with a `.git` folder that is surely a
-/// repository or a `gitdir:` file. `None` where it cannot be told: no repository, a `.git`
-/// git may pass over, a repository with no worktree, or a `core.worktree` in any
-/// configuration file git reads.
-pub fn top(dir: &Path, env: super::rc::Env<'_>) -> Option<PathBuf> {
-    for d in dir.ancestors() {
-        let dot = d.join(".git");
-        let found = match std::fs::metadata(&dot) {
-            Ok(m) if m.is_dir() => surely_repository(&dot),
-            Ok(m) if m.is_file() => true,
-            _ if is_repository(d) => return None,
-            _ => continue,
-        };
-        let chain = config_chain(discover(d).as_deref(), env).ok()?;
-        let moved = chain.iter().any(|(_, text)| {
-            entries(text)
-                .iter()
-                .any(|(section, key, _)| section == "core" && key == "worktree")
-        });
-        return (found && !moved).then(|| d.to_path_buf());
-    }
-    None
-}
-
 /// Why git, run in any of `folders`, may not be allowed from a session in `session`: it
 /// would use another repository than the one it uses from the session's folder, or that
 /// one is a folder inside the session other than its `.git` (a bare repository the agent
@@ -201,7 +176,12 @@ fn drivers(repo: Option<&Path>, session: &Path, env: super::rc::Env<'_>) -> Opti
                             .into_iter()
                             .flatten()
                             .any(|t| Path::new(program).starts_with(t))));
-            if !plain || runs_code {
+            // git runs it from the worktree's top, where a `PATH` of `.` or
+            // `node_modules/.bin` finds the agent's program first.
+            let from = top.unwrap_or(session).to_path_buf();
+            let planted = !program.contains('/')
+                && super::on_path::program_refused(program, &[from], session).is_some();
+            if !plain || runs_code || planted {
                 return Some(format!(
                     "the driver `{value}` ({section}.{key} in {}), which may run code the worktree holds",
                     file.display()
@@ -342,7 +322,7 @@ fn excludes_of(chain: &[(PathBuf, String)], env: super::rc::Env<'_>) -> Vec<Path
 /// (`include.path`, and `includeIf.*.path` whatever its condition), each with its text
 /// (empty where it is not there). `Err`: why that cannot be told (too many files, one that
 /// cannot be read).
-fn config_chain(
+pub(super) fn config_chain(
     repo: Option<&Path>,
     env: super::rc::Env<'_>,
 ) -> Result<Vec<(PathBuf, String)>, String> {
@@ -394,7 +374,7 @@ fn config_chain(
 /// a line's end goes on to the next line (a multi-line alias); `"…"` joined and `\"`, `\\`,
 /// `\n`, `\t`, `\b` unescaped. A value is `None` where git would refuse the file (an
 /// unknown escape, an unclosed quote).
-fn entries(text: &str) -> Vec<(String, String, Option<String>)> {
+pub(super) fn entries(text: &str) -> Vec<(String, String, Option<String>)> {
     let mut out = Vec::new();
     let mut section = String::new();
     let mut chars = text.chars().peekable();
@@ -501,48 +481,6 @@ fn place(
         None if Path::new(value).is_absolute() => Some(PathBuf::from(value)),
         None => relative_to.or(file.parent()).map(|d| d.join(value)),
     }
-}
-
-/// What a local `git clone P` reads besides `p` (resolved) and `P.git`: where a name git
-/// tries (`P/.git`, `P`, `P.git/.git`, `P.git`) is a `gitdir:` file, the repository it names
-/// (`git clone repo.txt out` copied the repository `repo.txt` named), and each one's common
-/// folder (a linked worktree's). `Err` where a repository borrows another's objects
-/// (`objects/info/alternates`), or a `gitdir:` file cannot be read.
-pub fn clone_reads(p: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut name = p.as_os_str().to_owned();
-    name.push(".git");
-    let dotted = PathBuf::from(name);
-    let (mut out, mut repos) = (Vec::new(), Vec::new());
-    for c in [p.join(".git"), p.to_path_buf(), dotted.join(".git"), dotted] {
-        match std::fs::metadata(&c) {
-            Ok(m) if m.is_file() => {
-                let text = super::file::bounded::read_file(&c)
-                    .map_err(|e| format!("{}: {e}", c.display()))?;
-                let text = String::from_utf8_lossy(&text);
-                if let Some(t) = text.strip_prefix("gitdir:") {
-                    let t = t.lines().next().unwrap_or_default().trim();
-                    let target = c.parent().unwrap_or(Path::new("/")).join(t);
-                    out.push(target.clone());
-                    repos.push(target);
-                }
-            }
-            Ok(m) if m.is_dir() => repos.push(c),
-            _ => {}
-        }
-    }
-    for r in repos {
-        if std::fs::symlink_metadata(r.join("objects/info/alternates")).is_ok() {
-            return Err(format!(
-                "{} borrows another repository's objects (alternates)",
-                r.display()
-            ));
-        }
-        let common = common_of(&r);
-        if common != r {
-            out.push(common);
-        }
-    }
-    Ok(out)
 }
 
 /// The common folder of repository `repo` (a linked worktree's main repository).

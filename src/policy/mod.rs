@@ -1,6 +1,5 @@
 //! The approval policy (docs/POLICY.md): one set of rules for every agent's tool approvals,
 //! read from TOML files in tiers ([`file`]), deciding each `allow`, `deny` or `ask`.
-//!
 //! Invariants:
 //! - Never fail open. A policy with a file that could not be read, parsed or checked
 //!   ([`Policy::broken`]) decides nothing: every approval is asked.
@@ -28,6 +27,7 @@ pub mod file;
 mod forms;
 mod gitdir;
 mod gitindex;
+pub mod gitplaces;
 pub mod glob;
 mod guard;
 mod ignores;

@@ -88,33 +88,13 @@ impl Named {
                         Err(why) => named.unresolved = Some(format!("git's configuration {why}")),
                     }
                 }
-                for access in std::mem::take(&mut e.repo_top) {
-                    let env = |k: &str| std::env::var_os(k);
-                    match super::gitdir::top(cwd, &env)
-                        .as_deref()
-                        .and_then(Path::to_str)
-                    {
-                        Some(top) => e.paths.push((access, top.to_owned())),
-                        None => {
-                            named.unresolved =
-                                Some("the top of the repository git uses cannot be told".into())
-                        }
-                    }
-                }
-                for source in std::mem::take(&mut e.clone_sources) {
-                    for p in named.resolve(&source, cwd, &mut left).into_iter().flatten() {
-                        match super::gitdir::clone_reads(&p) {
-                            Ok(reads) => {
-                                for r in reads {
-                                    match r.to_str() {
-                                        Some(r) => e.paths.push((Access::TreeFollowed, r.into())),
-                                        None => named.unresolved = Some("a name not UTF-8".into()),
-                                    }
-                                }
-                            }
-                            Err(why) => named.unresolved = Some(why),
-                        }
-                    }
+                // What git finds beyond its words (the worktree's top, a clone's source).
+                let env = |k: &str| std::env::var_os(k);
+                let resolve = |w: &Path| {
+                    path::readings(w, cwd).map(|rs| rs.into_iter().map(|r| r.path).collect())
+                };
+                if let Err(why) = super::gitplaces::place(&mut e, cwd, &env, &resolve) {
+                    named.unresolved = Some(why);
                 }
                 (e.paths, e.unplaced, e.places, e.ignore_files)
             }

@@ -178,6 +178,13 @@ pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) 
     if words[0].contains(FROM_INPUT) {
         mark(seen, "`xargs` runs what it reads".into());
     }
+    // `exec "$@"`, `timeout 5 $0` in a script: what runs is not in the words.
+    if words[0].contains(['$', '`']) {
+        mark(
+            seen,
+            format!("`{}` runs a program an expansion names", words[0]),
+        );
+    }
     seen.commands.push(words.to_vec());
     if let Some(n) = normalized(words) {
         seen.commands.push(n);
@@ -339,7 +346,12 @@ fn run(
                 }
             } else {
                 // Without it, what it reads comes after the words: a runner's program
-                // (`xargs env`, `xargs timeout 5`, `xargs xargs`) is what it reads.
+                // (`xargs env`, `xargs timeout 5`, `xargs xargs`), or its operands and then
+                // its program (`xargs timeout` reading `5 rm x`, `xargs find`, `xargs sh -c
+                // 'exec "$@"' sh`), is what it reads.
+                if is_wrapper(rest) {
+                    mark(seen, "`xargs` gives a runner what it reads".into());
+                }
                 let mut added = rest.to_vec();
                 added.push(FROM_INPUT.to_owned());
                 see(&added, depth + 1, script, seen);
@@ -815,6 +827,10 @@ mod tests {
             "xargs -I{} {} x",
             "xargs -i {} x",
             // What it reads comes after its words.
+            "xargs timeout",
+            "xargs find",
+            "xargs sh -c 'exec \"$@\"' sh",
+            "sh -c 'exec \"$@\"' sh rm",
             "xargs env",
             "xargs timeout 5",
             "xargs xargs",

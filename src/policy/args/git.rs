@@ -249,9 +249,13 @@ fn pathspecs(w: &[String], ops: &[usize], access: Access, e: &mut Effects) {
             // Magic may begin at the top (`:/`, `:(top)`), and git takes a pathspec of
             // only excludes (`:!x`) as the whole worktree's.
             e.repo_top.push(whole);
-        } else if magic || path.contains(['*', '?', '[', '\\']) {
+        } else if magic || (whole == Access::Tracked && path.contains(['*', '?', '[', '\\'])) {
             // The tracked files are all the repository's, wherever it runs.
             e.paths.push((whole, ".".into()));
+        } else if path.contains(['*', '?', '[', '\\']) {
+            // A glob matches beneath the folder its words name before it, once git has
+            // cleaned them of `..` as text (`../.ss[h]/*` is beneath `..`, `*/../../x` too).
+            e.paths.push((whole, glob_folder(path)));
         } else if let Some(p) = word.strip_prefix(':') {
             // `:PATH` (no revision before it): the index's, or a pathspec whose magic is
             // empty; to `git add` or `git grep` a folder (`:`, `:.`, `:src/..`) whole.
@@ -274,6 +278,33 @@ fn pathspecs(w: &[String], ops: &[usize], access: Access, e: &mut Effects) {
         } else {
             e.paths.push((access, word.to_owned()));
         }
+    }
+}
+
+/// The folder a pathspec glob matches beneath: its words before the first glob character,
+/// cleaned of `.` and `..` as text, as git cleans them.
+fn glob_folder(glob: &str) -> String {
+    let mut kept: Vec<&str> = Vec::new();
+    let mut up = 0;
+    let parts: Vec<&str> = glob.split('/').collect();
+    for (i, c) in parts.iter().enumerate() {
+        match *c {
+            "" | "." => {}
+            ".." if kept.pop().is_none() => up += 1,
+            ".." => {}
+            c => kept.push(if i + 1 == parts.len() { "" } else { c }),
+        }
+    }
+    let literal = kept
+        .iter()
+        .take_while(|c| !c.is_empty() && !c.contains(['*', '?', '[', '\\']))
+        .copied();
+    let dir: Vec<&str> = std::iter::repeat_n("..", up).chain(literal).collect();
+    let dir = dir.join("/");
+    match (glob.starts_with('/'), dir.is_empty()) {
+        (true, _) => format!("/{dir}"),
+        (false, true) => ".".into(),
+        (false, false) => dir,
     }
 }
 

@@ -84,7 +84,7 @@ pub struct Effects {
     /// command runs.
     pub repo_top: Vec<Access>,
     /// The sources of a local `git clone`: a `gitdir:` file among the names git tries
-    /// leads it to another repository ([`crate::policy::gitdir::clone_reads`]).
+    /// leads it to another repository ([`crate::policy::gitplaces::place`]).
     pub clone_sources: Vec<String>,
     /// The program prints git's configuration (`git config --list`, `git remote -v`): each
     /// configuration file git reads from the folder it runs in is read.

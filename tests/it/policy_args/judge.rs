@@ -40,7 +40,7 @@
 use std::path::{Path, PathBuf};
 
 use acp_question_bridge::policy::args::{Access, Effects};
-use acp_question_bridge::policy::path;
+use acp_question_bridge::policy::{gitplaces, path};
 
 use super::sandbox::{Run, Scratch, MAKE_RECIPES, MAKE_TARGETS};
 use super::trace::{resolve, Event};
@@ -93,6 +93,11 @@ pub struct Listed {
 /// asks for such a command, so it is not run.
 pub fn listed(effects: &Effects, box_dir: &Path) -> Result<Listed, String> {
     let mut out = Listed::default();
+    // What git finds beyond its words, as the decision finds it.
+    let mut effects = effects.clone();
+    let resolve =
+        |w: &Path| path::readings(w, box_dir).map(|rs| rs.into_iter().map(|r| r.path).collect());
+    gitplaces::place(&mut effects, box_dir, &|k| std::env::var_os(k), &resolve)?;
     let words = effects
         .paths
         .iter()

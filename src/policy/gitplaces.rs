@@ -1,0 +1,106 @@
+//! Where git looks from a folder, for what its words do not name: the top of the worktree
+//! (`:/`, `:(top)`, `git add -A`) and the repository a local clone copies (a `gitdir:`
+//! file among the names it tries). [`place`] puts them in a model's [`Effects`], for the
+//! decision and for the tests that run the real programs.
+
+use std::path::{Path, PathBuf};
+
+use super::args::{Access, Effects};
+
+/// Where a word leads from the folder it is used in, as the OS would resolve it (each
+/// reading: `crate::policy::path::readings`); `None`: it cannot be told.
+pub type Resolve<'a> = &'a dyn Fn(&Path) -> Option<Vec<PathBuf>>;
+
+/// [`Effects::repo_top`] and [`Effects::clone_sources`] put in [`Effects::paths`], as
+/// found from `cwd` (each word resolved by `resolve`); `Err`: why one cannot be told.
+pub fn place(
+    e: &mut Effects,
+    cwd: &Path,
+    env: super::args::Env<'_>,
+    resolve: Resolve<'_>,
+) -> Result<(), String> {
+    for access in std::mem::take(&mut e.repo_top) {
+        match top(cwd, env).as_deref().and_then(Path::to_str) {
+            Some(top) => e.paths.push((access, top.to_owned())),
+            None => return Err("the top of the repository git uses cannot be told".into()),
+        }
+    }
+    for source in std::mem::take(&mut e.clone_sources) {
+        let readings = resolve(Path::new(&source))
+            .ok_or_else(|| format!("the path {source:?} cannot be resolved as the OS would"))?;
+        for r in readings {
+            for read in clone_reads(&r)? {
+                let read = read.to_str().ok_or("a name not UTF-8")?;
+                e.paths.push((Access::TreeFollowed, read.to_owned()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The top of the worktree git uses from `dir`, where `:/`, `:(top)` and `git add -A`
+/// begin: the first folder, from `dir` up, with a `.git` folder that is surely a
+/// repository or a `gitdir:` file. `None` where it cannot be told: no repository, a `.git`
+/// git may pass over, a repository with no worktree, or a `core.worktree` in any
+/// configuration file git reads.
+fn top(dir: &Path, env: super::args::Env<'_>) -> Option<PathBuf> {
+    for d in dir.ancestors() {
+        let dot = d.join(".git");
+        let found = match std::fs::metadata(&dot) {
+            Ok(m) if m.is_dir() => super::gitdir::surely_repository(&dot),
+            Ok(m) if m.is_file() => true,
+            _ if super::gitdir::is_repository(d) => return None,
+            _ => continue,
+        };
+        let chain = super::gitdir::config_chain(super::gitdir::discover(d).as_deref(), env).ok()?;
+        let moved = chain.iter().any(|(_, text)| {
+            super::gitdir::entries(text)
+                .iter()
+                .any(|(section, key, _)| section == "core" && key == "worktree")
+        });
+        return (found && !moved).then(|| d.to_path_buf());
+    }
+    None
+}
+
+/// What a local `git clone P` reads besides `p` (resolved) and `P.git`: where a name git
+/// tries (`P/.git`, `P`, `P.git/.git`, `P.git`) is a `gitdir:` file, the repository it names
+/// (`git clone repo.txt out` copied the repository `repo.txt` named), and each one's common
+/// folder (a linked worktree's). `Err` where a repository borrows another's objects
+/// (`objects/info/alternates`), or a `gitdir:` file cannot be read.
+fn clone_reads(p: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut name = p.as_os_str().to_owned();
+    name.push(".git");
+    let dotted = PathBuf::from(name);
+    let (mut out, mut repos) = (Vec::new(), Vec::new());
+    for c in [p.join(".git"), p.to_path_buf(), dotted.join(".git"), dotted] {
+        match std::fs::metadata(&c) {
+            Ok(m) if m.is_file() => {
+                let text = super::file::bounded::read_file(&c)
+                    .map_err(|e| format!("{}: {e}", c.display()))?;
+                let text = String::from_utf8_lossy(&text);
+                if let Some(t) = text.strip_prefix("gitdir:") {
+                    let t = t.lines().next().unwrap_or_default().trim();
+                    let target = c.parent().unwrap_or(Path::new("/")).join(t);
+                    out.push(target.clone());
+                    repos.push(target);
+                }
+            }
+            Ok(m) if m.is_dir() => repos.push(c),
+            _ => {}
+        }
+    }
+    for r in repos {
+        if std::fs::symlink_metadata(r.join("objects/info/alternates")).is_ok() {
+            return Err(format!(
+                "{} borrows another repository's objects (alternates)",
+                r.display()
+            ));
+        }
+        let common = super::gitdir::common_of(&r);
+        if common != r {
+            out.push(common);
+        }
+    }
+    Ok(out)
+}
