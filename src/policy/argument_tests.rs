@@ -1698,6 +1698,45 @@ fn git_is_asked_where_a_driver_may_run_the_worktrees_code() {
     git_in(&d, &["config", "--unset", "filter.nb.clean"]);
     git_in(&d, &["config", "diff.nb.textconv", "node conv.js"]);
     not_allowed(&p, &d, &["git diff"]);
+    // The readers that show a diff or a file's text run it too (so each of git's subcommands
+    // but its plain listers is asked while such a driver is set).
+    let readers = rules(&[
+        "Bash(git show:*)",
+        "Bash(git log:*)",
+        "Bash(git blame:*)",
+        "Bash(git grep:*)",
+    ]);
+    git_in(&d, &["config", "diff.nb.textconv", "./conv.sh"]);
+    toucher(&d.join("conv.sh"), &ran);
+    files(&d, &[(".gitattributes", "*.ipynb diff=nb\n")]);
+    git_in(&d, &["add", "."]);
+    git_in(
+        &d,
+        &[
+            "-c",
+            "user.email=a@b",
+            "-c",
+            "user.name=a",
+            "commit",
+            "-qm",
+            "nb",
+        ],
+    );
+    for shown in ["show", "blame a.ipynb", "grep --textconv x"] {
+        std::fs::remove_file(&ran).ok();
+        sh_output(&format!("git {shown}"), &d);
+        assert!(ran.exists(), "git {shown} ran the textconv");
+    }
+    not_allowed(
+        &readers,
+        &d,
+        &[
+            "git show",
+            "git log -p",
+            "git blame a.ipynb",
+            "git grep --textconv x",
+        ],
+    );
     // One program by its name, found first on a `PATH` of `.` where git runs it.
     git_in(&d, &["config", "diff.nb.textconv", "xxd"]);
     allowed(&p, &d, &["git diff"]);

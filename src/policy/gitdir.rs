@@ -100,10 +100,11 @@ fn hooks_of(sub: &str) -> Option<&'static [&'static str]> {
 const MAX_CONFIG_FILES: usize = 16;
 
 /// Why `words`, a `git` command run from any of `folders` in a session in `session`, may
-/// not be allowed: another repository than the session's ([`not_own`]), or a hook the
-/// repository has that its subcommand may run: hooks often run files of the worktree,
-/// which allowed commands write (husky's `core.hooksPath = .husky/_`, the pre-commit
-/// framework's `.pre-commit-config.yaml`).
+/// not be allowed: another repository than the session's ([`not_own`]), a filter or diff
+/// driver that may run the worktree's code ([`drivers`]), or a hook the repository has that
+/// its subcommand may run: hooks often run files of the worktree, which allowed commands
+/// write (husky's `core.hooksPath = .husky/_`, the pre-commit framework's
+/// `.pre-commit-config.yaml`).
 pub fn refused(session: &Path, folders: &[PathBuf], words: &[String]) -> Option<String> {
     if super::args::base(words.first()?) != "git" {
         return None;
@@ -112,19 +113,29 @@ pub fn refused(session: &Path, folders: &[PathBuf], words: &[String]) -> Option<
         return Some(why);
     }
     let sub = words[1..].iter().find(|w| !w.starts_with('-'))?;
-    let names = hooks_of(sub);
-    if names.is_some_and(|n| n.is_empty()) {
-        return None;
-    }
     let env = |k: &str| std::env::var_os(k);
     let repo = discover(session);
+    // The readers that show a diff or a file's text run the drivers too (`git show`, `git
+    // log -p`, `git blame`, `git cat-file --textconv` ran a `textconv`).
     if !matches!(
         sub.as_str(),
-        "rev-parse" | "remote" | "config" | "branch" | "ls-files"
+        "rev-parse"
+            | "remote"
+            | "config"
+            | "branch"
+            | "ls-files"
+            | "ls-tree"
+            | "rev-list"
+            | "version"
+            | "help"
     ) {
         if let Some(why) = drivers(repo.as_deref(), session, &env) {
             return Some(format!("`git {sub}` may run {why}"));
         }
+    }
+    let names = hooks_of(sub);
+    if names.is_some_and(|n| n.is_empty()) {
+        return None;
     }
     let found = hooks(repo.as_deref(), names, &env)?;
     Some(format!(
@@ -143,9 +154,10 @@ const RUNS_CODE: &[&str] = &[
 /// A filter or diff driver set in any configuration file git reads (`filter.*.clean`,
 /// `smudge`, `process`; `diff.*.textconv`, `command`; `diff.external`) that may run code
 /// of the worktree: a command that is not one plain program named by its name or by a
-/// path outside the worktree and the session's folder, or one of [`RUNS_CODE`]. git runs such a driver from the
-/// worktree's top for any file a `.gitattributes` (which the agent writes) names, so the
-/// nbstripout install's `python3 -m nbstripout` ran a `nbstripout.py` written there.
+/// path outside the worktree and the session's folder, one of [`RUNS_CODE`], or a name that
+/// `PATH` finds inside the session. git runs such a driver from the worktree's top for any
+/// file a `.gitattributes` (which the agent writes) names, so the nbstripout install's
+/// `python3 -m nbstripout` ran a `nbstripout.py` written there.
 fn drivers(repo: Option<&Path>, session: &Path, env: super::rc::Env<'_>) -> Option<String> {
     let chain = match config_chain(repo, env) {
         Ok(chain) => chain,

@@ -864,5 +864,14 @@ mod tests {
         let lit = PathGlobs::new(&["/etc/shadow".into()], false).unwrap();
         assert!(lit.reaches_beneath(Path::new("/etc"), cwd));
         assert!(!lit.reaches_beneath(Path::new("/etc/ssh"), cwd));
+        // A deny's, in either case; `./` is the session's folder.
+        let folded = PathGlobs::new(&["./Src/**/.ENV".into()], true).unwrap();
+        for any in ["/P", "/p/SRC", "/p/src/deep"] {
+            assert!(folded.reaches_beneath(Path::new(any), cwd), "{any}");
+        }
+        assert!(!folded.reaches_beneath(Path::new("/p/docs"), cwd));
+        let dotted = PathGlobs::new(&["./src/*.key".into()], false).unwrap();
+        assert!(dotted.reaches_beneath(Path::new("/p/src"), cwd));
+        assert!(!dotted.reaches_beneath(Path::new("/p/docs"), cwd));
     }
 }

@@ -164,13 +164,14 @@ fn read_script(s: &str, depth: usize, script: ReadScript, seen: &mut Seen) {
     }
 }
 
+/// What `xargs` reads, as this reader fills it in: in place of `-I R`'s R, or after the
+/// words of the command it starts without `-I` (a word that holds it as it is is only asked
+/// the more).
+const FROM_INPUT: &str = "[what xargs reads]";
+
 /// Every command `words` runs or stands for: itself, its global options taken off, and
 /// what the wrappers in it run, down to [`MAX_DEPTH`]; a shell's script is read by `script`.
 /// A program in no table is itself only.
-/// What `xargs -I R` puts in place of R, as this reader fills it in (a word that holds it
-/// as it is is only asked the more).
-const FROM_INPUT: &str = "[what xargs reads]";
-
 pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) {
     if words.is_empty() {
         return;
