@@ -3993,6 +3993,15 @@ fn a_local_clone_reads_the_repository_a_gitdir_file_or_a_link_leads_to() {
         )],
     );
     not_allowed(&p, &proj, &["git clone b.git o"]);
+    // A folder whose common folder borrows them (`commondir`).
+    files(
+        &proj,
+        &[
+            ("f/HEAD", "ref: refs/heads/main\n"),
+            ("f/commondir", "../b.git\n"),
+        ],
+    );
+    not_allowed(&p, &proj, &["git clone f o"]);
     git_in(&proj, &["init", "-q", "--bare", "plain.git"]);
     allowed(&p, &proj, &["git clone plain.git o", "git clone plain o"]);
 }
@@ -4071,4 +4080,108 @@ fn words_git_npm_and_make_read_another_way_are_decided_as_they_read_them() {
             "make -j4 build check",
         ],
     );
+}
+
+/// yarn 1 takes a range that is no semver range for a folder where `RANGE/package.json` is
+/// there, and copies it whole into `node_modules` (a fifty-eighth review: `yarn add foo@..`
+/// copied the home folder, `~/.ssh` with it): the range is read as such a folder.
+#[test]
+fn a_yarn_range_that_names_a_folder_is_read_as_that_folder() {
+    let d = scratch("yarn-range");
+    files(&d, &[(".env", "SECRET=x\n"), ("package.json", "{}")]);
+    let p = rules(&["Bash(yarn add:*)", "!Read(.env)"]);
+    allowed(
+        &p,
+        &d,
+        &["yarn add left-pad@latest", "yarn add left-pad@1.3.0"],
+    );
+    std::os::unix::fs::symlink(".", d.join("latest")).unwrap();
+    not_allowed(&p, &d, &["yarn add left-pad@latest"]);
+}
+
+/// A script a runner runs is clear only when it is plain and has no pattern: a glob, a
+/// brace, an alias, a redirection or a shell reading its input hides what it runs or opens
+/// from a deny (a fifty-eighth review, each run by real bash and dash under
+/// `Bash(timeout:*)`).
+#[test]
+fn a_script_a_runner_runs_hides_nothing_from_a_deny() {
+    let d = scratch("runner-scripts");
+    files(
+        &d,
+        &[
+            (".env", "SECRET=x\n"),
+            ("victim", ""),
+            ("cmds.txt", "rm -f victim\n"),
+        ],
+    );
+    let p = rules(&[
+        "Bash(timeout:*)",
+        "Bash(echo:*)",
+        "!Bash(rm:*)",
+        "!Read(.env)",
+    ]);
+    allowed(&p, &d, &["timeout 5 sh -c 'ls src'"]);
+    sh_output("timeout 5 sh -c '/bin/r[m] victim'", &d);
+    assert!(!d.join("victim").exists(), "sh ran rm through a pattern");
+    assert!(sh_output("timeout 5 sh -c 'cat .e[n]v'", &d).contains("SECRET"));
+    assert!(sh_output("echo 'cat .env' | timeout 5 sh", &d).contains("SECRET"));
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "timeout 5 sh -c '/bin/r[m] victim'",
+            "timeout 5 bash -c '{/bin/rm,victim}'",
+            "timeout 5 sh -c 'alias x=rm\nx victim'",
+            "timeout 5 sh -c 'cat .e[n]v'",
+            "timeout 5 bash -c 'cat .{e,}nv'",
+            "timeout 5 sh -c 'cat < .env'",
+            "timeout 5 sh -c 'sh < cmds.txt'",
+            "timeout 5 bash -c 'bash <<< \"rm victim\"'",
+            "timeout 5 sh -c 'tee -a .git/config < cmds.txt'",
+            "timeout 5 sh -c 'cat cmds.txt > .git/config'",
+            "timeout 5 tee -a .git/config",
+            "timeout 5 sh -c 'tee -a .git/config'",
+            "timeout 5 sh -c 'cp cmds.txt .envrc'",
+            "echo 'rm -f victim' | timeout 5 sh",
+            "echo 'cat .env' | timeout 5 bash",
+            "timeout 5 sh",
+        ],
+    );
+}
+
+/// A user's merge driver runs at `git show --remerge-diff`, and a `trailer.*.command` runs
+/// the value of `git commit --trailer` in the shell's words (a fifty-eighth review, with
+/// real git): both are asked while set.
+#[test]
+fn git_is_asked_where_a_merge_driver_or_a_trailer_command_may_run_code() {
+    let d = scratch_git("git-trailer");
+    files(&d, &[("a.txt", "a\n")]);
+    let p = rules(&["Bash(git commit:*)", "Bash(git show:*)", "Bash(git add:*)"]);
+    git_in(&d, &["add", "a.txt"]);
+    allowed(
+        &p,
+        &d,
+        &[
+            "git commit -m x --trailer 'see=HEAD'",
+            "git show --remerge-diff",
+        ],
+    );
+    git_in(
+        &d,
+        &["config", "trailer.see.command", "git log -1 --oneline $ARG"],
+    );
+    let pwned = d.join("pwned");
+    sh_output(
+        "git -c user.email=a@b -c user.name=a commit -qm x --trailer 'see=HEAD;touch pwned'",
+        &d,
+    );
+    assert!(pwned.exists(), "git ran the trailer's value");
+    not_allowed(
+        &p,
+        &d,
+        &["git commit -m x --trailer 'see=HEAD;touch pwned'"],
+    );
+    allowed(&p, &d, &["git commit -m x"]);
+    git_in(&d, &["config", "merge.cl.driver", "./merge.sh %O %A %B"]);
+    not_allowed(&p, &d, &["git show --remerge-diff HEAD", "git add a.txt"]);
 }

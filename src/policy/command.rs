@@ -59,6 +59,11 @@ impl Command {
         self.plain.as_deref().ok()
     }
 
+    /// Whether `seen[i]` is a part's own words, not what a wrapper in it runs.
+    pub fn part_own(&self, i: usize) -> bool {
+        self.by_part.is_empty() || self.by_part.iter().any(|r| r.start == i)
+    }
+
     /// The command with its patterns put in place by the names they match from `cwd`
     /// ([`glob`]), or `None` when it has none. When they cannot be, it is not plain
     /// (deny and ask rules still see its words as written).
@@ -272,11 +277,21 @@ pub fn parse(line: &str) -> Command {
 
 /// The commands a shell script given to a wrapper holds (`bash -c SCRIPT`), read `depth`
 /// wrappers deep.
+/// Only a plain script with no pattern is clear: the words of any other may not be what it
+/// runs or opens (`sh -c '/bin/r[m] x'`, `'cat .{e,}nv'`, `'cat < .env'`, `'x > .git/config'`:
+/// a fifty-eighth review), and its commands are what deny rules see.
 pub fn script(line: &str, depth: usize) -> Seen {
     let c = read(line, depth);
+    let unclear = c.unclear.or_else(|| match &c.plain {
+        Err(why) => Some(format!("a script a program runs is not plain ({why})")),
+        Ok(parts) if parts.iter().any(|p| !p.globs.is_empty()) => {
+            Some("a script a program runs matches names by a pattern".into())
+        }
+        Ok(_) => None,
+    });
     Seen {
         commands: c.seen,
-        unclear: c.unclear,
+        unclear,
     }
 }
 

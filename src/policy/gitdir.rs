@@ -137,6 +137,23 @@ pub fn refused(session: &Path, folders: &[PathBuf], words: &[String]) -> Option<
     if names.is_some_and(|n| n.is_empty()) {
         return None;
     }
+    // `git commit --trailer 'see=HEAD;touch x'`: a `trailer.*.command` runs with the value
+    // put in as text, by the shell (a fifty-eighth review).
+    if words.iter().any(|w| w.starts_with("--trailer")) {
+        let chain = match config_chain(repo.as_deref(), &env) {
+            Ok(chain) => chain,
+            Err(why) => return Some(format!("what git's configuration sets {why}")),
+        };
+        if chain.iter().any(|(_, text)| {
+            entries(text).iter().any(|(section, key, _)| {
+                section.starts_with("trailer") && matches!(key.as_str(), "command" | "cmd")
+            })
+        }) {
+            return Some(format!(
+                "`git {sub} --trailer` runs a `trailer.*.command` with its value in the shell's words"
+            ));
+        }
+    }
     let found = hooks(repo.as_deref(), names, &env)?;
     Some(format!(
         "`git {sub}` may run the repository's hook {found}, and what it runs may be files the agent writes"
@@ -166,10 +183,13 @@ fn drivers(repo: Option<&Path>, session: &Path, env: super::rc::Env<'_>) -> Opti
     let top = repo.and_then(Path::parent);
     for (file, text) in &chain {
         for (section, key, value) in entries(text) {
+            // A merge driver runs at `git show --remerge-diff`, a stash, a checkout `-m`
+            // (a fifty-eighth review).
             let driver = (section.starts_with("filter")
                 && matches!(key.as_str(), "clean" | "smudge" | "process"))
                 || (section.starts_with("diff") && matches!(key.as_str(), "textconv" | "command"))
-                || (section == "diff" && key == "external");
+                || (section == "diff" && key == "external")
+                || (section.starts_with("merge") && key == "driver");
             if !driver {
                 continue;
             }

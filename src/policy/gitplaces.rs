@@ -91,13 +91,17 @@ fn clone_reads(p: &Path) -> Result<Vec<PathBuf>, String> {
         }
     }
     for r in repos {
-        if std::fs::symlink_metadata(r.join("objects/info/alternates")).is_ok() {
-            return Err(format!(
-                "{} borrows another repository's objects (alternates)",
-                r.display()
-            ));
-        }
         let common = super::gitdir::common_of(&r);
+        // Its common folder's objects are its own (a fifty-eighth review: `commondir ->
+        // ../fc` with alternates there copied a denied repository's files).
+        for o in [&r, &common] {
+            if std::fs::symlink_metadata(o.join("objects/info/alternates")).is_ok() {
+                return Err(format!(
+                    "{} borrows another repository's objects (alternates)",
+                    o.display()
+                ));
+            }
+        }
         if common != r {
             out.push(common);
         }

@@ -186,6 +186,10 @@ pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) 
             format!("`{}` runs a program an expansion names", words[0]),
         );
     }
+    // dash expands an alias where a later line names it (`alias x=rm` then `x victim`).
+    if base(&words[0]) == "alias" && words.len() > 1 {
+        mark(seen, "`alias` changes what a later word runs".into());
+    }
     seen.commands.push(words.to_vec());
     if let Some(n) = normalized(words) {
         seen.commands.push(n);
@@ -273,7 +277,12 @@ fn run(
                 read_script(v, depth, script, seen);
             }
             if w.programs.contains(&name.as_str()) {
-                see(std::slice::from_ref(v), depth + 1, script, seen);
+                if SHELLS.contains(&base(v)) {
+                    // The shell `su -s SHELL` runs; what it runs is read with su's words.
+                    seen.commands.push(vec![v.clone()]);
+                } else {
+                    see(std::slice::from_ref(v), depth + 1, script, seen);
+                }
             }
             // `strace -o |CMD` (or `!CMD`) pipes its output to CMD, run by a shell.
             if program == "strace" && matches!(name.as_str(), "-o" | "--output") {
@@ -332,10 +341,15 @@ fn run(
         "xargs" if !rest.is_empty() => {
             // `-I R` (`-i`, `--replace`: `{}`) puts what it reads in place of R, the
             // program's name too.
+            // GNU xargs drops it for a `-L`, `-l`, `--max-lines`, `-n` or `--max-args` after
+            // it, and then appends what it reads (a fifty-eighth review: `xargs -I 5 -L1
+            // timeout 5` ran the `rm` it read).
             let replace = p.options.iter().rev().find_map(|(n, v)| match n.as_str() {
-                "-I" | "-i" | "--replace" => Some(v.first().map_or("{}", String::as_str)),
+                "-I" | "-i" | "--replace" => Some(Some(v.first().map_or("{}", String::as_str))),
+                "-L" | "-l" | "--max-lines" | "-n" | "--max-args" => Some(None),
                 _ => None,
             });
+            let replace = replace.flatten();
             // Wherever R stands, what it reads may be taken as a program further on
             // (`xargs -I P env P`): the words are read with R as [`FROM_INPUT`].
             if let Some(r) = replace.filter(|r| !r.is_empty()) {
@@ -435,7 +449,11 @@ fn shell_c(words: &[String], depth: usize, script_of: ReadScript, seen: &mut See
                 base(&words[0])
             ));
         }
-        None => {}
+        // It runs what it reads (`echo 'rm x' | timeout 5 sh`, a fifty-eighth review).
+        None => mark(
+            seen,
+            format!("`{}` runs what it reads from its input", base(&words[0])),
+        ),
     }
 }
 
@@ -570,8 +588,13 @@ mod real;
 mod tests {
     use super::*;
 
+    /// What a line seen at the top runs (a script a wrapper runs is read more strictly).
     fn seen(line: &str) -> Seen {
-        super::super::command::script(line, 0)
+        let c = super::super::command::read(line, 0);
+        Seen {
+            commands: c.seen,
+            unclear: c.unclear,
+        }
     }
 
     fn has(line: &str, want: &[&str]) {
@@ -836,6 +859,15 @@ mod tests {
             "xargs timeout 5",
             "xargs xargs",
             "xargs ssh",
+            // `-L` or `-n` after `-I` drops it: what it reads is appended.
+            "xargs -I 5 -L1 timeout 5",
+            "xargs -I 5 -n9 timeout 5",
+            // A shell with no script runs what it reads.
+            "timeout 5 sh",
+            "nice bash",
+            // It sets the variable it names in what it runs.
+            "xargs --process-slot-var=PATH echo",
+            "xargs --proc PATH echo",
             "gdb --args true",
             "gdb -ex run true",
             "perf record true",

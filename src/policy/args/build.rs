@@ -8,7 +8,7 @@
 //! and `NAME=VALUE`, `go -exec`/`-toolexec`/`-ldflags`/`-args`, `uv --index-url`/
 //! `--extra-index-url`/`--python`, and every option a model does not list.
 
-use super::{options, stop, Effects, Stop};
+use super::{options, stop, Access, Effects, Stop};
 
 /// The options every building subcommand of cargo takes.
 const CARGO_BUILD: &[&str] = &[
@@ -266,7 +266,10 @@ pub(super) fn npm(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         .iter()
         .copied()
         .filter(|f| match program {
-            "pnpm" => *f != "--include=",
+            // pnpm picks its command in a first pass that knows few options, where one it
+            // does not know takes no value, and runs an unknown command as `pnpm exec`: a
+            // fifty-eighth review's `pnpm --depth canary test` ran `canary`.
+            "pnpm" => !f.ends_with(['=', '?']),
             "yarn" => !f.ends_with(['=', '?']),
             _ => true,
         })
@@ -292,6 +295,22 @@ pub(super) fn npm(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         }
         return Ok(());
     };
+    // pnpm and yarn run a command they do not know as a script, else as a program
+    // (`pnpm rum x` runs `rum`): only their own names for these.
+    let known = match program {
+        "yarn" => matches!(
+            w[sub].as_str(),
+            "test" | "run" | "add" | "install" | "list" | "outdated"
+        ),
+        "pnpm" => !matches!(w[sub].as_str(), "rum" | "urn" | "clean-install"),
+        _ => true,
+    };
+    if !known {
+        return Err(stop(
+            sub,
+            format!("`{program} {}` is not a command of its own", w[sub]),
+        ));
+    }
     let operands_ok = match w[sub].as_str() {
         "test" | "t" | "tst" => {
             if let Some(&o) = rest.first() {
@@ -314,6 +333,12 @@ pub(super) fn npm(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             for &p in rest {
                 if !registry_package(&w[p]) {
                     return Err(stop(p, "a package that is not a name from the registry"));
+                }
+                // yarn 1 takes a range that is no semver range for a folder where
+                // `RANGE/package.json` is there, and copies it whole.
+                let version = w[p].strip_prefix('@').unwrap_or(&w[p]).split_once('@');
+                if let Some((_, range)) = version.filter(|_| program == "yarn") {
+                    e.paths.push((Access::TreeFollowed, range.to_owned()));
                 }
             }
             true
@@ -376,8 +401,11 @@ fn registry_package(w: &str) -> bool {
     };
     scoped_ok
         && version.is_none_or(|v| {
-            v.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.^~<>=*| ".contains(c))
+            // npm takes a spec starting with `.` for a folder (`foo@..` installed the
+            // parent folder and ran its scripts, a fifty-eighth review).
+            !v.starts_with('.')
+                && v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.^~<>=*| ".contains(c))
         })
 }
 

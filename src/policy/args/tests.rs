@@ -314,6 +314,21 @@ fn build_tools_take_their_plain_options_only() {
         "yarn --omit exec run canary",
         "yarn -s run build",
         "yarn run build --depth 1",
+        // pnpm's first pass does not know `--depth` or `--omit`, so they take no value:
+        // real pnpm 9 ran `canary`, and `cp test -- .git/config`.
+        "pnpm --depth canary test",
+        "pnpm --omit canary run build",
+        "pnpm --depth cp test -- .git/config",
+        // A command neither knows runs as a script, else as a program.
+        "pnpm rum canary",
+        "yarn t",
+        "yarn i",
+        // npm takes a spec starting with `.` for a folder (it ran the parent's scripts;
+        // yarn copied it whole).
+        "npm install foo@..",
+        "npm i -D foo@.",
+        "yarn add foo@..",
+        "pnpm add foo@.x",
         "npm install ../evil",
         "npm install git+https://x/y",
         "npx -c 'rm -rf x'",

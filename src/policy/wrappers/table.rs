@@ -256,15 +256,21 @@ pub(super) const WRAPPERS: &[Wrapper] = &[
         ],
     ),
     // findutils.
-    getopt(
-        &["xargs"],
-        "0a:E:e::i::I:l::L:n:oprs:txP:d:",
-        &[
-            "null", "arg-file=", "delimiter=", "eof=?", "replace=?", "max-lines=?", "max-args=",
-            "open-tty", "max-procs=", "interactive", "process-slot-var=", "no-run-if-empty",
-            "max-chars=", "show-limits", "verbose", "exit", "help", "version",
-        ],
-    ),
+    Wrapper {
+        // It sets NAME in what it runs (`--process-slot-var=PATH` ran `./0/echo`, a
+        // fifty-eighth review).
+        unclear: &["--process-slot-var"],
+        ..getopt(
+            &["xargs"],
+            "0a:E:e::i::I:l::L:n:oprs:txP:d:",
+            &[
+                "null", "arg-file=", "delimiter=", "eof=?", "replace=?", "max-lines=?",
+                "max-args=", "open-tty", "max-procs=", "interactive", "process-slot-var=",
+                "no-run-if-empty", "max-chars=", "show-limits", "verbose", "exit", "help",
+                "version",
+            ],
+        )
+    },
     // Tracers. strace's `-o |CMD` pipes to a command: see [`run`].
     getopt(
         &["strace"],
