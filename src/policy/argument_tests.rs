@@ -896,6 +896,13 @@ fn a_cd_goes_where_bash_goes_and_the_agents_folder_is_the_sessions() {
         &d,
         &["cd usr/.. && ls", "cd src && ls", "cd -- usr/lib && ls"],
     );
+    // Through a link, bash's `$PWD` is the link's name: a later `cd ..` leaves by it, so
+    // a move through a link is not followed (a fifty-eighth review: `cd x/y/z/l && cd
+    // ../proj/sub && cat ../../../../../.env` printed `.env`).
+    std::fs::create_dir_all(d.join("evil/proj")).unwrap();
+    let pwd = sh_output("cd evil/l && cd ../proj && pwd", &d);
+    assert!(pwd.trim_end().ends_with("evil/proj"), "{pwd}");
+    not_allowed(&p, &d, &["cd evil/l && cd .. && ls", "cd evil/l && ls"]);
     // Codex's `workdir`: a command the agent runs in another folder is not plain.
     let call = |cwd: &str| {
         Call::from_tool_call(

@@ -153,6 +153,12 @@ pub fn cd_inside(words: &[String], folders: &[PathBuf], session: &Path) -> Optio
     }
     let mut to = Vec::new();
     for f in folders {
+        // bash keeps `$PWD` as written, so a later `cd ..` leaves a link's folder by its
+        // name, not by where it leads (`cd l && cd ../proj/sub` landed in neither place the
+        // folders followed, a fifty-eighth review): a move through a link is not followed.
+        if through_a_link(f, dir) {
+            return None;
+        }
         let r = super::path::resolve(Path::new(dir), f)?;
         if !r.is_dir || !r.path.starts_with(session) {
             return None;
