@@ -399,7 +399,7 @@ fn a_folder_git_takes_for_a_repository_is_never_written_under_a_prefix() {
 
 #[test]
 fn globs_and_ignore_files_that_bring_hidden_files_in_are_searched_whole() {
-    let d = scratch("globs");
+    let d = scratch_git("globs");
     std::fs::write(d.join(".env"), "SECRET=1").unwrap();
     let p = rules(&[
         "Bash(rg:*)",
@@ -1776,9 +1776,8 @@ fn git_subcommands_that_run_hooks_are_asked_while_the_repository_has_hooks() {
         "Bash(git describe:*)",
     ]);
     let no_env = |_: &str| None;
-    let repo = super::gitdir::discover(&d);
     // git's samples are no hooks.
-    assert_eq!(super::gitdir::hooks(repo.as_deref(), None, &no_env), None);
+    assert_eq!(super::gitruns::hooks(&d, None, &no_env), None);
     allowed(
         &p,
         &d,
@@ -1789,7 +1788,7 @@ fn git_subcommands_that_run_hooks_are_asked_while_the_repository_has_hooks() {
     let canary = d.join("hook-ran");
     toucher(&d.join(".husky/_/pre-commit"), &canary);
     git(&["config", "core.hooksPath", ".husky/_"]);
-    let found = super::gitdir::hooks(repo.as_deref(), None, &no_env).expect("found");
+    let found = super::gitruns::hooks(&d, None, &no_env).expect("found");
     assert!(found.contains("pre-commit"), "{found}");
     not_allowed(&p, &d, &["git commit -m notes"]);
     // `add` runs only `post-index-change`, which is not there.
@@ -1812,9 +1811,9 @@ fn git_subcommands_that_run_hooks_are_asked_while_the_repository_has_hooks() {
     // A hook file in .git/hooks (pre-commit's and husky 4's own), or a hooksPath in the
     // user's configuration or a file it includes, is the same.
     git(&["config", "--unset", "core.hooksPath"]);
-    assert_eq!(super::gitdir::hooks(repo.as_deref(), None, &no_env), None);
+    assert_eq!(super::gitruns::hooks(&d, None, &no_env), None);
     std::fs::write(d.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
-    assert!(super::gitdir::hooks(repo.as_deref(), None, &no_env).is_some());
+    assert!(super::gitruns::hooks(&d, None, &no_env).is_some());
     not_allowed(&p, &d, &["git commit -m notes"]);
     allowed(&p, &d, &["git add notes.txt"]);
     allowed(&p, &d, &["git describe --dirty --always"]);
@@ -1846,8 +1845,7 @@ fn git_subcommands_that_run_hooks_are_asked_while_the_repository_has_hooks() {
     )
     .unwrap();
     let env = |k: &str| (k == "HOME").then(|| home.clone().into_os_string());
-    let found =
-        super::gitdir::hooks(repo.as_deref(), None, &env).expect("found through the include");
+    let found = super::gitruns::hooks(&d, None, &env).expect("found through the include");
     assert!(found.contains("global-hooks/commit-msg"), "{found}");
 }
 
@@ -2862,9 +2860,8 @@ fn git_configuration_is_read_as_git_reads_it_and_guarded_above_too() {
             (".githooks/pre-commit", "touch pwned\n"),
         ],
     );
-    let repo = super::gitdir::discover(&hp);
     let no_env = |_: &str| None;
-    let found = super::gitdir::hooks(repo.as_deref(), None, &no_env).expect("found");
+    let found = super::gitruns::hooks(&hp, None, &no_env).expect("found");
     assert!(found.ends_with(".githooks/pre-commit"), "{found}");
 }
 
@@ -4191,4 +4188,48 @@ fn git_is_asked_where_a_merge_driver_or_a_trailer_command_may_run_code() {
     allowed(&p, &d, &["git commit -m x"]);
     git_in(&d, &["config", "merge.cl.driver", "./merge.sh %O %A %B"]);
     not_allowed(&p, &d, &["git show --remerge-diff HEAD", "git add a.txt"]);
+}
+
+/// git reads `:PATH`, `:N:PATH` and `REV:PATH` from the worktree's top, not from the
+/// folder it runs in (a fifty-eighth review: a dotfiles repository at `~` with the session
+/// in `~/proj`, where `git show :.ssh/config` printed the staged `~/.ssh/config`); `./`
+/// and `../` begin at the current folder.
+#[test]
+fn a_path_of_the_index_or_of_a_revision_is_read_from_the_worktrees_top() {
+    let d = scratch_git("from-top");
+    files(&d, &[("secret.txt", "SECRET=1"), ("proj/a.txt", "a")]);
+    git_in(&d, &["add", "secret.txt", "proj/a.txt"]);
+    let proj = d.join("proj");
+    let deny = format!("!Read(/{}/secret.txt)", d.display());
+    let p = rules(&["Bash(git show:*)", &deny]);
+    assert!(sh_output("git show :secret.txt", &proj).contains("SECRET=1"));
+    not_allowed(
+        &p,
+        &proj,
+        &["git show :secret.txt", "git show :0:secret.txt"],
+    );
+    allowed(&p, &proj, &["git show :./a.txt", "git show :proj/a.txt"]);
+    git_in(
+        &d,
+        &[
+            "-c",
+            "user.email=a@b",
+            "-c",
+            "user.name=a",
+            "commit",
+            "-qm",
+            "m",
+        ],
+    );
+    assert!(sh_output("git show HEAD:secret.txt", &proj).contains("SECRET=1"));
+    not_allowed(
+        &p,
+        &proj,
+        &["git show HEAD:secret.txt", "git show HEAD~0:secret.txt"],
+    );
+    allowed(
+        &p,
+        &proj,
+        &["git show HEAD:./a.txt", "git show HEAD:proj/a.txt"],
+    );
 }

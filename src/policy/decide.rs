@@ -200,7 +200,7 @@ impl Policy {
             if let Some(why) = on_path_refused(part, folders, &call.cwd)
                 .or_else(|| super::rc::refused(&part.words, folders))
                 .or_else(|| super::rc::refused(words, folders))
-                .or_else(|| super::gitdir::refused(&call.cwd, folders, words))
+                .or_else(|| super::gitruns::refused(&call.cwd, folders, words))
                 .or_else(|| super::gitindex::foreign_submodule(&call.cwd, words))
             {
                 *refused = Some(why);

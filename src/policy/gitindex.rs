@@ -102,18 +102,13 @@ fn index_entries(root: &Path) -> Option<Vec<(u32, Vec<u8>)>> {
         Ok(_) => std::fs::read(&index).ok()?,
     };
     // A linked worktree's config is the main repository's (its `commondir`).
-    let config = std::fs::read_to_string(common_of(&gitdir).join("config")).unwrap_or_default();
+    let config = std::fs::read_to_string(super::gitconfig::common_of(&gitdir).join("config"))
+        .unwrap_or_default();
     let sha256 = config
         .to_ascii_lowercase()
         .lines()
         .any(|l| l.replace([' ', '\t'], "").contains("objectformat=sha256"));
     entries(&bytes, if sha256 { 32 } else { 20 })
-}
-
-fn common_of(gitdir: &Path) -> PathBuf {
-    std::fs::read_to_string(gitdir.join("commondir"))
-        .map(|c| gitdir.join(c.trim()))
-        .unwrap_or_else(|_| gitdir.to_path_buf())
 }
 
 /// Why `words`, a git command from a session in `session`, may not be allowed: the
@@ -133,7 +128,8 @@ pub fn foreign_submodule(session: &Path, words: &[String]) -> Option<String> {
             root.display()
         ));
     };
-    let modules = super::gitdir::discover(root).map(|g| common_of(&g).join("modules"))?;
+    let modules =
+        super::gitdir::discover(root).map(|g| super::gitconfig::common_of(&g).join("modules"))?;
     let modules = modules.canonicalize().unwrap_or(modules);
     use std::os::unix::ffi::OsStrExt;
     found

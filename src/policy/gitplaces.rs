@@ -1,5 +1,5 @@
 //! Where git looks from a folder, for what its words do not name: the top of the worktree
-//! (`:/`, `:(top)`, `git add -A`) and the repository a local clone copies (a `gitdir:`
+//! (`:/`, `:(top)`, `git add -A`) and what is named from it (`HEAD:PATH`, `:PATH`) and the repository a local clone copies (a `gitdir:`
 //! file among the names it tries). [`place`] puts them in a model's [`Effects`], for the
 //! decision and for the tests that run the real programs.
 
@@ -19,9 +19,10 @@ pub fn place(
     env: super::args::Env<'_>,
     resolve: Resolve<'_>,
 ) -> Result<(), String> {
-    for access in std::mem::take(&mut e.repo_top) {
-        match top(cwd, env).as_deref().and_then(Path::to_str) {
-            Some(top) => e.paths.push((access, top.to_owned())),
+    for (access, rel) in std::mem::take(&mut e.repo_top) {
+        let at = top(cwd, env).map(|t| if rel.is_empty() { t } else { t.join(&rel) });
+        match at.as_deref().and_then(Path::to_str) {
+            Some(at) => e.paths.push((access, at.to_owned())),
             None => return Err("the top of the repository git uses cannot be told".into()),
         }
     }
@@ -52,9 +53,10 @@ fn top(dir: &Path, env: super::args::Env<'_>) -> Option<PathBuf> {
             _ if super::gitdir::is_repository(d) => return None,
             _ => continue,
         };
-        let chain = super::gitdir::config_chain(super::gitdir::discover(d).as_deref(), env).ok()?;
+        let chain =
+            super::gitconfig::config_chain(super::gitdir::discover(d).as_deref(), env).ok()?;
         let moved = chain.iter().any(|(_, text)| {
-            super::gitdir::entries(text)
+            super::gitconfig::entries(text)
                 .iter()
                 .any(|(section, key, _)| section == "core" && key == "worktree")
         });
@@ -91,7 +93,7 @@ fn clone_reads(p: &Path) -> Result<Vec<PathBuf>, String> {
         }
     }
     for r in repos {
-        let common = super::gitdir::common_of(&r);
+        let common = super::gitconfig::common_of(&r);
         // Its common folder's objects are its own (a fifty-eighth review: `commondir ->
         // ../fc` with alternates there copied a denied repository's files).
         for o in [&r, &common] {

@@ -48,7 +48,7 @@ pub(super) fn is_ignore_file(name: &OsStr) -> bool {
 pub(super) fn exclude_of(d: &Path) -> Option<PathBuf> {
     std::fs::symlink_metadata(d.join(".git")).ok()?;
     let repo = super::gitdir::discover(d)?;
-    Some(super::gitdir::common_of(&repo).join("info/exclude"))
+    Some(super::gitconfig::common_of(&repo).join("info/exclude"))
 }
 
 /// Whether an ignore file of a folder above `dir`, or the user's excludes

@@ -25,9 +25,11 @@ mod decide;
 pub mod desk;
 pub mod file;
 mod forms;
+mod gitconfig;
 mod gitdir;
 mod gitindex;
 pub mod gitplaces;
+mod gitruns;
 pub mod glob;
 mod guard;
 mod ignores;
@@ -224,7 +226,7 @@ impl Rule {
             }
         }
         if !self.domain.is_empty() {
-            let on = match call.url.as_deref().map(host_of) {
+            let on = match call.url.as_deref().map(tool_call::host_of) {
                 Some(Ok(host)) => self
                     .domain
                     .iter()
@@ -323,36 +325,6 @@ impl Rule {
             args::Reading::NoModel => Ok(words.len() > prefix),
         }
     }
-}
-
-/// The host of an `http(s)` URL, lower case, without port or credentials; `Err` for a URL
-/// that parsers could read differently (a backslash, whitespace, a control character), or
-/// that is not `http(s)`.
-fn host_of(url: &str) -> Result<String, ()> {
-    if url
-        .chars()
-        .any(|c| c == '\\' || c.is_whitespace() || c.is_control())
-    {
-        return Err(());
-    }
-    let (scheme, rest) = url.split_once("://").ok_or(())?;
-    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
-        return Err(());
-    }
-    let authority = rest.split(['/', '?', '#']).next().ok_or(())?;
-    let host = authority.rsplit('@').next().ok_or(())?;
-    let host = if host.starts_with('[') {
-        host.split(']').next().ok_or(())?.trim_start_matches('[')
-    } else {
-        host.split(':').next().ok_or(())?
-    };
-    // A percent-escape or a non-ASCII character (a fullwidth letter, an ideographic full
-    // stop) is read as another host by URL parsers that decode and normalise it
-    // (`evil%2ecom`, `ｅvil.com` are evil.com to Node's): never allowed by a domain.
-    if host.is_empty() || !host.is_ascii() || host.contains('%') {
-        return Err(());
-    }
-    Ok(host.trim_end_matches('.').to_ascii_lowercase())
 }
 
 /// The folders whose programs a pattern's bare name stands for in an allow rule: the

@@ -120,3 +120,33 @@ pub(super) fn trimmed(p: &Path) -> Option<PathBuf> {
     let t = text.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
     (t != text && !t.is_empty()).then(|| PathBuf::from(t))
 }
+
+/// The host of an `http(s)` URL, lower case, without port or credentials; `Err` for a URL
+/// that parsers could read differently (a backslash, whitespace, a control character), or
+/// that is not `http(s)`.
+pub(super) fn host_of(url: &str) -> Result<String, ()> {
+    if url
+        .chars()
+        .any(|c| c == '\\' || c.is_whitespace() || c.is_control())
+    {
+        return Err(());
+    }
+    let (scheme, rest) = url.split_once("://").ok_or(())?;
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Err(());
+    }
+    let authority = rest.split(['/', '?', '#']).next().ok_or(())?;
+    let host = authority.rsplit('@').next().ok_or(())?;
+    let host = if host.starts_with('[') {
+        host.split(']').next().ok_or(())?.trim_start_matches('[')
+    } else {
+        host.split(':').next().ok_or(())?
+    };
+    // A percent-escape or a non-ASCII character (a fullwidth letter, an ideographic full
+    // stop) is read as another host by URL parsers that decode and normalise it
+    // (`evil%2ecom`, `ｅvil.com` are evil.com to Node's): never allowed by a domain.
+    if host.is_empty() || !host.is_ascii() || host.contains('%') {
+        return Err(());
+    }
+    Ok(host.trim_end_matches('.').to_ascii_lowercase())
+}

@@ -178,7 +178,7 @@ pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             pathspecs(w, &ops, access, e);
             if ops.is_empty() && all {
                 // From git 2.0, the whole worktree's, wherever it runs.
-                e.repo_top.push(Access::Tree);
+                e.repo_top.push((Access::Tree, String::new()));
             } else if ops.is_empty() && update {
                 e.paths.push((Access::Tracked, ".".into()));
             }
@@ -248,7 +248,7 @@ fn pathspecs(w: &[String], ops: &[usize], access: Access, e: &mut Effects) {
         if magic && whole == Access::Tree {
             // Magic may begin at the top (`:/`, `:(top)`), and git takes a pathspec of
             // only excludes (`:!x`) as the whole worktree's.
-            e.repo_top.push(whole);
+            e.repo_top.push((whole, String::new()));
         } else if magic || (whole == Access::Tracked && path.contains(['*', '?', '[', '\\'])) {
             // The tracked files are all the repository's, wherever it runs.
             e.paths.push((whole, ".".into()));
@@ -264,20 +264,33 @@ fn pathspecs(w: &[String], ops: &[usize], access: Access, e: &mut Effects) {
             let p = if p.is_empty() { "." } else { p };
             e.paths.push((whole, p.to_owned()));
             // `:N:PATH`: PATH at stage N of the index (`git show :0:.env`).
-            if let Some(staged) = p
+            let staged = p
                 .strip_prefix(['0', '1', '2', '3'])
-                .and_then(|q| q.strip_prefix(':'))
-            {
+                .and_then(|q| q.strip_prefix(':'));
+            if let Some(staged) = staged {
                 e.paths.push((Access::Read, staged.to_owned()));
             }
+            // As a name of the index's, PATH is from the worktree's top.
+            from_top(staged.unwrap_or(p), e);
         } else if path != word {
             // `REV:PATH`, or a path with a `:` in it, which git cleans of `..` as text
             // (`x:/../.env` is `.env`): both.
             e.paths.push((Access::Read, path.to_owned()));
             e.paths.push((access, word.to_owned()));
+            from_top(path, e);
         } else {
             e.paths.push((access, word.to_owned()));
         }
+    }
+}
+
+/// PATH of `REV:PATH`, `:PATH` or `:N:PATH`, read as git reads it: from the worktree's top
+/// (a dotfiles repository at `~` with the session in `~/proj`: `git show :.ssh/config`
+/// printed the staged `~/.ssh/config`), unless it begins `./` or `../` (from the current
+/// folder, as read already).
+fn from_top(path: &str, e: &mut Effects) {
+    if !path.starts_with("./") && !path.starts_with("../") && path != "." && path != ".." {
+        e.repo_top.push((Access::Read, path.to_owned()));
     }
 }
 

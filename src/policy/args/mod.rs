@@ -79,10 +79,11 @@ pub struct Effects {
     /// override nothing brings back): globs matched on the name alone, in any case.
     /// Folders are walked whole; links followed are not filtered.
     pub only_names: Option<Vec<String>>,
-    /// The whole worktree of the repository git uses, from its top, is used so (`git add
-    /// -A` with no path, a pathspec with magic: `:/`, `:(top)`, `:!x`), wherever in it the
-    /// command runs.
-    pub repo_top: Vec<Access>,
+    /// Paths git places from the top of the worktree of the repository it uses, wherever
+    /// in it the command runs, each with how it is used: the whole worktree (`""`: `git add
+    /// -A` with no path, a pathspec with magic: `:/`, `:(top)`, `:!x`), or one path of it
+    /// (`HEAD:PATH`, `:PATH`, `:0:PATH`).
+    pub repo_top: Vec<(Access, String)>,
     /// The sources of a local `git clone`: a `gitdir:` file among the names git tries
     /// leads it to another repository ([`crate::policy::gitplaces::place`]).
     pub clone_sources: Vec<String>,
