@@ -673,6 +673,8 @@ fn files_from_which_a_tool_picks_its_program_are_never_written_under_a_prefix() 
             "cp a.toml sub/.rvmrc",
             "cp a.toml .autoenv.zsh",
             "cp a.toml .ruby-version",
+            // pnpm 10 takes `pnpmfile` from it (a fifty-ninth review).
+            "cp a.toml pnpm-workspace.yaml",
         ],
     );
     allowed(&p, &d, &["cp a.toml b.toml", "cp a.toml sub/config.toml"]);
@@ -1044,6 +1046,7 @@ fn a_shell_move_is_seen_in_any_spelling_a_shell_takes() {
 fn later_searches_argument_files_callables_and_tarballs_are_asked() {
     let d = scratch("sixth");
     std::fs::write(d.join(".env"), "SECRET=1\n").unwrap();
+    std::fs::write(d.join("test_a.py"), "").unwrap();
     std::fs::write(d.join("src/ign.txt"), "!.env\n").unwrap();
     let p = rules(&[
         "Bash(echo:*)",
@@ -1067,6 +1070,9 @@ fn later_searches_argument_files_callables_and_tarballs_are_asked() {
             "python3 -m unittest webbrowser.main",
             "python3 -m unittest tempfile.mkdtemp",
             "python3 -m unittest discover -s ../x",
+            // No such file: unittest imports the module `antigravity` (a fifty-ninth
+            // review, with real python).
+            "python3 -m unittest antigravity.py",
             "npm install foo.tgz",
             "npm install ./foo.TAR.GZ",
         ],
@@ -1078,6 +1084,7 @@ fn later_searches_argument_files_callables_and_tarballs_are_asked() {
             "rg SECRET src",
             "pytest -q tests",
             "python3 -m unittest tests/test_a.py",
+            "python3 -m unittest test_a.py",
             "python3 -m unittest discover -s tests",
             "npm install left-pad",
         ],
@@ -4231,5 +4238,57 @@ fn a_path_of_the_index_or_of_a_revision_is_read_from_the_worktrees_top() {
         &p,
         &proj,
         &["git show HEAD:./a.txt", "git show HEAD:proj/a.txt"],
+    );
+}
+
+/// A shell a runner runs hides nothing from a deny, whatever options come after its `-c`
+/// (bash and dash take the first word that is not an option as the script), whatever name
+/// it runs under (`rbash`, `zsh5`), and whatever its own grammar does (fish's quoting,
+/// zsh's `emulate -c`); nor does ssh with an option that runs a local command, or rsync's
+/// `-e` (a fifty-ninth review: each ran `rm` past `Bash(rm:*)` or printed `.env`).
+#[test]
+fn a_shell_a_runner_runs_hides_nothing_whatever_its_name_or_options() {
+    let d = scratch("runner-shells");
+    files(&d, &[(".env", "SECRET=x\n"), ("victim", "")]);
+    let p = rules(&["Bash(timeout:*)", "!Bash(rm:*)", "!Read(.env)"]);
+    // The real shells run the script after the options.
+    for sh in ["sh", "bash"] {
+        let out = sh_output(&format!("timeout 5 {sh} -c -e 'cat .env'"), &d);
+        assert!(out.contains("SECRET"), "{sh}: {out}");
+        assert!(sh_output(&format!("timeout 5 {sh} -c -- 'cat .env'"), &d).contains("SECRET"));
+    }
+    assert!(sh_output("timeout 5 rbash -c 'cat .env'", &d).contains("SECRET"));
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "timeout 5 bash -c -e 'rm -f victim'",
+            "timeout 5 sh -c -- 'rm -f victim'",
+            "timeout 5 sh -c -u 'cat .env'",
+            "timeout 5 bash -c -o errexit 'cat .env'",
+            "timeout 5 bash -c +o errexit 'cat .env'",
+            "timeout 5 rbash -c 'rm -f victim'",
+            "timeout 5 rzsh -c 'cat .env'",
+            "timeout 5 zsh5 -c 'rm -f victim'",
+            "timeout 5 bash-5.2 -c 'rm -f victim'",
+            "timeout 5 fish -c 'ls'",
+            "timeout 5 tcsh -c 'ls'",
+            "timeout 5 zsh -c \"emulate zsh -c 'cat .env'\"",
+            "timeout 5 zsh -c 'setopt rcquotes; ls'",
+            "timeout 5 ssh '-oProxyCommand=rm -f victim' x",
+            "timeout 5 ssh -F cfg x",
+            "timeout 5 ssh -E log x",
+            "timeout 5 rsync -e 'rm -f victim --' a.txt x:b",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "timeout 5 bash -c 'ls src'",
+            "timeout 5 sh -ec 'ls src'",
+            "timeout 5 zsh -c 'ls src'",
+            "timeout 5 ssh -p 22 -l u host uptime",
+        ],
     );
 }

@@ -96,6 +96,9 @@ impl Named {
                 if let Err(why) = super::gitplaces::place(&mut e, cwd, &env, &resolve) {
                     named.unresolved = Some(why);
                 }
+                if let Some(f) = e.files_there.iter().find(|f| !cwd.join(f).is_file()) {
+                    named.unresolved = Some(format!("{f:?} is not a file here"));
+                }
                 (e.paths, e.unplaced, e.places, e.ignore_files)
             }
             // No model, or one that stopped: any word may be a path, and a program that

@@ -145,6 +145,16 @@ pub const NEVER_ALLOWED: &[&str] = &[
     "kill",
 ];
 
+/// zsh's builtins that run, define or evaluate what bash's grammar does not show (`emulate
+/// zsh -c 'cat .env'`, a fifty-ninth review), or change how later words are read
+/// (`setopt`): never allowed, as [`NEVER_ALLOWED`].
+#[rustfmt::skip]
+const ZSH_NEVER: &[&str] = &[
+    "emulate", "setopt", "unsetopt", "sched", "zmodload", "zpty", "ztcp", "zsocket", "zle",
+    "autoload", "functions", "zcompile", "zstyle", "noglob", "nocorrect", "vared", "integer",
+    "float", "private", "zparseopts", "repeat", "disable", "bindkey", "r", "zargs", "zf_rm",
+];
+
 /// A parser for bash.
 fn parser() -> Option<Parser> {
     let mut p = Parser::new();
@@ -364,7 +374,10 @@ pub(super) fn check_program(name: &str) -> Result<(), String> {
     if name.contains('=') {
         return Err("a program name with `=` (an assignment)".into());
     }
-    if NEVER_ALLOWED.contains(&name) || NEVER_ALLOWED.contains(&base) {
+    if [NEVER_ALLOWED, ZSH_NEVER]
+        .iter()
+        .any(|l| l.contains(&name) || l.contains(&base))
+    {
         return Err(format!(
             "`{base}`, a shell word that runs or evaluates what follows"
         ));

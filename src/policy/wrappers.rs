@@ -33,9 +33,6 @@ pub struct Seen {
     pub unclear: Option<String>,
 }
 
-/// The shells whose `-c SCRIPT` is read as the script.
-pub const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "ash"];
-
 /// The most places a command may start at that are tried in a program whose options are
 /// not modelled exactly ([`guess`]); wrappers nested in it multiply them, [`MAX_DEPTH`] deep.
 pub const MAX_GUESSES: usize = 4;
@@ -201,19 +198,28 @@ pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) 
         return;
     }
     let program = base(&words[0]);
-    if SHELLS.contains(&program) {
+    // A program with no model that a runner runs, given an argument that names a program
+    // or a file (`timeout 5 rsync -e 'rm x' a h:b`, a fifty-ninth review), as a prefix
+    // rule on it would not allow.
+    if depth > 0
+        && super::never::names_more(words, 1)
+        && matches!(
+            super::args::under_prefix(words, 1),
+            super::args::Reading::NoModel
+        )
+    {
+        mark(
+            seen,
+            format!("`{program}` takes an argument that runs or names more"),
+        );
+    }
+    if shell_of(program).is_some() {
         shell_c(words, depth, script, seen);
         return;
     }
     match program {
         "find" => return find(words, depth, script, seen),
-        // `ssh HOST CMD...`: each word that is not an option, read as a script.
-        "ssh" => {
-            for s in words[1..].iter().filter(|w| !w.starts_with('-')) {
-                read_script(s, depth, script, seen);
-            }
-            return;
-        }
+        "ssh" => return ssh(words, depth, script, seen),
         "sg" => return sg(words, depth, script, seen),
         "unbuffer" => return unbuffer(words, depth, script, seen),
         "proxychains" | "proxychains4" => return proxychains(words, depth, script, seen),
@@ -234,7 +240,7 @@ pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) 
 
 pub(super) fn is_wrapper(words: &[String]) -> bool {
     let p = base(&words[0]);
-    SHELLS.contains(&p)
+    shell_of(p).is_some()
         || matches!(
             p,
             "find" | "ssh" | "sg" | "unbuffer" | "proxychains" | "proxychains4" | "gdb"
@@ -277,7 +283,7 @@ fn run(
                 read_script(v, depth, script, seen);
             }
             if w.programs.contains(&name.as_str()) {
-                if SHELLS.contains(&base(v)) {
+                if shell_of(base(v)).is_some() {
                     // The shell `su -s SHELL` runs; what it runs is read with su's words.
                     seen.commands.push(vec![v.clone()]);
                 } else {
@@ -396,64 +402,6 @@ fn chrt_priority(rest: &[String]) -> &[String] {
     match rest {
         [prio, _, ..] if !prio.is_empty() && prio.bytes().all(|b| b.is_ascii_digit()) => &rest[1..],
         _ => rest,
-    }
-}
-
-/// `bash -c SCRIPT` (and `-lc`, `-ec`, `-xc`, any shell of [`SHELLS`]): the script's
-/// commands; a shell given a script file or reading standard input runs what cannot be
-/// seen.
-fn shell_c(words: &[String], depth: usize, script_of: ReadScript, seen: &mut Seen) {
-    let mut i = 1;
-    let mut script = None;
-    while i < words.len() {
-        let a = words[i].as_str();
-        if a.starts_with('-') && a.len() > 1 && !a.starts_with("--") {
-            if a[1..].contains('c') {
-                script = words.get(i + 1).filter(|_| a.ends_with('c'));
-                if script.is_none() {
-                    seen.unclear = Some(format!("`{}` with options it cannot follow", words[0]));
-                    return;
-                }
-                break;
-            }
-            if a.contains('o') || a.contains('O') {
-                // `-o option`: skip its value.
-                i += 2;
-                continue;
-            }
-            i += 1;
-            continue;
-        }
-        if a.starts_with("--") || a.starts_with('+') {
-            i += 1;
-            continue;
-        }
-        // A script file, or `-s`: what it runs is not in its arguments.
-        seen.unclear = Some(format!(
-            "`{}` runs a script that is not in its arguments",
-            base(&words[0])
-        ));
-        return;
-    }
-    match script {
-        Some(s) => {
-            let inner = script_of(s, depth + 1);
-            seen.commands.extend(inner.commands);
-            if seen.unclear.is_none() {
-                seen.unclear = inner.unclear;
-            }
-        }
-        None if words.len() > 1 => {
-            seen.unclear = Some(format!(
-                "`{}` with options it cannot follow",
-                base(&words[0])
-            ));
-        }
-        // It runs what it reads (`echo 'rm x' | timeout 5 sh`, a fifty-eighth review).
-        None => mark(
-            seen,
-            format!("`{}` runs what it reads from its input", base(&words[0])),
-        ),
     }
 }
 

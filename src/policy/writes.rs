@@ -63,8 +63,10 @@ const TOOL_CONFIG: &[&str] = &[
     ".mise.local.toml",
     "mise.local.toml",
     ".rtx.toml",
-    // pnpm runs it at every install; yarn's Plug'n'Play loaders run with node.
+    // pnpm runs it at every install; yarn's Plug'n'Play loaders run with node. pnpm 10
+    // takes `pnpmfile` and `scriptShell` from its workspace file too (a fifty-ninth review).
     ".pnpmfile.cjs",
+    "pnpm-workspace.yaml",
     ".pnpmfile.mjs",
     ".pnp.cjs",
     ".pnp.loader.mjs",

@@ -185,6 +185,17 @@ pub(super) fn cargo(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         }
     }
     if let Some(from) = after {
+        // rustc's driver (clippy's) and rustdoc (doctests) put a file's lines in place of
+        // an `@FILE` word (`cargo clippy -- -W @.env` printed `.env`; `-D @lints.txt` with
+        // `--emit=dep-info=~/.bashrc` in it wrote there, a fifty-ninth review).
+        if let Some(at) = (from..w.len()).find(|&a| w[a].starts_with('@')) {
+            if !matches!(sub.as_str(), "run" | "r") {
+                return Err(stop(
+                    at,
+                    "a response file: its lines are read as more arguments",
+                ));
+            }
+        }
         if matches!(sub.as_str(), "run" | "r") {
             // The project's program's own arguments: it is the subcommand's job to run it.
             e.unplaced.extend(w[from..].iter().cloned());
@@ -337,7 +348,10 @@ pub(super) fn npm(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                 // yarn 1 takes a range that is no semver range for a folder where
                 // `RANGE/package.json` is there, and copies it whole.
                 let version = w[p].strip_prefix('@').unwrap_or(&w[p]).split_once('@');
-                if let Some((_, range)) = version.filter(|_| program == "yarn") {
+                if program == "yarn" {
+                    // With no range, `latest` (a fifty-ninth review: `yarn add leftpad`
+                    // installed the folder `latest`).
+                    let range = version.map_or("latest", |(_, r)| r);
                     e.paths.push((Access::TreeFollowed, range.to_owned()));
                 }
             }

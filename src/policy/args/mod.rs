@@ -90,6 +90,9 @@ pub struct Effects {
     /// The program prints git's configuration (`git config --list`, `git remote -v`): each
     /// configuration file git reads from the folder it runs in is read.
     pub git_config: bool,
+    /// Words that must each name a file where the command runs, or the program does more
+    /// (`python -m unittest x.py` imports a module `x` when there is no file `x.py`).
+    pub files_there: Vec<String>,
 }
 
 impl Effects {

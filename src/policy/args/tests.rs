@@ -358,9 +358,28 @@ fn build_tools_take_their_plain_options_only() {
         "uv sync --default-index https://evil",
         "uv sync --python /x/python",
         "uv run x",
+        // A fifty-ninth review: rustc's driver and rustdoc read `@FILE`; coverage imports
+        // a dotted module's package, copies a folder's sources, writes beside them; pytest
+        // puts variables in a path.
+        "cargo clippy -- -W @.env",
+        "cargo clippy -- -D @lints.txt",
+        "cargo test -- @args",
+        "pytest --cov=antigravity.x",
+        "pytest --cov=/elsewhere --cov-report=html",
+        "pytest --cov=../up",
+        "pytest --cov-report=annotate",
+        "pytest '--junitxml=$PWD/../x.xml'",
     ] {
         unknown(bad);
     }
+    assert_eq!(
+        reads("yarn add leftpad"),
+        [(Access::TreeFollowed, "latest".to_owned())]
+    );
+    assert_eq!(
+        understood("python3 -m unittest test_a.py").files_there,
+        ["test_a.py"]
+    );
     assert_eq!(writes("go build -o bin/app ./cmd/app"), ["bin/app"]);
     assert_eq!(writes("pytest --junitxml=/x/out.xml"), ["/x/out.xml"]);
     assert_eq!(understood("npm run test -- --watch").unplaced, ["--watch"]);

@@ -82,13 +82,33 @@ pub(super) fn pytest(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             "-p" if !v.strip_prefix("no:").is_some_and(plain_name) => {
                 return Err(stop(m.value_at(w), "`-p` that loads a plugin"))
             }
-            // `--cov-report=html:DIR` writes DIR.
-            "--cov-report" => {
-                if let Some((_, dest)) = v.split_once(':') {
-                    e.paths.push((Access::Write, dest.to_owned()));
+            // `--cov-report=html:DIR` writes DIR; `annotate` alone writes beside each
+            // source measured, wherever it is.
+            "--cov-report" => match v.split_once(':') {
+                Some((_, dest)) => e.paths.push((Access::Write, dest.to_owned())),
+                None if v.starts_with("annotate") => {
+                    return Err(stop(m.value_at(w), "a report written beside the sources"))
                 }
+                None => {}
+            },
+            // `--cov=DIR` measures DIR, whose sources a report copies; a dotted name is
+            // a module whose package coverage imports (`--cov=antigravity.x`, a
+            // fifty-ninth review).
+            "--cov" if !v.is_empty() => {
+                if outside(v) || (!v.contains('/') && v.contains('.') && v != ".") {
+                    return Err(stop(
+                        m.value_at(w),
+                        "`--cov` of a module to import or of a folder outside the project",
+                    ));
+                }
+                e.paths.push((Access::Tree, v.to_owned()));
             }
             _ => {}
+        }
+        // pytest puts the environment's variables in these (`--junitxml='$PWD/../x'`, a
+        // fifty-ninth review), which the words do not show.
+        if v.contains('$') {
+            return Err(stop(m.value_at(w), "a value with a variable in it"));
         }
     }
     for m in met
@@ -186,6 +206,11 @@ pub(super) fn python(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                 }
                 if outside(name) {
                     return Err(stop(o, "a test outside the project"));
+                }
+                // A `.py` name that is not a file is read as a module name (a fifty-ninth
+                // review: `antigravity.py` imported `antigravity`).
+                if !name.contains('/') {
+                    e.files_there.push(name.to_owned());
                 }
                 e.paths.push((Access::Read, name.to_owned()));
             }

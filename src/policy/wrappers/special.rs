@@ -31,7 +31,7 @@ pub(super) fn su(
             .and_then(|(_, v)| v.first().cloned());
         let mut sh = vec![shell.unwrap_or_else(|| "sh".to_owned())];
         sh.extend(args.iter().cloned());
-        if SHELLS.contains(&base(&sh[0])) {
+        if shell_of(base(&sh[0])).is_some() {
             shell_c(&sh, depth, script, seen);
         } else {
             see(&sh, depth + 1, script, seen);
@@ -187,5 +187,109 @@ pub(super) fn guess(
             return;
         }
         after_option = false;
+    }
+}
+
+/// `ssh [OPTION...] HOST [CMD...]`: each word after its options, read as a script (the
+/// remote shell runs them joined). Only the options that run, load or write nothing are
+/// followed (OpenSSH 9); any other (`-o ProxyCommand=…`, joined `-oProxyCommand=…` too,
+/// `-F`, `-E`, `-I`, `-S`, a fifty-ninth review) leaves what it runs unclear.
+pub(super) fn ssh(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) {
+    const FLAGS: &str = "46AaCfGgKkMNnqsTtVvXxYy";
+    const VALUED: &str = "BbcDeLlmOpQRw";
+    let mut i = 1;
+    while let Some(w) = words.get(i).filter(|w| w.starts_with('-')) {
+        i += 1;
+        if w == "--" {
+            break;
+        }
+        for (at, c) in w.char_indices().skip(1) {
+            if FLAGS.contains(c) {
+                continue;
+            }
+            if VALUED.contains(c) {
+                // Its value: the rest of the word, or the next.
+                i += usize::from(at + 1 == w.len());
+                break;
+            }
+            mark(
+                seen,
+                format!("`ssh -{c}`: what it runs, reads or writes then cannot be told"),
+            );
+            return;
+        }
+    }
+    for s in words.iter().skip(i) {
+        read_script(s, depth, script, seen);
+    }
+}
+
+/// `bash -c SCRIPT` (and `-lc`, `-ec`, `-xc`, any shell of [`SHELLS`] whose grammar is
+/// bash's): the script's commands; a shell given a script file or reading standard input,
+/// or one whose grammar is not bash's (fish reads `\'` inside single quotes), runs what
+/// cannot be seen.
+pub(super) fn shell_c(words: &[String], depth: usize, script_of: ReadScript, seen: &mut Seen) {
+    let shell = base(&words[0]);
+    if !shell_of(shell).is_some_and(|s| BASH_GRAMMAR.contains(&s)) {
+        seen.unclear = Some(format!(
+            "`{shell}` reads its script by a grammar that is not bash's"
+        ));
+        return;
+    }
+    let mut i = 1;
+    let mut script = None;
+    while i < words.len() {
+        let a = words[i].as_str();
+        if a.starts_with('-') && a.len() > 1 && !a.starts_with("--") {
+            if a[1..].contains('c') {
+                // The script is the first word after the options, which go on after `-c`
+                // (`sh -c -e 'rm x'`, `bash -c -- 'rm x'`, a fifty-ninth review).
+                script = words
+                    .get(i + 1)
+                    .filter(|s| a.ends_with('c') && !s.starts_with(['-', '+']));
+                if script.is_none() {
+                    seen.unclear = Some(format!("`{}` with options it cannot follow", words[0]));
+                    return;
+                }
+                break;
+            }
+            if a.contains('o') || a.contains('O') {
+                // `-o option`: skip its value.
+                i += 2;
+                continue;
+            }
+            i += 1;
+            continue;
+        }
+        if a.starts_with("--") || a.starts_with('+') {
+            i += 1;
+            continue;
+        }
+        // A script file, or `-s`: what it runs is not in its arguments.
+        seen.unclear = Some(format!(
+            "`{}` runs a script that is not in its arguments",
+            base(&words[0])
+        ));
+        return;
+    }
+    match script {
+        Some(s) => {
+            let inner = script_of(s, depth + 1);
+            seen.commands.extend(inner.commands);
+            if seen.unclear.is_none() {
+                seen.unclear = inner.unclear;
+            }
+        }
+        None if words.len() > 1 => {
+            seen.unclear = Some(format!(
+                "`{}` with options it cannot follow",
+                base(&words[0])
+            ));
+        }
+        // It runs what it reads (`echo 'rm x' | timeout 5 sh`, a fifty-eighth review).
+        None => mark(
+            seen,
+            format!("`{}` runs what it reads from its input", base(&words[0])),
+        ),
     }
 }

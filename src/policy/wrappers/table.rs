@@ -3,6 +3,28 @@
 
 use super::*;
 
+/// The shells, each of which runs its `-c SCRIPT` ([`shell_of`]).
+pub(super) const SHELLS: &[&str] = &[
+    "bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "oksh", "lksh", "pdksh",
+    "fish", "csh", "tcsh", "rc", "es", "nu", "elvish", "xonsh", "pwsh", "ion", "osh", "ysh",
+];
+
+/// The shells of [`SHELLS`] whose scripts the bash grammar reads as they do (zsh's own
+/// builtins are never allowed: `shell::ZSH_NEVER`).
+pub(super) const BASH_GRAMMAR: &[&str] = &[
+    "bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "oksh", "lksh", "pdksh",
+];
+
+/// The shell of [`SHELLS`] `program` runs: the shell of that name, or of it with a
+/// restricted shell's `r` before it (`rbash`, `rzsh`; `rsh` runs a remote one) or a
+/// version after it (`zsh5`, `ksh93`, `bash-5.2`), all of them a shell that runs its `-c`
+/// script (a fifty-ninth review: `timeout 5 rbash -c 'rm -f victim'` ran `rm` past a deny).
+pub(super) fn shell_of(program: &str) -> Option<&'static str> {
+    let name = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    let find = |n: &str| SHELLS.iter().copied().find(|s| *s == n);
+    find(name).or_else(|| name.strip_prefix('r').and_then(find))
+}
+
 /// `setarch ARCH` and the names it is installed under (util-linux's `SETARCH_LINKS`), which
 /// take no `ARCH`.
 #[rustfmt::skip]
