@@ -1,5 +1,5 @@
 //! What git may run besides itself from a session's repository (docs/POLICY.md, "Programs
-//! read by their arguments"): a hook its subcommand runs ([`hooks`]), a filter, diff or
+//! read by their arguments"): a hook its subcommand runs ([`hooks_in`]), a filter, diff or
 //! merge driver that may run the worktree's code ([`drivers`]), a `trailer.*.command` given
 //! a value, a new clone's hooks from the templates, and the same in each submodule git goes
 //! into. A git subcommand is asked while any of them may run code the agent writes.
@@ -153,7 +153,7 @@ fn hooks_of(sub: &str) -> Option<&'static [&'static str]> {
 /// Why `words`, a `git` command run from any of `folders` in a session in `session`, may
 /// not be allowed: another repository than the session's
 /// ([`super::gitdir::not_own`]), a driver that may run the worktree's code ([`drivers`]), a
-/// `trailer.*.command` given a value, or a hook its subcommand may run ([`hooks`]), in the
+/// `trailer.*.command` given a value, or a hook its subcommand may run ([`hooks_in`]), in the
 /// repository or in a submodule: hooks often run files of the worktree, which allowed
 /// commands write (husky's `core.hooksPath = .husky/_`, the pre-commit framework's
 /// `.pre-commit-config.yaml`). Each configuration is read once.
@@ -527,9 +527,14 @@ mod tests {
             "{why}"
         );
         assert!(s.refused(&sup, "git log -p").is_some());
-        // The same size, a later time: git hashes it again, through the filter.
-        std::thread::sleep(std::time::Duration::from_millis(1100));
+        // The same size, another time: git hashes it again, through the filter.
         std::fs::write(sub.join("a.txt"), "c\n").unwrap();
+        let then = std::time::UNIX_EPOCH + std::time::Duration::from_secs(946_684_800);
+        std::fs::File::options()
+            .write(true)
+            .open(sub.join("a.txt"))
+            .and_then(|f| f.set_modified(then))
+            .unwrap();
         s.git(&sup, &["status", "--short"]);
         assert!(
             s.ran("filter-ran"),
