@@ -923,6 +923,51 @@ fn a_cd_goes_where_bash_goes_and_the_agents_folder_is_the_sessions() {
     assert!(v.why.contains("not the session's folder"), "{}", v.why);
 }
 
+/// A part after `&&` runs only where the part before it succeeded, so after `cd src &&`
+/// a `cd ..` runs in `src` alone and lands back in the session's folder; after `;` or `||`
+/// it may run where a failed `cd` left the shell, and leave the session.
+#[test]
+fn a_cd_after_and_is_followed_from_where_the_cd_before_it_went() {
+    let d = scratch("cd-flow");
+    std::fs::write(d.join("a.txt"), "x\n").unwrap();
+    std::fs::write(d.join(".env"), "SECRET=1\n").unwrap();
+    let real = d.canonicalize().unwrap();
+    let pwd = sh_output("cd src && cd .. && pwd", &d);
+    assert_eq!(Path::new(pwd.trim_end()), real);
+    let pwd = sh_output("cd nothere 2>/dev/null; cd .. && pwd", &d);
+    assert_eq!(Some(Path::new(pwd.trim_end())), real.parent());
+    let p = rules(&["Bash(cat:*)", "Bash(ls:*)", "!Read(.env)"]);
+    allowed(
+        &p,
+        &d,
+        &[
+            "cd src && cd .. && cat a.txt",
+            "cd src && cd .. && cd src && ls",
+            "cd src && ls && cd .. && cat a.txt",
+        ],
+    );
+    decided(&p, &d, Decision::Deny, &["cd src && cd .. && cat .env"]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "cd src; cd .. && cat a.txt",
+            "cd src || cd .. && cat a.txt",
+            "cd src && ls || cd .. && cat a.txt",
+            "cd src | cd .. && cat a.txt",
+            "cd src && cd .. | cat a.txt && cd .. && ls",
+            "cd src && cd .. && cd .. && ls",
+        ],
+    );
+    // The same through calls: Claude Code's Bash kept the folder such a command left.
+    let mut call = exec("ls", &d);
+    call.tool = Some("Bash".into());
+    call.shell.moved_by = vec!["cd src && cd .. && ls".into()];
+    assert_eq!(p.decide(&call).decision, Decision::Allow);
+    call.shell.moved_by = vec!["cd src; cd .. && ls".into()];
+    assert_eq!(p.decide(&call).decision, Decision::Ask);
+}
+
 #[test]
 fn folders_and_files_made_by_mkdir_touch_and_tree_stay_home() {
     let d = scratch("made-files");

@@ -105,40 +105,43 @@ impl Policy {
         // wrappers run; only a rule for the part itself allows it. A `cd` into a folder of
         // the session's needs no rule: the parts after it are decided in every folder they
         // may run in, starting from where the agent's shell may be.
-        let mut folders = shell.unwrap_or_else(|why| {
+        let start = shell.unwrap_or_else(|why| {
             refused.get_or_insert(why);
             vec![call.cwd.clone()]
         });
         // The policy's own files are looked for from each of them too.
-        starts.clone_from(&folders);
+        starts.clone_from(&start);
+        let mut flow = super::moves::Flow::new(&start);
         let mut decided = Vec::new();
         let mut named_parts = Vec::new();
         for (i, part) in parts.iter().enumerate() {
+            let mut folders = flow.folders();
             let range = cmd.by_part.get(i).cloned().unwrap_or(0..0);
             let inner: Vec<&[String]> = cmd.seen[range].iter().map(Vec::as_slice).collect();
-            let named: Vec<named::Named> = if with_paths {
-                inner
-                    .iter()
+            // Followed whether a rule covers it or not ([`super::moves::unfollowed`]); a
+            // `cd` followed reads nothing in the folder it moves to.
+            let moved = super::moves::cd_moves(&part.words, &folders, &call.cwd);
+            let named: Vec<named::Named> = match with_paths && moved.is_none() {
+                true => (inner.iter())
                     .map(|w| named::Named::in_folders(w, &folders))
-                    .collect()
-            } else {
-                Vec::new()
+                    .collect(),
+                false => Vec::new(),
             };
             let outcome = self.decide_part(call, paths, &inner, &named, Some(&part.words));
-            // Followed whether a rule covers it or not ([`super::moves::unfollowed`]).
-            let moved = super::moves::cd_inside(&part.words, &folders, &call.cwd);
             if moved.is_none() && outcome.is_some() && i + 1 < parts.len() {
                 if let Some(why) = super::moves::unfollowed(&part.words) {
                     refused.get_or_insert(why);
                 }
             }
             let is_move = moved.is_some();
-            for dir in moved.into_iter().flatten() {
+            let moves = moved.unwrap_or_default();
+            flow.step(part.op, &moves);
+            for (_, dir) in moves {
                 if !folders.contains(&dir) {
                     folders.push(dir);
                 }
             }
-            named_parts.push((folders.clone(), named.into_iter().next()));
+            named_parts.push((folders, named.into_iter().next()));
             decided.push((part, outcome, is_move));
         }
         for want in [Decision::Deny, Decision::Ask] {
@@ -485,26 +488,30 @@ pub(super) fn shell_folders(call: &Call) -> Result<Vec<PathBuf>, String> {
         }) {
             return lost();
         }
-        for part in parts.iter().filter(|p| mover(&p.words)) {
+        // Each part where the `&&`, `||` and `;` before it lead ([`super::moves::Flow`]).
+        let mut flow = super::moves::Flow::new(&folders);
+        for part in parts {
+            let here = flow.folders();
+            if !mover(&part.words) {
+                flow.step(part.op, &[]);
+                continue;
+            }
             // Through a link, the folder it reached is where the link pointed then, which a
             // later command may have changed: the words replayed would follow it now.
-            if folders.iter().any(|from| {
+            if here.iter().any(|from| {
                 super::moves::cd_operand(&part.words)
                     .is_some_and(|d| super::moves::through_a_link(from, d))
             }) {
                 return lost();
             }
-            for from in folders.clone() {
-                match super::moves::cd_inside(&part.words, std::slice::from_ref(&from), &call.cwd) {
-                    Some(to) => {
-                        for dir in to {
-                            if !folders.contains(&dir) {
-                                folders.push(dir);
-                            }
-                        }
-                    }
-                    None => return lost(),
-                }
+            match super::moves::cd_moves(&part.words, &here, &call.cwd) {
+                Some(moves) => flow.step(part.op, &moves),
+                None => return lost(),
+            }
+        }
+        for dir in flow.all() {
+            if !folders.contains(&dir) {
+                folders.push(dir);
             }
         }
         if folders.len() > MAX_SHELL_FOLDERS {

@@ -182,3 +182,102 @@ pub fn cd_inside(words: &[String], folders: &[PathBuf], session: &Path) -> Optio
     }
     Some(to)
 }
+
+/// Where the parts of one command run, as its `&&`, `||`, `;` and `|` lead the shell: each
+/// folder it may be in with the status the last part run there left, for every way the
+/// parts before may have gone. A part after `&&` runs only where the one before succeeded,
+/// so after `cd sub && cd ..` the `cd ..` runs in `sub` alone, and one after `;` wherever
+/// the shell may be (a `cd` may fail and leave it where it was).
+#[derive(Debug, Clone)]
+pub struct Flow {
+    states: Vec<(PathBuf, bool)>,
+    /// The operator after the part last stepped over.
+    op: Option<&'static str>,
+}
+
+impl Flow {
+    /// The flow of a command that starts in any of `folders`.
+    pub fn new(folders: &[PathBuf]) -> Flow {
+        Flow {
+            states: folders.iter().map(|f| (f.clone(), true)).collect(),
+            op: None,
+        }
+    }
+
+    fn runs(&self, ok: bool) -> bool {
+        match self.op {
+            Some("&&") => ok,
+            Some("||") => !ok,
+            _ => true,
+        }
+    }
+
+    /// The folders the next part runs in.
+    pub fn folders(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = Vec::new();
+        for (f, ok) in &self.states {
+            if self.runs(*ok) && !out.contains(f) {
+                out.push(f.clone());
+            }
+        }
+        out
+    }
+
+    /// Every folder the shell may be in after the parts stepped over.
+    pub fn all(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = Vec::new();
+        for (f, _) in &self.states {
+            if !out.contains(f) {
+                out.push(f.clone());
+            }
+        }
+        out
+    }
+
+    /// Steps over a part followed by `op`, run in [`Self::folders`]: a `cd` followed
+    /// ([`cd_moves`]) moved the shell from each `(from, to)` of `moves` when it succeeded.
+    /// In a pipeline a part runs in a subshell, so a `cd` there may have moved it or not.
+    pub fn step(&mut self, op: Option<&'static str>, moves: &[(PathBuf, PathBuf)]) {
+        let piped = self.op == Some("|") || op == Some("|");
+        let mut next: Vec<(PathBuf, bool)> = Vec::new();
+        for (f, ok) in &self.states {
+            if !self.runs(*ok) {
+                next.push((f.clone(), *ok));
+                continue;
+            }
+            match moves.iter().find(|(from, _)| from == f) {
+                Some((_, to)) if !piped => next.extend([(to.clone(), true), (f.clone(), false)]),
+                Some((_, to)) => next.extend(
+                    [true, false]
+                        .into_iter()
+                        .flat_map(|s| [(to.clone(), s), (f.clone(), s)]),
+                ),
+                None => next.extend([(f.clone(), true), (f.clone(), false)]),
+            }
+        }
+        next.dedup();
+        self.states.clear();
+        for s in next {
+            if !self.states.contains(&s) {
+                self.states.push(s);
+            }
+        }
+        self.op = op;
+    }
+}
+
+/// Where `cd DIR` moves the shell from each of `folders`, as [`cd_inside`] follows it;
+/// `None` when it does not follow it from one of them.
+pub fn cd_moves(
+    words: &[String],
+    folders: &[PathBuf],
+    session: &Path,
+) -> Option<Vec<(PathBuf, PathBuf)>> {
+    folders
+        .iter()
+        .map(|from| {
+            let to = cd_inside(words, std::slice::from_ref(from), session)?;
+            Some((from.clone(), to.into_iter().next()?))
+        })
+        .collect()
+}
