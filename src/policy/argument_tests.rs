@@ -1092,6 +1092,8 @@ fn later_searches_argument_files_callables_and_tarballs_are_asked() {
     let d = scratch("sixth");
     std::fs::write(d.join(".env"), "SECRET=1\n").unwrap();
     std::fs::write(d.join("test_a.py"), "").unwrap();
+    std::fs::create_dir_all(d.join("tests")).unwrap();
+    std::fs::write(d.join("tests/test_a.py"), "").unwrap();
     std::fs::write(d.join("src/ign.txt"), "!.env\n").unwrap();
     let p = rules(&[
         "Bash(echo:*)",
@@ -1118,6 +1120,11 @@ fn later_searches_argument_files_callables_and_tarballs_are_asked() {
             // No such file: unittest imports the module `antigravity` (a fifty-ninth
             // review, with real python).
             "python3 -m unittest antigravity.py",
+            // A sixtieth review: a start folder or a name with a slash that is not there is
+            // imported as a module.
+            "python3 -m unittest discover -s antigravity",
+            "python3 -m unittest discover antigravity",
+            "python3 -m unittest tests/nothere.py",
             "npm install foo.tgz",
             "npm install ./foo.TAR.GZ",
         ],
@@ -1754,7 +1761,29 @@ fn git_is_asked_where_a_driver_may_run_the_worktrees_code() {
         git_in(&d, &["config", "filter.nb.clean", driver]);
         not_allowed(&p, &d, &["git add a.ipynb"]);
     }
+    // A program that loads its configuration, or a script, from where it runs (a sixtieth
+    // review: prettier ran a `prettier.config.js`, `awk -f` and `sed -f` a script).
+    for driver in [
+        "prettier --stdin-filepath %f",
+        "awk -f tools/x.awk",
+        "sed -f x.sed",
+    ] {
+        git_in(&d, &["config", "filter.nb.clean", driver]);
+        not_allowed(&p, &d, &["git add a.ipynb", "git status"]);
+    }
     git_in(&d, &["config", "--unset", "filter.nb.clean"]);
+    // `core.fsmonitor` runs at every read of the index, `git ls-files` too.
+    let lister = rules(&["Bash(git ls-files:*)", "Bash(git status:*)"]);
+    git_in(&d, &["config", "core.fsmonitor", "tools/fsmonitor-query"]);
+    std::fs::create_dir_all(d.join("tools")).unwrap();
+    toucher(&d.join("tools/fsmonitor-query"), &ran);
+    std::fs::remove_file(&ran).ok();
+    sh_output("git ls-files", &d);
+    assert!(ran.exists(), "git ls-files ran core.fsmonitor");
+    not_allowed(&lister, &d, &["git ls-files", "git status"]);
+    git_in(&d, &["config", "core.fsmonitor", "false"]);
+    allowed(&lister, &d, &["git ls-files", "git status"]);
+    git_in(&d, &["config", "--unset", "core.fsmonitor"]);
     git_in(&d, &["config", "diff.nb.textconv", "node conv.js"]);
     not_allowed(&p, &d, &["git diff"]);
     // The readers that show a diff or a file's text run it too (so each of git's subcommands
@@ -4324,16 +4353,50 @@ fn a_shell_a_runner_runs_hides_nothing_whatever_its_name_or_options() {
             "timeout 5 ssh -F cfg x",
             "timeout 5 ssh -E log x",
             "timeout 5 rsync -e 'rm -f victim --' a.txt x:b",
+            // A sixtieth review: a value taken inside `-c`'s cluster, `--` before `-c`
+            // (bash runs a file named `-c`), `--rcfile`'s value, a start file or a library
+            // named by a variable, zsh's and ksh's evaluating builtins, ssh's options after
+            // the host and `-G` (it prints `~/.ssh/config`).
+            "timeout 5 bash -oc pipefail 'rm -f victim'",
+            "timeout 5 sh -oc errexit 'cat .env'",
+            "timeout 5 bash -Oc extglob 'cat .env'",
+            "timeout 5 zsh -- -c ls",
+            "timeout 5 sh -- -c ls",
+            "timeout 5 bash --rcfile -c ls",
+            "timeout 5 bash --init-file -c ls",
+            "timeout 5 ksh -i -c 'ls'",
+            "timeout 5 env BASH_ENV=x bash -c :",
+            "timeout 5 env ZDOTDIR=z zsh -c :",
+            "timeout 5 env LD_PRELOAD=./x.so ls",
+            "timeout 5 zsh -c \"print -v 'a[$(rm victim)]' x\"",
+            "timeout 5 zsh -c \"zformat -f 'a[$(rm victim)]' x\"",
+            "timeout 5 zsh -c \"getln 'a[$(rm victim)]'\"",
+            "timeout 5 zsh -c 'zregexparse p s x /x/ \"-rm victim\"'",
+            "timeout 5 ksh -c 'hist -s x=v cat'",
+            "timeout 5 ssh 127.0.0.1 -p 2222 -I ./x.so true",
+            "timeout 5 ssh h -E out.log true",
+            "timeout 5 ssh -G h",
         ],
     );
+    // What bash does with them.
+    assert!(sh_output("bash -oc pipefail 'cat .env'", &d).contains("SECRET"));
+    files(&d, &[("-c", "cat .env\n")]);
+    assert!(sh_output("bash -- -c ls", &d).contains("SECRET"));
+    files(&d, &[("be", "cat .env\n")]);
+    assert!(sh_output("env BASH_ENV=be bash -c :", &d).contains("SECRET"));
     allowed(
         &p,
         &d,
         &[
             "timeout 5 bash -c 'ls src'",
             "timeout 5 sh -ec 'ls src'",
+            "timeout 5 bash -lc 'ls src'",
+            "timeout 5 bash -euo pipefail -c 'ls src'",
+            "timeout 5 bash --noprofile --norc -c 'ls src'",
             "timeout 5 zsh -c 'ls src'",
+            "timeout 5 env RUST_LOG=debug ls src",
             "timeout 5 ssh -p 22 -l u host uptime",
+            "timeout 5 ssh host -p 22 uptime",
         ],
     );
 }

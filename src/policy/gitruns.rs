@@ -175,10 +175,10 @@ fn refused_in(
         return Some(why);
     }
     let sub = words[1..].iter().find(|w| !w.starts_with('-'))?;
-    // These run no driver and no hook. The readers that show a diff or a file's text run
-    // the drivers (`git show`, `git log -p`, `git blame`, `git cat-file --textconv` ran a
-    // `textconv`).
-    if matches!(
+    // These run no driver and no hook but `core.fsmonitor`. The readers that show a diff or
+    // a file's text run the drivers (`git show`, `git log -p`, `git blame`, `git cat-file
+    // --textconv` ran a `textconv`).
+    let lister = matches!(
         sub.as_str(),
         "rev-parse"
             | "remote"
@@ -189,7 +189,8 @@ fn refused_in(
             | "rev-list"
             | "version"
             | "help"
-    ) {
+    );
+    if matches!(sub.as_str(), "version" | "help") {
         return None;
     }
     let why = |why: String| Some(format!("`git {sub}` may run {why}"));
@@ -203,9 +204,12 @@ fn refused_in(
     };
     let clone = sub == "clone";
     for r in std::iter::once(&repo).chain(&modules) {
-        if let Some(found) = drivers(r, session, clone, env) {
+        if let Some(found) = drivers(r, session, clone, lister, env) {
             return why(found);
         }
+    }
+    if lister {
+        return None;
     }
     let names = hooks_of(sub);
     if names.is_some_and(|n| n.is_empty()) {
@@ -237,31 +241,52 @@ fn refused_in(
         })
 }
 
-/// Programs that run code the folder they run in may hold (`python3 -m nbstripout`
-/// imports `./nbstripout.py` first), or a script they are given.
-const RUNS_CODE: &[&str] = &[
-    "python", "python2", "python3", "node", "nodejs", "npx", "npm", "pnpm", "yarn", "deno", "bun",
-    "bunx", "ruby", "perl", "php", "lua", "sh", "bash", "dash", "zsh", "ksh", "fish", "env", "uv",
-    "uvx", "poetry", "pipx", "make", "cargo", "go", "java", "Rscript", "julia",
+/// The drivers known to run no code of the folder they run in: a driver program by any
+/// other name may load it (`prettier` its `prettier.config.js`, `awk -f` and `sed -f` a
+/// script, `python3 -m nbstripout` a `nbstripout.py`: a sixtieth review), so git is asked
+/// while one is set.
+#[rustfmt::skip]
+const PLAIN_DRIVERS: &[&str] = &[
+    "git-lfs", "git-crypt", "cat", "strings", "hexdump", "xxd", "od", "iconv", "pdftotext",
 ];
 
 /// A filter, diff or merge driver set in any configuration file git reads in repository
 /// `r` (`filter.*.clean`, `smudge`, `process`; `diff.*.textconv`, `command`;
-/// `diff.external`; `merge.*.driver`) that may run code of the worktree: a command that is
-/// not one plain program named by its name or by a path outside the worktree and the
-/// session's folder, one of [`RUNS_CODE`], or a name that `PATH` finds inside the session
-/// from the worktree's top. git runs such a driver from there for any file a
+/// `diff.external`; `merge.*.driver`; `core.fsmonitor`, alone when `only_monitor`) that
+/// may run code of the worktree: a command that is not one plain program of
+/// [`PLAIN_DRIVERS`] named by its name or by a path outside the worktree and the session's
+/// folder, or a name that `PATH` finds inside the session from the worktree's top. git runs such a driver from there for any file a
 /// `.gitattributes` (which the agent writes) names, so the nbstripout install's `python3 -m
 /// nbstripout` ran a `nbstripout.py` written there. Where the top cannot be told, or for a
 /// `clone` (whose new worktree is the cloned files) while `PATH` has a relative folder, any
 /// driver is.
-fn drivers(r: &Repo, session: &Path, clone: bool, env: Env<'_>) -> Option<String> {
+fn drivers(
+    r: &Repo,
+    session: &Path,
+    clone: bool,
+    only_monitor: bool,
+    env: Env<'_>,
+) -> Option<String> {
     for (file, text) in &r.chain {
         for (section, key, value) in entries(text) {
             // A merge driver runs at `git show --remerge-diff`, a stash, a checkout `-m`
             // (a fifty-eighth review).
-            let driver = (section.starts_with("filter")
-                && matches!(key.as_str(), "clean" | "smudge" | "process"))
+            // `core.fsmonitor`, not a boolean, is a hook git runs at every read of the
+            // index, `ls-files` too (a sixtieth review).
+            let monitor = section == "core"
+                && key == "fsmonitor"
+                && !value.as_deref().is_none_or(|v| {
+                    matches!(
+                        v.to_ascii_lowercase().as_str(),
+                        "true" | "false" | "yes" | "no" | "on" | "off" | "1" | "0" | ""
+                    )
+                });
+            if only_monitor && !monitor {
+                continue;
+            }
+            let driver = monitor
+                || (section.starts_with("filter")
+                    && matches!(key.as_str(), "clean" | "smudge" | "process"))
                 || (section.starts_with("diff") && matches!(key.as_str(), "textconv" | "command"))
                 || (section == "diff" && key == "external")
                 || (section.starts_with("merge") && key == "driver");
@@ -287,8 +312,7 @@ fn drivers(r: &Repo, session: &Path, clone: bool, env: Env<'_>) -> Option<String
             let plain = value
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || " \t-_.,/:=%+@".contains(c));
-            let runs_code = RUNS_CODE.contains(&name)
-                || name.starts_with("python")
+            let runs_code = !PLAIN_DRIVERS.contains(&name)
                 || (program.contains('/')
                     && (!program.starts_with('/')
                         || [session, top]

@@ -99,6 +99,9 @@ impl Named {
                 if let Some(f) = e.files_there.iter().find(|f| !cwd.join(f).is_file()) {
                     named.unresolved = Some(format!("{f:?} is not a file here"));
                 }
+                if let Some(f) = e.folders_there.iter().find(|f| !cwd.join(f).is_dir()) {
+                    named.unresolved = Some(format!("{f:?} is not a folder here"));
+                }
                 (e.paths, e.unplaced, e.places, e.ignore_files)
             }
             // No model, or one that stopped: any word may be a path, and a program that

@@ -145,14 +145,18 @@ pub const NEVER_ALLOWED: &[&str] = &[
     "kill",
 ];
 
-/// zsh's builtins that run, define or evaluate what bash's grammar does not show (`emulate
-/// zsh -c 'cat .env'`, a fifty-ninth review), or change how later words are read
+/// zsh's and ksh's builtins that run, define or evaluate what bash's grammar does not show
+/// (`emulate zsh -c 'cat .env'`, a fifty-ninth review), or change how later words are read
 /// (`setopt`): never allowed, as [`NEVER_ALLOWED`].
 #[rustfmt::skip]
 const ZSH_NEVER: &[&str] = &[
     "emulate", "setopt", "unsetopt", "sched", "zmodload", "zpty", "ztcp", "zsocket", "zle",
     "autoload", "functions", "zcompile", "zstyle", "noglob", "nocorrect", "vared", "integer",
     "float", "private", "zparseopts", "repeat", "disable", "bindkey", "r", "zargs", "zf_rm",
+    // A name with a subscript evaluated (`print -v 'a[$(rm x)]'`), `-guard` eval'd; ksh93's
+    // `fc` (a sixtieth review).
+    "print", "zformat", "getln", "zregexparse", "pushln", "hist", "compound", "nameref",
+    "enum", "redirect", "stop",
 ];
 
 /// A parser for bash.

@@ -687,7 +687,7 @@ mod tests {
             "nice -10 rm -f victim",
             "nice --5 -n 2 rm -f victim",
             "env - rm -f victim",
-            "env -iu HOME A=1 rm -f victim",
+            "env -iu HOME CI=1 rm -f victim",
             "chrt -o 0 rm -f victim",
             "chrt --fifo 10 rm -f victim",
             "chrt -b rm -f victim",
@@ -752,7 +752,7 @@ mod tests {
             ("ssh-agent -a rm true", "true"),
             ("dbus-launch --config-file rm true", "true"),
             // GNU env: a `-` word after `NAME=VALUE` is the command.
-            ("env A=1 -i rm", "-i"),
+            ("env CI=1 -i rm", "-i"),
             // `setarch ARCH`: the first word only.
             ("setarch rm true", "true"),
             // chrt's priority is digits only.

@@ -39,12 +39,12 @@ const BASE: &[&str] = &[
 /// runs, and its standard input.
 #[rustfmt::skip]
 const CASES: &[(&[&str], Expect, &str)] = &[
-    (&["env", "-i", "-u", "HOME", "A=1", "{R}", "a", "-i"], Runs, ""),
-    (&["env", "-i", "A=1", "-u", "HOME", "{R}", "a"], Not, ""),
+    (&["env", "-i", "-u", "HOME", "CI=1", "{R}", "a", "-i"], Runs, ""),
+    (&["env", "-i", "CI=1", "-u", "HOME", "{R}", "a"], Not, ""),
     (&["env", "-", "{R}", "a"], Runs, ""),
     (&["env", "-iu", "HOME", "{R}", "a"], Runs, ""),
     (&["env", "-C", "/", "--unset=HOME", "{R}", "a"], Runs, ""),
-    (&["env", "A=1", "-i", "{R}", "a"], Not, ""),
+    (&["env", "CI=1", "-i", "{R}", "a"], Not, ""),
     (&["nice", "-n", "5", "{R}", "a", "-n", "3"], Runs, ""),
     (&["nice", "-5", "{R}", "a"], Runs, ""),
     (&["nice", "--adjustment=2", "{R}", "a"], Runs, ""),

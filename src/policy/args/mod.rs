@@ -93,6 +93,9 @@ pub struct Effects {
     /// Words that must each name a file where the command runs, or the program does more
     /// (`python -m unittest x.py` imports a module `x` when there is no file `x.py`).
     pub files_there: Vec<String>,
+    /// Words that must each name a folder where the command runs, or the program does more
+    /// (`unittest discover -s x` imports a module `x` when there is no folder `x`).
+    pub folders_there: Vec<String>,
 }
 
 impl Effects {

@@ -369,9 +369,36 @@ fn build_tools_take_their_plain_options_only() {
         "pytest --cov=../up",
         "pytest --cov-report=annotate",
         "pytest '--junitxml=$PWD/../x.xml'",
+        // A sixtieth review: `--cov` takes the next word too; a package name with a dot
+        // and a slash; a plugin after `--`; a test file whose module name has a dot;
+        // unittest's start folder and a name with a slash that are no file.
+        "pytest --cov antigravity.x -q",
+        "pytest --cov=antigravity.x/ -q",
+        "pytest -- -pantigravity",
+        "pytest -q -- -p antigravity",
+        "pytest antigravity.x.py",
+        "python3 -m pytest -q -- -pantigravity",
+        "python3 -m unittest antigravity.x.py",
+        "python3 -m unittest antigravity.x/",
+        "python3 -m unittest tests/",
+        "python3 -m unittest discover tests '*.py' top extra",
     ] {
         unknown(bad);
     }
+    assert_eq!(
+        understood("python3 -m unittest discover -s antigravity").folders_there,
+        ["antigravity"]
+    );
+    assert_eq!(
+        understood("python3 -m unittest discover tests 'test*.py' .").folders_there,
+        ["tests", "."]
+    );
+    assert_eq!(
+        understood("python3 -m unittest tests/test_a.py").files_there,
+        ["tests/test_a.py"]
+    );
+    understood("pytest --cov src -q -p no:cacheprovider");
+    understood("pytest -pno:cacheprovider tests/test_a.py::test_b");
     assert_eq!(
         reads("yarn add leftpad"),
         [(Access::TreeFollowed, "latest".to_owned())]

@@ -74,7 +74,32 @@ pub(super) fn pytest(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     if let Some(at) = w.iter().skip(1).position(|a| a.starts_with('@')) {
         return Err(stop(at + 1, "arguments read from a file (`@FILE`)"));
     }
-    let (met, ops) = options(w, 1, PYTEST, true, e)?;
+    // pytest loads a plugin of any word `-pNAME`, or `-p` and the next, before it reads
+    // its options, after `--` too (`pytest -- -pantigravity`, a sixtieth review).
+    for (i, a) in w.iter().enumerate().skip(1) {
+        let (plugin, at) = match a.strip_prefix("-p") {
+            Some("") => (
+                w.get(i + 1).map_or("", String::as_str),
+                (i + 1).min(w.len() - 1),
+            ),
+            Some(rest) => (rest, i),
+            None => continue,
+        };
+        if !plugin.strip_prefix("no:").is_some_and(plain_name) {
+            return Err(stop(at, "`-p` that loads a plugin"));
+        }
+    }
+    let (mut met, mut ops) = options(w, 1, PYTEST, true, e)?;
+    // pytest-cov's `--cov` takes the next word as its value too, unless it is an option.
+    for m in met
+        .iter_mut()
+        .filter(|m| m.name == "--cov" && m.value.is_none())
+    {
+        if let Some(at) = ops.iter().position(|&o| o == m.at + 1) {
+            m.value = Some(w[ops[at]].clone());
+            ops.remove(at);
+        }
+    }
     for m in &met {
         let v = m.value.as_deref().unwrap_or("");
         match m.name.as_str() {
@@ -94,8 +119,10 @@ pub(super) fn pytest(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             // `--cov=DIR` measures DIR, whose sources a report copies; a dotted name is
             // a module whose package coverage imports (`--cov=antigravity.x`, a
             // fifty-ninth review).
+            // A value that is not a folder is a package name, whose parents are imported
+            // (`--cov=antigravity.x/`, a sixtieth review): no name with a dot in it.
             "--cov" if !v.is_empty() => {
-                if outside(v) || (!v.contains('/') && v.contains('.') && v != ".") {
+                if outside(v) || v.split('/').any(|c| c.contains('.') && c != ".") {
                     return Err(stop(
                         m.value_at(w),
                         "`--cov` of a module to import or of a folder outside the project",
@@ -128,6 +155,15 @@ pub(super) fn pytest(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         // A test outside the project runs code that is not the project's.
         if outside(path) {
             return Err(stop(o, "a test outside the project"));
+        }
+        // A test file's folders and name make the name of the module pytest imports
+        // (`antigravity.x.py` imports `antigravity`, a sixtieth review).
+        let stem = path.strip_suffix(".py").unwrap_or(path);
+        if stem.split('/').any(|c| c.contains('.') && c != ".") {
+            return Err(stop(
+                o,
+                "a test whose module name would import another module",
+            ));
         }
         e.paths.push((Access::Read, path.to_owned()));
     }
@@ -180,25 +216,47 @@ pub(super) fn python(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                 "-t|--top-level-directory=T",
             ];
             let (met, ops) = options(w, i + 2, UNITTEST, true, e)?;
-            for m in met.iter().filter(|m| {
-                matches!(
-                    m.name.as_str(),
-                    "-s" | "--start-directory" | "-t" | "--top-level-directory"
-                )
-            }) {
-                if m.value.as_deref().is_some_and(outside) {
-                    return Err(stop(m.value_at(w), "tests outside the project"));
+            // A start or top folder that is not a folder is imported as a module
+            // (`discover -s antigravity`, a sixtieth review).
+            let mut folders: Vec<usize> = met
+                .iter()
+                .filter(|m| {
+                    matches!(
+                        m.name.as_str(),
+                        "-s" | "--start-directory" | "-t" | "--top-level-directory"
+                    )
+                })
+                .map(|m| m.value_at(w))
+                .collect();
+            let discover = ops.first().is_some_and(|&o| w[o] == "discover");
+            if discover {
+                // `discover [START [PATTERN [TOP]]]`.
+                for (n, &o) in ops.iter().enumerate().skip(1) {
+                    match n {
+                        1 | 3 => folders.push(o),
+                        2 => {}
+                        _ => return Err(stop(o, "more words than `discover` takes")),
+                    }
                 }
             }
-            for &o in &ops {
-                let name = w[o].as_str();
-                if name == "discover" {
-                    continue;
+            for &o in &folders {
+                if outside(&w[o]) {
+                    return Err(stop(o, "tests outside the project"));
                 }
+                e.folders_there.push(w[o].clone());
+                e.paths.push((Access::Tree, w[o].clone()));
+            }
+            for &o in ops.iter().filter(|_| !discover) {
+                let name = w[o].as_str();
                 // A module name: unittest imports it from anywhere on the path and calls
                 // what it names if that is callable (`webbrowser.main`); a test file's path
-                // is the project's.
-                if !name.contains('/') && !name.ends_with(".py") {
+                // is the project's, and its folders and name become a module's name, so
+                // none may hold a dot (`antigravity.x.py` imports `antigravity`).
+                let stem = name.strip_suffix(".py").unwrap_or("");
+                if stem
+                    .split('/')
+                    .any(|c| c.is_empty() || (c.contains('.') && c != "."))
+                {
                     return Err(stop(
                         o,
                         "a test named as a module (unittest calls whatever a name names): give its file",
@@ -209,9 +267,7 @@ pub(super) fn python(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                 }
                 // A `.py` name that is not a file is read as a module name (a fifty-ninth
                 // review: `antigravity.py` imported `antigravity`).
-                if !name.contains('/') {
-                    e.files_there.push(name.to_owned());
-                }
+                e.files_there.push(name.to_owned());
                 e.paths.push((Access::Read, name.to_owned()));
             }
             Ok(())

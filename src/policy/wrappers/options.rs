@@ -225,6 +225,15 @@ pub(super) fn parse(w: &Wrapper, args: &[String]) -> Parsed {
         }
         match w.assignments {
             Assign::Env if a.contains('=') => {
+                // `BASH_ENV=x`, `ENV=x`, `ZDOTDIR=z` make a shell run a file, `LD_PRELOAD`
+                // load one (a sixtieth review): only the variables a command may be given
+                // before it are read.
+                if !crate::policy::shell::harmless_assignment(a) {
+                    unclear(
+                        &mut out,
+                        format!("`{a}`, a variable that may change what runs"),
+                    );
+                }
                 assigned = true;
                 continue;
             }

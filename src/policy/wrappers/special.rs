@@ -195,34 +195,51 @@ pub(super) fn guess(
 /// followed (OpenSSH 9); any other (`-o ProxyCommand=…`, joined `-oProxyCommand=…` too,
 /// `-F`, `-E`, `-I`, `-S`, a fifty-ninth review) leaves what it runs unclear.
 pub(super) fn ssh(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) {
-    const FLAGS: &str = "46AaCfGgKkMNnqsTtVvXxYy";
+    // `-G` prints the configuration, `~/.ssh/config` read whole (a sixtieth review).
+    const FLAGS: &str = "46AaCfgKkMNnqsTtVvXxYy";
     const VALUED: &str = "BbcDeLlmOpQRw";
     let mut i = 1;
-    while let Some(w) = words.get(i).filter(|w| w.starts_with('-')) {
-        i += 1;
-        if w == "--" {
-            break;
-        }
-        for (at, c) in w.char_indices().skip(1) {
-            if FLAGS.contains(c) {
-                continue;
-            }
-            if VALUED.contains(c) {
-                // Its value: the rest of the word, or the next.
-                i += usize::from(at + 1 == w.len());
+    // ssh reads its options again after the host, up to `--` or the command (`ssh.c`'s
+    // `goto again`: `ssh h -I ./x.so true` loaded the agent's library).
+    let mut host = None;
+    for pass in 0..2 {
+        let mut ended = false;
+        while let Some(w) = words.get(i).filter(|w| w.starts_with('-')) {
+            i += 1;
+            if w == "--" {
+                ended = true;
                 break;
             }
-            mark(
-                seen,
-                format!("`ssh -{c}`: what it runs, reads or writes then cannot be told"),
-            );
-            return;
+            for (at, c) in w.char_indices().skip(1) {
+                if FLAGS.contains(c) {
+                    continue;
+                }
+                if VALUED.contains(c) {
+                    // Its value: the rest of the word, or the next.
+                    i += usize::from(at + 1 == w.len());
+                    break;
+                }
+                mark(
+                    seen,
+                    format!("`ssh -{c}`: what it runs, reads or writes then cannot be told"),
+                );
+                return;
+            }
         }
+        if ended || pass == 1 || i >= words.len() {
+            break;
+        }
+        host = Some(i);
+        i += 1;
     }
-    for s in words.iter().skip(i) {
+    // The host too, as before: a word read as a script more is only more seen.
+    for s in host.iter().map(|h| &words[*h]).chain(words.iter().skip(i)) {
         read_script(s, depth, script, seen);
     }
 }
+
+/// The names a shell's `-o NAME` may take before its script: they change no grammar.
+const SET_O: &[&str] = &["pipefail", "errexit", "nounset", "xtrace", "verbose"];
 
 /// `bash -c SCRIPT` (and `-lc`, `-ec`, `-xc`, any shell of [`SHELLS`] whose grammar is
 /// bash's): the script's commands; a shell given a script file or reading standard input,
@@ -236,40 +253,51 @@ pub(super) fn shell_c(words: &[String], depth: usize, script_of: ReadScript, see
         ));
         return;
     }
+    // Options read as allowed, never skipped: a cluster of `l`, `e`, `u`, `x`, `v`, with
+    // `-o NAME` of a few names at its end or `c` and the script next. A value taken
+    // inside the cluster (`bash -oc pipefail 'rm x'`), `--` (`bash -- -c ls` runs a file
+    // `-c`), `--rcfile FILE`, `-i` (rc files, `$ENV`, a history), `-O`, `+o` (a
+    // grammar of their own), or any other is unclear (a sixtieth review).
     let mut i = 1;
     let mut script = None;
     while i < words.len() {
         let a = words[i].as_str();
-        if a.starts_with('-') && a.len() > 1 && !a.starts_with("--") {
-            if a[1..].contains('c') {
-                // The script is the first word after the options, which go on after `-c`
-                // (`sh -c -e 'rm x'`, `bash -c -- 'rm x'`, a fifty-ninth review).
-                script = words
-                    .get(i + 1)
-                    .filter(|s| a.ends_with('c') && !s.starts_with(['-', '+']));
-                if script.is_none() {
-                    seen.unclear = Some(format!("`{}` with options it cannot follow", words[0]));
-                    return;
+        match a.strip_prefix('-').filter(|f| !f.is_empty()) {
+            Some("-login" | "-noprofile" | "-norc") => i += 1,
+            Some(flags) if flags.bytes().all(|b| b"leuxvoc".contains(&b)) => {
+                let (body, last) = flags.split_at(flags.len() - 1);
+                if body.contains(['o', 'c']) {
+                    break;
                 }
-                break;
+                match last {
+                    "c" => {
+                        script = words.get(i + 1).filter(|s| !s.starts_with(['-', '+']));
+                        break;
+                    }
+                    "o" if words
+                        .get(i + 1)
+                        .is_some_and(|v| SET_O.contains(&v.as_str())) =>
+                    {
+                        i += 2
+                    }
+                    "o" => break,
+                    _ => i += 1,
+                }
             }
-            if a.contains('o') || a.contains('O') {
-                // `-o option`: skip its value.
-                i += 2;
-                continue;
+            Some(_) => break,
+            None if a.starts_with('+') => break,
+            None => {
+                // A script file, or `-s`: what it runs is not in its arguments.
+                seen.unclear = Some(format!(
+                    "`{}` runs a script that is not in its arguments",
+                    base(&words[0])
+                ));
+                return;
             }
-            i += 1;
-            continue;
         }
-        if a.starts_with("--") || a.starts_with('+') {
-            i += 1;
-            continue;
-        }
-        // A script file, or `-s`: what it runs is not in its arguments.
-        seen.unclear = Some(format!(
-            "`{}` runs a script that is not in its arguments",
-            base(&words[0])
-        ));
+    }
+    if script.is_none() && i < words.len() {
+        seen.unclear = Some(format!("`{}` with options it cannot follow", words[0]));
         return;
     }
     match script {
