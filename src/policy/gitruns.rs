@@ -255,11 +255,11 @@ const PLAIN_DRIVERS: &[&str] = &[
 /// `diff.external`; `merge.*.driver`; `core.fsmonitor`, alone when `only_monitor`) that
 /// may run code of the worktree: a command that is not one plain program of
 /// [`PLAIN_DRIVERS`] named by its name or by a path outside the worktree and the session's
-/// folder, or a name that `PATH` finds inside the session from the worktree's top. git runs such a driver from there for any file a
-/// `.gitattributes` (which the agent writes) names, so the nbstripout install's `python3 -m
-/// nbstripout` ran a `nbstripout.py` written there. Where the top cannot be told, or for a
-/// `clone` (whose new worktree is the cloned files) while `PATH` has a relative folder, any
-/// driver is.
+/// folder, or a name that `PATH` finds inside the session from the worktree's top. git
+/// runs such a driver from there for any file a `.gitattributes` (which the agent writes)
+/// names, so the nbstripout install's `python3 -m nbstripout` ran a `nbstripout.py`
+/// written there. Where the top cannot be told, or for a `clone` (whose new worktree is
+/// the cloned files) while `PATH` has a relative folder, any driver is.
 fn drivers(
     r: &Repo,
     session: &Path,

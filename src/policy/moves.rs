@@ -255,7 +255,6 @@ impl Flow {
                 None => next.extend([(f.clone(), true), (f.clone(), false)]),
             }
         }
-        next.dedup();
         self.states.clear();
         for s in next {
             if !self.states.contains(&s) {
