@@ -78,7 +78,8 @@ pub fn not_own(session: &Path, folders: &[PathBuf]) -> Option<String> {
 /// or the user's `~/.gitconfig` including a dotfiles repository's `git/config`): a
 /// `core.fsmonitor` there runs at the next `git status`; or a folder above one (`ln -s evil
 /// git` where `git/config` is included); or the user's excludes file (a `!.env` there shows
-/// `.env` to `rg` in every repository). The chain is read once.
+/// `.env` to `rg` in every repository). The chain is read once, and each submodule's
+/// in `modules`.
 pub fn config_written<'a>(
     session: &Path,
     mut written: impl Iterator<Item = &'a Path>,
@@ -86,14 +87,23 @@ pub fn config_written<'a>(
 ) -> Option<String> {
     let first = written.next()?;
     let repo = discover(session);
-    let files = match super::gitconfig::config_chain(repo.as_deref(), env) {
-        Ok(chain) => {
-            let mut files: Vec<PathBuf> = chain.iter().map(|(f, _)| f.clone()).collect();
-            files.extend(excludes_of(&chain, env));
-            files
-        }
+    // The submodules' too: git runs in each at the superproject's `git status`, with its
+    // own configuration (a sixtieth review: `tee` wrote a file a submodule's config
+    // included).
+    let repos = match repo.as_deref().map(module_repos).transpose() {
+        Ok(modules) => std::iter::once(repo.clone()).chain(modules.into_iter().flatten().map(Some)),
         Err(why) => return Some(format!("git's configuration cannot be told {why}")),
     };
+    let mut files: Vec<PathBuf> = Vec::new();
+    for r in repos {
+        match super::gitconfig::config_chain(r.as_deref(), env) {
+            Ok(chain) => {
+                files.extend(chain.iter().map(|(f, _)| f.clone()));
+                files.extend(excludes_of(&chain, env));
+            }
+            Err(why) => return Some(format!("git's configuration cannot be told {why}")),
+        }
+    }
     let lowered = |p: &Path| PathBuf::from(p.to_string_lossy().to_lowercase());
     let settled: Vec<PathBuf> = files.iter().map(|f| lowered(&settle(f))).collect();
     std::iter::once(first).chain(written).find_map(|p| {
@@ -172,6 +182,43 @@ fn settle(p: &Path) -> PathBuf {
             _ => return p.to_path_buf(),
         }
     }
+}
+
+/// The most folders looked at beneath a repository's `modules`; more are asked.
+const MAX_MODULE_FOLDERS: usize = 64;
+
+/// The repositories of the submodules git keeps in the `modules` folder of repository
+/// `dir`'s common folder, nested ones too. `Err` past [`MAX_MODULE_FOLDERS`] or where one
+/// cannot be read.
+pub(super) fn module_repos(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut stack = vec![super::gitconfig::common_of(dir).join("modules")];
+    let (mut out, mut seen) = (Vec::new(), 0);
+    while let Some(d) = stack.pop() {
+        let list = match std::fs::read_dir(&d) {
+            Ok(list) => list,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("({} cannot be read: {e})", d.display())),
+        };
+        for entry in list {
+            let entry = entry.map_err(|e| format!("({} cannot be read: {e})", d.display()))?;
+            seen += 1;
+            if seen > MAX_MODULE_FOLDERS {
+                return Err("(more submodule folders than are read for one decision)".into());
+            }
+            let p = entry.path();
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if is_repository(&p) {
+                stack.push(p.join("modules"));
+                out.push(p);
+            } else {
+                // A submodule's name may have a `/` in it.
+                stack.push(p);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Whether git may take folder `d` itself for a repository: it holds a `HEAD` of any kind

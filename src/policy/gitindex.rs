@@ -112,16 +112,28 @@ fn index_entries(root: &Path) -> Option<Vec<(u32, Vec<u8>)>> {
 }
 
 /// Why `words`, a git command from a session in `session`, may not be allowed: the
-/// session's repository has a submodule whose repository is not one git made for it in
-/// its own folder (`.git/modules/…`) but one in the submodule's working folder, or where
-/// its `gitdir:` file points (`sub/.git/config` written by a file tool, then `git add
-/// sub`): `git status` and `git diff` run git there, with that repository's configuration
-/// (`core.fsmonitor`). An index that cannot be read is asked too.
+/// session's repository has a submodule, at any depth, whose repository is not one git
+/// made for it in its superproject's folder (`.git/modules/…`) but one in the submodule's
+/// working folder, or where its `gitdir:` file points (`sub/.git/config` written by a file
+/// tool, then `git add sub`; a sixtieth review: a nested submodule never initialized, with
+/// a `sub/nested/.git` the agent made): `git status` and `git diff` run git there, with
+/// that repository's configuration (`core.fsmonitor`). An index that cannot be read is
+/// asked too, and submodules nested deeper than [`SUBMODULE_DEPTH`] or more than
+/// [`MAX_SUBMODULES`].
 pub fn foreign_submodule(session: &Path, words: &[String]) -> Option<String> {
     if super::args::base(words.first()?) != "git" {
         return None;
     }
     let root = session.ancestors().find(|d| d.join(".git").exists())?;
+    foreign_in(root, SUBMODULE_DEPTH, &mut 0)
+}
+
+/// The most submodules looked into for one decision; more are asked.
+const MAX_SUBMODULES: usize = 64;
+
+/// [`foreign_submodule`] in the repository whose worktree is `root`, `depth` levels more
+/// deep at most, with `seen` submodules looked into so far.
+fn foreign_in(root: &Path, depth: usize, seen: &mut usize) -> Option<String> {
     let Some(found) = index_entries(root) else {
         return Some(format!(
             "the index of {} cannot be read, so its submodules cannot be told",
@@ -132,21 +144,35 @@ pub fn foreign_submodule(session: &Path, words: &[String]) -> Option<String> {
         super::gitdir::discover(root).map(|g| super::gitconfig::common_of(&g).join("modules"))?;
     let modules = modules.canonicalize().unwrap_or(modules);
     use std::os::unix::ffi::OsStrExt;
-    found
+    let subs = found
         .into_iter()
         .filter(|(mode, _)| mode & 0o170000 == 0o160000)
-        .map(|(_, name)| root.join(std::ffi::OsStr::from_bytes(&name)))
-        .find_map(|sub| {
-            let repo = super::gitdir::discover(&sub).filter(|_| sub.join(".git").exists())?;
-            (!repo.starts_with(&modules)).then(|| {
-                format!(
-                    "git may run in the submodule {} with the repository {}, which is not one git keeps in {} (allowed writes could have made it)",
-                    sub.display(),
-                    repo.display(),
-                    modules.display()
-                )
-            })
-        })
+        .map(|(_, name)| root.join(std::ffi::OsStr::from_bytes(&name)));
+    for sub in subs {
+        // git goes only into a submodule with a `.git` (`is_submodule_populated_gently`).
+        let Some(repo) = super::gitdir::discover(&sub).filter(|_| sub.join(".git").exists()) else {
+            continue;
+        };
+        if !repo.starts_with(&modules) {
+            return Some(format!(
+                "git may run in the submodule {} with the repository {}, which is not one git keeps in {} (allowed writes could have made it)",
+                sub.display(),
+                repo.display(),
+                modules.display()
+            ));
+        }
+        *seen += 1;
+        let (Some(deeper), true) = (depth.checked_sub(1), *seen <= MAX_SUBMODULES) else {
+            return Some(format!(
+                "{} has more submodules, or nested more deeply, than are read for one decision",
+                root.display()
+            ));
+        };
+        if let Some(why) = foreign_in(&sub, deeper, seen) {
+            return Some(why);
+        }
+    }
+    None
 }
 
 /// Extensions that do not change which files are listed (gitformat-index(5)): the cache

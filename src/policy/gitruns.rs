@@ -1,8 +1,9 @@
 //! What git may run besides itself from a session's repository (docs/POLICY.md, "Programs
 //! read by their arguments"): a hook its subcommand runs ([`hooks_in`]), a filter, diff or
 //! merge driver that may run the worktree's code ([`drivers`]), a `trailer.*.command` given
-//! a value, a new clone's hooks from the templates, and the same in each submodule git goes
-//! into. A git subcommand is asked while any of them may run code the agent writes.
+//! a value, a new clone's hooks and configuration from the templates, a URL an `insteadOf`
+//! rewrites, and the same in each submodule git goes into. A git subcommand is asked while
+//! any of them may run code the agent writes.
 //!
 //! Invariant: every place git takes a hook or a driver from is read, or the command is
 //! asked: each configuration file git reads ([`super::gitconfig::config_chain`]), the
@@ -28,9 +29,6 @@ struct Repo {
     chain: Chain,
 }
 
-/// The most folders looked at beneath a repository's `modules`; more are asked.
-const MAX_MODULE_FOLDERS: usize = 64;
-
 impl Repo {
     /// The repository git uses from `dir`; `Err`: why its configuration cannot be told.
     fn from(dir: &Path, env: Env<'_>) -> Result<Repo, String> {
@@ -47,46 +45,23 @@ impl Repo {
     }
 
     /// The submodules git keeps in the `modules` folder of this repository's common folder,
-    /// nested ones too: `git status` and `git diff` run git in each (a fifty-eighth review:
-    /// a submodule's `nbstripout` filter ran at the superproject's `git status`). `Err` past
-    /// [`MAX_MODULE_FOLDERS`] or where one cannot be read.
+    /// nested ones too ([`super::gitdir::module_repos`]): `git status` and `git diff` run
+    /// git in each (a fifty-eighth review: a submodule's `nbstripout` filter ran at the
+    /// superproject's `git status`).
     fn modules(&self, env: Env<'_>) -> Result<Vec<Repo>, String> {
         let Some(dir) = &self.dir else {
             return Ok(Vec::new());
         };
-        let mut stack = vec![super::gitconfig::common_of(dir).join("modules")];
-        let (mut out, mut seen) = (Vec::new(), 0);
-        while let Some(d) = stack.pop() {
-            let list = match std::fs::read_dir(&d) {
-                Ok(list) => list,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(format!("({} cannot be read: {e})", d.display())),
-            };
-            for entry in list {
-                let entry = entry.map_err(|e| format!("({} cannot be read: {e})", d.display()))?;
-                seen += 1;
-                if seen > MAX_MODULE_FOLDERS {
-                    return Err("(more submodule folders than are read for one decision)".into());
-                }
-                let p = entry.path();
-                if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    continue;
-                }
-                if super::gitdir::is_repository(&p) {
-                    let chain = config_chain(Some(&p), env)?;
-                    // git runs in it from its worktree, which its `core.worktree` names.
-                    let top = worktree(Some(&p), None, &chain, env);
-                    stack.push(p.join("modules"));
-                    out.push(Repo {
-                        dir: Some(p),
-                        top,
-                        chain,
-                    });
-                } else {
-                    // A submodule's name may have a `/` in it.
-                    stack.push(p);
-                }
-            }
+        let mut out = Vec::new();
+        for p in super::gitdir::module_repos(dir)? {
+            let chain = config_chain(Some(&p), env)?;
+            // git runs in it from its worktree, which its `core.worktree` names.
+            let top = worktree(Some(&p), None, &chain, env);
+            out.push(Repo {
+                dir: Some(p),
+                top,
+                chain,
+            });
         }
         Ok(out)
     }
@@ -227,7 +202,9 @@ fn refused_in(
         return why("a `trailer.*.command` with `--trailer`'s value in the shell's words".into());
     }
     if clone {
-        if let Some(found) = templates(&repo.chain, names, env) {
+        if let Some(found) =
+            templates(&repo.chain, names, env).or_else(|| rewritten(&repo.chain, words))
+        {
             return why(found);
         }
     }
@@ -382,17 +359,40 @@ fn hook_file(dir: &Path, names: Option<&[&str]>) -> Option<String> {
         .map(|n| dir.join(n).display().to_string())
 }
 
-/// A hook of `names` a new clone takes from the templates git copies into its repository:
-/// `GIT_TEMPLATE_DIR`, each `init.templateDir` set, and git's own (a fifty-eighth review: a
-/// user's template `post-checkout` that runs the repository's own `.githooks`); a template
-/// folder that cannot be placed is one.
+/// What git's template folders hold besides these (`info/exclude`, the hooks of
+/// [`templates`]) is asked for a clone: git copies all of it into the new repository, a
+/// `config` too (a sixtieth review: a template's `core.hooksPath = .githooks` ran the
+/// cloned files' hook).
+const TEMPLATE_PARTS: &[&str] = &["branches", "description", "hooks", "info"];
+
+/// A hook of `names` a new clone takes from the templates git copies into its repository,
+/// or anything else there but [`TEMPLATE_PARTS`]: from `GIT_TEMPLATE_DIR`, each
+/// `init.templateDir` set, and git's own, wherever it was built to look (beside the `git`
+/// that `PATH` finds, `/usr/local` or `/usr`: a fifty-eighth review, a user's template
+/// `post-checkout` that runs the repository's own `.githooks`); a template folder that
+/// cannot be placed is one.
 fn templates(chain: &Chain, names: Option<&[&str]>, env: Env<'_>) -> Option<String> {
     let (home, _) = super::rc::home_and_config(env);
     let mut dirs: Vec<PathBuf> = env("GIT_TEMPLATE_DIR")
         .map(PathBuf::from)
         .into_iter()
         .collect();
-    dirs.push(PathBuf::from("/usr/share/git-core/templates"));
+    // git's own: `$(prefix)/share/git-core/templates`, its `prefix` the one above its `bin`.
+    let path = env("PATH").unwrap_or_default();
+    let git = std::env::split_paths(&path)
+        .map(|d| d.join("git"))
+        .find(|g| g.is_file())
+        .and_then(|g| g.canonicalize().ok());
+    let own = git
+        .as_deref()
+        .and_then(|g| Some(g.parent()?.parent()?.to_path_buf()));
+    for prefix in own
+        .iter()
+        .map(PathBuf::as_path)
+        .chain([Path::new("/usr/local"), Path::new("/usr")])
+    {
+        dirs.push(prefix.join("share/git-core/templates"));
+    }
     for (file, text) in chain {
         for (section, key, value) in entries(text) {
             if section == "init" && key == "templatedir" {
@@ -411,7 +411,39 @@ fn templates(chain: &Chain, names: Option<&[&str]>, env: Env<'_>) -> Option<Stri
             }
         }
     }
-    dirs.iter().find_map(|d| hook_file(&d.join("hooks"), names))
+    dirs.iter().find_map(|d| {
+        let other = std::fs::read_dir(d)
+            .ok()?
+            .flatten()
+            .find(|e| !TEMPLATE_PARTS.contains(&e.file_name().to_string_lossy().as_ref()));
+        match other {
+            Some(e) => Some(format!(
+                "{}, a template git copies into the new repository",
+                e.path().display()
+            )),
+            None => hook_file(&d.join("hooks"), names),
+        }
+    })
+}
+
+/// A `url.<base>.insteadOf` of `chain` that rewrites a word of `words`, a clone's: git
+/// clones from what it leads to, ssh or a helper's (a sixtieth review: an `https://`
+/// clone went over ssh).
+fn rewritten(chain: &Chain, words: &[String]) -> Option<String> {
+    chain.iter().find_map(|(file, text)| {
+        entries(text).into_iter().find_map(|(section, key, value)| {
+            let value = value.unwrap_or_default();
+            (section.starts_with("url")
+                && key == "insteadof"
+                && words.iter().any(|w| w.starts_with(&value)))
+            .then(|| {
+                format!(
+                    "another URL than its words say (url.*.insteadOf `{value}` in {})",
+                    file.display()
+                )
+            })
+        })
+    })
 }
 
 /// A hook of `names` git may run in the repository it uses from `dir` ([`hooks_in`]), for
@@ -598,5 +630,96 @@ mod tests {
             s.ran("template-hook-ran"),
             "git clone ran the template's hook"
         );
+    }
+
+    /// A template's `config` is copied into the clone (its `core.hooksPath` ran the cloned
+    /// files' hook), and a `url.*.insteadOf` clones from another URL than the words say (a
+    /// sixtieth review, with real git).
+    #[test]
+    fn a_clone_is_asked_where_a_template_config_or_an_instead_of_leads_it() {
+        let s = Scratch::new("clone-config");
+        let src = s.repo("src", &[("a.txt", "a\n")]);
+        s.toucher(&src.join(".githooks/post-checkout"), "cloned-hook-ran");
+        s.git(&src, &["add", "-A"]);
+        s.git(&src, &["commit", "-qm", "hooks"]);
+        let tpl = s.0.join("home/tpl");
+        std::fs::create_dir_all(tpl.join("info")).unwrap();
+        s.git(&s.0, &["config", "--global", "init.templateDir", "~/tpl"]);
+        assert_eq!(s.refused(&s.0, "git clone src c0"), None);
+        std::fs::write(tpl.join("config"), "[core]\n\thooksPath = .githooks\n").unwrap();
+        let why = s.refused(&s.0, "git clone src c1").expect("asked");
+        assert!(why.contains("tpl/config"), "{why}");
+        s.git(&s.0, &["clone", "-q", "src", "c1"]);
+        assert!(
+            s.ran("cloned-hook-ran"),
+            "the template's config ran the hook"
+        );
+        std::fs::remove_file(tpl.join("config")).unwrap();
+        // An `https://` URL git rewrites to the local `src`.
+        let from = format!("url.{}/.insteadOf", src.display());
+        s.git(
+            &s.0,
+            &["config", "--global", &from, "https://example.invalid/"],
+        );
+        let why = s
+            .refused(&s.0, "git clone https://example.invalid/ c2")
+            .expect("asked");
+        assert!(why.contains("insteadOf"), "{why}");
+        s.git(&s.0, &["clone", "-q", "https://example.invalid/", "c2"]);
+        assert!(
+            s.0.join("c2/a.txt").exists(),
+            "git cloned the rewritten URL"
+        );
+        assert_eq!(s.refused(&s.0, "git clone https://example.org/r c3"), None);
+    }
+
+    /// A submodule of a submodule, never initialized, whose `.git` the agent makes: git
+    /// goes into it at the superproject's `git status` and runs its `core.fsmonitor`; and
+    /// a file a submodule's configuration includes is configuration too (a sixtieth
+    /// review, with real git).
+    #[test]
+    fn a_nested_submodules_repository_and_a_submodules_includes_are_guarded() {
+        let s = Scratch::new("nested");
+        s.repo("inner", &[("i.txt", "i\n")]);
+        let lib = s.repo("lib", &[("a.txt", "a\n")]);
+        s.git(&lib, &["submodule", "add", "-q", "../inner", "nested"]);
+        s.git(&lib, &["commit", "-qm", "nested"]);
+        let sup = s.repo("super", &[("r.txt", "r\n")]);
+        s.git(&sup, &["submodule", "add", "-q", "../lib", "sub"]);
+        s.git(&sup, &["commit", "-qm", "sub"]);
+        let git_words = |c: &str| c.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        let foreign = |c: &str| super::super::gitindex::foreign_submodule(&sup, &git_words(c));
+        assert_eq!(foreign("git status"), None);
+        // What the agent writes: a repository in the empty `sub/nested`.
+        let nested = sup.join("sub/nested");
+        s.git(&nested, &["init", "-q"]);
+        s.toucher(&nested.join("monitor.sh"), "monitor-ran");
+        s.git(&nested, &["config", "core.fsmonitor", "./monitor.sh"]);
+        let why = foreign("git status").expect("asked");
+        assert!(why.contains("sub/nested"), "{why}");
+        s.git(&sup, &["status", "--short"]);
+        assert!(s.ran("monitor-ran"), "git status ran the nested fsmonitor");
+        std::fs::remove_dir_all(&nested).unwrap();
+        std::fs::create_dir(&nested).unwrap();
+        assert_eq!(foreign("git status"), None);
+        // A submodule's configuration includes a file of the worktree.
+        let inc = sup.join("inc.cfg");
+        let env = {
+            let home = s.0.join("home").into_os_string();
+            move |k: &str| match k {
+                "HOME" => Some(home.clone()),
+                "GIT_CONFIG_SYSTEM" => Some("/dev/null".into()),
+                _ => None,
+            }
+        };
+        let written =
+            |p: &Path| super::super::gitdir::config_written(&sup, std::iter::once(p), &env);
+        assert_eq!(written(&inc), None);
+        s.git(
+            &sup.join("sub"),
+            &["config", "include.path", &inc.display().to_string()],
+        );
+        let why = written(&inc).expect("refused");
+        assert!(why.contains("inc.cfg"), "{why}");
     }
 }
