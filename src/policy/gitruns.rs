@@ -218,13 +218,15 @@ fn refused_in(
         })
 }
 
-/// The drivers known to run no code of the folder they run in: a driver program by any
+/// The drivers known to run no code of the folder they run in (difftastic's `difft` reads
+/// only its `DFT_*` variables, no file of its own): a driver program by any
 /// other name may load it (`prettier` its `prettier.config.js`, `awk -f` and `sed -f` a
 /// script, `python3 -m nbstripout` a `nbstripout.py`: a sixtieth review), so git is asked
 /// while one is set.
 #[rustfmt::skip]
 const PLAIN_DRIVERS: &[&str] = &[
     "git-lfs", "git-crypt", "cat", "strings", "hexdump", "xxd", "od", "iconv", "pdftotext",
+    "difft",
 ];
 
 /// A filter, diff or merge driver set in any configuration file git reads in repository

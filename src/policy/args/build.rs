@@ -160,6 +160,7 @@ pub(super) fn cargo(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         "fmt" => (CARGO_BUILD, false, Some(CARGO_RUSTFMT)),
         "run" | "r" => (CARGO_BUILD, false, None),
         "tree" | "metadata" => (CARGO_TREE, false, None),
+        "update" | "add" => return cargo_lock(w, sub_at, e),
         other => return Err(stop(sub_at, format!("`cargo {other}` has no model"))),
     };
     let (met, ops) = options(main, sub_at + 1, table, true, e)?;
@@ -216,6 +217,76 @@ pub(super) fn cargo(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         ) {
             return Err(stop(o, format!("`cargo {sub} -- {}`: a file", w[o])));
         }
+    }
+    Ok(())
+}
+
+/// `cargo update`'s options: packages by their names, a version, the workspace.
+const CARGO_UPDATE: &[&str] = &[
+    "-p|--package=",
+    "-w|--workspace",
+    "--recursive",
+    "--aggressive",
+    "--precise=",
+    "--breaking",
+    "-n|--dry-run",
+    "-v|--verbose",
+    "-q|--quiet",
+    "--color=",
+    "--frozen",
+    "--locked",
+    "--offline",
+];
+
+/// `cargo add`'s options that name no path, git repository, registry or manifest.
+const CARGO_ADD: &[&str] = &[
+    "-p|--package=",
+    "--dev",
+    "--build",
+    "--target=",
+    "-F|--features=",
+    "--optional",
+    "--no-optional",
+    "--default-features",
+    "--no-default-features",
+    "--rename=",
+    "--public",
+    "--no-public",
+    "-n|--dry-run",
+    "-v|--verbose",
+    "-q|--quiet",
+    "--color=",
+    "--frozen",
+    "--locked",
+    "--offline",
+];
+
+/// `cargo update` and `cargo add` from `w[sub]`: they change the manifest and its lock
+/// file from the registry, and run no build script. Their operands are packages by name
+/// (`serde`, `serde@1.0`), never a path, a URL or a git repository (`--path`, `--git`,
+/// `--manifest-path`, `--lockfile-path`, `--registry`: no model).
+fn cargo_lock(w: &[String], sub: usize, e: &mut Effects) -> Result<(), Stop> {
+    let table = if w[sub] == "add" {
+        CARGO_ADD
+    } else {
+        CARGO_UPDATE
+    };
+    let (met, ops) = options(w, sub + 1, table, true, e)?;
+    let named = met
+        .iter()
+        .filter(|m| {
+            matches!(
+                m.name.as_str(),
+                "-p" | "--package" | "--precise" | "--rename"
+            )
+        })
+        .filter_map(|m| Some((m.value_at(w), m.value.as_deref()?)));
+    let operands = ops.iter().map(|&o| (o, w[o].as_str()));
+    if let Some((at, _)) = named.chain(operands).find(|(_, v)| !plain_name(v)) {
+        return Err(stop(
+            at,
+            "a package that is not named by its name and version",
+        ));
     }
     Ok(())
 }
@@ -284,8 +355,30 @@ pub(super) fn npm(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             "yarn" => !f.ends_with(['=', '?']),
             _ => true,
         })
+        // pnpm's first pass knows these: `pnpm --filter canary test` filtered by
+        // `canary`, and ran no program of that name.
+        .chain(
+            match program {
+                "pnpm" => ["-r|--recursive", "-F|--filter="].as_slice(),
+                _ => &[],
+            }
+            .iter()
+            .copied(),
+        )
         .collect();
-    let (_, ops) = options(&w[..end], 1, &table, true, e)?;
+    let (met, ops) = options(&w[..end], 1, &table, true, e)?;
+    // A filter by a package's name or a glob of names: a folder (`./x`, `{x}`), a git
+    // revision (`[origin/main]`, which runs git) or what depends on a package is asked.
+    if let Some(m) = met.iter().find(|m| {
+        matches!(m.name.as_str(), "-F" | "--filter")
+            && !m.value.as_deref().is_some_and(|v| {
+                let name = v.strip_prefix('@').unwrap_or(v);
+                plain_name(&name.replace(['/', '*'], "x"))
+                    && !v.split('/').any(|c| matches!(c, "." | ".."))
+            })
+    }) {
+        return Err(stop(m.value_at(w), "a filter that is not a package's name"));
+    }
     if program == "yarn" {
         let first = ops.first().copied().unwrap_or(end);
         if let Some(o) = (1..first).find(|&o| w[o].starts_with('-')) {
