@@ -1784,6 +1784,10 @@ fn git_is_asked_where_a_driver_may_run_the_worktrees_code() {
     git_in(&d, &["config", "core.fsmonitor", "false"]);
     allowed(&lister, &d, &["git ls-files", "git status"]);
     git_in(&d, &["config", "--unset", "core.fsmonitor"]);
+    // difftastic reads no file of its own.
+    git_in(&d, &["config", "diff.external", "difft"]);
+    allowed(&p, &d, &["git diff"]);
+    git_in(&d, &["config", "--unset", "diff.external"]);
     git_in(&d, &["config", "diff.nb.textconv", "node conv.js"]);
     not_allowed(&p, &d, &["git diff"]);
     // The readers that show a diff or a file's text run it too (so each of git's subcommands

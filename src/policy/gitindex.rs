@@ -134,6 +134,13 @@ const MAX_SUBMODULES: usize = 64;
 /// [`foreign_submodule`] in the repository whose worktree is `root`, `depth` levels more
 /// deep at most, with `seen` submodules looked into so far.
 fn foreign_in(root: &Path, depth: usize, seen: &mut usize) -> Option<String> {
+    // Each index read is a step of the decision's work, as in [`tracked`].
+    if !super::path::take_step() {
+        return Some(format!(
+            "the submodules of {} are more than are read for one decision",
+            root.display()
+        ));
+    }
     let Some(found) = index_entries(root) else {
         return Some(format!(
             "the index of {} cannot be read, so its submodules cannot be told",

@@ -522,17 +522,21 @@ mod tests {
             self.0.join(canary).exists()
         }
 
-        /// [`refused_in`] of `cmd` run in `session`, with this home and no system files.
-        fn refused(&self, session: &Path, cmd: &str) -> Option<String> {
+        /// The environment git runs in here: this home and no system files.
+        fn env(&self) -> impl Fn(&str) -> Option<std::ffi::OsString> {
             let home = self.0.join("home").into_os_string();
-            let env = move |k: &str| match k {
+            move |k: &str| match k {
                 "HOME" => Some(home.clone()),
                 "GIT_CONFIG_SYSTEM" => Some("/dev/null".into()),
                 "PATH" => Some("/usr/bin:/bin".into()),
                 _ => None,
-            };
+            }
+        }
+
+        /// [`refused_in`] of `cmd` run in `session`, in [`Scratch::env`].
+        fn refused(&self, session: &Path, cmd: &str) -> Option<String> {
             let words: Vec<String> = cmd.split(' ').map(str::to_owned).collect();
-            refused_in(session, &[session.to_path_buf()], &words, &env)
+            refused_in(session, &[session.to_path_buf()], &words, &self.env())
         }
     }
 
@@ -706,14 +710,7 @@ mod tests {
         assert_eq!(foreign("git status"), None);
         // A submodule's configuration includes a file of the worktree.
         let inc = sup.join("inc.cfg");
-        let env = {
-            let home = s.0.join("home").into_os_string();
-            move |k: &str| match k {
-                "HOME" => Some(home.clone()),
-                "GIT_CONFIG_SYSTEM" => Some("/dev/null".into()),
-                _ => None,
-            }
-        };
+        let env = s.env();
         let written =
             |p: &Path| super::super::gitdir::config_written(&sup, std::iter::once(p), &env);
         assert_eq!(written(&inc), None);

@@ -367,8 +367,9 @@ pub(super) fn npm(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         )
         .collect();
     let (met, ops) = options(&w[..end], 1, &table, true, e)?;
-    // A filter by a package's name or a glob of names: a folder (`./x`, `{x}`), a git
-    // revision (`[origin/main]`, which runs git) or what depends on a package is asked.
+    // A filter by a package's name or a glob of names (`web`, `@acme/*`, `web...` with its
+    // dependencies): a folder (`./x`, `{x}`), a git revision (`[origin/main]`, which runs
+    // git) or a package's dependents (`...web`) is asked.
     if let Some(m) = met.iter().find(|m| {
         matches!(m.name.as_str(), "-F" | "--filter")
             && !m.value.as_deref().is_some_and(|v| {
