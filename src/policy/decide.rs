@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use super::command::Command;
+use super::gitindex::foreign_submodule;
 use super::parts::{left_behind, Ran};
 use super::*;
 
@@ -204,7 +205,7 @@ impl Policy {
                 .or_else(|| super::rc::refused(&part.words, folders))
                 .or_else(|| super::rc::refused(words, folders))
                 .or_else(|| super::gitruns::refused(&call.cwd, folders, words))
-                .or_else(|| super::gitindex::foreign_submodule(&call.cwd, words))
+                .or_else(|| foreign_submodule(&call.cwd, words, &mut path::take_step))
             {
                 *refused = Some(why);
                 break;

@@ -120,12 +120,17 @@ fn index_entries(root: &Path) -> Option<Vec<(u32, Vec<u8>)>> {
 /// that repository's configuration (`core.fsmonitor`). An index that cannot be read is
 /// asked too, and submodules nested deeper than [`SUBMODULE_DEPTH`] or more than
 /// [`MAX_SUBMODULES`].
-pub fn foreign_submodule(session: &Path, words: &[String]) -> Option<String> {
+/// Each index read takes a `step` of the decision's work, as in [`tracked`].
+pub fn foreign_submodule(
+    session: &Path,
+    words: &[String],
+    step: &mut dyn FnMut() -> bool,
+) -> Option<String> {
     if super::args::base(words.first()?) != "git" {
         return None;
     }
     let root = session.ancestors().find(|d| d.join(".git").exists())?;
-    foreign_in(root, SUBMODULE_DEPTH, &mut 0)
+    foreign_in(root, SUBMODULE_DEPTH, &mut 0, step)
 }
 
 /// The most submodules looked into for one decision; more are asked.
@@ -133,9 +138,13 @@ const MAX_SUBMODULES: usize = 64;
 
 /// [`foreign_submodule`] in the repository whose worktree is `root`, `depth` levels more
 /// deep at most, with `seen` submodules looked into so far.
-fn foreign_in(root: &Path, depth: usize, seen: &mut usize) -> Option<String> {
-    // Each index read is a step of the decision's work, as in [`tracked`].
-    if !super::path::take_step() {
+fn foreign_in(
+    root: &Path,
+    depth: usize,
+    seen: &mut usize,
+    step: &mut dyn FnMut() -> bool,
+) -> Option<String> {
+    if !step() {
         return Some(format!(
             "the submodules of {} are more than are read for one decision",
             root.display()
@@ -175,7 +184,7 @@ fn foreign_in(root: &Path, depth: usize, seen: &mut usize) -> Option<String> {
                 root.display()
             ));
         };
-        if let Some(why) = foreign_in(&sub, deeper, seen) {
+        if let Some(why) = foreign_in(&sub, deeper, seen, step) {
             return Some(why);
         }
     }

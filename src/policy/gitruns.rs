@@ -694,7 +694,8 @@ mod tests {
         s.git(&sup, &["submodule", "add", "-q", "../lib", "sub"]);
         s.git(&sup, &["commit", "-qm", "sub"]);
         let git_words = |c: &str| c.split(' ').map(str::to_owned).collect::<Vec<_>>();
-        let foreign = |c: &str| super::super::gitindex::foreign_submodule(&sup, &git_words(c));
+        let foreign =
+            |c: &str| super::super::gitindex::foreign_submodule(&sup, &git_words(c), &mut || true);
         assert_eq!(foreign("git status"), None);
         // What the agent writes: a repository in the empty `sub/nested`.
         let nested = sup.join("sub/nested");
