@@ -2180,13 +2180,15 @@ fn other_version_controls_and_node_modules_bin_are_never_written_under_a_prefix(
     allowed(
         &p,
         &d,
-        &[
-            "cp a.txt b.txt",
-            "mkdir -p node_modules/cowsay",
-            "go build",
-            "npx cowsay hi",
-        ],
+        &["cp a.txt b.txt", "mkdir -p node_modules/cowsay", "go build"],
     );
+    // npx runs the project's own `cowsay` only once it is there; before, it runs one from
+    // npm's global bin folder, or the registry's.
+    not_allowed(&p, &d, &["npx cowsay hi"]);
+    files(&d, &[("node_modules/cowsay/cli.js", "")]);
+    std::fs::create_dir_all(d.join("node_modules/.bin")).unwrap();
+    std::os::unix::fs::symlink("../cowsay/cli.js", d.join("node_modules/.bin/cowsay")).unwrap();
+    allowed(&p, &d, &["npx cowsay hi"]);
 }
 
 /// A twenty-fifth review: a response file (`strings @list`) or a list of files (`md5sum -c`, `file -f`) names
@@ -4401,6 +4403,78 @@ fn a_shell_a_runner_runs_hides_nothing_whatever_its_name_or_options() {
             "timeout 5 env RUST_LOG=debug ls src",
             "timeout 5 ssh -p 22 -l u host uptime",
             "timeout 5 ssh host -p 22 uptime",
+        ],
+    );
+}
+
+/// A sixty-first review: a runner hides nothing from a deny by the name its shell is
+/// installed under (`mksh-static`, any shell `/etc/shells` lists), by a builtin that
+/// evaluates (`bye`) or an alias (`run-help` is `man`), by a folder it changes to (a
+/// script's `cd`, `env -C`, `find -execdir`), or by a program that runs a command line
+/// (`tmux`); npx runs only the project's own program of a name (it ran `/usr/bin/rm`).
+#[test]
+fn a_runner_hides_no_shell_folder_or_program_from_a_deny() {
+    let d = scratch("sixty-first-runners");
+    files(
+        &d,
+        &[
+            ("secrets/token", "TOKEN=1\n"),
+            ("sub/x", ""),
+            ("victim", ""),
+            ("a.txt", "a\n"),
+        ],
+    );
+    // What the real programs do: each reads the denied file from where it changed to.
+    for cmd in [
+        "timeout 5 bash -c 'cd sub && cat ../secrets/token'",
+        "timeout 5 sh -c 'builtin cd sub 2>/dev/null || cd sub; cat ../secrets/token'",
+        "env -C sub cat ../secrets/token",
+        "find sub -name x -execdir cat ../secrets/token ';'",
+    ] {
+        assert!(sh_output(cmd, &d).contains("TOKEN"), "{cmd}");
+    }
+    let p = rules(&[
+        "Bash(timeout:*)",
+        "Bash(env:*)",
+        "Bash(unshare:*)",
+        "Bash(nsenter:*)",
+        "Bash(sudo:*)",
+        "Bash(find:*)",
+        "Bash(npx:*)",
+        "Bash(cat:*)",
+        "!Bash(rm:*)",
+        "!Read(./secrets/**)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "timeout 5 mksh-static -c 'rm -f victim'",
+            "timeout 5 bash -c 'cd sub && cat ../secrets/token'",
+            "timeout 5 bash -c 'pushd sub; cat ../secrets/token'",
+            "timeout 5 sh -c 'command cd sub; cat ../secrets/token'",
+            "env -C sub strings ../secrets/token",
+            "env --chdir=sub cat ../secrets/token",
+            "env -C sub bash -c 'cat ../secrets/token'",
+            "unshare --wd=sub strings ../secrets/token",
+            "nsenter --wd=sub strings ../secrets/token",
+            "sudo -D sub strings ../secrets/token",
+            "find sub -name x -execdir cat ../secrets/token ';'",
+            "timeout 5 zsh -c 'bye \"a[$(rm victim)]\"'",
+            "timeout 5 zsh -c 'run-help -P \"rm victim\" ls'",
+            "timeout 5 tmux new -d 'rm -f victim'",
+            "timeout 5 screen -dm rm -f victim",
+            "npx rm -rf victim",
+            "npx -p cowsay rm -rf victim",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "timeout 5 bash -c 'cat a.txt'",
+            "cd sub && cat x",
+            "env -u HOME cat a.txt",
         ],
     );
 }

@@ -270,6 +270,16 @@ pub fn from_argv(words: Vec<String>) -> Command {
     }
 }
 
+/// Whether a command (wrappers seen through: `builtin cd`) changes the shell's folder.
+fn changes_folder(words: &[String]) -> bool {
+    words.first().is_some_and(|w| {
+        matches!(
+            w.rsplit('/').next(),
+            Some("cd" | "pushd" | "popd" | "chdir")
+        )
+    })
+}
+
 /// A shell command line.
 pub fn parse(line: &str) -> Command {
     read(line, 0)
@@ -286,6 +296,12 @@ pub fn script(line: &str, depth: usize) -> Seen {
         Err(why) => Some(format!("a script a program runs is not plain ({why})")),
         Ok(parts) if parts.iter().any(|p| !p.globs.is_empty()) => {
             Some("a script a program runs matches names by a pattern".into())
+        }
+        // Its later paths are read from another folder than the one the rules are
+        // compared in (`timeout 5 bash -c 'cd sub && cat ../secrets/token'`, a sixty-first
+        // review): the line's own `cd` is followed ([`super::decide`]), a script's is not.
+        Ok(_) if c.seen.iter().any(|w| changes_folder(w)) => {
+            Some("a script a program runs changes its folder".into())
         }
         Ok(_) => None,
     });

@@ -519,13 +519,20 @@ fn review_a4bc3b6_words_after_cd_are_resolved_where_it_moves() {
         "cd src && cp x ../../.config/acp-question-bridge/policy.toml",
         "cd src; cd .. && cd .. && cp x .config/acp-question-bridge/policy.toml",
         "pushd src && cp x ../../.config/acp-question-bridge/policy.toml",
-        "env -C src cp x ../../.config/acp-question-bridge/policy.toml",
-        "env --chdir=src cp x ../../.config/acp-question-bridge/policy.toml",
         // Where `cd -` or `popd` goes cannot be told.
         "cd - && cp x y",
         "pushd src && popd && cp x y",
     ] {
         asked_as_own(&p, cmd, &cwd);
+    }
+    // A runner that changes folder is never allowed at all (a sixty-first review).
+    for cmd in [
+        "env -C src cp x ../../.config/acp-question-bridge/policy.toml",
+        "env --chdir=src cp x ../../.config/acp-question-bridge/policy.toml",
+    ] {
+        let v = decide_exactly(&p, cmd, &cwd);
+        assert_eq!(v.decision, Decision::Ask, "{cmd}: {}", v.why);
+        assert!(v.why.contains("another folder"), "{cmd}: {}", v.why);
     }
 }
 

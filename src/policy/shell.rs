@@ -157,6 +157,9 @@ const ZSH_NEVER: &[&str] = &[
     // `fc` (a sixtieth review).
     "print", "zformat", "getln", "zregexparse", "pushln", "hist", "compound", "nameref",
     "enum", "redirect", "stop",
+    // zsh's `bye` evaluates its argument as `exit` does; its alias `run-help` is `man`, whose
+    // options no model reads under that name (a sixty-first review).
+    "bye", "run-help",
 ];
 
 /// A parser for bash.

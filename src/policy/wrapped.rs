@@ -217,34 +217,23 @@ fn own_word(name: &str, w: &str, short: &str, long: &[&str]) -> bool {
     true
 }
 
-/// The long options by which a wrapper runs its program in another folder or root. A
-/// word names one when it is any beginning of one of them (`--ch=DIR`): getopt takes an
-/// abbreviation, and one that could be another option too is at worst asked.
-const ELSEWHERE_LONG: &[&str] = &["chdir", "wd", "wdns", "working-directory", "root", "chroot"];
-
-/// Each wrapper's short options that do the same (`env -C`, `sudo -D`/`-R`, `unshare
-/// -w`/`-R`, `nsenter -w`/`-W`/`-r`), in any cluster; `-C` of any wrapper, to be sure.
-fn elsewhere_short(wrapper: &str) -> &'static str {
-    match wrapper {
-        "sudo" => "CDR",
-        "unshare" => "CwR",
-        "nsenter" => "CwWr",
-        _ => "C",
-    }
-}
-
 /// Whether the wrappers' words (each wrapper's name, then its options) ask for another
-/// folder or root.
+/// folder or root: by [`wrappers::ELSEWHERE_LONG`] (any beginning of one: getopt takes an
+/// abbreviation, `--ch=DIR`), by each wrapper's own short options, or by `-C` of any, to
+/// be sure.
 fn elsewhere(words: &[String]) -> bool {
     let mut wrapper = "";
     for w in words {
         if let Some(long) = w.strip_prefix("--") {
             let name = long.split('=').next().unwrap_or_default();
-            if !name.is_empty() && ELSEWHERE_LONG.iter().any(|o| o.starts_with(name)) {
+            if !name.is_empty() && wrappers::ELSEWHERE_LONG.iter().any(|o| o.starts_with(name)) {
                 return true;
             }
         } else if let Some(short) = w.strip_prefix('-') {
-            if short.chars().any(|c| elsewhere_short(wrapper).contains(c)) {
+            if short
+                .chars()
+                .any(|c| c == 'C' || wrappers::elsewhere_short(wrapper).contains(c))
+            {
                 return true;
             }
         } else if wrappers::is_wrapper(std::slice::from_ref(w)) {

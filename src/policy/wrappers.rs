@@ -234,7 +234,13 @@ pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) 
         return unmodelled(u, program, words, depth, script, seen);
     }
     if let Some(w) = WRAPPERS.iter().find(|w| w.names.contains(&program)) {
-        run(w, program, words, depth, script, seen);
+        return run(w, program, words, depth, script, seen);
+    }
+    if listed_shell(program) {
+        mark(
+            seen,
+            format!("`{program}` is a shell /etc/shells lists, whose grammar is not modelled"),
+        );
     }
 }
 
@@ -248,6 +254,7 @@ pub(super) fn is_wrapper(words: &[String]) -> bool {
         || RUNS_UNSEEN.iter().any(|(n, _)| *n == p)
         || UNMODELLED.iter().any(|u| u.names.contains(&p))
         || WRAPPERS.iter().any(|w| w.names.contains(&p))
+        || listed_shell(p)
 }
 
 /// What wrapper `w` (run as `program`) runs, from its words.
@@ -267,6 +274,13 @@ fn run(
     let p = parse(w, args);
     if let Some(why) = &p.unclear {
         mark(seen, format!("`{program}`: {why}"));
+    }
+    let login = matches!(program, "su" | "runuser") && args.iter().any(|a| a == "-");
+    if login || program == "chroot" || p.options.iter().any(|(n, _)| moves_folder(program, n)) {
+        mark(
+            seen,
+            format!("`{program}` runs its command in another folder or root, where its paths are not those the rules are compared with"),
+        );
     }
     if let Some(why) = w.never {
         mark(seen, format!("`{program}`: {why}"));
@@ -417,6 +431,13 @@ fn find(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) {
     while i < words.len() {
         match words[i].as_str() {
             "-exec" | "-execdir" | "-ok" | "-okdir" => {
+                if words[i].ends_with("dir") {
+                    // It runs in each found file's folder, where its paths lead elsewhere.
+                    seen.unclear = Some(format!(
+                        "`find {}` runs its command in each found file's folder",
+                        words[i]
+                    ));
+                }
                 let end = words[i + 1..]
                     .iter()
                     .position(|w| w == ";" || w == "+")
@@ -526,6 +547,7 @@ mod special;
 mod table;
 use options::*;
 use special::*;
+pub(super) use special::{elsewhere_short, ELSEWHERE_LONG};
 use table::*;
 
 #[cfg(test)]
@@ -718,7 +740,21 @@ mod tests {
         ] {
             has(line, &["rm", "-f"]);
             let s = seen(line);
-            assert!(s.unclear.is_none(), "{line:?}: {:?}", s.unclear);
+            // A runner that changes folder or root (`su -`, `chroot`) is seen through, and
+            // never allowed.
+            let elsewhere = |u: &str| u.contains("another folder or root");
+            assert!(
+                s.unclear.as_deref().is_none_or(elsewhere),
+                "{line:?}: {:?}",
+                s.unclear
+            );
+        }
+        for line in [
+            "su - root -c 'rm -f victim'",
+            "unshare -R / rm -f victim",
+            "env -C / rm",
+        ] {
+            assert!(seen(line).unclear.is_some(), "{line:?}");
         }
     }
 

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use acp_question_bridge::policy::{command, file, Call, Decision, Policy, Tier};
 
-/// A project folder as agents find one: sources, tests, a repository, a secret.
+/// A project folder as agents find one: sources, tests, a repository, a secret, and the
+/// programs of its installed node packages (npx runs a name the project has not installed
+/// from npm's global bin folder, so such a name is asked).
 fn project() -> PathBuf {
     let d = std::env::temp_dir().join(format!("acp-qb-corpus-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -29,6 +31,10 @@ fn project() -> PathBuf {
         "build.log",
     ] {
         std::fs::write(d.join(f), "x\n").unwrap();
+    }
+    std::fs::create_dir_all(d.join("node_modules/.bin")).unwrap();
+    for bin in ["prettier", "tsc", "eslint", "vitest"] {
+        std::fs::write(d.join("node_modules/.bin").join(bin), "").unwrap();
     }
     d
 }

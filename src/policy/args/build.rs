@@ -517,8 +517,9 @@ fn registry_package(w: &str) -> bool {
         })
 }
 
-/// `npx PKG ARGS`: a package from the registry, then its own arguments, read by its model if
-/// it has one (unplaced otherwise). `-c`, `--call` and any other option are asked.
+/// `npx PKG ARGS`: a package the project has installed (its `node_modules/.bin/PKG`), then
+/// its own arguments, read by its model if it has one (unplaced otherwise). `-c`, `--call`
+/// and any other option are asked.
 pub(super) fn npx(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let mut i = 1;
     while let Some(a) = w.get(i) {
@@ -551,6 +552,13 @@ pub(super) fn npx(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     if !registry_package(pkg) {
         return Err(stop(i, "a package that is not a name from the registry"));
     }
+    // npm runs a name from the project's `node_modules/.bin`, else from its global bin
+    // folder (`/usr/bin` where its prefix is `/usr`), else a package of the registry's, with
+    // `-p`'s on `PATH` before the rest: only the project's own is the package its words
+    // name (a sixty-first review: `npx rm -rf victim` ran `/usr/bin/rm`).
+    let name = pkg.rsplit('/').next().unwrap_or(pkg);
+    let name = name.split('@').next().unwrap_or(name);
+    e.files_there.push(format!("node_modules/.bin/{name}"));
     delegate(w, i, e)
 }
 

@@ -283,6 +283,8 @@ fn build_tools_take_their_plain_options_only() {
         "npm --include dev ci",
         "npx prettier --check .",
         "pytest -x -q tests/test_a.py::test_b",
+        "pytest --import-mode=importlib tests/test_a.py",
+        "pytest --import-mode=prepend test/test_a.py",
         "pytest -k 'a and not b' --junitxml=out.xml",
         "pytest --cov=src --cov-report=term-missing -p no:cacheprovider",
         "cargo build --target x86_64-unknown-linux-musl",
@@ -361,6 +363,14 @@ fn build_tools_take_their_plain_options_only() {
         "pytest -c other.ini",
         "pytest -W error::mymod.Warn",
         "pytest --cov-report=xml:/elsewhere/x.xml -p pytest_cov",
+        // A sixty-first review: the standard library's module in place of the test.
+        "pytest --import-mode=append this.py",
+        "pytest --import-mode append this.py",
+        "pytest sub/unittest/__main__.py",
+        "pytest tests/_pytest/test_x.py",
+        "python3 -m unittest unittest/test_x.py",
+        "python3 -I -m unittest antigravity.py",
+        "python3 -P -m unittest antigravity.py",
         "cargo +/tmp/evil build",
         "cargo build --target /tmp/x/custom.json",
         "python -c 'import os'",
@@ -427,6 +437,15 @@ fn build_tools_take_their_plain_options_only() {
     assert_eq!(
         understood("python3 -m unittest test_a.py").files_there,
         ["test_a.py"]
+    );
+    // npx runs the project's own program of the name, or asks (`npx rm` ran `/usr/bin/rm`).
+    assert_eq!(
+        understood("npx @scope/prettier@3 --check .").files_there,
+        ["node_modules/.bin/prettier"]
+    );
+    assert_eq!(
+        understood("npx -y -p cowsay rm -rf victim").files_there,
+        ["node_modules/.bin/rm"]
     );
     assert_eq!(writes("go build -o bin/app ./cmd/app"), ["bin/app"]);
     assert_eq!(writes("pytest --junitxml=/x/out.xml"), ["/x/out.xml"]);

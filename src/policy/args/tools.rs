@@ -121,6 +121,14 @@ pub(super) fn pytest(w: &[String], e: &mut Effects) -> Result<(), Stop> {
             // fifty-ninth review).
             // A value that is not a folder is a package name, whose parents are imported
             // (`--cov=antigravity.x/`, a sixtieth review): no name with a dot in it.
+            // `append` puts a test's folder after the standard library's on the module
+            // path: `antigravity.py` imports the library's (a sixty-first review).
+            "--import-mode" if !matches!(v, "prepend" | "importlib") => {
+                return Err(stop(
+                    m.value_at(w),
+                    "an import mode other than `prepend` or `importlib`",
+                ))
+            }
             "--cov" if !v.is_empty() => {
                 if outside(v) || v.split('/').any(|c| c.contains('.') && c != ".") {
                     return Err(stop(
@@ -165,9 +173,63 @@ pub(super) fn pytest(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                 "a test whose module name would import another module",
             ));
         }
+        if let Some(f) = loaded_folder(path) {
+            return Err(stop(
+                o,
+                format!("a test in a folder `{f}`, named as a module pytest may have loaded"),
+            ));
+        }
         e.paths.push((Access::Read, path.to_owned()));
     }
     Ok(())
+}
+
+/// The modules pytest or unittest may have loaded before it imports a test (Python 3.11's
+/// `sys.stdlib_module_names` but `test` and those beginning with `_`, and pytest's own): a
+/// test in a folder of such a name is imported as a module of the loaded package, from
+/// wherever it is (a sixty-first review: `pytest sub/unittest/__main__.py` ran the
+/// standard library's `unittest.__main__`).
+#[rustfmt::skip]
+const LOADED: &[&str] = &[
+    "abc", "aifc", "antigravity", "argparse", "array", "ast", "asynchat", "asyncio",
+    "asyncore", "atexit", "audioop", "base64", "bdb", "binascii", "bisect", "builtins", "bz2",
+    "cProfile", "calendar", "cgi", "cgitb", "chunk", "cmath", "cmd", "code", "codecs",
+    "codeop", "collections", "colorama", "colorsys", "compileall", "concurrent",
+    "configparser", "contextlib", "contextvars", "copy", "copyreg", "crypt", "csv", "ctypes",
+    "curses", "dataclasses", "datetime", "dbm", "decimal", "difflib", "dis", "distutils",
+    "doctest", "email", "encodings", "ensurepip", "enum", "errno", "exceptiongroup",
+    "faulthandler", "fcntl", "filecmp", "fileinput", "fnmatch", "fractions", "ftplib",
+    "functools", "gc", "genericpath", "getopt", "getpass", "gettext", "glob", "graphlib",
+    "grp", "gzip", "hashlib", "heapq", "hmac", "html", "http", "idlelib", "imaplib", "imghdr",
+    "imp", "importlib", "iniconfig", "inspect", "io", "ipaddress", "itertools", "json",
+    "keyword", "lib2to3", "linecache", "locale", "logging", "lzma", "mailbox", "mailcap",
+    "marshal", "math", "mimetypes", "mmap", "modulefinder", "msilib", "msvcrt",
+    "multiprocessing", "netrc", "nis", "nntplib", "nt", "ntpath", "nturl2path", "numbers",
+    "opcode", "operator", "optparse", "os", "ossaudiodev", "packaging", "pathlib", "pdb",
+    "pickle", "pickletools", "pipes", "pkgutil", "platform", "plistlib", "pluggy", "poplib",
+    "posix", "posixpath", "pprint", "profile", "pstats", "pty", "pwd", "py", "py_compile",
+    "pyclbr", "pydoc", "pydoc_data", "pyexpat", "pygments", "pytest", "queue", "quopri",
+    "random", "re", "readline", "reprlib", "resource", "rlcompleter", "runpy", "sched",
+    "secrets", "select", "selectors", "shelve", "shlex", "shutil", "signal", "site", "smtpd",
+    "smtplib", "sndhdr", "socket", "socketserver", "spwd", "sqlite3", "sre_compile",
+    "sre_constants", "sre_parse", "ssl", "stat", "statistics", "string", "stringprep",
+    "struct", "subprocess", "sunau", "symtable", "sys", "sysconfig", "syslog", "tabnanny",
+    "tarfile", "telnetlib", "tempfile", "termios", "textwrap", "this", "threading", "time",
+    "timeit", "tkinter", "token", "tokenize", "tomli", "tomllib", "trace", "traceback",
+    "tracemalloc", "tty", "turtle", "turtledemo", "types", "typing", "unicodedata", "unittest",
+    "urllib", "uu", "uuid", "venv", "warnings", "wave", "weakref", "webbrowser", "winreg",
+    "winsound", "wsgiref", "xdrlib", "xml", "xmlrpc", "zipapp", "zipfile", "zipimport", "zlib",
+    "zoneinfo",
+];
+
+/// Why a test path's folders may make pytest or unittest import a module from elsewhere: a
+/// folder named as a module already loaded, or one beginning with `_`.
+fn loaded_folder(path: &str) -> Option<&str> {
+    let mut folders: Vec<&str> = path.split('/').collect();
+    folders.pop();
+    folders
+        .into_iter()
+        .find(|c| c.starts_with('_') || LOADED.contains(c))
 }
 
 /// Whether a path leaves the project: absolute, from the home folder, or through `..`.
@@ -175,8 +237,10 @@ fn outside(path: &str) -> bool {
     path.starts_with(['/', '~']) || path.split('/').any(|c| c == "..")
 }
 
-/// `python -m pytest …` (read as pytest) and `python -m unittest …`, with `-B`, `-u`, `-q`, `-E`, `-s`, `-I` before `-m`. Any other
-/// use of the interpreter (a script, `-c`) is asked.
+/// `python -m pytest …` (read as pytest) and `python -m unittest …`, with `-B`, `-u`, `-q`,
+/// `-E`, `-s`, `-b` before `-m` (not `-I` or `-P`: without the current folder on the module
+/// path, `unittest antigravity.py` imports the standard library's, a sixty-first review).
+/// Any other use of the interpreter (a script, `-c`) is asked.
 pub(super) fn python(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let mut i = 1;
     while let Some(a) = w.get(i) {
@@ -186,7 +250,7 @@ pub(super) fn python(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         if a.starts_with('-')
             && a.len() > 1
             && !a.starts_with("--")
-            && a[1..].chars().all(|c| "BuqEsIb".contains(c))
+            && a[1..].chars().all(|c| "BuqEsb".contains(c))
         {
             i += 1;
             continue;
@@ -264,6 +328,14 @@ pub(super) fn python(w: &[String], e: &mut Effects) -> Result<(), Stop> {
                 }
                 if outside(name) {
                     return Err(stop(o, "a test outside the project"));
+                }
+                if let Some(f) = loaded_folder(name) {
+                    return Err(stop(
+                        o,
+                        format!(
+                            "a test in a folder `{f}`, named as a module python may have loaded"
+                        ),
+                    ));
                 }
                 // A `.py` name that is not a file is read as a module name (a fifty-ninth
                 // review: `antigravity.py` imported `antigravity`).

@@ -321,3 +321,62 @@ pub(super) fn shell_c(words: &[String], depth: usize, script_of: ReadScript, see
         ),
     }
 }
+
+/// Whether `/etc/shells` lists a program of this name: a login shell of this machine, which
+/// runs a script by a grammar not modelled when it is none of [`SHELLS`] (`mksh-static`,
+/// `git-shell`, a sixty-first review). Read once; a file that cannot be read lists none
+/// (the names of [`SHELLS`] are shells all the same).
+pub(super) fn listed_shell(program: &str) -> bool {
+    static LISTED: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    LISTED
+        .get_or_init(|| {
+            std::fs::read_to_string("/etc/shells")
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.starts_with('/'))
+                .filter_map(|l| l.trim().rsplit('/').next().map(str::to_owned))
+                .filter(|n| !n.is_empty())
+                .collect()
+        })
+        .iter()
+        .any(|n| n == program)
+}
+
+/// The long options by which a runner runs its command in another folder or root (as
+/// parsed: `--chdir`, for `env -C`, `sudo -D`, `bwrap --chdir`, `unshare --wd`, `nsenter
+/// --wdns`, `chroot`'s root), or in the home folder of a login (`sudo -i`, `su -l`).
+pub(in crate::policy) const ELSEWHERE_LONG: &[&str] = &[
+    "chdir",
+    "wd",
+    "wdns",
+    "working-directory",
+    "root",
+    "chroot",
+    "login",
+];
+
+/// Each runner's short options that do the same (`env -C`, `sudo -D`/`-R`/`-i`, `unshare
+/// -w`/`-R`, `nsenter -w`/`-W`/`-r`, `su -l`).
+pub(in crate::policy) fn elsewhere_short(wrapper: &str) -> &'static str {
+    match wrapper {
+        "env" => "C",
+        "sudo" => "DRi",
+        "unshare" => "wR",
+        "nsenter" => "wWr",
+        "su" | "runuser" => "l",
+        _ => "",
+    }
+}
+
+/// Whether option `name` of `wrapper`, as parsed, runs its command in another folder than
+/// the one its words' paths are compared from (a sixty-first review: `env -C sub strings
+/// ../secrets/token` read the denied file; the line's own `cd` is followed, no runner's).
+pub(super) fn moves_folder(wrapper: &str, name: &str) -> bool {
+    match name.strip_prefix("--") {
+        Some(long) => ELSEWHERE_LONG.contains(&long.trim_end_matches('=')),
+        None => {
+            let short = name.strip_prefix('-').unwrap_or_default();
+            short.len() == 1 && elsewhere_short(wrapper).contains(short)
+        }
+    }
+}

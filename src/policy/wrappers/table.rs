@@ -18,9 +18,11 @@ pub(super) const BASH_GRAMMAR: &[&str] = &[
 /// The shell of [`SHELLS`] `program` runs: the shell of that name, or of it with a
 /// restricted shell's `r` before it (`rbash`, `rzsh`; `rsh` runs a remote one) or a
 /// version after it (`zsh5`, `ksh93`, `bash-5.2`), all of them a shell that runs its `-c`
-/// script (a fifty-ninth review: `timeout 5 rbash -c 'rm -f victim'` ran `rm` past a deny).
+/// script (a fifty-ninth review: `timeout 5 rbash -c 'rm -f victim'` ran `rm` past a deny),
+/// or Debian's statically linked build of it (`mksh-static`, a sixty-first review).
 pub(super) fn shell_of(program: &str) -> Option<&'static str> {
-    let name = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    let name = program.strip_suffix("-static").unwrap_or(program);
+    let name = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
     let find = |n: &str| SHELLS.iter().copied().find(|s| *s == n);
     find(name).or_else(|| name.strip_prefix('r').and_then(find))
 }
@@ -565,6 +567,14 @@ pub(super) const UNMODELLED: &[Unmodelled] = &[
 /// allowed.
 pub(super) const RUNS_UNSEEN: &[(&str, &str)] = &[
     ("newgrp", "it runs a shell reading its standard input"),
+    (
+        "tmux",
+        "its commands run shell command lines (`new -d CMD`, `run-shell`, `send-keys`) and its server's configuration",
+    ),
+    (
+        "screen",
+        "it runs its command, or a shell, in a session that reads `.screenrc` and keys sent to it (`-X stuff`)",
+    ),
     ("sparc32bash", "it runs a shell reading its standard input"),
     ("expect", "it runs a Tcl script"),
 ];

@@ -236,6 +236,27 @@ pub const KNOWN: &[Known] = &[
         shape: |w| is(w, "pytest") || is(w, "python3"),
     },
     Known {
+        cmd: "pytest --import-mode=append this.py",
+        found: "imports the standard library's `this` (it printed the Zen of Python), not the \
+                test file: `append` puts the test's folder after the library's on the path",
+        shape: |w| (is(w, "pytest") || is(w, "python3")) && long(w, "--import-mode"),
+    },
+    Known {
+        cmd: "pytest sub/unittest/__main__.py",
+        found: "ran the standard library's `unittest.__main__` (its usage message): pytest \
+                had loaded `unittest`, and the folder's name made the test a module of it",
+        shape: |w| {
+            (is(w, "pytest") || is(w, "python3"))
+                && w.iter().any(|x| x.split('/').any(|c| c == "unittest"))
+        },
+    },
+    Known {
+        cmd: "python3 -I -m unittest antigravity.py",
+        found: "imported the standard library's `antigravity` (`-I` leaves the current \
+                folder off the module path), which opens a web browser",
+        shape: |w| is(w, "python3") && w.iter().any(|x| x.starts_with('-') && x.contains('I')),
+    },
+    Known {
         cmd: "tee -",
         found: "writes a file named `-` (the policy leaves the word `-` out of the paths it \
                 checks, but tee, rm, mv, ln, install, cp and `git clone` take it as a \
