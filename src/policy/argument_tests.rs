@@ -1906,7 +1906,19 @@ fn git_subcommands_that_run_hooks_are_asked_while_the_repository_has_hooks() {
     // fifty-sixth review): real git ran it.
     let ran = d.join("index-hook-ran");
     toucher(&d.join(".git/hooks/post-index-change"), &ran);
-    std::fs::write(d.join("notes.txt"), "changed\n").unwrap();
+    // The same text at another time: git finds the entry's stat changed and its content
+    // not, so it writes the index whatever second the test runs in (new text would leave
+    // the entry as it was, and the index unwritten unless it was racily clean).
+    let notes = d.join("notes.txt");
+    let text = std::fs::read(&notes).unwrap();
+    std::fs::write(&notes, text).unwrap();
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    std::fs::File::options()
+        .write(true)
+        .open(&notes)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
     git(&["describe", "--dirty", "--always"]);
     assert!(ran.exists(), "git describe --dirty ran post-index-change");
     not_allowed(

@@ -149,7 +149,31 @@ fn refused_in(
     if let Some(why) = super::gitdir::not_own(session, folders) {
         return Some(why);
     }
-    let sub = words[1..].iter().find(|w| !w.starts_with('-'))?;
+    // The subcommand: the first word after git's own options, `-c NAME=VALUE` and the
+    // others that take the next word skipped.
+    let mut at = 1;
+    while let Some(w) = words.get(at).filter(|w| w.starts_with('-')) {
+        let valued = [
+            "-C",
+            "-c",
+            "--git-dir",
+            "--work-tree",
+            "--namespace",
+            "--exec-path",
+        ];
+        let more = [
+            "--config-env",
+            "--super-prefix",
+            "--list-cmds",
+            "--attr-source",
+        ];
+        at += if valued.iter().chain(&more).any(|v| v == w) {
+            2
+        } else {
+            1
+        };
+    }
+    let sub = words.get(at)?;
     // These run no driver and no hook but `core.fsmonitor`. The readers that show a diff or
     // a file's text run the drivers (`git show`, `git log -p`, `git blame`, `git cat-file
     // --textconv` ran a `textconv`).
@@ -185,6 +209,31 @@ fn refused_in(
     }
     if lister {
         return None;
+    }
+    // A diff of a submodule's changes as a diff or a log runs git in the submodule's folder
+    // wherever history had one, with the repository found there, not only where the index
+    // has one (a sixty-first review: `git show --submodule=diff HEAD~1` ran a textconv of
+    // an agent's `sub/.git/config`).
+    let by_word = words.iter().find(|w| {
+        w.strip_prefix("--submodule")
+            .is_some_and(|v| v.is_empty() || (v.starts_with('=') && v != "=short"))
+    });
+    let by_config = repo.chain.iter().find(|(_, text)| {
+        entries(text).iter().any(|(section, key, value)| {
+            section == "diff"
+                && key == "submodule"
+                && value
+                    .as_deref()
+                    .is_some_and(|v| !v.eq_ignore_ascii_case("short"))
+        })
+    });
+    if let Some(how) = by_word
+        .cloned()
+        .or_else(|| by_config.map(|(f, _)| format!("diff.submodule in {}", f.display())))
+    {
+        return why(format!(
+            "git in a submodule's folder from history ({how}), with whatever repository is there"
+        ));
     }
     let names = hooks_of(sub);
     if names.is_some_and(|n| n.is_empty()) {
@@ -721,5 +770,46 @@ mod tests {
         );
         let why = written(&inc).expect("refused");
         assert!(why.contains("inc.cfg"), "{why}");
+    }
+    /// A diff of submodules as a diff or a log goes into each submodule's folder from
+    /// history, not only where the index has a gitlink, with the repository found there (a
+    /// sixty-first review, with real git: a textconv of an agent's `sub/.git/config` ran).
+    #[test]
+    fn a_submodule_diff_from_history_is_asked() {
+        let s = Scratch::new("from-history");
+        let sup = s.repo("super", &[("r.txt", "r\n")]);
+        s.git(&sup, &["clone", "-q", ".git", "sub"]);
+        let sub = sup.join("sub");
+        s.git(&sup, &["add", "sub"]);
+        // From history: a commit had the gitlink, the index no longer has it; real git
+        // goes into `sub` for a diff of it and runs the textconv `sub/.git/config` names.
+        s.git(&sup, &["commit", "-qm", "sub"]);
+        s.git(&sup, &["rm", "-q", "--cached", "sub"]);
+        s.git(&sup, &["commit", "-qm", "no sub"]);
+        std::fs::write(sup.join("sub/r.txt"), "changed\n").unwrap();
+        s.git(&sup.join("sub"), &["commit", "-qam", "changed"]);
+        s.toucher(&sup.join("conv.sh"), "textconv-ran");
+        let conv = sup.join("conv.sh").display().to_string();
+        s.git(&sub, &["config", "diff.x.textconv", &conv]);
+        std::fs::write(sub.join(".git/info/attributes"), "* diff=x\n").unwrap();
+        s.git(&sup, &["show", "--submodule=diff", "HEAD~1"]);
+        assert!(
+            s.ran("textconv-ran"),
+            "git show ran the submodule's textconv"
+        );
+        for cmd in [
+            "git show --submodule=diff HEAD~1",
+            "git log -p --submodule HEAD",
+            "git diff --submodule=log HEAD~2",
+        ] {
+            let why = s
+                .refused(&sup, cmd)
+                .unwrap_or_else(|| panic!("{cmd}: allowed"));
+            assert!(why.contains("from history"), "{cmd}: {why}");
+        }
+        assert_eq!(s.refused(&sup, "git show --submodule=short HEAD~1"), None);
+        s.git(&sup, &["config", "diff.submodule", "diff"]);
+        let why = s.refused(&sup, "git show HEAD~1").expect("diff.submodule");
+        assert!(why.contains("diff.submodule"), "{why}");
     }
 }
