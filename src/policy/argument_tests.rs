@@ -2201,6 +2201,15 @@ fn other_version_controls_and_node_modules_bin_are_never_written_under_a_prefix(
     std::fs::create_dir_all(d.join("node_modules/.bin")).unwrap();
     std::os::unix::fs::symlink("../cowsay/cli.js", d.join("node_modules/.bin/cowsay")).unwrap();
     allowed(&p, &d, &["npx cowsay hi"]);
+    // From a subfolder, npm runs the nearest `node_modules/.bin/cowsay` up: the project's,
+    // or a subfolder's own before it, which must be a file too.
+    std::fs::create_dir_all(d.join("pkg/src")).unwrap();
+    allowed(&p, &d.join("pkg/src"), &["npx cowsay hi"]);
+    std::fs::create_dir_all(d.join("pkg/node_modules/.bin")).unwrap();
+    std::os::unix::fs::symlink("gone", d.join("pkg/node_modules/.bin/cowsay")).unwrap();
+    let v = decide(&p, "npx cowsay hi", &d.join("pkg/src"));
+    assert_ne!(v.decision, Decision::Allow, "{}", v.why);
+    assert!(v.why.contains("node_modules/.bin/cowsay"), "{}", v.why);
 }
 
 /// A twenty-fifth review: a response file (`strings @list`) or a list of files (`md5sum -c`, `file -f`) names
@@ -2264,7 +2273,8 @@ fn response_files_lists_of_files_and_virtual_environments_are_never_allowed_by_a
 #[test]
 fn a_tracked_file_reached_through_a_linked_folder_is_not_read_as_tracked() {
     let d = scratch_git("tracked-link");
-    let ssh = d.with_extension("ssh");
+    // Beside the scratch, not in it; removed with it.
+    let ssh = Scratch(d.with_extension("ssh"));
     files(&ssh, &[("id_rsa", "KEY=hunter2")]);
     files(&d, &[("x/d/id_rsa", ""), ("a.txt", "a")]);
     git_in(&d, &["add", "x/d/id_rsa", "a.txt"]);
@@ -2275,7 +2285,7 @@ fn a_tracked_file_reached_through_a_linked_folder_is_not_read_as_tracked() {
     ]);
     allowed(&p, &d, &["git grep -e KEY", "git diff"]);
     std::fs::remove_dir_all(d.join("x/d")).unwrap();
-    std::os::unix::fs::symlink(&ssh, d.join("x/d")).unwrap();
+    std::os::unix::fs::symlink(&*ssh, d.join("x/d")).unwrap();
     assert!(
         sh_output("git grep -e KEY", &d).contains("hunter2"),
         "git did not follow"
@@ -4487,6 +4497,104 @@ fn a_runner_hides_no_shell_folder_or_program_from_a_deny() {
             "timeout 5 bash -c 'cat a.txt'",
             "cd sub && cat x",
             "env -u HOME cat a.txt",
+        ],
+    );
+}
+
+/// A repository that an earlier `git add` of the same line makes a submodule of: the line
+/// is decided before the add runs, so the index does not have the gitlink yet (a
+/// sixty-first review: `git add sub && git status` ran `sub`'s `core.fsmonitor`). Proven
+/// with real git, then asked; a folder the top `.gitignore` leaves out is not looked into,
+/// and a tree too big to look through is asked.
+#[test]
+fn a_repository_added_earlier_in_the_line_makes_later_git_asked() {
+    let d = scratch_repo("added-repo");
+    std::fs::write(d.join(".gitignore"), ".env\nnode_modules/\n").unwrap();
+    let p = rules(&[
+        "Bash(git add:*)",
+        "Bash(git status:*)",
+        "Bash(git commit:*)",
+        "Bash(timeout:*)",
+    ]);
+    let line = [
+        "git add a.txt && git status",
+        "git add -A && git commit -m x",
+        "timeout 9 sh -c 'git add src && git status'",
+    ];
+    allowed(&p, &d, &line);
+    // An ignored folder's repository is not added (git leaves it out).
+    let ignored = d.join("node_modules/x");
+    std::fs::create_dir_all(&ignored).unwrap();
+    git_in(&ignored, &["init", "-q"]);
+    allowed(&p, &d, &line);
+    // What the agent writes: a repository of its own in `src/sub`, with a monitor.
+    let sub = d.join("src/sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    git_in(&sub, &["init", "-q"]);
+    let id = ["-c", "user.name=t", "-c", "user.email=t@t"];
+    git_in(
+        &sub,
+        &[&id[..], &["commit", "-q", "--allow-empty", "-m", "s"]].concat(),
+    );
+    let canary = d.join("monitor-ran");
+    toucher(&sub.join("monitor.sh"), &canary);
+    git_in(&sub, &["config", "core.fsmonitor", "./monitor.sh"]);
+    for cmd in [
+        "git add src && git status",
+        "git add -A && git commit -m x",
+        "git add . && git status --short",
+        "git add src/sub/x && git status",
+        "git status | git add src",
+        "timeout 9 sh -c 'git add src && git status'",
+    ] {
+        let v = decide(&p, cmd, &d);
+        assert_ne!(v.decision, Decision::Allow, "{cmd}: {}", v.why);
+        assert!(v.why.contains("submodule"), "{cmd}: {}", v.why);
+    }
+    allowed(&p, &d, &["git add a.txt && git status", "git add src/sub"]);
+    sh_output("git add src && git status --short", &d);
+    assert!(
+        canary.exists(),
+        "git status ran the added repository's monitor"
+    );
+    // More folders than are looked through: asked.
+    std::fs::remove_dir_all(&sub).unwrap();
+    git_in(&d, &["rm", "-rq", "--cached", "src/sub"]);
+    for i in 0..super::gitlinks::MAX_FOLDERS {
+        std::fs::create_dir_all(d.join(format!("many/{i}"))).unwrap();
+    }
+    let v = decide(&p, "git add many && git status", &d);
+    assert_ne!(v.decision, Decision::Allow, "{}", v.why);
+    assert!(v.why.contains("looked through"), "{}", v.why);
+    allowed(&p, &d, &["git add a.txt && git status"]);
+}
+
+/// A package manager's options before its command are read by its model, as after it: its
+/// words with them taken off (`pnpm -r test` is `pnpm test` too) are not a program no model
+/// reads (a sixty-second review: `pnpm -r test` was asked, as if `pnpm` began
+/// `pnpm-workspace.yaml`).
+#[test]
+fn a_package_managers_options_before_its_command_are_read_by_its_model() {
+    let d = scratch("pnpm-options");
+    let p = rules(&["Bash(pnpm:*)", "Bash(npm:*)"]);
+    allowed(
+        &p,
+        &d,
+        &[
+            "pnpm -r test",
+            "pnpm -s test",
+            "pnpm --filter web test",
+            "pnpm -F @acme/web run build",
+            "npm -s test",
+        ],
+    );
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "pnpm -r exec touch x",
+            "pnpm --filter ./x test",
+            "timeout 5 pnpm -r dlx x",
         ],
     );
 }

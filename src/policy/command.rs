@@ -59,9 +59,14 @@ impl Command {
         self.plain.as_deref().ok()
     }
 
-    /// Whether `seen[i]` is a part's own words, not what a wrapper in it runs.
+    /// Whether `seen[i]` is a part's own words, not what a wrapper in it runs: those with
+    /// its global options taken off too (`pnpm -r test` is `pnpm test`).
     pub fn part_own(&self, i: usize) -> bool {
-        self.by_part.is_empty() || self.by_part.iter().any(|r| r.start == i)
+        let own = |i: usize| self.by_part.is_empty() || self.by_part.iter().any(|r| r.start == i);
+        own(i)
+            || (i > 0
+                && own(i - 1)
+                && super::wrappers::normalized(&self.seen[i - 1]).as_ref() == self.seen.get(i))
     }
 
     /// The command with its patterns put in place by the names they match from `cwd`

@@ -286,34 +286,11 @@ impl Policy {
                 .iter()
                 .enumerate()
                 .map(|(i, (p, outcome, _))| {
-                    // Each part as what it runs: a wrapper's command too.
                     let seen = &cmd.seen[cmd.by_part.get(i).cloned().unwrap_or(0..0)];
-                    let mut runs: Vec<&[String]> = seen
-                        .iter()
-                        .filter(|w| !w.is_empty())
-                        .map(Vec::as_slice)
-                        .collect();
-                    if runs.is_empty() {
-                        runs.push(p.words.as_slice());
-                    }
-                    let mut own: Vec<&[String]> = runs
-                        .iter()
-                        .copied()
-                        .filter(|w| !super::wrappers::is_wrapper(w))
-                        .collect();
-                    if own.is_empty() {
-                        // A wrapper whose command is not seen leaves what it may.
-                        own.push(p.words.as_slice());
-                    }
-                    Ran {
-                        runs,
-                        own,
-                        covered: outcome.is_some(),
-                        piped: p.op == Some("|"),
-                    }
+                    Ran::of(p, seen, outcome.is_some(), &named_parts[i].0)
                 })
                 .collect();
-            *refused = left_behind(&ran, shown);
+            *refused = left_behind(&ran, shown, &mut path::take_step);
         }
         let first = decided.iter().find_map(|(_, v, _)| v.as_ref());
         match first {

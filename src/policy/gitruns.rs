@@ -149,31 +149,7 @@ fn refused_in(
     if let Some(why) = super::gitdir::not_own(session, folders) {
         return Some(why);
     }
-    // The subcommand: the first word after git's own options, `-c NAME=VALUE` and the
-    // others that take the next word skipped.
-    let mut at = 1;
-    while let Some(w) = words.get(at).filter(|w| w.starts_with('-')) {
-        let valued = [
-            "-C",
-            "-c",
-            "--git-dir",
-            "--work-tree",
-            "--namespace",
-            "--exec-path",
-        ];
-        let more = [
-            "--config-env",
-            "--super-prefix",
-            "--list-cmds",
-            "--attr-source",
-        ];
-        at += if valued.iter().chain(&more).any(|v| v == w) {
-            2
-        } else {
-            1
-        };
-    }
-    let sub = words.get(at)?;
+    let sub = words.get(super::args::git::subcommand_at(words))?;
     // These run no driver and no hook but `core.fsmonitor`. The readers that show a diff or
     // a file's text run the drivers (`git show`, `git log -p`, `git blame`, `git cat-file
     // --textconv` ran a `textconv`).
@@ -219,13 +195,14 @@ fn refused_in(
             .is_some_and(|v| v.is_empty() || (v.starts_with('=') && v != "=short"))
     });
     let by_config = repo.chain.iter().find(|(_, text)| {
-        entries(text).iter().any(|(section, key, value)| {
-            section == "diff"
-                && key == "submodule"
-                && value
-                    .as_deref()
-                    .is_some_and(|v| !v.eq_ignore_ascii_case("short"))
-        })
+        may_show_diff(sub, words)
+            && entries(text).iter().any(|(section, key, value)| {
+                section == "diff"
+                    && key == "submodule"
+                    && value
+                        .as_deref()
+                        .is_some_and(|v| !v.eq_ignore_ascii_case("short"))
+            })
     });
     if let Some(how) = by_word
         .cloned()
@@ -265,6 +242,45 @@ fn refused_in(
                 "the repository's hook {found}, and what it runs may be files the agent writes"
             ))
         })
+}
+
+/// Whether `git SUB` may show a diff (where `diff.submodule` applies): every subcommand
+/// but those that show none, and of those, the ones that show one with `-p`, `-i`, `-e`
+/// or `-v` (`git add -p`, `git status -v`, `git commit -v`) only without such a flag.
+fn may_show_diff(sub: &str, words: &[String]) -> bool {
+    let never = matches!(
+        sub,
+        "fetch"
+            | "push"
+            | "clone"
+            | "init"
+            | "describe"
+            | "grep"
+            | "rm"
+            | "mv"
+            | "switch"
+            | "tag"
+            | "blame"
+            | "annotate"
+            | "cat-file"
+            | "ls-remote"
+            | "merge-base"
+            | "show-ref"
+            | "symbolic-ref"
+            | "check-ignore"
+            | "check-attr"
+            | "shortlog"
+    );
+    let without_flag = matches!(
+        sub,
+        "status" | "add" | "commit" | "restore" | "checkout" | "reset"
+    );
+    let flag = |w: &String| {
+        let long = ["--patch", "--interactive", "--edit", "--verbose"];
+        long.iter().any(|l| w.starts_with(l))
+            || (w.starts_with('-') && !w.starts_with("--") && w.contains(['p', 'i', 'e', 'v']))
+    };
+    !(never || (without_flag && !words.iter().any(flag)))
 }
 
 /// The drivers known to run no code of the folder they run in (difftastic's `difft` reads
@@ -809,7 +825,22 @@ mod tests {
         }
         assert_eq!(s.refused(&sup, "git show --submodule=short HEAD~1"), None);
         s.git(&sup, &["config", "diff.submodule", "diff"]);
-        let why = s.refused(&sup, "git show HEAD~1").expect("diff.submodule");
-        assert!(why.contains("diff.submodule"), "{why}");
+        for cmd in [
+            "git show HEAD~1",
+            "git -c a.b=c log HEAD",
+            "git stash show -p",
+            "git status -v",
+            "git add -p",
+            "git commit -v -m x",
+        ] {
+            let why = s
+                .refused(&sup, cmd)
+                .unwrap_or_else(|| panic!("{cmd}: allowed"));
+            assert!(why.contains("diff.submodule"), "{cmd}: {why}");
+        }
+        // Those that show no diff are not asked for it.
+        for cmd in ["git status", "git add r.txt", "git grep -e r", "git fetch"] {
+            assert_eq!(s.refused(&sup, cmd), None, "{cmd}");
+        }
     }
 }

@@ -28,6 +28,7 @@ mod forms;
 mod gitconfig;
 mod gitdir;
 mod gitindex;
+mod gitlinks;
 pub mod gitplaces;
 mod gitruns;
 pub mod glob;

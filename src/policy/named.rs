@@ -99,6 +99,11 @@ impl Named {
                 if let Some(f) = e.files_there.iter().find(|f| !cwd.join(f).is_file()) {
                     named.unresolved = Some(format!("{f:?} is not a file here"));
                 }
+                if let Some(n) = e.npm_bins.iter().find(|n| !npm_bin_above(cwd, n)) {
+                    named.unresolved = Some(format!(
+                        "no `node_modules/.bin/{n}` here or above: npm would run a `{n}` from elsewhere"
+                    ));
+                }
                 if let Some(f) = e.folders_there.iter().find(|f| !cwd.join(f).is_dir()) {
                     named.unresolved = Some(format!("{f:?} is not a folder here"));
                 }
@@ -269,6 +274,16 @@ impl Named {
 /// Whether `p` is a folder itself (not a link to one: a move takes the link).
 fn is_folder(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
+}
+
+/// Whether the `node_modules/.bin/NAME` npm runs for `npx NAME` from folder `cwd` is a
+/// file: the nearest there is from `cwd` up (a real npm ran a package's subfolder's own
+/// before its project's, and the project's from any folder beneath it).
+fn npm_bin_above(cwd: &Path, name: &str) -> bool {
+    cwd.ancestors()
+        .map(|d| d.join("node_modules/.bin").join(name))
+        .find(|p| p.symlink_metadata().is_ok())
+        .is_some_and(|p| p.is_file())
 }
 
 /// What is beneath folder `dir` as a program that walks it whole walks it: hidden names

@@ -91,6 +91,41 @@ pub(super) struct Ran<'a> {
     pub covered: bool,
     /// A `|` joins it to the next part: they run at once.
     pub piped: bool,
+    /// The folders it may run in.
+    pub folders: &'a [std::path::PathBuf],
+}
+
+impl<'a> Ran<'a> {
+    /// `part` as what it runs: its own words, then each wrapper's command its `seen`
+    /// holds; a rule covers it or not, and it runs in `folders`.
+    pub fn of(
+        part: &'a super::shell::Part,
+        seen: &'a [Vec<String>],
+        covered: bool,
+        folders: &'a [std::path::PathBuf],
+    ) -> Ran<'a> {
+        let mut runs: Vec<&[String]> = (seen.iter())
+            .filter(|w| !w.is_empty())
+            .map(Vec::as_slice)
+            .collect();
+        if runs.is_empty() {
+            runs.push(part.words.as_slice());
+        }
+        let mut own: Vec<&[String]> = (runs.iter().copied())
+            .filter(|w| !super::wrappers::is_wrapper(w))
+            .collect();
+        if own.is_empty() {
+            // A wrapper whose command is not seen leaves what it may.
+            own.push(part.words.as_slice());
+        }
+        Ran {
+            runs,
+            own,
+            covered,
+            piped: part.op == Some("|"),
+            folders,
+        }
+    }
 }
 
 /// Why a part of `parts` is asked for what another part leaves behind: a repository it
@@ -99,7 +134,13 @@ pub(super) struct Ran<'a> {
 /// pipeline on either side of the `|` (they run at once: a reader still busy with its
 /// first file opens its second after `| mv a/b b` moved a link under it). `shown` writes a
 /// part's words for the message.
-pub(super) fn left_behind(parts: &[Ran], shown: fn(&[String]) -> String) -> Option<String> {
+/// A git part after or beside a `git add` is asked when the add makes a submodule of a
+/// repository of its own ([`super::gitlinks`]); `step` takes the decision's work.
+pub(super) fn left_behind(
+    parts: &[Ran],
+    shown: fn(&[String]) -> String,
+    step: &mut dyn FnMut() -> bool,
+) -> Option<String> {
     let left: Vec<(bool, bool)> = parts
         .iter()
         .map(|p| {
@@ -141,6 +182,20 @@ pub(super) fn left_behind(parts: &[Ran], shown: fn(&[String]) -> String) -> Opti
                 "`{}` names paths after or beside (in a pipeline) a part that may make a link they go through",
                 words()
             )),
+            _ if part.runs.iter().any(|w| args::base(&w[0]) == "git") => {
+                // Earlier parts, those beside it, and itself when a script it runs runs git
+                // more than once (`timeout 9 sh -c 'git add sub && git status'`).
+                let gits = part.own.iter().filter(|w| args::base(&w[0]) == "git").count();
+                let mut others = (0..parts.len()).filter(|&j| {
+                    j < i || (j != i && pipeline[j] == pipeline[i]) || (j == i && gits > 1)
+                });
+                others.find_map(|j| {
+                    let o = &parts[j];
+                    (o.own.iter())
+                        .find_map(|add| super::gitlinks::added_repository(add, o.folders, step))
+                        .map(|why| format!("`{}`: {why}", words()))
+                })
+            }
             _ => None,
         };
         if why.is_some() {

@@ -275,7 +275,9 @@ fn run(
     if let Some(why) = &p.unclear {
         mark(seen, format!("`{program}`: {why}"));
     }
-    let login = matches!(program, "su" | "runuser") && args.iter().any(|a| a == "-");
+    // `su -`, and pkexec but with `--keep-cwd` (it runs its command in the user's home).
+    let login = (matches!(program, "su" | "runuser") && args.iter().any(|a| a == "-"))
+        || (program == "pkexec" && !p.options.iter().any(|(n, _)| n == "--keep-cwd"));
     if login || program == "chroot" || p.options.iter().any(|(n, _)| moves_folder(program, n)) {
         mark(
             seen,
@@ -475,34 +477,11 @@ fn find(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) {
 /// A program's global options taken off, for those whose subcommand follows them:
 /// `git -C dir -c k=v --no-pager push` is `git push`, `cargo +nightly publish` is `cargo
 /// publish`. `None` when there is nothing to take off.
-fn normalized(words: &[String]) -> Option<Vec<String>> {
+pub(super) fn normalized(words: &[String]) -> Option<Vec<String>> {
     let program = base(&words[0]);
     let mut i = 1;
     match program {
-        "git" => {
-            while i < words.len() {
-                let a = words[i].as_str();
-                if matches!(
-                    a,
-                    "-C" | "-c"
-                        | "--git-dir"
-                        | "--work-tree"
-                        | "--namespace"
-                        | "--exec-path"
-                        | "--config-env"
-                        | "--super-prefix"
-                        | "--list-cmds"
-                        | "--attr-source"
-                ) && !a.contains('=')
-                {
-                    i += 2;
-                } else if a.starts_with('-') {
-                    i += 1;
-                } else {
-                    break;
-                }
-            }
-        }
+        "git" => i = super::args::git::subcommand_at(words),
         "cargo" | "rustup" => {
             while i < words.len() {
                 let a = words[i].as_str();
@@ -753,6 +732,15 @@ mod tests {
             "su - root -c 'rm -f victim'",
             "unshare -R / rm -f victim",
             "env -C / rm",
+            "nsenter -t 1 -m nl x",
+            "nsenter -t 1 -a nl x",
+            "nsenter -t 1 --mount nl x",
+            "nsenter -t 1 --mount=/proc/1/ns/mnt nl x",
+            "nsenter -t 1 --all nl x",
+            "nsenter -t 1 --mo nl x",
+            "busybox nsenter -t 1 -m nl x",
+            "pkexec nl x",
+            "pkexec --user root nl x",
         ] {
             assert!(seen(line).unclear.is_some(), "{line:?}");
         }

@@ -525,18 +525,6 @@ pub(super) fn npx(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     while let Some(a) = w.get(i) {
         match a.as_str() {
             "-y" | "--yes" | "--no" | "-q" | "--quiet" => i += 1,
-            "-p" | "--package" => {
-                let p = w
-                    .get(i + 1)
-                    .ok_or_else(|| stop(i, "`-p` without its package"))?;
-                if !registry_package(p) {
-                    return Err(stop(
-                        i + 1,
-                        "a package that is not a name from the registry",
-                    ));
-                }
-                i += 2;
-            }
             o if o.starts_with('-') => {
                 return Err(stop(
                     i,
@@ -552,13 +540,21 @@ pub(super) fn npx(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     if !registry_package(pkg) {
         return Err(stop(i, "a package that is not a name from the registry"));
     }
-    // npm runs a name from the project's `node_modules/.bin`, else from its global bin
-    // folder (`/usr/bin` where its prefix is `/usr`), else a package of the registry's, with
-    // `-p`'s on `PATH` before the rest: only the project's own is the package its words
-    // name (a sixty-first review: `npx rm -rf victim` ran `/usr/bin/rm`).
-    let name = pkg.rsplit('/').next().unwrap_or(pkg);
-    let name = name.split('@').next().unwrap_or(name);
-    e.files_there.push(format!("node_modules/.bin/{name}"));
+    // npm runs a plain name from the nearest `node_modules/.bin` from the current folder up
+    // (a package's subfolder runs its project's), else from its global bin folder (`/usr/bin`
+    // where its prefix is `/usr`), else the registry's package of that name: only the
+    // project's own is the program its words name (a sixty-first review: `npx rm -rf
+    // victim` ran `/usr/bin/rm`). A scope or a version names a package, which npm fetches
+    // from the registry unless the project's tree has it to the letter, and `-p PKG` puts
+    // the registry's PKG first on `PATH` (a sixty-second review: `npx -y @evil/jest`,
+    // `npx jest@99` and `npx -y -p evilpkg jest` each ran a registry package's `jest`).
+    if pkg.contains(['@', '/']) {
+        return Err(stop(
+            i,
+            "a package with a scope or a version: npm may fetch it from the registry",
+        ));
+    }
+    e.npm_bins.push(pkg.to_owned());
     delegate(w, i, e)
 }
 

@@ -28,6 +28,36 @@ const GLOBAL: &[&str] = &[
     "--version",
 ];
 
+/// git's own options that take the next word as their value (`-C DIR`, `-c NAME=VALUE`);
+/// their `--name=value` form is one word.
+const GLOBAL_VALUED: &[&str] = &[
+    "-C",
+    "-c",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--exec-path",
+    "--config-env",
+    "--super-prefix",
+    "--list-cmds",
+    "--attr-source",
+];
+
+/// Where git's subcommand is in `w` (a `git` command): the first word past git's own
+/// options and their values (`git -C dir -c k=v --no-pager push`: 6, `push`); `w.len()`
+/// when there is none.
+pub(crate) fn subcommand_at(w: &[String]) -> usize {
+    let mut at = 1;
+    while let Some(word) = w.get(at).filter(|word| word.starts_with('-')) {
+        at += if GLOBAL_VALUED.contains(&word.as_str()) {
+            2
+        } else {
+            1
+        };
+    }
+    at.min(w.len())
+}
+
 /// `git`: its quiet global options, then one modelled subcommand.
 pub(super) fn git(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let (_, ops) = options(w, 1, GLOBAL, false, e)?;

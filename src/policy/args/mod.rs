@@ -96,6 +96,10 @@ pub struct Effects {
     /// Words that must each name a folder where the command runs, or the program does more
     /// (`unittest discover -s x` imports a module `x` when there is no folder `x`).
     pub folders_there: Vec<String>,
+    /// Names npm runs from a project's `node_modules/.bin`: the nearest one from where the
+    /// command runs up must be a file, or npm runs a program of that name from elsewhere
+    /// (its global bin folder: `npx rm` ran `/usr/bin/rm`).
+    pub npm_bins: Vec<String>,
 }
 
 impl Effects {
@@ -116,8 +120,10 @@ impl Effects {
     }
 }
 
-/// A command read by its program's model.
+/// A command read by its program's model. Made once per part and read at once, never kept
+/// in bulk: its variants' sizes differ, and a box would only add an allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)]
 pub enum Reading {
     /// No model of the program: a prefix rule admits any further words.
     NoModel,

@@ -285,6 +285,7 @@ fn build_tools_take_their_plain_options_only() {
         "pytest -x -q tests/test_a.py::test_b",
         "pytest --import-mode=importlib tests/test_a.py",
         "pytest --import-mode=prepend test/test_a.py",
+        "pytest tests/unit tests/test_a.py",
         "pytest -k 'a and not b' --junitxml=out.xml",
         "pytest --cov=src --cov-report=term-missing -p no:cacheprovider",
         "cargo build --target x86_64-unknown-linux-musl",
@@ -356,6 +357,11 @@ fn build_tools_take_their_plain_options_only() {
         "npm install git+https://x/y",
         "npx -c 'rm -rf x'",
         "npx ./local.js",
+        // A package by scope, version or `-p`: the registry's may run (a sixty-second review).
+        "npx -y @evil/jest",
+        "npx jest@99.0.0",
+        "npx -y -p evilpkg jest",
+        "npx --package=evilpkg jest",
         "pytest -p evil",
         "pytest --basetemp=/elsewhere",
         "pytest -o addopts=x",
@@ -368,6 +374,9 @@ fn build_tools_take_their_plain_options_only() {
         "pytest --import-mode append this.py",
         "pytest sub/unittest/__main__.py",
         "pytest tests/_pytest/test_x.py",
+        "pytest sub/unittest",
+        "pytest sub/unittest/",
+        "pytest unittest::test_x",
         "python3 -m unittest unittest/test_x.py",
         "python3 -I -m unittest antigravity.py",
         "python3 -P -m unittest antigravity.py",
@@ -440,12 +449,8 @@ fn build_tools_take_their_plain_options_only() {
     );
     // npx runs the project's own program of the name, or asks (`npx rm` ran `/usr/bin/rm`).
     assert_eq!(
-        understood("npx @scope/prettier@3 --check .").files_there,
-        ["node_modules/.bin/prettier"]
-    );
-    assert_eq!(
-        understood("npx -y -p cowsay rm -rf victim").files_there,
-        ["node_modules/.bin/rm"]
+        understood("npx -y prettier --check .").npm_bins,
+        ["prettier"]
     );
     assert_eq!(writes("go build -o bin/app ./cmd/app"), ["bin/app"]);
     assert_eq!(writes("pytest --junitxml=/x/out.xml"), ["/x/out.xml"]);

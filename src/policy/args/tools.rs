@@ -223,10 +223,15 @@ const LOADED: &[&str] = &[
 ];
 
 /// Why a test path's folders may make pytest or unittest import a module from elsewhere: a
-/// folder named as a module already loaded, or one beginning with `_`.
+/// folder named as a module already loaded, or one beginning with `_`. A path whose last
+/// part is no `.py` file is a folder too (`pytest sub/unittest` imports its tests as
+/// `unittest.…`).
 fn loaded_folder(path: &str) -> Option<&str> {
     let mut folders: Vec<&str> = path.split('/').collect();
-    folders.pop();
+    let file = |last: &&str| last.split("::").next().is_some_and(|f| f.ends_with(".py"));
+    if folders.last().is_some_and(file) {
+        folders.pop();
+    }
     folders
         .into_iter()
         .find(|c| c.starts_with('_') || LOADED.contains(c))

@@ -356,13 +356,16 @@ pub(in crate::policy) const ELSEWHERE_LONG: &[&str] = &[
 ];
 
 /// Each runner's short options that do the same (`env -C`, `sudo -D`/`-R`/`-i`, `unshare
-/// -w`/`-R`, `nsenter -w`/`-W`/`-r`, `su -l`).
+/// -w`/`-R`, `nsenter -w`/`-W`/`-r`, `su -l`), and nsenter's `-m`/`-a`: the kernel moves a
+/// process that enters a mount namespace to its root, folder and root both (a
+/// sixty-second review: `nsenter -t PID -m nl tmp/…/secrets/token` read the file from
+/// `/`).
 pub(in crate::policy) fn elsewhere_short(wrapper: &str) -> &'static str {
     match wrapper {
         "env" => "C",
         "sudo" => "DRi",
         "unshare" => "wR",
-        "nsenter" => "wWr",
+        "nsenter" => "wWrma",
         "su" | "runuser" => "l",
         _ => "",
     }
@@ -373,7 +376,11 @@ pub(in crate::policy) fn elsewhere_short(wrapper: &str) -> &'static str {
 /// ../secrets/token` read the denied file; the line's own `cd` is followed, no runner's).
 pub(super) fn moves_folder(wrapper: &str, name: &str) -> bool {
     match name.strip_prefix("--") {
-        Some(long) => ELSEWHERE_LONG.contains(&long.trim_end_matches('=')),
+        Some(long) => {
+            let long = long.split('=').next().unwrap_or_default();
+            ELSEWHERE_LONG.contains(&long)
+                || (wrapper == "nsenter" && matches!(long, "mount" | "all"))
+        }
         None => {
             let short = name.strip_prefix('-').unwrap_or_default();
             short.len() == 1 && elsewhere_short(wrapper).contains(short)
