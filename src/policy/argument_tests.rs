@@ -4567,6 +4567,23 @@ fn a_repository_added_earlier_in_the_line_makes_later_git_asked() {
     assert_ne!(v.decision, Decision::Allow, "{}", v.why);
     assert!(v.why.contains("looked through"), "{}", v.why);
     allowed(&p, &d, &["git add a.txt && git status"]);
+    // A `.gitignore` that is a FIFO is never read (it would hold the bridge's loop).
+    std::fs::remove_dir_all(d.join("many")).unwrap();
+    std::fs::remove_file(d.join(".gitignore")).unwrap();
+    git_in(
+        &d,
+        &["rm", "-q", "--cached", "--ignore-unmatch", ".gitignore"],
+    );
+    assert!(std::process::Command::new("mkfifo")
+        .arg(d.join(".gitignore"))
+        .status()
+        .unwrap()
+        .success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (p2, d2) = (p.clone(), d.to_path_buf());
+    std::thread::spawn(move || tx.send(decide(&p2, "git add . && git status", &d2).decision));
+    let decided = rx.recv_timeout(std::time::Duration::from_secs(120));
+    assert!(decided.is_ok(), "the decision was held by a FIFO");
 }
 
 /// A package manager's options before its command are read by its model, as after it: its

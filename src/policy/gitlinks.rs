@@ -75,7 +75,7 @@ struct TopIgnores {
 
 impl TopIgnores {
     fn of(top: &Path) -> Option<TopIgnores> {
-        let text = std::fs::read_to_string(top.join(".gitignore")).unwrap_or_default();
+        let text = ignore_text(top)?;
         if negates(&text) {
             return None;
         }
@@ -102,6 +102,21 @@ impl TopIgnores {
     }
 }
 
+/// The text of folder `d`'s `.gitignore`, read bounded and without blocking
+/// ([`super::file::bounded::read_file`]: a FIFO or `/dev/zero` there would hold the
+/// bridge's loop); empty when there is none. `None` for any other that cannot be read so,
+/// and for a link (git refuses a linked `.gitignore`): nothing is left out then.
+fn ignore_text(d: &Path) -> Option<String> {
+    let f = d.join(".gitignore");
+    match std::fs::symlink_metadata(&f) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(String::new()),
+        Ok(m) if m.is_file() => {}
+        _ => return None,
+    }
+    let bytes = super::file::bounded::read_file(&f).ok()?;
+    String::from_utf8(bytes).ok()
+}
+
 /// Whether an ignore file's text has a `!` line, which may let a name back in.
 fn negates(text: &str) -> bool {
     text.lines().any(|l| l.trim_start().starts_with('!'))
@@ -109,7 +124,7 @@ fn negates(text: &str) -> bool {
 
 /// Whether folder `d`'s own `.gitignore` may let a name back in.
 fn negates_in(d: &Path) -> bool {
-    negates(&std::fs::read_to_string(d.join(".gitignore")).unwrap_or_default())
+    ignore_text(d).is_none_or(|t| negates(&t))
 }
 
 /// One walk of what a `git add` takes, in the worktree whose top is `top`.
