@@ -4501,6 +4501,19 @@ fn a_runner_hides_no_shell_folder_or_program_from_a_deny() {
     );
 }
 
+/// Makes folder `sub` a repository of the agent's, with a commit and a `core.fsmonitor`
+/// that touches `canary` when git runs it.
+fn repository_with_monitor(sub: &Path, canary: &Path) {
+    git_in(sub, &["init", "-q"]);
+    let id = ["-c", "user.name=t", "-c", "user.email=t@t"];
+    git_in(
+        sub,
+        &[&id[..], &["commit", "-q", "--allow-empty", "-m", "s"]].concat(),
+    );
+    toucher(&sub.join("monitor.sh"), canary);
+    git_in(sub, &["config", "core.fsmonitor", "./monitor.sh"]);
+}
+
 /// A repository that an earlier `git add` of the same line makes a submodule of: the line
 /// is decided before the add runs, so the index does not have the gitlink yet (a
 /// sixty-first review: `git add sub && git status` ran `sub`'s `core.fsmonitor`). Proven
@@ -4527,18 +4540,39 @@ fn a_repository_added_earlier_in_the_line_makes_later_git_asked() {
     std::fs::create_dir_all(&ignored).unwrap();
     git_in(&ignored, &["init", "-q"]);
     allowed(&p, &d, &line);
+    // Ignore files as git reads them: only spaces are taken off a line's end, one `/`, and
+    // a byte-order mark at the start. With each of these, git adds the repository.
+    for text in [
+        ".env\nnode_modules/\t\n",
+        ".env\nnode_modules\u{a0}\n",
+        ".env\nnode_modules\x0b\n",
+        ".env\nnode_modules//\n",
+    ] {
+        std::fs::write(d.join(".gitignore"), text).unwrap();
+        let v = decide(&p, "git add . && git status", &d);
+        assert_ne!(v.decision, Decision::Allow, "{text:?}: {}", v.why);
+        let added = sh_output("git add --dry-run . 2>&1", &d);
+        assert!(added.contains("node_modules/x"), "{text:?}: {added}");
+    }
+    std::fs::write(d.join(".gitignore"), "\u{feff}.env\nnode_modules/   \n").unwrap();
+    allowed(&p, &d, &line);
+    // A lower ignore file's `!` after a byte-order mark lets the folder back in.
+    let lower = d.join("src/node_modules/y");
+    std::fs::create_dir_all(&lower).unwrap();
+    git_in(&lower, &["init", "-q"]);
+    allowed(&p, &d, &["git add src && git status"]);
+    std::fs::write(d.join("src/.gitignore"), "\u{feff}!node_modules\n").unwrap();
+    let v = decide(&p, "git add src && git status", &d);
+    assert_ne!(v.decision, Decision::Allow, "{}", v.why);
+    let added = sh_output("git add --dry-run src 2>&1", &d);
+    assert!(added.contains("src/node_modules/y"), "{added}");
+    std::fs::remove_dir_all(d.join("src/node_modules")).unwrap();
+    std::fs::remove_file(d.join("src/.gitignore")).unwrap();
     // What the agent writes: a repository of its own in `src/sub`, with a monitor.
     let sub = d.join("src/sub");
     std::fs::create_dir_all(&sub).unwrap();
-    git_in(&sub, &["init", "-q"]);
-    let id = ["-c", "user.name=t", "-c", "user.email=t@t"];
-    git_in(
-        &sub,
-        &[&id[..], &["commit", "-q", "--allow-empty", "-m", "s"]].concat(),
-    );
     let canary = d.join("monitor-ran");
-    toucher(&sub.join("monitor.sh"), &canary);
-    git_in(&sub, &["config", "core.fsmonitor", "./monitor.sh"]);
+    repository_with_monitor(&sub, &canary);
     for cmd in [
         "git add src && git status",
         "git add -A && git commit -m x",
@@ -4584,6 +4618,54 @@ fn a_repository_added_earlier_in_the_line_makes_later_git_asked() {
     std::thread::spawn(move || tx.send(decide(&p2, "git add . && git status", &d2).decision));
     let decided = rx.recv_timeout(std::time::Duration::from_secs(120));
     assert!(decided.is_ok(), "the decision was held by a FIFO");
+}
+
+/// A tracked file the agent replaced by a folder holding a repository of its own: git takes
+/// it in as a gitlink at any command that updates the index from the working copy (`git add
+/// -u`, `git commit -a`, `git commit -- PATH`, `git stash push -- PATH`), and `git commit
+/// --dry-run -a` ran its `core.fsmonitor` on its own (a sixty-third review, real git 2.47).
+/// Those are asked; the readers, which leave the entry a file, stay allowed.
+#[test]
+fn a_tracked_file_replaced_by_a_repository_makes_git_that_updates_the_index_asked() {
+    let d = scratch_repo("replaced-by-repo");
+    git_in(&d, &["add", "a.txt"]);
+    let id = ["-c", "user.name=t", "-c", "user.email=t@t"];
+    git_in(&d, &[&id[..], &["commit", "-q", "-m", "a"]].concat());
+    let p = rules(&[
+        "Bash(git add:*)",
+        "Bash(git status:*)",
+        "Bash(git diff:*)",
+        "Bash(git log:*)",
+        "Bash(git commit:*)",
+        "Bash(git stash:*)",
+    ]);
+    let updates = [
+        "git add -u",
+        "git add a.txt",
+        "git commit -a -m x",
+        "git commit --dry-run -a -m x",
+        "git commit -m x -- a.txt",
+        "git stash push -- a.txt",
+    ];
+    let reads = ["git status", "git diff", "git log -1"];
+    allowed(&p, &d, &updates);
+    allowed(&p, &d, &reads);
+    // What the agent writes: `a.txt` is now a repository with a monitor.
+    let sub = d.join("a.txt");
+    std::fs::remove_file(&sub).unwrap();
+    std::fs::create_dir(&sub).unwrap();
+    let canary = d.join("monitor-ran");
+    repository_with_monitor(&sub, &canary);
+    for cmd in updates {
+        let v = decide(&p, cmd, &d);
+        assert_ne!(v.decision, Decision::Allow, "{cmd}: {}", v.why);
+        assert!(v.why.contains("tracked file"), "{cmd}: {}", v.why);
+    }
+    allowed(&p, &d, &reads);
+    sh_output("git status; git diff; git log -1", &d);
+    assert!(!canary.exists(), "a reader ran the monitor");
+    sh_output("git commit --dry-run -a -m x", &d);
+    assert!(canary.exists(), "git commit --dry-run -a ran the monitor");
 }
 
 /// A package manager's options before its command are read by its model, as after it: its

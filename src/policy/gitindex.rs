@@ -120,6 +120,8 @@ fn index_entries(root: &Path) -> Option<Vec<(u32, Vec<u8>)>> {
 /// that repository's configuration (`core.fsmonitor`). An index that cannot be read is
 /// asked too, and submodules nested deeper than [`SUBMODULE_DEPTH`] or more than
 /// [`MAX_SUBMODULES`].
+/// A command that may take the working copy into the index is asked too when a tracked
+/// file is now a folder holding a repository ([`KEEPS_ENTRIES`]).
 /// Each index read takes a `step` of the decision's work, as in [`tracked`].
 pub fn foreign_submodule(
     session: &Path,
@@ -130,7 +132,85 @@ pub fn foreign_submodule(
         return None;
     }
     let root = session.ancestors().find(|d| d.join(".git").exists())?;
+    let sub = words.get(super::args::git::subcommand_at(words));
+    if !sub.is_some_and(|s| KEEPS_ENTRIES.contains(&s.as_str())) {
+        if let Some(why) = replaced_by_repository(root, step) {
+            return Some(why);
+        }
+    }
     foreign_in(root, SUBMODULE_DEPTH, &mut 0, step)
+}
+
+/// git's commands that never take a tracked path's working copy into the index. Every
+/// other may: `git add -u`, `git commit -a`, `git commit -- PATH` and `git stash push --
+/// PATH` turned a tracked file the agent replaced by a folder holding a repository into a
+/// gitlink, which the next `git status` ran the `core.fsmonitor` of; `git commit --dry-run
+/// -a` ran it on its own (real git 2.47).
+const KEEPS_ENTRIES: &[&str] = &[
+    "status",
+    "diff",
+    "log",
+    "show",
+    "whatchanged",
+    "shortlog",
+    "reflog",
+    "branch",
+    "rev-parse",
+    "rev-list",
+    "ls-files",
+    "ls-tree",
+    "cat-file",
+    "blame",
+    "annotate",
+    "grep",
+    "describe",
+    "remote",
+    "config",
+    "clone",
+    "version",
+    "help",
+];
+
+/// Why a git command that may update the index of the repository whose worktree is `root`
+/// may make a submodule of a repository the agent made: a tracked file or link (not a
+/// gitlink) is now a folder with a `.git`. One `step` per entry; an index that cannot be
+/// read exactly, or a sparse one (its folders' files are not listed), is asked.
+fn replaced_by_repository(root: &Path, step: &mut dyn FnMut() -> bool) -> Option<String> {
+    let Some(found) = index_entries(root) else {
+        return Some(format!(
+            "the index of {} cannot be read, so what git may take into it cannot be told",
+            root.display()
+        ));
+    };
+    use std::os::unix::ffi::OsStrExt;
+    for (mode, name) in found {
+        if !step() {
+            return Some(format!(
+                "the index of {} is larger than is looked through for one decision",
+                root.display()
+            ));
+        }
+        let p = root.join(std::ffi::OsStr::from_bytes(&name));
+        match mode & 0o170000 {
+            0o160000 => continue,
+            0o040000 => {
+                return Some(format!(
+                    "the index of {} is sparse: the files of its folder {} are not listed",
+                    root.display(),
+                    p.display()
+                ))
+            }
+            _ => {}
+        }
+        let is_dir = std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir());
+        if is_dir && p.join(".git").symlink_metadata().is_ok() {
+            return Some(format!(
+                "the tracked file {} is now a folder holding a repository: git takes it in as a submodule and runs git there, with that repository's configuration",
+                p.display()
+            ));
+        }
+    }
+    None
 }
 
 /// The most submodules looked into for one decision; more are asked.
@@ -156,9 +236,7 @@ fn foreign_in(
             root.display()
         ));
     };
-    let modules =
-        super::gitdir::discover(root).map(|g| super::gitconfig::common_of(&g).join("modules"))?;
-    let modules = modules.canonicalize().unwrap_or(modules);
+    let modules = modules_of(root)?;
     use std::os::unix::ffi::OsStrExt;
     let subs = found
         .into_iter()
@@ -169,7 +247,7 @@ fn foreign_in(
         let Some(repo) = super::gitdir::discover(&sub).filter(|_| sub.join(".git").exists()) else {
             continue;
         };
-        if !repo.starts_with(&modules) {
+        if !in_modules(&repo, &modules) {
             return Some(format!(
                 "git may run in the submodule {} with the repository {}, which is not one git keeps in {} (allowed writes could have made it)",
                 sub.display(),
@@ -189,6 +267,20 @@ fn foreign_in(
         }
     }
     None
+}
+
+/// The folder where git keeps the repositories it made for the submodules of the
+/// repository whose worktree is `root` (`.git/modules`, a linked worktree's in its main
+/// repository's), resolved.
+pub(super) fn modules_of(root: &Path) -> Option<PathBuf> {
+    let modules = super::gitconfig::common_of(&super::gitdir::discover(root)?).join("modules");
+    Some(modules.canonicalize().unwrap_or(modules))
+}
+
+/// Whether the repository (git folder) `repo` is one git made for a submodule, in
+/// `modules` ([`modules_of`]); one that cannot be resolved is not.
+pub(super) fn in_modules(repo: &Path, modules: &Path) -> bool {
+    repo.canonicalize().is_ok_and(|g| g.starts_with(modules))
 }
 
 /// Extensions that do not change which files are listed (gitformat-index(5)): the cache

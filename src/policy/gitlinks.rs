@@ -41,9 +41,7 @@ pub fn added_repository(
         let Some(top) = dir.ancestors().find(|d| d.join(".git").exists()) else {
             continue;
         };
-        let modules = super::gitdir::discover(top)
-            .map(|g| super::gitconfig::common_of(&g).join("modules"))
-            .map(|m| m.canonicalize().unwrap_or(m));
+        let modules = super::gitindex::modules_of(top);
         let ignores = if force { None } else { TopIgnores::of(top) };
         let roots = (e.paths.iter().map(|(a, p)| (a, dir.join(p))))
             .chain(e.repo_top.iter().map(|(a, p)| (a, top.join(p))));
@@ -83,15 +81,19 @@ impl TopIgnores {
             anywhere: Vec::new(),
             at_top: Vec::new(),
         };
-        for l in text.lines().map(str::trim_end) {
-            let name = l.trim_end_matches('/');
+        // git takes off a line's `\r` and its trailing spaces, nothing else (a tab or a
+        // no-break space stays part of the name: `node_modules\t` leaves nothing out).
+        for l in text.lines().map(|l| l.trim_end_matches(' ')) {
+            // One `/` at the end (a folder only); `x//` is `x/` anchored, which no folder is.
+            let name = l.strip_suffix('/').unwrap_or(l);
             let (name, list) = match name.strip_prefix('/') {
                 Some(n) => (n, &mut out.at_top),
                 None => (name, &mut out.anywhere),
             };
             let plain = !name.is_empty()
                 && !name.starts_with('#')
-                && !name.contains(['/', '*', '?', '[', '\\', ' ', '\t'])
+                && !name.contains(['/', '*', '?', '[', '\\'])
+                && !name.chars().any(|c| c.is_whitespace() || c.is_control())
                 && name != "."
                 && name != "..";
             if plain {
@@ -114,12 +116,18 @@ fn ignore_text(d: &Path) -> Option<String> {
         _ => return None,
     }
     let bytes = super::file::bounded::read_file(&f).ok()?;
-    String::from_utf8(bytes).ok()
+    let text = String::from_utf8(bytes).ok()?;
+    // git skips a byte-order mark at the start (`skip_utf8_bom`): `\u{feff}!x` negates.
+    Some(text.strip_prefix('\u{feff}').unwrap_or(&text).to_owned())
 }
 
-/// Whether an ignore file's text has a `!` line, which may let a name back in.
+/// Whether an ignore file's text may have a `!` line, which may let a name back in (any
+/// line with a `!` after blanks of any kind, more than git reads as one).
 fn negates(text: &str) -> bool {
-    text.lines().any(|l| l.trim_start().starts_with('!'))
+    text.lines().any(|l| {
+        l.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
+            .starts_with('!')
+    })
 }
 
 /// Whether folder `d`'s own `.gitignore` may let a name back in.
@@ -140,7 +148,7 @@ impl Walk<'_> {
     fn foreign(&self, d: &Path) -> Option<String> {
         let found = super::gitdir::discover(d);
         let made = (found.as_ref().zip(self.modules))
-            .is_some_and(|(g, m)| g.canonicalize().is_ok_and(|g| g.starts_with(m)));
+            .is_some_and(|(g, m)| super::gitindex::in_modules(g, m));
         (!made).then(|| {
             format!(
                 "`git add` makes {} a submodule, whose repository ({}) is not one git keeps in its superproject: a later git command of the line runs git there, with that repository's configuration",
@@ -208,9 +216,12 @@ impl Walk<'_> {
                 }
                 let left_out = prune
                     && self.ignores.is_some_and(|i| {
-                        let name = name.to_string_lossy();
-                        i.anywhere.iter().any(|n| *n == name)
-                            || (d == self.top && i.at_top.iter().any(|n| *n == name))
+                        // A name that is not UTF-8 matches no pattern read as text.
+                        let Some(name) = name.to_str() else {
+                            return false;
+                        };
+                        i.anywhere.iter().any(|n| n == name)
+                            || (d == self.top && i.at_top.iter().any(|n| n == name))
                     });
                 if !left_out {
                     stack.push((entry.path(), prune));

@@ -555,6 +555,13 @@ pub(super) const UNMODELLED: &[Unmodelled] = &[
         scripts: &[],
     },
     Unmodelled {
+        names: &["start-stop-daemon"],
+        why: "its options are not modelled: it runs `-x`, `--exec` or `--startas` in the folder `-d` and the root `-r` name",
+        subcommands: &[],
+        shell: false,
+        scripts: &[],
+    },
+    Unmodelled {
         names: &["nodemon"],
         why: "it runs a script or `--exec STR`, with a shell",
         subcommands: &[],
