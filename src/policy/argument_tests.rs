@@ -2210,6 +2210,20 @@ fn other_version_controls_and_node_modules_bin_are_never_written_under_a_prefix(
     let v = decide(&p, "npx cowsay hi", &d.join("pkg/src"));
     assert_ne!(v.decision, Decision::Allow, "{}", v.why);
     assert!(v.why.contains("node_modules/.bin/cowsay"), "{}", v.why);
+    // npm runs a `bin` of that name the project's `package.json` declares first (a
+    // sixty-fourth review: real npm 11 ran the agent's `evil.js` for `npx jest`).
+    for (json, asked) in [
+        (r#"{"name": "proj", "bin": {"other": "x.js"}}"#, false),
+        (r#"{"name": "proj", "scripts": {"test": "x"}}"#, false),
+        (r#"{"name": "proj", "bin": {"cowsay": "evil.js"}}"#, true),
+        (r#"{"name": "@me/cowsay", "bin": "evil.js"}"#, true),
+        (r#"{"name": "proj", "directories": {"bin": "tools"}}"#, true),
+        (r#"{"name": "proj", "bin": "#, true),
+    ] {
+        std::fs::write(d.join("package.json"), json).unwrap();
+        let v = decide(&p, "npx cowsay hi", &d);
+        assert_eq!(v.decision != Decision::Allow, asked, "{json}: {}", v.why);
+    }
 }
 
 /// A twenty-fifth review: a response file (`strings @list`) or a list of files (`md5sum -c`, `file -f`) names

@@ -104,6 +104,9 @@ impl Named {
                         "no `node_modules/.bin/{n}` here or above: npm would run a `{n}` from elsewhere"
                     ));
                 }
+                if let Some(why) = e.npm_bins.iter().find_map(|n| package_bin_above(cwd, n)) {
+                    named.unresolved = Some(why);
+                }
                 if let Some(f) = e.folders_there.iter().find(|f| !cwd.join(f).is_dir()) {
                     named.unresolved = Some(format!("{f:?} is not a folder here"));
                 }
@@ -284,6 +287,51 @@ fn npm_bin_above(cwd: &Path, name: &str) -> bool {
         .map(|d| d.join("node_modules/.bin").join(name))
         .find(|p| p.symlink_metadata().is_ok())
         .is_some_and(|p| p.is_file())
+}
+
+/// Why `npx NAME` from folder `cwd` may run a program of the project's own `package.json`
+/// rather than `node_modules/.bin/NAME`: npm runs a `bin` of that name its project folder
+/// declares first (a sixty-fourth review: `"bin": {"jest": "evil.js"}` made `npx jest` run
+/// `evil.js`). Any `package.json` from `cwd` up whose `bin` may name NAME (a string names
+/// the package's own name; `directories.bin` lists a folder), or that cannot be read.
+fn package_bin_above(cwd: &Path, name: &str) -> Option<String> {
+    for d in cwd.ancestors() {
+        let f = d.join("package.json");
+        if f.symlink_metadata().is_err() {
+            continue;
+        }
+        let why = |what: &str| {
+            Some(format!(
+                "{}: {what}, which `npx {name}` may run",
+                f.display()
+            ))
+        };
+        let Some(v) = super::file::bounded::read_file(&f)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        else {
+            return why("it cannot be read as JSON, so whether it declares a `bin` cannot be told");
+        };
+        let own = v
+            .get("name")
+            .and_then(|n| n.as_str())
+            .map(|n| n.rsplit('/').next().unwrap_or(n));
+        let named = match v.get("bin") {
+            None | Some(serde_json::Value::Null) => false,
+            Some(serde_json::Value::String(_)) => own.is_none_or(|o| o == name),
+            Some(serde_json::Value::Object(m)) => {
+                m.keys().any(|k| k.rsplit('/').next() == Some(name))
+            }
+            Some(_) => true,
+        };
+        if named {
+            return why(&format!("it declares a `bin` named `{name}`"));
+        }
+        if v.get("directories").and_then(|x| x.get("bin")).is_some() {
+            return why("its `directories.bin` declares a folder of programs");
+        }
+    }
+    None
 }
 
 /// What is beneath folder `dir` as a program that walks it whole walks it: hidden names
