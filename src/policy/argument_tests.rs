@@ -2216,6 +2216,8 @@ fn other_version_controls_and_node_modules_bin_are_never_written_under_a_prefix(
         (r#"{"name": "proj", "bin": {"other": "x.js"}}"#, false),
         (r#"{"name": "proj", "scripts": {"test": "x"}}"#, false),
         (r#"{"name": "proj", "bin": {"cowsay": "evil.js"}}"#, true),
+        (r#"{"name": "proj", "bin": {"x:cowsay": "evil.js"}}"#, true),
+        (r#"{"name": "proj", "bin": {"x\\cowsay": "evil.js"}}"#, true),
         (r#"{"name": "@me/cowsay", "bin": "evil.js"}"#, true),
         (r#"{"name": "proj", "directories": {"bin": "tools"}}"#, true),
         (r#"{"name": "proj", "bin": "#, true),

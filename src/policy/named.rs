@@ -312,16 +312,14 @@ fn package_bin_above(cwd: &Path, name: &str) -> Option<String> {
         else {
             return why("it cannot be read as JSON, so whether it declares a `bin` cannot be told");
         };
-        let own = v
-            .get("name")
-            .and_then(|n| n.as_str())
-            .map(|n| n.rsplit('/').next().unwrap_or(n));
+        // npm names a bin by the last part of its key (or of the package's name), cut at
+        // `/`, `\` or `:` (npm-normalize-package-bin).
+        let last = |k: &str| k.rsplit(['/', '\\', ':']).next().unwrap_or(k).to_owned();
+        let own = v.get("name").and_then(|n| n.as_str()).map(last);
         let named = match v.get("bin") {
             None | Some(serde_json::Value::Null) => false,
             Some(serde_json::Value::String(_)) => own.is_none_or(|o| o == name),
-            Some(serde_json::Value::Object(m)) => {
-                m.keys().any(|k| k.rsplit('/').next() == Some(name))
-            }
+            Some(serde_json::Value::Object(m)) => m.keys().any(|k| last(k) == name),
             Some(_) => true,
         };
         if named {
