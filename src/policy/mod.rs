@@ -40,6 +40,7 @@ pub mod live;
 mod moves;
 mod named;
 mod never;
+mod npmbins;
 mod on_path;
 mod parts;
 pub mod path;

@@ -99,12 +99,20 @@ impl Named {
                 if let Some(f) = e.files_there.iter().find(|f| !cwd.join(f).is_file()) {
                     named.unresolved = Some(format!("{f:?} is not a file here"));
                 }
-                if let Some(n) = e.npm_bins.iter().find(|n| !npm_bin_above(cwd, n)) {
+                if let Some(n) = e
+                    .npm_bins
+                    .iter()
+                    .find(|n| !super::npmbins::npm_bin_above(cwd, n))
+                {
                     named.unresolved = Some(format!(
                         "no `node_modules/.bin/{n}` here or above: npm would run a `{n}` from elsewhere"
                     ));
                 }
-                if let Some(why) = e.npm_bins.iter().find_map(|n| package_bin_above(cwd, n)) {
+                if let Some(why) = e
+                    .npm_bins
+                    .iter()
+                    .find_map(|n| super::npmbins::package_bin_above(cwd, n))
+                {
                     named.unresolved = Some(why);
                 }
                 if let Some(f) = e.folders_there.iter().find(|f| !cwd.join(f).is_dir()) {
@@ -277,59 +285,6 @@ impl Named {
 /// Whether `p` is a folder itself (not a link to one: a move takes the link).
 fn is_folder(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
-}
-
-/// Whether the `node_modules/.bin/NAME` npm runs for `npx NAME` from folder `cwd` is a
-/// file: the nearest there is from `cwd` up (a real npm ran a package's subfolder's own
-/// before its project's, and the project's from any folder beneath it).
-fn npm_bin_above(cwd: &Path, name: &str) -> bool {
-    cwd.ancestors()
-        .map(|d| d.join("node_modules/.bin").join(name))
-        .find(|p| p.symlink_metadata().is_ok())
-        .is_some_and(|p| p.is_file())
-}
-
-/// Why `npx NAME` from folder `cwd` may run a program of the project's own `package.json`
-/// rather than `node_modules/.bin/NAME`: npm runs a `bin` of that name its project folder
-/// declares first (a sixty-fourth review: `"bin": {"jest": "evil.js"}` made `npx jest` run
-/// `evil.js`). Any `package.json` from `cwd` up whose `bin` may name NAME (a string names
-/// the package's own name; `directories.bin` lists a folder), or that cannot be read.
-fn package_bin_above(cwd: &Path, name: &str) -> Option<String> {
-    for d in cwd.ancestors() {
-        let f = d.join("package.json");
-        if f.symlink_metadata().is_err() {
-            continue;
-        }
-        let why = |what: &str| {
-            Some(format!(
-                "{}: {what}, which `npx {name}` may run",
-                f.display()
-            ))
-        };
-        let Some(v) = super::file::bounded::read_file(&f)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        else {
-            return why("it cannot be read as JSON, so whether it declares a `bin` cannot be told");
-        };
-        // npm names a bin by the last part of its key (or of the package's name), cut at
-        // `/`, `\` or `:` (npm-normalize-package-bin).
-        let last = |k: &str| k.rsplit(['/', '\\', ':']).next().unwrap_or(k).to_owned();
-        let own = v.get("name").and_then(|n| n.as_str()).map(last);
-        let named = match v.get("bin") {
-            None | Some(serde_json::Value::Null) => false,
-            Some(serde_json::Value::String(_)) => own.is_none_or(|o| o == name),
-            Some(serde_json::Value::Object(m)) => m.keys().any(|k| last(k) == name),
-            Some(_) => true,
-        };
-        if named {
-            return why(&format!("it declares a `bin` named `{name}`"));
-        }
-        if v.get("directories").and_then(|x| x.get("bin")).is_some() {
-            return why("its `directories.bin` declares a folder of programs");
-        }
-    }
-    None
 }
 
 /// What is beneath folder `dir` as a program that walks it whole walks it: hidden names

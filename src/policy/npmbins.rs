@@ -1,0 +1,58 @@
+//! What `npx NAME` runs from a folder: the nearest `node_modules/.bin/NAME`, unless a
+//! `package.json` on the way up declares a `bin` of that name, which npm runs first. A leaf:
+//! it uses nothing of the policy but its bounded file reader.
+
+use std::path::Path;
+
+/// Whether the `node_modules/.bin/NAME` npm runs for `npx NAME` from folder `cwd` is a
+/// file: the nearest there is from `cwd` up (a real npm ran a package's subfolder's own
+/// before its project's, and the project's from any folder beneath it).
+pub(super) fn npm_bin_above(cwd: &Path, name: &str) -> bool {
+    cwd.ancestors()
+        .map(|d| d.join("node_modules/.bin").join(name))
+        .find(|p| p.symlink_metadata().is_ok())
+        .is_some_and(|p| p.is_file())
+}
+
+/// Why `npx NAME` from folder `cwd` may run a program of the project's own `package.json`
+/// rather than `node_modules/.bin/NAME`: npm runs a `bin` of that name its project folder
+/// declares first (a sixty-fourth review: `"bin": {"jest": "evil.js"}` made `npx jest` run
+/// `evil.js`). Any `package.json` from `cwd` up whose `bin` may name NAME (a string names
+/// the package's own name; `directories.bin` lists a folder), or that cannot be read.
+pub(super) fn package_bin_above(cwd: &Path, name: &str) -> Option<String> {
+    for d in cwd.ancestors() {
+        let f = d.join("package.json");
+        if f.symlink_metadata().is_err() {
+            continue;
+        }
+        let why = |what: &str| {
+            Some(format!(
+                "{}: {what}, which `npx {name}` may run",
+                f.display()
+            ))
+        };
+        let Some(v) = super::file::bounded::read_file(&f)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        else {
+            return why("it cannot be read as JSON, so whether it declares a `bin` cannot be told");
+        };
+        // npm names a bin by the last part of its key (or of the package's name), cut at
+        // `/`, `\` or `:` (npm-normalize-package-bin).
+        let last = |k: &str| k.rsplit(['/', '\\', ':']).next().unwrap_or(k).to_owned();
+        let own = v.get("name").and_then(|n| n.as_str()).map(last);
+        let named = match v.get("bin") {
+            None | Some(serde_json::Value::Null) => false,
+            Some(serde_json::Value::String(_)) => own.is_none_or(|o| o == name),
+            Some(serde_json::Value::Object(m)) => m.keys().any(|k| last(k) == name),
+            Some(_) => true,
+        };
+        if named {
+            return why(&format!("it declares a `bin` named `{name}`"));
+        }
+        if v.get("directories").and_then(|x| x.get("bin")).is_some() {
+            return why("its `directories.bin` declares a folder of programs");
+        }
+    }
+    None
+}
