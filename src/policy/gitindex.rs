@@ -133,12 +133,8 @@ pub fn foreign_submodule(
     }
     let root = session.ancestors().find(|d| d.join(".git").exists())?;
     let sub = words.get(super::args::git::subcommand_at(words));
-    if !sub.is_some_and(|s| KEEPS_ENTRIES.contains(&s.as_str())) {
-        if let Some(why) = replaced_by_repository(root, step) {
-            return Some(why);
-        }
-    }
-    foreign_in(root, SUBMODULE_DEPTH, &mut 0, step)
+    let takes_in = !sub.is_some_and(|s| KEEPS_ENTRIES.contains(&s.as_str()));
+    foreign_in(root, SUBMODULE_DEPTH, takes_in, &mut 0, step)
 }
 
 /// git's commands that never take a tracked path's working copy into the index. Every
@@ -171,17 +167,15 @@ const KEEPS_ENTRIES: &[&str] = &[
     "help",
 ];
 
-/// Why a git command that may update the index of the repository whose worktree is `root`
-/// may make a submodule of a repository the agent made: a tracked file or link (not a
-/// gitlink) is now a folder with a `.git`. One `step` per entry; an index that cannot be
-/// read exactly, or a sparse one (its folders' files are not listed), is asked.
-fn replaced_by_repository(root: &Path, step: &mut dyn FnMut() -> bool) -> Option<String> {
-    let Some(found) = index_entries(root) else {
-        return Some(format!(
-            "the index of {} cannot be read, so what git may take into it cannot be told",
-            root.display()
-        ));
-    };
+/// Why a git command that may update the index of the repository whose worktree is `root`,
+/// whose entries are `found`, may make a submodule of a repository the agent made: a
+/// tracked file or link (not a gitlink) is now a folder with a `.git`. One `step` per
+/// entry; a sparse index (its folders' files are not listed) is asked.
+fn replaced_by_repository(
+    root: &Path,
+    found: &[(u32, Vec<u8>)],
+    step: &mut dyn FnMut() -> bool,
+) -> Option<String> {
     use std::os::unix::ffi::OsStrExt;
     for (mode, name) in found {
         if !step() {
@@ -190,7 +184,7 @@ fn replaced_by_repository(root: &Path, step: &mut dyn FnMut() -> bool) -> Option
                 root.display()
             ));
         }
-        let p = root.join(std::ffi::OsStr::from_bytes(&name));
+        let p = root.join(std::ffi::OsStr::from_bytes(name));
         match mode & 0o170000 {
             0o160000 => continue,
             0o040000 => {
@@ -217,10 +211,12 @@ fn replaced_by_repository(root: &Path, step: &mut dyn FnMut() -> bool) -> Option
 const MAX_SUBMODULES: usize = 64;
 
 /// [`foreign_submodule`] in the repository whose worktree is `root`, `depth` levels more
-/// deep at most, with `seen` submodules looked into so far.
+/// deep at most, with `seen` submodules looked into so far; with `takes_in`, a tracked file
+/// now a repository too ([`replaced_by_repository`], from the same read of the index).
 fn foreign_in(
     root: &Path,
     depth: usize,
+    takes_in: bool,
     seen: &mut usize,
     step: &mut dyn FnMut() -> bool,
 ) -> Option<String> {
@@ -236,6 +232,11 @@ fn foreign_in(
             root.display()
         ));
     };
+    if takes_in {
+        if let Some(why) = replaced_by_repository(root, &found, step) {
+            return Some(why);
+        }
+    }
     let modules = modules_of(root)?;
     use std::os::unix::ffi::OsStrExt;
     let subs = found
@@ -262,7 +263,7 @@ fn foreign_in(
                 root.display()
             ));
         };
-        if let Some(why) = foreign_in(&sub, deeper, seen, step) {
+        if let Some(why) = foreign_in(&sub, deeper, false, seen, step) {
             return Some(why);
         }
     }

@@ -99,19 +99,7 @@ impl Named {
                 if let Some(f) = e.files_there.iter().find(|f| !cwd.join(f).is_file()) {
                     named.unresolved = Some(format!("{f:?} is not a file here"));
                 }
-                if let Some(n) = e
-                    .npm_bins
-                    .iter()
-                    .find(|n| !super::npmbins::npm_bin_above(cwd, n))
-                {
-                    named.unresolved = Some(format!(
-                        "no `node_modules/.bin/{n}` here or above: npm would run a `{n}` from elsewhere"
-                    ));
-                }
-                if let Some(why) = e
-                    .npm_bins
-                    .iter()
-                    .find_map(|n| super::npmbins::package_bin_above(cwd, n))
+                if let Some(why) = (e.npm_bins.iter()).find_map(|n| super::npmbins::refused(cwd, n))
                 {
                     named.unresolved = Some(why);
                 }

@@ -4,10 +4,21 @@
 
 use std::path::Path;
 
+/// Why `npx NAME` from folder `cwd` may run another program than the project's own NAME:
+/// [`npm_bin_above`] is not a file, or [`package_bin_above`].
+pub(super) fn refused(cwd: &Path, name: &str) -> Option<String> {
+    if !npm_bin_above(cwd, name) {
+        return Some(format!(
+            "no `node_modules/.bin/{name}` here or above: npm would run a `{name}` from elsewhere"
+        ));
+    }
+    package_bin_above(cwd, name)
+}
+
 /// Whether the `node_modules/.bin/NAME` npm runs for `npx NAME` from folder `cwd` is a
 /// file: the nearest there is from `cwd` up (a real npm ran a package's subfolder's own
 /// before its project's, and the project's from any folder beneath it).
-pub(super) fn npm_bin_above(cwd: &Path, name: &str) -> bool {
+fn npm_bin_above(cwd: &Path, name: &str) -> bool {
     cwd.ancestors()
         .map(|d| d.join("node_modules/.bin").join(name))
         .find(|p| p.symlink_metadata().is_ok())
@@ -19,7 +30,7 @@ pub(super) fn npm_bin_above(cwd: &Path, name: &str) -> bool {
 /// declares first (a sixty-fourth review: `"bin": {"jest": "evil.js"}` made `npx jest` run
 /// `evil.js`). Any `package.json` from `cwd` up whose `bin` may name NAME (a string names
 /// the package's own name; `directories.bin` lists a folder), or that cannot be read.
-pub(super) fn package_bin_above(cwd: &Path, name: &str) -> Option<String> {
+fn package_bin_above(cwd: &Path, name: &str) -> Option<String> {
     for d in cwd.ancestors() {
         let f = d.join("package.json");
         if f.symlink_metadata().is_err() {
