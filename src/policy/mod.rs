@@ -215,6 +215,16 @@ impl Rule {
 
     /// [`Rule::fits_but_paths`], `call` taken as of `kind` (a command's read or write: [`named`]).
     fn fits_as(&self, call: &Call, kind: Option<&str>) -> bool {
+        self.of_kind(kind) && self.fits_but_kind(call)
+    }
+
+    /// Whether the rule's `kind` (none: any) has `kind`.
+    fn of_kind(&self, kind: Option<&str>) -> bool {
+        self.kind.is_empty() || kind.is_some_and(|k| self.kind.iter().any(|s| s == k))
+    }
+
+    /// [`Rule::fits_as`] but for the kind.
+    fn fits_but_kind(&self, call: &Call) -> bool {
         if let Some(agents) = &self.agent {
             let program = call.agent.rsplit('/').next().unwrap_or(&call.agent);
             let by_command = call.program.as_ref().is_some_and(|p| agents.is_match(p));
@@ -245,9 +255,6 @@ impl Rule {
             if !folders.is_match(&call.cwd) {
                 return false;
             }
-        }
-        if !self.kind.is_empty() && !kind.is_some_and(|k| self.kind.iter().any(|s| s == k)) {
-            return false;
         }
         if let Some(re) = &self.title {
             if !re.is_match(&call.title) {
@@ -470,11 +477,28 @@ impl Policy {
             .flat_map(|(w, _)| w.iter().skip(1))
             .flat_map(|w| [w.as_str(), args::base(w)])
             .collect();
+        // The programs the commands start, by name too: a rule on another program covers
+        // none of them and names no path ([`Rule::covers_named`]), so it is passed over at
+        // once, its fields beyond the first word never read (benches/policy.rs).
+        let programs: Vec<&str> = seen
+            .iter()
+            .copied()
+            .chain(plain)
+            .filter_map(|w| w.first())
+            .flat_map(|w| [w.as_str(), args::base(w)])
+            .collect();
+        let may_cover = |r: &Rule| match r.command.as_deref().and_then(|c| c.first()) {
+            None => true,
+            Some(alts) => alts.iter().any(|a| {
+                programs.contains(&a.as_str())
+                    || (r.decision != Decision::Allow && inner_words.contains(a.as_str()))
+            }),
+        };
         for tier in &self.tiers {
             // One pass a tier: the first rule of the strongest decision that covers it.
             let mut best: Option<(Decision, &Rule, &[String])> = None;
             for r in &tier.rules {
-                if best.is_some_and(|(d, ..)| d >= r.decision) {
+                if best.is_some_and(|(d, ..)| d >= r.decision) || !may_cover(r) {
                     continue;
                 }
                 let covered = if r.decision == Decision::Allow {

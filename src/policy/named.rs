@@ -473,7 +473,15 @@ impl Rule {
         if self.command.is_some() || self.decision == Decision::Allow {
             return None;
         }
-        let fits = |kind: &str| self.fits_as(call, Some(kind));
+        let names_none = named.paths.is_empty()
+            && named.unplaced.is_empty()
+            && named.maybe_read.is_empty()
+            && named.trees.is_empty()
+            && named.unplaced_beneath.is_empty();
+        if names_none || !self.fits_but_kind(call) {
+            return None;
+        }
+        let fits = |kind: &str| self.of_kind(Some(kind));
         let reads = fits("read");
         let searches = fits("search") || reads;
         let edits = fits("edit");
