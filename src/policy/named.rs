@@ -99,7 +99,10 @@ impl Named {
                 if let Some(f) = e.files_there.iter().find(|f| !cwd.join(f).is_file()) {
                     named.unresolved = Some(format!("{f:?} is not a file here"));
                 }
-                if let Some(why) = (e.npm_bins.iter()).find_map(|n| super::npmbins::refused(cwd, n))
+                if let Some(why) = e
+                    .npm_bins
+                    .iter()
+                    .find_map(|n| super::npmbins::refused(cwd, n))
                 {
                     named.unresolved = Some(why);
                 }
