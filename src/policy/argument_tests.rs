@@ -4713,3 +4713,117 @@ fn a_package_managers_options_before_its_command_are_read_by_its_model() {
         ],
     );
 }
+
+/// A bare repository planted at `gitdir` whose `core.fsmonitor` touches `canary`, with a
+/// worktree (git runs the monitor at `status` from the folder that names it). The monitor
+/// is beside the canary: git runs it with the shell, where a space would split its path.
+fn planted_gitdir(gitdir: &Path, canary: &Path) {
+    std::fs::create_dir_all(gitdir).unwrap();
+    git_in(gitdir, &["init", "-q", "--bare", "."]);
+    git_in(gitdir, &["config", "core.bare", "false"]);
+    let monitor = canary.with_extension("monitor.sh");
+    toucher(&monitor, canary);
+    git_in(
+        gitdir,
+        &["config", "core.fsmonitor", monitor.to_str().unwrap()],
+    );
+}
+
+/// A `.git` file and a `commondir` are read exactly as git reads them: `gitdir: ` with one
+/// space, then everything but the line breaks at the end, up to a NUL (a sixty-fifth
+/// review: read with spaces trimmed, `gitdir:  ../.git` was the session's repository here,
+/// while git used the folder ` ../.git` the agent made and ran its `core.fsmonitor`; the
+/// same through a submodule's `.git` at the top's `git status`, and a `commondir` with a
+/// leading space let `git clone` copy a repository under a Read deny). Each proven with
+/// real git, then asked; the line ending git drops keeps the own repository allowed.
+#[test]
+fn a_gitdir_file_or_commondir_is_read_with_every_byte_git_keeps() {
+    let d = scratch_repo("gitfile-bytes");
+    let canary = d.join("CANARY");
+    let git = ["Bash(git status:*)", "Bash(git diff:*)", "Bash(git add:*)"];
+    let p = rules(&git);
+    let ran = |cmd: &str| {
+        let _ = std::fs::remove_file(&canary);
+        sh_output(cmd, &d);
+        canary.exists()
+    };
+    // (what `src/.git` holds, where the agent plants the repository git then uses)
+    let nul = |s: &str| s.replace('0', "\0");
+    let cases = [
+        ("gitdir:  ../.git\n".to_owned(), "src/ ../.git"),
+        ("gitdir: ../.git \n".to_owned(), ".git "),
+        ("gitdir: ../.git\n/../ev\n".to_owned(), "ev"),
+        (nul("gitdir: ../nul0junk"), "nul"),
+    ];
+    std::fs::create_dir_all(d.join(".git\n")).unwrap();
+    for (text, planted) in &cases {
+        planted_gitdir(&d.join(planted), &canary);
+        std::fs::write(d.join("src/.git"), text).unwrap();
+        for cmd in [
+            "cd src && git status",
+            "cd src && git diff",
+            "cd src && git add .",
+        ] {
+            assert!(ran(cmd), "{text:?} {cmd}: git did not run the monitor");
+            not_allowed(&p, &d, &[cmd]);
+        }
+    }
+    // The line ending git takes off leaves the session's own repository.
+    std::fs::write(d.join("src/.git"), "gitdir: ../.git\r\n").unwrap();
+    assert!(!ran("cd src && git status"));
+    allowed(&p, &d, &["cd src && git status"]);
+    std::fs::remove_file(d.join("src/.git")).unwrap();
+
+    // A submodule's `.git` naming, with two spaces, what looks like git's own `modules`.
+    let id = ["-c", "user.name=a", "-c", "user.email=a@b"];
+    git_in(
+        &d,
+        &[&id[..], &["commit", "-q", "--allow-empty", "-m", "s"]].concat(),
+    );
+    let head = sh_output("git rev-parse HEAD", &d);
+    let gitlink = format!("160000,{},src/lib", head.trim());
+    git_in(&d, &["update-index", "--add", "--cacheinfo", &gitlink]);
+    // git's own module is there (read trimmed, it was the one git would use).
+    let modules = d.join(".git/modules/src/lib");
+    std::fs::create_dir_all(&modules).unwrap();
+    git_in(&modules, &["init", "-q", "--bare", "."]);
+    std::fs::create_dir_all(d.join("src/lib")).unwrap();
+    std::fs::write(
+        d.join("src/lib/.git"),
+        format!("gitdir:  {}\n", modules.display()),
+    )
+    .unwrap();
+    planted_gitdir(&d.join(format!("src/lib/ {}", modules.display())), &canary);
+    for cmd in ["git status", "git diff"] {
+        assert!(ran(cmd), "{cmd}: git did not run the submodule's monitor");
+        not_allowed(&p, &d, &[cmd]);
+    }
+
+    // A clone of a folder whose `commondir` leads, past a ` ..` folder, to a denied one.
+    let d = scratch_git("commondir-bytes");
+    let secret = d.join("private");
+    files(&secret, &[("token.txt", "TOKEN=hunter2")]);
+    git_in(&secret, &["init", "-q"]);
+    git_in(&secret, &["add", "token.txt"]);
+    git_in(&secret, &[&id[..], &["commit", "-qm", "x"]].concat());
+    let branch = sh_output("git symbolic-ref --short HEAD", &secret);
+    files(
+        &d,
+        &[
+            (
+                "src/r/HEAD",
+                &format!("ref: refs/heads/{}\n", branch.trim()),
+            ),
+            ("src/r/commondir", " ../../../../private/.git\n"),
+        ],
+    );
+    std::fs::create_dir_all(d.join("src/r/ ..")).unwrap();
+    sh_output("git clone -q src/r out", &d);
+    let got = std::fs::read_to_string(d.join("out/token.txt")).unwrap_or_default();
+    assert_eq!(got, "TOKEN=hunter2", "git did not copy the secret");
+    let p = rules(&[
+        "Bash(git clone:*)",
+        &format!("!Read(/{}/**)", secret.display()),
+    ]);
+    not_allowed(&p, &d, &["git clone -q src/r o"]);
+}

@@ -186,11 +186,19 @@ pub(super) fn place(
     }
 }
 
-/// The common folder of repository `repo` (a linked worktree's main repository).
+/// The common folder of repository `repo` (a linked worktree's main repository), its
+/// `commondir` read exactly as git reads it (`get_common_dir_noenv`: all of it but the line
+/// feeds and carriage returns at its end; a sixty-fifth review: read trimmed, ` ../x` with
+/// a leading space was `x` here, while git used the folder ` ../x` the agent made). Where
+/// git dies on it (empty, not a regular file, or too large to read here), the file itself:
+/// nothing of a repository is read from beneath it, so what asks for its config asks.
 pub(super) fn common_of(repo: &Path) -> PathBuf {
-    std::fs::read_to_string(repo.join("commondir"))
-        .map(|c| repo.join(c.trim()))
-        .unwrap_or_else(|_| repo.to_path_buf())
+    let file = repo.join("commondir");
+    match super::file::bounded::read_file(&file) {
+        Ok(bytes) if !bytes.is_empty() => repo.join(super::gitdir::c_path(&bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => repo.to_path_buf(),
+        _ => file,
+    }
 }
 
 #[cfg(test)]

@@ -31,13 +31,10 @@ pub(super) fn found(dir: &Path) -> Option<(PathBuf, PathBuf)> {
         match std::fs::metadata(&dot) {
             Ok(m) if m.is_dir() => return Some((canonical(&dot), d.to_path_buf())),
             Ok(m) if m.is_file() => {
-                let text = std::fs::read_to_string(&dot).unwrap_or_default();
-                let target = text
-                    .lines()
-                    .next()
-                    .and_then(|l| l.strip_prefix("gitdir:"))
-                    .map(|t| d.join(t.trim()))
-                    .unwrap_or(dot);
+                // Where git dies on it (not read, not a `gitdir: ` line), the file itself:
+                // never a repository.
+                let bytes = super::file::bounded::read_file(&dot).unwrap_or_default();
+                let target = gitfile_target(&bytes).map_or(dot.clone(), |t| d.join(t));
                 return Some((canonical(&target), d.to_path_buf()));
             }
             _ => {}
@@ -47,6 +44,33 @@ pub(super) fn found(dir: &Path) -> Option<(PathBuf, PathBuf)> {
         }
     }
     None
+}
+
+/// The path a `.git` file's `bytes` name, read exactly as git reads it
+/// (`read_gitfile_gently`): the file begins with `gitdir: `, one space; everything after it
+/// is the path, spaces, inner line breaks and all, but the line feeds and carriage returns
+/// at its end; it ends at a NUL, as a C string does. `None` where git refuses the file (no
+/// such start, no path). A sixty-fifth review: read with its spaces trimmed, `gitdir:
+/// ../.git` with two spaces was the session's repository here, while git used the folder
+/// ` ../.git` the agent made, with its `core.fsmonitor`.
+pub(super) fn gitfile_target(bytes: &[u8]) -> Option<&Path> {
+    let rest = bytes.strip_prefix(b"gitdir: ")?;
+    let path = c_path(rest);
+    (!path.as_os_str().is_empty() || rest.first() == Some(&0)).then_some(path)
+}
+
+/// The path in `bytes`, a file git reads as one path (a `gitdir:` file's rest, a
+/// `commondir`), as git reads it: the line feeds and carriage returns at its end left out,
+/// and ending at a NUL, as a C string does.
+pub(super) fn c_path(bytes: &[u8]) -> &Path {
+    use std::os::unix::ffi::OsStrExt;
+    let end = bytes
+        .iter()
+        .rposition(|b| !matches!(b, b'\n' | b'\r'))
+        .map_or(0, |i| i + 1);
+    let bytes = &bytes[..end];
+    let bytes = bytes.split(|b| *b == 0).next().unwrap_or_default();
+    Path::new(std::ffi::OsStr::from_bytes(bytes))
 }
 
 /// Why git, run in any of `folders`, may not be allowed from a session in `session`: it
@@ -251,6 +275,21 @@ fn canonical(p: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gitdir_file_keeps_what_git_keeps_of_it() {
+        let t = |b: &[u8]| gitfile_target(b).map(|p| p.as_os_str().as_encoded_bytes().to_vec());
+        assert_eq!(t(b"gitdir: ../.git\r\n\n"), Some(b"../.git".to_vec()));
+        assert_eq!(t(b"gitdir:  x \n"), Some(b" x ".to_vec()));
+        assert_eq!(t(b"gitdir: a\nb\n"), Some(b"a\nb".to_vec()));
+        assert_eq!(t(b"gitdir: a\0b\n"), Some(b"a".to_vec()));
+        // A NUL first is an empty path git takes (the folder holding the file); none is
+        // refused, as is any other start.
+        assert_eq!(t(b"gitdir: \0"), Some(Vec::new()));
+        assert_eq!(t(b"gitdir: \r\n"), None);
+        assert_eq!(t(b"gitdir:../.git"), None);
+        assert_eq!(t(b" gitdir: ../.git"), None);
+    }
 
     #[test]
     fn an_include_naming_a_fifo_is_not_waited_on() {

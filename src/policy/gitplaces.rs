@@ -80,9 +80,7 @@ fn clone_reads(p: &Path) -> Result<Vec<PathBuf>, String> {
             Ok(m) if m.is_file() => {
                 let text = super::file::bounded::read_file(&c)
                     .map_err(|e| format!("{}: {e}", c.display()))?;
-                let text = String::from_utf8_lossy(&text);
-                if let Some(t) = text.strip_prefix("gitdir:") {
-                    let t = t.lines().next().unwrap_or_default().trim();
+                if let Some(t) = super::gitdir::gitfile_target(&text) {
                     let target = c.parent().unwrap_or(Path::new("/")).join(t);
                     out.push(target.clone());
                     repos.push(target);
