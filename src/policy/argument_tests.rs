@@ -4827,3 +4827,86 @@ fn a_gitdir_file_or_commondir_is_read_with_every_byte_git_keeps() {
     ]);
     not_allowed(&p, &d, &["git clone -q src/r o"]);
 }
+
+/// An install writes the `node_modules` of the project, and `ci` empties it first, through
+/// a link too (a sixty-fifth review, real pnpm 12.21: `pnpm ci` under `Bash(pnpm:*)`, with
+/// `node_modules` a link to the policy's folder, deleted `policy.toml`; pnpm 12 installs
+/// before `test` and `run` when the dependencies changed). Asked while a `node_modules`
+/// from where it runs up is a link; a folder of its own stays allowed.
+#[test]
+fn an_install_is_asked_while_node_modules_is_a_link() {
+    let d = scratch("modules-link");
+    let victim = d.join("victim");
+    files(
+        &d,
+        &[
+            (
+                "proj/package.json",
+                r#"{"name":"p","scripts":{"test":"x"}}"#,
+            ),
+            ("victim/policy.toml", "keep"),
+        ],
+    );
+    let proj = d.join("proj");
+    let p = rules(&["Bash(pnpm:*)", "Bash(npm:*)", "Bash(yarn:*)"]);
+    let installs = [
+        "pnpm ci",
+        "pnpm install",
+        "pnpm i",
+        "pnpm add leftpad",
+        "pnpm test",
+        "pnpm run build",
+        "npm ci",
+        "npm install",
+        "npm clean-install",
+        "yarn install",
+    ];
+    std::fs::create_dir_all(proj.join("node_modules")).unwrap();
+    allowed(&p, &proj, &installs);
+    allowed(&p, &proj.join("src"), &["pnpm test"]);
+    std::fs::remove_dir(proj.join("node_modules")).unwrap();
+    std::os::unix::fs::symlink(&victim, proj.join("node_modules")).unwrap();
+    not_allowed(&p, &proj, &installs);
+    std::fs::create_dir_all(proj.join("src")).unwrap();
+    not_allowed(&p, &proj.join("src"), &["pnpm ci", "npm install"]);
+    let v = decide(&p, "pnpm ci", &proj);
+    assert!(v.why.contains("is a link"), "{}", v.why);
+    // npm runs a script with no install; listing writes nothing.
+    allowed(&p, &proj, &["npm test", "npm run build", "pnpm ls"]);
+}
+
+/// `pnpm -r` and `--filter` read every project of the workspace, and run their scripts (a
+/// sixty-fifth review, real pnpm 12.21: `pnpm -r test` read `secrets/package.json` under a
+/// `Read(./secrets/**)` deny and ran its `test`). Read as a tree from the workspace's top.
+#[test]
+fn pnpm_across_the_workspace_reads_every_project_beneath_its_top() {
+    let d = scratch("pnpm-workspace");
+    files(
+        &d,
+        &[
+            ("package.json", r#"{"name":"top"}"#),
+            ("web/package.json", r#"{"name":"web"}"#),
+            (
+                "secrets/package.json",
+                r#"{"name":"s","scripts":{"test":"x"}}"#,
+            ),
+        ],
+    );
+    let open = rules(&["Bash(pnpm:*)"]);
+    let p = rules(&["Bash(pnpm:*)", "!Read(./secrets/**)"]);
+    let across = [
+        "pnpm -r test",
+        "pnpm --recursive test",
+        "pnpm --filter web test",
+    ];
+    allowed(&open, &d, &across);
+    allowed(&p, &d, &["pnpm test"]);
+    not_allowed(&p, &d, &across);
+    // From a project's folder, what is beneath it; with a workspace file above, the
+    // workspace's top (as real pnpm 12 does).
+    let secrets = format!("!Read(/{}/secrets/**)", d.display());
+    let p = rules(&["Bash(pnpm:*)", &secrets]);
+    allowed(&p, &d.join("web"), &across);
+    std::fs::write(d.join("pnpm-workspace.yaml"), "packages: ['*']\n").unwrap();
+    not_allowed(&p, &d.join("web"), &across);
+}

@@ -109,6 +109,15 @@ impl Named {
                 if let Some(f) = e.folders_there.iter().find(|f| !cwd.join(f).is_dir()) {
                     named.unresolved = Some(format!("{f:?} is not a folder here"));
                 }
+                if let Some(why) = e.node_modules.then(|| super::npmbins::linked_modules(cwd)) {
+                    named.unresolved = why.or(named.unresolved.take());
+                }
+                if e.pnpm_workspace {
+                    match super::npmbins::pnpm_workspace(cwd).to_str() {
+                        Some(top) => e.paths.push((Access::TreeFollowed, top.to_owned())),
+                        None => named.unresolved = Some("a workspace not named in UTF-8".into()),
+                    }
+                }
                 (e.paths, e.unplaced, e.places, e.ignore_files)
             }
             // No model, or one that stopped: any word may be a path, and a program that
