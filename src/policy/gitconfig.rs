@@ -195,10 +195,24 @@ pub(super) fn place(
 pub(super) fn common_of(repo: &Path) -> PathBuf {
     let file = repo.join("commondir");
     match super::file::bounded::read_file(&file) {
-        Ok(bytes) if !bytes.is_empty() => repo.join(super::gitdir::c_path(&bytes)),
+        Ok(bytes) if !bytes.is_empty() => repo.join(c_path(&bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => repo.to_path_buf(),
         _ => file,
     }
+}
+
+/// The path in `bytes`, a file git reads as one path (a `gitdir:` file's rest, a
+/// `commondir`), as git reads it: the line feeds and carriage returns at its end left out,
+/// and ending at a NUL, as a C string does.
+pub(super) fn c_path(bytes: &[u8]) -> &Path {
+    use std::os::unix::ffi::OsStrExt;
+    let end = bytes
+        .iter()
+        .rposition(|b| !matches!(b, b'\n' | b'\r'))
+        .map_or(0, |i| i + 1);
+    let bytes = &bytes[..end];
+    let bytes = bytes.split(|b| *b == 0).next().unwrap_or_default();
+    Path::new(std::ffi::OsStr::from_bytes(bytes))
 }
 
 #[cfg(test)]

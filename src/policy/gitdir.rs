@@ -55,22 +55,8 @@ pub(super) fn found(dir: &Path) -> Option<(PathBuf, PathBuf)> {
 /// ` ../.git` the agent made, with its `core.fsmonitor`.
 pub(super) fn gitfile_target(bytes: &[u8]) -> Option<&Path> {
     let rest = bytes.strip_prefix(b"gitdir: ")?;
-    let path = c_path(rest);
+    let path = super::gitconfig::c_path(rest);
     (!path.as_os_str().is_empty() || rest.first() == Some(&0)).then_some(path)
-}
-
-/// The path in `bytes`, a file git reads as one path (a `gitdir:` file's rest, a
-/// `commondir`), as git reads it: the line feeds and carriage returns at its end left out,
-/// and ending at a NUL, as a C string does.
-pub(super) fn c_path(bytes: &[u8]) -> &Path {
-    use std::os::unix::ffi::OsStrExt;
-    let end = bytes
-        .iter()
-        .rposition(|b| !matches!(b, b'\n' | b'\r'))
-        .map_or(0, |i| i + 1);
-    let bytes = &bytes[..end];
-    let bytes = bytes.split(|b| *b == 0).next().unwrap_or_default();
-    Path::new(std::ffi::OsStr::from_bytes(bytes))
 }
 
 /// Why git, run in any of `folders`, may not be allowed from a session in `session`: it
