@@ -250,4 +250,25 @@ mod tests {
         assert_eq!(ours, git);
         let _ = std::fs::remove_dir_all(&d);
     }
+
+    /// A `commondir` that is a FIFO (the agent may make one) is not waited on: git would
+    /// wait forever, so nothing of it is read and the repository's config is not told.
+    #[test]
+    fn a_commondir_that_is_a_fifo_is_not_waited_on() {
+        let d = std::env::temp_dir().join(format!("acp-qb-commonfifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        nix::unistd::mkfifo(&d.join("commondir"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let repo = d.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(common_of(&repo));
+        });
+        // Far above the microseconds it takes: a read of the FIFO would never end.
+        let common = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("found without waiting on the FIFO");
+        assert_eq!(common, d.join("commondir"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

@@ -34,7 +34,7 @@ pub(super) fn found(dir: &Path) -> Option<(PathBuf, PathBuf)> {
                 // Where git dies on it (not read, not a `gitdir: ` line), the file itself:
                 // never a repository.
                 let bytes = super::file::bounded::read_file(&dot).unwrap_or_default();
-                let target = gitfile_target(&bytes).map_or(dot.clone(), |t| d.join(t));
+                let target = gitfile_target(&bytes).map_or(dot, |t| d.join(t));
                 return Some((canonical(&target), d.to_path_buf()));
             }
             _ => {}

@@ -109,8 +109,12 @@ impl Named {
                 if let Some(f) = e.folders_there.iter().find(|f| !cwd.join(f).is_dir()) {
                     named.unresolved = Some(format!("{f:?} is not a folder here"));
                 }
-                if let Some(why) = e.node_modules.then(|| super::npmbins::linked_modules(cwd)) {
-                    named.unresolved = why.or(named.unresolved.take());
+                if let Some(why) = e
+                    .node_modules
+                    .then(|| super::npmbins::linked_modules(cwd))
+                    .flatten()
+                {
+                    named.unresolved = Some(why);
                 }
                 if e.pnpm_workspace {
                     match super::npmbins::pnpm_workspace(cwd).to_str() {
