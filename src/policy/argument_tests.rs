@@ -4691,6 +4691,7 @@ fn a_tracked_file_replaced_by_a_repository_makes_git_that_updates_the_index_aske
 #[test]
 fn a_package_managers_options_before_its_command_are_read_by_its_model() {
     let d = scratch("pnpm-options");
+    files(&d, &[("pnpm-workspace.yaml", "packages: ['*']\n")]);
     let p = rules(&["Bash(pnpm:*)", "Bash(npm:*)"]);
     allowed(
         &p,
@@ -4875,11 +4876,13 @@ fn an_install_is_asked_while_node_modules_is_a_link() {
     allowed(&p, &proj, &["npm test", "npm run build", "pnpm ls"]);
 }
 
-/// `pnpm -r` and `--filter` read every project of the workspace, and run their scripts (a
-/// sixty-fifth review, real pnpm 12.21: `pnpm -r test` read `secrets/package.json` under a
-/// `Read(./secrets/**)` deny and ran its `test`). Read as a tree from the workspace's top.
+/// A package manager reads every project of its workspace, runs their scripts with `-r`,
+/// `--filter` or `--workspaces`, and installs all of them, lifecycle scripts included, from
+/// any of them (a sixty-fifth review, real pnpm 12.21 and npm 11.19: `pnpm -r test` and a
+/// plain `pnpm install` ran `secrets/package.json`'s scripts under a `Read(./secrets/**)`
+/// deny). Each project's manifest is read, so a deny on its folder asks.
 #[test]
-fn pnpm_across_the_workspace_reads_every_project_beneath_its_top() {
+fn a_package_manager_reads_every_project_of_its_workspace() {
     let d = scratch("pnpm-workspace");
     files(
         &d,
@@ -4888,8 +4891,9 @@ fn pnpm_across_the_workspace_reads_every_project_beneath_its_top() {
             ("web/package.json", r#"{"name":"web"}"#),
             (
                 "secrets/package.json",
-                r#"{"name":"s","scripts":{"test":"x"}}"#,
+                r#"{"name":"s","scripts":{"test":"x","postinstall":"y"}}"#,
             ),
+            ("pnpm-workspace.yaml", "packages: ['*']\n"),
         ],
     );
     let open = rules(&["Bash(pnpm:*)"]);
@@ -4898,15 +4902,209 @@ fn pnpm_across_the_workspace_reads_every_project_beneath_its_top() {
         "pnpm -r test",
         "pnpm --recursive test",
         "pnpm --filter web test",
+        "pnpm install",
+        "pnpm ci",
+        "pnpm test",
     ];
     allowed(&open, &d, &across);
-    allowed(&p, &d, &["pnpm test"]);
     not_allowed(&p, &d, &across);
-    // From a project's folder, what is beneath it; with a workspace file above, the
-    // workspace's top (as real pnpm 12 does).
+    // From a project's folder: the workspace's top, as real pnpm 12 does.
     let secrets = format!("!Read(/{}/secrets/**)", d.display());
-    let p = rules(&["Bash(pnpm:*)", &secrets]);
-    allowed(&p, &d.join("web"), &across);
-    std::fs::write(d.join("pnpm-workspace.yaml"), "packages: ['*']\n").unwrap();
-    not_allowed(&p, &d.join("web"), &across);
+    let abs = rules(&["Bash(pnpm:*)", &secrets]);
+    not_allowed(&abs, &d.join("web"), &across);
+    // With no workspace file, the project alone; `-r` would search every folder beneath.
+    std::fs::remove_file(d.join("pnpm-workspace.yaml")).unwrap();
+    allowed(&p, &d, &["pnpm test", "pnpm install"]);
+    allowed(&abs, &d.join("web"), &["pnpm install"]);
+    not_allowed(&open, &d, &["pnpm -r test"]);
+    // npm and yarn: `workspaces` in the top's package.json, found from a project too.
+    let npm = rules(&["Bash(npm:*)", "Bash(yarn:*)", "!Read(./secrets/**)"]);
+    let npm_across = ["npm install", "npm ci", "npm test --ws", "yarn install"];
+    allowed(&npm, &d, &npm_across);
+    std::fs::write(d.join("package.json"), r#"{"workspaces":["*"]}"#).unwrap();
+    not_allowed(&npm, &d, &npm_across);
+    let npm_abs = rules(&["Bash(npm:*)", &secrets]);
+    not_allowed(&npm_abs, &d.join("web"), &["npm install"]);
+    // npm runs the top's own script alone.
+    allowed(&npm, &d, &["npm test", "npm run build"]);
+}
+
+/// A workspace whose file names a project outside its top (`../outside`: real pnpm 12 and
+/// npm 11 installed it and ran its scripts), sets a place an install writes and `ci`
+/// empties (`modulesDir: ../victim`: `pnpm ci` deleted outside the project), or is written
+/// in glob syntax only the manager reads, is asked.
+#[test]
+fn a_workspace_reaching_outside_its_top_is_asked() {
+    let d = scratch("workspace-outside");
+    files(
+        &d,
+        &[
+            ("top/package.json", r#"{"name":"top"}"#),
+            ("top/web/package.json", r#"{"name":"web"}"#),
+            ("outside/package.json", r#"{"scripts":{"postinstall":"x"}}"#),
+        ],
+    );
+    let top = d.join("top");
+    let p = rules(&["Bash(pnpm:*)", "Bash(npm:*)"]);
+    let installs = ["pnpm install", "pnpm ci", "pnpm -r test"];
+    for yaml in [
+        "packages: ['../outside']\n",
+        "packages: ['web', '../*']\n",
+        "packages: ['web']\nmodulesDir: ../victim\n",
+        "packages: ['web']\nvirtualStoreDir: ../victim\n",
+        "packages: ['web']\nstoreDir: ../victim\n",
+        "packages: ['{web,../outside}']\n",
+        "packages: [web\n",
+    ] {
+        std::fs::write(top.join("pnpm-workspace.yaml"), yaml).unwrap();
+        not_allowed(&p, &top, &installs);
+        not_allowed(&p, &top.join("web"), &installs);
+    }
+    std::fs::write(top.join("pnpm-workspace.yaml"), "packages: ['web']\n").unwrap();
+    allowed(&p, &top, &installs);
+    // A project reached through a link to elsewhere.
+    std::fs::write(top.join("pnpm-workspace.yaml"), "packages: ['p/*']\n").unwrap();
+    std::fs::create_dir_all(top.join("p")).unwrap();
+    std::os::unix::fs::symlink(d.join("outside"), top.join("p/o")).unwrap();
+    not_allowed(&p, &top, &installs);
+    // npm's `workspaces`.
+    std::fs::write(top.join("package.json"), r#"{"workspaces":["../outside"]}"#).unwrap();
+    not_allowed(&p, &top, &["npm install", "npm ci", "npm test --ws"]);
+    std::fs::write(top.join("package.json"), r#"{"workspaces":["web"]}"#).unwrap();
+    allowed(&p, &top, &["npm install", "npm ci", "npm test --ws"]);
+}
+
+/// An install writes every project's `node_modules`, so a link in any project's is asked
+/// (a sixty-fifth review, real pnpm 12.21: `pnpm ci` from the top emptied the folder
+/// `web/node_modules` led to; `pnpm install` wrote through a linked `node_modules/.pnpm`).
+/// A link above the project's top is not where it writes.
+#[test]
+fn a_workspace_install_is_asked_while_a_project_writes_through_a_link() {
+    let d = scratch("workspace-links");
+    files(
+        &d,
+        &[
+            ("top/package.json", r#"{"name":"top"}"#),
+            ("top/web/package.json", r#"{"name":"web"}"#),
+            ("top/pnpm-workspace.yaml", "packages: ['web']\n"),
+            ("victim/keep", "keep"),
+        ],
+    );
+    let top = d.join("top");
+    let p = rules(&["Bash(pnpm:*)"]);
+    let installs = ["pnpm install", "pnpm ci", "pnpm -r test"];
+    std::os::unix::fs::symlink(d.join("victim"), d.join("node_modules")).unwrap();
+    allowed(&p, &top, &installs);
+    std::os::unix::fs::symlink(d.join("victim"), top.join("web/node_modules")).unwrap();
+    not_allowed(&p, &top, &["pnpm install", "pnpm ci"]);
+    not_allowed(&p, &top.join("web"), &["pnpm install"]);
+    std::fs::remove_file(top.join("web/node_modules")).unwrap();
+    std::fs::create_dir_all(top.join("node_modules")).unwrap();
+    std::os::unix::fs::symlink(d.join("victim"), top.join("node_modules/.pnpm")).unwrap();
+    not_allowed(&p, &top, &["pnpm install", "pnpm ci"]);
+    let v = decide(&p, "pnpm ci", &top);
+    assert!(v.why.contains(".pnpm is a link"), "{}", v.why);
+    // A review of this check, real pnpm 12.21: a link in pnpm's store of packages was
+    // written through (`.pnpm/node_modules`, `.pnpm/is-even@1.0.0`).
+    std::fs::remove_file(top.join("node_modules/.pnpm")).unwrap();
+    std::fs::create_dir_all(top.join("node_modules/.pnpm/is-odd@3.0.1")).unwrap();
+    allowed(&p, &top, &installs);
+    std::os::unix::fs::symlink(
+        d.join("victim"),
+        top.join("node_modules/.pnpm/node_modules"),
+    )
+    .unwrap();
+    not_allowed(&p, &top, &installs);
+    // A project the patterns do not name is installed on its own from its folder
+    // (`tools/x/node_modules -> victim` was emptied by `pnpm ci` there; npm wrote its
+    // `node_modules/.package-lock.json` through a link).
+    std::fs::remove_file(top.join("node_modules/.pnpm/node_modules")).unwrap();
+    files(&top, &[("tools/x/package.json", "{}")]);
+    std::os::unix::fs::symlink(d.join("victim"), top.join("tools/x/node_modules")).unwrap();
+    allowed(&p, &top, &installs);
+    not_allowed(&p, &top.join("tools/x"), &installs);
+    std::fs::remove_file(top.join("tools/x/node_modules")).unwrap();
+    std::fs::create_dir_all(top.join("tools/x/node_modules")).unwrap();
+    let lock = top.join("tools/x/node_modules/.package-lock.json");
+    std::os::unix::fs::symlink(d.join("victim/keep"), lock).unwrap();
+    let npm = rules(&["Bash(npm:*)"]);
+    not_allowed(&npm, &top.join("tools/x"), &["npm install", "npm ci"]);
+    not_allowed(&npm, &top.join("tools/x/src"), &["npm install"]);
+}
+
+/// npm installs the whole workspace from a project whose own `package.json` declares
+/// `workspaces` too, when an outer one names it (a review, real npm 11.19: from
+/// `packages/legacy`, with `"workspaces": []`, `npm install` ran the top's `postinstall` and
+/// wrote through the top's `node_modules/.package-lock.json` link). Every folder that
+/// declares `workspaces` from where it runs up is read, the outermost the top.
+#[test]
+fn npm_reads_every_workspace_declared_above_it() {
+    let d = scratch("npm-nested");
+    files(
+        &d,
+        &[
+            (
+                "package.json",
+                r#"{"workspaces":["packages/*"],"scripts":{"postinstall":"x"}}"#,
+            ),
+            ("packages/legacy/package.json", r#"{"workspaces":[]}"#),
+            ("secrets/package.json", "{}"),
+            ("victim/keep", "keep"),
+        ],
+    );
+    let legacy = d.join("packages/legacy");
+    let p = rules(&["Bash(npm:*)"]);
+    allowed(&p, &legacy, &["npm install", "npm ci"]);
+    std::fs::create_dir_all(d.join("node_modules")).unwrap();
+    let lock = d.join("node_modules/.package-lock.json");
+    std::os::unix::fs::symlink(d.join("victim/keep"), lock).unwrap();
+    not_allowed(&p, &legacy, &["npm install", "npm ci"]);
+    std::fs::remove_file(d.join("node_modules/.package-lock.json")).unwrap();
+    let deny = format!("!Read(/{}/secrets/**)", d.display());
+    let p = rules(&["Bash(npm:*)", &deny]);
+    allowed(&p, &legacy, &["npm install"]);
+    std::fs::write(
+        d.join("package.json"),
+        r#"{"workspaces":["packages/*","secrets"]}"#,
+    )
+    .unwrap();
+    not_allowed(&p, &legacy, &["npm install"]);
+}
+
+/// Workspaces as real projects write them are read without asking: pnpm's own settings
+/// file as `pnpm approve-builds` leaves it (`allowBuilds`), a `**` pattern over a project
+/// of many files, a byte-order mark, `packages:` with no list (a review with real pnpm
+/// 12.21 found each asked).
+#[test]
+fn ordinary_workspaces_are_not_asked() {
+    let d = scratch("workspace-ordinary");
+    files(
+        &d,
+        &[
+            ("package.json", r#"{"name":"top"}"#),
+            ("packages/a/package.json", "{}"),
+            ("packages/b/c/package.json", "{}"),
+        ],
+    );
+    for i in 0..5000 {
+        std::fs::write(d.join(format!("packages/a/f{i}.js")), "").unwrap();
+    }
+    let p = rules(&["Bash(pnpm:*)", "!Read(./.env)"]);
+    let runs = [
+        "pnpm install",
+        "pnpm ci",
+        "pnpm -r test",
+        "pnpm --filter a test",
+    ];
+    for yaml in [
+        "packages:\n  - packages/**\n",
+        "packages: ['packages/*']\nallowBuilds:\n  esbuild: true\n",
+        "\u{feff}packages: ['packages/*']\n",
+        "packages:\n",
+        "packages: ['packages/*']\noverrides:\n  foo: ^2\nonlyBuiltDependencies: [esbuild]\n",
+    ] {
+        std::fs::write(d.join("pnpm-workspace.yaml"), yaml).unwrap();
+        allowed(&p, &d, &runs);
+        allowed(&p, &d.join("packages/a"), &runs);
+    }
 }

@@ -41,6 +41,7 @@ mod moves;
 mod named;
 mod never;
 mod npmbins;
+mod npmwork;
 mod on_path;
 mod parts;
 pub mod path;

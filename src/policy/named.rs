@@ -109,17 +109,23 @@ impl Named {
                 if let Some(f) = e.folders_there.iter().find(|f| !cwd.join(f).is_dir()) {
                     named.unresolved = Some(format!("{f:?} is not a folder here"));
                 }
-                if let Some(why) = e
-                    .node_modules
-                    .then(|| super::npmbins::linked_modules(cwd))
-                    .flatten()
-                {
-                    named.unresolved = Some(why);
-                }
-                if e.pnpm_workspace {
-                    match super::npmbins::pnpm_workspace(cwd).to_str() {
-                        Some(top) => e.paths.push((Access::TreeFollowed, top.to_owned())),
-                        None => named.unresolved = Some("a workspace not named in UTF-8".into()),
+                if let Some(run) = e.workspace {
+                    match super::npmwork::workspace(cwd, run.pnpm, run.recursive) {
+                        Ok(ws) => {
+                            for m in ws.manifests() {
+                                match m.into_os_string().into_string() {
+                                    Ok(m) => e.paths.push((Access::Read, m)),
+                                    Err(_) => {
+                                        named.unresolved =
+                                            Some("a project not named in UTF-8".into())
+                                    }
+                                }
+                            }
+                            if let Some(why) = run.installs.then(|| ws.linked()).flatten() {
+                                named.unresolved = Some(why);
+                            }
+                        }
+                        Err(why) => named.unresolved = Some(why),
                     }
                 }
                 (e.paths, e.unplaced, e.places, e.ignore_files)

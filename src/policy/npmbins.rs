@@ -1,9 +1,8 @@
 //! What `npx NAME` runs from a folder: the nearest `node_modules/.bin/NAME`, unless a
-//! `package.json` on the way up declares a `bin` of that name, which npm runs first; and
-//! the other places npm and pnpm find from where they run (a linked `node_modules`, the top
-//! of a pnpm workspace). A leaf: it uses nothing of the policy but its bounded file reader.
+//! `package.json` on the way up declares a `bin` of that name, which npm runs first. A
+//! leaf: it uses nothing of the policy but its bounded file reader.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Why `npx NAME` from folder `cwd` may run another program than the project's own NAME:
 /// [`npm_bin_above`] is not a file, or [`package_bin_above`].
@@ -67,30 +66,4 @@ fn package_bin_above(cwd: &Path, name: &str) -> Option<String> {
         }
     }
     None
-}
-
-/// Why a program that writes the `node_modules` of the project it runs in from `cwd` may
-/// not run: one from `cwd` up is a link (npm and pnpm write, and `ci` empties, where it
-/// leads: a sixty-fifth review's `pnpm ci` deleted the user's `policy.toml` through
-/// `node_modules -> ~/.config/acp-question-bridge`).
-pub fn linked_modules(cwd: &Path) -> Option<String> {
-    cwd.ancestors()
-        .map(|d| d.join("node_modules"))
-        .find(|m| std::fs::symlink_metadata(m).is_ok_and(|m| m.is_symlink()))
-        .map(|m| {
-            format!(
-                "{} is a link: the install writes and empties where it leads",
-                m.display()
-            )
-        })
-}
-
-/// The top of the pnpm workspace a command run from `cwd` reads (`-r`, `--filter`): the
-/// nearest folder from `cwd` up with a `pnpm-workspace.yaml`, else `cwd` (pnpm reads the
-/// projects beneath where it runs).
-pub fn pnpm_workspace(cwd: &Path) -> PathBuf {
-    cwd.ancestors()
-        .find(|d| std::fs::symlink_metadata(d.join("pnpm-workspace.yaml")).is_ok())
-        .unwrap_or(cwd)
-        .to_path_buf()
 }

@@ -367,10 +367,6 @@ pub(super) fn npm(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         )
         .collect();
     let (met, ops) = options(&w[..end], 1, &table, true, e)?;
-    e.pnpm_workspace = program == "pnpm"
-        && met
-            .iter()
-            .any(|m| matches!(m.name.as_str(), "-r" | "--recursive" | "-F" | "--filter"));
     // A filter by a package's name or a glob of names (`web`, `@acme/*`, `web...` with its
     // dependencies): a folder (`./x`, `{x}`), a git revision (`[origin/main]`, which runs
     // git) or a package's dependents (`...web`) is asked.
@@ -465,13 +461,23 @@ pub(super) fn npm(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     if !operands_ok {
         return Err(stop(rest[0], "an operand this subcommand does not take"));
     }
-    // An install writes `node_modules` (`ci` empties it first); pnpm 12 verifies the
-    // dependencies before a script, and installs them when they changed.
-    e.node_modules = match w[sub].as_str() {
+    // An install writes the `node_modules` (`ci` empties them first) of every project of
+    // the workspace and runs their scripts; pnpm 12 installs before a script too.
+    let installs = match w[sub].as_str() {
         "ci" | "clean-install" | "install" | "i" | "add" => true,
         "test" | "t" | "tst" | "run" | "run-script" => program == "pnpm",
         _ => false,
     };
+    let across = "-r --recursive -F --filter --workspaces --ws";
+    let recursive = met.iter().any(|m| across.split(' ').any(|a| a == m.name));
+    if installs || recursive {
+        let pnpm = program == "pnpm";
+        e.workspace = Some(super::WorkspaceRun {
+            pnpm,
+            installs,
+            recursive,
+        });
+    }
     if end < w.len() {
         if !matches!(
             w[sub].as_str(),

@@ -100,16 +100,24 @@ pub struct Effects {
     /// command runs up must be a file, or npm runs a program of that name from elsewhere
     /// (its global bin folder: `npx rm` ran `/usr/bin/rm`).
     pub npm_bins: Vec<String>,
-    /// The program writes, and may empty, the `node_modules` of the project it runs in (an
-    /// install; pnpm 12 installs before `test` and `run` too): none from the folder it
-    /// runs in up may be a link, or it writes and removes where the link leads (a
-    /// sixty-fifth review: `pnpm ci` emptied the folder `node_modules` led to).
-    pub node_modules: bool,
-    /// The program reads every project of the pnpm workspace it runs in (`-r`, `--filter`):
-    /// each folder beneath the workspace's top (the nearest folder with a
-    /// `pnpm-workspace.yaml`, else where it runs) is read, through links, and its scripts
-    /// may run (a sixty-fifth review: `pnpm -r test` ran a script under a `Read` deny).
-    pub pnpm_workspace: bool,
+    /// The package manager works on the projects of the workspace it runs in
+    /// (`npmwork`): an install writes, and `ci` empties, their `node_modules` and runs their
+    /// lifecycle scripts; `-r`, `--filter`, `--workspaces` run their scripts (a
+    /// sixty-fifth review: `pnpm ci` emptied the folder a `node_modules` link led to, and
+    /// `pnpm -r test` ran a script under a `Read` deny).
+    pub workspace: Option<WorkspaceRun>,
+}
+
+/// How a package manager works on its workspace ([`Effects::workspace`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkspaceRun {
+    /// pnpm, which finds its workspace by `pnpm-workspace.yaml`; else npm or yarn, by
+    /// `package.json`'s `workspaces`.
+    pub pnpm: bool,
+    /// It installs (pnpm 12 does before `test` and `run` too).
+    pub installs: bool,
+    /// Its words name the workspace's projects (`-r`, `--filter`, `--workspaces`).
+    pub recursive: bool,
 }
 
 impl Effects {
