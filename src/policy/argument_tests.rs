@@ -4917,6 +4917,11 @@ fn a_package_manager_reads_every_project_of_its_workspace() {
     allowed(&p, &d, &["pnpm test", "pnpm install"]);
     allowed(&abs, &d.join("web"), &["pnpm install"]);
     not_allowed(&open, &d, &["pnpm -r test"]);
+    // pnpm 12 takes `package.json`'s `workspaces` when there is no workspace file, and
+    // writes one (a review: a plain `pnpm install` ran `secrets/` and `../outside`).
+    std::fs::write(d.join("package.json"), r#"{"workspaces":["*"]}"#).unwrap();
+    not_allowed(&open, &d, &["pnpm install", "pnpm test"]);
+    std::fs::write(d.join("package.json"), r#"{"name":"top"}"#).unwrap();
     // npm and yarn: `workspaces` in the top's package.json, found from a project too.
     let npm = rules(&["Bash(npm:*)", "Bash(yarn:*)", "!Read(./secrets/**)"]);
     let npm_across = ["npm install", "npm ci", "npm test --ws", "yarn install"];
@@ -5030,6 +5035,20 @@ fn a_workspace_install_is_asked_while_a_project_writes_through_a_link() {
     let npm = rules(&["Bash(npm:*)"]);
     not_allowed(&npm, &top.join("tools/x"), &["npm install", "npm ci"]);
     not_allowed(&npm, &top.join("tools/x/src"), &["npm install"]);
+    // npm and yarn write their lockfile, and `add` the manifest, through a link (a review,
+    // real npm 11.19 and yarn 1.22: `victim/npm.txt` became the lockfile).
+    std::fs::remove_dir_all(top.join("tools/x/node_modules")).unwrap();
+    let both = rules(&["Bash(npm:*)", "Bash(yarn:*)"]);
+    let x = top.join("tools/x");
+    allowed(&both, &x, &["npm install", "yarn install"]);
+    for f in ["package-lock.json", "yarn.lock", "npm-shrinkwrap.json"] {
+        std::os::unix::fs::symlink(d.join("victim/keep"), x.join(f)).unwrap();
+        not_allowed(&both, &x, &["npm install", "yarn install", "npm ci"]);
+        std::fs::remove_file(x.join(f)).unwrap();
+    }
+    std::fs::rename(x.join("package.json"), d.join("victim/pj.json")).unwrap();
+    std::os::unix::fs::symlink(d.join("victim/pj.json"), x.join("package.json")).unwrap();
+    not_allowed(&both, &x, &["npm install leftpad"]);
 }
 
 /// npm installs the whole workspace from a project whose own `package.json` declares
@@ -5102,6 +5121,7 @@ fn ordinary_workspaces_are_not_asked() {
         "\u{feff}packages: ['packages/*']\n",
         "packages:\n",
         "packages: ['packages/*']\noverrides:\n  foo: ^2\nonlyBuiltDependencies: [esbuild]\n",
+        "packages: ['packages/*']\nnodeLinker: hoisted\nsaveWorkspaceProtocol: rolling\n",
     ] {
         std::fs::write(d.join("pnpm-workspace.yaml"), yaml).unwrap();
         allowed(&p, &d, &runs);

@@ -37,11 +37,34 @@ const PNPM_HARMLESS: &[&str] = &[
     "hoistPattern",
     "shamefullyHoist",
     "savePrefix",
+    "saveWorkspaceProtocol",
+    "injectWorkspacePackages",
+    "dedupePeerDependents",
+    "nodeLinker",
+    "engineStrict",
+    "strictDepBuilds",
+    "trustPolicy",
+    "catalogMode",
+    "ignoreWorkspaceRootCheck",
+    "preferFrozenLockfile",
+    "verifyDepsBeforeRun",
+    "sharedWorkspaceLockfile",
+    "supportedArchitectures",
+    "minimumReleaseAgeExclude",
     "linkWorkspacePackages",
     "preferWorkspacePackages",
     "autoInstallPeers",
     "strictPeerDependencies",
     "minimumReleaseAge",
+];
+
+/// The files of a project an install writes: its manifest and the managers' lockfiles.
+const WRITTEN: &[&str] = &[
+    "package.json",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
 ];
 
 /// The files in which a project declares itself (pnpm reads the last two too).
@@ -79,6 +102,18 @@ impl Workspace {
     pub fn linked(&self) -> Option<String> {
         let mut left = MAX_ENTRIES;
         for p in self.projects.iter().chain(&self.on_the_way) {
+            // npm and yarn write their lockfile, and `add` the manifest, where a link leads
+            // (a review: `package-lock.json`, `yarn.lock`, `package.json` outside).
+            if let Some(f) = WRITTEN
+                .iter()
+                .map(|f| p.join(f))
+                .find(|f| f.symlink_metadata().is_ok_and(|m| m.is_symlink()))
+            {
+                return Some(format!(
+                    "{} is a link: the install writes where it leads",
+                    f.display()
+                ));
+            }
             let m = p.join("node_modules");
             let Ok(meta) = m.symlink_metadata() else {
                 continue;
@@ -148,6 +183,15 @@ pub fn workspace(cwd: &Path, pnpm: bool, recursive: bool) -> Result<Workspace, S
                 let file = top.join("pnpm-workspace.yaml");
                 let patterns = pnpm_packages(&file)?.into_iter();
                 (top.to_path_buf(), patterns.map(|p| (top.to_path_buf(), p)).collect())
+            }
+            // pnpm 12 takes a `package.json`'s `workspaces` for its workspace, and writes
+            // them into a `pnpm-workspace.yaml` (a review: a plain `pnpm install` ran
+            // `secrets/` and `../outside`).
+            None if !npm_workspaces(cwd)?.is_empty() => {
+                return Err(
+                    "pnpm with no `pnpm-workspace.yaml` takes a `package.json`'s `workspaces` and writes one"
+                        .into(),
+                )
             }
             None if recursive => {
                 return Err(
