@@ -113,11 +113,10 @@ impl Named {
                     match super::npmwork::workspace(cwd, run.pnpm, run.recursive) {
                         Ok(ws) => {
                             for m in ws.manifests() {
-                                match m.into_os_string().into_string() {
-                                    Ok(m) => e.paths.push((Access::Read, m)),
-                                    Err(_) => {
-                                        named.unresolved =
-                                            Some("a project not named in UTF-8".into())
+                                match m.to_str() {
+                                    Some(m) => e.paths.push((Access::Read, m.to_owned())),
+                                    None => {
+                                        named.unresolved = Some("a project not in UTF-8".into())
                                     }
                                 }
                             }

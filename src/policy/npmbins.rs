@@ -42,10 +42,7 @@ fn package_bin_above(cwd: &Path, name: &str) -> Option<String> {
                 f.display()
             ))
         };
-        let Some(v) = super::file::bounded::read_file(&f)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        else {
+        let Some(v) = manifest(&f) else {
             return why("it cannot be read as JSON, so whether it declares a `bin` cannot be told");
         };
         // npm names a bin by the last part of its key (or of the package's name), cut at
@@ -66,4 +63,11 @@ fn package_bin_above(cwd: &Path, name: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// A `package.json` as JSON, read with the policy's bounded reader; `None` when it cannot
+/// be read or is no JSON.
+pub(super) fn manifest(f: &Path) -> Option<serde_json::Value> {
+    let bytes = super::file::bounded::read_file(f).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }

@@ -2,7 +2,7 @@
 //! workspace's top and every project its `pnpm-workspace.yaml` or `package.json`
 //! `workspaces` names, found as the managers find them, and the links in their
 //! `node_modules` an install would write through. A leaf: it uses nothing of the policy but
-//! its bounded file reader.
+//! its bounded file reader, through `npmbins::manifest`.
 //!
 //! A sixty-fifth review, with real pnpm 12 and npm 11: an install from a workspace's top ran
 //! every project's lifecycle scripts (one under a `Read` deny), a project named `../outside`
@@ -286,15 +286,12 @@ fn npm_workspaces(cwd: &Path) -> Result<Vec<(PathBuf, Vec<String>)>, String> {
         if f.symlink_metadata().is_err() {
             continue;
         }
-        let v = super::file::bounded::read_file(&f)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .ok_or_else(|| {
-                format!(
-                    "{} cannot be read as JSON, so its workspace cannot be told",
-                    f.display()
-                )
-            })?;
+        let v = super::npmbins::manifest(&f).ok_or_else(|| {
+            format!(
+                "{} cannot be read as JSON, so its workspace cannot be told",
+                f.display()
+            )
+        })?;
         let Some(w) = v.get("workspaces") else {
             continue;
         };
