@@ -39,14 +39,14 @@ fn policy() -> Policy {
     user.push_str("[[rule]]\nid = \"read-src\"\ndecision = \"allow\"\nkind = [\"read\"]\npaths = [\"src/**\"]\n");
     Policy {
         tiers: vec![
-            Tier {
-                name: "user",
-                rules: file::parse_rules(&user, Path::new("user.toml")).unwrap(),
-            },
-            Tier {
-                name: "project",
-                rules: file::parse_rules(&project, Path::new("project.toml")).unwrap(),
-            },
+            Tier::new(
+                "user",
+                file::parse_rules(&user, Path::new("user.toml")).unwrap(),
+            ),
+            Tier::new(
+                "project",
+                file::parse_rules(&project, Path::new("project.toml")).unwrap(),
+            ),
         ],
         broken: None,
         protected: Vec::new(),

@@ -53,10 +53,7 @@ const DENIED: &[&[&str]] = &[&["rm", "-rf"], &["curl"], &["git", "push"]];
 fn policy() -> &'static Policy {
     static P: OnceLock<Policy> = OnceLock::new();
     P.get_or_init(|| Policy {
-        tiers: vec![Tier {
-            name: "user",
-            rules: file::parse_rules(RULES, Path::new("fuzz.toml")).expect("the fixed rules"),
-        }],
+        tiers: vec![Tier::new("user", file::parse_rules(RULES, Path::new("fuzz.toml")).expect("the fixed rules"))],
         broken: None,
         protected: Vec::new(),
     })

@@ -42,10 +42,10 @@ fn rules(claude: &[&str]) -> Policy {
         ));
     }
     Policy {
-        tiers: vec![Tier {
-            name: "user",
-            rules: parse_rules(&text, Path::new("/u/policy.toml")).unwrap(),
-        }],
+        tiers: vec![Tier::new(
+            "user",
+            parse_rules(&text, Path::new("/u/policy.toml")).unwrap(),
+        )],
         broken: None,
         protected: Vec::new(),
     }
@@ -304,10 +304,10 @@ fn always_allow_widens_only_what_a_model_reads() {
             .unwrap()
             .to_owned();
         Policy {
-            tiers: vec![Tier {
-                name: "user",
-                rules: parse_rules(&rule, Path::new("/u/p.toml")).unwrap(),
-            }],
+            tiers: vec![Tier::new(
+                "user",
+                parse_rules(&rule, Path::new("/u/p.toml")).unwrap(),
+            )],
             broken: None,
             protected: Vec::new(),
         }

@@ -398,16 +398,7 @@ pub fn compose(
         Some(p) => project_rules(p, &seen),
     };
     let policy = Policy {
-        tiers: vec![
-            Tier {
-                name: "user",
-                rules: user,
-            },
-            Tier {
-                name: "project",
-                rules: project,
-            },
-        ],
+        tiers: vec![Tier::new("user", user), Tier::new("project", project)],
         broken: (!errors.is_empty()).then(|| errors.join("; ")),
         // Filled by the caller, who knows the files ([`load`], [`super::live`]).
         protected: Vec::new(),

@@ -164,14 +164,14 @@ impl Policy {
         }
         let tier_of_allow = allowed.rule.as_ref().and_then(|a| {
             self.tiers.iter().position(|t| {
-                t.rules
+                t.rules()
                     .iter()
                     .any(|r| r.id == a.id && r.file == a.file && r.line == a.line)
             })
         });
         let upto = tier_of_allow.unwrap_or(self.tiers.len());
         for tier in self.tiers.iter().take(upto + 1) {
-            for r in &tier.rules {
+            for r in tier.rules() {
                 let Some(globs) = &r.paths else { continue };
                 // A rule with a command pattern speaks of a call with a command only.
                 if r.decision == Decision::Allow

@@ -646,7 +646,7 @@ mod tests {
         let (p, changes) = live.policy(Some(&cwd));
         assert!(p.broken.is_none(), "{:?}", p.broken);
         assert_eq!(p.decide(&call("rm -rf /", &cwd)).decision, Decision::Deny);
-        assert!(p.tiers[1].rules.is_empty());
+        assert!(p.tiers[1].rules().is_empty());
         assert!(
             matches!(&changes[..], [Change::Ignored { why, .. }] if why.contains("user's tier")),
             "{changes:?}"
@@ -656,7 +656,7 @@ mod tests {
         std::fs::hard_link(&user, &f).unwrap();
         let (p, _) = live.policy(Some(&cwd));
         assert!(p.broken.is_none(), "{:?}", p.broken);
-        assert!(p.tiers[1].rules.is_empty());
+        assert!(p.tiers[1].rules().is_empty());
 
         // Broken from the start, and an id used twice in it: ignored, the user's rules hold.
         for text in [

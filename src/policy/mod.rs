@@ -24,6 +24,7 @@ pub mod command;
 mod decide;
 pub mod desk;
 pub mod file;
+mod fits;
 mod forms;
 mod gitconfig;
 mod gitdir;
@@ -45,9 +46,11 @@ mod npmwork;
 mod on_path;
 mod parts;
 pub mod path;
+mod pathglobs;
 mod rc;
 pub mod remember;
 pub mod shell;
+mod tier;
 mod tool_call;
 mod wrapped;
 pub mod wrappers;
@@ -57,6 +60,8 @@ use std::path::{Path, PathBuf};
 
 use command::Command;
 pub use moves::{keeps_its_folder, may_move_a_shell, with_its_shell, Shell};
+pub use pathglobs::PathGlobs;
+pub use tier::Tier;
 
 /// What a rule decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize)]
@@ -109,24 +114,6 @@ pub struct Rule {
     pub claude: Option<String>,
     /// A regular expression on the tool call's title.
     pub title: Option<regex::Regex>,
-}
-
-/// A rule's path patterns: an absolute pattern is matched against the absolute path, a
-/// relative one only against a path inside the session's folder, relative to it
-/// ([`PathGlobs::new`], [`path`]).
-#[derive(Debug, Clone)]
-pub struct PathGlobs {
-    pub absolute: globset::GlobSet,
-    pub relative: globset::GlobSet,
-    /// The folders of the `dir/**` patterns, themselves (covered by a deny or ask).
-    pub dirs_absolute: globset::GlobSet,
-    pub dirs_relative: globset::GlobSet,
-    /// A relative `**`: its folder itself is the session's.
-    pub session_folder: bool,
-    /// Where each pattern's literal part ends ([`PathGlobs::reaches_beneath`]).
-    pub starts: Vec<path::GlobStart>,
-    /// Letters match in either case (a deny's or an ask's patterns).
-    pub fold: bool,
 }
 
 /// A tool approval, as the policy reads it.
@@ -193,171 +180,6 @@ pub struct Policy {
     pub broken: Option<String>,
     /// The policy's own files, resolved (`guard::own_files`): never changed on an allow.
     pub protected: Vec<PathBuf>,
-}
-
-/// One tier: its name and rules.
-#[derive(Debug, Clone)]
-pub struct Tier {
-    pub name: &'static str,
-    pub rules: Vec<Rule>,
-}
-
-impl Rule {
-    /// Whether what the rule says of everything but the command fits `call`
-    /// (`paths_decide`: the paths, resolved).
-    fn fits(&self, call: &Call, paths: &[PathBuf]) -> bool {
-        self.fits_but_paths(call) && self.fits_paths(call, paths)
-    }
-
-    /// Whether what the rule says of everything but the command and the paths fits `call`.
-    fn fits_but_paths(&self, call: &Call) -> bool {
-        self.fits_as(call, call.kind.as_deref())
-    }
-
-    /// [`Rule::fits_but_paths`], `call` taken as of `kind` (a command's read or write: [`named`]).
-    fn fits_as(&self, call: &Call, kind: Option<&str>) -> bool {
-        self.of_kind(kind) && self.fits_but_kind(call)
-    }
-
-    /// Whether the rule's `kind` (none: any) has `kind`.
-    fn of_kind(&self, kind: Option<&str>) -> bool {
-        self.kind.is_empty() || kind.is_some_and(|k| self.kind.iter().any(|s| s == k))
-    }
-
-    /// [`Rule::fits_as`] but for the kind.
-    fn fits_but_kind(&self, call: &Call) -> bool {
-        if let Some(agents) = &self.agent {
-            let program = call.agent.rsplit('/').next().unwrap_or(&call.agent);
-            let by_command = call.program.as_ref().is_some_and(|p| agents.is_match(p));
-            if !agents.is_match(&call.agent) && !agents.is_match(program) && !by_command {
-                return false;
-            }
-        }
-        if let Some(tools) = &self.tool {
-            if !call.tool.as_ref().is_some_and(|t| tools.is_match(t)) {
-                return false;
-            }
-        }
-        if !self.domain.is_empty() {
-            let on = match call.url.as_deref().map(tool_call::host_of) {
-                Some(Ok(host)) => self
-                    .domain
-                    .iter()
-                    .any(|d| host == *d || host.ends_with(&format!(".{d}"))),
-                // A URL that cannot be read safely: only a deny or ask covers it.
-                Some(Err(())) => self.decision != Decision::Allow,
-                None => false,
-            };
-            if !on {
-                return false;
-            }
-        }
-        if let Some(folders) = &self.cwd {
-            if !folders.is_match(&call.cwd) {
-                return false;
-            }
-        }
-        if let Some(re) = &self.title {
-            if !re.is_match(&call.title) {
-                return false;
-            }
-        }
-        true
-    }
-
-    /// Whether the rule's `paths` fit the resolved `paths` (any one for a deny or ask, whose
-    /// `dir/**` also covers `dir`; all of them, and at least one, for an allow). An absolute
-    /// pattern is matched against the absolute path; a relative one only inside the session's
-    /// folder, against the path relative to it.
-    fn fits_paths(&self, call: &Call, paths: &[PathBuf]) -> bool {
-        let Some(globs) = &self.paths else {
-            return true;
-        };
-        match self.decision {
-            Decision::Allow => {
-                !paths.is_empty() && paths.iter().all(|p| globs.covers(p, &call.cwd, false))
-            }
-            Decision::Deny | Decision::Ask => {
-                paths.iter().any(|p| globs.covers(p, &call.cwd, true))
-            }
-        }
-    }
-
-    /// Whether the rule's command prefix covers `words`.
-    pub fn covers(&self, words: &[String]) -> bool {
-        self.prefix_fits(words) && self.admits(words).is_ok()
-    }
-
-    /// Whether the rule's command pattern fits `words` word by word (and, for an exact rule,
-    /// has as many), whatever the words after it.
-    fn prefix_fits(&self, words: &[String]) -> bool {
-        let Some(pattern) = &self.command else {
-            return true;
-        };
-        let deny = self.decision != Decision::Allow;
-        pattern.len() <= words.len()
-            && (!self.exact || pattern.len() == words.len())
-            && pattern.iter().zip(words).enumerate().all(|(i, (alts, w))| {
-                alts.iter()
-                    .any(|a| a == w || (i == 0 && program_is(a, w, deny)))
-            })
-    }
-
-    /// Whether this rule, an allow that is a prefix, admits the words after its pattern: a
-    /// modelled program's (a wrapper's: [`wrapped`]) only if its model knows them as harmless,
-    /// another's only without an argument of `NEVER_UNDER_A_PREFIX`. `Ok(true)`: no model, more words.
-    fn admits(&self, words: &[String]) -> Result<bool, String> {
-        let Some(pattern) = &self.command else {
-            return Ok(false);
-        };
-        if self.decision != Decision::Allow || self.exact {
-            return Ok(false);
-        }
-        let (words, prefix) = match wrapped::inner(words, pattern.len()) {
-            wrapped::Inner::Itself => (words, pattern.len()),
-            wrapped::Inner::Runs { words, prefix } => (words, prefix),
-            wrapped::Inner::Unread(why) => return Err(why),
-        };
-        match args::under_prefix(words, prefix) {
-            args::Reading::Understood(_) => Ok(false),
-            args::Reading::Unknown { at, why } => Err(format!(
-                "its model of `{}` does not know {} as harmless: {why}",
-                args::base(&words[0]),
-                words
-                    .get(at)
-                    .map(|w| format!("`{}`", escape_words(std::slice::from_ref(w))))
-                    .unwrap_or_else(|| "the end".into())
-            )),
-            args::Reading::NoModel if never::names_more(words, prefix) => Err(format!(
-                "`{}` takes an argument that names a program, a file or another place",
-                args::base(&words[0])
-            )),
-            args::Reading::NoModel => Ok(words.len() > prefix),
-        }
-    }
-}
-
-/// The folders whose programs a pattern's bare name stands for in an allow rule: the
-/// system's, never one the agent could have written to (`./git`, `/tmp/x/git`).
-const SYSTEM_BIN: &[&str] = &[
-    "/bin/",
-    "/usr/bin/",
-    "/usr/local/bin/",
-    "/sbin/",
-    "/usr/sbin/",
-    "/opt/homebrew/bin/",
-];
-
-/// Whether the first word `word` is program `pattern` given with a folder: for a deny or
-/// ask rule, in any folder (`./rm`, `/bin/rm`); for an allow rule, only in a system folder
-/// (`/usr/bin/git`).
-fn program_is(pattern: &str, word: &str, deny: bool) -> bool {
-    if pattern.contains('/') || !word.contains('/') || word.rsplit('/').next() != Some(pattern) {
-        return false;
-    }
-    deny || SYSTEM_BIN
-        .iter()
-        .any(|d| word.strip_prefix(d) == Some(pattern))
 }
 
 /// `path` as the OS opens it from `cwd` ([`path::resolve`]: links before `..`, `~` the home
@@ -428,17 +250,19 @@ impl Policy {
     /// A call with no command: the highest tier with a rule that fits decides.
     fn decide_plain(&self, call: &Call, paths: &[PathBuf]) -> Verdict {
         for tier in &self.tiers {
+            let cover = tier.cover(&call.cwd);
             for d in [Decision::Deny, Decision::Ask, Decision::Allow] {
                 // A call that runs something whose command could not be read is never
                 // allowed: only a command pattern allows a command.
                 if d == Decision::Allow && call.kind.as_deref() == Some("execute") {
                     continue;
                 }
-                let rule = tier
-                    .rules
-                    .iter()
-                    .find(|r| r.decision == d && r.command.is_none() && r.fits(call, paths));
-                if let Some(r) = rule {
+                let rule = tier.rules().iter().enumerate().find(|(i, r)| {
+                    r.decision == d
+                        && r.command.is_none()
+                        && r.fits_by(call, paths, |p| cover.covers(*i, p))
+                });
+                if let Some((_, r)) = rule {
                     return Verdict {
                         decision: d,
                         rule: Some(r.into()),
@@ -480,7 +304,8 @@ impl Policy {
             .collect();
         // The programs the commands start, by name too: a rule on another program covers
         // none of them and names no path ([`Rule::covers_named`]), so it is passed over at
-        // once, its fields beyond the first word never read (benches/policy.rs).
+        // once, never read: the tier's index gives only the others ([`Tier::may_cover`],
+        // benches/policy.rs).
         let programs: Vec<&str> = seen
             .iter()
             .copied()
@@ -498,7 +323,12 @@ impl Policy {
         for tier in &self.tiers {
             // One pass a tier: the first rule of the strongest decision that covers it.
             let mut best: Option<(Decision, &Rule, &[String])> = None;
-            for r in &tier.rules {
+            // Each path matched once against all the tier's deny and ask rules on paths.
+            let cover = tier.cover(&call.cwd);
+            let candidates = tier.may_cover(programs.iter().copied(), inner_words.iter().copied());
+            for i in candidates {
+                let r = &tier.rules()[i];
+                let covers = |p| cover.covers(i, p);
                 if best.is_some_and(|(d, ..)| d >= r.decision) || !may_cover(r) {
                     continue;
                 }
@@ -520,7 +350,7 @@ impl Policy {
                     seen.iter().copied().find(|w| r.covers(w))
                 };
                 if let Some(words) = covered {
-                    if r.fits(call, paths) {
+                    if r.fits_by(call, paths, covers) {
                         best = Some((r.decision, r, words));
                         if r.decision == Decision::Deny {
                             break;
@@ -538,7 +368,9 @@ impl Policy {
                         (*u && (1..w.len()).any(|i| r.prefix_fits(&w[i..]))).then_some(*w)
                     });
                     if let Some(words) = inside {
-                        if r.fits(call, paths) && best.is_none_or(|(b, ..)| b < Decision::Ask) {
+                        if r.fits_by(call, paths, covers)
+                            && best.is_none_or(|(b, ..)| b < Decision::Ask)
+                        {
                             best = Some((Decision::Ask, r, words));
                         }
                     }
@@ -547,7 +379,7 @@ impl Policy {
                 let by_paths = named
                     .iter()
                     .zip(seen)
-                    .find_map(|(n, w)| r.covers_named(call, n).map(|d| (d, *w)));
+                    .find_map(|(n, w)| r.covers_named(call, n, covers).map(|d| (d, *w)));
                 if let Some((d, words)) = by_paths {
                     if best.is_none_or(|(b, ..)| d > b) {
                         best = Some((d, r, words));
@@ -568,7 +400,7 @@ impl Policy {
     pub fn rules(&self) -> impl Iterator<Item = (&'static str, &Rule)> {
         self.tiers
             .iter()
-            .flat_map(|t| t.rules.iter().map(move |r| (t.name, r)))
+            .flat_map(|t| t.rules().iter().map(move |r| (t.name, r)))
     }
 }
 

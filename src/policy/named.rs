@@ -489,7 +489,13 @@ impl Rule {
     /// Whether this deny or ask rule on paths (no command) covers what `named` names, and
     /// with which decision: a read, search or write of the rule's kind inside its paths, its
     /// decision; a folder searched above them, or an unplaced word inside them, asked.
-    pub(super) fn covers_named(&self, call: &Call, named: &Named) -> Option<Decision> {
+    /// `covers`: whether the rule's paths cover a path ([`super::tier::Cover`]).
+    pub(super) fn covers_named<'p>(
+        &self,
+        call: &Call,
+        named: &'p Named,
+        covers: impl Fn(&'p Path) -> bool,
+    ) -> Option<Decision> {
         let globs = self.paths.as_ref()?;
         if self.command.is_some() || self.decision == Decision::Allow {
             return None;
@@ -518,12 +524,12 @@ impl Rule {
                     | Access::TrackedBeneath
             );
             let hit = match access {
-                Access::Read => reads && globs.covers(p, &call.cwd, true),
-                _ if tree => searches && globs.covers(p, &call.cwd, true),
-                Access::Write => edits && globs.covers(p, &call.cwd, true),
+                Access::Read => reads && covers(p),
+                _ if tree => searches && covers(p),
+                Access::Write => edits && covers(p),
                 // A file moved away can be read under its new name (`mv .env x && cat x`):
                 // a read rule covers moving or removing it too.
-                _ => (removes || reads) && globs.covers(p, &call.cwd, true),
+                _ => (removes || reads) && covers(p),
             };
             if hit {
                 return Some(self.decision);
@@ -542,23 +548,15 @@ impl Rule {
                     .and_then(|(_, u)| u.as_ref());
                 match under {
                     None => found = Some(Decision::Ask),
-                    Some(entries) if entries.iter().any(|e| globs.covers(e, &call.cwd, true)) => {
+                    Some(entries) if entries.iter().any(|e| covers(e)) => {
                         return Some(self.decision)
                     }
                     Some(_) => {}
                 }
             }
         }
-        if (reads || removes)
-            && named
-                .unplaced
-                .iter()
-                .any(|p| globs.covers(p, &call.cwd, true))
-            || reads
-                && named
-                    .maybe_read
-                    .iter()
-                    .any(|p| globs.covers(p, &call.cwd, true))
+        if (reads || removes) && named.unplaced.iter().any(|p| covers(p))
+            || reads && named.maybe_read.iter().any(|p| covers(p))
         {
             found = Some(Decision::Ask);
         }
@@ -572,7 +570,7 @@ impl Rule {
             };
             if kind && globs.reaches_beneath(d, &call.cwd) {
                 match under {
-                    Some(es) if !es.iter().any(|e| globs.covers(e, &call.cwd, true)) => {}
+                    Some(es) if !es.iter().any(|e| covers(e)) => {}
                     Some(_) => return Some(self.decision),
                     None => found = Some(Decision::Ask),
                 }
@@ -583,7 +581,7 @@ impl Rule {
             // Walked through its links: what is beneath may be anywhere.
             if reads || removes {
                 match under {
-                    Some(es) if !es.iter().any(|e| globs.covers(e, &call.cwd, true)) => {}
+                    Some(es) if !es.iter().any(|e| covers(e)) => {}
                     _ => found = Some(Decision::Ask),
                 }
             }

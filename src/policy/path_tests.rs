@@ -18,15 +18,14 @@ fn scratch(name: &str) -> PathBuf {
 fn policy(user: &str, project: &str) -> Policy {
     Policy {
         tiers: vec![
-            Tier {
-                name: "user",
-                rules: parse_rules(user, Path::new("/u/policy.toml")).unwrap(),
-            },
-            Tier {
-                name: "project",
-                rules: parse_rules(project, Path::new("/p/.acp-question-bridge/policy.toml"))
-                    .unwrap(),
-            },
+            Tier::new(
+                "user",
+                parse_rules(user, Path::new("/u/policy.toml")).unwrap(),
+            ),
+            Tier::new(
+                "project",
+                parse_rules(project, Path::new("/p/.acp-question-bridge/policy.toml")).unwrap(),
+            ),
         ],
         broken: None,
         protected: Vec::new(),
@@ -78,7 +77,7 @@ fn decide_exactly(p: &Policy, cmd: &str, cwd: &Path) -> Verdict {
     let mut p = p.clone();
     // First, so they are the rules that allow it.
     let first = parse_rules(&rules, Path::new("/u/exactly.toml")).unwrap();
-    p.tiers[0].rules.splice(0..0, first);
+    p.tiers[0] = p.tiers[0].clone().changed(|r| drop(r.splice(0..0, first)));
     p.decide(&exec(cmd, cwd))
 }
 
@@ -330,13 +329,12 @@ fn finding_5_the_policys_own_files_are_never_edited_on_an_allow() {
     }
     // A read of them is not a change.
     let mut read = p.clone();
-    read.tiers[1].rules.extend(
-        parse_rules(
-            "[[rule]]\nid = \"read\"\ndecision = \"allow\"\nkind = [\"read\"]\npaths = [\"**\"]\n",
-            Path::new("/p/x.toml"),
-        )
-        .unwrap(),
-    );
+    let more = parse_rules(
+        "[[rule]]\nid = \"read\"\ndecision = \"allow\"\nkind = [\"read\"]\npaths = [\"**\"]\n",
+        Path::new("/p/x.toml"),
+    )
+    .unwrap();
+    read.tiers[1] = read.tiers[1].clone().changed(|r| r.extend(more));
     assert_eq!(
         decision(
             &read,
@@ -611,13 +609,12 @@ fn a_command_naming_too_many_paths_is_asked_not_resolved() {
 #[test]
 fn a_path_through_proc_self_is_asked_never_allowed() {
     let (mut p, home, cwd) = review("proc-self");
-    p.tiers[0].rules.extend(
-        parse_rules(
-            "[[rule]]\nid = \"edit-all\"\ndecision = \"allow\"\nkind = [\"edit\", \"read\"]\npaths = [\"/**\"]\n",
-            Path::new("/u/x.toml"),
-        )
-        .unwrap(),
-    );
+    let more = parse_rules(
+        "[[rule]]\nid = \"edit-all\"\ndecision = \"allow\"\nkind = [\"edit\", \"read\"]\npaths = [\"/**\"]\n",
+        Path::new("/u/x.toml"),
+    )
+    .unwrap();
+    p.tiers[0] = p.tiers[0].clone().changed(|r| r.extend(more));
     std::fs::write(cwd.join("evil.toml"), "").unwrap();
     std::os::unix::fs::symlink("/proc/self", cwd.join("me")).unwrap();
     let me = std::process::id();

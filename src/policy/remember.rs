@@ -354,10 +354,7 @@ mod tests {
         let rules = crate::policy::file::parse_rules(rule, Path::new("p.toml")).unwrap();
         assert_eq!(rules[0].decision, Decision::Allow);
         let p = crate::policy::Policy {
-            tiers: vec![crate::policy::Tier {
-                name: "user",
-                rules,
-            }],
+            tiers: vec![crate::policy::Tier::new("user", rules)],
             broken: None,
             protected: Vec::new(),
         };
@@ -370,10 +367,7 @@ mod tests {
         assert!(rule.contains("exact = true"), "{rule}");
         let rules = crate::policy::file::parse_rules(rule, Path::new("p.toml")).unwrap();
         let p = crate::policy::Policy {
-            tiers: vec![crate::policy::Tier {
-                name: "user",
-                rules,
-            }],
+            tiers: vec![crate::policy::Tier::new("user", rules)],
             broken: None,
             protected: Vec::new(),
         };
@@ -416,10 +410,10 @@ mod tests {
         assert_eq!(d["subject"], "npm run dev --port 3000");
         let rule = d["rules"]["everyAgentEverywhere"].as_str().unwrap();
         let p = crate::policy::Policy {
-            tiers: vec![crate::policy::Tier {
-                name: "user",
-                rules: crate::policy::file::parse_rules(rule, Path::new("p.toml")).unwrap(),
-            }],
+            tiers: vec![crate::policy::Tier::new(
+                "user",
+                crate::policy::file::parse_rules(rule, Path::new("p.toml")).unwrap(),
+            )],
             broken: None,
             protected: Vec::new(),
         };
@@ -437,10 +431,7 @@ mod tests {
         assert!(narrow.contains("cwd = ["), "{narrow}");
         let rules = crate::policy::file::parse_rules(narrow, Path::new("p.toml")).unwrap();
         let p = crate::policy::Policy {
-            tiers: vec![crate::policy::Tier {
-                name: "user",
-                rules,
-            }],
+            tiers: vec![crate::policy::Tier::new("user", rules)],
             broken: None,
             protected: Vec::new(),
         };

@@ -51,16 +51,7 @@ fn policy(user: &str, project: &str) -> Policy {
     let u = parse_rules(user, Path::new("/u/policy.toml")).unwrap();
     let p = parse_rules(project, Path::new("/p/.acp-question-bridge/policy.toml")).unwrap();
     Policy {
-        tiers: vec![
-            Tier {
-                name: "user",
-                rules: u,
-            },
-            Tier {
-                name: "project",
-                rules: p,
-            },
-        ],
+        tiers: vec![Tier::new("user", u), Tier::new("project", p)],
         broken: None,
         protected: Vec::new(),
     }

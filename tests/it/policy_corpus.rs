@@ -53,10 +53,10 @@ fn corpus() -> Vec<(String, String)> {
 fn policy() -> Policy {
     let text = include_str!("../../fixtures/policy-corpus/rules.toml");
     Policy {
-        tiers: vec![Tier {
-            name: "user",
-            rules: file::parse_rules(text, Path::new("rules.toml")).unwrap(),
-        }],
+        tiers: vec![Tier::new(
+            "user",
+            file::parse_rules(text, Path::new("rules.toml")).unwrap(),
+        )],
         broken: None,
         protected: Vec::new(),
     }
