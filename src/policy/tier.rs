@@ -24,7 +24,7 @@ pub struct Tier {
     rules: Vec<Rule>,
     index: Option<PathIndex>,
     /// The command rules by each program their pattern's first word names.
-    by_program: HashMap<String, Vec<u32>>,
+    by_program: HashMap<String, Vec<usize>>,
     /// The rules with no command pattern, one bit each.
     no_command: Vec<u64>,
 }
@@ -33,14 +33,14 @@ impl Tier {
     /// The tier `name` with `rules`, in the order they were written.
     pub fn new(name: &'static str, rules: Vec<Rule>) -> Tier {
         let index = PathIndex::of(&rules);
-        let mut by_program: HashMap<String, Vec<u32>> = HashMap::new();
+        let mut by_program: HashMap<String, Vec<usize>> = HashMap::new();
         let mut no_command = vec![0u64; rules.len().div_ceil(64)];
         for (i, r) in rules.iter().enumerate() {
             match r.command.as_deref().and_then(|c| c.first()) {
                 None => no_command[i / 64] |= 1 << (i % 64),
                 Some(alts) => {
                     for a in alts {
-                        by_program.entry(a.clone()).or_default().push(i as u32);
+                        by_program.entry(a.clone()).or_default().push(i);
                     }
                 }
             }
@@ -65,7 +65,7 @@ impl Tier {
         inside: impl IntoIterator<Item = &'w str>,
     ) -> Places {
         let mut bits = self.no_command.clone();
-        let mut set = |i: &u32| bits[*i as usize / 64] |= 1 << (*i % 64);
+        let mut set = |i: &usize| bits[*i / 64] |= 1 << (*i % 64);
         for p in programs {
             self.by_program
                 .get(p)
@@ -78,7 +78,7 @@ impl Tier {
                 .get(w)
                 .into_iter()
                 .flatten()
-                .filter(|i| self.rules[**i as usize].decision != Decision::Allow)
+                .filter(|i| self.rules[**i].decision != Decision::Allow)
                 .for_each(&mut set);
         }
         Places { bits, at: 0 }
@@ -156,8 +156,6 @@ struct PathIndex {
     owners: [Vec<u32>; 4],
     /// The rules with a relative `**`: the session's folder itself is theirs.
     session_folder: Vec<u32>,
-    /// Whether each rule is in the index (the others are matched on their own).
-    indexed: Vec<bool>,
 }
 
 impl PathIndex {
@@ -167,7 +165,6 @@ impl PathIndex {
         let mut builders: [GlobSetBuilder; 4] = std::array::from_fn(|_| GlobSetBuilder::new());
         let mut owners: [Vec<u32>; 4] = Default::default();
         let mut session_folder = Vec::new();
-        let mut indexed = vec![false; rules.len()];
         for (i, r) in rules.iter().enumerate() {
             let Some(globs) = &r.paths else { continue };
             if r.decision == Decision::Allow {
@@ -183,7 +180,6 @@ impl PathIndex {
             if globs.session_folder {
                 session_folder.push(i32);
             }
-            indexed[i] = true;
         }
         let [a, b, c, d] = builders;
         Some(PathIndex {
@@ -195,7 +191,6 @@ impl PathIndex {
             ],
             owners,
             session_folder,
-            indexed,
         })
     }
 
@@ -265,7 +260,8 @@ impl<'p> Cover<'p> {
             return false;
         };
         let index = match &self.tier.index {
-            Some(ix) if ix.indexed[i] => ix,
+            // Every deny and ask rule on paths is in the index; an allow's are matched alone.
+            Some(ix) if rule.decision != Decision::Allow => ix,
             _ => return globs.covers(p, self.cwd, true),
         };
         let mut memo = self.memo.borrow_mut();
