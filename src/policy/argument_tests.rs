@@ -5128,3 +5128,180 @@ fn ordinary_workspaces_are_not_asked() {
         allowed(&p, &d.join("packages/a"), &runs);
     }
 }
+
+/// What a project's files declare that makes its package manager run or read more is read
+/// as the manager reads it (a sixty-sixth review, with real pnpm 12.21, pnpm 10 through
+/// corepack, npm 11.19 and yarn 1.22): a pin of another program (`packageManager` with a
+/// URL: corepack ran it for `pnpm ls`), a pin of an older pnpm that reads package.json's
+/// `pnpm` settings (its `patchedDependencies` read a file under a `Read` deny), a dependency
+/// on a folder (`file:secrets` ran its `postinstall` under the deny, `file:../outside` ran
+/// outside), npm's `!!secrets` (npm reads it as `secrets`), yarn's `secrets/*` (it takes
+/// `secrets/node_modules` for a project).
+#[test]
+fn a_package_manager_runs_what_its_project_declares_only_as_that_project_says() {
+    let d = scratch("declared");
+    files(
+        &d,
+        &[
+            (
+                "proj/package.json",
+                r#"{"name":"p","scripts":{"test":"x"}}"#,
+            ),
+            (
+                "proj/secrets/package.json",
+                r#"{"name":"s","scripts":{"postinstall":"y"}}"#,
+            ),
+            ("outside/package.json", r#"{"scripts":{"postinstall":"x"}}"#),
+        ],
+    );
+    let proj = d.join("proj");
+    let p = rules(&[
+        "Bash(pnpm:*)",
+        "Bash(npm:*)",
+        "Bash(yarn:*)",
+        "!Read(./secrets/**)",
+    ]);
+    let every = [
+        "pnpm ls",
+        "pnpm test",
+        "pnpm install",
+        "npm install",
+        "npm ci",
+        "yarn install",
+        "yarn test",
+    ];
+    allowed(&p, &proj, &every);
+    let manifest = |json: &str| std::fs::write(proj.join("package.json"), json).unwrap();
+    // The package manager a project pins.
+    manifest(r#"{"name":"p","packageManager":"pnpm@http://127.0.0.1:8765/evil.tgz"}"#);
+    not_allowed(&p, &proj, &["pnpm ls", "pnpm test"]);
+    manifest(
+        r#"{"name":"p","packageManager":"pnpm@10.33.0","pnpm":{"patchedDependencies":{"a@1.0.0":"secrets/p.patch"}}}"#,
+    );
+    not_allowed(&p, &proj, &["pnpm install", "pnpm ls"]);
+    manifest(r#"{"name":"p","packageManager":"yarn@4.5.0"}"#);
+    not_allowed(&p, &proj, &["yarn install", "yarn test"]);
+    allowed(&p, &proj, &["pnpm test", "npm test"]);
+    manifest(
+        r#"{"name":"p","packageManager":"pnpm@12.21.0+sha512.abc","devEngines":{"packageManager":{"name":"yarn","version":"1.22.22"}}}"#,
+    );
+    allowed(&p, &proj, &["pnpm install", "yarn install"]);
+    std::fs::write(
+        proj.join(".corepack.env"),
+        "COREPACK_ENABLE_UNSAFE_CUSTOM_URLS=1\n",
+    )
+    .unwrap();
+    not_allowed(&p, &proj, &["pnpm ls"]);
+    std::fs::remove_file(proj.join(".corepack.env")).unwrap();
+    // A dependency on a folder: read as the install reads it.
+    for dep in [
+        "file:secrets",
+        "./secrets",
+        "link:secrets",
+        "secrets",
+        "npm:s@file:secrets",
+    ] {
+        manifest(&format!(r#"{{"name":"p","dependencies":{{"s":"{dep}"}}}}"#));
+        not_allowed(
+            &p,
+            &proj,
+            &["npm install", "npm ci", "yarn install", "pnpm install"],
+        );
+        allowed(&p, &proj, &["npm test", "pnpm ls"]);
+    }
+    let open = rules(&["Bash(npm:*)", "Bash(yarn:*)", "Bash(pnpm:*)"]);
+    manifest(r#"{"name":"p","dependencies":{"s":"file:secrets"}}"#);
+    allowed(&open, &proj, &["npm install", "yarn install"]);
+    for dep in [
+        "file:../outside",
+        "~/outside",
+        "file:///tmp/x",
+        "git+file:///tmp/x",
+    ] {
+        manifest(&format!(
+            r#"{{"name":"p","overrides":{{"a":{{"s":"{dep}"}}}}}}"#
+        ));
+        not_allowed(&open, &proj, &["npm install", "npm ci"]);
+    }
+    manifest(r#"{"name":"p","dependencies":{"s":"^1.0.0","g":"github:a/b","w":"workspace:*"}}"#);
+    allowed(&p, &proj, &every);
+    // What the lockfile installs, whatever the manifest says.
+    std::fs::write(
+        proj.join("package-lock.json"),
+        r#"{"packages":{"":{},"node_modules/s":{"resolved":"secrets","link":true}}}"#,
+    )
+    .unwrap();
+    not_allowed(&p, &proj, &["npm ci", "npm install"]);
+    std::fs::remove_file(proj.join("package-lock.json")).unwrap();
+    std::fs::write(
+        proj.join("pnpm-lock.yaml"),
+        "importers:\n  .:\n    dependencies:\n      s:\n        specifier: ^1.0.0\n        version: link:../outside\n",
+    )
+    .unwrap();
+    not_allowed(&open, &proj, &["pnpm install", "pnpm test"]);
+    std::fs::remove_file(proj.join("pnpm-lock.yaml")).unwrap();
+    std::fs::write(
+        proj.join("yarn.lock"),
+        "\"s@^1.0.0\":\n  resolved \"file:../outside\"\n",
+    )
+    .unwrap();
+    not_allowed(&open, &proj, &["yarn install"]);
+    std::fs::remove_file(proj.join("yarn.lock")).unwrap();
+    // npm reads `!!x` as `x`; yarn takes a `node_modules` a last `*` names.
+    manifest(r#"{"name":"p","workspaces":["!!secrets"]}"#);
+    not_allowed(&p, &proj, &["npm install", "npm ci"]);
+    std::fs::create_dir_all(proj.join("s/node_modules")).unwrap();
+    std::fs::rename(
+        proj.join("secrets/package.json"),
+        proj.join("s/node_modules/package.json"),
+    )
+    .unwrap();
+    let s_nm = rules(&["Bash(yarn:*)", "Bash(npm:*)", "!Read(./s/node_modules/**)"]);
+    manifest(r#"{"name":"p","workspaces":["s/*"]}"#);
+    not_allowed(&s_nm, &proj, &["yarn install"]);
+    allowed(&s_nm, &proj, &["npm install"]);
+}
+
+/// What the managers pass over is not asked: a broken `package.json` above the project
+/// (npm skips it; pnpm 12 reads none above its project), a parent's `workspaces` for pnpm
+/// run in a project of its own (pnpm 12 took it as a project alone), a byte order mark.
+#[test]
+fn a_package_manager_is_not_asked_for_what_it_passes_over() {
+    let d = scratch("passed-over");
+    files(
+        &d,
+        &[
+            ("package.json", "{ broken"),
+            (
+                "proj/package.json",
+                "\u{feff}{\"name\":\"p\",\"scripts\":{\"test\":\"x\"}}",
+            ),
+        ],
+    );
+    let p = rules(&["Bash(pnpm:*)", "Bash(npm:*)", "Bash(yarn:*)"]);
+    let proj = d.join("proj");
+    let every = [
+        "npm test",
+        "npm install",
+        "npm ci",
+        "pnpm test",
+        "pnpm install",
+        "yarn test",
+    ];
+    allowed(&p, &proj, &every);
+    std::fs::write(
+        d.join("package.json"),
+        r#"{"private":true,"workspaces":["proj"]}"#,
+    )
+    .unwrap();
+    allowed(&p, &proj, &["pnpm test", "pnpm install"]);
+    // A broken one that may declare a workspace or a pin to another reader.
+    std::fs::write(d.join("package.json"), r#"{"workspaces":["*"], "#).unwrap();
+    not_allowed(&p, &proj, &["npm install"]);
+    std::fs::write(
+        d.join("package.json"),
+        r#"{"packageManager":"pnpm@http://x/e.tgz" "#,
+    )
+    .unwrap();
+    not_allowed(&p, &proj, &["pnpm test"]);
+}

@@ -42,6 +42,7 @@ mod moves;
 mod named;
 mod never;
 mod npmbins;
+mod npmdeclared;
 mod npmwork;
 mod on_path;
 mod parts;

@@ -109,21 +109,24 @@ impl Named {
                 if let Some(f) = e.folders_there.iter().find(|f| !cwd.join(f).is_dir()) {
                     named.unresolved = Some(format!("{f:?} is not a folder here"));
                 }
-                if let Some(run) = e.workspace {
-                    match super::npmwork::workspace(cwd, run.pnpm, run.recursive) {
-                        Ok(ws) => {
-                            for m in ws.manifests() {
-                                match m.to_str() {
-                                    Some(m) => e.paths.push((Access::Read, m.to_owned())),
-                                    None => {
-                                        named.unresolved = Some("a project not in UTF-8".into())
-                                    }
-                                }
-                            }
-                            if let Some(why) = run.installs.then(|| ws.linked()).flatten() {
-                                named.unresolved = Some(why);
-                            }
-                        }
+                if let Some(why) = e
+                    .manager
+                    .and_then(|m| super::npmdeclared::pin_refused(cwd, m))
+                {
+                    named.unresolved = Some(why);
+                }
+                if let Some(r) = e.workspace {
+                    match super::npmwork::read_by(cwd, r.pnpm, r.yarn, r.recursive, r.installs) {
+                        Ok(read) => e.paths.extend(read.into_iter().map(|(whole, p)| {
+                            (
+                                if whole {
+                                    Access::TreeFollowed
+                                } else {
+                                    Access::Read
+                                },
+                                p,
+                            )
+                        })),
                         Err(why) => named.unresolved = Some(why),
                     }
                 }

@@ -66,8 +66,9 @@ fn package_bin_above(cwd: &Path, name: &str) -> Option<String> {
 }
 
 /// A `package.json` as JSON, read with the policy's bounded reader; `None` when it cannot
-/// be read or is no JSON.
+/// be read or is no JSON. A byte order mark before it is passed over, as the managers do.
 pub(super) fn manifest(f: &Path) -> Option<serde_json::Value> {
     let bytes = super::file::bounded::read_file(f).ok()?;
-    serde_json::from_slice(&bytes).ok()
+    let json = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&bytes);
+    serde_json::from_slice(json).ok()
 }

@@ -168,10 +168,39 @@ fn linked_in(m: &Path, top: bool, left: &mut usize) -> Option<String> {
     None
 }
 
+/// What a package manager reads beyond its words from folder `cwd` ([`workspace`]'s
+/// arguments; `installs` when it installs): each project's manifest of the workspace it
+/// works on, then at an install each folder a dependency names, read whole (`true`: its
+/// scripts run, its files are copied). `Err` says why that cannot be told, or why the install may
+/// write outside (a link on the way).
+pub fn read_by(
+    cwd: &Path,
+    pnpm: bool,
+    yarn: bool,
+    recursive: bool,
+    installs: bool,
+) -> Result<Vec<(bool, String)>, String> {
+    let ws = workspace(cwd, pnpm, yarn, recursive)?;
+    let mut read: Vec<(bool, PathBuf)> = ws.manifests().map(|m| (false, m)).collect();
+    if installs {
+        if let Some(why) = ws.linked() {
+            return Err(why);
+        }
+        let deps = super::npmdeclared::local_dependencies(&ws.projects, &ws.projects[0])?;
+        read.extend(deps.into_iter().map(|d| (true, d)));
+    }
+    read.into_iter()
+        .map(|(whole, p)| match p.into_os_string().into_string() {
+            Ok(p) => Ok((whole, p)),
+            Err(_) => Err("a project or a dependency not in UTF-8".to_owned()),
+        })
+        .collect()
+}
+
 /// The workspace `pnpm` (else npm or yarn) works on from folder `cwd`; `recursive` when the
 /// command names the workspace's projects (`-r`, `--filter`, `--workspaces`). An error says
 /// why it cannot be told, so the command is asked.
-pub fn workspace(cwd: &Path, pnpm: bool, recursive: bool) -> Result<Workspace, String> {
+pub fn workspace(cwd: &Path, pnpm: bool, yarn: bool, recursive: bool) -> Result<Workspace, String> {
     let mut found = Vec::new();
     let (top, patterns) = if pnpm {
         // pnpm: the nearest `pnpm-workspace.yaml` from where it runs up.
@@ -184,10 +213,10 @@ pub fn workspace(cwd: &Path, pnpm: bool, recursive: bool) -> Result<Workspace, S
                 let patterns = pnpm_packages(&file)?.into_iter();
                 (top.to_path_buf(), patterns.map(|p| (top.to_path_buf(), p)).collect())
             }
-            // pnpm 12 takes a `package.json`'s `workspaces` for its workspace, and writes
-            // them into a `pnpm-workspace.yaml` (a review: a plain `pnpm install` ran
-            // `secrets/` and `../outside`).
-            None if !npm_workspaces(cwd)?.is_empty() => {
+            // pnpm 12 takes its project's `package.json`'s `workspaces` for its workspace,
+            // and writes them into a `pnpm-workspace.yaml` (a review: a plain `pnpm install`
+            // ran `secrets/` and `../outside`); a folder above its project's is not read.
+            None if !npm_workspaces(&project_of(cwd), true)?.is_empty() => {
                 return Err(
                     "pnpm with no `pnpm-workspace.yaml` takes a `package.json`'s `workspaces` and writes one"
                         .into(),
@@ -206,7 +235,7 @@ pub fn workspace(cwd: &Path, pnpm: bool, recursive: bool) -> Result<Workspace, S
         // `workspaces` names the project (npm runs an install from a project beneath for
         // the whole workspace); taken here as every one that declares `workspaces`, the
         // outermost the top, else the project's own folder.
-        let tops = npm_workspaces(cwd)?;
+        let tops = npm_workspaces(cwd, false)?;
         // Each folder that declares `workspaces` is a project too.
         found.extend(tops.iter().map(|(d, _)| d.clone()));
         match tops.last() {
@@ -221,7 +250,7 @@ pub fn workspace(cwd: &Path, pnpm: bool, recursive: bool) -> Result<Workspace, S
     };
     let mut left = MAX_FOLDERS;
     for (base, pattern) in &patterns {
-        expand(base, pattern, &mut found, &mut left)?;
+        expand(base, pattern, yarn, &mut found, &mut left)?;
     }
     let canonical_top = top
         .canonicalize()
@@ -277,21 +306,26 @@ fn project_of(cwd: &Path) -> PathBuf {
         .to_path_buf()
 }
 
-/// Each folder from `cwd` up whose `package.json` declares `workspaces`, nearest first,
-/// with its patterns (an array, or yarn's `{"packages": [...]}`).
-fn npm_workspaces(cwd: &Path) -> Result<Vec<(PathBuf, Vec<String>)>, String> {
+/// Each folder from `cwd` up (or `cwd` alone, when `here`) whose `package.json` declares
+/// `workspaces`, nearest first, with its patterns (an array, or yarn's `{"packages":
+/// [...]}`). A `package.json` no JSON reader takes declares nothing (npm passes over it),
+/// unless it holds the word `workspaces`, which another reader may see.
+fn npm_workspaces(cwd: &Path, here: bool) -> Result<Vec<(PathBuf, Vec<String>)>, String> {
     let mut found = Vec::new();
-    for d in cwd.ancestors() {
+    for d in cwd.ancestors().take(if here { 1 } else { usize::MAX }) {
         let f = d.join("package.json");
         if f.symlink_metadata().is_err() {
             continue;
         }
-        let v = super::npmbins::manifest(&f).ok_or_else(|| {
-            format!(
-                "{} cannot be read as JSON, so its workspace cannot be told",
-                f.display()
-            )
-        })?;
+        let Some(v) = super::npmbins::manifest(&f) else {
+            if super::npmdeclared::mentions(&f, &["workspaces"]) {
+                return Err(format!(
+                    "{} cannot be read as JSON, so its workspace cannot be told",
+                    f.display()
+                ));
+            }
+            continue;
+        };
         let Some(w) = v.get("workspaces") else {
             continue;
         };
@@ -317,11 +351,7 @@ fn npm_workspaces(cwd: &Path) -> Result<Vec<(PathBuf, Vec<String>)>, String> {
 /// [`PNPM_HARMLESS`] settings.
 fn pnpm_packages(file: &Path) -> Result<Vec<String>, String> {
     let why = |what: &str| format!("{}: {what}", file.display());
-    let bytes = super::file::bounded::read_file(file).map_err(|e| why(&e.to_string()))?;
-    let text = std::str::from_utf8(&bytes).map_err(|_| why("not UTF-8"))?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let docs = yaml_rust2::YamlLoader::load_from_str(text)
-        .map_err(|e| why(&format!("not read as YAML ({e})")))?;
+    let docs = super::npmdeclared::yaml(file)?;
     let map = match docs.as_slice() {
         [] | [yaml_rust2::Yaml::Null] => return Ok(Vec::new()),
         [yaml_rust2::Yaml::Hash(map)] => map,
@@ -357,18 +387,23 @@ fn pnpm_packages(file: &Path) -> Result<Vec<String>, String> {
 }
 
 /// Every folder beneath `top` that workspace pattern `pattern` names, as the managers'
-/// globs do, never walking `node_modules`. A pattern that excludes (`!x`) is not applied
-/// (more projects only ask more); one above the top, absolute, or written with more than
-/// names, `*` and `**` is asked, and so is a link met on the way.
+/// globs do, never walking `node_modules` (yarn 1 takes one a last `*` names: it leaves
+/// out only `PATTERN/node_modules/**`). A pattern that excludes (`!x`) is not applied
+/// (more projects only ask more), and one with an even number of `!` includes (npm reads
+/// `!!x` as `x`); one above the top, absolute, or written with more than names, `*` and
+/// `**` is asked, and so is a link met on the way.
 fn expand(
     top: &Path,
     pattern: &str,
+    yarn: bool,
     out: &mut Vec<PathBuf>,
     left: &mut usize,
 ) -> Result<(), String> {
-    if pattern.starts_with('!') {
+    let bangs = pattern.len() - pattern.trim_start_matches('!').len();
+    if bangs % 2 == 1 {
         return Ok(());
     }
+    let pattern = &pattern[bangs..];
     let asked = |what: &str| Err(format!("the workspace's pattern `{pattern}` {what}"));
     if pattern.starts_with('/') {
         return asked("names a place outside its top");
@@ -386,10 +421,16 @@ fn expand(
     }) {
         return asked("uses glob syntax read only by the package manager's own rules");
     }
-    walk(top, &segs, out, left).or_else(|e| asked(&e))
+    walk(top, &segs, yarn, out, left).or_else(|e| asked(&e))
 }
 
-fn walk(dir: &Path, segs: &[&str], out: &mut Vec<PathBuf>, left: &mut usize) -> Result<(), String> {
+fn walk(
+    dir: &Path,
+    segs: &[&str],
+    yarn: bool,
+    out: &mut Vec<PathBuf>,
+    left: &mut usize,
+) -> Result<(), String> {
     let Some((&first, rest)) = segs.split_first() else {
         out.push(dir.to_path_buf());
         return Ok(());
@@ -400,15 +441,15 @@ fn walk(dir: &Path, segs: &[&str], out: &mut Vec<PathBuf>, left: &mut usize) -> 
         Ok(m) if m.is_symlink() && !keep.is_empty() => {
             Err(format!("goes through the link {}", next.display()))
         }
-        Ok(m) if m.is_symlink() => walk(next, keep, out, left),
-        Ok(m) if m.is_dir() => walk(next, keep, out, left),
+        Ok(m) if m.is_symlink() => walk(next, keep, yarn, out, left),
+        Ok(m) if m.is_dir() => walk(next, keep, yarn, out, left),
         _ => Ok(()),
     };
     if !first.contains('*') {
         return into(&dir.join(first), rest, out, left);
     }
     if first == "**" {
-        walk(dir, rest, out, left)?;
+        walk(dir, rest, yarn, out, left)?;
     }
     let matcher = globset::GlobBuilder::new(first)
         .literal_separator(true)
@@ -419,7 +460,8 @@ fn walk(dir: &Path, segs: &[&str], out: &mut Vec<PathBuf>, left: &mut usize) -> 
     for entry in entries {
         let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
         let name = entry.file_name();
-        if name == "node_modules" || entry.file_type().is_ok_and(|t| t.is_file()) {
+        let last_star = yarn && first != "**" && rest.is_empty();
+        if (name == "node_modules" && !last_star) || entry.file_type().is_ok_and(|t| t.is_file()) {
             continue;
         }
         *left = left
@@ -432,7 +474,7 @@ fn walk(dir: &Path, segs: &[&str], out: &mut Vec<PathBuf>, left: &mut usize) -> 
                 return Err(format!("goes through the link {}", next.display()));
             }
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                walk(&next, segs, out, left)?;
+                walk(&next, segs, yarn, out, left)?;
             }
         } else if matcher.is_match(&name) {
             into(&next, rest, out, left)?;
@@ -471,7 +513,7 @@ mod tests {
         project(&d.join("libs/node_modules/x"));
         project(&d.join("other"));
         std::fs::create_dir_all(d.join("apps/empty")).unwrap();
-        let w = workspace(&d.join("apps/web"), true, false).unwrap();
+        let w = workspace(&d.join("apps/web"), true, false, false).unwrap();
         assert_eq!(w.projects[0], d);
         let mut got: Vec<_> = w
             .projects
@@ -507,7 +549,7 @@ mod tests {
             std::fs::write(d.join("pnpm-workspace.yaml"), yaml).unwrap();
             std::fs::create_dir_all(d.join("l")).unwrap();
             let _ = std::os::unix::fs::symlink("/", d.join("l/root"));
-            assert!(workspace(&d, true, false).is_err(), "{yaml}");
+            assert!(workspace(&d, true, false, false).is_err(), "{yaml}");
         }
         // A project reached through a link, outside the top.
         let out = scratch("outside-target");
@@ -515,22 +557,26 @@ mod tests {
         std::fs::write(d.join("pnpm-workspace.yaml"), "packages: ['p/*']\n").unwrap();
         std::fs::create_dir_all(d.join("p")).unwrap();
         std::os::unix::fs::symlink(&out, d.join("p/evil")).unwrap();
-        assert!(workspace(&d, true, false).is_err());
+        assert!(workspace(&d, true, false, false).is_err());
         // npm's workspaces, to the letter of the manifest.
         let n = scratch("npm");
         std::fs::write(n.join("package.json"), r#"{"workspaces": ["../x"]}"#).unwrap();
         project(&n.join("a"));
-        assert!(workspace(&n.join("a"), false, false).is_err());
+        assert!(workspace(&n.join("a"), false, false, false).is_err());
         std::fs::write(
             n.join("package.json"),
             r#"{"workspaces": {"packages": ["*"]}}"#,
         )
         .unwrap();
-        let w = workspace(&n.join("a"), false, false).unwrap();
+        let w = workspace(&n.join("a"), false, false, false).unwrap();
         assert_eq!(w.projects[0], n);
         assert!(w.projects.contains(&n.join("a")));
-        std::fs::write(n.join("package.json"), "{").unwrap();
-        assert!(workspace(&n.join("a"), false, false).is_err());
+        // A manifest no JSON reader takes declares nothing, unless it names `workspaces`.
+        std::fs::write(n.join("package.json"), r#"{"workspaces": ["*"]"#).unwrap();
+        assert!(workspace(&n.join("a"), false, false, false).is_err());
+        std::fs::write(n.join("package.json"), "{ broken").unwrap();
+        let w = workspace(&n.join("a"), false, false, false).unwrap();
+        assert_eq!(w.projects, [n.join("a")]);
         for p in [d, out, n] {
             let _ = std::fs::remove_dir_all(p);
         }
@@ -544,7 +590,7 @@ mod tests {
         std::fs::create_dir_all(d.join("node_modules/.pnpm/x")).unwrap();
         // A package's own link is what pnpm makes: not asked.
         std::os::unix::fs::symlink(".pnpm/x", d.join("node_modules/x")).unwrap();
-        let w = workspace(&d, true, false).unwrap();
+        let w = workspace(&d, true, false, false).unwrap();
         assert_eq!(w.linked(), None);
         std::os::unix::fs::symlink("/tmp", d.join("web/node_modules")).unwrap();
         assert!(w.linked().is_some_and(|w| w.contains("web/node_modules")));
@@ -563,7 +609,7 @@ mod tests {
         std::fs::create_dir_all(n.join("sub/node_modules")).unwrap();
         std::os::unix::fs::symlink("/tmp", n.join("node_modules")).unwrap();
         for pnpm in [true, false] {
-            let w = workspace(&n.join("sub"), pnpm, false).unwrap();
+            let w = workspace(&n.join("sub"), pnpm, false, false).unwrap();
             assert!(w
                 .linked()
                 .is_some_and(|w| w.contains("node_modules is a link")));
@@ -571,7 +617,7 @@ mod tests {
         // From a folder beneath a project, that project's own.
         std::fs::remove_file(n.join("node_modules")).unwrap();
         std::os::unix::fs::symlink("/tmp", n.join("sub/node_modules/.bin")).unwrap();
-        let w = workspace(&n.join("sub/src"), false, false).unwrap();
+        let w = workspace(&n.join("sub/src"), false, false, false).unwrap();
         assert!(w.linked().is_some());
         let _ = std::fs::remove_dir_all(&n);
         let _ = std::fs::remove_dir_all(&d);

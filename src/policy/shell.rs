@@ -813,7 +813,7 @@ mod tests {
 
     #[test]
     fn a_commit_message_from_a_quoted_here_document_is_its_text() {
-        let line = "git commit -m \"$(cat <<'EOF'\nmessage line 1\n\nmore: it's (x) \"q\" $(id) `id` \\\n\nEOF\n)\"";
+        let line = "git commit -m \"$(cat <<'EOF'\nmessage line 1\n\nmore: (x) 'it)s' $(id) ok\n\nEOF\n)\"";
         let parts = at_home(line).unwrap();
         assert_eq!(
             parts[0].words,
@@ -821,10 +821,15 @@ mod tests {
                 "git",
                 "commit",
                 "-m",
-                "message line 1\n\nmore: it's (x) \"q\" $(id) `id` \\"
+                "message line 1\n\nmore: (x) 'it)s' $(id) ok"
             ]
         );
         assert_eq!(parts[0].runs, [["cat"]]);
+        // An apostrophe bash 3.2 reads to the end for, with no quote after: no command of
+        // the line runs there.
+        let parts =
+            at_home("git commit -m \"$(cat <<'EOF'\nfix: it's done\nEOF\n)\" && git log").unwrap();
+        assert_eq!(parts[0].words[3], "fix: it's done");
         for (word, want) in [
             ("\"$(cat <<\"EOF\"\nx\nEOF\n)\"", "x"),
             ("\"$(cat <<-'EOF'\n\t\tx\n\ty\n\tEOF\n)\"", "x\ny"),
@@ -834,7 +839,7 @@ mod tests {
             ("\"$(cat <<'EOF'\n  x\r\n\nEOF\n)\"", "  x\r"),
             ("\"$(cat <<'EOF'\nxEOF\nEOF\n)\"", "xEOF"),
         ] {
-            assert_eq!(cat_heredoc(word).as_deref(), Some(want), "{word:?}");
+            assert_eq!(cat_heredoc(word, b"").as_deref(), Some(want), "{word:?}");
         }
         // Quoted around it, and two of them: each runs a `cat`.
         let parts =
@@ -869,6 +874,15 @@ mod tests {
             "git commit -m $(cat <<'EOF'\nx\nEOF\n)",
             "git commit -m \"$(cat <<'EOF'\nx\nEOF\n)",
             "git commit -m \"$(cat <<'EOF'\nx\n)\"",
+            // Text bash 3.2 reads as the end of the `$(`, or as a quote: it finds the end
+            // by brackets and quotes before it reads the here-document.
+            "rg -n \"$(cat <<'EOF'\nx)\"; rm -f v; echo \"\nEOF\n)\" a.txt",
+            "git commit -m \"$(cat <<'EOF'\nit's\nEOF\n)\" -m '; rm -f v; )'",
+            "git commit -m \"$(cat <<'EOF'\nit's\nEOF\n)\"\necho ')'",
+            "git commit -m \"$(cat <<'EOF'\na) (b\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF'\nsay \"x\"\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF'\nrun `x`\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF'\na \\\nEOF\n)\"",
         ] {
             assert!(at_home(line).is_err(), "{line:?}: {:?}", at_home(line));
         }

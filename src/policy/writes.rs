@@ -70,6 +70,14 @@ const TOOL_CONFIG: &[&str] = &[
     ".pnpmfile.mjs",
     ".pnp.cjs",
     ".pnp.loader.mjs",
+    // Corepack takes its registry, its keys and whether a URL may name the package manager
+    // from it (a sixty-sixth review).
+    ".corepack.env",
+    // bazelisk downloads and runs the bazel they name; VS Code runs a dev container's
+    // `initializeCommand` on the host from this file as from `.devcontainer/`.
+    ".bazeliskrc",
+    ".bazelversion",
+    ".devcontainer.json",
     // bun's `preload`; pre-commit's list of hooks (lefthook's: [`by_pattern`]).
     "bunfig.toml",
     ".pre-commit-config.yaml",

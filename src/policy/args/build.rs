@@ -380,6 +380,11 @@ pub(super) fn npm(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     }) {
         return Err(stop(m.value_at(w), "a filter that is not a package's name"));
     }
+    e.manager = Some(match program {
+        "pnpm" => "pnpm",
+        "yarn" => "yarn",
+        _ => "npm",
+    });
     if program == "yarn" {
         let first = ops.first().copied().unwrap_or(end);
         if let Some(o) = (1..first).find(|&o| w[o].starts_with('-')) {
@@ -471,9 +476,9 @@ pub(super) fn npm(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     let across = "-r --recursive -F --filter --workspaces --ws";
     let recursive = met.iter().any(|m| across.split(' ').any(|a| a == m.name));
     if installs || recursive {
-        let pnpm = program == "pnpm";
         e.workspace = Some(super::WorkspaceRun {
-            pnpm,
+            pnpm: program == "pnpm",
+            yarn: program == "yarn",
             installs,
             recursive,
         });

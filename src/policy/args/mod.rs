@@ -106,6 +106,9 @@ pub struct Effects {
     /// sixty-fifth review: `pnpm ci` emptied the folder a `node_modules` link led to, and
     /// `pnpm -r test` ran a script under a `Read` deny).
     pub workspace: Option<WorkspaceRun>,
+    /// The package manager that runs (`npm`, `pnpm`, `yarn`): the version a `package.json`
+    /// pins may run instead, through corepack or pnpm's own switch (`npmdeclared`).
+    pub manager: Option<&'static str>,
 }
 
 /// How a package manager works on its workspace ([`Effects::workspace`]).
@@ -114,6 +117,8 @@ pub struct WorkspaceRun {
     /// pnpm, which finds its workspace by `pnpm-workspace.yaml`; else npm or yarn, by
     /// `package.json`'s `workspaces`.
     pub pnpm: bool,
+    /// yarn (1), which takes a `node_modules` folder a pattern names for a project.
+    pub yarn: bool,
     /// It installs (pnpm 12 does before `test` and `run` too).
     pub installs: bool,
     /// Its words name the workspace's projects (`-r`, `--filter`, `--workspaces`).

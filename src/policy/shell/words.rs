@@ -116,7 +116,7 @@ impl Reader<'_> {
                 if let Some(inner) = inner {
                     return Ok(inner.to_owned());
                 }
-                if let Some(text) = cat_heredoc(t) {
+                if let Some(text) = cat_heredoc(t, &self.src[node.end_byte()..]) {
                     self.runs.push(vec!["cat".to_owned()]);
                     return Ok(text);
                 }
@@ -275,8 +275,9 @@ impl Reader<'_> {
 /// delimiter is quoted, so bash and dash expand nothing in the lines; `cat` is given no
 /// option; nothing else runs. No line but the last may begin with the delimiter, after
 /// any blanks: bash (not dash) ends a here-document inside `$(` at `EOF)`, and older shells
-/// read the end more loosely still. Anything else is not this form.
-pub(super) fn cat_heredoc(t: &str) -> Option<String> {
+/// read the end more loosely still. Anything else is not this form. `after`: the script's
+/// text after the word ([`bash3_ends_where_bash5_does`]).
+pub(super) fn cat_heredoc(t: &str, after: &[u8]) -> Option<String> {
     pub(super) fn skip(s: &str) -> &str {
         s.trim_start_matches([' ', '\t'])
     }
@@ -319,8 +320,40 @@ pub(super) fn cat_heredoc(t: &str) -> Option<String> {
         body.push_str(line);
         body.push('\n');
     }
-    if !skip(rest).is_empty() {
+    if !skip(rest).is_empty() || !bash3_ends_where_bash5_does(&body, after) {
         return None;
     }
     Some(body.trim_end_matches('\n').to_owned())
+}
+
+/// Whether bash 3.2 (macOS's `/bin/bash`, which Codex's `bash -lc` runs there) ends this
+/// `$(` where newer shells do, with here-document text `body` in it, or reads no command of
+/// it at all. bash 3.2 finds the end of `$(` before it reads the here-document, by counting
+/// brackets outside quotes, and takes a quote in the text for the start of one (a
+/// sixty-sixth review: a text line `x)"` ended the substitution there, and what followed
+/// ran, `rm` under a deny). So: brackets that close only what they opened, and no `"`,
+/// backquote or backslash, each of which bash 3.2 reads its own way; each `'` closed by the
+/// next, or the last left open while the script's text `after` the word holds no `'` (an
+/// apostrophe in a commit message: bash 3.2 then reads to the end for the quote's close,
+/// and runs nothing of the line).
+fn bash3_ends_where_bash5_does(body: &str, after: &[u8]) -> bool {
+    let (mut depth, mut quoted) = (0usize, false);
+    for c in body.chars() {
+        match (quoted, c) {
+            (_, '"' | '`' | '\\') => return false,
+            (true, '\'') => quoted = false,
+            (true, _) => {}
+            (false, '\'') => quoted = true,
+            (false, '(') => depth += 1,
+            (false, ')') => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return false,
+            },
+            (false, _) => {}
+        }
+    }
+    if quoted {
+        return !after.contains(&b'\'');
+    }
+    depth == 0
 }
