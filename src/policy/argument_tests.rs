@@ -5223,6 +5223,28 @@ fn a_package_manager_runs_what_its_project_declares_only_as_that_project_says() 
         ));
         not_allowed(&open, &proj, &["npm install", "npm ci"]);
     }
+    // `..` is resolved in the words first, as Node does (a sixty-seventh review:
+    // `file:secrets/none/..` ran `secrets/`'s scripts); a folder not there is asked.
+    manifest(r#"{"name":"p","dependencies":{"s":"file:secrets/none/.."}}"#);
+    not_allowed(&p, &proj, &["npm install", "yarn install", "pnpm install"]);
+    manifest(r#"{"name":"p","dependencies":{"o":"file:../none/../outside"}}"#);
+    not_allowed(
+        &open,
+        &proj,
+        &["npm install", "yarn install", "pnpm install"],
+    );
+    manifest(r#"{"name":"p","dependencies":{"o":"file:none"}}"#);
+    not_allowed(&open, &proj, &["npm install"]);
+    // A folder's own dependencies are installed with it.
+    manifest(r#"{"name":"p","dependencies":{"a":"file:vendor/a"}}"#);
+    std::fs::create_dir_all(proj.join("vendor/a")).unwrap();
+    let vendored = |json: &str| std::fs::write(proj.join("vendor/a/package.json"), json).unwrap();
+    vendored(r#"{"name":"a","dependencies":{"s":"file:../../secrets"}}"#);
+    not_allowed(&p, &proj, &["npm install", "yarn install"]);
+    vendored(r#"{"name":"a","dependencies":{"o":"file:../../../outside"}}"#);
+    not_allowed(&open, &proj, &["npm install", "yarn install"]);
+    vendored(r#"{"name":"a","dependencies":{"x":"^1.0.0"}}"#);
+    allowed(&p, &proj, &["npm install", "yarn install"]);
     manifest(r#"{"name":"p","dependencies":{"s":"^1.0.0","g":"github:a/b","w":"workspace:*"}}"#);
     allowed(&p, &proj, &every);
     // What the lockfile installs, whatever the manifest says.
@@ -5304,4 +5326,12 @@ fn a_package_manager_is_not_asked_for_what_it_passes_over() {
     )
     .unwrap();
     not_allowed(&p, &proj, &["pnpm test"]);
+    // A pin spelled by an escape in a file this reader refuses, and Node's `JSON.parse`
+    // takes (a lone surrogate): corepack ran the pnpm 10 it named.
+    std::fs::write(
+        d.join("package.json"),
+        r#"{"x":"\ud800","package\u004danager":"pnpm@10.33.0"}"#,
+    )
+    .unwrap();
+    not_allowed(&p, &proj, &["pnpm test", "pnpm install"]);
 }

@@ -136,11 +136,15 @@ fn major(v: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// Whether file `f`'s bytes hold any of `words`.
+/// Whether file `f`, which this policy's JSON reader does not take, may hold any of `words`
+/// as another reader sees it: written out, or spelled by a `\u` escape (Node's `JSON.parse`
+/// takes a lone surrogate `"\ud800"`, which this reader refuses, and reads
+/// `"package\u004danager"` as `packageManager`: a sixty-seventh review).
 pub(super) fn mentions(f: &Path, words: &[&str]) -> bool {
     super::file::bounded::read_file(f).map_or(true, |b| {
         words
             .iter()
+            .chain(&["\\u"])
             .any(|w| b.windows(w.len()).any(|x| x == w.as_bytes()))
     })
 }
@@ -198,7 +202,8 @@ fn spec_folder(spec: &str, base: &Path) -> Result<Option<PathBuf>, String> {
         .iter()
         .any(|t| spec.ends_with(t))
         && !spec.contains("://");
-    if tarball || (!spec.is_empty() && base.join(spec).symlink_metadata().is_ok()) {
+    let there = lexical(&base.join(spec)).symlink_metadata().is_ok();
+    if tarball || (!spec.is_empty() && there) {
         return Ok(Some(base.join(spec)));
     }
     Ok(None)
@@ -224,22 +229,7 @@ pub(super) fn local_dependencies(projects: &[PathBuf], top: &Path) -> Result<Vec
                 ));
             }
         }
-        let f = p.join("package.json");
-        if f.symlink_metadata().is_err() {
-            continue;
-        }
-        let v = super::npmbins::manifest(&f)
-            .ok_or_else(|| format!("{} cannot be read as JSON", f.display()))?;
-        for k in DEPENDENCY_KEYS {
-            if let Some(deps) = v.get(*k) {
-                specs_in(deps, &mut |s| {
-                    if let Some(d) = spec_folder(s, p)? {
-                        named.push(d);
-                    }
-                    Ok(())
-                })?;
-            }
-        }
+        declared_in(p, DEPENDENCY_KEYS, &mut named)?;
     }
     workspace_specs(top, &mut named)?;
     lockfiles(top, &mut named)?;
@@ -250,13 +240,14 @@ pub(super) fn local_dependencies(projects: &[PathBuf], top: &Path) -> Result<Vec
         .iter()
         .filter_map(|p| p.canonicalize().ok())
         .collect();
-    let mut out = Vec::new();
-    for d in named {
-        // What is not there cannot be installed: the install stops.
-        let Ok(c) = d.canonicalize() else {
-            continue;
-        };
-        if own.contains(&c) {
+    let mut out: Vec<PathBuf> = Vec::new();
+    while let Some(d) = named.pop() {
+        // The managers resolve `..` in the words first (Node's `path.resolve`:
+        // `file:secrets/none/..` is `secrets`), then the system follows the links.
+        let c = lexical(&d)
+            .canonicalize()
+            .map_err(|e| format!("the dependency {} cannot be placed ({e})", d.display()))?;
+        if own.contains(&c) || out.contains(&c) {
             continue;
         }
         if !c.starts_with(&top_c) {
@@ -266,9 +257,61 @@ pub(super) fn local_dependencies(projects: &[PathBuf], top: &Path) -> Result<Vec
                 top.display()
             ));
         }
+        if out.len() >= MAX_LOCAL {
+            return Err(format!(
+                "more than {MAX_LOCAL} dependencies on folders of the workspace"
+            ));
+        }
+        // A folder's own dependencies are installed with it (`file:../../secrets` in
+        // `vendor/a/package.json` ran too).
+        if c.is_dir() {
+            declared_in(&c, INSTALLED_KEYS, &mut named)?;
+        }
         out.push(c);
     }
     Ok(out)
+}
+
+/// Dependencies on folders a workspace's projects may name, with theirs, per command.
+const MAX_LOCAL: usize = 256;
+
+/// The keys of a dependency's `package.json` an install of it reads.
+const INSTALLED_KEYS: &[&str] = &["dependencies", "optionalDependencies", "peerDependencies"];
+
+/// The folders `package.json` in folder `p` names under `keys`, added to `named`.
+fn declared_in(p: &Path, keys: &[&str], named: &mut Vec<PathBuf>) -> Result<(), String> {
+    let f = p.join("package.json");
+    if f.symlink_metadata().is_err() {
+        return Ok(());
+    }
+    let v = super::npmbins::manifest(&f)
+        .ok_or_else(|| format!("{} cannot be read as JSON", f.display()))?;
+    for k in keys {
+        if let Some(deps) = v.get(*k) {
+            specs_in(deps, &mut |s| {
+                if let Some(d) = spec_folder(s, p)? {
+                    named.push(d);
+                }
+                Ok(())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// `p` with `.` and `..` taken away by its words, as Node's `path.resolve` does.
+fn lexical(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// Each text value in `v`, at any depth.

@@ -830,6 +830,10 @@ mod tests {
         let parts =
             at_home("git commit -m \"$(cat <<'EOF'\nfix: it's done\nEOF\n)\" && git log").unwrap();
         assert_eq!(parts[0].words[3], "fix: it's done");
+        // A `#` whose line holds no bracket or quote reads the same either way.
+        let line = "git commit -m \"$(cat <<'EOF'\nFix (x)\n\n# Notes\nFixes #12\nEOF\n)\"";
+        let parts = at_home(line).unwrap();
+        assert_eq!(parts[0].words[3], "Fix (x)\n\n# Notes\nFixes #12");
         for (word, want) in [
             ("\"$(cat <<\"EOF\"\nx\nEOF\n)\"", "x"),
             ("\"$(cat <<-'EOF'\n\t\tx\n\ty\n\tEOF\n)\"", "x\ny"),
@@ -883,6 +887,11 @@ mod tests {
             "git commit -m \"$(cat <<'EOF'\nsay \"x\"\nEOF\n)\"",
             "git commit -m \"$(cat <<'EOF'\nrun `x`\nEOF\n)\"",
             "git commit -m \"$(cat <<'EOF'\na \\\nEOF\n)\"",
+            // A comment bash 3.2 reads when it expands the word hides a bracket or quote.
+            "git commit -m \"$(cat <<'EOF'\n# (\n) $(rm -f v)\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF'\nx # '\n) $(rm -f v) '\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF'\n\t#)\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF'\nFixes #12 (in y)\nEOF\n)\"",
         ] {
             assert!(at_home(line).is_err(), "{line:?}: {:?}", at_home(line));
         }

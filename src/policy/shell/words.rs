@@ -335,8 +335,25 @@ pub(super) fn cat_heredoc(t: &str, after: &[u8]) -> Option<String> {
 /// backquote or backslash, each of which bash 3.2 reads its own way; each `'` closed by the
 /// next, or the last left open while the script's text `after` the word holds no `'` (an
 /// apostrophe in a commit message: bash 3.2 then reads to the end for the quote's close,
-/// and runs nothing of the line).
+/// and runs nothing of the line); a comment, as bash 3.2 reads one, holding none of those.
 fn bash3_ends_where_bash5_does(body: &str, after: &[u8]) -> bool {
+    // When it expands the word, bash 3.2 reads the `$(` again, and there a `#` at a line's
+    // start or after a blank begins a comment to the line's end (a sixty-seventh review:
+    // `# (` hid the bracket, and `) $(rm -f v)` on the next line ran). Such a line must
+    // then hold nothing either reading counts.
+    let comment = |line: &str| {
+        line.char_indices().any(|(i, c)| {
+            c == '#'
+                && line[..i]
+                    .chars()
+                    .last()
+                    .is_none_or(|p| p == ' ' || p == '\t')
+                && line[i..].contains(['(', ')', '\''])
+        })
+    };
+    if body.lines().any(comment) {
+        return false;
+    }
     let (mut depth, mut quoted) = (0usize, false);
     for c in body.chars() {
         match (quoted, c) {
