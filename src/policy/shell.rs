@@ -831,6 +831,8 @@ mod tests {
             at_home("git commit -m \"$(cat <<'EOF'\nfix: it's done\nEOF\n)\" && git log").unwrap();
         assert_eq!(parts[0].words[3], "fix: it's done");
         // A `#` whose line holds no bracket or quote reads the same either way.
+        let line = "git commit -m \"$(cat <<'EOF'\nmore: it's (x) 'q' $(id)\n\nFixes #1\nEOF\n)\"";
+        assert!(at_home(line).is_ok(), "{line:?}");
         let line = "git commit -m \"$(cat <<'EOF'\nFix (x)\n\n# Notes\nFixes #12\nEOF\n)\"";
         let parts = at_home(line).unwrap();
         assert_eq!(parts[0].words[3], "Fix (x)\n\n# Notes\nFixes #12");

@@ -64,14 +64,14 @@ const REQUIRED: &[(&str, &[&[&str]])] = &[
     ),
     // Claude Code's commit message: the shell runs `cat` for it.
     (
-        "git commit -m \"$(cat <<'EOF'\nmessage line 1\n\nmore: it's (x) \"q\" $(id) `id` \\\nEOF\n)\"",
+        "git commit -m \"$(cat <<'EOF'\nmessage line 1\n\nmore: it's (x) 'q' $(id)\n\nFixes #1\nEOF\n)\"",
         &[
             &["cat"],
             &[
                 "git",
                 "commit",
                 "-m",
-                "message line 1\n\nmore: it's (x) \"q\" $(id) `id` \\",
+                "message line 1\n\nmore: it's (x) 'q' $(id)\n\nFixes #1",
             ],
         ],
     ),
