@@ -380,11 +380,7 @@ pub(super) fn npm(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     }) {
         return Err(stop(m.value_at(w), "a filter that is not a package's name"));
     }
-    e.manager = Some(match program {
-        "pnpm" => "pnpm",
-        "yarn" => "yarn",
-        _ => "npm",
-    });
+    e.manager = ["npm", "pnpm", "yarn"].into_iter().find(|m| *m == program);
     if program == "yarn" {
         let first = ops.first().copied().unwrap_or(end);
         if let Some(o) = (1..first).find(|&o| w[o].starts_with('-')) {
