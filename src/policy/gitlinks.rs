@@ -54,7 +54,8 @@ pub fn added_repository(
                 modules: modules.as_deref(),
                 ignores: ignores.as_ref(),
             };
-            if let Some(why) = walk.beneath(&lexical(&root), &mut listed, step) {
+            if let Some(why) = walk.beneath(&super::npmdeclared::lexical(&root), &mut listed, step)
+            {
                 return Some(why);
             }
         }
@@ -230,19 +231,4 @@ impl Walk<'_> {
         }
         None
     }
-}
-
-/// `p` with `.` and `..` taken off as text (git cleans a pathspec so).
-fn lexical(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            c => out.push(c),
-        }
-    }
-    out
 }

@@ -118,14 +118,12 @@ impl Named {
                 if let Some(r) = e.workspace {
                     match super::npmwork::read_by(cwd, r.pnpm, r.yarn, r.recursive, r.installs) {
                         Ok(read) => e.paths.extend(read.into_iter().map(|(whole, p)| {
-                            (
-                                if whole {
-                                    Access::TreeFollowed
-                                } else {
-                                    Access::Read
-                                },
-                                p,
-                            )
+                            let access = if whole {
+                                Access::TreeFollowed
+                            } else {
+                                Access::Read
+                            };
+                            (access, p)
                         })),
                         Err(why) => named.unresolved = Some(why),
                     }

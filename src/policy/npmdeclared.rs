@@ -49,13 +49,12 @@ pub(super) fn pin_refused(cwd: &Path, manager: &str) -> Option<String> {
             continue;
         };
         pnpm_settings |= v.get("pnpm").is_some();
-        let mut pins: Vec<(String, String)> = Vec::new();
+        let mut pins: Vec<(&str, &str)> = Vec::new();
         if let Some(p) = v.get("packageManager") {
             let Some(p) = p.as_str() else {
                 return Some(format!("{}: `packageManager` is not text", f.display()));
             };
-            let (name, version) = split_spec(p);
-            pins.push((name.to_owned(), version.to_owned()));
+            pins.push(split_spec(p));
         }
         if let Some(p) = v.get("devEngines").and_then(|e| e.get("packageManager")) {
             let list = match p {
@@ -66,8 +65,8 @@ pub(super) fn pin_refused(cwd: &Path, manager: &str) -> Option<String> {
                 let name = p.get("name").and_then(|n| n.as_str());
                 let version = p.get("version").map(|v| v.as_str());
                 match (name, version) {
-                    (Some(n), None) => pins.push((n.to_owned(), String::new())),
-                    (Some(n), Some(Some(v))) => pins.push((n.to_owned(), v.to_owned())),
+                    (Some(n), None) => pins.push((n, "")),
+                    (Some(n), Some(Some(v))) => pins.push((n, v)),
                     _ => {
                         return Some(format!(
                             "{}: a `devEngines.packageManager` that is not a name and a version",
@@ -91,7 +90,7 @@ pub(super) fn pin_refused(cwd: &Path, manager: &str) -> Option<String> {
             if version.is_empty() {
                 continue;
             }
-            let Some(major) = major(&version) else {
+            let Some(major) = major(version) else {
                 return why("which is no version: it may name any program");
             };
             match manager {
@@ -141,10 +140,14 @@ fn major(v: &str) -> Option<u64> {
 /// takes a lone surrogate `"\ud800"`, which this reader refuses, and reads
 /// `"package\u004danager"` as `packageManager`: a sixty-seventh review).
 pub(super) fn mentions(f: &Path, words: &[&str]) -> bool {
+    holds(f, words) || holds(f, &["\\u"])
+}
+
+/// Whether file `f`'s bytes hold any of `words` (or it cannot be read).
+fn holds(f: &Path, words: &[&str]) -> bool {
     super::file::bounded::read_file(f).map_or(true, |b| {
         words
             .iter()
-            .chain(&["\\u"])
             .any(|w| b.windows(w.len()).any(|x| x == w.as_bytes()))
     })
 }
@@ -299,8 +302,9 @@ fn declared_in(p: &Path, keys: &[&str], named: &mut Vec<PathBuf>) -> Result<(), 
     Ok(())
 }
 
-/// `p` with `.` and `..` taken away by its words, as Node's `path.resolve` does.
-fn lexical(p: &Path) -> PathBuf {
+/// `p` with `.` and `..` taken away by its words, as Node's `path.resolve` does and git
+/// cleans a pathspec.
+pub(super) fn lexical(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {
@@ -365,7 +369,7 @@ fn lockfiles(top: &Path, named: &mut Vec<PathBuf>) -> Result<(), String> {
         pnpm_lock(&f, top, named)?;
     }
     let f = top.join("yarn.lock");
-    if f.symlink_metadata().is_ok() && mentions(&f, &["file:", "link:", "portal:"]) {
+    if f.symlink_metadata().is_ok() && holds(&f, &["file:", "link:", "portal:"]) {
         return Err(format!(
             "{} installs a dependency from a folder or a file on disk",
             f.display()
@@ -444,11 +448,6 @@ fn pnpm_lock(f: &Path, top: &Path, named: &mut Vec<PathBuf>) -> Result<(), Strin
                 }
             } else {
                 let mut bad = None;
-                each_text(k, &mut |_, s| {
-                    if s.contains("file:") || s.contains("link:") {
-                        bad = Some(s.to_owned());
-                    }
-                });
                 each_text(v, &mut |key, s| {
                     if s.contains("file:") || s.contains("link:") || key == Some("directory") {
                         bad = Some(s.to_owned());
