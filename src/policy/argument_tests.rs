@@ -471,6 +471,56 @@ fn globs_and_ignore_files_that_bring_hidden_files_in_are_searched_whole() {
     assert_eq!(decide(&p, "rg SECRET", &d).decision, Decision::Ask);
 }
 
+/// ripgrep's types select the files of their globs, hidden ones too, and leave every other
+/// file out; a glob of `!` only leaves names out and brings no hidden file in. So a search
+/// of one language where a denied `.env` is, or one that leaves `target` out, is allowed;
+/// a type that may match the secret (`sh` took `.env` in ripgrep 14), one redefined, or a
+/// hidden file of the type itself under a deny is not.
+#[test]
+fn a_search_of_some_types_or_without_some_names_reads_no_other_hidden_file() {
+    let d = scratch_git("types");
+    files(
+        &d,
+        &[
+            (".env", "SECRET=1"),
+            ("a.py", "SECRET"),
+            ("src/b.rs", "SECRET"),
+        ],
+    );
+    let p = rules(&["Bash(rg:*)", "!Read(.env)", "!Read(./.keys.py)"]);
+    allowed(
+        &p,
+        &d,
+        &[
+            "rg -t py SECRET",
+            "rg --type=rust -tpy SECRET src .",
+            "rg SECRET -g '!target'",
+            "rg -g '!*.rs' --iglob '!target' SECRET",
+            "rg -T rust SECRET",
+            "rg -t md -g '*.py' SECRET",
+        ],
+    );
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "rg -t sh SECRET",
+            "rg -t py -t config SECRET",
+            "rg -t all SECRET",
+            "rg --type-add 'py:*.env' -t py SECRET",
+            "rg --type-clear py -t py SECRET",
+            "rg -t py -g '.e*' SECRET",
+            "rg -g '!target' -g '*' SECRET",
+            "rg -g '!target' --hidden SECRET",
+            "rg -t py SECRET .env",
+            "rg -L -t py SECRET",
+        ],
+    );
+    std::fs::write(d.join(".keys.py"), "SECRET").unwrap();
+    not_allowed(&p, &d, &["rg -t py SECRET"]);
+    allowed(&p, &d, &["rg -t rust SECRET", "rg -g '!x' SECRET"]);
+}
+
 /// A folder named to a program with no model may be read whole, with the ignore files above
 /// it (`fd`, `ag` read them): those are read only, so an `Edit` deny of `.git` does not ask
 /// `tree src` in a real repository (git made `.git/info/exclude`), and a `Read` deny of where

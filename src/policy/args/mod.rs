@@ -26,6 +26,7 @@ mod git_options;
 mod jq;
 mod script;
 pub use script::sed_quiet;
+mod rgtypes;
 mod search;
 mod text;
 mod tools;

@@ -304,21 +304,34 @@ fn rg_words(w: &[String], e: &mut Effects) -> Result<(), Stop> {
         .iter()
         .filter(|m| m.name == "-u" || m.name == "--unrestricted")
         .count();
-    // A glob of `-g`/`--iglob`, a type (`-t sh` is `.bashrc`; `--type-add e:.env`), or an
-    // ignore file named on the command line (`!.env`) brings the names it matches in,
-    // hidden ones too.
+    // A positive glob of `-g`/`--iglob`, a type (`-t sh` is `.bashrc`; `--type-add
+    // e:.env`), or an ignore file named on the command line (`!.env`) brings the names it
+    // matches in, hidden ones too. A glob of `!` only leaves names out.
+    let globs: Vec<Option<&String>> = met
+        .iter()
+        .filter(|m| matches!(m.name.as_str(), "-g" | "--glob" | "--iglob"))
+        .map(|m| m.value.as_ref())
+        .collect();
+    let positive: Vec<String> = globs
+        .iter()
+        .filter(|g| !g.is_some_and(|g| g.starts_with('!')))
+        .map(|g| g.cloned().unwrap_or_default())
+        .collect();
+    let types: Vec<&str> = met
+        .iter()
+        .filter(|m| matches!(m.name.as_str(), "-t" | "--type"))
+        .map(|m| m.value.as_deref().unwrap_or_default())
+        .collect();
     let hidden = u >= 2
+        || !positive.is_empty()
+        || !types.is_empty()
         || has(
             &met,
             &[
                 "--hidden",
                 "-.",
-                "-g",
-                "--glob",
-                "--iglob",
-                "-t",
-                "--type",
                 "--type-add",
+                "--type-clear",
                 "--ignore-file",
             ],
         );
@@ -346,14 +359,14 @@ fn rg_words(w: &[String], e: &mut Effects) -> Result<(), Stop> {
     };
     // A positive glob leaves out every file no positive glob matches, hidden or ignored
     // (ripgrep's overrides come first): globs of a name alone (no `/`) are matched so.
-    let positive: Vec<String> = met
-        .iter()
-        .filter(|m| matches!(m.name.as_str(), "-g" | "--glob" | "--iglob"))
-        .filter_map(|m| m.value.clone())
-        .filter(|g| !g.starts_with('!'))
-        .collect();
-    if !positive.is_empty() && positive.iter().all(|g| plain_name_glob(g)) {
-        e.only_names = Some(positive);
+    // Without one, the types selected leave out every file none of their globs matches,
+    // ignored or hidden, when each is a type of ripgrep's own table as `rgtypes` holds it.
+    if !positive.is_empty() {
+        if positive.iter().all(|g| plain_name_glob(g)) {
+            e.only_names = Some(positive);
+        }
+    } else if !types.is_empty() && !has(&met, &["--type-add", "--type-clear"]) {
+        e.only_names = super::rgtypes::globs(types);
     }
     paths(w, files, access, e);
     if files.is_empty() {
