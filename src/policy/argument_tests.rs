@@ -5334,6 +5334,228 @@ fn a_package_manager_runs_what_its_project_declares_only_as_that_project_says() 
     allowed(&s_nm, &proj, &["npm install"]);
 }
 
+/// What a sixty-eighth review ran past the rules with real npm 11, pnpm 12 and yarn 1: a
+/// member's own lockfile (`sharedWorkspaceLockfile: false`), a lockfile's `resolved` that is
+/// a path or a repository on disk, pnpm's `repo:` on disk, yarn's bare `resolved` path, a
+/// tarball's own dependencies, `..` taken from a link's own path, a project a workspace
+/// above does not name, a planted link in `node_modules`, a folder's `devDependencies`.
+#[test]
+fn a_package_manager_installs_what_its_lockfiles_and_links_name_as_the_manager_reads_them() {
+    let d = scratch("lockfiles");
+    files(
+        &d,
+        &[
+            (
+                "p/package.json",
+                r#"{"name":"p","dependencies":{"foo":"^1.0.0"}}"#,
+            ),
+            (
+                "p/secrets/package.json",
+                r#"{"name":"s","scripts":{"postinstall":"y"}}"#,
+            ),
+            ("p/vendor/foo/package.json", r#"{"name":"foo"}"#),
+            ("outside/package.json", r#"{"scripts":{"postinstall":"x"}}"#),
+        ],
+    );
+    let p = d.join("p");
+    let deny = rules(&[
+        "Bash(pnpm:*)",
+        "Bash(npm:*)",
+        "Bash(yarn:*)",
+        "!Read(./secrets/**)",
+    ]);
+    let open = rules(&["Bash(pnpm:*)", "Bash(npm:*)", "Bash(yarn:*)"]);
+    let installs = ["npm install", "npm ci", "pnpm install", "yarn install"];
+    allowed(&deny, &p, &installs);
+    let write = |f: &str, text: &str| {
+        let f = p.join(f);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, text).unwrap();
+    };
+    let gone = |f: &str| std::fs::remove_file(p.join(f)).unwrap();
+    // npm's lockfile: a `resolved` that is a path, a tarball, a repository on disk.
+    for resolved in [
+        "../outside",
+        "../outside/foo-1.0.0.tgz",
+        "/tmp/outside/foo-1.0.0.tgz",
+        "git+file:///tmp/outside/repo#abc",
+        "file:../outside",
+    ] {
+        write(
+            "package-lock.json",
+            &format!(
+                r#"{{"packages":{{"":{{}},"node_modules/foo":{{"version":"1.0.0","resolved":"{resolved}"}}}}}}"#
+            ),
+        );
+        not_allowed(&open, &p, &["npm ci", "npm install"]);
+    }
+    write(
+        "package-lock.json",
+        r#"{"lockfileVersion":1,"dependencies":{"foo":{"version":"file:secrets"}}}"#,
+    );
+    not_allowed(&deny, &p, &["npm ci"]);
+    write(
+        "package-lock.json",
+        r#"{"packages":{"":{},"node_modules/foo":{"version":"1.0.0","resolved":"https://registry.npmjs.org/foo/-/foo-1.0.0.tgz","dependencies":{"bar":"^2"}}}}"#,
+    );
+    allowed(&deny, &p, &["npm ci", "npm install"]);
+    gone("package-lock.json");
+    // pnpm's lockfile: a repository on disk.
+    write(
+        "pnpm-lock.yaml",
+        "importers:\n  .:\n    dependencies:\n      foo:\n        specifier: github:acme/foo\n        version: git+https://github.com/acme/foo.git#abc\npackages:\n  foo@git+https://github.com/acme/foo.git#abc:\n    resolution: {commit: abc, repo: /tmp/outside/repo, type: git}\n",
+    );
+    not_allowed(&open, &p, &["pnpm install"]);
+    gone("pnpm-lock.yaml");
+    // yarn's lockfile: a bare path, a spec of a path in an entry's names.
+    write(
+        "yarn.lock",
+        "foo@^1.0.0:\n  version \"1.0.0\"\n  resolved \"../outside/foo-1.0.0.tgz\"\n",
+    );
+    not_allowed(&open, &p, &["yarn install"]);
+    write("yarn.lock", "\"foo@./secrets\":\n  version \"1.0.0\"\n");
+    not_allowed(&deny, &p, &["yarn install"]);
+    write(
+        "yarn.lock",
+        "# yarn lockfile v1\n\nfoo@^1.0.0:\n  version \"1.0.0\"\n  resolved \"https://registry.yarnpkg.com/foo/-/foo-1.0.0.tgz#abc\"\n  integrity sha512-x\n  dependencies:\n    bar \"^2.0.0\"\n",
+    );
+    allowed(&deny, &p, &["yarn install"]);
+    gone("yarn.lock");
+    // A member's own lockfile.
+    write(
+        "pnpm-workspace.yaml",
+        "packages: [app]\nsharedWorkspaceLockfile: false\n",
+    );
+    write("app/package.json", r#"{"name":"app"}"#);
+    allowed(&deny, &p, &["pnpm install"]);
+    write(
+        "app/pnpm-lock.yaml",
+        "importers:\n  .:\n    dependencies:\n      foo:\n        specifier: ^1\n        version: link:../secrets\n",
+    );
+    not_allowed(&deny, &p, &["pnpm install"]);
+    gone("app/pnpm-lock.yaml");
+    gone("pnpm-workspace.yaml");
+    // A tarball: its package's own dependencies are not read.
+    write("vendor/a.tgz", "not read");
+    write(
+        "package.json",
+        r#"{"name":"p","dependencies":{"a":"file:vendor/a.tgz"}}"#,
+    );
+    not_allowed(&open, &p, &["npm install"]);
+    // `..` from the link's own path: `vendor/a -> ../lib/x/a`.
+    write(
+        "lib/x/a/package.json",
+        r#"{"name":"a","dependencies":{"s":"file:../../secrets"}}"#,
+    );
+    write("lib/secrets/package.json", r#"{"name":"harmless"}"#);
+    std::os::unix::fs::symlink("../lib/x/a", p.join("vendor/a")).unwrap();
+    write(
+        "package.json",
+        r#"{"name":"p","dependencies":{"a":"file:vendor/a"}}"#,
+    );
+    not_allowed(&deny, &p, &["npm install", "pnpm install"]);
+    // A folder's `devDependencies`.
+    write(
+        "vendor/b/package.json",
+        r#"{"name":"b","devDependencies":{"s":"file:../../secrets"}}"#,
+    );
+    write(
+        "package.json",
+        r#"{"name":"p","dependencies":{"b":"file:vendor/b"}}"#,
+    );
+    not_allowed(&deny, &p, &["npm install"]);
+    // A project a workspace above does not name.
+    write(
+        "package.json",
+        r#"{"name":"p","workspaces":["packages/*"]}"#,
+    );
+    write(
+        "tools/foo/package.json",
+        r#"{"name":"t","dependencies":{"o":"file:../../../outside"}}"#,
+    );
+    not_allowed(
+        &open,
+        &p.join("tools/foo"),
+        &["npm install", "yarn install"],
+    );
+    gone("tools/foo/package.json");
+    // A link planted among the packages; pnpm's own links into its store pass.
+    write(
+        "package.json",
+        r#"{"name":"p","dependencies":{"foo":"^1.0.0"}}"#,
+    );
+    write(
+        "node_modules/.pnpm/foo@1.0.0/node_modules/foo/package.json",
+        "{}",
+    );
+    std::os::unix::fs::symlink(
+        ".pnpm/foo@1.0.0/node_modules/foo",
+        p.join("node_modules/foo"),
+    )
+    .unwrap();
+    allowed(&deny, &p, &["npm install"]);
+    std::os::unix::fs::symlink("../secrets", p.join("node_modules/sec")).unwrap();
+    not_allowed(&deny, &p, &["npm install"]);
+    std::fs::remove_file(p.join("node_modules/sec")).unwrap();
+    std::fs::create_dir_all(p.join("node_modules/@s")).unwrap();
+    std::os::unix::fs::symlink("../../../outside", p.join("node_modules/@s/o")).unwrap();
+    not_allowed(&open, &p, &["npm install"]);
+}
+
+/// A program with no model may run the words it is given: a shell's script among them
+/// (`pyenv exec sh -c '…'`), a word a shell would split (`hyperfine 'rm -f x'`, `socat -
+/// SYSTEM:'…'`), a program after its global options (`rustup run stable git -P push`).
+/// A sixty-eighth review ran each past a deny under a rule on the runner alone.
+#[test]
+fn a_program_with_no_model_runs_what_its_words_say_as_a_shell_would() {
+    let d = scratch("runners");
+    files(&d, &[(".env", "SECRET=1"), ("victim", "x")]);
+    let p = rules(&[
+        "Bash(pyenv exec:*)",
+        "Bash(poetry run:*)",
+        "Bash(rustup:*)",
+        "Bash(hyperfine:*)",
+        "Bash(socat:*)",
+        "Bash(capsh:*)",
+        "Bash(gh pr create:*)",
+        "!Bash(rm:*)",
+        "!Bash(git push:*)",
+        "!Read(.env)",
+    ]);
+    not_allowed(
+        &p,
+        &d,
+        &[
+            "pyenv exec sh -c 'rm -f victim'",
+            "pyenv exec bash -c 'cat .env'",
+            "rustup run stable sh -c 'rm -f victim'",
+            "rustup run stable git -P push origin master",
+            "poetry run git --no-pager push",
+            "hyperfine --runs 1 'rm -f victim'",
+            "hyperfine -p 'rm -f victim' 'ls'",
+            "hyperfine --prepare='rm -f victim' ls",
+            "socat - SYSTEM:'touch x; rm -f victim'",
+            "socat -u 'EXEC:cat .env' STDOUT",
+            "capsh -- -c 'rm -f victim'",
+            "hyperfine 'for f in victim; do rm -f $f; done'",
+            "hyperfine \"it's; rm -f victim\"",
+            "hyperfine \"it's; r''m -f victim\"",
+            "hyperfine 'r\\m -f victim'",
+            "hyperfine '/bin/r? -f victim'",
+        ],
+    );
+    allowed(
+        &p,
+        &d,
+        &[
+            "gh pr create --title 'Fix the bug' --body \"it's done\"",
+            "hyperfine 'cargo build'",
+            "pyenv exec python -m pytest",
+            "rustup run stable cargo test",
+        ],
+    );
+}
+
 /// What the managers pass over is not asked: a broken `package.json` above the project
 /// (npm skips it; pnpm 12 reads none above its project), a parent's `workspaces` for pnpm
 /// run in a project of its own (pnpm 12 took it as a project alone), a byte order mark.

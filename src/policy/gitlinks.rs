@@ -54,8 +54,7 @@ pub fn added_repository(
                 modules: modules.as_deref(),
                 ignores: ignores.as_ref(),
             };
-            if let Some(why) = walk.beneath(&super::npmdeclared::lexical(&root), &mut listed, step)
-            {
+            if let Some(why) = walk.beneath(&super::npmlocks::lexical(&root), &mut listed, step) {
                 return Some(why);
             }
         }

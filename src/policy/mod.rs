@@ -43,6 +43,7 @@ mod named;
 mod never;
 mod npmbins;
 mod npmdeclared;
+mod npmlocks;
 mod npmwork;
 mod on_path;
 mod parts;
@@ -366,7 +367,13 @@ impl Policy {
                 });
                 if r.decision != Decision::Allow && names_inside {
                     let inside = seen.iter().zip(&unplaced).find_map(|(w, u)| {
-                        (*u && (1..w.len()).any(|i| r.prefix_fits(&w[i..]))).then_some(*w)
+                        // Its global options taken off too (`rustup run stable git -P
+                        // push`: `git push`).
+                        let fits = |i: usize| {
+                            r.prefix_fits(&w[i..])
+                                || wrappers::normalized(&w[i..]).is_some_and(|n| r.prefix_fits(&n))
+                        };
+                        (*u && (1..w.len()).any(fits)).then_some(*w)
                     });
                     if let Some(words) = inside {
                         if r.fits_by(call, paths, covers)

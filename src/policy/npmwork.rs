@@ -252,6 +252,12 @@ pub fn workspace(cwd: &Path, pnpm: bool, yarn: bool, recursive: bool) -> Result<
     for (base, pattern) in &patterns {
         expand(base, pattern, yarn, &mut found, &mut left)?;
     }
+    // The project where it runs is installed, named by the workspace's patterns or not
+    // (a sixty-eighth review: `workspaces: ["packages/*"]` above hid `tools/foo`).
+    let here = project_of(cwd);
+    if here.starts_with(&top) {
+        found.push(here);
+    }
     let canonical_top = top
         .canonicalize()
         .map_err(|e| format!("the workspace's top {}: {e}", top.display()))?;
@@ -351,7 +357,7 @@ fn npm_workspaces(cwd: &Path, here: bool) -> Result<Vec<(PathBuf, Vec<String>)>,
 /// [`PNPM_HARMLESS`] settings.
 fn pnpm_packages(file: &Path) -> Result<Vec<String>, String> {
     let why = |what: &str| format!("{}: {what}", file.display());
-    let docs = super::npmdeclared::yaml(file)?;
+    let docs = super::npmlocks::yaml(file)?;
     let map = match docs.as_slice() {
         [] | [yaml_rust2::Yaml::Null] => return Ok(Vec::new()),
         [yaml_rust2::Yaml::Hash(map)] => map,

@@ -161,6 +161,37 @@ fn read_script(s: &str, depth: usize, script: ReadScript, seen: &mut Seen) {
     }
 }
 
+/// Programs that run none of their words (shell builtins that print or test them).
+const RUNS_NO_WORD: &[&str] = &[
+    "echo", "printf", "true", "false", "pwd", "sleep", "whoami", ":", "test", "[",
+];
+
+/// What a program with no model may run of word `s` it is given, as a script: what it
+/// runs when it reads as one. Text no shell reads whole (`--body "it's done"`), with no
+/// expansion, pattern, escape or redirection in it, runs at most the commands of its lines
+/// before the fault: its words, quotes taken away and split where a shell splits, are
+/// seen as words `program` is given, so a deny of a program they name is asked.
+fn given_script(program: &str, s: &str, depth: usize, script: ReadScript, seen: &mut Seen) {
+    let inner = script(s, depth + 1);
+    let Some(why) = inner.unclear else {
+        seen.commands.extend(inner.commands);
+        return;
+    };
+    if s.contains(['$', '`', '\\', '*', '?', '[', '{', '<', '>', '~']) || s.contains(FROM_INPUT) {
+        seen.commands.extend(inner.commands);
+        return mark(seen, why);
+    }
+    seen.commands.extend(inner.commands);
+    let bare: String = s.chars().filter(|c| !matches!(c, '\'' | '"')).collect();
+    let mut words = vec![program.to_owned()];
+    words.extend(
+        bare.split(|c: char| c.is_whitespace() || ";|&()=,:".contains(c))
+            .filter(|w| !w.is_empty())
+            .map(str::to_owned),
+    );
+    seen.commands.push(words);
+}
+
 /// What `xargs` reads, as this reader fills it in: in place of `-I R`'s R, or after the
 /// words of the command it starts without `-I` (a word that holds it as it is is only asked
 /// the more).
@@ -241,6 +272,26 @@ pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) 
             seen,
             format!("`{program}` is a shell /etc/shells lists, whose grammar is not modelled"),
         );
+    }
+    // A program in no table and with no model may run any word it is given as a script
+    // (`hyperfine 'rm -f x'`, `socat - SYSTEM:'cat .env'`, `pyenv exec sh -c '…'`: a
+    // sixty-eighth review): each word a shell would split, whole or after its first `:`
+    // or `=`, is read as one, and what it runs is seen.
+    if matches!(super::args::read(words), super::args::Reading::NoModel)
+        && !RUNS_NO_WORD.contains(&program)
+    {
+        // What `xargs` reads is its own ([`FROM_INPUT`]).
+        for w in words[1..].iter().filter(|w| !w.contains(FROM_INPUT)) {
+            let after = |c: char| w.split_once(c).map(|(_, r)| r);
+            for piece in [Some(w.as_str()), after(':'), after('=')]
+                .into_iter()
+                .flatten()
+            {
+                if piece.contains([' ', '\t', '\n', ';', '|', '&', '`']) || piece.contains("$(") {
+                    given_script(&words[0], piece, depth, script, seen);
+                }
+            }
+        }
     }
 }
 
