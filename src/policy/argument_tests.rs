@@ -5400,6 +5400,18 @@ fn a_package_manager_installs_what_its_lockfiles_and_links_name_as_the_manager_r
     );
     allowed(&deny, &p, &["npm ci", "npm install"]);
     gone("package-lock.json");
+    // pnpm's lockfile of a folder dependency, as pnpm 12 writes it: the folder is read.
+    let pnpm_lock = |dir: &str| {
+        format!(
+            "lockfileVersion: '9.0'\nimporters:\n  .:\n    dependencies:\n      foo:\n        specifier: file:vendor/foo\n        version: file:{dir}\npackages:\n  foo@file:{dir}:\n    resolution: {{directory: {dir}, type: directory}}\nsnapshots:\n  foo@file:{dir}: {{}}\n"
+        )
+    };
+    write("pnpm-lock.yaml", &pnpm_lock("vendor/foo"));
+    allowed(&deny, &p, &["pnpm install", "pnpm test"]);
+    write("pnpm-lock.yaml", &pnpm_lock("secrets"));
+    not_allowed(&deny, &p, &["pnpm install", "pnpm test"]);
+    write("pnpm-lock.yaml", &pnpm_lock("../outside"));
+    not_allowed(&open, &p, &["pnpm install"]);
     // pnpm's lockfile: a repository on disk.
     write(
         "pnpm-lock.yaml",

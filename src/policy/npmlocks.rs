@@ -228,39 +228,24 @@ pub(super) fn pnpm_lock(f: &Path, top: &Path, named: &mut Vec<PathBuf>) -> Resul
     for doc in &yaml(f)? {
         let Yaml::Hash(map) = doc else { continue };
         for (k, v) in map {
-            if k.as_str() == Some("importers") {
-                let Yaml::Hash(importers) = v else {
-                    return Err(why("`importers` is not a mapping"));
-                };
-                for (imp, deps) in importers {
-                    let imp = imp
-                        .as_str()
-                        .ok_or_else(|| why("an importer that is not a name"))?;
-                    let base = top.join(imp);
-                    let mut bad = None;
-                    each_text(deps, &mut |key, s| {
-                        if let Some(rest) = s.strip_prefix("link:") {
-                            named.push(base.join(rest));
-                        } else if s.contains("file:")
-                            || key == Some("directory")
-                            || off_disk(key, s)
-                        {
-                            bad = Some(s.to_owned());
-                        }
-                    });
-                    if let Some(s) = bad {
-                        return Err(why(&format!("it installs `{s}` from disk")));
-                    }
-                }
-            } else {
+            let importers = match (k.as_str(), v) {
+                (Some("importers"), Yaml::Hash(importers)) => importers
+                    .iter()
+                    .map(|(imp, deps)| {
+                        let imp = imp
+                            .as_str()
+                            .ok_or_else(|| why("an importer that is not a name"))?;
+                        Ok((Some(top.join(imp)), deps))
+                    })
+                    .collect::<Result<Vec<_>, String>>()?,
+                (Some("importers"), _) => return Err(why("`importers` is not a mapping")),
+                _ => vec![(None, v)],
+            };
+            for (importer, deps) in importers {
                 let mut bad = None;
-                each_text(v, &mut |key, s| {
-                    if s.contains("file:")
-                        || s.contains("link:")
-                        || key == Some("directory")
-                        || off_disk(key, s)
-                    {
-                        bad = Some(s.to_owned());
+                each_text(deps, &mut |key, s| {
+                    if let Some(b) = pnpm_place(importer.as_deref(), top, key, s, named) {
+                        bad = Some(b);
                     }
                 });
                 if let Some(s) = bad {
@@ -270,6 +255,49 @@ pub(super) fn pnpm_lock(f: &Path, top: &Path, named: &mut Vec<PathBuf>) -> Resul
         }
     }
     Ok(())
+}
+
+/// Where text `s` of a pnpm lockfile (the value of `key`, in `importer`'s dependencies or
+/// elsewhere) places a package, added to `named`: an importer's `link:` and `specifier`
+/// from the importer, a `file:` and a `directory` from the lockfile's folder (pnpm writes
+/// `version: file:vendor/foo` and `directory: vendor/foo` there, whatever the importer).
+/// The text itself when it cannot be placed: a `link:` elsewhere, a repository or a tarball
+/// on disk.
+fn pnpm_place(
+    importer: Option<&Path>,
+    top: &Path,
+    key: Option<&str>,
+    s: &str,
+    named: &mut Vec<PathBuf>,
+) -> Option<String> {
+    if off_disk(key, s) {
+        return Some(s.to_owned());
+    }
+    if key == Some("directory") {
+        named.push(top.join(s));
+        return None;
+    }
+    if let Some(base) = importer {
+        if key == Some("specifier") {
+            match spec_folder(s, base) {
+                Ok(Some(d)) => named.push(d),
+                Ok(None) => {}
+                Err(_) => return Some(s.to_owned()),
+            }
+            return None;
+        }
+        if let Some(rest) = s.strip_prefix("link:") {
+            named.push(base.join(rest));
+            return None;
+        }
+    }
+    if s.contains("link:") {
+        return Some(s.to_owned());
+    }
+    for after in s.split("file:").skip(1) {
+        named.push(top.join(after.split(['(', ')']).next().unwrap_or_default()));
+    }
+    None
 }
 
 /// Whether a pnpm lockfile's `repo` or `tarball` value `s` (under `key`) may be a place on
