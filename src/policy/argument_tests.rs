@@ -5554,6 +5554,18 @@ fn a_program_with_no_model_runs_what_its_words_say_as_a_shell_would() {
             "hyperfine \"it's; r''m -f victim\"",
             "hyperfine 'r\\m -f victim'",
             "hyperfine '/bin/r? -f victim'",
+            // What a later review found: the stand-in for what xargs reads typed in, no
+            // blank (`${IFS}`, a redirection, a brace expansion), an attached short option,
+            // a list the runner cuts at commas.
+            "hyperfine 'rm -f victim #[what xargs reads]'",
+            "hyperfine 'rm${IFS}-f${IFS}victim'",
+            "hyperfine --show-output 'cat<.env'",
+            "hyperfine '>victim'",
+            "hyperfine --shell=bash '{rm,-f,victim}'",
+            "hyperfine '-prm -f victim' true",
+            "hyperfine -L c 'true,rm -f victim' '{c}'",
+            "socat - 'SYSTEM:cat<.env'",
+            "socat - a:b:'rm -f victim'",
         ],
     );
     allowed(

@@ -169,26 +169,39 @@ const RUNS_NO_WORD: &[&str] = &[
 /// What a program with no model may run of word `s` it is given, as a script: what it
 /// runs when it reads as one. Text no shell reads whole (`--body "it's done"`), with no
 /// expansion, pattern, escape or redirection in it, runs at most the commands of its lines
-/// before the fault: its words, quotes taken away and split where a shell splits, are
-/// seen as words `program` is given, so a deny of a program they name is asked.
-fn given_script(program: &str, s: &str, depth: usize, script: ReadScript, seen: &mut Seen) {
+/// before the fault, which [`cut_words`] shows; otherwise what it runs is unclear.
+fn given_script(s: &str, depth: usize, script: ReadScript, seen: &mut Seen) {
     let inner = script(s, depth + 1);
-    let Some(why) = inner.unclear else {
-        seen.commands.extend(inner.commands);
-        return;
-    };
-    if s.contains(['$', '`', '\\', '*', '?', '[', '{', '<', '>', '~']) || s.contains(FROM_INPUT) {
-        seen.commands.extend(inner.commands);
-        return mark(seen, why);
-    }
     seen.commands.extend(inner.commands);
-    let bare: String = s.chars().filter(|c| !matches!(c, '\'' | '"')).collect();
+    if let Some(why) = inner.unclear {
+        if s.contains(['$', '`', '\\', '*', '?', '[', '{', '<', '>', '~']) {
+            mark(seen, why);
+        }
+    }
+}
+
+/// Word `w` of a program with no model cut where a shell or the program may split it (a
+/// blank, an operator, `,`, `:`, `=`; `-prm` also as `rm`: hyperfine's `-p` took it whole),
+/// quotes taken away: seen as words of the program (`words[0]`), so a deny of a program
+/// among them is asked (hyperfine's `-L c 'true,rm -f v' '{c}'` ran `rm -f v`), and a
+/// path among them is a path it names.
+fn cut_words(program: &str, w: &str, seen: &mut Seen) {
+    let bare: String = w
+        .chars()
+        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+        .collect();
     let mut words = vec![program.to_owned()];
-    words.extend(
-        bare.split(|c: char| c.is_whitespace() || ";|&()=,:".contains(c))
-            .filter(|w| !w.is_empty())
-            .map(str::to_owned),
-    );
+    for t in bare
+        .split(|c: char| c.is_whitespace() || ";|&()<>{}`$=,:".contains(c))
+        .filter(|t| !t.is_empty())
+    {
+        words.push(t.to_owned());
+        if let Some(rest) = t.strip_prefix('-').filter(|r| !r.starts_with('-')) {
+            if rest.len() > 1 {
+                words.push(rest[1..].to_owned());
+            }
+        }
+    }
     seen.commands.push(words);
 }
 
@@ -275,24 +288,51 @@ pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) 
     }
     // A program in no table and with no model may run any word it is given as a script
     // (`hyperfine 'rm -f x'`, `socat - SYSTEM:'cat .env'`, `pyenv exec sh -c '…'`: a
-    // sixty-eighth review): each word a shell would split, whole or after its first `:`
-    // or `=`, is read as one, and what it runs is seen.
+    // sixty-eighth review): each word a shell would split or expand, whole or after each
+    // `:` or `=` (`SYSTEM:…`, `--prepare=…`, `a:b:…`), is read as one, and what it runs is
+    // seen.
     if matches!(super::args::read(words), super::args::Reading::NoModel)
         && !RUNS_NO_WORD.contains(&program)
     {
-        // What `xargs` reads is its own ([`FROM_INPUT`]).
-        for w in words[1..].iter().filter(|w| !w.contains(FROM_INPUT)) {
-            let after = |c: char| w.split_once(c).map(|(_, r)| r);
-            for piece in [Some(w.as_str()), after(':'), after('=')]
-                .into_iter()
-                .flatten()
-            {
-                if piece.contains([' ', '\t', '\n', ';', '|', '&', '`']) || piece.contains("$(") {
-                    given_script(&words[0], piece, depth, script, seen);
-                }
+        // The word that stands for what `xargs` reads is its own ([`FROM_INPUT`]).
+        for w in words[1..].iter().filter(|w| *w != FROM_INPUT) {
+            if !may_be_script(w) {
+                continue;
+            }
+            cut_words(&words[0], w, seen);
+            // Whole, after each `:` or `=`, and after a short option's letter (`-p…`).
+            let cuts = w.match_indices([':', '=']).map(|(i, _)| i + 1);
+            let short =
+                (w.starts_with('-') && !w.starts_with("--") && w.is_char_boundary(2)).then_some(2);
+            let pieces: Vec<&str> = std::iter::once(0)
+                .chain(short)
+                .chain(cuts)
+                .map(|i| &w[i..])
+                .collect();
+            if pieces.len() > MAX_PIECES {
+                mark(
+                    seen,
+                    format!("`{program}` is given a word of more than {MAX_PIECES} parts a shell may run"),
+                );
+                continue;
+            }
+            for piece in pieces.into_iter().filter(|p| may_be_script(p)) {
+                given_script(piece, depth, script, seen);
             }
         }
     }
+}
+
+/// The most pieces of one word (cut at each `:` and `=`) read as scripts.
+const MAX_PIECES: usize = 16;
+
+/// Whether word `w`, run by a shell as a script, may run more than one program with no
+/// word: a blank or an operator splits it (`;`, `|`, `&`, `(`, `<`, `>`: `cat<.env` printed
+/// `.env`), an expansion (`$`, a backquote) or a brace expansion (`{rm,-f,v}` is three
+/// words to bash) makes words.
+fn may_be_script(w: &str) -> bool {
+    w.contains([' ', '\t', '\n', ';', '|', '&', '`', '$', '(', ')', '<', '>'])
+        || (w.contains('{') && (w.contains(',') || w.contains("..")))
 }
 
 pub(super) fn is_wrapper(words: &[String]) -> bool {
