@@ -161,50 +161,6 @@ fn read_script(s: &str, depth: usize, script: ReadScript, seen: &mut Seen) {
     }
 }
 
-/// Programs that run none of their words (shell builtins that print or test them).
-const RUNS_NO_WORD: &[&str] = &[
-    "echo", "printf", "true", "false", "pwd", "sleep", "whoami", ":", "test", "[",
-];
-
-/// What a program with no model may run of word `s` it is given, as a script: what it
-/// runs when it reads as one. Text no shell reads whole (`--body "it's done"`), with no
-/// expansion, pattern, escape or redirection in it, runs at most the commands of its lines
-/// before the fault, which [`cut_words`] shows; otherwise what it runs is unclear.
-fn given_script(s: &str, depth: usize, script: ReadScript, seen: &mut Seen) {
-    let inner = script(s, depth + 1);
-    seen.commands.extend(inner.commands);
-    if let Some(why) = inner.unclear {
-        if s.contains(['$', '`', '\\', '*', '?', '[', '{', '<', '>', '~']) {
-            mark(seen, why);
-        }
-    }
-}
-
-/// Word `w` of a program with no model cut where a shell or the program may split it (a
-/// blank, an operator, `,`, `:`, `=`; `-prm` also as `rm`: hyperfine's `-p` took it whole),
-/// quotes taken away: seen as words of the program (`words[0]`), so a deny of a program
-/// among them is asked (hyperfine's `-L c 'true,rm -f v' '{c}'` ran `rm -f v`), and a
-/// path among them is a path it names.
-fn cut_words(program: &str, w: &str, seen: &mut Seen) {
-    let bare: String = w
-        .chars()
-        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
-        .collect();
-    let mut words = vec![program.to_owned()];
-    for t in bare
-        .split(|c: char| c.is_whitespace() || ";|&()<>{}`$=,:".contains(c))
-        .filter(|t| !t.is_empty())
-    {
-        words.push(t.to_owned());
-        if let Some(rest) = t.strip_prefix('-').filter(|r| !r.starts_with('-')) {
-            if rest.len() > 1 {
-                words.push(rest[1..].to_owned());
-            }
-        }
-    }
-    seen.commands.push(words);
-}
-
 /// What `xargs` reads, as this reader fills it in: in place of `-I R`'s R, or after the
 /// words of the command it starts without `-I` (a word that holds it as it is is only asked
 /// the more).
@@ -287,52 +243,9 @@ pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) 
         );
     }
     // A program in no table and with no model may run any word it is given as a script
-    // (`hyperfine 'rm -f x'`, `socat - SYSTEM:'cat .env'`, `pyenv exec sh -c '…'`: a
-    // sixty-eighth review): each word a shell would split or expand, whole or after each
-    // `:` or `=` (`SYSTEM:…`, `--prepare=…`, `a:b:…`), is read as one, and what it runs is
-    // seen.
-    if matches!(super::args::read(words), super::args::Reading::NoModel)
-        && !RUNS_NO_WORD.contains(&program)
-    {
-        // The word that stands for what `xargs` reads is its own ([`FROM_INPUT`]).
-        for w in words[1..].iter().filter(|w| *w != FROM_INPUT) {
-            if !may_be_script(w) {
-                continue;
-            }
-            cut_words(&words[0], w, seen);
-            // Whole, after each `:` or `=`, and after a short option's letter (`-p…`).
-            let cuts = w.match_indices([':', '=']).map(|(i, _)| i + 1);
-            let short =
-                (w.starts_with('-') && !w.starts_with("--") && w.is_char_boundary(2)).then_some(2);
-            let pieces: Vec<&str> = std::iter::once(0)
-                .chain(short)
-                .chain(cuts)
-                .map(|i| &w[i..])
-                .collect();
-            if pieces.len() > MAX_PIECES {
-                mark(
-                    seen,
-                    format!("`{program}` is given a word of more than {MAX_PIECES} parts a shell may run"),
-                );
-                continue;
-            }
-            for piece in pieces.into_iter().filter(|p| may_be_script(p)) {
-                given_script(piece, depth, script, seen);
-            }
-        }
-    }
-}
-
-/// The most pieces of one word (cut at each `:` and `=`) read as scripts.
-const MAX_PIECES: usize = 16;
-
-/// Whether word `w`, run by a shell as a script, may run more than one program with no
-/// word: a blank or an operator splits it (`;`, `|`, `&`, `(`, `<`, `>`: `cat<.env` printed
-/// `.env`), an expansion (`$`, a backquote) or a brace expansion (`{rm,-f,v}` is three
-/// words to bash) makes words.
-fn may_be_script(w: &str) -> bool {
-    w.contains([' ', '\t', '\n', ';', '|', '&', '`', '$', '(', ')', '<', '>'])
-        || (w.contains('{') && (w.contains(',') || w.contains("..")))
+    // (a sixty-eighth review): [`given::words_run`].
+    let no_model = matches!(super::args::read(words), super::args::Reading::NoModel);
+    given::words_run(words, program, no_model, depth, script, seen);
 }
 
 pub(super) fn is_wrapper(words: &[String]) -> bool {
@@ -612,6 +525,7 @@ pub(super) fn normalized(words: &[String]) -> Option<Vec<String>> {
     Some(out)
 }
 
+mod given;
 mod options;
 mod special;
 mod table;

@@ -8,8 +8,8 @@
 //! narrows nothing: the folder is searched whole, hidden files too.
 
 /// Each type's names, then every glob of the file names it selects (matched on the name
-/// alone, in any case: wider than ripgrep, never narrower; `*.MD` is `*.md`). Only names and
-/// `*`: no class.
+/// alone, in any case: wider than ripgrep, never narrower; markdown's is written in
+/// capitals). Only names and `*`: no class.
 const TYPES: &[(&[&str], &[&str])] = &[
     (&["c"], &["*.c", "*.h", "*.c.in", "*.h.in", "*.cats"]),
     (&["cmake"], &["*.cmake", "CMakeLists.txt"]),
