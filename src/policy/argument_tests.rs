@@ -5564,6 +5564,7 @@ fn a_program_with_no_model_runs_what_its_words_say_as_a_shell_would() {
             "hyperfine --shell=bash '{rm,-f,victim}'",
             "hyperfine '-prm -f victim' true",
             "hyperfine -L c 'true,rm -f victim' '{c}'",
+            "hyperfine '-érm -f victim; x' true",
             "socat - 'SYSTEM:cat<.env'",
             "socat - a:b:'rm -f victim'",
         ],

@@ -244,8 +244,11 @@ pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) 
     }
     // A program in no table and with no model may run any word it is given as a script
     // (a sixty-eighth review): [`given::words_run`].
-    let no_model = matches!(super::args::read(words), super::args::Reading::NoModel);
-    given::words_run(words, program, no_model, depth, script, seen);
+    // The model is read only when a word may be a script (most commands have none).
+    if words[1..].iter().any(|w| given::may_be_script(w)) {
+        let no_model = matches!(super::args::read(words), super::args::Reading::NoModel);
+        given::words_run(words, program, no_model, depth, script, seen);
+    }
 }
 
 pub(super) fn is_wrapper(words: &[String]) -> bool {

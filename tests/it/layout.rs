@@ -31,8 +31,8 @@ const KNOWN_CYCLES: &[&str] = &[
      <-> policy::args::jq <-> policy::args::script <-> policy::args::search <-> policy::args::text \
      <-> policy::args::tools",
     "policy::shell <-> policy::shell::words",
-    "policy::wrappers <-> policy::wrappers::options <-> policy::wrappers::special \
-     <-> policy::wrappers::table",
+    "policy::wrappers <-> policy::wrappers::given <-> policy::wrappers::options \
+     <-> policy::wrappers::special <-> policy::wrappers::table",
     "questions::sources <-> questions::sources::cursor <-> questions::sources::gemini \
      <-> questions::sources::grok <-> questions::sources::opencode",
     "router <-> router::client <-> router::dispatch <-> router::gone \

@@ -24,8 +24,11 @@ pub(super) fn words_run(
             cut_words(&words[0], w, seen);
             // Whole, after each `:` or `=`, and after a short option's letter (`-p…`).
             let cuts = w.match_indices([':', '=']).map(|(i, _)| i + 1);
-            let short =
-                (w.starts_with('-') && !w.starts_with("--") && w.is_char_boundary(2)).then_some(2);
+            let short = w
+                .strip_prefix('-')
+                .filter(|r| !r.starts_with('-'))
+                .and_then(|r| r.chars().next())
+                .map(|c| 1 + c.len_utf8());
             let pieces: Vec<&str> = std::iter::once(0)
                 .chain(short)
                 .chain(cuts)
@@ -52,7 +55,7 @@ const MAX_PIECES: usize = 16;
 /// word: a blank or an operator splits it (`;`, `|`, `&`, `(`, `<`, `>`: `cat<.env` printed
 /// `.env`), an expansion (`$`, a backquote) or a brace expansion (`{rm,-f,v}` is three
 /// words to bash) makes words.
-fn may_be_script(w: &str) -> bool {
+pub(super) fn may_be_script(w: &str) -> bool {
     w.contains([' ', '\t', '\n', ';', '|', '&', '`', '$', '(', ')', '<', '>'])
         || (w.contains('{') && (w.contains(',') || w.contains("..")))
 }
@@ -92,9 +95,14 @@ fn cut_words(program: &str, w: &str, seen: &mut Seen) {
         .filter(|t| !t.is_empty())
     {
         words.push(t.to_owned());
-        if let Some(rest) = t.strip_prefix('-').filter(|r| !r.starts_with('-')) {
-            if rest.len() > 1 {
-                words.push(rest[1..].to_owned());
+        // After a short option's letter, whatever its width (`-érm`).
+        let mut letters = t
+            .strip_prefix('-')
+            .filter(|r| !r.starts_with('-'))
+            .map(str::chars);
+        if let Some(after) = letters.as_mut().and_then(|l| l.next().map(|_| l.as_str())) {
+            if !after.is_empty() {
+                words.push(after.to_owned());
             }
         }
     }
