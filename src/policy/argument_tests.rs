@@ -5521,7 +5521,15 @@ fn a_package_manager_installs_what_its_lockfiles_and_links_name_as_the_manager_r
 #[test]
 fn a_program_with_no_model_runs_what_its_words_say_as_a_shell_would() {
     let d = scratch("runners");
-    files(&d, &[(".env", "SECRET=1"), ("victim", "x")]);
+    files(
+        &d,
+        &[
+            (".env", "SECRET=1"),
+            ("victim", "x"),
+            ("cmds.txt", "rm -f victim\n"),
+            ("sub/a", "a"),
+        ],
+    );
     let p = rules(&[
         "Bash(pyenv exec:*)",
         "Bash(poetry run:*)",
@@ -5530,8 +5538,18 @@ fn a_program_with_no_model_runs_what_its_words_say_as_a_shell_would() {
         "Bash(socat:*)",
         "Bash(capsh:*)",
         "Bash(gh pr create:*)",
+        "Bash(gh api:*)",
+        "Bash(timeout:*)",
+        "Bash(xargs:*)",
+        "Bash(npm exec:*)",
+        "Bash(uv run:*)",
+        "Bash(curl:*)",
+        "Bash(docker:*)",
+        "Bash(which:*)",
+        "Bash(bun:*)",
         "!Bash(rm:*)",
         "!Bash(git push:*)",
+        "!Bash(python3:*)",
         "!Read(.env)",
     ]);
     not_allowed(
@@ -5567,6 +5585,29 @@ fn a_program_with_no_model_runs_what_its_words_say_as_a_shell_would() {
             "hyperfine '-érm -f victim; x' true",
             "socat - 'SYSTEM:cat<.env'",
             "socat - a:b:'rm -f victim'",
+            // A seventieth review: a script whose meaning is unclear though it holds no
+            // expansion (a shell reading its input or a file, a `cd`), a command built from
+            // placeholders, a cluster of short options, a program named after `=` or `:`,
+            // a shell given no script, a runner past the depth followed, what xargs reads,
+            // a runner subcommand of a program with a model.
+            "hyperfine 'echo cm0gLWYgdmljdGlt | base64 -d | sh'",
+            "hyperfine 'sh cmds.txt'",
+            "hyperfine 'cd sub && cat ../.env'",
+            "hyperfine -L a r -L b 'm -f victim' '{a}{b}'",
+            "hyperfine -ip'rm -f victim' true",
+            "hyperfine -iNp'rm -f victim' true",
+            "hyperfine --shell=python3 'import os'",
+            "hyperfine -Spython3 'import os'",
+            "hyperfine --input cmds.txt sh",
+            "socat - EXEC:python3",
+            "socat - EXEC:rm",
+            "socat -u OPEN:cmds.txt EXEC:sh",
+            "timeout 9 timeout 9 timeout 9 timeout 9 hyperfine 'rm -f victim'",
+            "xargs -a cmds.txt -d '\\n' hyperfine",
+            "xargs -a cmds.txt -I Q hyperfine Q",
+            "npm exec -- sh -c 'cat .env'",
+            "npm exec -- tee -a .git/config",
+            "uv run cp cmds.txt .git/hooks/pre-commit",
         ],
     );
     allowed(
@@ -5574,9 +5615,20 @@ fn a_program_with_no_model_runs_what_its_words_say_as_a_shell_would() {
         &d,
         &[
             "gh pr create --title 'Fix the bug' --body \"it's done\"",
+            "gh pr create --title 'fix: a' --body 'This fixes it; see #12.'",
+            "gh api repos/o/r/pulls --jq '.[].title'",
             "hyperfine 'cargo build'",
             "pyenv exec python -m pytest",
             "rustup run stable cargo test",
+            "uv run python -c 'import sys; print(sys.version)'",
+            "uv run pytest -x",
+            "curl -s -o /dev/null -w '%{http_code}' http://localhost:8080/",
+            "docker ps --format '{{.ID}}'",
+            "docker logs --tail 50 web",
+            "xargs -a cmds.txt basename",
+            "which sh",
+            // A program's own name is no name it writes (`bun` begins `bunfig.toml`).
+            "bun test",
         ],
     );
 }

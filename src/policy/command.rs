@@ -297,6 +297,7 @@ pub fn parse(line: &str) -> Command {
 /// a fifty-eighth review), and its commands are what deny rules see.
 pub fn script(line: &str, depth: usize) -> Seen {
     let c = read(line, depth);
+    let unplain_only = c.unclear.is_none() && c.plain.is_err();
     let unclear = c.unclear.or_else(|| match &c.plain {
         Err(why) => Some(format!("a script a program runs is not plain ({why})")),
         Ok(parts) if parts.iter().any(|p| !p.globs.is_empty()) => {
@@ -313,6 +314,7 @@ pub fn script(line: &str, depth: usize) -> Seen {
     Seen {
         commands: c.seen,
         unclear,
+        unplain_only,
     }
 }
 

@@ -275,12 +275,12 @@ impl Policy {
             .collect();
         let mut looked = std::collections::HashSet::new();
         let mut resolved = 0;
-        // A move changes no file: its folder is followed instead. A part whose program no
-        // model reads may write what any of its words names, as may what a wrapper runs.
+        // A move changes no file (its folder is followed). A part whose model does not know
+        // every word (`npm exec -- cp x ~/.bashrc`) or a wrapper's may write what later words name.
         let changing = cmd.seen.iter().enumerate().filter(|(_, c)| !is_move(c));
         let changing = changing.flat_map(|(i, c)| {
-            let own = cmd.part_own(i) && c.first().is_some_and(|p| super::args::has_model(p));
-            c.iter().map(move |w| (w, !own))
+            let own = cmd.part_own(i) && super::args::read(c).is_understood();
+            c.iter().skip(1).map(move |w| (w, !own))
         });
         for (word, unmodelled) in changing {
             // A program no model reads may take a path from inside a word of a list

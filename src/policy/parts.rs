@@ -8,7 +8,7 @@ use super::args;
 
 /// Programs that open no file and make nothing, whatever their words.
 pub(super) const OPENS_NOTHING: &[&str] = &[
-    "echo", "printf", "true", "false", "pwd", "sleep", "whoami", ":",
+    "echo", "printf", "true", "false", "pwd", "sleep", "whoami", ":", "basename", "dirname",
 ];
 
 /// What a part may leave behind for the parts after it: whether it writes or makes

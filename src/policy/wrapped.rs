@@ -248,5 +248,6 @@ fn unread_script(_: &str, _: usize) -> wrappers::Seen {
     wrappers::Seen {
         commands: Vec::new(),
         unclear: Some("a shell runs a script".into()),
+        unplain_only: false,
     }
 }

@@ -31,6 +31,9 @@ pub struct Seen {
     pub commands: Vec<Vec<String>>,
     /// Why what one of them runs could not be told.
     pub unclear: Option<String>,
+    /// Whether the one doubt of a script read is that its grammar is not plain (text no
+    /// shell reads whole may be such: [`given`]).
+    pub unplain_only: bool,
 }
 
 /// The most places a command may start at that are tried in a program whose options are
@@ -192,7 +195,7 @@ pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) 
         seen.commands.push(n);
     }
     if depth >= MAX_DEPTH {
-        if is_wrapper(words) {
+        if is_wrapper(words) || given::may_run_words(words, base(&words[0])) {
             mark(seen, "wrappers nested too deep to follow".into());
         }
         return;
@@ -243,12 +246,8 @@ pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) 
         );
     }
     // A program in no table and with no model may run any word it is given as a script
-    // (a sixty-eighth review): [`given::words_run`].
-    // The model is read only when a word may be a script (most commands have none).
-    if words[1..].iter().any(|w| given::may_be_script(w)) {
-        let no_model = matches!(super::args::read(words), super::args::Reading::NoModel);
-        given::words_run(words, program, no_model, depth, script, seen);
-    }
+    // (sixty-eighth to seventieth reviews): [`given::words_run`].
+    given::words_run(words, program, depth, script, seen);
 }
 
 pub(super) fn is_wrapper(words: &[String]) -> bool {
@@ -551,6 +550,7 @@ mod tests {
         Seen {
             commands: c.seen,
             unclear: c.unclear,
+            unplain_only: false,
         }
     }
 

@@ -157,6 +157,13 @@ pub enum Reading {
     Unknown { at: usize, why: String },
 }
 
+impl Reading {
+    /// Whether every word is one the model knows as harmless.
+    pub fn is_understood(&self) -> bool {
+        matches!(self, Reading::Understood(_))
+    }
+}
+
 /// Why a model stopped, and at which word.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stop {

@@ -5,47 +5,131 @@
 
 use super::*;
 
-/// What program `program` (run as `words`, `no_model` when none reads its words) may run
-/// of its words, added to `seen`.
+/// What program `program` (run as `words`, `depth` wrappers deep) may run of its words, when
+/// no model reads them, added to `seen`.
 pub(super) fn words_run(
     words: &[String],
     program: &str,
-    no_model: bool,
     depth: usize,
     script: ReadScript,
     seen: &mut Seen,
 ) {
-    if no_model && !RUNS_NO_WORD.contains(&program) {
-        // The word that stands for what `xargs` reads is its own ([`FROM_INPUT`]).
-        for w in words[1..].iter().filter(|w| *w != FROM_INPUT) {
-            if !may_be_script(w) {
-                continue;
+    if !may_run_words(words, program) {
+        return;
+    }
+    // Every word's pieces, seen as the program's own words (a deny of a program among them
+    // is asked: `--shell=python3`, `-Spython3`, `EXEC:rm`).
+    let mut pieces = vec![words[0].clone()];
+    let mut was_cut = false;
+    for w in &words[1..] {
+        // What `xargs` reads: any word, a script too (`xargs -d '\n' hyperfine`).
+        if w.contains(FROM_INPUT) {
+            mark(
+                seen,
+                format!("`{program}` is given what `xargs` reads, which it may run as a script"),
+            );
+            continue;
+        }
+        if builds_a_word(w) {
+            mark(
+                seen,
+                format!("`{program}` may build what it runs from its words (`{w}`)"),
+            );
+        }
+        let cut = cut_word(w);
+        // A word with no blank that names a shell or a runner which, given no more, runs
+        // what no word shows (`--input cmds.txt sh`, `EXEC:sh`, `--shell=bash`, `-Sbash`):
+        // whole, in pieces at `=`, `:` and `,`, and after the first letter of a cluster
+        // (after a later one, a name is more likely a value's end: `-Csrc`).
+        if !w.contains(char::is_whitespace) {
+            let first = after_letters(w).next().map(str::to_owned);
+            let named = w
+                .contains(['=', ':', ','])
+                .then(|| w.split(['=', ':', ',']));
+            let named = named.into_iter().flatten().map(str::to_owned);
+            for p in std::iter::once(w.clone()).chain(first).chain(named) {
+                let mut alone = Seen::default();
+                see(std::slice::from_ref(&p), depth + 1, script, &mut alone);
+                if let Some(why) = alone.unclear {
+                    mark(seen, format!("`{program}` may start `{p}` ({why})"));
+                }
             }
-            cut_words(&words[0], w, seen);
-            // Whole, after each `:` or `=`, and after a short option's letter (`-p…`).
+        }
+        was_cut |= cut.len() != 1 || cut[0] != *w;
+        pieces.extend(cut);
+        if may_be_script(w) {
+            // Whole, after each `:` or `=`, and after each letter of a short option's
+            // cluster (`-p…`, `-ip…`).
             let cuts = w.match_indices([':', '=']).map(|(i, _)| i + 1);
-            let short = w
-                .strip_prefix('-')
-                .filter(|r| !r.starts_with('-'))
-                .and_then(|r| r.chars().next())
-                .map(|c| 1 + c.len_utf8());
-            let pieces: Vec<&str> = std::iter::once(0)
-                .chain(short)
-                .chain(cuts)
-                .map(|i| &w[i..])
+            let scripts: Vec<&str> = std::iter::once(w.as_str())
+                .chain(after_letters(w))
+                .chain(cuts.map(|i| &w[i..]))
                 .collect();
-            if pieces.len() > MAX_PIECES {
+            if scripts.len() > MAX_PIECES {
                 mark(
                     seen,
                     format!("`{program}` is given a word of more than {MAX_PIECES} parts a shell may run"),
                 );
                 continue;
             }
-            for piece in pieces.into_iter().filter(|p| may_be_script(p)) {
+            for piece in scripts.into_iter().filter(|p| may_be_script(p)) {
                 given_script(piece, depth, script, seen);
             }
         }
     }
+    // Only where a word was cut: otherwise they are the command's own words.
+    if was_cut {
+        seen.commands.push(pieces);
+    }
+}
+
+/// Whether `program` (run as `words`) may run words it is given: it has words, no model
+/// knows them all as harmless (a program with none, or a runner subcommand of one with a
+/// model that a prefix rule names: `Bash(npm exec:*)`, `Bash(uv run:*)`, a seventieth
+/// review), and it is not one of the builtins that print or test them.
+pub(super) fn may_run_words(words: &[String], program: &str) -> bool {
+    words.len() > 1
+        && !RUNS_NO_WORD.contains(&program)
+        && !super::super::args::read(words).is_understood()
+}
+
+/// What follows each letter of word `w` when it is a cluster of short options (`-iprm`:
+/// `prm`, `rm`, `m`): the letters as far as the first that is neither a letter nor a digit
+/// (the first one whatever it is), at most [`MAX_PIECES`].
+fn after_letters(w: &str) -> impl Iterator<Item = &str> {
+    let rest = w.strip_prefix('-').filter(|r| !r.starts_with('-'));
+    rest.into_iter().flat_map(|r| {
+        r.char_indices()
+            .take(MAX_PIECES)
+            .take_while(|(i, c)| *i == 0 || c.is_alphanumeric())
+            .map(move |(i, c)| &r[i + c.len_utf8()..])
+            .filter(|after| !after.is_empty())
+    })
+}
+
+/// Whether word `w` holds a placeholder a program fills in with its other words (`{a}`,
+/// `{}`: hyperfine's `-L a r -L b 'm -f v' '{a}{b}'` ran `rm -f v`), and more than that: a
+/// word that is only one is the word it is filled with, seen where that is given. Not
+/// `%{…}` (curl's `-w`), `${…}` (a shell's, read where a shell runs it), nor `{{…}}` (a Go
+/// template's).
+fn builds_a_word(w: &str) -> bool {
+    let b = w.as_bytes();
+    for (i, _) in w.match_indices('{') {
+        let Some(len) = b[i + 1..].iter().position(|c| *c == b'}') else {
+            continue;
+        };
+        let name = &b[i + 1..i + 1 + len];
+        let before = i.checked_sub(1).map(|j| b[j]);
+        let after = b.get(i + len + 2).copied();
+        if name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+            && !matches!(before, Some(b'%' | b'$' | b'{'))
+            && after != Some(b'}')
+            && (i > 0 || len + 2 < b.len())
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// The most pieces of one word (cut at each `:` and `=`) read as scripts.
@@ -56,55 +140,89 @@ const MAX_PIECES: usize = 16;
 /// `.env`), an expansion (`$`, a backquote) or a brace expansion (`{rm,-f,v}` is three
 /// words to bash) makes words.
 pub(super) fn may_be_script(w: &str) -> bool {
-    w.contains([' ', '\t', '\n', ';', '|', '&', '`', '$', '(', ')', '<', '>'])
-        || (w.contains('{') && (w.contains(',') || w.contains("..")))
+    w.contains([' ', '\t', '\n', ';', '|', '&', '`', '$', '(', ')', '<', '>']) || brace_expansion(w)
 }
 
-/// Programs that run none of their words (shell builtins that print or test them).
+/// Programs that run none of their words: the shell builtins that print or test them, and
+/// the tools that name, hash or change the mode of the files their words name.
 const RUNS_NO_WORD: &[&str] = &[
-    "echo", "printf", "true", "false", "pwd", "sleep", "whoami", ":", "test", "[",
+    "echo",
+    "printf",
+    "true",
+    "false",
+    "pwd",
+    "sleep",
+    "whoami",
+    ":",
+    "test",
+    "[",
+    "which",
+    "whereis",
+    "type",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "file",
+    "stat",
+    "md5sum",
+    "sha1sum",
+    "sha224sum",
+    "sha256sum",
+    "sha384sum",
+    "sha512sum",
+    "b2sum",
+    "cksum",
+    "chmod",
+    "mkdir",
 ];
 
 /// What a program with no model may run of word `s` it is given, as a script: what it
-/// runs when it reads as one. Text no shell reads whole (`--body "it's done"`), with no
-/// expansion, pattern, escape or redirection in it, runs at most the commands of its lines
-/// before the fault, which [`cut_words`] shows; otherwise what it runs is unclear.
+/// runs when it reads as one, and whatever makes that unclear (`… | base64 -d | sh`, `sh
+/// cmds.txt`, `cd sub && …`: a seventieth review). Text no shell reads whole (`--body "it's
+/// done"`), with no expansion, pattern, escape, redirection or brace expansion in it, runs
+/// at most the commands of its lines before the fault, which [`cut_word`] shows: that its
+/// grammar is not plain is no doubt there.
 fn given_script(s: &str, depth: usize, script: ReadScript, seen: &mut Seen) {
     let inner = script(s, depth + 1);
     seen.commands.extend(inner.commands);
     if let Some(why) = inner.unclear {
-        if s.contains(['$', '`', '\\', '*', '?', '[', '{', '<', '>', '~']) {
+        let text = inner.unplain_only
+            && !s.contains(['$', '`', '\\', '*', '?', '[', '<', '>', '~'])
+            && !brace_expansion(s);
+        if !text {
             mark(seen, why);
         }
     }
 }
 
+/// Whether `s` may hold a brace expansion (`{rm,-f,v}`, `{a..z}`), not a group or a
+/// template (`{{.ID}} {{.Names}}`).
+fn brace_expansion(s: &str) -> bool {
+    s.contains('{') && (s.contains(',') || s.contains(".."))
+}
+
 /// Word `w` of a program with no model cut where a shell or the program may split it (a
-/// blank, an operator, `,`, `:`, `=`; `-prm` also as `rm`: hyperfine's `-p` took it whole),
-/// quotes taken away: seen as words of the program (`words[0]`), so a deny of a program
-/// among them is asked (hyperfine's `-L c 'true,rm -f v' '{c}'` ran `rm -f v`), and a
-/// path among them is a path it names.
-fn cut_words(program: &str, w: &str, seen: &mut Seen) {
+/// blank, an operator, `,`, `:`, `=`; an expansion or a brace is unclear where a shell
+/// runs it, [`given_script`], and `{{.ID}}` is no name `.ID`; a cluster of short options after each letter too:
+/// `-iprm` as `prm`, `rm`, `m`, since hyperfine's `-p` took `rm` whole), quotes taken
+/// away: seen as words of the program, so a deny of a program among them is asked
+/// (hyperfine's `-L c 'true,rm -f v' '{c}'` ran `rm -f v`), and a path among them is a
+/// path it names.
+fn cut_word(w: &str) -> Vec<String> {
     let bare: String = w
         .chars()
         .filter(|c| !matches!(c, '\'' | '"' | '\\'))
         .collect();
-    let mut words = vec![program.to_owned()];
+    let mut words = Vec::new();
     for t in bare
-        .split(|c: char| c.is_whitespace() || ";|&()<>{}`$=,:".contains(c))
+        .split(|c: char| c.is_whitespace() || ";|&()<>=,:".contains(c))
         .filter(|t| !t.is_empty())
     {
         words.push(t.to_owned());
-        // After a short option's letter, whatever its width (`-érm`).
-        let mut letters = t
-            .strip_prefix('-')
-            .filter(|r| !r.starts_with('-'))
-            .map(str::chars);
-        if let Some(after) = letters.as_mut().and_then(|l| l.next().map(|_| l.as_str())) {
-            if !after.is_empty() {
-                words.push(after.to_owned());
-            }
-        }
+        // A letter alone names no program a rule is likely to name (`-rf`: `f`).
+        let names = after_letters(t).filter(|a| a.chars().nth(1).is_some());
+        words.extend(names.map(str::to_owned));
     }
-    seen.commands.push(words);
+    words
 }
