@@ -6,10 +6,7 @@
 
 use super::args;
 
-/// Programs that open no file and make nothing, whatever their words.
-pub(super) const OPENS_NOTHING: &[&str] = &[
-    "echo", "printf", "true", "false", "pwd", "sleep", "whoami", ":", "basename", "dirname",
-];
+use super::wrappers::OPENS_NOTHING;
 
 /// What a part may leave behind for the parts after it: whether it writes or makes
 /// anything, and whether what it makes may be a link. A program no model reads may do

@@ -87,7 +87,7 @@ pub(super) fn adds_words(words: &[String]) -> bool {
         .commands
         .iter()
         .find(|w| !w.is_empty() && !wrappers::is_wrapper(w));
-    let opens = run.is_none_or(|w| !super::parts::OPENS_NOTHING.contains(&args::base(&w[0])));
+    let opens = run.is_none_or(|w| !wrappers::OPENS_NOTHING.contains(&args::base(&w[0])));
     opens && adds(&seen)
 }
 

@@ -528,6 +528,7 @@ pub(super) fn normalized(words: &[String]) -> Option<Vec<String>> {
 }
 
 mod given;
+pub(super) use given::OPENS_NOTHING;
 mod options;
 mod special;
 mod table;

@@ -1,7 +1,9 @@
-//! What a program in no table and with no model may run of the words it is given: a word a
-//! shell would split or expand, read as a script, and its pieces seen as the program's own
-//! words (sixty-eighth and sixty-ninth reviews: `hyperfine 'rm -f x'`, `socat -
-//! SYSTEM:'cat .env'`, `pyenv exec sh -c …`, `hyperfine -L c 'true,rm -f x' '{c}'`).
+//! What a program may run of the words it is given when no model knows them all (one in
+//! no table with no model, or a runner subcommand a prefix rule names: `npm exec`): a word a
+//! shell would split or expand, read as a script, a shell or runner it may start alone, a
+//! word built from placeholders, and every word's pieces seen as the program's own words
+//! (sixty-eighth to seventieth reviews: `hyperfine 'rm -f x'`, `socat - SYSTEM:'cat .env'`,
+//! `pyenv exec sh -c …`, `hyperfine -L c 'true,rm -f x' '{c}'`, `socat - EXEC:sh`).
 
 use super::*;
 
@@ -88,9 +90,7 @@ pub(super) fn words_run(
 /// model that a prefix rule names: `Bash(npm exec:*)`, `Bash(uv run:*)`, a seventieth
 /// review), and it is not one of the builtins that print or test them.
 pub(super) fn may_run_words(words: &[String], program: &str) -> bool {
-    words.len() > 1
-        && !RUNS_NO_WORD.contains(&program)
-        && !super::super::args::read(words).is_understood()
+    words.len() > 1 && !runs_no_word(program) && !super::super::args::read(words).is_understood()
 }
 
 /// What follows each letter of word `w` when it is a cluster of short options (`-iprm`:
@@ -139,43 +139,42 @@ const MAX_PIECES: usize = 16;
 /// word: a blank or an operator splits it (`;`, `|`, `&`, `(`, `<`, `>`: `cat<.env` printed
 /// `.env`), an expansion (`$`, a backquote) or a brace expansion (`{rm,-f,v}` is three
 /// words to bash) makes words.
-pub(super) fn may_be_script(w: &str) -> bool {
+fn may_be_script(w: &str) -> bool {
     w.contains([' ', '\t', '\n', ';', '|', '&', '`', '$', '(', ')', '<', '>']) || brace_expansion(w)
 }
 
-/// Programs that run none of their words: the shell builtins that print or test them, and
-/// the tools that name, hash or change the mode of the files their words name.
-const RUNS_NO_WORD: &[&str] = &[
-    "echo",
-    "printf",
-    "true",
-    "false",
-    "pwd",
-    "sleep",
-    "whoami",
-    ":",
-    "test",
-    "[",
-    "which",
-    "whereis",
-    "type",
-    "basename",
-    "dirname",
-    "realpath",
-    "readlink",
-    "file",
-    "stat",
-    "md5sum",
-    "sha1sum",
-    "sha224sum",
-    "sha256sum",
-    "sha384sum",
-    "sha512sum",
-    "b2sum",
-    "cksum",
-    "chmod",
-    "mkdir",
+/// Programs that open no file and make nothing, whatever their words.
+pub(in crate::policy) const OPENS_NOTHING: &[&str] = &[
+    "echo", "printf", "true", "false", "pwd", "sleep", "whoami", ":", "basename", "dirname",
 ];
+
+/// Programs that run none of their words: those of [`OPENS_NOTHING`], the builtins that
+/// test them, and the tools that name, hash or change the mode of the files they name.
+fn runs_no_word(program: &str) -> bool {
+    OPENS_NOTHING.contains(&program)
+        || [
+            "test",
+            "[",
+            "which",
+            "whereis",
+            "type",
+            "realpath",
+            "readlink",
+            "file",
+            "stat",
+            "md5sum",
+            "sha1sum",
+            "sha224sum",
+            "sha256sum",
+            "sha384sum",
+            "sha512sum",
+            "b2sum",
+            "cksum",
+            "chmod",
+            "mkdir",
+        ]
+        .contains(&program)
+}
 
 /// What a program with no model may run of word `s` it is given, as a script: what it
 /// runs when it reads as one, and whatever makes that unclear (`… | base64 -d | sh`, `sh
@@ -203,12 +202,12 @@ fn brace_expansion(s: &str) -> bool {
 }
 
 /// Word `w` of a program with no model cut where a shell or the program may split it (a
-/// blank, an operator, `,`, `:`, `=`; an expansion or a brace is unclear where a shell
-/// runs it, [`given_script`], and `{{.ID}}` is no name `.ID`; a cluster of short options after each letter too:
-/// `-iprm` as `prm`, `rm`, `m`, since hyperfine's `-p` took `rm` whole), quotes taken
-/// away: seen as words of the program, so a deny of a program among them is asked
-/// (hyperfine's `-L c 'true,rm -f v' '{c}'` ran `rm -f v`), and a path among them is a
-/// path it names.
+/// blank, an operator, `,`, `:`, `=`; a cluster of short options after each letter too:
+/// `-iprm` as `prm`, `rm`, since hyperfine's `-p` took `rm` whole), quotes taken away: seen
+/// as words of the program, so a deny of a program among them is asked (hyperfine's `-L c
+/// 'true,rm -f v' '{c}'` ran `rm -f v`), and a path among them is a path it names. Not at
+/// an expansion or a brace, which is unclear where a shell runs it ([`given_script`]):
+/// `{{.ID}}` names no `.ID`.
 fn cut_word(w: &str) -> Vec<String> {
     let bare: String = w
         .chars()
