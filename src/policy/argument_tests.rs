@@ -5547,6 +5547,7 @@ fn a_program_with_no_model_runs_what_its_words_say_as_a_shell_would() {
         "Bash(docker:*)",
         "Bash(which:*)",
         "Bash(bun:*)",
+        "Bash(git submodule foreach:*)",
         "!Bash(rm:*)",
         "!Bash(git push:*)",
         "!Bash(python3:*)",
@@ -5608,6 +5609,29 @@ fn a_program_with_no_model_runs_what_its_words_say_as_a_shell_would() {
             "npm exec -- sh -c 'cat .env'",
             "npm exec -- tee -a .git/config",
             "uv run cp cmds.txt .git/hooks/pre-commit",
+            // A seventy-first review: a shell's name quoted or escaped for the runner to
+            // take away, cut at socat's `!!`; a placeholder of any name; a program with a
+            // model run by a runner, read by that model; an interpreter or an editor
+            // reading its input.
+            "socat - 'EXEC:s\\h'",
+            "socat - \"EXEC:'sh'\"",
+            "socat - 'EXEC:sh!!-'",
+            "git submodule foreach 's\\h'",
+            "hyperfine -L a-b r -L c 'm -f victim' '{a-b}{c}'",
+            "hyperfine -L é r -L c 'm -f victim' '{é}{c}'",
+            "hyperfine -L a r -L b 'm -f victim' '%{a}{b}}'",
+            "hyperfine 'git config core.fsmonitor ./x'",
+            "hyperfine 'git init --template=tpl'",
+            "hyperfine 'sort -o ~/.profile cmds.txt'",
+            "uv run git config core.fsmonitor ./x",
+            "npm exec -- git -c core.pager=sh log",
+            "poetry run git init --template=tpl",
+            "uv run python -c 'import os; os.remove(\"victim\")'",
+            "cat cmds.txt | npm exec -- node",
+            "socat - EXEC:node",
+            "socat -u OPEN:cmds.txt EXEC:perl",
+            "hyperfine -S ex 'x'",
+            "hyperfine -S 'vim -u NONE' 'x'",
         ],
     );
     allowed(
@@ -5620,7 +5644,6 @@ fn a_program_with_no_model_runs_what_its_words_say_as_a_shell_would() {
             "hyperfine 'cargo build'",
             "pyenv exec python -m pytest",
             "rustup run stable cargo test",
-            "uv run python -c 'import sys; print(sys.version)'",
             "uv run pytest -x",
             "curl -s -o /dev/null -w '%{http_code}' http://localhost:8080/",
             "docker ps --format '{{.ID}}'",
@@ -5629,6 +5652,10 @@ fn a_program_with_no_model_runs_what_its_words_say_as_a_shell_would() {
             "which sh",
             // A program's own name is no name it writes (`bun` begins `bunfig.toml`).
             "bun test",
+            "uv run python -m pytest",
+            "npm exec -- eslint src",
+            "hyperfine 'git status' 'cargo build --release'",
+            "npm exec -- node build.js",
         ],
     );
 }

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use super::command::Command;
 use super::gitindex::foreign_submodule;
 use super::parts::{left_behind, Ran};
+use super::prefixed;
 use super::*;
 
 impl Policy {
@@ -178,7 +179,9 @@ impl Policy {
         }
         // Every part allowed: what the prefix rules' writes and paths say.
         let mut notes = Vec::new();
-        for ((part, outcome, _), (folders, named)) in decided.iter().zip(&named_parts) {
+        for (i, ((part, outcome, _), (folders, named))) in
+            decided.iter().zip(&named_parts).enumerate()
+        {
             let Some((_, r, ..)) = outcome else { continue };
             if refused.is_some() {
                 break;
@@ -201,7 +204,7 @@ impl Policy {
                 super::wrapped::Inner::Runs { words, .. } => words,
                 _ => &part.words[..],
             };
-            if let Some(why) = on_path_refused(part, folders, &call.cwd)
+            if let Some(why) = prefixed::on_path_refused(part, folders, &call.cwd)
                 .or_else(|| super::rc::refused(&part.words, folders))
                 .or_else(|| super::rc::refused(words, folders))
                 .or_else(|| super::gitruns::refused(&call.cwd, folders, words))
@@ -219,10 +222,23 @@ impl Policy {
                         shown(&part.words)
                     ));
                 }
-                Ok(true) => notes.push(format!(
-                    "no model of `{}`: the rule allows any arguments",
-                    args::base(&part.words[0])
-                )),
+                Ok(true) => {
+                    notes.push(format!(
+                        "no model of `{}`: the rule allows any arguments",
+                        args::base(&part.words[0])
+                    ));
+                    let range = cmd.by_part.get(i).cloned().unwrap_or(0..0);
+                    // Each command seen, and what the part may run from a later word on
+                    // that names a program with a model (`uv run git …`, `npm exec -- git …`).
+                    let w = &part.words;
+                    let later =
+                        (1..w.len()).filter(|&k| args::has_model(&w[k]) && !w[k].starts_with('-'));
+                    let ran = cmd.seen[range]
+                        .iter()
+                        .map(Vec::as_slice)
+                        .chain(later.map(|k| &w[k..]));
+                    *refused = prefixed::ran_refused(ran, w, pattern, folders, &call.cwd);
+                }
                 Ok(false) if r.command.is_some() && !r.exact && cmd.background => {
                     *refused = Some(format!(
                         "`{}` runs in the background: its model decides the paths it names as they are now, and a later command may change them while it runs",
@@ -230,52 +246,7 @@ impl Policy {
                     ));
                 }
                 Ok(false) if r.command.is_some() && !r.exact => {
-                    let own = named::Named::in_folders(words, folders);
-                    // A whole tree copied (`cp -r`) writes beneath its destination too,
-                    // through any link already there.
-                    let copies_trees = own
-                        .paths
-                        .iter()
-                        .any(|(a, _)| matches!(a, args::Access::Tree | args::Access::TreeFollowed));
-                    *refused = own.unresolved.clone().or_else(|| {
-                        own.paths
-                            .iter()
-                            .filter(|(a, _)| {
-                                matches!(a, args::Access::Write | args::Access::Remove)
-                            })
-                            .find_map(|(a, p)| {
-                                named::prefix_write_refused(p, &call.cwd).or_else(|| {
-                                    (copies_trees && *a == args::Access::Write)
-                                        .then(|| named::link_beneath(p))
-                                        .flatten()
-                                })
-                            })
-                            .or_else(|| named::tree_landing_refused(&own, &call.cwd))
-                            .or_else(|| {
-                                super::landings::source_beneath_a_landing(
-                                    words,
-                                    folders,
-                                    path::home().as_deref(),
-                                    &|p, c| path::resolve(p, c).map(|r| r.path),
-                                    &path::take_step,
-                                )
-                            })
-                            .or_else(|| {
-                                // A file git includes as configuration, by any name.
-                                let written =
-                                    own.paths.iter().filter(|(a, _)| *a == args::Access::Write);
-                                let landed = own
-                                    .trees
-                                    .iter()
-                                    .filter(|(a, _, _)| *a == args::Access::Write);
-                                let all = written.map(|(_, p)| p.as_path()).chain(landed.flat_map(
-                                    |(_, _, u)| u.iter().flatten().map(PathBuf::as_path),
-                                ));
-                                super::gitdir::config_written(&call.cwd, all, &|k| {
-                                    std::env::var_os(k)
-                                })
-                            })
-                    });
+                    *refused = prefixed::model_refused(words, folders, &call.cwd);
                 }
                 _ => {}
             }
@@ -556,22 +527,4 @@ fn moves_a_folder(
         }
     }
     false
-}
-
-/// Why `part`, run from any of `folders`, may run or plant a program the agent wrote on
-/// `PATH` inside the session.
-fn on_path_refused(
-    part: &super::command::Part,
-    folders: &[PathBuf],
-    session: &Path,
-) -> Option<String> {
-    let prog = part.words.first()?;
-    if let Some(why) = super::on_path::program_refused(prog, folders, session) {
-        return Some(why);
-    }
-    let own = super::named::Named::in_folders(&part.words, folders);
-    own.paths
-        .iter()
-        .filter(|(a, _)| matches!(a, super::args::Access::Write | super::args::Access::Remove))
-        .find_map(|(_, p)| super::on_path::write_refused(p, folders, session))
 }

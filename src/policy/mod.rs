@@ -49,6 +49,7 @@ mod on_path;
 mod parts;
 pub mod path;
 mod pathglobs;
+mod prefixed;
 mod rc;
 pub mod remember;
 pub mod shell;

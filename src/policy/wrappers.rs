@@ -239,6 +239,9 @@ pub fn see(words: &[String], depth: usize, script: ReadScript, seen: &mut Seen) 
     if let Some(w) = WRAPPERS.iter().find(|w| w.names.contains(&program)) {
         return run(w, program, words, depth, script, seen);
     }
+    if let Some(why) = given::reads_its_input(words, program).filter(|_| depth > 0) {
+        mark(seen, why);
+    }
     if listed_shell(program) {
         mark(
             seen,

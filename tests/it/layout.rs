@@ -25,7 +25,7 @@ const KNOWN_CYCLES: &[&str] = &[
     "control <-> control::gate <-> control::v1",
     "inbox::nats <-> inbox::nats::follower <-> inbox::nats::publisher",
     "policy <-> policy::decide <-> policy::guard <-> policy::moves <-> policy::named \
-     <-> policy::tier <-> policy::tool_call",
+     <-> policy::prefixed <-> policy::tier <-> policy::tool_call",
     "policy::file <-> policy::file::rules",
     "policy::args <-> policy::args::build <-> policy::args::files <-> policy::args::git \
      <-> policy::args::jq <-> policy::args::script <-> policy::args::search <-> policy::args::text \

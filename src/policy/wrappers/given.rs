@@ -23,7 +23,7 @@ pub(super) fn words_run(
     // is asked: `--shell=python3`, `-Spython3`, `EXEC:rm`).
     let mut pieces = vec![words[0].clone()];
     let mut was_cut = false;
-    for w in &words[1..] {
+    for (k, w) in words.iter().enumerate().skip(1) {
         // What `xargs` reads: any word, a script too (`xargs -d '\n' hyperfine`).
         if w.contains(FROM_INPUT) {
             mark(
@@ -32,7 +32,7 @@ pub(super) fn words_run(
             );
             continue;
         }
-        if builds_a_word(w) {
+        if builds_a_word(w, program) {
             mark(
                 seen,
                 format!("`{program}` may build what it runs from its words (`{w}`)"),
@@ -43,15 +43,29 @@ pub(super) fn words_run(
         // what no word shows (`--input cmds.txt sh`, `EXEC:sh`, `--shell=bash`, `-Sbash`):
         // whole, in pieces at `=`, `:` and `,`, and after the first letter of a cluster
         // (after a later one, a name is more likely a value's end: `-Csrc`).
-        if !w.contains(char::is_whitespace) {
-            let first = after_letters(w).next().map(str::to_owned);
-            let named = w
+        // Quotes and backslashes taken away, as the program may (socat's `'EXEC:s\h'`,
+        // `"EXEC:'sh'"`), and cut at socat's `!!` too (`EXEC:sh!!-`).
+        let bare: String = w
+            .chars()
+            .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+            .collect();
+        let bare = bare.replace("!!", ":");
+        if !bare.contains(char::is_whitespace) {
+            let first = after_letters(&bare).next().map(str::to_owned);
+            let named = bare
                 .contains(['=', ':', ','])
-                .then(|| w.split(['=', ':', ',']));
+                .then(|| bare.split(['=', ':', ',']));
             let named = named.into_iter().flatten().map(str::to_owned);
-            for p in std::iter::once(w.clone()).chain(first).chain(named) {
+            for p in std::iter::once(bare.clone()).chain(first).chain(named) {
                 let mut alone = Seen::default();
                 see(std::slice::from_ref(&p), depth + 1, script, &mut alone);
+                // An interpreter given an operand after it runs that, not its input
+                // (`uv run python -m pytest`).
+                let given = p == *w && reads_its_input(&words[k..], &p).is_none();
+                let reads = reads_its_input(std::slice::from_ref(&p), &p);
+                if given && alone.unclear.is_some() && alone.unclear == reads {
+                    continue;
+                }
                 if let Some(why) = alone.unclear {
                     mark(seen, format!("`{program}` may start `{p}` ({why})"));
                 }
@@ -108,23 +122,30 @@ fn after_letters(w: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Whether word `w` holds a placeholder a program fills in with its other words (`{a}`,
-/// `{}`: hyperfine's `-L a r -L b 'm -f v' '{a}{b}'` ran `rm -f v`), and more than that: a
-/// word that is only one is the word it is filled with, seen where that is given. Not
-/// `%{…}` (curl's `-w`), `${…}` (a shell's, read where a shell runs it), nor `{{…}}` (a Go
-/// template's).
-fn builds_a_word(w: &str) -> bool {
-    let b = w.as_bytes();
-    for (i, _) in w.match_indices('{') {
-        let Some(len) = b[i + 1..].iter().position(|c| *c == b'}') else {
+/// `{}`, a name of any letters: hyperfine's `-L a r -L b 'm -f v' '{a}{b}'` ran `rm -f v`),
+/// and more than that: a word that is only one is the word it is filled with, seen where
+/// that is given. Any `{…}` with no blank in it but a Go template's `{{…}}` (taken away
+/// first), a shell's `${…}` (read where a shell runs it), and curl's `%{…}` (its `-w`).
+fn builds_a_word(w: &str, program: &str) -> bool {
+    let mut rest = w.to_owned();
+    while let Some(i) = rest.find("{{") {
+        let Some(len) = rest[i + 2..].find("}}") else {
+            break;
+        };
+        rest.replace_range(i..i + len + 4, " ");
+    }
+    let b = rest.as_bytes();
+    for (i, _) in rest.match_indices('{') {
+        let Some(len) = rest[i + 1..].find('}') else {
             continue;
         };
-        let name = &b[i + 1..i + 1 + len];
+        let name = &rest[i + 1..i + 1 + len];
         let before = i.checked_sub(1).map(|j| b[j]);
-        let after = b.get(i + len + 2).copied();
-        if name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
-            && !matches!(before, Some(b'%' | b'$' | b'{'))
-            && after != Some(b'}')
-            && (i > 0 || len + 2 < b.len())
+        let shells = before == Some(b'$') || (before == Some(b'%') && program == "curl");
+        if !name.contains(char::is_whitespace)
+            && !name.contains('{')
+            && !shells
+            && (i > 0 || len + 2 < w.len())
         {
             return true;
         }
@@ -138,9 +159,12 @@ const MAX_PIECES: usize = 16;
 /// Whether word `w`, run by a shell as a script, may run more than one program with no
 /// word: a blank or an operator splits it (`;`, `|`, `&`, `(`, `<`, `>`: `cat<.env` printed
 /// `.env`), an expansion (`$`, a backquote) or a brace expansion (`{rm,-f,v}` is three
-/// words to bash) makes words.
+/// words to bash) makes words, or a quote or backslash hides the name it runs (`s\h`).
 fn may_be_script(w: &str) -> bool {
-    w.contains([' ', '\t', '\n', ';', '|', '&', '`', '$', '(', ')', '<', '>']) || brace_expansion(w)
+    const SPLITS: [char; 15] = [
+        ' ', '\t', '\n', ';', '|', '&', '`', '$', '(', ')', '<', '>', '\\', '\'', '"',
+    ];
+    w.contains(SPLITS) || brace_expansion(w)
 }
 
 /// Programs that open no file and make nothing, whatever their words.
@@ -225,3 +249,47 @@ fn cut_word(w: &str) -> Vec<String> {
     }
     words
 }
+
+/// Why program `program`, run as `words` by another (`depth` above none), runs what it
+/// reads from its input, as a shell with no script does (`… | npm exec -- node`, socat's
+/// `EXEC:node`, hyperfine's `-S ex`, a seventy-first review): an interpreter given no
+/// operand or `-`, or an editor or client that reads its commands there whatever its
+/// operands (`ed`, `ex`, `vim`, `dc`, `psql`: each runs a shell command it reads).
+pub(super) fn reads_its_input(words: &[String], program: &str) -> Option<String> {
+    let name = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let no_operand = words[1..].iter().all(|w| w.starts_with('-') && w != "-")
+        || words[1..].iter().any(|w| w == "-");
+    let is = |list: &[&str]| list.contains(&name) || list.contains(&program);
+    let reads = (is(INTERPRETERS) && no_operand) || is(READ_COMMANDS);
+    reads.then(|| format!("`{program}` runs what it reads from its input"))
+}
+
+/// Interpreters that run the program they read from their input when given none.
+const INTERPRETERS: &[&str] = &[
+    "node", "nodejs", "python", "pypy", "perl", "ruby", "php", "lua", "luajit", "tclsh", "wish",
+    "irb", "guile", "julia", "R", "Rscript", "deno", "m4", "awk", "gawk", "mawk", "nawk", "jshell",
+    "ghci", "ocaml", "sbcl", "clisp", "racket", "erl", "iex", "swipl", "gjs", "qjs",
+];
+
+/// Programs that read commands from their input whatever their operands, a shell command
+/// among them (`!cmd`, `:!cmd`, `\!`, `.shell`).
+const READ_COMMANDS: &[&str] = &[
+    "ed",
+    "red",
+    "ex",
+    "vi",
+    "vim",
+    "nvim",
+    "view",
+    "vim.basic",
+    "vim.tiny",
+    "dc",
+    "psql",
+    "mysql",
+    "mariadb",
+    "sftp",
+    "ftp",
+    "lldb",
+    "sqlite3",
+    "duckdb",
+];
