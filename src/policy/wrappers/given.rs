@@ -45,11 +45,7 @@ pub(super) fn words_run(
         // (after a later one, a name is more likely a value's end: `-Csrc`).
         // Quotes and backslashes taken away, as the program may (socat's `'EXEC:s\h'`,
         // `"EXEC:'sh'"`), and cut at socat's `!!` too (`EXEC:sh!!-`).
-        let bare: String = w
-            .chars()
-            .filter(|c| !matches!(c, '\'' | '"' | '\\'))
-            .collect();
-        let bare = bare.replace("!!", ":");
+        let bare = unquoted(w).replace("!!", ":");
         if !bare.contains(char::is_whitespace) {
             let first = after_letters(&bare).next().map(str::to_owned);
             let named = bare
@@ -225,6 +221,13 @@ fn brace_expansion(s: &str) -> bool {
     s.contains('{') && (s.contains(',') || s.contains(".."))
 }
 
+/// Word `w` with its quotes and backslashes taken away, as a program that splits it may.
+fn unquoted(w: &str) -> String {
+    w.chars()
+        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+        .collect()
+}
+
 /// Word `w` of a program with no model cut where a shell or the program may split it (a
 /// blank, an operator, `,`, `:`, `=`; a cluster of short options after each letter too:
 /// `-iprm` as `prm`, `rm`, since hyperfine's `-p` took `rm` whole), quotes taken away: seen
@@ -233,10 +236,7 @@ fn brace_expansion(s: &str) -> bool {
 /// an expansion or a brace, which is unclear where a shell runs it ([`given_script`]):
 /// `{{.ID}}` names no `.ID`.
 fn cut_word(w: &str) -> Vec<String> {
-    let bare: String = w
-        .chars()
-        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
-        .collect();
+    let bare = unquoted(w);
     let mut words = Vec::new();
     for t in bare
         .split(|c: char| c.is_whitespace() || ";|&()<>=,:".contains(c))
